@@ -1,0 +1,1 @@
+"""File I/O shared by the experiments (atomic writes, JSON lines)."""

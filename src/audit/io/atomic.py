@@ -1,0 +1,45 @@
+"""Atomic file writes: a reader (or a resumed run) never sees a half-written file.
+
+Each write goes to a temporary file in the same directory, is flushed and fsynced, then
+renamed over the target, which POSIX guarantees to be atomic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically, creating parent directories."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def write_json(path: str | os.PathLike[str], data: Any) -> Path:
+    """Write ``data`` as indented UTF-8 JSON (non-ASCII kept readable) atomically."""
+    return write_text(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+def write_jsonl(path: str | os.PathLike[str], rows: list[dict[str, Any]]) -> Path:
+    """Write one JSON object per line atomically."""
+    return write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Read a JSON file written by :func:`write_json`."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))

@@ -1,0 +1,63 @@
+"""Value types the gateway returns and raises; free of litellm so callers import them cheaply."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts and the provider-reported cost (``usage.cost``, USD) of one call."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class LLMResponse:
+    """One model reply.
+
+    ``text`` is already cut at the caller's stop sequences (some servers drop special
+    tokens before matching stops, so the gateway cuts again). ``cached`` replies cost
+    nothing in this run; ``usage`` still holds what the original call cost.
+    """
+
+    text: str
+    finish_reason: str | None
+    usage: Usage
+    model: str
+    provider: str | None = None
+    latency_s: float = 0.0
+    retries: int = 0
+    cached: bool = False
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def record(self) -> dict[str, Any]:
+        """A JSON-ready summary for output files (no raw payload)."""
+        data = asdict(self)
+        data.pop("raw")
+        return data
+
+
+class GatewayError(Exception):
+    """A model call that failed for good (after retries where retrying makes sense).
+
+    ``kind`` is one of: ``auth`` (401/403), ``bad_request`` (400), ``not_found`` (404,
+    unknown model), ``context_length``, ``rate_limit`` (429), ``server`` (5xx),
+    ``timeout``, ``connection``, ``bad_response`` (unparseable body).
+    """
+
+    def __init__(self, kind: str, message: str, *, status: int | None = None, retries: int = 0):
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+        self.retries = retries
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {super().__str__()}"
