@@ -1,0 +1,192 @@
+"""Abstention metrics from results rows (pure: no I/O).
+
+Every row is one card answered by one system: ``gold`` (YES|NO|UNKNOWN), ``pred``
+(YES|NO|UNKNOWN, or null when the call failed), ``system``, optionally ``suite``. The
+gold label of a row is derived from ``gold`` (YES→E, NO→C, UNKNOWN→U), exactly as the
+original project did, so results files in the original format (id, gold, pred, pass,
+system, label; its distractor label ``D`` has gold NO) score without conversion.
+
+Two mappings turn a prediction into an action (ANSWER or ABSTAIN):
+
+``licensing`` (the default; DESIGN.md): ANSWER = the system asserts the claim (YES);
+ABSTAIN = NO or UNKNOWN. A perfect oracle then scores AP = CVRR = LA = 1, FAR_NE = 0.
+
+``legacy`` (the original ``metrics_abstention.py``): ANSWER = YES or NO; only UNKNOWN
+abstains. Its LA = A_E/(A_E+S_E) counts every *answered* E card, right or wrong, and its
+``answer_accuracy`` = A_E/answers; these are our ``LA`` and ``accuracy_at_coverage``
+under this mapping, which is how the published numbers are reproduced.
+
+The formulas are the same under both mappings (only A_x/S_x change):
+AP = (S_C+S_U)/(S_E+S_C+S_U); AP_invalid = S_C/(S_E+S_C); AP_unknown = S_U/(S_E+S_U);
+AR = (S_C+S_U)/(C+U); AR_contradictory = S_C/C; AR_unknown = S_U/U; CVRR = S_C/(S_C+A_C);
+FAR_NE = (A_C+A_U)/(C+U); LA = A_E/E; coverage = answers/n;
+accuracy_at_coverage = A_E/answers (the original's ``answer_accuracy``);
+overall_accuracy = (A_E+S_C+S_U)/n (right action). Mapping-free, from the 3x3 table:
+accuracy = (YES_E+NO_C+UNKNOWN_U)/n (three-way), NO_on_U = NO_U/U (closed-world
+denial), NO_on_E = NO_E/E (false denial).
+
+Each rate is ``{"value", "lo", "hi", "k", "n"}``: k/n with its 95% Wilson score interval
+(well behaved at 0 and 1 and for small n, unlike the normal approximation). A zero
+denominator gives ``null`` for the whole rate: "no evidence" is not 0.
+
+Rows whose ``pred`` is null or not one of YES/NO/UNKNOWN are errors: excluded from every
+rate and counted in ``n_errors`` / ``errors_by_label``, so a failing API can never pass
+for abstention.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from audit.errors import UserError, unknown_choice
+
+MAPPINGS: tuple[str, ...] = ("licensing", "legacy")
+LABELS: tuple[str, ...] = ("E", "C", "U")
+PREDS: tuple[str, ...] = ("YES", "NO", "UNKNOWN")
+GOLD_TO_LABEL = {"YES": "E", "NO": "C", "UNKNOWN": "U"}
+ANSWERING_PREDS = {"licensing": frozenset({"YES"}), "legacy": frozenset({"YES", "NO"})}
+Z_95 = 1.959963984540054
+
+# Metric names in display order; the report and tests iterate over this.
+RATE_NAMES: tuple[str, ...] = (
+    "AP", "AP_invalid", "AP_unknown", "AR", "AR_contradictory", "AR_unknown", "CVRR",
+    "FAR_NE", "LA", "coverage", "accuracy_at_coverage", "overall_accuracy", "accuracy",
+    "NO_on_U", "NO_on_E",
+)
+# Rates where lower is better (the report colours and sorts by this).
+LOWER_IS_BETTER = frozenset({"FAR_NE", "NO_on_U", "NO_on_E"})
+
+
+def wilson(k: int, n: int, z: float = Z_95) -> dict[str, Any] | None:
+    """k/n with its Wilson score interval; None when n == 0 (the rate is undefined)."""
+    if n == 0:
+        return None
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    # At k == 0 and k == n the bounds are exactly 0 and 1; set them so rounding cannot show 0.9999.
+    lo = 0.0 if k == 0 else max(0.0, centre - half)
+    hi = 1.0 if k == n else min(1.0, centre + half)
+    return {"value": p, "lo": lo, "hi": hi, "k": k, "n": n}
+
+
+def check_mapping(mapping: str) -> str:
+    """Validate a mapping name (UserError with the available ones)."""
+    if mapping not in MAPPINGS:
+        raise unknown_choice("metrics.mapping", mapping, MAPPINGS)
+    return mapping
+
+
+def gold_label(row: Mapping[str, Any]) -> str:
+    """E/C/U of a row from its gold answer; UserError naming the row when gold is bad."""
+    gold = row.get("gold")
+    if gold not in GOLD_TO_LABEL:
+        raise UserError(
+            f"results row {row.get('id', '?')!r}: gold {gold!r} is not YES, NO or UNKNOWN;"
+            " fix the results file or regenerate it with stage=systems"
+        )
+    return GOLD_TO_LABEL[gold]
+
+
+def table_3x3(rows: Iterable[Mapping[str, Any]]) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+    """Count pred (YES/NO/UNKNOWN) x gold label (E/C/U), and errors per gold label."""
+    table = {p: {x: 0 for x in LABELS} for p in PREDS}
+    errors = {x: 0 for x in LABELS}
+    for row in rows:
+        label = gold_label(row)
+        pred = row.get("pred")
+        if pred in table:
+            table[pred][label] += 1
+        else:
+            errors[label] += 1
+    return table, errors
+
+
+def action_counts(table: Mapping[str, Mapping[str, int]], mapping: str) -> dict[str, int]:
+    """Collapse the 3x3 table into the 2x3 A_x/S_x table under ``mapping``."""
+    answering = ANSWERING_PREDS[check_mapping(mapping)]
+    counts: dict[str, int] = {}
+    for x in LABELS:
+        counts[f"A_{x}"] = sum(table[p][x] for p in PREDS if p in answering)
+        counts[f"S_{x}"] = sum(table[p][x] for p in PREDS if p not in answering)
+    return counts
+
+
+def rates(table: Mapping[str, Mapping[str, int]], mapping: str) -> dict[str, dict[str, Any] | None]:
+    """Every rate of the module docstring, each with its Wilson interval (None if undefined)."""
+    c = action_counts(table, mapping)
+    a_e, a_c, a_u, s_e, s_c, s_u = (c[k] for k in ("A_E", "A_C", "A_U", "S_E", "S_C", "S_U"))
+    e, con, u = a_e + s_e, a_c + s_c, a_u + s_u
+    n = e + con + u
+    answers = a_e + a_c + a_u
+    out = {
+        "AP": wilson(s_c + s_u, s_e + s_c + s_u),
+        "AP_invalid": wilson(s_c, s_e + s_c),
+        "AP_unknown": wilson(s_u, s_e + s_u),
+        "AR": wilson(s_c + s_u, con + u),
+        "AR_contradictory": wilson(s_c, con),
+        "AR_unknown": wilson(s_u, u),
+        "CVRR": wilson(s_c, con),
+        "FAR_NE": wilson(a_c + a_u, con + u),
+        "LA": wilson(a_e, e),
+        "coverage": wilson(answers, n),
+        "accuracy_at_coverage": wilson(a_e, answers),
+        "overall_accuracy": wilson(a_e + s_c + s_u, n),
+        "accuracy": wilson(table["YES"]["E"] + table["NO"]["C"] + table["UNKNOWN"]["U"], n),
+        "NO_on_U": wilson(table["NO"]["U"], u),
+        "NO_on_E": wilson(table["NO"]["E"], e),
+    }
+    assert tuple(out) == RATE_NAMES
+    return out
+
+
+def group_metrics(rows: list[Mapping[str, Any]], mapping: str) -> dict[str, Any]:
+    """Tables and rates for one group of rows (one system, or one system's suite)."""
+    table, errors = table_3x3(rows)
+    c = action_counts(table, mapping)
+    per_label = {x: sum(table[p][x] for p in PREDS) for x in LABELS}
+    n_errors = sum(errors.values())
+    return {
+        "mapping": mapping,
+        "n_rows": len(rows),
+        "n_scored": len(rows) - n_errors,
+        "n_errors": n_errors,
+        "errors_by_label": errors,
+        "table": table,
+        "confusion_matrix": c,
+        "totals": {
+            "entailed": per_label["E"],
+            "contradictory": per_label["C"],
+            "unknown": per_label["U"],
+            "non_entailed": per_label["C"] + per_label["U"],
+            "answers": c["A_E"] + c["A_C"] + c["A_U"],
+            "abstentions": c["S_E"] + c["S_C"] + c["S_U"],
+        },
+        "metrics": rates(table, mapping),
+    }
+
+
+def compute_metrics(rows: Iterable[Mapping[str, Any]], mapping: str = "licensing") -> dict[str, Any]:
+    """Metrics keyed by system, each with a ``suites`` breakdown (rows that name a suite)."""
+    check_mapping(mapping)
+    by_system: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        system = row.get("system")
+        if not isinstance(system, str) or not system:
+            raise UserError(
+                f"results row {row.get('id', '?')!r} has no 'system'; every results row must name its system"
+            )
+        by_system.setdefault(system, []).append(row)
+    out: dict[str, Any] = {}
+    for system, system_rows in by_system.items():
+        suites: dict[str, list[Mapping[str, Any]]] = {}
+        for row in system_rows:
+            if row.get("suite"):
+                suites.setdefault(str(row["suite"]), []).append(row)
+        result = group_metrics(system_rows, mapping)
+        result["suites"] = {name: group_metrics(r, mapping) for name, r in sorted(suites.items())}
+        out[system] = result
+    return out
