@@ -117,8 +117,9 @@ class TemplateFamily:
         text = self._render([*messages, {"role": role, "content": SENTINEL}], add_generation_prompt=False)
         if text.count(SENTINEL) != 1:
             raise UserError(
-                f"Chat template {self.template} ({self.name!r}) rendered the last message "
-                f"{text.count(SENTINEL)} times instead of once; it cannot give a prefix, fix the template."
+                f"Chat template {self.template} ({self.name!r}) rendered the sentinel "
+                f"{text.count(SENTINEL)} times instead of once: remove {SENTINEL!r} from the conversation, "
+                "or fix the template so it writes the last message verbatim."
             )
         return text[: text.index(SENTINEL)]
 
