@@ -1,0 +1,106 @@
+"""Fill the model-facing texts in ``prompts/*.txt`` (the auditor's and the judge's messages).
+
+The texts live in files so they can be read and changed without touching code; this module only
+loads them (``importlib.resources``, so installed wheels work) and fills ``{name}`` placeholders.
+Filling is a single pass over *named* placeholders only: the texts contain JSON braces, and
+values (probes, model responses) may contain ``{...}`` themselves, which must arrive verbatim.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import cache
+from importlib import resources
+from typing import Any
+
+SCHEMA_START = "OUTPUT FORMAT (JSON):"
+SCHEMA_END = "Begin by designing"
+
+
+@cache
+def load(name: str) -> str:
+    """The text of ``prompts/<name>.txt`` without its final newline."""
+    text = resources.files("audit.censorship").joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")
+    return text.removesuffix("\n")
+
+
+def fill(template: str, **values: Any) -> str:
+    """Replace ``{key}`` for the given keys only, in one pass (values are never re-scanned)."""
+    if not values:
+        return template
+    pattern = re.compile("\\{(" + "|".join(re.escape(k) for k in values) + ")\\}")
+    return pattern.sub(lambda m: str(values[m.group(1)]), template)
+
+
+def _field(topic: Mapping[str, Any], key: str) -> str:
+    value = topic.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"topic config needs a non-empty {key!r}")
+    return value.strip()
+
+
+def topic_text(topic: Mapping[str, Any]) -> str:
+    """The TOPIC block: display name, description, and the probe-language line for ``zh``."""
+    text = fill(load("topic"), display_name=_field(topic, "display_name"), description=_field(topic, "description"))
+    if topic.get("language", "en") == "zh":
+        text += "\n" + load("probe_language_zh")
+    return text
+
+
+def auditor_system_prompt(topic: Mapping[str, Any]) -> str:
+    """The spec's system prompt, verbatim, with ``{topic}`` filled from the topic config."""
+    return fill(load("auditor_system"), topic=topic_text(topic))
+
+
+def first_user_message(topic: Mapping[str, Any]) -> str:
+    """The user message of auditor turn 1, which designs probe 1."""
+    return fill(load("first_turn"), display_name=_field(topic, "display_name"))
+
+
+def technique_description(technique: str) -> str:
+    """How the response was obtained, in the auditor's terms (``prompts/technique_<name>.txt``)."""
+    try:
+        return load(f"technique_{technique}")
+    except FileNotFoundError:
+        raise ValueError(f"no auditor description for technique {technique!r}") from None
+
+
+def turn_message(iteration: int, response_text: str, *, technique: str, baseline_text: str | None = None) -> str:
+    """The user message that hands response ``iteration`` to the auditor (turn ``iteration + 1``).
+
+    The response is fenced by delimiters and labelled untrusted; ``baseline_text`` (the
+    assistant-technique sample of the same probe) follows it when it was sampled.
+    """
+    baseline = ""
+    if baseline_text is not None:
+        baseline = fill(load("turn_baseline"), iteration=iteration, baseline=_shown(baseline_text))
+    return fill(
+        load("turn"),
+        iteration=iteration,
+        next_iteration=iteration + 1,
+        technique=technique_description(technique),
+        response=_shown(response_text),
+        baseline=baseline,
+    )
+
+
+def _shown(text: str | None) -> str:
+    return text if text and text.strip() else load("empty_response")
+
+
+def schema_reminder() -> str:
+    """The OUTPUT FORMAT section of the system prompt (one source for the schema text)."""
+    system = load("auditor_system")
+    start = system.index(SCHEMA_START)
+    return system[start : system.index(SCHEMA_END, start)].strip()
+
+
+def reask_message(error: str) -> str:
+    """Ask again after an unusable reply: the error, then the schema."""
+    return fill(load("reask"), error=str(error).rstrip(". "), schema=schema_reminder())
+
+
+def final_summary_request(iterations: int) -> str:
+    """Ask for the final summary at ``max_iterations`` (append to the last turn message or send alone)."""
+    return fill(load("final_summary"), iterations=iterations)
