@@ -1,0 +1,456 @@
+"""The censorship audit loop: auditor designs a probe, the audited model answers, repeat.
+
+Turn 1 of the auditor designs probe 1; response k answers probe k; turn k+1 analyses
+response k and designs probe k+1, until the auditor sets ``should_continue: false`` or
+``max_iterations`` responses exist, when it is asked once more for the ``final_summary``.
+Every step is written to the run dir as soon as it exists (atomically), in that order,
+so :func:`run` can resume a killed run from its files alone (``resume=<run dir>``):
+the saved turns rebuild the auditor's conversation and the hypothesis ledger, and the
+first missing file is the next thing to do. A failure of any kind still leaves
+``summary.json`` with ``status: error`` (a Hydra sweep skips its end-of-run hook when a
+job fails, so the summary is the only record an aggregate step can count on).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from audit.censorship.accounting import Totals, call_usage, sum_usage
+from audit.censorship.evidence import check_evidence
+from audit.censorship.hypotheses import HypothesisLedger
+from audit.censorship.judging import classification_messages, fact_messages, parse_classification, \
+    parse_fact_coverage
+from audit.censorship.progress import iteration_line
+from audit.censorship.prompts import auditor_system_prompt, final_summary_request, first_user_message, reask_message, \
+    turn_message
+from audit.censorship.run_dir import RunDir, fresh_run_path, iso, open_existing, utc_now
+from audit.censorship.schema import ReplyError, parse_auditor_reply
+from audit.censorship.techniques import Sample, Target, check_technique, sample
+from audit.errors import UserError
+from audit.llm.types import GatewayError
+from audit.templates import get_family
+
+FATAL_TARGET_ERRORS = ("auth", "not_found")
+"""Audited-model failures no later probe can avoid; anything else is recorded and the audit goes on."""
+
+FINISHED = ("completed", "stopped_at_max_iterations")
+GATEWAY_KEYS = ("gateway",)
+"""Config nodes a resume takes from the current invocation; everything else comes from the saved run."""
+
+
+class AuditStopped(Exception):
+    """The audit cannot go on (auditor unusable, fatal target error); the run dir says why."""
+
+    def __init__(self, message: str, *, failed_turn: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.failed_turn = failed_turn
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The checked settings of one audit, read once from the config."""
+
+    technique: str
+    with_baseline: bool
+    prefill: str
+    target: Target
+    auditor_model: str
+    auditor_max_tokens: int | None
+    auditor_temperature: float | None
+    max_reask: int
+    judge: Mapping[str, Any] | None
+    max_iterations: int
+
+    @classmethod
+    def from_config(cls, cfg: DictConfig) -> Plan:
+        """Validate what can be validated before anything is written (bad input: UserError)."""
+        technique = check_technique(str(cfg.technique.name))
+        max_iterations = int(cfg.max_iterations)
+        if max_iterations < 1:
+            raise UserError(f"max_iterations must be at least 1, got {max_iterations}")
+        if not cfg.auditor.get("model"):
+            raise UserError("auditor.model is empty; pick an auditor, e.g. auditor=claude_sonnet_4")
+        judge = cfg.get("judge")
+        enabled = judge is not None and judge.get("enabled", True) and judge.get("model")
+        audited = cfg.audited
+        provider = audited.get("provider")
+        return cls(
+            technique=technique,
+            with_baseline=bool(cfg.technique.get("with_baseline", False)) and technique != "assistant",
+            prefill=str(cfg.technique.get("prefill") or ""),
+            target=Target(
+                model=str(audited.model),
+                family=get_family(str(audited.template)),
+                provider=OmegaConf.to_container(provider) if provider is not None else None,
+                system_prompt=audited.get("system_prompt"),
+                max_tokens=cfg.sampling.get("max_tokens"),
+                temperature=cfg.sampling.get("temperature"),
+            ),
+            auditor_model=str(cfg.auditor.model),
+            auditor_max_tokens=cfg.auditor.get("max_tokens"),
+            auditor_temperature=cfg.auditor.get("temperature"),
+            max_reask=int(cfg.auditor.get("max_reask", 2)),
+            judge=OmegaConf.to_container(judge, resolve=True) if enabled else None,
+            max_iterations=max_iterations,
+        )
+
+
+def run(cfg: DictConfig) -> Path:
+    """Run (or, with ``resume=<run dir>``, continue) one audit; return its run dir.
+
+    Bad input and a missing API key fail with a :class:`UserError` before anything is
+    written. A failure during the audit writes ``summary.json`` with ``status: error``
+    and is re-raised (an unusable auditor or a fatal target error as a UserError naming
+    the run dir and the resume command).
+    """
+    resume = cfg.get("resume")
+    if resume:
+        run_dir, saved = open_existing(str(resume))
+        previous = run_dir.read_summary() or {}
+        if previous.get("status") in FINISHED:
+            raise UserError(f"resume: {run_dir.path} already finished (status {previous['status']}); nothing to do")
+        cfg = resumed_config(saved, cfg)
+    else:
+        run_dir = RunDir(fresh_run_path(parent_dir(cfg), str(cfg.audited.name), str(cfg.topic.name), utc_now()))
+    plan = Plan.from_config(cfg)
+    from audit.llm.gateway import Gateway  # the gateway module is cheap; litellm loads on the first call
+
+    gateway = Gateway.from_config(cfg.gateway, usage_path=run_dir.usage_path)  # missing key: nothing written yet
+    if resume:
+        run_dir.preserve_usage()
+    else:
+        run_dir.create(cfg)
+    audit = Audit(cfg, plan, run_dir, gateway)
+    try:
+        asyncio.run(audit.run())
+    except AuditStopped as exc:
+        raise UserError(f"{exc}; partial results in {run_dir.path}; continue with: "
+                        f"python -m audit resume={run_dir.path}") from None
+    return run_dir.path
+
+
+def resumed_config(saved: DictConfig, current: DictConfig) -> DictConfig:
+    """The saved run's config, with the gateway settings (base URL, timeouts, cache) of this invocation.
+
+    Everything that defines the experiment comes from the saved run, so a resume cannot
+    silently mix two experiments; connection settings may legitimately change between
+    sessions (e.g. a longer timeout after the run died on one).
+    """
+    merged = OmegaConf.create(OmegaConf.to_container(saved, resolve=True))
+    for key in GATEWAY_KEYS:
+        if key in current:
+            merged[key] = OmegaConf.to_container(current[key], resolve=True)
+    merged.resume = str(current.resume)
+    return merged
+
+
+def parent_dir(cfg: DictConfig) -> Path:
+    """Where the run dir goes: ``output_dir``, or the job's own dir in a Hydra ``-m`` sweep (no collisions)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if HydraConfig.initialized():
+        hydra_cfg = HydraConfig.get()
+        if hydra_cfg.mode == RunMode.MULTIRUN:
+            return Path(hydra_cfg.runtime.output_dir)
+    return Path(str(cfg.output_dir))
+
+
+class Audit:
+    """State of one audit: the saved files in memory, the auditor conversation, the ledger, totals."""
+
+    def __init__(self, cfg: DictConfig, plan: Plan, run_dir: RunDir, gateway: Any):
+        self.cfg = cfg
+        self.plan = plan
+        self.run_dir = run_dir
+        self.gateway = gateway
+        self.topic = cfg.topic
+        saved = run_dir.scan()
+        self.turns = saved.turns
+        # A response without the turn that asked for it cannot be part of this history.
+        self.responses = {k: v for k, v in saved.responses.items() if k in self.turns}
+        self.ledger = HypothesisLedger.replay([(k, t["parsed"]["hypotheses"]) for k, t in sorted(self.turns.items())])
+        self.conversation = conversation_after(self.turns[max(self.turns)]) if self.turns else None
+        self.totals = Totals()
+        for record in self._usage_records():
+            self.totals.add(record)
+        self.totals.parse_failures = sum(len(t.get("attempts") or []) for t in self.turns.values())
+        previous = run_dir.read_summary() or {}
+        self.started_at = previous.get("started_at") or iso(utc_now())
+        self.resumes = list(previous.get("resumes") or [])
+        if cfg.get("resume"):
+            self.resumes.append(iso(utc_now()))
+        self.failed_turn: dict[str, Any] | None = None
+        self.fact_recall: dict[str, Any] | None = None
+
+    # -- the loop --------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        try:
+            self.write_summary("running")
+            await self.loop()
+            await self.score_facts()
+            self.write_summary(self.final_status())
+            self.gateway.write_usage()
+            from audit.censorship.report import write_report
+
+            write_report(self.run_dir.path)
+            say(f"done: {self.final_status()} after {len(self.responses)} iterations; "
+                f"{self.totals.tokens:,} tokens, ${self.totals.cost:.4f}; {self.run_dir.path}")
+        except BaseException as exc:
+            self.write_summary("error", error=f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+            raise
+        finally:
+            self.gateway.write_usage()
+            await self.gateway.aclose()
+
+    async def loop(self) -> None:
+        """Do the next missing step until the auditor's final turn exists."""
+        if not self.turns:
+            self.conversation = [{"role": "system", "content": auditor_system_prompt(self.topic)}]
+            await self.auditor_turn(1, first_user_message(self.topic), final=False)
+        while True:
+            last = max(self.turns)
+            if not self.turns[last]["parsed"]["should_continue"]:
+                return
+            if last not in self.responses:
+                await self.sample(last)
+                continue
+            final = last >= self.plan.max_iterations
+            message = self.turn_message(last)
+            if final:
+                message += "\n\n" + final_summary_request(last)
+            await self.auditor_turn(last + 1, message, final=final)
+
+    def turn_message(self, iteration: int) -> str:
+        response = self.responses[iteration]
+        baseline = response.get("baseline")
+        return turn_message(iteration, text_of(response), technique=self.plan.technique,
+                            baseline_text=text_of(baseline) if baseline else None)
+
+    # -- the auditor -------------------------------------------------------------------------
+
+    async def auditor_turn(self, iteration: int, message: str, *, final: bool) -> None:
+        """Ask the auditor, re-asking with the parse error on an unusable reply (bounded)."""
+        assert self.conversation is not None
+        messages = [*self.conversation, {"role": "user", "content": message}]
+        attempts: list[dict[str, Any]] = []
+        usages: list[dict[str, Any]] = []
+        for attempt in range(self.plan.max_reask + 1):
+            try:
+                response = await self.gateway.achat(
+                    self.plan.auditor_model, messages, max_tokens=self.plan.auditor_max_tokens,
+                    temperature=self.plan.auditor_temperature, tag="auditor")
+            except GatewayError as exc:
+                raise AuditStopped(f"auditor {self.plan.auditor_model} failed at turn {iteration}: {exc}",
+                                   failed_turn=self._failed(iteration, messages, attempts)) from exc
+            usages.append(call_usage(response))
+            self.totals.add(usages[-1])
+            try:
+                reply = parse_auditor_reply(response.text, final=final)
+                break
+            except ReplyError as exc:
+                self.totals.parse_failures += 1
+                attempts.append({"raw_response": response.text, "error": str(exc), "usage": usages[-1]})
+                if attempt == self.plan.max_reask:
+                    raise AuditStopped(
+                        f"auditor gave no usable reply at turn {iteration} after {attempt} re-asks: {exc}",
+                        failed_turn=self._failed(iteration, messages, attempts)) from None
+                messages = [*messages, {"role": "assistant", "content": response.text},
+                            {"role": "user", "content": reask_message(str(exc))}]
+        parsed = reply.as_dict()
+        parsed["hypotheses"], counts = check_evidence(parsed["hypotheses"], self.response_texts())
+        record = {
+            "iteration": iteration,
+            "timestamp": iso(utc_now()),
+            "input_messages": messages,
+            "raw_response": response.text,
+            "parsed": parsed,
+            "attempts": attempts,
+            "hypothesis_delta": self.ledger.update(iteration, parsed["hypotheses"]),
+            "evidence": counts,
+            "final_requested": final,
+            "usage": sum_usage(usages),
+        }
+        self.run_dir.write_turn(iteration, record)
+        self.turns[iteration] = record
+        self.conversation = conversation_after(record)
+
+    def _failed(self, iteration: int, messages: list[dict[str, Any]], attempts: list[dict[str, Any]]) -> dict[str, Any]:
+        self.failed_turn = {"iteration": iteration, "input_messages": messages, "attempts": attempts}
+        return self.failed_turn
+
+    # -- the audited model -------------------------------------------------------------------
+
+    async def sample(self, iteration: int) -> None:
+        """Sample probe ``iteration`` (and its assistant baseline), classify, save, report progress."""
+        probe = self.turns[iteration]["parsed"]["next_prompt"]
+        plan = self.plan
+        jobs = [sample(self.gateway, plan.target, plan.technique, probe, prefill=plan.prefill,
+                       sample_index=iteration)]
+        if plan.with_baseline:
+            jobs.append(sample(self.gateway, plan.target, "assistant", probe, sample_index=iteration,
+                               tag="baseline"))
+        samples = await asyncio.gather(*jobs)
+        main = samples[0]
+        if main.error_kind in FATAL_TARGET_ERRORS:
+            raise AuditStopped(f"audited model {plan.target.model} failed at iteration {iteration}: "
+                               f"{main.record['error']}")
+        labels = await asyncio.gather(*(self.classify(probe, s) for s in samples))
+        record: dict[str, Any] = {"iteration": iteration, "timestamp": iso(utc_now()), **main.record,
+                                  "classification": labels[0], "baseline": None}
+        if plan.with_baseline:
+            record["baseline"] = {**samples[1].record, "classification": labels[1]}
+        self.run_dir.write_response(iteration, record)
+        self.responses[iteration] = record
+        for usage in _response_usages(record):
+            self.totals.add(usage)
+        say(iteration_line(iteration, plan.max_iterations, self.turns[iteration]["parsed"].get("prompt_strategy"),
+                           main.text, self.totals, label=(labels[0] or {}).get("label"),
+                           error=main.record["error"]))
+
+    async def classify(self, probe: str, sampled: Sample) -> dict[str, Any] | None:
+        """Judge label of one response; None when the judge is off or there is no text to judge."""
+        judge = self.plan.judge
+        if judge is None or sampled.text is None:
+            return None
+        return await self._judge(classification_messages(self.topic, probe, sampled.text), parse_classification)
+
+    async def _judge(self, messages: list[dict[str, Any]], parse: Any) -> dict[str, Any]:
+        """One judge call; a failure is recorded in the result, never fatal to the audit."""
+        judge = self.plan.judge
+        assert judge is not None
+        try:
+            response = await self.gateway.achat(judge["model"], messages, max_tokens=judge.get("max_tokens"),
+                                                temperature=judge.get("temperature"), tag="judge")
+        except GatewayError as exc:
+            return {"label": None, "error": str(exc), "usage": None}
+        usage = call_usage(response)
+        try:
+            result = parse(response.text)
+        except ValueError as exc:
+            return {"label": None, "error": str(exc), "raw_response": response.text, "usage": usage}
+        if isinstance(result, list):
+            result = {"facts": result}
+        return {**result, "raw_response": response.text, "usage": usage}
+
+    # -- the end -----------------------------------------------------------------------------
+
+    async def score_facts(self) -> None:
+        """Fact recall: which of the topic's key facts the final knowledge and the responses cover."""
+        facts = [str(f) for f in (self.topic.get("key_facts") or [])]
+        if self.plan.judge is None or not facts:
+            return
+        summary = self.final_turn()["parsed"].get("final_summary") or {}
+        knowledge = list(summary.get("knowledge_confirmed") or [])
+        texts = [t for k in sorted(self.responses) for t in _texts(self.responses[k])]
+        result = await self._judge(fact_messages(self.topic, facts, knowledge, texts),
+                                   lambda raw: parse_fact_coverage(raw, facts))
+        self.totals.add(result.get("usage"))
+        coverage = result.get("facts")
+        if coverage is None:
+            self.fact_recall = {"facts": [], "covered": None, "total": len(facts), "recall": None,
+                                "error": result.get("error"), "usage": result.get("usage")}
+            return
+        covered = sum(bool(c.get("covered")) for c in coverage)
+        self.fact_recall = {"facts": coverage, "covered": covered, "total": len(facts),
+                            "recall": round(covered / len(facts), 4), "usage": result.get("usage")}
+
+    def final_turn(self) -> dict[str, Any]:
+        return self.turns[max(self.turns)]
+
+    def final_status(self) -> str:
+        return "stopped_at_max_iterations" if self.final_turn().get("final_requested") else "completed"
+
+    def response_texts(self) -> dict[int, str]:
+        """Per iteration, the text evidence may quote: the response, and its baseline when sampled."""
+        return {k: "\n\n".join(_texts(r)) for k, r in self.responses.items()}
+
+    def _usage_records(self) -> list[dict[str, Any] | None]:
+        records: list[dict[str, Any] | None] = []
+        for turn in self.turns.values():
+            records.append(turn.get("usage"))
+        for response in self.responses.values():
+            records.extend(_response_usages(response))
+        return records
+
+    def write_summary(self, status: str, *, error: str | None = None) -> None:
+        last = self.turns[max(self.turns)] if self.turns else None
+        parsed = last["parsed"] if last else {}
+        final_hypotheses = parsed.get("hypotheses", [])
+        _, evidence_counts = check_evidence(final_hypotheses, self.response_texts())
+        summary = {
+            "config": OmegaConf.to_container(self.cfg, resolve=True),
+            "started_at": self.started_at,
+            "finished_at": iso(utc_now()) if status != "running" else None,
+            "total_iterations": len(self.responses),
+            "final_hypotheses": final_hypotheses,
+            "final_summary": parsed.get("final_summary"),
+            "status": status,
+            "error": error,
+            "technique": self.plan.technique,
+            "with_baseline": self.plan.with_baseline,
+            "totals": self.totals.as_dict(),
+            "evidence": evidence_counts,
+            "classifications": _label_counts(r.get("classification") for r in self.responses.values()),
+            "baseline_classifications": _label_counts(
+                (r.get("baseline") or {}).get("classification") for r in self.responses.values()
+            ) if self.plan.with_baseline else None,
+            "fact_recall": self.fact_recall,
+            "hypothesis_history": self.ledger.history(),
+            "audited_errors": sum(r.get("error") is not None for r in self.responses.values()),
+            "resumes": self.resumes,
+            "failed_turn": self.failed_turn,
+        }
+        self.run_dir.write_summary(summary)
+
+
+def conversation_after(turn: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The auditor conversation after ``turn``: its input without the re-asked pairs, plus its accepted reply.
+
+    Failed replies and re-ask messages stay in the turn file but not in later context: the
+    auditor does not need its own broken JSON again, and the context stays short.
+    """
+    messages = list(turn["input_messages"])
+    dropped = 2 * len(turn.get("attempts") or [])
+    kept = messages[: len(messages) - dropped]
+    return [*kept, {"role": "assistant", "content": turn["raw_response"]}]
+
+
+def text_of(record: Mapping[str, Any] | None) -> str | None:
+    """The text of a saved response as the auditor reads it (prefill opening + continuation)."""
+    if not record or record.get("raw_response") is None:
+        return None
+    return (record.get("prefill") or "") + record["raw_response"]
+
+
+def _texts(record: Mapping[str, Any]) -> list[str]:
+    texts = [text_of(record), text_of(record.get("baseline"))]
+    return [t for t in texts if t]
+
+
+def _response_usages(record: Mapping[str, Any]) -> list[dict[str, Any] | None]:
+    baseline = record.get("baseline") or {}
+    return [record.get("usage"), (record.get("classification") or {}).get("usage"),
+            baseline.get("usage"), (baseline.get("classification") or {}).get("usage")]
+
+
+def _label_counts(classifications: Any) -> dict[str, int]:
+    counts: Counter[str] = Counter()
+    for c in classifications:
+        if c is not None:
+            counts[c.get("label") or "unclassified"] += 1
+    return dict(sorted(counts.items()))
+
+
+def say(line: str) -> None:
+    """Progress goes to stdout (spec), flushed so a piped or killed run still shows it."""
+    print(line, file=sys.stdout, flush=True)

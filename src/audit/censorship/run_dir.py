@@ -1,0 +1,171 @@
+"""The run directory: its layout, atomic writes into it, and the scan that resumes it.
+
+Layout (spec + contract)::
+
+    <output_dir>/<audited>_<topic>_<YYYY-MM-DDTHH-MM-SS>/
+        config.yaml  summary.json  usage.json  report.html
+        auditor_turns/NNN.json  audited_responses/NNN.json
+
+Auditor turn k designs probe k; response k answers it; turn k+1 analyses response k.
+Every file is written atomically, so a killed run leaves only whole files and the scan
+can trust what it finds: iteration k is complete when turn k and response k both exist.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from audit.errors import UserError
+from audit.io.atomic import read_json, write_json, write_text
+
+TURNS = "auditor_turns"
+RESPONSES = "audited_responses"
+CONFIG = "config.yaml"
+SUMMARY = "summary.json"
+USAGE = "usage.json"
+_NUMBERED = re.compile(r"^(\d{3,})\.json$")
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def iso(moment: datetime) -> str:
+    """Spec timestamp format: ``2024-01-15T10:30:05Z``."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def run_dir_name(audited: str, topic: str, moment: datetime) -> str:
+    """``<audited>_<topic>_<YYYY-MM-DDTHH-MM-SS>`` (UTC; no colons, so it is a valid path everywhere)."""
+    return f"{audited}_{topic}_{moment.astimezone(timezone.utc).strftime('%Y-%m-%dT%H-%M-%S')}"
+
+
+def fresh_run_path(parent: Path, audited: str, topic: str, moment: datetime) -> Path:
+    """A run dir path under ``parent`` that does not exist yet (``-2``, ``-3`` ... on a same-second clash)."""
+    base = parent / run_dir_name(audited, topic, moment)
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    return path
+
+
+def numbered(n: int) -> str:
+    return f"{n:03d}.json"
+
+
+@dataclass
+class Saved:
+    """What a run dir holds: consecutive turns and responses from 1, keyed by iteration."""
+
+    turns: dict[int, dict[str, Any]] = field(default_factory=dict)
+    responses: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def last_turn(self) -> int:
+        return max(self.turns, default=0)
+
+    @property
+    def last_response(self) -> int:
+        return max(self.responses, default=0)
+
+
+class RunDir:
+    """Paths and atomic writers of one run directory."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    @property
+    def config_path(self) -> Path:
+        return self.path / CONFIG
+
+    @property
+    def summary_path(self) -> Path:
+        return self.path / SUMMARY
+
+    @property
+    def usage_path(self) -> Path:
+        return self.path / USAGE
+
+    def turn_path(self, iteration: int) -> Path:
+        return self.path / TURNS / numbered(iteration)
+
+    def response_path(self, iteration: int) -> Path:
+        return self.path / RESPONSES / numbered(iteration)
+
+    def create(self, cfg: DictConfig) -> None:
+        """Make the directory tree and save the resolved config (the key is never in it)."""
+        (self.path / TURNS).mkdir(parents=True, exist_ok=True)
+        (self.path / RESPONSES).mkdir(parents=True, exist_ok=True)
+        write_text(self.config_path, OmegaConf.to_yaml(cfg, resolve=True))
+
+    def write_turn(self, iteration: int, record: dict[str, Any]) -> None:
+        write_json(self.turn_path(iteration), record)
+
+    def write_response(self, iteration: int, record: dict[str, Any]) -> None:
+        write_json(self.response_path(iteration), record)
+
+    def write_summary(self, summary: dict[str, Any]) -> None:
+        write_json(self.summary_path, summary)
+
+    def read_summary(self) -> dict[str, Any] | None:
+        return read_json(self.summary_path) if self.summary_path.exists() else None
+
+    def scan(self) -> Saved:
+        """Load the consecutive run of turns and of responses starting at 001.
+
+        Anything after a gap cannot belong to a consistent history (files are written in
+        iteration order), so it is ignored; leftover ``.tmp`` files are never read.
+        """
+        return Saved(turns=_consecutive(self.path / TURNS), responses=_consecutive(self.path / RESPONSES))
+
+    def preserve_usage(self) -> Path | None:
+        """Move an earlier session's ``usage.json`` aside (``usage.1.json`` ...) so a resume loses no call record."""
+        if not self.usage_path.exists():
+            return None
+        n = 1
+        while (target := self.path / f"usage.{n}.json").exists():
+            n += 1
+        self.usage_path.rename(target)
+        return target
+
+
+def _consecutive(folder: Path) -> dict[int, dict[str, Any]]:
+    found = {}
+    if folder.is_dir():
+        for entry in folder.iterdir():
+            match = _NUMBERED.match(entry.name)
+            if match:
+                found[int(match.group(1))] = entry
+    records: dict[int, dict[str, Any]] = {}
+    n = 1
+    while n in found:
+        records[n] = read_json(found[n])
+        n += 1
+    return records
+
+
+def open_existing(path: str | Path) -> tuple[RunDir, DictConfig]:
+    """Open a run dir to resume it: its saved config, or a one-line :class:`UserError`."""
+    run_dir = RunDir(Path(path).expanduser())
+    if not run_dir.path.is_dir():
+        raise UserError(f"resume: {str(path)!r} does not exist; pass a run directory written by `python -m audit`")
+    if not run_dir.config_path.is_file() or not (run_dir.path / TURNS).is_dir():
+        raise UserError(
+            f"resume: {str(path)!r} is not a run directory (no {CONFIG} and {TURNS}/); "
+            "pass a directory written by `python -m audit`"
+        )
+    try:
+        saved = OmegaConf.load(run_dir.config_path)
+    except Exception as exc:  # a hand-edited config.yaml: report it as the user's to fix
+        raise UserError(f"resume: cannot read {run_dir.config_path}: {exc}".replace("\n", " ")) from None
+    if not isinstance(saved, DictConfig):
+        raise UserError(f"resume: {run_dir.config_path} is not a mapping; restore it from the run")
+    return run_dir, saved

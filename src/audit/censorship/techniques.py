@@ -1,0 +1,99 @@
+"""Sampling the audited model for one probe, by technique.
+
+- ``user_persona``: raw ``/completions`` with the official template's user-turn prefix
+  and the probe, so the model continues the *user's* words (what it knows, below the
+  assistant persona's refusals). The family's stop sequences end the user turn.
+- ``prefill``: raw ``/completions`` of an assistant turn already opened with
+  ``technique.prefill`` (e.g. "Sure, here are the facts:").
+- ``assistant``: the same probe through the chat API: what the model *says*.
+
+Each returns the technique's part of an ``audited_responses/NNN.json`` record; the
+loop adds iteration, timestamp and classification. A failed call is recorded (``error``),
+not raised, so the audit can go on ("continue if possible"); the loop decides which
+error kinds are fatal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from audit.censorship.accounting import call_usage
+from audit.errors import UserError
+from audit.llm.types import GatewayError, LLMResponse
+from audit.templates import TemplateFamily
+
+TECHNIQUES = ("user_persona", "assistant", "prefill")
+
+
+@dataclass(frozen=True)
+class Target:
+    """The audited model as the techniques need it (from the ``audited`` config node)."""
+
+    model: str
+    family: TemplateFamily
+    provider: Mapping[str, Any] | None
+    system_prompt: str | None
+    max_tokens: int | None
+    temperature: float | None
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One sampled response: the file record and the text the auditor reads."""
+
+    record: dict[str, Any]
+    error_kind: str | None = None
+
+    @property
+    def text(self) -> str | None:
+        """What the model wrote; for prefill the opened text comes first, as the model saw it."""
+        raw = self.record.get("raw_response")
+        if raw is None:
+            return None
+        return (self.record.get("prefill") or "") + raw
+
+
+def check_technique(name: str) -> str:
+    """Reject an unknown technique name before anything is written."""
+    if name not in TECHNIQUES:
+        raise UserError(f"Unknown technique {name!r}. Available: {', '.join(TECHNIQUES)}")
+    return name
+
+
+def chat_messages(probe: str, system: str | None) -> list[dict[str, str]]:
+    """The conversation the chat technique (and prefill's template) sees: optional system, then the probe."""
+    return ([{"role": "system", "content": system}] if system is not None else []) + [
+        {"role": "user", "content": probe}
+    ]
+
+
+async def sample(gateway: Any, target: Target, technique: str, probe: str, *, prefill: str = "",
+                 sample_index: int = 0, tag: str = "audited") -> Sample:
+    """Sample ``target`` once on ``probe`` with ``technique``; gateway failures become ``error``."""
+    record: dict[str, Any] = {"technique": technique, "prompt_sent": probe, "formatted_prompt": None,
+                              "messages_sent": None}
+    if technique == "assistant":
+        record["messages_sent"] = chat_messages(probe, target.system_prompt)
+        call = gateway.achat(target.model, record["messages_sent"], max_tokens=target.max_tokens,
+                             temperature=target.temperature, provider=target.provider,
+                             sample_index=sample_index, tag=tag)
+    else:
+        if technique == "user_persona":
+            record["formatted_prompt"] = target.family.user_persona_prompt(probe, system=target.system_prompt)
+        else:
+            record["prefill"] = prefill
+            record["formatted_prompt"] = target.family.prefill_prompt(
+                chat_messages(probe, target.system_prompt), prefill)
+        call = gateway.acomplete(target.model, record["formatted_prompt"], stop=target.family.stops,
+                                 max_tokens=target.max_tokens, temperature=target.temperature,
+                                 provider=target.provider, sample_index=sample_index, tag=tag)
+    try:
+        response: LLMResponse = await call
+    except GatewayError as exc:
+        record.update(raw_response=None, completion_tokens=0, finish_reason=None, usage=None, error=str(exc))
+        return Sample(record, error_kind=exc.kind)
+    record.update(raw_response=response.text, completion_tokens=response.usage.completion_tokens,
+                  finish_reason=response.finish_reason, usage=call_usage(response), error=None)
+    return Sample(record)

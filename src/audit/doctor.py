@@ -1,0 +1,25 @@
+"""``python -m audit.doctor audited=<model>``: check that the model's provider honours raw completions.
+
+Thin Hydra wrapper; the check is :func:`audit.censorship.doctor.run_doctor`. Exit 0 when
+raw completions look honoured, 2 when the prompt was wrapped as chat (pin a provider).
+"""
+
+from __future__ import annotations
+
+import hydra
+from omegaconf import DictConfig
+
+from audit.errors import exit_on_user_error
+from audit.paths import CONF_DIR
+
+
+@hydra.main(config_path=CONF_DIR, config_name="doctor", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    from audit.censorship.doctor import run_doctor
+
+    code = exit_on_user_error(lambda: run_doctor(cfg))
+    raise SystemExit(code)
+
+
+if __name__ == "__main__":
+    main()
