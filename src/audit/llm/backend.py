@@ -1,0 +1,146 @@
+"""The litellm boundary: the only module that imports litellm.
+
+It knows litellm's routes and exception types and nothing about caching, retries or
+ledgers. Facts (DESIGN.md, checked against litellm 1.106 on a loopback server):
+``openrouter/<id>`` posts to ``/chat/completions``; raw completions need
+``text-completion-openai/<id>`` with an explicit ``api_base`` (``openrouter/`` would wrap
+the prompt as a chat message and destroy user-persona sampling); without an explicit
+key that route falls back to OPENAI_API_KEY, so the key is always passed.
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+from typing import Any
+
+from audit.llm.retry import parse_retry_after
+from audit.llm.types import GatewayError, Usage
+
+CHAT_ROUTE = "openrouter/"
+COMPLETION_ROUTE = "text-completion-openai/"
+
+_litellm: ModuleType | None = None
+
+
+def litellm() -> ModuleType:
+    """Import litellm once, offline and quiet.
+
+    Without LITELLM_LOCAL_MODEL_COST_MAP the import fetches a price map from the internet
+    (and hangs for seconds offline); without LITELLM_MODE=PRODUCTION it loads ``.env``
+    files on its own.
+    """
+    global _litellm
+    if _litellm is None:
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
+        import litellm as module
+
+        module.suppress_debug_info = True
+        module.drop_params = False
+        # httpx rather than aiohttp underneath: its clients close cleanly when a job ends.
+        module.disable_aiohttp_transport = True
+        _litellm = module
+    return _litellm
+
+
+async def post(route: str, model: str, payload: dict[str, Any], *, api_base: str, api_key: str,
+               timeout_s: float, headers: dict[str, str], provider: dict[str, Any] | None) -> Any:
+    """Send one request through litellm with its own retries off; raise litellm's exceptions."""
+    lib = litellm()
+    common: dict[str, Any] = {
+        "api_base": api_base,
+        "api_key": api_key,
+        "timeout": timeout_s,
+        "max_retries": 0,
+        "num_retries": 0,
+        "extra_headers": headers,
+    }
+    if provider:
+        common["extra_body"] = {"provider": provider}
+    if route == CHAT_ROUTE:
+        return await lib.acompletion(model=CHAT_ROUTE + model, **payload, **common)
+    return await lib.atext_completion(model=COMPLETION_ROUTE + model, **payload, **common)
+
+
+def parse_reply(route: str, response: Any) -> tuple[str, str | None, Usage, str, str | None]:
+    """Extract (text, finish_reason, usage, model, provider) from a litellm response object."""
+    try:
+        choice = response.choices[0]
+        if route == CHAT_ROUTE:
+            text = choice.message.content or ""
+        else:
+            text = choice.text or ""
+    except (AttributeError, IndexError, TypeError) as exc:
+        raise GatewayError("bad_response", f"reply has no choices: {exc}") from None
+    usage = getattr(response, "usage", None)
+    cost = getattr(usage, "cost", None) if usage is not None else None
+    return (
+        text,
+        getattr(choice, "finish_reason", None),
+        Usage(
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            cost=float(cost or 0.0),
+        ),
+        str(getattr(response, "model", "") or ""),
+        getattr(response, "provider", None),
+    )
+
+
+_CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too many tokens", "context window")
+
+
+def classify(exc: BaseException) -> tuple[GatewayError, float | None]:
+    """Map a litellm/openai/httpx exception to a GatewayError and the server's Retry-After."""
+    lib = litellm()
+    status = getattr(exc, "status_code", None)
+    message = " ".join(str(getattr(exc, "message", None) or exc).split())[:500]
+    headers = getattr(exc, "litellm_response_headers", None) or {}
+    retry_after = parse_retry_after(headers.get("retry-after") if hasattr(headers, "get") else None)
+    exceptions = lib.exceptions
+    if isinstance(exc, exceptions.ContextWindowExceededError) or (
+        status == 400 and any(h in message.lower() for h in _CONTEXT_HINTS)
+    ):
+        kind = "context_length"
+    elif isinstance(exc, exceptions.Timeout) or isinstance(exc, TimeoutError):
+        kind = "timeout"
+    elif status == 429 or isinstance(exc, exceptions.RateLimitError):
+        kind = "rate_limit"
+    elif status in (401, 403) or isinstance(exc, exceptions.AuthenticationError):
+        kind = "auth"
+    elif status == 404 or isinstance(exc, exceptions.NotFoundError):
+        kind = "not_found"
+    elif isinstance(status, int) and 400 <= status < 500:
+        kind = "bad_request"
+    elif isinstance(status, int) and status >= 500:
+        kind = "server"
+    elif isinstance(exc, exceptions.APIConnectionError) or isinstance(exc, (ConnectionError, OSError)):
+        kind = "connection"
+    else:
+        kind = "bad_response"
+    return GatewayError(kind, message or type(exc).__name__, status=status), retry_after
+
+
+async def close() -> None:
+    """Release litellm's per-event-loop state at the end of a job.
+
+    litellm caches HTTP clients and runs a logging worker on the loop that first used
+    them; left alone they leak ("Unclosed client session") and, worse, a later job on a
+    new loop would reuse clients bound to a closed one. So: close the clients, forget
+    them, and stop the worker. Each step is looked up defensively because these are
+    litellm internals that move between releases.
+    """
+    if _litellm is None:
+        return
+    closer = getattr(_litellm, "close_litellm_async_clients", None)
+    if closer is not None:
+        await closer()
+    client_cache = getattr(_litellm, "in_memory_llm_clients_cache", None)
+    if client_cache is not None and hasattr(client_cache, "flush_cache"):
+        client_cache.flush_cache()
+    try:
+        from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
+    except ImportError:
+        return
+    await GLOBAL_LOGGING_WORKER.stop()

@@ -1,0 +1,50 @@
+"""A persistent response cache, so re-running a sweep costs nothing.
+
+litellm's disk cache is gone and its in-memory cache breaks on a hit, hence this one:
+SQLite (one file, safe across the processes of a parallel sweep), keyed on everything
+that determines a reply: route, base URL, model, provider routing, the prompt or
+messages, sampling parameters and a sample index, so that repeated samples of the same
+prompt stay distinct. Only successful replies are stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+
+def cache_key(request: dict[str, Any]) -> str:
+    """Stable digest of a request description (canonical JSON, sorted keys)."""
+    canonical = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """Key-value store of reply records in one SQLite file."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        payload = json.dumps(value, ensure_ascii=False)
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", (key, payload))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,200 @@
+"""The model gateway: every model call in the project goes through :class:`Gateway`.
+
+Two verbs: ``chat`` (auditor, judge, LLM systems; ``/chat/completions``) and ``complete``
+(raw ``/completions`` with the prompt sent verbatim, for user-persona sampling). Each has
+an async form (``achat``/``acomplete``) and a sync convenience. The gateway owns what
+litellm does unreliably: retries (backoff with jitter, Retry-After), a persistent cache,
+bounded concurrency and the cost ledger; litellm only moves the bytes (``backend.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Coroutine, TypeVar
+
+from audit.llm import backend
+from audit.llm.cache import ResponseCache, cache_key
+from audit.llm.ledger import CallRecord, Ledger
+from audit.llm.retry import RetryPolicy, is_retryable
+from audit.llm.settings import GatewaySettings, require_api_key
+from audit.llm.types import GatewayError, LLMResponse, Usage
+from audit.templates import cut_at_stops
+
+T = TypeVar("T")
+
+
+class Gateway:
+    """Routes model calls to OpenRouter (or any OpenAI-compatible server) via litellm."""
+
+    def __init__(self, settings: GatewaySettings, api_key: str, *, usage_path: Path | None = None,
+                 rng: random.Random | None = None):
+        self.settings = settings
+        self._api_key = api_key
+        self.usage_path = usage_path
+        self.ledger = Ledger()
+        self.cache = ResponseCache(settings.cache_path) if settings.cache_enabled else None
+        self.policy = RetryPolicy(settings.max_retries, settings.backoff_initial_s, settings.backoff_max_s)
+        self._rng = rng or random.Random()
+        self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+        self._sync_loop: asyncio.AbstractEventLoop | None = None
+        self._sync_thread: threading.Thread | None = None
+        headers = {}
+        if settings.title:
+            headers["X-Title"] = settings.title
+        if settings.referer:
+            headers["HTTP-Referer"] = settings.referer
+        self._headers = headers
+
+    @classmethod
+    def from_config(cls, node: Any, *, usage_path: Path | None = None) -> Gateway:
+        """Build from the ``gateway`` config node; fails with a one-line UserError if the key is missing."""
+        settings = GatewaySettings.from_config(node)
+        return cls(settings, require_api_key(), usage_path=usage_path)
+
+    def __repr__(self) -> str:  # never show the key
+        return f"Gateway(api_base={self.settings.api_base!r}, cache={self.cache is not None})"
+
+    # -- the two verbs -------------------------------------------------------------------
+
+    async def achat(self, model: str, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None,
+                    temperature: float | None = None, response_format: Mapping[str, Any] | None = None,
+                    provider: Mapping[str, Any] | None = None, stop: Sequence[str] | None = None,
+                    sample_index: int = 0, tag: str = "") -> LLMResponse:
+        """Chat completion; ``response_format`` passes through verbatim (callers parse the JSON)."""
+        payload: dict[str, Any] = {"messages": [dict(m) for m in messages]}
+        if response_format is not None:
+            payload["response_format"] = dict(response_format)
+        return await self._call(backend.CHAT_ROUTE, model, payload, max_tokens=max_tokens, temperature=temperature,
+                                stop=stop, provider=provider, sample_index=sample_index, tag=tag)
+
+    async def acomplete(self, model: str, prompt: str, *, stop: Sequence[str] = (), max_tokens: int | None = None,
+                        temperature: float | None = None, provider: Mapping[str, Any] | None = None,
+                        sample_index: int = 0, tag: str = "") -> LLMResponse:
+        """Raw completion: ``prompt`` reaches ``/completions`` byte for byte; the reply is cut at ``stop``."""
+        return await self._call(backend.COMPLETION_ROUTE, model, {"prompt": prompt}, max_tokens=max_tokens,
+                                temperature=temperature, stop=stop, provider=provider,
+                                sample_index=sample_index, tag=tag)
+
+    def chat(self, *args: Any, **kwargs: Any) -> LLMResponse:
+        """Synchronous :meth:`achat`."""
+        return self._run_sync(self.achat(*args, **kwargs))
+
+    def complete(self, *args: Any, **kwargs: Any) -> LLMResponse:
+        """Synchronous :meth:`acomplete`."""
+        return self._run_sync(self.acomplete(*args, **kwargs))
+
+    # -- bookkeeping ---------------------------------------------------------------------
+
+    def write_usage(self) -> Path | None:
+        """Write the ledger to ``usage_path`` (if one was given)."""
+        return self.ledger.write(self.usage_path) if self.usage_path is not None else None
+
+    async def aclose(self) -> None:
+        """Close HTTP clients and the cache; call once at the end of a job."""
+        await backend.close()
+        if self.cache is not None:
+            self.cache.close()
+            self.cache = None
+
+    def close(self) -> None:
+        """Synchronous :meth:`aclose`; also stops the private loop used by the sync verbs."""
+        self._run_sync(self.aclose())
+        if self._sync_loop is not None:
+            self._sync_loop.call_soon_threadsafe(self._sync_loop.stop)
+            assert self._sync_thread is not None
+            self._sync_thread.join(timeout=5)
+            self._sync_loop = None
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run on one private event loop, so litellm's pooled clients stay bound to a live loop."""
+        if self._sync_loop is None:
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="gateway-loop", daemon=True)
+            thread.start()
+            self._sync_loop, self._sync_thread = loop, thread
+        return asyncio.run_coroutine_threadsafe(coro, self._sync_loop).result()
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if loop not in self._semaphores:
+            self._semaphores[loop] = asyncio.Semaphore(self.settings.max_concurrency)
+        return self._semaphores[loop]
+
+    async def _call(self, route: str, model: str, payload: dict[str, Any], *, max_tokens: int | None,
+                    temperature: float | None, stop: Sequence[str] | None, provider: Mapping[str, Any] | None,
+                    sample_index: int, tag: str) -> LLMResponse:
+        stops = [s for s in (stop or ()) if s]
+        params: dict[str, Any] = {}
+        if max_tokens is not None:
+            params["max_tokens"] = int(max_tokens)
+        if temperature is not None:
+            params["temperature"] = float(temperature)
+        if stops:
+            params["stop"] = stops
+        key = cache_key({"route": route, "api_base": self.settings.api_base, "model": model,
+                         "provider": dict(provider) if provider else None, **payload, **params,
+                         "sample_index": sample_index})
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            response = _from_record(hit, cached=True)
+            self._record(tag, route, response, cost=0.0)
+            return response
+        async with self._semaphore():
+            response = await self._send(route, model, {**payload, **params}, provider, stops, tag)
+        if self.cache is not None:
+            self.cache.put(key, response.record())
+        self._record(tag, route, response, cost=response.usage.cost)
+        return response
+
+    async def _send(self, route: str, model: str, payload: dict[str, Any], provider: Mapping[str, Any] | None,
+                    stops: Sequence[str], tag: str) -> LLMResponse:
+        started = time.perf_counter()
+        retries = 0
+        while True:
+            try:
+                raw = await backend.post(route, model, payload, api_base=self.settings.api_base,
+                                         api_key=self._api_key, timeout_s=self.settings.timeout_s,
+                                         headers=self._headers, provider=dict(provider) if provider else None)
+                text, finish, usage, served_model, served_by = backend.parse_reply(route, raw)
+                break
+            except GatewayError as error:
+                failure, retry_after = error, None
+            except Exception as exc:  # litellm raises many types; classify maps them all
+                failure, retry_after = backend.classify(exc)
+            if not is_retryable(failure.kind) or retries >= self.settings.max_retries:
+                failure.retries = retries
+                self.ledger.add(CallRecord(tag, route, model, None, 0, 0, 0.0,
+                                           time.perf_counter() - started, retries, False, str(failure)))
+                raise GatewayError(failure.kind, f"{model} via {self.settings.api_base}: {failure.args[0]}",
+                                   status=failure.status, retries=retries) from None
+            retries += 1
+            await asyncio.sleep(self.policy.delay(retries, retry_after, self._rng))
+        cut = cut_at_stops(text, stops)
+        return LLMResponse(
+            text=cut,
+            finish_reason="stop" if cut != text else finish,
+            usage=usage,
+            model=served_model or model,
+            provider=served_by,
+            latency_s=time.perf_counter() - started,
+            retries=retries,
+            cached=False,
+        )
+
+    def _record(self, tag: str, route: str, response: LLMResponse, *, cost: float) -> None:
+        self.ledger.add(CallRecord(tag, route, response.model, response.provider, response.usage.prompt_tokens,
+                                   response.usage.completion_tokens, cost,
+                                   0.0 if response.cached else response.latency_s,
+                                   0 if response.cached else response.retries, response.cached))
+
+
+def _from_record(record: dict[str, Any], *, cached: bool) -> LLMResponse:
+    usage = Usage(**record["usage"])
+    fields = {k: v for k, v in record.items() if k not in ("usage", "cached")}
+    return LLMResponse(usage=usage, cached=cached, **fields)
