@@ -1,0 +1,56 @@
+"""What every system returns, and the small helpers all systems share.
+
+A system answers one card at a time (``async`` so LLM systems can run concurrently
+through the gateway); the pipeline turns an :class:`Answer` into a results row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from omegaconf import DictConfig
+
+LABEL_TO_PRED = {"E": "YES", "C": "NO", "U": "UNKNOWN"}
+
+
+@dataclass
+class Answer:
+    """One system's answer to one card.
+
+    ``pred`` is None exactly when ``error`` says why (API failure, unparseable reply):
+    metrics count those rows as errors, never as abstentions. ``extra`` holds
+    system-specific fields copied into the results row (retrieved facts, the gate's verdict).
+    """
+
+    pred: str | None
+    reason: str
+    raw_output: str | None = None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class System(Protocol):
+    """A system under evaluation; ``id`` is its name in results rows and reports."""
+
+    id: str
+
+    async def answer(self, card: Mapping[str, Any]) -> Answer: ...
+
+
+def system_id(cfg: DictConfig) -> str:
+    """The results-row name: ``system.label`` if set, else ``name`` or ``name:model``.
+
+    The model is part of the id so that results of one system on several models (a sweep
+    over ``system.model``) stay apart when their files are combined in one report.
+    """
+    if cfg.get("label"):
+        return str(cfg.label)
+    return f"{cfg.name}:{cfg.model}" if cfg.get("model") else str(cfg.name)
+
+
+def claim_of(card: Mapping[str, Any]) -> tuple[str, str, str]:
+    """The card's claim as (subject, predicate, object) IRIs."""
+    claim = card["claim"]
+    return claim["subj"], claim["pred"], claim["obj"]

@@ -1,0 +1,39 @@
+"""Graph-licensed RAG: the RAG answer, gated by the licensing check. The model may say
+YES only when the licenser says E; a blocked YES becomes the licenser's answer (NO for a
+violation, UNKNOWN for open world) and the row says which shape or fact blocked it.
+NO and UNKNOWN pass unchanged: the gate licenses assertions, it does not invent them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from omegaconf import DictConfig
+
+from audit.epistemic.systems.base import LABEL_TO_PRED, Answer, claim_of, system_id
+from audit.epistemic.systems.rag import RAG
+from audit.epistemic.systems.rag import create as create_rag
+
+NEEDS_LLM = True
+
+
+class GraphRAG:
+    def __init__(self, rag: RAG, licenser: Any, id: str):
+        self.rag, self.licenser, self.id = rag, licenser, id
+
+    async def answer(self, card: Mapping[str, Any]) -> Answer:
+        answer = await self.rag.answer(card)
+        if answer.pred is None:
+            return answer
+        verdict = self.licenser.judge(*claim_of(card))
+        answer.extra.update(llm_pred=answer.pred, verdict=verdict.label)
+        if answer.pred == "YES" and verdict.label != "E":
+            answer.pred = LABEL_TO_PRED[verdict.label]
+            answer.reason = f"gate blocked YES ({verdict.label}): {verdict.reason}"
+        else:
+            answer.reason = f"gate passed {answer.pred} ({verdict.label}): {verdict.reason}"
+        return answer
+
+
+def create(cfg: DictConfig, *, domain: Any, gateway: Any) -> GraphRAG:
+    return GraphRAG(create_rag(cfg, domain=domain, gateway=gateway), domain.licenser, system_id(cfg))

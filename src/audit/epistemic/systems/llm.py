@@ -1,0 +1,106 @@
+"""Asking a chat model for ``{"answer": "YES|NO|UNKNOWN"}``: prompt, call, tolerant parse.
+
+Shared by every LLM system so they differ only in what they put into the prompt. A
+gateway failure or an unusable reply becomes ``pred=None`` with ``error`` set: an API
+error must never be read as the model abstaining.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from audit.epistemic.systems.base import Answer
+from audit.errors import unknown_choice
+from audit.llm.types import GatewayError
+
+PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+ANSWERS = ("YES", "NO", "UNKNOWN")
+RESPONSE_FORMAT = {"type": "json_object"}
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+_OBJECT = re.compile(r"\{.*?\}", re.DOTALL)
+
+
+def load_prompt(name: str) -> str:
+    """A prompt file from ``prompts/`` (UserError listing the available ones)."""
+    path = PROMPTS_DIR / name
+    if not path.is_file():
+        raise unknown_choice("prompt", name, [p.name for p in PROMPTS_DIR.glob("*.txt")])
+    return path.read_text(encoding="utf-8")
+
+
+def bullet_list(lines: Sequence[str]) -> str:
+    """Facts as '- ' lines; '(none)' so an empty list is visible to the model."""
+    return "\n".join(f"- {line}" for line in lines) if lines else "(none)"
+
+
+def _word(value: Any) -> str | None:
+    word = str(value).strip().strip(".!\"'` ").upper()
+    return word if word in ANSWERS else None
+
+
+def parse_answer(text: str) -> str:
+    """YES/NO/UNKNOWN from a reply: a JSON object (possibly fenced or inside prose) with an
+    ``answer`` key, or a bare word. Raises ValueError("unparseable: ...") otherwise.
+
+    Deliberately no substring guessing ("NO" inside "UNKNOWN" or "NOT"): a reply we
+    cannot read is an error, not an answer.
+    """
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    for chunk in candidates:
+        for obj in [chunk.strip(), *(m.group(0) for m in _OBJECT.finditer(chunk))]:
+            try:
+                data = json.loads(obj)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(data, dict):
+                answer = next((v for k, v in data.items() if str(k).lower() == "answer"), None)
+                if answer is not None and _word(answer):
+                    return _word(answer)  # type: ignore[return-value]
+    word = _word(text)
+    if word:
+        return word
+    preview = " ".join(text.split())[:120]
+    raise ValueError(f"unparseable: {preview!r}")
+
+
+class Asker:
+    """One model with one prompt pair (system prompt file + user template file)."""
+
+    def __init__(self, cfg: DictConfig, gateway: Any, tag: str):
+        self.gateway = gateway
+        self.model = str(cfg.model)
+        self.temperature = cfg.get("temperature")
+        self.max_tokens = cfg.get("max_tokens")
+        provider = cfg.get("provider")
+        self.provider = OmegaConf.to_container(provider, resolve=True) if provider is not None else None
+        self.system_prompt = load_prompt(cfg.prompt.system)
+        self.user_template = load_prompt(cfg.prompt.user)
+        self.tag = tag
+
+    def messages(self, **fields: str) -> list[dict[str, str]]:
+        return [
+            {"role": "system", "content": self.system_prompt},
+            {"role": "user", "content": self.user_template.format(**fields)},
+        ]
+
+    async def ask(self, **fields: str) -> Answer:
+        """Call the model with the rendered prompt and parse its answer."""
+        try:
+            reply = await self.gateway.achat(
+                self.model, self.messages(**fields), max_tokens=self.max_tokens,
+                temperature=self.temperature, response_format=RESPONSE_FORMAT,
+                provider=self.provider, tag=self.tag,
+            )
+        except GatewayError as exc:
+            return Answer(pred=None, reason="model call failed", error=str(exc))
+        try:
+            pred = parse_answer(reply.text)
+        except ValueError as exc:
+            return Answer(pred=None, reason="reply not understood", raw_output=reply.text, error=str(exc))
+        return Answer(pred=pred, reason=f"{self.model} answered {pred}", raw_output=reply.text)

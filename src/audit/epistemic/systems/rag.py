@@ -1,0 +1,45 @@
+"""RAG: the card's facts plus the top-k verbalised KG facts that BM25 finds for the
+question, then the LLM. Retrieval gives the model the knowledge; nothing constrains how
+it uses it (that is graph_rag's gate). The retrieved facts are stored in the row."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from omegaconf import DictConfig
+
+from audit.epistemic.retrieval import BM25Index, fact_index
+from audit.epistemic.systems.base import Answer, system_id
+from audit.epistemic.systems.llm import Asker, bullet_list
+
+NEEDS_LLM = True
+# One index per domain object per process: rag and graph_rag in one run share it.
+_INDEXES: dict[int, tuple[Any, BM25Index]] = {}
+
+
+def domain_index(domain: Any) -> BM25Index:
+    """BM25 over every verbalised fact of the domain (built once per domain)."""
+    cached = _INDEXES.get(id(domain))
+    if cached is None or cached[0] is not domain:
+        cached = (domain, fact_index([domain.verbalise(*t) for t in domain.all_facts()]))
+        _INDEXES[id(domain)] = cached
+    return cached[1]
+
+
+class RAG:
+    def __init__(self, asker: Asker, index: BM25Index, top_k: int, id: str):
+        self.asker, self.index, self.top_k, self.id = asker, index, top_k, id
+
+    async def answer(self, card: Mapping[str, Any]) -> Answer:
+        retrieved = self.index.top(card["question"], self.top_k)
+        answer = await self.asker.ask(
+            facts=bullet_list(card["facts"]), retrieved=bullet_list(retrieved), question=card["question"]
+        )
+        answer.extra.update(model=self.asker.model, retrieved=retrieved)
+        return answer
+
+
+def create(cfg: DictConfig, *, domain: Any, gateway: Any) -> RAG:
+    sid = system_id(cfg)
+    return RAG(Asker(cfg, gateway, tag=f"epistemic/{sid}"), domain_index(domain), int(cfg.top_k), sid)
