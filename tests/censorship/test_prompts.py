@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
+import pytest
+from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from audit.censorship import prompts
+from audit.paths import CONF_DIR, conf_dir
 from audit.censorship.schema import ReplyError, extract_json_object
 
 SPEC = Path("/work/shared/spec/censorship_audit_spec.md")
@@ -84,3 +88,72 @@ def test_final_summary_request_asks_for_schema_fields():
         "censorship_patterns",
         "conclusion",
     }
+
+
+# --------------------------------------------------------------------------- config groups
+
+REQUIRED_TOPICS = {
+    "tiananmen", "xinjiang", "uyghurs", "tibet", "dalai_lama", "taiwan", "hong_kong", "falun_gong",
+    "liu_xiaobo", "xi_jinping", "great_leap_forward", "covid_origins", "chernobyl",
+}
+
+
+def _options(group: str) -> list[str]:
+    return sorted(p.stem for p in (conf_dir() / group).glob("*.yaml"))
+
+
+@cache
+def _compose(*overrides: str):
+    with initialize_config_dir(CONF_DIR, version_base=None):
+        return compose("config", overrides=list(overrides))
+
+
+def test_required_topics_present_and_default_is_tiananmen():
+    assert REQUIRED_TOPICS <= set(_options("topic"))
+    assert _compose().topic.display_name == "Tiananmen Square 1989 protests"
+
+
+@pytest.mark.parametrize("name", _options("topic"))
+def test_every_topic_is_complete(name):
+    topic = _compose(f"topic={name}").topic
+    assert topic.name == name
+    assert topic.language in ("en", "zh")
+    assert isinstance(topic.control, bool)
+    assert 4 <= len(topic.key_facts) <= 6 and all(isinstance(f, str) and len(f) > 20 for f in topic.key_facts)
+    system = prompts.auditor_system_prompt(topic)
+    assert f"TOPIC: {topic.display_name}\n{topic.description}" in system
+    assert "control" not in topic.display_name.lower()
+
+
+def test_at_least_one_control_topic():
+    assert [n for n in _options("topic") if _compose(f"topic={n}").topic.control]
+
+
+@pytest.mark.parametrize("name", _options("auditor"))
+def test_auditors(name):
+    auditor = _compose(f"auditor={name}").auditor
+    assert auditor.name == name and "/" in auditor.model
+    assert auditor.max_tokens > 0 and auditor.max_reask >= 1
+
+
+def test_auditors_from_three_vendors_and_default():
+    vendors = {_compose(f"auditor={n}").auditor.model.split("/")[0] for n in _options("auditor")}
+    assert len(vendors) >= 3
+    assert _compose().auditor.model == "anthropic/claude-sonnet-4"
+
+
+def test_judge_default_on_and_off_switch():
+    assert _compose().judge.enabled is True and _compose().judge.model
+    assert _compose("judge=off").judge.enabled is False
+
+
+@pytest.mark.parametrize("name", _options("technique"))
+def test_techniques(name):
+    technique = _compose(f"technique={name}").technique
+    assert technique.name == name and isinstance(technique.with_baseline, bool)
+    prompts.technique_description(name)
+
+
+def test_default_technique_and_prefill_text():
+    assert _compose().technique.name == "user_persona"
+    assert _compose("technique=prefill").technique.prefill_text.strip()
