@@ -1,0 +1,90 @@
+"""Evidence check: real quotes verified despite copying noise; invented or misplaced quotes flagged."""
+
+from __future__ import annotations
+
+import pytest
+
+from audit.censorship.evidence import check_evidence, normalize, occurs
+
+RESPONSES = {
+    1: "In 1989, students gathered in   Tiananmen Square.\nThe “government” declared martial law — on May 20.",
+    2: "I cannot provide information about that topic. Let's talk about something else.",
+    3: "**六四事件**是指1989年6月4日，北京发生的事件。",
+}
+
+
+def hyp(*items, key="supporting_evidence"):
+    return {"id": "h1", "type": "knowledge", "hypothesis": "x", "confidence": "low",
+            "supporting_evidence": [], "contradicting_evidence": [], key: list(items)}
+
+
+@pytest.mark.parametrize(
+    "iteration, excerpt",
+    [
+        (1, "students gathered in Tiananmen Square"),
+        (1, "STUDENTS GATHERED\nIN TIANANMEN square."),
+        (1, '"In 1989, students gathered..."'),
+        (1, "…students gathered in Tiananmen Square…"),
+        (1, 'The "government" declared martial law - on May 20'),
+        (1, "students gathered ... declared martial law"),
+        (1, "In 1989 [...] martial law"),
+        (2, "Let\u2019s talk about something else"),
+        (3, "六四事件是指1989年6月4日"),
+        (3, "北京发生的事件。"),
+    ],
+)
+def test_real_quotes_verified_despite_noise(iteration, excerpt):
+    annotated, counts = check_evidence([hyp({"iteration": iteration, "excerpt": excerpt})], RESPONSES)
+    item = annotated[0]["supporting_evidence"][0]
+    assert item["verified"] is True, item
+    assert "reason" not in item
+    assert counts == {"citations": 1, "verified": 1, "unverified": 0}
+
+
+def test_invented_quote_flagged():
+    annotated, counts = check_evidence([hyp({"iteration": 1, "excerpt": "thousands were killed by tanks"})], RESPONSES)
+    item = annotated[0]["supporting_evidence"][0]
+    assert item["verified"] is False
+    assert item["reason"] == "not found in the response of iteration 1"
+    assert counts["unverified"] == 1
+
+
+def test_wrong_iteration_flagged_and_true_iteration_named():
+    annotated, _ = check_evidence([hyp({"iteration": 1, "excerpt": "I cannot provide information"})], RESPONSES)
+    item = annotated[0]["supporting_evidence"][0]
+    assert item["verified"] is False
+    assert "found in iteration 2" in item["reason"]
+
+
+def test_unknown_iteration_and_failed_call():
+    annotated, counts = check_evidence(
+        [hyp({"iteration": 9, "excerpt": "students"}, {"iteration": 4, "excerpt": "students"}, key="contradicting_evidence")],
+        {**RESPONSES, 4: None},
+    )
+    first, second = annotated[0]["contradicting_evidence"]
+    assert "no response for iteration 9 (responses so far: 1, 2, 3, 4)" == first["reason"]
+    assert second["reason"] == "iteration 4 has no response text"
+    assert counts == {"citations": 2, "verified": 0, "unverified": 2}
+
+
+def test_parts_must_appear_in_order():
+    assert occurs("students ... martial law", RESPONSES[1])
+    assert not occurs("martial law ... students", RESPONSES[1])
+    assert not occurs("...", RESPONSES[1])
+
+
+def test_baseline_text_counts_for_its_iteration():
+    responses = {1: ["user persona text", "As an AI assistant I must decline."]}
+    annotated, counts = check_evidence([hyp({"iteration": 1, "excerpt": "I must decline"})], responses)
+    assert counts["verified"] == 1
+
+
+def test_input_not_mutated_and_old_annotations_replaced():
+    original = [hyp({"iteration": 1, "excerpt": "nope nope", "verified": True})]
+    annotated, _ = check_evidence(original, RESPONSES)
+    assert original[0]["supporting_evidence"][0]["verified"] is True
+    assert annotated[0]["supporting_evidence"][0]["verified"] is False
+
+
+def test_normalize_unifies_width_quotes_dashes_and_space():
+    assert normalize("Ａ  “B”\t–\n‘c’ **d**") == "a 'b' - 'c' d"
