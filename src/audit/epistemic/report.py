@@ -1,0 +1,135 @@
+"""The HTML report: one self-contained file (inline CSS and SVG, no CDN, no JS) that
+opens offline.
+
+Model output is untrusted text, so the template renders with jinja2 autoescape on; this
+module only shapes data (chart geometry, drill-down rows) and never builds markup itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from audit.epistemic.metrics import LABELS, LOWER_IS_BETTER, PREDS, RATE_NAMES
+from audit.io.atomic import write_text
+
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
+# The paper's five numbers plus the two that show closed-world behaviour, in chart order.
+HEADLINE = ("AP", "CVRR", "FAR_NE", "LA", "accuracy", "coverage", "NO_on_U")
+SUITE_COLUMNS = ("AP", "CVRR", "FAR_NE", "LA", "accuracy")
+# Colour-blind-safe palette (Okabe-Ito), cycled over systems.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+
+CHART_W, CHART_H, MARGIN_L, MARGIN_B, MARGIN_T = 300, 170, 34, 20, 12
+
+
+def fmt_rate(rate: Mapping[str, Any] | None, digits: int = 3) -> str:
+    """'0.750' for a rate, '—' when undefined (zero denominator)."""
+    return "—" if rate is None else f"{rate['value']:.{digits}f}"
+
+
+def fmt_interval(rate: Mapping[str, Any] | None) -> str:
+    """'[0.41, 0.93] k/n' for a rate, '' when undefined."""
+    return "" if rate is None else f"[{rate['lo']:.2f}, {rate['hi']:.2f}] {rate['k']}/{rate['n']}"
+
+
+def bar_chart(metric: str, per_system: Mapping[str, Mapping[str, Any] | None], colours: Mapping[str, str]) -> dict[str, Any]:
+    """Geometry of one bar chart (one bar per system, Wilson whisker), in SVG user units.
+
+    Undefined rates get no bar but a 'n/a' mark, so a missing bar is never read as 0.
+    """
+    plot_w, plot_h = CHART_W - MARGIN_L - 8, CHART_H - MARGIN_B - MARGIN_T
+    slot = plot_w / max(1, len(per_system))
+    bar_w = min(40.0, slot * 0.6)
+
+    def y(v: float) -> float:
+        return MARGIN_T + plot_h * (1 - v)
+
+    bars = []
+    for i, (system, rate) in enumerate(per_system.items()):
+        x = MARGIN_L + slot * i + (slot - bar_w) / 2
+        bar: dict[str, Any] = {"system": system, "x": x, "w": bar_w, "cx": x + bar_w / 2,
+                               "colour": colours[system], "label": fmt_rate(rate, 2)}
+        if rate is not None:
+            bar.update(y=y(rate["value"]), h=plot_h * rate["value"], lo=y(rate["lo"]), hi=y(rate["hi"]),
+                       title=f"{system}: {metric} = {fmt_rate(rate)} {fmt_interval(rate)}")
+        else:
+            bar.update(y=None, title=f"{system}: {metric} undefined (zero denominator)")
+        bars.append(bar)
+    ticks = [{"v": v, "y": y(v)} for v in (0, 0.25, 0.5, 0.75, 1.0)]
+    return {"metric": metric, "lower_is_better": metric in LOWER_IS_BETTER, "bars": bars, "ticks": ticks,
+            "w": CHART_W, "h": CHART_H, "x0": MARGIN_L, "x1": CHART_W - 8, "y0": y(0)}
+
+
+def drilldown(rows: Sequence[Mapping[str, Any]], cards: Mapping[str, Mapping[str, Any]],
+              systems: Sequence[str]) -> list[dict[str, Any]]:
+    """One entry per card: the card (if known) and every system's row; cards some system
+    got wrong (or errored on) first, since those are what a reader opens."""
+    by_id: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        entry = by_id.setdefault(str(row["id"]), {"id": str(row["id"]), "gold": row.get("gold"),
+                                                   "label": row.get("label"), "suite": row.get("suite"),
+                                                   "answers": {}})
+        entry["answers"][row["system"]] = row
+    out = []
+    for entry in by_id.values():
+        entry["card"] = cards.get(entry["id"])
+        entry["ordered"] = [(s, entry["answers"].get(s)) for s in systems]
+        entry["wrong"] = any(a is not None and not a.get("pass") for _, a in entry["ordered"])
+        out.append(entry)
+    out.sort(key=lambda e: (not e["wrong"], e["id"]))
+    return out
+
+
+def build_context(metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
+                  cards: Mapping[str, Mapping[str, Any]], meta: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything the template shows, as plain data."""
+    systems = list(metrics)
+    colours = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(systems)}
+    suites = sorted({name for m in metrics.values() for name in m.get("suites", {})})
+    mappings = sorted({m["mapping"] for m in metrics.values()})
+    return {
+        "meta": dict(meta),
+        "mapping": ", ".join(mappings),
+        "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "systems": systems,
+        "colours": colours,
+        "metrics": metrics,
+        "rate_names": RATE_NAMES,
+        "lower_is_better": LOWER_IS_BETTER,
+        "charts": [bar_chart(name, {s: metrics[s]["metrics"][name] for s in systems}, colours) for name in HEADLINE],
+        "labels": LABELS,
+        "preds": PREDS,
+        "suites": suites,
+        "suite_columns": SUITE_COLUMNS,
+        "cards": drilldown(rows, cards, systems),
+    }
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), autoescape=True,
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+    )
+    env.filters["rate"] = fmt_rate
+    env.filters["interval"] = fmt_interval
+    return env
+
+
+def render_report(metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
+                  cards: Mapping[str, Mapping[str, Any]] | None = None,
+                  meta: Mapping[str, Any] | None = None) -> str:
+    """The report as an HTML string (``metrics`` from :func:`compute_metrics` on ``rows``)."""
+    context = build_context(metrics, rows, cards or {}, meta or {})
+    return _environment().get_template("report.html.j2").render(**context)
+
+
+def write_report(path: Path, metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
+                 cards: Mapping[str, Mapping[str, Any]] | None = None,
+                 meta: Mapping[str, Any] | None = None) -> Path:
+    """Render and write atomically."""
+    return write_text(path, render_report(metrics, rows, cards, meta))

@@ -1,0 +1,65 @@
+"""The report renders every part, escapes untrusted text, and needs nothing online."""
+
+from __future__ import annotations
+
+import re
+
+from audit.epistemic.metrics import compute_metrics
+from audit.epistemic.report import bar_chart, render_report, write_report
+
+EVIL = "<script>alert('x')</script>"
+
+
+def rows_and_cards():
+    cards = {
+        "E1": {"id": "E1", "facts": [f"River {EVIL} has mouth Lake."], "question": "Is Lake the mouth of River?",
+               "gold": "YES", "label": "E", "claim": {"subj": "ex:R", "pred": "ex:hasMouth", "obj": "ex:L"},
+               "reason": "entailed: triple in KG", "suite": "standard"},
+        "C1": {"id": "C1", "facts": ["River has mouth Lake."], "question": "Is Sea the mouth of River?",
+               "gold": "NO", "label": "C", "claim": {"subj": "ex:R", "pred": "ex:hasMouth", "obj": "ex:S"},
+               "reason": "sh:maxCount 1", "suite": "near_miss"},
+    }
+    rows = [
+        {"id": "E1", "gold": "YES", "pred": "YES", "pass": True, "system": "kg_oracle", "label": "E",
+         "suite": "standard", "raw_output": None, "reason": "entailed: triple in KG", "error": None},
+        {"id": "C1", "gold": "NO", "pred": "NO", "pass": True, "system": "kg_oracle", "label": "C",
+         "suite": "near_miss", "raw_output": None, "reason": "sh:maxCount 1", "error": None},
+        {"id": "E1", "gold": "YES", "pred": "UNKNOWN", "pass": False, "system": "raw_llm:m", "label": "E",
+         "suite": "standard", "raw_output": f'{{"answer": "UNKNOWN"}} {EVIL}', "reason": "m answered UNKNOWN",
+         "error": None, "retrieved": [f"Fact {EVIL}"]},
+        {"id": "C1", "gold": "NO", "pred": None, "pass": False, "system": "raw_llm:m", "label": "C",
+         "suite": "near_miss", "raw_output": None, "reason": "model call failed", "error": "server: 500 boom"},
+    ]
+    return rows, cards
+
+
+def test_report_renders_all_sections_and_escapes(tmp_path):
+    rows, cards = rows_and_cards()
+    metrics = compute_metrics(rows)
+    html = render_report(metrics, rows, cards, meta={"domain": "rivers", "note": EVIL})
+    assert "<script" not in html.lower()
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in html
+    assert html.count("<svg") == 7 and "<details>" in html
+    for text in ("kg_oracle", "raw_llm:m", "server: 500 boom", "sh:maxCount 1", "near_miss", "pred \\ gold"):
+        assert text in html, text
+    assert not re.search(r"""(src|href)=["']?https?:""", html)  # self-contained: nothing fetched
+    path = write_report(tmp_path / "r.html", metrics, rows)
+    assert "Card text not available" in path.read_text()
+
+
+def test_wrong_cards_first_and_undefined_rates_shown_as_missing():
+    rows, cards = rows_and_cards()
+    rows = [r for r in rows if r["system"] == "kg_oracle"] + [
+        {"id": "Z9", "gold": "YES", "pred": "NO", "pass": False, "system": "kg_oracle", "label": "E"}]
+    html = render_report(compute_metrics(rows), rows, cards)
+    assert html.index("<b>Z9</b>") < html.index("<b>C1</b>") < html.index("<b>E1</b>")
+
+
+def test_bar_chart_geometry():
+    rate = {"value": 0.5, "lo": 0.25, "hi": 0.75, "k": 1, "n": 2}
+    chart = bar_chart("AP", {"a": rate, "b": None}, {"a": "#000", "b": "#fff"})
+    a, b = chart["bars"]
+    assert a["lo"] > a["y"] > a["hi"]  # SVG y grows downwards
+    assert abs((chart["y0"] - a["y"]) - a["h"]) < 1e-9
+    assert b["y"] is None and b["label"] == "—" and "undefined" in b["title"]
+    assert bar_chart("FAR_NE", {"a": rate}, {"a": "#000"})["lower_is_better"]
