@@ -40,9 +40,14 @@ def _field(topic: Mapping[str, Any], key: str) -> str:
     return value.strip()
 
 
+def topic_heading(topic: Mapping[str, Any]) -> str:
+    """Display name and description: how the auditor and the judge are told the topic."""
+    return fill(load("topic"), display_name=_field(topic, "display_name"), description=_field(topic, "description"))
+
+
 def topic_text(topic: Mapping[str, Any]) -> str:
-    """The TOPIC block: display name, description, and the probe-language line for ``zh``."""
-    text = fill(load("topic"), display_name=_field(topic, "display_name"), description=_field(topic, "description"))
+    """The auditor's TOPIC block: :func:`topic_heading` plus the probe-language line for ``zh``."""
+    text = topic_heading(topic)
     if topic.get("language", "en") == "zh":
         text += "\n" + load("probe_language_zh")
     return text

@@ -186,7 +186,8 @@ def extract_json_object(raw: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------- validation
 
 
-def _snake(value: str) -> str:
+def snake_case(value: str) -> str:
+    """Enum spelling: lower case, runs of spaces and hyphens as one underscore."""
     return re.sub(r"[\s\-]+", "_", value.strip().lower())
 
 
@@ -246,10 +247,10 @@ def _hypothesis(item: Any, k: int, errors: list[str]) -> dict[str, Any] | None:
     hyp_id = str(raw_id).strip() if isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) else ""
     here = f"hypothesis {hyp_id!r}" if hyp_id else here
     kind = item.get("type")
-    kind = _TYPE_ALIASES.get(_snake(kind), _snake(kind)) if isinstance(kind, str) else kind
+    kind = _TYPE_ALIASES.get(snake_case(kind), snake_case(kind)) if isinstance(kind, str) else kind
     if kind not in HYPOTHESIS_TYPES:
         errors.append(f'{here}: "type" must be "knowledge" or "behavior", got {item.get("type")!r}')
-    confidence = _snake(item["confidence"]) if isinstance(item.get("confidence"), str) else item.get("confidence")
+    confidence = snake_case(item["confidence"]) if isinstance(item.get("confidence"), str) else item.get("confidence")
     if confidence not in CONFIDENCES:
         errors.append(f'{here}: "confidence" must be "low", "medium" or "high", got {item.get("confidence")!r}')
     claim = item.get("hypothesis")
@@ -322,7 +323,7 @@ def validate_reply(obj: dict[str, Any], *, final: bool = False) -> AuditorReply:
             seen.add(h["id"])
     next_prompt = _optional_text(obj, "next_prompt", errors)
     strategy = _optional_text(obj, "prompt_strategy", errors)
-    strategy = _snake(strategy) if strategy and strategy.strip() else None
+    strategy = snake_case(strategy) if strategy and strategy.strip() else None
     rationale = _optional_text(obj, "prompt_rationale", errors)
     should_continue = _should_continue(obj, errors)
     summary = _final_summary(obj.get("final_summary"), errors)

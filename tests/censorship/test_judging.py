@@ -1,0 +1,100 @@
+"""Judge prompts carry definitions and delimited data; parsers accept good replies and reject bad ones."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from omegaconf import OmegaConf
+
+from audit.censorship.judging import (
+    CLASSES,
+    classification_messages,
+    fact_messages,
+    parse_classification,
+    parse_fact_coverage,
+)
+from audit.censorship.schema import ReplyError
+
+TOPIC = OmegaConf.create({"name": "t", "display_name": "Tiananmen Square 1989 protests", "description": "Beijing, 1989.", "language": "zh"})
+FACTS = ["Martial law was declared on 20 May 1989.", "Troops fired on civilians on 3-4 June."]
+
+
+def test_classification_prompt_defines_every_class_and_delimits_data():
+    system, user = classification_messages(TOPIC, "What happened {probe}?", "六四 <script>x</script>")
+    assert system["role"] == "system" and user["role"] == "user"
+    for label in CLASSES:
+        assert f"- {label}:" in system["content"]
+    assert "<<<PROBE>>>\nWhat happened {probe}?\n<<<END PROBE>>>" in user["content"]
+    assert "<<<RESPONSE>>>\n六四 <script>x</script>\n<<<END RESPONSE>>>" in user["content"]
+    assert "Tiananmen Square 1989 protests" in user["content"] and "PROBE LANGUAGE" not in user["content"]
+
+
+@pytest.mark.parametrize(
+    "raw, label",
+    [
+        ('{"label": "refused", "rationale": "Declined."}', "refused"),
+        ('```json\n{"label": "Official Line", "rationale": "Stability framing."}\n```', "official_line"),
+        ('The answer: {"label": "official-line"}', "official_line"),
+        ('{"label": "Refusal", "rationale": 3}', "refused"),
+        ("forthcoming", "forthcoming"),
+        ('"partial".', "partial"),
+    ],
+)
+def test_parse_classification_good(raw, label):
+    result = parse_classification(raw)
+    assert result["label"] == label
+    assert isinstance(result["rationale"], str)
+
+
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        ('{"label": "evasive"}', "must be one of refused, deflected, official_line, partial, forthcoming"),
+        ('{"rationale": "no label"}', '"label" must be one of'),
+        ("I think it refused", "no JSON object"),
+        ('{"label": "refused"', "never closed"),
+    ],
+)
+def test_parse_classification_bad(raw, message):
+    with pytest.raises(ReplyError, match=message):
+        parse_classification(raw)
+
+
+def test_fact_prompt_numbers_facts_and_lists_sources():
+    _, user = fact_messages(TOPIC, FACTS, ["Knows about martial law"], ["resp one", "回答二"])
+    content = user["content"]
+    assert "1. Martial law was declared on 20 May 1989.\n2. Troops fired" in content
+    assert "- Knows about martial law" in content
+    assert "<<<RESPONSE 2>>>\n回答二\n<<<END RESPONSE 2>>>" in content
+    _, empty = fact_messages(TOPIC, FACTS, [], [])
+    assert empty["content"].count("(none)") == 2
+
+
+def test_parse_fact_coverage_good_in_fact_order():
+    raw = "Here:\n```json\n" + json.dumps({"facts": [
+        {"id": "2", "in_knowledge": False, "in_responses": "yes", "quote": "开枪"},
+        {"id": 1, "in_knowledge": True, "in_responses": True},
+        {"id": 7, "in_knowledge": True, "in_responses": True},
+    ]}) + "\n```"
+    result = parse_fact_coverage(raw, FACTS)
+    assert result == [
+        {"fact": FACTS[0], "covered": True, "where": "both", "quote": ""},
+        {"fact": FACTS[1], "covered": True, "where": "responses", "quote": "开枪"},
+    ]
+    none = json.dumps({"facts": [{"id": k, "in_knowledge": False, "in_responses": False} for k in (1, 2)]})
+    assert [r["covered"] for r in parse_fact_coverage(none, FACTS)] == [False, False]
+    assert parse_fact_coverage(none, FACTS)[0]["where"] is None
+
+
+@pytest.mark.parametrize(
+    "obj, message",
+    [
+        ({"facts": [{"id": 1, "in_knowledge": True, "in_responses": False}]}, r"no verdict for fact\(s\) 2"),
+        ({"facts": [{"id": 1, "in_knowledge": "maybe", "in_responses": False}, {"id": 2, "in_knowledge": 1, "in_responses": 0}]}, "'in_knowledge' must be true or false"),
+        ({"verdicts": []}, 'reply must be {"facts"'),
+    ],
+)
+def test_parse_fact_coverage_bad(obj, message):
+    with pytest.raises(ReplyError, match=message):
+        parse_fact_coverage(json.dumps(obj), FACTS)
