@@ -1,0 +1,263 @@
+"""The experiment as stages, each writing its output into the run directory:
+
+``cards`` → cards.jsonl, ``systems`` → results.jsonl (+ usage.json when a model was
+called), ``metrics`` → metrics.json (keyed by system), ``report`` → report.html.
+
+``stage=all`` (default) runs them in order. ``stage=cards`` stops after the cards;
+``stage=systems`` stops after the results (cards generated, or reused with
+``cards.path=...``). ``stage=metrics`` and ``stage=report`` start from existing results
+files (``results=<path>`` or ``results=[a,b]``, any of them in the original project's
+format) and never load a graph, so they are instant and reusable on old runs.
+
+Every stage writes into a fresh run directory and never touches its inputs. Everything
+that can fail on bad input (unknown system, missing model or API key, malformed cards)
+is checked before the directory is created, so a failed run leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from audit.epistemic import systems
+from audit.epistemic.metrics import check_mapping, compute_metrics
+from audit.epistemic.report import write_report
+from audit.epistemic.systems.base import Answer, System
+from audit.errors import UserError, unknown_choice
+from audit.io.atomic import write_json, write_jsonl, write_text
+from audit.paths import CONF_DIR
+
+STAGES = ("all", "cards", "systems", "metrics", "report")
+HEADLINE = ("AP", "CVRR", "FAR_NE", "LA", "accuracy")
+
+
+# -- inputs ----------------------------------------------------------------------------
+
+def _as_list(value: Any) -> list[str]:
+    """A config value given as one string, a comma list, or a YAML list → list of strings."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple, ListConfig)):
+        return [str(v) for v in value]
+    return [part.strip() for part in str(value).split(",") if part.strip()]
+
+
+def read_jsonl(path: Path, what: str, fix: str) -> list[dict[str, Any]]:
+    """JSON objects, one per line; a bad line is a one-line UserError naming file and line."""
+    if not path.is_file():
+        raise UserError(f"{path}: {what} file not found; {fix}")
+    rows = []
+    for n, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not text.strip():
+            continue
+        try:
+            row = json.loads(text)
+        except ValueError as exc:
+            raise UserError(f"{path.name} line {n}: not JSON ({exc.args[0]}); {fix}") from None
+        if not isinstance(row, dict):
+            raise UserError(f"{path.name} line {n}: not a JSON object; {fix}")
+        rows.append(row)
+    return rows
+
+
+def read_results(paths: Sequence[Path]) -> list[dict[str, Any]]:
+    """Rows of one or more results files; a card answered twice by one system is an error
+    (two runs of the same system would otherwise be silently pooled)."""
+    fix = "pass results.jsonl files written by stage=systems (or the original format: id, gold, pred, system)"
+    rows, seen = [], {}
+    for path in paths:
+        for n, row in enumerate(read_jsonl(path, "results", fix), 1):
+            for key in ("id", "gold", "system"):
+                if key not in row:
+                    raise UserError(f"{path.name} row {n}: missing {key!r}; {fix}")
+            key = (row["system"], row["id"])
+            if key in seen:
+                raise UserError(
+                    f"system {row['system']!r} answers card {row['id']!r} twice ({seen[key]} and {path}); "
+                    "give each run a distinct system.label"
+                )
+            seen[key] = path
+            rows.append(row)
+    if not rows:
+        raise UserError(f"no result rows in {', '.join(map(str, paths))}; {fix}")
+    return rows
+
+
+def cards_for_report(cfg: DictConfig, results_paths: Sequence[Path]) -> dict[str, dict[str, Any]]:
+    """Card texts for the drill-down: ``cards.path`` if given, else a cards.jsonl beside each
+    results file. Lenient on purpose (only ``id`` is needed), so original cards files work."""
+    fix = "give cards.path=<cards.jsonl> or leave it unset"
+    paths = [Path(cfg.cards.path)] if cfg.cards.get("path") else [
+        p.parent / "cards.jsonl" for p in results_paths if (p.parent / "cards.jsonl").is_file()]
+    return {str(c["id"]): c for p in dict.fromkeys(paths) for c in read_jsonl(p, "cards", fix) if "id" in c}
+
+
+def selected_system_cfgs(cfg: DictConfig) -> list[DictConfig]:
+    """The systems to run: the ``systems`` list if given, else the ``system`` group choice.
+
+    In list mode each system uses its conf/system/<name>.yaml, except the one that is also
+    the ``system`` group choice, which keeps its command-line overrides (system.model=...).
+    """
+    names = _as_list(cfg.get("systems"))
+    if not names:
+        systems.get(cfg.system.name)
+        return [cfg.system]
+    out = []
+    for name in names:
+        systems.get(name)  # unknown → UserError with the available systems
+        if name == cfg.system.name:
+            out.append(cfg.system)
+        else:
+            out.append(OmegaConf.load(Path(CONF_DIR) / "system" / f"{name}.yaml"))
+    return out
+
+
+# -- outputs ---------------------------------------------------------------------------
+
+def new_run_dir(base: Path, name: str) -> Path:
+    """``<base>/<name>_<timestamp>``, made unique if two runs start within one second."""
+    stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    candidate, n = base / f"{name}_{stamp}", 1
+    while candidate.exists():
+        n += 1
+        candidate = base / f"{name}_{stamp}_{n}"
+    candidate.mkdir(parents=True)
+    return candidate
+
+
+def result_row(card: Mapping[str, Any], system_id: str, answer: Answer) -> dict[str, Any]:
+    """The original's row (id, gold, pred, pass, system, label) plus suite, raw output,
+    reason, error and the system's extras."""
+    return {
+        "id": card["id"], "gold": card["gold"], "pred": answer.pred, "pass": answer.pred == card["gold"],
+        "system": system_id, "label": card["label"], "suite": card.get("suite"),
+        "raw_output": answer.raw_output, "reason": answer.reason, "error": answer.error, **answer.extra,
+    }
+
+
+def headline(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """Per system: rows, errors and the headline rates (values only), for summaries."""
+    return {
+        system: {"n_rows": m["n_rows"], "n_errors": m["n_errors"],
+                 **{k: (None if m["metrics"][k] is None else round(m["metrics"][k]["value"], 4)) for k in HEADLINE}}
+        for system, m in metrics.items()
+    }
+
+
+def print_headline(metrics: Mapping[str, Any]) -> None:
+    for system, h in headline(metrics).items():
+        rates = "  ".join(f"{k}={'n/a' if h[k] is None else format(h[k], '.3f')}" for k in HEADLINE)
+        print(f"{system}: {h['n_rows']} cards, {h['n_errors']} errors  {rates}")
+
+
+def write_metrics_and_report(run_dir: Path, rows: list[dict[str, Any]], mapping: str,
+                             cards: Mapping[str, Mapping[str, Any]], meta: dict[str, Any], stage: str) -> dict[str, Any]:
+    metrics = compute_metrics(rows, mapping)
+    write_json(run_dir / "metrics.json", metrics)
+    if stage in ("all", "report"):
+        write_report(run_dir / "report.html", metrics, rows, cards, meta)
+    print_headline(metrics)
+    return metrics
+
+
+def write_summary(directory: Path, stage: str, status: str, **extra: Any) -> None:
+    """summary.json: what ran and its headline numbers (or the error), for sweep aggregation."""
+    write_json(directory / "summary.json", {"status": status, "stage": stage, **extra})
+
+
+# -- the systems stage -----------------------------------------------------------------
+
+def open_gateway(gateway_cfg: DictConfig) -> Any:
+    """The model gateway, imported here so runs without LLM systems never load litellm."""
+    from audit.llm.gateway import Gateway
+
+    return Gateway.from_config(gateway_cfg)
+
+
+async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any]], gateway: Any) -> list[dict[str, Any]]:
+    """Every system on every card, concurrently (the gateway bounds calls in flight)."""
+    try:
+        answers = await asyncio.gather(*(s.answer(c) for s in built for c in cards))
+    finally:
+        if gateway is not None:
+            await gateway.aclose()
+    pairs = [(s, c) for s in built for c in cards]
+    return [result_row(c, s.id, a) for (s, c), a in zip(pairs, answers)]
+
+
+# -- entry -----------------------------------------------------------------------------
+
+def run(cfg: DictConfig, base_dir: Path | None = None) -> Path:
+    """Run ``cfg.stage`` and return the run directory (under ``base_dir`` or ``cfg.output_dir``)."""
+    stage = str(cfg.get("stage", "all"))
+    if stage not in STAGES:
+        raise unknown_choice("stage", stage, STAGES)
+    mapping = check_mapping(str(cfg.metrics.mapping))
+    base = Path(base_dir if base_dir is not None else cfg.output_dir)
+    if stage in ("metrics", "report"):
+        return _run_from_results(cfg, stage, mapping, base)
+    return _run_experiment(cfg, stage, mapping, base)
+
+
+def _run_from_results(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Path:
+    paths = [Path(p) for p in _as_list(cfg.get("results"))]
+    if not paths:
+        raise UserError(f"stage={stage} needs results=<results.jsonl> (or results=[a.jsonl,b.jsonl])")
+    rows = read_results(paths)
+    cards = cards_for_report(cfg, paths) if stage == "report" else {}
+    compute_metrics(rows, mapping)  # validate every row before the run directory exists
+    run_dir = new_run_dir(base, stage)
+    write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+    meta = {"results": ", ".join(map(str, paths)), "rows": len(rows)}
+    metrics = write_metrics_and_report(run_dir, rows, mapping, cards, meta, stage)
+    write_summary(run_dir, stage, "ok", systems=headline(metrics))
+    print(f"run dir: {run_dir}")
+    return run_dir
+
+
+def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Path:
+    from audit.epistemic.cards import generate_cards, read_cards
+    from audit.epistemic.domain import load_domain
+
+    system_cfgs = selected_system_cfgs(cfg) if stage != "cards" else []
+    domain = load_domain(cfg.domain, cfg.predicate)
+    if cfg.cards.get("path"):
+        cards = read_cards(cfg.cards.path)
+    else:
+        cards = generate_cards(domain, num_per_type=int(cfg.cards.num_per_type), seed=int(cfg.cards.seed),
+                               suites=_as_list(cfg.cards.suites))
+    run_name = f"{domain.name}_{domain.predicate.name}"
+    # Build systems (and the gateway, which checks the API key) before creating the run dir.
+    needs_llm = any(systems.get(c.name).NEEDS_LLM for c in system_cfgs)
+    gateway = open_gateway(cfg.gateway) if needs_llm else None
+    built = [systems.get(c.name).create(c, domain=domain, gateway=gateway) for c in system_cfgs]
+    ids = [s.id for s in built]
+    if len(set(ids)) != len(ids):
+        raise UserError(f"systems {ids} share a name; give one of them a distinct system.label")
+
+    run_dir = new_run_dir(base, run_name)
+    write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+    write_jsonl(run_dir / "cards.jsonl", cards)
+    print(f"{len(cards)} cards ({domain.name}, {domain.predicate.name}) -> {run_dir / 'cards.jsonl'}")
+    summary: dict[str, Any] = {"run_dir": str(run_dir), "cards": len(cards), "domain": domain.name,
+                               "predicate": domain.predicate.name}
+    if stage != "cards":
+        rows = asyncio.run(answer_cards(built, cards, gateway))
+        write_jsonl(run_dir / "results.jsonl", rows)
+        if gateway is not None:
+            gateway.ledger.write(run_dir / "usage.json")
+            summary["usage"] = gateway.ledger.totals()
+        if stage == "all":
+            meta = {"domain": domain.name, "predicate": f"{domain.predicate.name} ({domain.predicate.iri})",
+                    "cards": len(cards), "provenance": domain.provenance}
+            metrics = write_metrics_and_report(run_dir, rows, mapping, {c["id"]: c for c in cards}, meta, stage)
+            summary["systems"] = headline(metrics)
+    write_summary(run_dir, stage, "ok", **summary)
+    print(f"run dir: {run_dir}")
+    return run_dir
