@@ -1,0 +1,31 @@
+"""N-Triples term encoding shared by the builders (N-Triples is also valid Turtle).
+
+Builders emit one triple per line with full IRIs: DBpedia names carry parentheses and commas
+that prefixed names cannot hold, and line-oriented output is deterministic and diff-friendly.
+"""
+
+from __future__ import annotations
+
+_IRI_ESCAPES = {c: f"\\u{ord(c):04X}" for c in '<>"{}|^`\\ '}
+_LIT_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r"}
+
+
+def iri(value: str) -> str:
+    """``<value>`` with the characters N-Triples forbids in IRIs escaped."""
+    return "<" + "".join(_IRI_ESCAPES.get(c, c) for c in value) + ">"
+
+
+def literal(value: object) -> str:
+    """A quoted literal; ints and floats get their XSD datatype so they stay numbers."""
+    if isinstance(value, bool):
+        raise TypeError("boolean literals are not used by the builders")
+    if isinstance(value, int):
+        return f'"{value}"^^<http://www.w3.org/2001/XMLSchema#integer>'
+    if isinstance(value, float):
+        return f'"{value!r}"^^<http://www.w3.org/2001/XMLSchema#double>'
+    return '"' + "".join(_LIT_ESCAPES.get(c, c) for c in str(value)) + '"'
+
+
+def line(s: str, p: str, o: str) -> str:
+    """One N-Triples statement; ``o`` must already be encoded (``iri`` or ``literal``)."""
+    return f"{iri(s)} {iri(p)} {o} .\n"

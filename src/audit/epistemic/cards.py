@@ -1,0 +1,258 @@
+"""Context cards: balanced E/C/U claims with the facts a system sees, labelled by the licenser.
+
+Candidate claims are drawn from the graph (true edges, other subjects' objects, neighbours
+of the true object, ...) and each one's label is whatever ``Licenser.judge`` says: the
+generator never decides a label itself, and card text never carries one (no "DOES NOT",
+"not in database" markers: facts are only verbalised true triples).
+
+Suites:
+- ``standard``: facts about the subject (its values for the predicate included, so a
+  contradiction is inferable) and the object's type.
+- ``distractor``: the same plus true facts about similar subjects (siblings sharing a
+  neighbour, and another subject holding the asked-about object), shuffled in.
+- ``near_miss``: the asked-about object is plausible: a same-class neighbour of the true
+  object (a sibling river, a neighbouring country) or a similar subject's true object.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from audit.epistemic.domain import Domain
+from audit.epistemic.graph import RDF_TYPE, RDFS_LABEL, RDFS_SUBCLASS, KnowledgeGraph, Literal
+from audit.epistemic.licensing import Verdict
+from audit.errors import UserError, unknown_choice
+
+SUITES = ("standard", "distractor", "near_miss")
+LABELS = ("E", "C", "U")
+GOLD = {"E": "YES", "C": "NO", "U": "UNKNOWN"}
+MAX_SUBJECT_FACTS = 6
+_REQUIRED = {"id": str, "facts": list, "question": str, "gold": str, "label": str, "claim": dict,
+             "reason": str, "suite": str}
+
+Claim = tuple[str, str]  # (subject, object); the predicate is the domain's
+
+
+@dataclass
+class _Pools:
+    """Where candidate claims come from, computed once per domain (shared across suites)."""
+
+    domain: Domain
+    edges: list[Claim]
+    subjects: list[str]
+    objects: list[str]
+    open_subjects: list[str]      # instances lacking the predicate, similar ones first
+    similar_open: int             # how many of open_subjects share a type with the subjects
+    instances: list[str]
+    _near: dict[str, list[str]] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, domain: Domain) -> _Pools:
+        g, p = domain.graph, domain.predicate.iri
+        subjects = g.subjects(p)
+        edges = [(s, o) for s in subjects for o in g.objects(s, p)]
+        objects = list(dict.fromkeys(o for _, o in edges))
+        subject_types = {t for s in subjects[:2000] for t in g.types(s)}
+        instances = [n for n in g.subjects(RDF_TYPE) if not _is_schema(g, n)]
+        open_nodes = [n for n in instances if not g.objects(n, p)]
+        similar = [n for n in open_nodes if subject_types & set(g.types(n))]
+        rest = [n for n in open_nodes if not subject_types & set(g.types(n))]
+        return cls(domain, edges, subjects, objects, similar + rest, len(similar), instances)
+
+    def neighbours(self, node: str) -> list[str]:
+        """Nodes one relation edge away (types and labels excluded), memoised."""
+        found = self._near.get(node)
+        if found is None:
+            g = self.domain.graph
+            out = [o for p, o in g.outgoing(node) if p not in (RDF_TYPE, RDFS_LABEL) and not isinstance(o, Literal)]
+            found = list(dict.fromkeys(out + [s for s, _ in g.incoming(node)]))
+            self._near[node] = found
+        return found
+
+    def near_objects(self, subj: str) -> list[str]:
+        """Plausible wrong objects: same-class neighbours of the true object, or similar subjects' objects."""
+        g, p = self.domain.graph, self.domain.predicate.iri
+        out: list[str] = []
+        for true in g.objects(subj, p):
+            kinds = set(g.types(true))
+            out += [n for n in self.neighbours(true) if n != true and kinds & set(g.types(n))]
+        if not out:
+            out = [o for n in self.neighbours(subj) for o in g.objects(n, p) if o != subj]
+        return out
+
+
+def _is_schema(g: KnowledgeGraph, node: str) -> bool:
+    """Classes and properties are vocabulary, not things a claim is about."""
+    return bool(g.objects(node, RDFS_SUBCLASS)) or any(
+        t.endswith(("#Class", "#ObjectProperty", "#DatatypeProperty", "#Property")) for t in g.types(node))
+
+
+def generate_cards(domain: Domain, *, num_per_type: int, seed: int,
+                   suites: Sequence[str] = SUITES) -> list[dict]:
+    """``num_per_type`` cards of each label per suite, seeded, no claim twice within a suite.
+
+    Raises UserError when the graph cannot supply that many distinct claims of a label.
+    """
+    for suite in suites:
+        if suite not in SUITES:
+            raise unknown_choice("suite", suite, SUITES)
+    if num_per_type < 1:
+        raise UserError(f"num_per_type must be at least 1 (got {num_per_type})")
+    rng = random.Random(seed)
+    pools = _Pools.build(domain)
+    cards: list[dict] = []
+    for suite in suites:
+        buckets = _sample(pools, suite, num_per_type, rng)
+        for label in LABELS:
+            for (s, o), verdict in buckets[label]:
+                cards.append(_card(pools, suite, s, o, verdict, rng, len(cards)))
+    return cards
+
+
+def _sample(pools: _Pools, suite: str, n: int, rng: random.Random) -> dict[str, list[tuple[Claim, Verdict]]]:
+    """Fill the three label buckets from the suite's candidate generators, judging every claim."""
+    judge = pools.domain.licenser.judge
+    pred = pools.domain.predicate.iri
+    if len(pools.edges) < n:
+        raise UserError(f"domain {pools.domain.name!r} has only {len(pools.edges)} {pools.domain.predicate.name} "
+                        f"edges, fewer than num_per_type={n}; lower num_per_type")
+    buckets: dict[str, list[tuple[Claim, Verdict]]] = {label: [] for label in LABELS}
+    seen: set[Claim] = set()
+    for claim in rng.sample(pools.edges, n):
+        seen.add(claim)
+        buckets["E"].append((claim, judge(claim[0], pred, claim[1])))
+    generators: dict[str, Callable[[], Claim | None]] = {
+        "C": lambda: _contradiction_candidate(pools, suite, rng),
+        "U": lambda: _open_candidate(pools, suite, rng),
+    }
+    for wanted, generate in generators.items():
+        attempts = 0
+        while len(buckets[wanted]) < n:
+            attempts += 1
+            if attempts > 50 * n + 2000:
+                raise UserError(f"domain {pools.domain.name!r} ({pools.domain.predicate.name}, suite {suite}) "
+                                f"yielded only {len(buckets[wanted])} distinct {wanted} claims of "
+                                f"num_per_type={n}; lower num_per_type")
+            claim = generate()
+            if claim is None or claim in seen:
+                continue
+            verdict = judge(claim[0], pred, claim[1])
+            if verdict.label == "E":
+                continue  # E cards come only from the sampled edges, so E stays exactly n
+            if len(buckets[verdict.label]) < n:
+                seen.add(claim)
+                buckets[verdict.label].append((claim, verdict))
+    return buckets
+
+
+def _contradiction_candidate(pools: _Pools, suite: str, rng: random.Random) -> Claim | None:
+    subj = rng.choice(pools.subjects)
+    if suite == "near_miss":
+        near = pools.near_objects(subj)
+        return (subj, rng.choice(near)) if near else None
+    source = pools.objects if rng.random() < 0.7 else pools.instances
+    return subj, rng.choice(source)
+
+
+def _open_candidate(pools: _Pools, suite: str, rng: random.Random) -> Claim | None:
+    if not pools.open_subjects:
+        return None
+    similar = pools.similar_open
+    if similar and rng.random() < 0.8:
+        subj = pools.open_subjects[rng.randrange(similar)]
+    else:
+        subj = rng.choice(pools.open_subjects)
+    if suite == "near_miss":
+        near = pools.near_objects(subj)
+        if near:
+            return subj, rng.choice(near)
+    return subj, rng.choice(pools.objects)
+
+
+def _card(pools: _Pools, suite: str, s: str, o: str, verdict: Verdict, rng: random.Random, index: int) -> dict:
+    d = pools.domain
+    p = d.predicate.iri
+    facts = _subject_facts(d, s) + [(o, RDF_TYPE, t) for t in d.graph.types(o)[:1]]
+    if suite == "distractor":
+        facts += _distractor_facts(pools, s, o, rng)
+    elif suite == "near_miss":
+        facts += [(x, p, o) for x, q in d.graph.incoming(o) if q == p and x != s][:1]
+        facts += [(o, q, v) for q, v in d.graph.outgoing(o) if q == p][:1]
+    facts = list(dict.fromkeys(facts))
+    if suite != "standard":
+        rng.shuffle(facts)
+    return {
+        "id": f"CARD_{verdict.label}_{index:06d}",
+        "facts": [d.verbalise(*f) for f in facts],
+        "question": d.predicate.question.format(subj=d.label(s), obj=d.label(o)),
+        "gold": GOLD[verdict.label],
+        "label": verdict.label,
+        "claim": {"subj": s, "pred": p, "obj": o},
+        "reason": verdict.reason,
+        "suite": suite,
+    }
+
+
+def _subject_facts(d: Domain, s: str) -> list[tuple[str, str, str]]:
+    """The subject's own values for the predicate first (so C is inferable), then other facts."""
+    p = d.predicate.iri
+    own = [(s, p, o) for o in d.graph.objects(s, p)]
+    rest = [(s, q, o) for q, o in d.graph.outgoing(s) if q not in (p, RDFS_LABEL)]
+    return own + rest[: max(0, MAX_SUBJECT_FACTS - len(own))]
+
+
+def _distractor_facts(pools: _Pools, s: str, o: str, rng: random.Random) -> list[tuple[str, str, str]]:
+    """True predicate facts about similar subjects: one holding ``o``, and siblings of ``s``."""
+    g, p = pools.domain.graph, pools.domain.predicate.iri
+    holders = [x for x, q in g.incoming(o) if q == p and x != s]
+    siblings = [x for true in g.objects(s, p) for x, q in g.incoming(true) if q == p and x != s]
+    if not siblings:
+        siblings = [rng.choice(pools.subjects) for _ in range(2)]
+    picked = holders[:1] + rng.sample(siblings, min(2, len(siblings)))
+    return [(x, p, v) for x in dict.fromkeys(picked) if x != s for v in g.objects(x, p)[:1]]
+
+
+def read_cards(path: str | Path) -> list[dict]:
+    """Load and check ``cards.jsonl``; a malformed line is a one-line UserError naming it."""
+    path = Path(path)
+    fix = "regenerate with python -m audit.epistemic"
+    if not path.is_file():
+        raise UserError(f"{path}: cards file not found; {fix}")
+    cards, ids = [], set()
+    for n, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not text.strip():
+            continue
+        where = f"{path.name} line {n}"
+        try:
+            card = json.loads(text)
+        except ValueError as exc:
+            raise UserError(f"{where}: not JSON ({exc.args[0]}); {fix}") from None
+        problem = _card_problem(card, ids)
+        if problem:
+            raise UserError(f"{where}: {problem}; {fix}")
+        ids.add(card["id"])
+        cards.append(card)
+    if not cards:
+        raise UserError(f"{path}: no cards; {fix}")
+    return cards
+
+
+def _card_problem(card: object, ids: set[str]) -> str | None:
+    if not isinstance(card, dict):
+        return "not a JSON object"
+    for key, kind in _REQUIRED.items():
+        if not isinstance(card.get(key), kind):
+            return f"missing or non-{kind.__name__} field {key!r}"
+    if card["label"] not in GOLD or card["gold"] != GOLD[card["label"]]:
+        return f"label {card['label']!r} / gold {card['gold']!r} is not one of E/YES, C/NO, U/UNKNOWN"
+    if card["suite"] not in SUITES:
+        return f"unknown suite {card['suite']!r}"
+    if set(card["claim"]) != {"subj", "pred", "obj"}:
+        return "claim needs exactly subj, pred, obj"
+    if card["id"] in ids:
+        return f"duplicate id {card['id']!r}"
+    return None

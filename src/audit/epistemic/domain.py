@@ -1,0 +1,125 @@
+"""A domain: graph + shapes + licenser + the predicate under test, loaded from Hydra config.
+
+``conf/domain/<name>.yaml`` says where the graph comes from (a shipped file or a builder
+that caches one), its shapes and provenance; ``conf/predicate/<name>.yaml`` names the
+predicate's IRI, its question template and the domain it belongs to. Loading validates the
+graph once with pyshacl and sets violating edges aside, so every later verdict starts from a
+graph that satisfies its shapes.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from audit.epistemic.graph import RDF_TYPE, RDFS_LABEL, RDFS_SUBCLASS, KnowledgeGraph, Literal
+from audit.epistemic.licensing import Licenser
+from audit.epistemic.shapes import load_shapes, validate
+from audit.errors import UserError, unknown_choice
+from audit.paths import CONF_DIR
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+_SCHEMA_PREDICATES = {RDFS_LABEL, RDFS_SUBCLASS}
+_SCHEMA_TYPES = {"http://www.w3.org/2002/07/owl#Class", "http://www.w3.org/2000/01/rdf-schema#Class"}
+
+
+@dataclass
+class Predicate:
+    """The relation whose claims the cards ask about."""
+
+    name: str
+    iri: str
+    label: str
+    question: str  # template with {subj} and {obj}, filled with labels
+
+
+@dataclass
+class Domain:
+    """Everything a card generator or a system needs to know about one graph."""
+
+    name: str
+    graph: KnowledgeGraph
+    licenser: Licenser
+    predicate: Predicate
+    violations: list[dict] = field(default_factory=list)
+    provenance: str = ""
+
+    def label(self, iri: str) -> str:
+        """Human label for an IRI (rdfs:label, else its local name)."""
+        return self.graph.label(iri)
+
+    def verbalise(self, subj: str, pred: str, obj: str) -> str:
+        """One fact sentence, e.g. "Escanaba River has mouth Lake Michigan."."""
+        if pred == RDF_TYPE:
+            return f"{self.label(subj)} is a {self.label(obj)}."
+        value = str(obj) if isinstance(obj, Literal) else self.label(obj)
+        return f"{self.label(subj)} {self.label(pred)} {value}."
+
+    def facts_about(self, iri: str, limit: int | None = None) -> list[tuple[str, str, str]]:
+        """Triples touching ``iri``: its own (types, relations, values), then those pointing at it."""
+        out = [(iri, p, o) for p, o in self.graph.outgoing(iri) if p not in _SCHEMA_PREDICATES]
+        out += [(s, p, iri) for s, p in self.graph.incoming(iri)]
+        return out if limit is None else out[:limit]
+
+    def all_facts(self) -> Iterator[tuple[str, str, str]]:
+        """Every instance-level triple (labels and the class hierarchy excluded), e.g. for a RAG corpus."""
+        for s, p, o in self.graph.triples():
+            if p in _SCHEMA_PREDICATES or (p == RDF_TYPE and o in _SCHEMA_TYPES):
+                continue
+            yield s, p, o
+
+
+def available_predicates(domain: str) -> dict[str, DictConfig]:
+    """Predicate configs (conf/predicate/*.yaml) that belong to ``domain``, by name."""
+    found = {}
+    for path in sorted(Path(CONF_DIR, "predicate").glob("*.yaml")):
+        cfg = OmegaConf.load(path)
+        if cfg.get("domain") == domain:
+            found[path.stem] = cfg
+    return found
+
+
+def load_domain(domain_cfg: DictConfig, predicate_cfg: DictConfig | None = None) -> Domain:
+    """Build the domain; ``predicate_cfg`` None means the domain's ``default_predicate``.
+
+    Raises UserError (one line) for a graph syntax error (file + line), an empty graph, a
+    predicate of another domain, or a predicate with no triples in the graph.
+    """
+    name = domain_cfg.name
+    available = available_predicates(name)
+    if predicate_cfg is None:
+        pred_name = domain_cfg.default_predicate
+        if pred_name not in available:
+            raise unknown_choice("predicate", pred_name, available)
+        predicate_cfg = available[pred_name]
+    if predicate_cfg.get("domain") != name:
+        wrong = predicate_cfg.get("name", "?")
+        message = str(unknown_choice("predicate", wrong, available))
+        raise UserError(message.replace(f"{wrong!r}.", f"{wrong!r} for domain {name!r}.", 1))
+    predicate = Predicate(predicate_cfg.name, predicate_cfg.iri, predicate_cfg.label, predicate_cfg.question)
+    graph = KnowledgeGraph.load(_graph_path(domain_cfg))
+    if not graph.subjects(predicate.iri):
+        raise UserError(f"No triples found for predicate {predicate.iri} in domain {name!r}; "
+                        "check the predicate's iri in conf/predicate/")
+    shapes = load_shapes(_data_path(domain_cfg.shapes))
+    violations = validate(graph, shapes, paths={predicate.iri})
+    return Domain(name, graph, Licenser(graph, shapes), predicate, violations, domain_cfg.provenance)
+
+
+def _graph_path(domain_cfg: DictConfig) -> Path:
+    """A shipped/explicit graph file, or the cache file the domain's builder ensures."""
+    if domain_cfg.get("builder"):
+        return importlib.import_module(domain_cfg.builder).ensure_graph(domain_cfg)
+    if not domain_cfg.get("graph"):
+        raise UserError(f"domain {domain_cfg.name!r} names neither a graph file nor a builder; set one in conf/domain/")
+    return _data_path(domain_cfg.graph)
+
+
+def _data_path(value: str) -> Path:
+    """Relative paths are inside the package's data/ directory; absolute ones are used as given."""
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else DATA_DIR / path

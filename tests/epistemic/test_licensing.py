@@ -1,0 +1,111 @@
+"""Licenser verdicts on hand-built graphs, and a differential test against pyshacl."""
+
+from __future__ import annotations
+
+import itertools
+
+import pyshacl
+import pytest
+import rdflib
+
+from audit.epistemic.graph import KnowledgeGraph
+from audit.epistemic.licensing import Licenser
+from audit.epistemic.shapes import load_shapes, validate
+
+EX = "http://ex.org/"
+DATA = """@prefix ex: <http://ex.org/> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+ex:River rdfs:subClassOf ex:WaterBody .
+ex:Lake rdfs:subClassOf ex:WaterBody .
+ex:a a ex:River ; ex:mouth ex:lake1 .
+ex:b a ex:River ; ex:mouth ex:a .
+ex:c a ex:River .
+ex:lake1 a ex:Lake ; ex:tributary ex:a .
+ex:a ex:tributary ex:b .
+ex:lake2 a ex:Lake .
+ex:county a ex:County .
+ex:mystery ex:note ex:x .
+"""
+SHAPES = """@prefix ex: <http://ex.org/> .
+@prefix sh: <http://www.w3.org/ns/shacl#> .
+ex:MouthShape a sh:NodeShape ;
+    sh:targetSubjectsOf ex:mouth ;
+    sh:property [ sh:path ex:mouth ; sh:maxCount 1 ; sh:class ex:WaterBody ; sh:disjoint ex:tributary ] .
+"""
+
+
+@pytest.fixture
+def world(tmp_path):
+    (tmp_path / "g.ttl").write_text(DATA)
+    (tmp_path / "s.ttl").write_text(SHAPES)
+    graph = KnowledgeGraph.load(tmp_path / "g.ttl")
+    shapes = load_shapes(tmp_path / "s.ttl")
+    assert validate(graph, shapes) == []
+    return graph, shapes, Licenser(graph, shapes)
+
+
+def judge(lic, s, o, p="mouth"):
+    return lic.judge(EX + s, EX + p, EX + o)
+
+
+def test_entailed(world):
+    assert judge(world[2], "a", "lake1").label == "E"
+
+
+def test_second_value_of_single_valued_property_is_c_and_names_the_shape(world):
+    v = judge(world[2], "a", "lake2")
+    assert v.label == "C"
+    assert v.reason.startswith("sh:maxCount 1 on mouth: a already has lake1")
+
+
+def test_absent_and_consistent_is_unknown(world):
+    v = judge(world[2], "c", "lake2")
+    assert (v.label, v.reason) == ("U", "open world: no fact or shape decides")
+
+
+def test_missing_type_is_unknown_not_contradiction(world):
+    v = judge(world[2], "c", "mystery")
+    assert v.label == "U" and "no type" in v.reason
+
+
+def test_wrong_class_is_c(world):
+    v = judge(world[2], "c", "county")
+    assert v.label == "C" and v.reason.startswith("sh:class WaterBody on mouth: county is a County")
+
+
+def test_subclass_counts_as_the_class(world):
+    assert judge(world[2], "c", "a").label == "U"  # a River is a WaterBody
+
+
+def test_disjoint_is_c(world):
+    v = judge(world[2], "lake1", "a")  # lake1 becomes a focus node by this claim
+    assert v.label == "C" and "sh:disjoint mouth / tributary" in v.reason
+
+
+def test_disjoint_from_the_other_side(world):
+    # b has mouth a; claiming a is b's tributary makes mouth and tributary share a value
+    v = judge(world[2], "b", "a", p="tributary")
+    assert v.label == "C" and "sh:disjoint" in v.reason
+
+
+def _pyshacl_flags(graph: KnowledgeGraph, shapes_path, claim) -> bool:
+    data = rdflib.Graph()
+    for s, p, o in [*graph.triples(), claim]:
+        data.add((rdflib.URIRef(s), rdflib.URIRef(p), rdflib.URIRef(o)))
+    conforms, _, _ = pyshacl.validate(data, shacl_graph=rdflib.Graph().parse(shapes_path), inference="none")
+    return not conforms
+
+
+def test_differential_against_pyshacl(world, tmp_path):
+    """Adding the claim makes pyshacl report a violation iff the licenser says C (typed objects)."""
+    graph, _, lic = world
+    nodes = ["a", "b", "c", "lake1", "lake2", "county"]
+    checked = 0
+    for s, o, p in itertools.product(nodes, nodes, ["mouth", "tributary"]):
+        claim = (EX + s, EX + p, EX + o)
+        if claim in graph or s == o:
+            continue
+        verdict = lic.judge(*claim)
+        assert (verdict.label == "C") == _pyshacl_flags(graph, tmp_path / "s.ttl", claim), (claim, verdict)
+        checked += 1
+    assert checked > 50
