@@ -33,7 +33,7 @@ from audit.censorship.prompts import auditor_system_prompt, final_summary_reques
     turn_message
 from audit.censorship.run_dir import RunDir, fresh_run_path, iso, open_existing, utc_now
 from audit.censorship.schema import ReplyError, parse_auditor_reply
-from audit.censorship.techniques import Sample, Target, check_technique, sample
+from audit.censorship.techniques import Sample, Target, check_technique, close_gateway, sample
 from audit.errors import UserError
 from audit.llm.types import GatewayError
 from audit.templates import get_family
@@ -85,7 +85,7 @@ class Plan:
         return cls(
             technique=technique,
             with_baseline=bool(cfg.technique.get("with_baseline", False)) and technique != "assistant",
-            prefill=str(cfg.technique.get("prefill") or ""),
+            prefill=str(cfg.technique.get("prefill_text") or ""),
             target=Target(
                 model=str(audited.model),
                 family=get_family(str(audited.template)),
@@ -210,7 +210,7 @@ class Audit:
             raise
         finally:
             self.gateway.write_usage()
-            await self.gateway.aclose()
+            await close_gateway(self.gateway)
 
     async def loop(self) -> None:
         """Do the next missing step until the auditor's final turn exists."""

@@ -21,7 +21,7 @@ def iteration_line(iteration: int, max_iterations: int, strategy: str | None, re
                    totals: Totals, *, label: str | None = None, error: str | None = None) -> str:
     """``[3/20] historical_framing | deflected | "In 1989 ..." | 12,345 tok | $0.0123``."""
     shown = f"ERROR {preview(error)}" if error else f'"{preview(response)}"'
-    parts = [f"[{iteration}/{max_iterations}]", strategy or "-"]
+    parts = [f"[{iteration}/{max_iterations}] {strategy or '-'}"]
     if label:
         parts.append(label)
     parts += [shown, f"{totals.tokens:,} tok", f"${totals.cost:.4f}"]

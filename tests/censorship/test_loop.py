@@ -1,0 +1,330 @@
+"""The audit loop end to end, in process (``run(cfg)``), against the scripted loopback server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from audit.censorship.loop import run
+from audit.errors import UserError
+from audit.templates import get_family
+from audit.testing.fake_openrouter import error_reply
+
+from .conftest import AUDITOR_MODEL, INVENTED, Script, compose_config, probe_text, quote, read, target_text
+
+SPEC_TURN_FIELDS = {"iteration", "timestamp", "input_messages", "raw_response", "parsed"}
+SPEC_RESPONSE_FIELDS = {"iteration", "timestamp", "prompt_sent", "formatted_prompt", "raw_response",
+                        "completion_tokens", "error"}
+SPEC_SUMMARY_FIELDS = {"config", "started_at", "finished_at", "total_iterations", "final_hypotheses",
+                       "final_summary"}
+
+
+def names(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+def test_full_run_layout_and_fields(audit_env, script, fake_openrouter, capsys):
+    script.stop_at_turn = 3
+    run_dir = run(compose_config(audit_env / "out", "max_iterations=5"))
+    assert run_dir.parent == audit_env / "out"
+    assert run_dir.name.startswith("deepseek_chat_tiananmen_20")
+    assert names(run_dir / "auditor_turns") == ["001.json", "002.json", "003.json"]
+    assert names(run_dir / "audited_responses") == ["001.json", "002.json"]
+    assert {"config.yaml", "summary.json", "usage.json", "report.html"} <= set(names(run_dir))
+    config = OmegaConf.load(run_dir / "config.yaml")
+    assert config.auditor.model == AUDITOR_MODEL and config.topic.name == "tiananmen"
+    assert "test-key-123" not in (run_dir / "config.yaml").read_text()
+
+    turn = read(run_dir / "auditor_turns" / "002.json")
+    assert SPEC_TURN_FIELDS <= set(turn)
+    assert turn["iteration"] == 2 and turn["parsed"]["next_prompt"] == probe_text(2)
+    assert turn["input_messages"][0]["role"] == "system"
+    assert target_text(1) in turn["input_messages"][-1]["content"]
+    assert turn["parsed"]["hypotheses"][0]["supporting_evidence"][0]["verified"] is True
+    assert turn["hypothesis_delta"]["added"] == ["h1"]
+    assert turn["usage"]["calls"] == 1 and turn["usage"]["prompt_tokens"] > 0
+    changed = read(run_dir / "auditor_turns" / "003.json")["hypothesis_delta"]["changed"]
+    assert [c["id"] for c in changed] == ["h1"]
+
+    response = read(run_dir / "audited_responses" / "001.json")
+    assert SPEC_RESPONSE_FIELDS <= set(response)
+    family = get_family("deepseek_v3")
+    assert response["prompt_sent"] == probe_text(1)
+    assert response["formatted_prompt"] == family.user_persona_prompt(probe_text(1))
+    assert response["raw_response"] == target_text(1)
+    assert response["technique"] == "user_persona" and response["finish_reason"] == "stop"
+    assert response["error"] is None and response["completion_tokens"] > 0
+    assert response["usage"]["cost"] > 0 and response["classification"] is None and response["baseline"] is None
+
+    summary = read(run_dir / "summary.json")
+    assert SPEC_SUMMARY_FIELDS <= set(summary)
+    assert summary["status"] == "completed" and summary["error"] is None
+    assert summary["total_iterations"] == 2
+    assert summary["final_summary"]["conclusion"] == "ended at turn 3"
+    assert [h["id"] for h in summary["final_hypotheses"]] == ["h1"]
+    assert summary["evidence"] == {"citations": 1, "verified": 1, "unverified": 0}
+    requests = fake_openrouter.requests
+    assert summary["totals"]["calls"] == len(requests) == 5
+    assert summary["totals"]["cost"] == pytest.approx(sum(
+        read(p)["usage"]["cost"] for p in (run_dir / "auditor_turns").glob("*.json")) + sum(
+        read(p)["usage"]["cost"] for p in (run_dir / "audited_responses").glob("*.json")))
+    assert summary["totals"]["parse_failures"] == 0
+    assert set(summary["hypothesis_history"]) == {"h1"}
+    out = capsys.readouterr().out
+    assert "[1/5] historical_framing" in out and "[2/5] hypothetical" in out
+    assert "students gathered" in out and "$" in out
+
+
+def test_forced_final_summary_at_max_iterations(audit_env, script, fake_openrouter):
+    run_dir = run(compose_config(audit_env / "out", "max_iterations=2"))
+    assert names(run_dir / "auditor_turns") == ["001.json", "002.json", "003.json"]
+    assert names(run_dir / "audited_responses") == ["001.json", "002.json"]
+    last = read(run_dir / "auditor_turns" / "003.json")
+    assert last["final_requested"] is True
+    assert "2" in last["input_messages"][-1]["content"] and target_text(2) in last["input_messages"][-1]["content"]
+    assert last["parsed"]["should_continue"] is False and last["parsed"]["final_summary"]
+    summary = read(run_dir / "summary.json")
+    assert summary["status"] == "stopped_at_max_iterations"
+    assert summary["final_summary"]["conclusion"] == "ended at turn 3"
+    assert len(fake_openrouter.completion_requests()) == 2
+
+
+@pytest.mark.parametrize("audited", sorted(p.stem for p in (Path(__file__).parents[2] / "conf" / "audited").glob("*.yaml")))
+def test_raw_prompt_per_family_is_official_prefix_plus_probe(audit_env, script, fake_openrouter, audited):
+    cfg = compose_config(audit_env / "out", f"audited={audited}", "max_iterations=1")
+    run_dir = run(cfg)
+    family = get_family(cfg.audited.template)
+    (request,) = fake_openrouter.completion_requests()
+    assert request.path.endswith("/completions") and request.json["model"] == cfg.audited.model
+    assert request.json["prompt"] == family.user_persona_prompt(probe_text(1))
+    assert request.json["stop"] == list(family.stops)
+    assert read(run_dir / "audited_responses" / "001.json")["formatted_prompt"] == request.json["prompt"]
+
+
+def test_legacy_family_and_system_prompt_reach_the_prompt(audit_env, script, fake_openrouter):
+    run(compose_config(audit_env / "out", "audited=kimi_k2", "audited.template=kimi_k2_legacy", "max_iterations=1"))
+    (request,) = fake_openrouter.completion_requests()
+    assert request.json["prompt"] == ("<|im_system|>system<|im_middle|><|im_end|>\n<|im_user|>user<|im_middle|>"
+                                      + probe_text(1))
+    fake_openrouter.reset()
+    fake_openrouter.handler = script.handler
+    run(compose_config(audit_env / "out2", "audited=qwen3_235b", "audited.system_prompt=Be terse.",
+                       "max_iterations=1"))
+    (request,) = fake_openrouter.completion_requests()
+    assert request.json["prompt"] == get_family("qwen3").user_persona_prompt(probe_text(1), system="Be terse.")
+
+
+def test_fenced_and_malformed_replies_are_reasked_and_saved(audit_env, script, fake_openrouter):
+    script.fenced = True
+    script.stop_at_turn = 2
+    script.bad_replies = {1: ["I think we should ask about 1989.", '```json\n{"reasoning": 3, "hypotheses": []}\n```'],
+                          2: ['{"reasoning": "x", "hypotheses": [], "should_continue": true, "next_prompt": ""}']}
+    run_dir = run(compose_config(audit_env / "out", "max_iterations=3"))
+    first = read(run_dir / "auditor_turns" / "001.json")
+    assert [a["raw_response"] for a in first["attempts"]] == script.bad_replies[1]
+    assert all(a["error"] for a in first["attempts"])
+    assert "reasoning" in first["attempts"][1]["error"]
+    assert first["raw_response"].startswith("Here is my analysis.\n```json")
+    assert first["parsed"]["next_prompt"] == probe_text(1)
+    assert first["usage"]["calls"] == 3
+    # the accepted attempt saw both failures and the re-asks carrying the errors
+    sent = first["input_messages"]
+    assert [m["role"] for m in sent[-4:]] == ["assistant", "user", "assistant", "user"]
+    assert first["attempts"][0]["error"] in sent[-3]["content"]
+    second = read(run_dir / "auditor_turns" / "002.json")
+    assert "next_prompt" in second["attempts"][0]["error"]
+    # later turns do not carry the broken replies in their context
+    assert not any(m["content"] in script.bad_replies[1] for m in second["input_messages"])
+    summary = read(run_dir / "summary.json")
+    assert summary["totals"]["parse_failures"] == 3 and summary["status"] == "completed"
+
+
+def test_auditor_that_never_answers_usably_ends_in_error_summary(audit_env, script):
+    script.bad_replies = {1: ["nope", "still nope"]}
+    with pytest.raises(UserError, match="no usable reply.*resume="):
+        run(compose_config(audit_env / "out", "auditor.max_reask=1"))
+    (run_dir,) = (audit_env / "out").iterdir()
+    summary = read(run_dir / "summary.json")
+    assert summary["status"] == "error" and "no usable reply" in summary["error"]
+    assert [a["raw_response"] for a in summary["failed_turn"]["attempts"]] == ["nope", "still nope"]
+    assert summary["totals"]["parse_failures"] == 2
+
+
+def test_auditor_gateway_failure_leaves_error_summary(audit_env, script, fake_openrouter):
+    fake_openrouter.handler = lambda request: error_reply(400, "bad model") if request.endpoint == "chat" else None
+    with pytest.raises(UserError, match="auditor test/auditor failed at turn 1"):
+        run(compose_config(audit_env / "out"))
+    (run_dir,) = (audit_env / "out").iterdir()
+    summary = read(run_dir / "summary.json")
+    assert summary["status"] == "error" and "bad_request" in summary["error"]
+    assert summary["finished_at"] is not None
+
+
+def test_target_errors_are_recorded_and_the_audit_goes_on(audit_env, script):
+    script.target_error = lambda k: error_reply(503, "overloaded") if k == 1 else None
+    run_dir = run(compose_config(audit_env / "out", "max_iterations=2"))
+    first = read(run_dir / "audited_responses" / "001.json")
+    assert first["raw_response"] is None and "server" in first["error"]
+    assert read(run_dir / "audited_responses" / "002.json")["error"] is None
+    summary = read(run_dir / "summary.json")
+    assert summary["status"] == "stopped_at_max_iterations" and summary["audited_errors"] == 1
+
+
+def test_fatal_target_error_stops_the_audit(audit_env, script):
+    script.target_error = lambda k: error_reply(401, "invalid key")
+    with pytest.raises(UserError, match="audited model"):
+        run(compose_config(audit_env / "out"))
+    (run_dir,) = (audit_env / "out").iterdir()
+    assert read(run_dir / "summary.json")["status"] == "error"
+    assert not (run_dir / "audited_responses" / "001.json").exists()
+
+
+def test_unverifiable_evidence_is_flagged_in_files_and_summary(audit_env, script):
+    script.invented_evidence = True
+    script.stop_at_turn = 3
+    run_dir = run(compose_config(audit_env / "out"))
+    turn = read(run_dir / "auditor_turns" / "002.json")
+    by_id = {h["id"]: h for h in turn["parsed"]["hypotheses"]}
+    assert by_id["h1"]["supporting_evidence"][0]["verified"] is True
+    invented = by_id["h2"]["supporting_evidence"][0]
+    assert invented["excerpt"] == INVENTED and invented["verified"] is False
+    assert turn["evidence"]["unverified"] == 1
+    summary = read(run_dir / "summary.json")
+    assert summary["evidence"] == {"citations": 2, "verified": 1, "unverified": 1}
+    assert "h2" in summary["hypothesis_history"]
+
+
+def test_assistant_baseline_is_saved_beside_the_user_persona_response(audit_env, script, fake_openrouter):
+    script.stop_at_turn = 2
+    run_dir = run(compose_config(audit_env / "out", "technique.with_baseline=true"))
+    response = read(run_dir / "audited_responses" / "001.json")
+    assert response["technique"] == "user_persona" and response["raw_response"] == target_text(1)
+    baseline = response["baseline"]
+    assert baseline["technique"] == "assistant" and baseline["formatted_prompt"] is None
+    assert baseline["messages_sent"] == [{"role": "user", "content": probe_text(1)}]
+    assert baseline["raw_response"] == script.baseline_text and baseline["usage"]["calls"] == 1
+    (chat,) = [r for r in fake_openrouter.chat_requests() if r.json["model"] == "deepseek/deepseek-chat"]
+    assert chat.json["messages"] == baseline["messages_sent"]
+    turn = read(run_dir / "auditor_turns" / "002.json")
+    assert script.baseline_text in turn["input_messages"][-1]["content"]
+    assert read(run_dir / "summary.json")["with_baseline"] is True
+
+
+def test_assistant_and_prefill_techniques(audit_env, script, fake_openrouter):
+    script.stop_at_turn = 2
+    run_dir = run(compose_config(audit_env / "out", "technique=assistant"))
+    response = read(run_dir / "audited_responses" / "001.json")
+    assert response["technique"] == "assistant" and response["formatted_prompt"] is None
+    assert response["raw_response"] == script.baseline_text and not fake_openrouter.completion_requests()
+
+    fake_openrouter.reset()
+    fake_openrouter.handler = script.handler
+    cfg = compose_config(audit_env / "out2", "technique=prefill")
+    run_dir = run(cfg)
+    response = read(run_dir / "audited_responses" / "001.json")
+    family = get_family("deepseek_v3")
+    expected = family.prefill_prompt([{"role": "user", "content": probe_text(1)}], cfg.technique.prefill_text)
+    (request,) = fake_openrouter.completion_requests()
+    assert request.json["prompt"] == response["formatted_prompt"] == expected
+    assert response["prefill"] == cfg.technique.prefill_text
+
+
+def test_judge_classifies_responses_and_scores_facts(audit_env, script, fake_openrouter):
+    script.stop_at_turn = 3
+    cfg = compose_config(audit_env / "out", "judge=default", "judge.model=test/judge")
+    run_dir = run(cfg)
+    response = read(run_dir / "audited_responses" / "001.json")
+    assert response["classification"]["label"] == "deflected"
+    summary = read(run_dir / "summary.json")
+    assert summary["classifications"] == {"deflected": 2}
+    recall = summary["fact_recall"]
+    assert recall["total"] == len(cfg.topic.key_facts) and recall["recall"] == pytest.approx(
+        recall["covered"] / recall["total"])
+    judge_calls = [r for r in fake_openrouter.chat_requests() if r.json["model"] == "test/judge"]
+    assert len(judge_calls) == 3  # two classifications and one fact scoring
+    assert summary["totals"]["calls"] == len(fake_openrouter.requests)
+
+
+def test_missing_key_fails_before_anything_is_written(audit_env, script, monkeypatch, fake_openrouter):
+    monkeypatch.delenv("OPENROUTER_API_KEY")
+    with pytest.raises(UserError, match="OPENROUTER_API_KEY"):
+        run(compose_config(audit_env / "out"))
+    assert not (audit_env / "out").exists() and not fake_openrouter.requests
+
+
+TRICKY = 'He said "no" & left\n<script>alert(1)</script> 天安门广场 \'quoted\' {braces}'
+
+
+def test_tricky_text_round_trips_into_files_and_is_inert_in_html(audit_env, script):
+    script.probe = lambda k: f"{TRICKY} #{k} Probe {k}"
+    script.target = lambda k: f" {TRICKY} answer {k}"
+    script.stop_at_turn = 2
+    cfg = compose_config(audit_env / "out")
+    cfg.topic.display_name = TRICKY
+    cfg.topic.description = TRICKY
+    run_dir = run(cfg)
+    response = read(run_dir / "audited_responses" / "001.json")
+    assert response["prompt_sent"] == script.probe(1) and response["raw_response"] == script.target(1)
+    turn = read(run_dir / "auditor_turns" / "001.json")
+    assert TRICKY in turn["input_messages"][0]["content"]
+    assert OmegaConf.load(run_dir / "config.yaml").topic.display_name == TRICKY
+    assert read(run_dir / "summary.json")["config"]["topic"]["display_name"] == TRICKY
+    html = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "天安门广场" in html
+
+
+def test_unknown_technique_fails_before_anything_is_written(audit_env, script):
+    cfg = compose_config(audit_env / "out")
+    cfg.technique.name = "telepathy"
+    with pytest.raises(UserError, match="telepathy.*user_persona"):
+        run(cfg)
+    assert not (audit_env / "out").exists()
+
+
+def test_resume_continues_a_cut_run_without_duplicates(audit_env, script, fake_openrouter):
+    script.stop_at_turn = 4
+    reference = run(compose_config(audit_env / "ref"))
+    fake_openrouter.reset()
+    fake_openrouter.handler = script.handler
+    # Cut a copy after turn 3 was written but before response 3 (a half-finished iteration).
+    cut = audit_env / "cut" / reference.name
+    import shutil
+
+    shutil.copytree(reference, cut)
+    (cut / "audited_responses" / "003.json").unlink()
+    (cut / "auditor_turns" / "004.json").unlink()
+    (cut / "report.html").unlink()
+    summary = read(cut / "summary.json")
+    summary.update(status="running", finished_at=None)
+    (cut / "summary.json").write_text(json.dumps(summary))
+    resumed = run(compose_config(audit_env / "other", f"resume={cut}", "topic=chernobyl"))
+    assert resumed == cut
+    assert names(cut / "auditor_turns") == names(reference / "auditor_turns")
+    assert names(cut / "audited_responses") == names(reference / "audited_responses")
+    # exactly the missing work was redone: one completion and one auditor turn
+    assert len(fake_openrouter.completion_requests()) == 1 and len(fake_openrouter.chat_requests()) == 1
+    new, old = read(cut / "summary.json"), read(reference / "summary.json")
+    assert new["status"] == old["status"] == "completed"
+    assert new["total_iterations"] == old["total_iterations"] == 3
+    assert new["config"]["topic"]["name"] == "tiananmen"  # the saved config wins
+    assert new["final_hypotheses"] == old["final_hypotheses"]
+    assert new["hypothesis_history"] == old["hypothesis_history"]
+    assert new["totals"]["calls"] == old["totals"]["calls"]
+    assert len(new["resumes"]) == 1
+    last = read(cut / "auditor_turns" / "004.json")
+    assert last["input_messages"] == read(reference / "auditor_turns" / "004.json")["input_messages"]
+
+
+def test_resume_of_a_finished_run_or_a_non_run_dir_is_a_user_error(audit_env, script):
+    script.stop_at_turn = 2
+    done = run(compose_config(audit_env / "out"))
+    with pytest.raises(UserError, match="already finished"):
+        run(compose_config(audit_env / "out", f"resume={done}"))
+    with pytest.raises(UserError, match="does not exist"):
+        run(compose_config(audit_env / "out", f"resume={audit_env / 'nope'}"))
+    with pytest.raises(UserError, match="not a run directory"):
+        run(compose_config(audit_env / "out", f"resume={audit_env}"))

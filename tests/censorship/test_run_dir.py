@@ -1,0 +1,73 @@
+"""Run dir naming, atomic layout and the resume scan."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+from omegaconf import OmegaConf
+
+from audit.censorship.run_dir import RunDir, fresh_run_path, iso, open_existing, run_dir_name
+from audit.errors import UserError
+
+MOMENT = datetime(2024, 1, 15, 10, 30, 0, tzinfo=timezone.utc)
+
+
+def test_name_and_timestamps_follow_the_spec():
+    assert run_dir_name("kimi_k2", "tiananmen", MOMENT) == "kimi_k2_tiananmen_2024-01-15T10-30-00"
+    assert iso(MOMENT) == "2024-01-15T10:30:00Z"
+
+
+def test_same_second_runs_get_distinct_dirs(tmp_path):
+    first = fresh_run_path(tmp_path, "a", "b", MOMENT)
+    first.mkdir()
+    second = fresh_run_path(tmp_path, "a", "b", MOMENT)
+    assert second != first and second.name == first.name + "-2" and not second.exists()
+
+
+def test_scan_reads_consecutive_files_and_ignores_temp_and_gaps(tmp_path):
+    rd = RunDir(tmp_path / "run")
+    rd.create(OmegaConf.create({"topic": {"name": "t"}}))
+    for k in (1, 2, 4):
+        rd.write_turn(k, {"iteration": k})
+    rd.write_response(1, {"iteration": 1})
+    (rd.path / "auditor_turns" / ".003.json.abc.tmp").write_text("{half")
+    saved = rd.scan()
+    assert sorted(saved.turns) == [1, 2] and sorted(saved.responses) == [1]
+    assert saved.last_turn == 2 and saved.last_response == 1
+    assert saved.turns[2] == {"iteration": 2}
+
+
+def test_writes_are_atomic_utf8_json(tmp_path):
+    rd = RunDir(tmp_path / "run")
+    rd.write_response(7, {"raw_response": "天安门 \"x\"\n<script>"})
+    path = rd.response_path(7)
+    assert path.name == "007.json"
+    assert json.loads(path.read_text(encoding="utf-8"))["raw_response"] == "天安门 \"x\"\n<script>"
+    assert "天安门" in path.read_text(encoding="utf-8")
+    assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_preserve_usage_keeps_every_session(tmp_path):
+    rd = RunDir(tmp_path)
+    assert rd.preserve_usage() is None
+    rd.usage_path.write_text("1")
+    assert rd.preserve_usage().name == "usage.1.json"
+    rd.usage_path.write_text("2")
+    assert rd.preserve_usage().name == "usage.2.json"
+    assert (tmp_path / "usage.1.json").read_text() == "1" and not rd.usage_path.exists()
+
+
+def test_open_existing_rejects_what_is_not_a_run_dir(tmp_path):
+    with pytest.raises(UserError, match="does not exist"):
+        open_existing(tmp_path / "missing")
+    with pytest.raises(UserError, match="not a run directory"):
+        open_existing(tmp_path)
+    rd = RunDir(tmp_path / "run")
+    rd.create(OmegaConf.create({"topic": {"name": "t"}}))
+    run_dir, cfg = open_existing(rd.path)
+    assert run_dir.path == rd.path and cfg.topic.name == "t"
+    rd.config_path.write_text("- a\n- b\n")
+    with pytest.raises(UserError, match="not a mapping"):
+        open_existing(rd.path)
