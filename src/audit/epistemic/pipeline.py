@@ -104,17 +104,16 @@ def selected_system_cfgs(cfg: DictConfig) -> list[DictConfig]:
     In list mode each system uses its conf/system/<name>.yaml, except the one that is also
     the ``system`` group choice, which keeps its command-line overrides (system.model=...).
     """
-    names = _as_list(cfg.get("systems"))
-    if not names:
-        systems.get(cfg.system.name)
-        return [cfg.system]
+    names = _as_list(cfg.get("systems")) or [str(cfg.system.name)]
     out = []
     for name in names:
         systems.get(name)  # unknown → UserError with the available systems
-        if name == cfg.system.name:
-            out.append(cfg.system)
-        else:
-            out.append(OmegaConf.load(Path(CONF_DIR) / "system" / f"{name}.yaml"))
+        node = cfg.system if name == cfg.system.name else OmegaConf.load(Path(CONF_DIR) / "system" / f"{name}.yaml")
+        missing = sorted(key.removeprefix("system.") for key in OmegaConf.missing_keys(node))
+        if missing:
+            needed = " ".join(f"system.{key}=<{'OpenRouter model id' if key == 'model' else 'value'}>" for key in missing)
+            raise UserError(f"system={name} needs a value for {', '.join(missing)}: add {needed}")
+        out.append(node)
     return out
 
 

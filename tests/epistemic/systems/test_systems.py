@@ -112,11 +112,6 @@ def test_concurrent_answers_match_their_cards(domain, gateway, fake_openrouter, 
     assert raw.id == "finetuned:me/abstainer-7b"
 
 
-def test_finetuned_needs_a_model(domain, system_cfg):
-    with pytest.raises(UserError, match=r"system.model=<OpenRouter model id>"):
-        systems.get("finetuned").create(system_cfg("finetuned"), domain=domain, gateway=None)
-
-
 def test_rag_retrieves_kg_facts_into_prompt_and_row(domain, gateway, fake_openrouter, card, system_cfg):
     fake_openrouter.push_chat(chat_reply('{"answer": "NO"}'))
     rag = systems.get("rag").create(system_cfg("rag", top_k=1), domain=domain, gateway=gateway)

@@ -1,0 +1,130 @@
+"""Pipeline stages in-process: composed Hydra config, loopback server for LLM systems."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from audit.epistemic.pipeline import run
+from audit.errors import UserError
+from audit.paths import CONF_DIR
+from audit.testing.fake_openrouter import chat_reply, error_reply
+
+
+def config(*overrides: str):
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return compose("epistemic", overrides=["cards.num_per_type=3", "gateway.max_retries=0", *overrides])
+
+
+def jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture
+def llm_env(fake_openrouter, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # the gateway's response cache lives under the cwd
+    for key, value in fake_openrouter.env().items():
+        monkeypatch.setenv(key, value)
+    return fake_openrouter
+
+
+def test_kg_oracle_all_stages_perfect_scores(tmp_path):
+    run_dir = run(config(), base_dir=tmp_path)
+    assert run_dir.parent == tmp_path and run_dir.name.startswith("rivers_has_mouth_")
+    names = {p.name for p in run_dir.iterdir()}
+    assert {"config.yaml", "cards.jsonl", "results.jsonl", "metrics.json", "report.html", "summary.json"} <= names
+    assert "usage.json" not in names
+    cards, rows = jsonl(run_dir / "cards.jsonl"), jsonl(run_dir / "results.jsonl")
+    assert len(cards) == len(rows) == 27  # 3 labels x 3 suites x 3
+    m = json.loads((run_dir / "metrics.json").read_text())["kg_oracle"]["metrics"]
+    assert (m["AP"]["value"], m["CVRR"]["value"], m["LA"]["value"], m["FAR_NE"]["value"]) == (1, 1, 1, 0)
+    assert {r["reason"] for r in rows} & {"entailed: triple in KG"}
+
+
+def test_several_systems_one_run_with_llm_errors(llm_env, tmp_path):
+    def handler(request):
+        question = request.json["messages"][-1]["content"].rsplit("Question:", 1)[1]
+        if "River" in question.split(" the mouth of ")[0]:  # an object named "... River": a server error
+            return error_reply(400, "rejected")
+        return chat_reply('```json\n{"answer": "YES"}\n```')
+
+    llm_env.handler = handler
+    run_dir = run(config("systems=[kg_oracle,raw_llm]", "cards.suites=[standard]"), base_dir=tmp_path / "out")
+    rows = jsonl(run_dir / "results.jsonl")
+    raw = [r for r in rows if r["system"] == "raw_llm:openai/gpt-4o-mini"]
+    assert len(raw) == 9 and len(rows) == 18
+    errors = [r for r in raw if r["error"]]
+    answered = [r for r in raw if not r["error"]]
+    assert errors and answered, "the handler should split the cards"
+    assert all(r["pred"] is None and "bad_request" in r["error"] and r["pass"] is False for r in errors)
+    assert all(r["pred"] == "YES" and r["raw_output"].startswith("```json") for r in answered)
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert set(metrics) == {"kg_oracle", "raw_llm:openai/gpt-4o-mini"}
+    assert metrics["raw_llm:openai/gpt-4o-mini"]["n_errors"] == len(errors)
+    assert metrics["raw_llm:openai/gpt-4o-mini"]["metrics"]["coverage"]["value"] == 1  # always YES when it answers
+    usage = json.loads((run_dir / "usage.json").read_text())
+    assert usage["totals"]["calls"] >= len(answered)
+    assert "test-key-123" not in (run_dir / "config.yaml").read_text()
+    assert "raw_llm:openai/gpt-4o-mini" in (run_dir / "report.html").read_text()
+
+
+def test_cards_stage_then_reuse_then_metrics_and_report_stages(tmp_path):
+    cards_dir = run(config("stage=cards"), base_dir=tmp_path)
+    assert {p.name for p in cards_dir.iterdir()} == {"config.yaml", "cards.jsonl", "summary.json"}
+    sys_dir = run(config("stage=systems", f"cards.path={cards_dir / 'cards.jsonl'}"), base_dir=tmp_path)
+    assert not (sys_dir / "metrics.json").exists()
+    assert [r["id"] for r in jsonl(sys_dir / "results.jsonl")] == [c["id"] for c in jsonl(cards_dir / "cards.jsonl")]
+    # report from a results file finds the cards.jsonl written beside it
+    rep_dir = run(config("stage=report", f"results={sys_dir / 'results.jsonl'}"), base_dir=tmp_path)
+    assert rep_dir.name.startswith("report_")
+    html = (rep_dir / "report.html").read_text()
+    assert "Card text not available" not in html and "Question</b>:" in html
+
+
+ORIGINAL = [  # the original project's results format: id, gold, pred, pass, system, label
+    {"id": "CARD_E_1", "gold": "YES", "pred": "YES", "pass": True, "system": "gpt-4", "label": "E"},
+    {"id": "CARD_E_2", "gold": "YES", "pred": "NO", "pass": False, "system": "gpt-4", "label": "E"},
+    {"id": "CARD_C_1", "gold": "NO", "pred": "NO", "pass": True, "system": "gpt-4", "label": "C"},
+    {"id": "CARD_D_1", "gold": "NO", "pred": "UNKNOWN", "pass": False, "system": "gpt-4", "label": "D"},
+    {"id": "CARD_U_1", "gold": "UNKNOWN", "pred": "NO", "pass": False, "system": "gpt-4", "label": "U"},
+]
+
+
+@pytest.mark.parametrize(("mapping", "expected"), [
+    # licensing: A_E=1 S_E=1 | A_C=0 S_C=2 | A_U=0 S_U=1
+    ("licensing", {"AP": 3 / 4, "CVRR": 1.0, "FAR_NE": 0.0, "LA": 1 / 2}),
+    # legacy: A_E=2 S_E=0 | A_C=1 S_C=1 | A_U=1 S_U=0
+    ("legacy", {"AP": 1.0, "CVRR": 1 / 2, "FAR_NE": 2 / 3, "LA": 1.0}),
+])
+def test_metrics_stage_on_original_format(tmp_path, mapping, expected):
+    path = tmp_path / "all_results.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in ORIGINAL))
+    run_dir = run(config("stage=metrics", f"results={path}", f"metrics.mapping={mapping}"), base_dir=tmp_path)
+    m = json.loads((run_dir / "metrics.json").read_text())["gpt-4"]
+    assert m["mapping"] == mapping
+    assert {k: round(m["metrics"][k]["value"], 9) for k in expected} == {k: round(v, 9) for k, v in expected.items()}
+    assert not (run_dir / "report.html").exists()
+
+
+def test_bad_inputs_fail_before_anything_is_written(tmp_path):
+    out = tmp_path / "out"
+    dup = tmp_path / "r.jsonl"
+    dup.write_text("".join(json.dumps(r) + "\n" for r in ORIGINAL[:2]))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(ORIGINAL[0]) + "\n{not json\n")
+    cases = [
+        (("systems=[kg_oracle,rag_graph]",), "Unknown system 'rag_graph'"),
+        (("stage=metrics",), "needs results="),
+        (("stage=metrics", f"results=[{dup},{dup}]"), "answers card 'CARD_E_1' twice"),
+        (("stage=metrics", f"results={bad}"), "bad.jsonl line 2: not JSON"),
+        (("stage=report", f"results={dup}", "metrics.mapping=closed"), "Unknown metrics.mapping 'closed'"),
+        (("stage=everything",), "Unknown stage 'everything'"),
+        (("system=finetuned",), "system.model=<OpenRouter model id>"),
+    ]
+    for overrides, message in cases:
+        with pytest.raises(UserError, match=message):
+            run(config(*overrides), base_dir=out)
+    assert not out.exists()
