@@ -1,0 +1,91 @@
+"""End to end: ``python -m audit.epistemic`` in a subprocess, in a temporary cwd."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from audit.testing.fake_openrouter import chat_reply
+
+
+def run_cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}
+    return subprocess.run([sys.executable, "-m", "audit.epistemic", *args], cwd=cwd, env={**base, **(env or {})},
+                          capture_output=True, text=True, timeout=120)
+
+
+def only_run_dir(cwd: Path) -> Path:
+    (run_dir,) = (cwd / "outputs" / "epistemic").iterdir()
+    return run_dir
+
+
+def test_no_arguments_runs_rivers_through_the_oracle_without_a_key(tmp_path):
+    proc = run_cli(tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    run_dir = only_run_dir(tmp_path)
+    assert run_dir.name.startswith("rivers_has_mouth_")
+    for name in ("config.yaml", "cards.jsonl", "results.jsonl", "metrics.json", "report.html"):
+        assert (run_dir / name).stat().st_size > 0, name
+    m = json.loads((run_dir / "metrics.json").read_text())["kg_oracle"]
+    assert m["n_rows"] == 1800 and m["n_errors"] == 0
+    assert [m["metrics"][k]["value"] for k in ("AP", "CVRR", "LA", "FAR_NE")] == [1, 1, 1, 0]
+    assert set(m["suites"]) == {"standard", "distractor", "near_miss"}
+    assert "AP=1.000" in proc.stdout
+
+
+def test_raw_llm_against_the_loopback_server(tmp_path, fake_openrouter):
+    fake_openrouter.default_reply = chat_reply('{"answer": "UNKNOWN"}')
+    proc = run_cli(tmp_path, "system=raw_llm", "system.model=acme/tiny", "cards.num_per_type=2",
+                   env=fake_openrouter.env())
+    assert proc.returncode == 0, proc.stderr
+    run_dir = only_run_dir(tmp_path)
+    rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 18 and all(r["pred"] == "UNKNOWN" and r["system"] == "raw_llm:acme/tiny" for r in rows)
+    assert len(fake_openrouter.chat_requests()) == 18
+    assert fake_openrouter.chat_requests()[0].json["model"].endswith("acme/tiny")
+    usage = json.loads((run_dir / "usage.json").read_text())
+    assert usage["totals"]["calls"] == 18
+    m = json.loads((run_dir / "metrics.json").read_text())["raw_llm:acme/tiny"]["metrics"]
+    assert m["coverage"]["value"] == 0 and m["LA"]["value"] == 0 and m["AP"]["value"] == 12 / 18
+    assert "test-key-123" not in (run_dir / "config.yaml").read_text()
+
+
+def test_bad_cards_line_and_unknown_predicate_are_one_line_errors(tmp_path):
+    cards = tmp_path / "cards.jsonl"
+    cards.write_text('{"id": "CARD_E_000000"}\n')
+    for args, expected in (
+        ((f"cards.path={cards}",), "cards.jsonl line 1:"),
+        (("predicate=has_capital",), "Unknown predicate 'has_capital' for domain 'rivers'"),
+    ):
+        proc = run_cli(tmp_path, *args)
+        assert proc.returncode == 1
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and expected in lines[0], proc.stderr
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_metrics_stage_on_an_original_results_file(tmp_path):
+    original = tmp_path / "gpt4_balanced.jsonl"
+    rows = [{"id": f"CARD_{x}_{i}", "gold": g, "pred": p, "pass": g == p, "system": "gpt-4", "label": x}
+            for x, g, p in (("E", "YES", "YES"), ("C", "NO", "NO"), ("U", "UNKNOWN", "NO")) for i in range(10)]
+    original.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    proc = run_cli(tmp_path, "stage=metrics", f"results={original}", "metrics.mapping=legacy")
+    assert proc.returncode == 0, proc.stderr
+    m = json.loads((only_run_dir(tmp_path) / "metrics.json").read_text())["gpt-4"]["metrics"]
+    # the original's published balanced_metrics.json for this table
+    assert m["AP"] is None and m["CVRR"]["value"] == 0 and m["FAR_NE"]["value"] == 1 and m["LA"]["value"] == 1
+
+
+def test_sweep_runs_every_job_and_records_a_failed_one(tmp_path):
+    proc = run_cli(tmp_path, "-m", "predicate=has_capital,has_mouth", "cards.num_per_type=1")
+    assert proc.returncode == 1
+    (sweep,) = (tmp_path / "multirun").iterdir()
+    failed = json.loads((next(sweep.glob("0_*")) / "summary.json").read_text())
+    assert failed["status"] == "error" and "Unknown predicate 'has_capital'" in failed["error"]
+    (run_dir,) = next(sweep.glob("1_*")).glob("rivers_has_mouth_*")
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "ok"
+    assert (run_dir / "report.html").is_file()
+    assert "1 sweep job(s) failed" in proc.stderr
