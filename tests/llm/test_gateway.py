@@ -188,3 +188,10 @@ def test_key_appears_in_no_written_file(fake_openrouter, tmp_path):
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path
+
+
+def test_completions_reuse_one_connection(gateway, fake_openrouter):
+    fake_openrouter.default_reply = completion_reply("ok")
+    for i in range(5):
+        gateway.complete("m/x", f"prompt {i}")
+    assert len({r.client_port for r in fake_openrouter.requests}) == 1

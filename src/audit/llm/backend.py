@@ -44,8 +44,49 @@ def litellm() -> ModuleType:
     return _litellm
 
 
+def completion_client(api_base: str, api_key: str, timeout_s: float, max_connections: int) -> Any:
+    """A pooled OpenAI-SDK client for the raw-completions route.
+
+    Left to itself, litellm builds a fresh SDK client (and so a fresh TCP and TLS
+    connection) for every ``text-completion-openai`` call; the chat route pools on its
+    own. The gateway keeps one of these per event loop and passes it with each call.
+    """
+    litellm()
+    import httpx
+    from openai import AsyncOpenAI
+
+    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+    return AsyncOpenAI(api_key=api_key, base_url=api_base, max_retries=0, timeout=timeout_s,
+                       http_client=httpx.AsyncClient(limits=limits, timeout=timeout_s))
+
+
+_declared: set[str] = set()
+
+
+def _declare_unpriced(route: str, model: str) -> None:
+    """Tell litellm a model is priced at zero, once per route and model.
+
+    litellm prices every reply; for a model missing from its map (every ``openrouter/*``
+    one) it searches regex fallbacks a thousand times per call, a few ms of CPU that caps
+    a concurrent sweep. Cost comes from OpenRouter's ``usage.cost`` (the ledger) instead,
+    so an explicit zero entry under our route-prefixed name ends litellm's search at once
+    without shadowing any of its real entries.
+    """
+    name = route + model
+    if name in _declared:
+        return
+    _declared.add(name)
+    litellm().model_cost.setdefault(name, {
+        "input_cost_per_token": 0.0,
+        "output_cost_per_token": 0.0,
+        "litellm_provider": "openrouter" if route == CHAT_ROUTE else "text-completion-openai",
+        "mode": "chat" if route == CHAT_ROUTE else "completion",
+    })
+
+
 async def post(route: str, model: str, payload: dict[str, Any], *, api_base: str, api_key: str,
-               timeout_s: float, headers: dict[str, str], provider: dict[str, Any] | None) -> Any:
+               timeout_s: float, headers: dict[str, str], provider: dict[str, Any] | None,
+               client: Any = None) -> Any:
     """Send one request through litellm with its own retries off; raise litellm's exceptions."""
     lib = litellm()
     common: dict[str, Any] = {
@@ -56,11 +97,12 @@ async def post(route: str, model: str, payload: dict[str, Any], *, api_base: str
         "num_retries": 0,
         "extra_headers": headers,
     }
+    _declare_unpriced(route, model)
     if provider:
         common["extra_body"] = {"provider": provider}
     if route == CHAT_ROUTE:
         return await lib.acompletion(model=CHAT_ROUTE + model, **payload, **common)
-    return await lib.atext_completion(model=COMPLETION_ROUTE + model, **payload, **common)
+    return await lib.atext_completion(model=COMPLETION_ROUTE + model, client=client, **payload, **common)
 
 
 def parse_reply(route: str, response: Any) -> tuple[str, str | None, Usage, str, str | None]:

@@ -41,6 +41,7 @@ class Gateway:
         self.policy = RetryPolicy(settings.max_retries, settings.backoff_initial_s, settings.backoff_max_s)
         self._rng = rng or random.Random()
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+        self._completion_clients: dict[asyncio.AbstractEventLoop, Any] = {}
         self._sync_loop: asyncio.AbstractEventLoop | None = None
         self._sync_thread: threading.Thread | None = None
         headers = {}
@@ -96,6 +97,9 @@ class Gateway:
 
     async def aclose(self) -> None:
         """Close HTTP clients and the cache; call once at the end of a job."""
+        client = self._completion_clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.close()
         await backend.close()
         if self.cache is not None:
             self.cache.close()
@@ -120,6 +124,13 @@ class Gateway:
             thread.start()
             self._sync_loop, self._sync_thread = loop, thread
         return asyncio.run_coroutine_threadsafe(coro, self._sync_loop).result()
+
+    def _completion_client(self) -> Any:
+        loop = asyncio.get_running_loop()
+        if loop not in self._completion_clients:
+            self._completion_clients[loop] = backend.completion_client(
+                self.settings.api_base, self._api_key, self.settings.timeout_s, self.settings.max_concurrency)
+        return self._completion_clients[loop]
 
     def _semaphore(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
@@ -160,7 +171,8 @@ class Gateway:
             try:
                 raw = await backend.post(route, model, payload, api_base=self.settings.api_base,
                                          api_key=self._api_key, timeout_s=self.settings.timeout_s,
-                                         headers=self._headers, provider=dict(provider) if provider else None)
+                                         headers=self._headers, provider=dict(provider) if provider else None,
+                                         client=self._completion_client() if route == backend.COMPLETION_ROUTE else None)
                 text, finish, usage, served_model, served_by = backend.parse_reply(route, raw)
                 break
             except GatewayError as error:
