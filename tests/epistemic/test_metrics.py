@@ -132,3 +132,17 @@ def test_bad_inputs_raise_user_errors():
         compute_metrics([{"id": "x", "gold": "YES", "pred": "YES"}])
     with pytest.raises(UserError, match="Unknown metrics.mapping 'legacyy'"):
         compute_metrics([], mapping="legacyy")
+
+
+def test_legacy_reproduces_published_kg_oracle_numbers():
+    """The original's results/metrics.json for its KG oracle on the 800 cards: E answered YES,
+    C cards NO, D cards (gold NO) UNKNOWN, U cards UNKNOWN."""
+    rows = rows_from({("E", "YES"): 200, ("C", "NO"): 200, ("U", "UNKNOWN"): 200}, system="kg")
+    rows += [{"id": f"D{i}", "gold": "NO", "pred": "UNKNOWN", "pass": False, "system": "kg", "label": "D"}
+             for i in range(200)]
+    m = compute_metrics(rows, mapping="legacy")["kg"]
+    assert m["confusion_matrix"] == {"A_E": 200, "S_E": 0, "A_C": 200, "S_C": 200, "A_U": 0, "S_U": 200}
+    published = {"AP": 1.0, "AP_invalid": 1.0, "AP_unknown": 1.0, "AR": 0.6666666666666666,
+                 "AR_contradictory": 0.5, "AR_unknown": 1.0, "CVRR": 0.5, "FAR_NE": 0.3333333333333333,
+                 "LA": 1.0, "coverage": 0.5, "accuracy_at_coverage": 0.5, "overall_accuracy": 0.75}
+    assert {k: m["metrics"][k]["value"] for k in published} == published

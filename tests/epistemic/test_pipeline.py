@@ -82,6 +82,13 @@ def test_cards_stage_then_reuse_then_metrics_and_report_stages(tmp_path):
     assert rep_dir.name.startswith("report_")
     html = (rep_dir / "report.html").read_text()
     assert "Card text not available" not in html and "Question</b>:" in html
+    # two results files (e.g. two runs of one system under distinct labels) in one report
+    other = tmp_path / "other.jsonl"
+    other.write_text("".join(json.dumps({**r, "system": "kg_oracle_rerun"}) + "\n"
+                             for r in jsonl(sys_dir / "results.jsonl")))
+    both = run(config("stage=report", f"results=[{sys_dir / 'results.jsonl'},{other}]"), base_dir=tmp_path)
+    assert set(json.loads((both / "metrics.json").read_text())) == {"kg_oracle", "kg_oracle_rerun"}
+    assert "kg_oracle_rerun: YES" in (both / "report.html").read_text()
 
 
 ORIGINAL = [  # the original project's results format: id, gold, pred, pass, system, label
