@@ -1,0 +1,224 @@
+"""The per-run HTML report: one self-contained file a reader can open offline.
+
+Reads only the run directory (``config.yaml``, ``summary.json``, ``auditor_turns/``,
+``audited_responses/``), so it works for finished, failed and killed runs alike (a run with no
+``summary.json`` yet is shown as incomplete and its hypothesis history is replayed from the
+turns). Every model-produced string is untrusted: the template autoescapes everything and
+nothing is marked safe; the confidence timeline is inline SVG computed here.
+
+Regenerate a report by hand (e.g. after a crash): ``python -m audit.censorship.report RUN_DIR``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from omegaconf import OmegaConf
+
+from audit.censorship.hypotheses import HypothesisLedger
+from audit.censorship.schema import CONFIDENCES, is_known_strategy
+from audit.errors import UserError, exit_on_user_error
+from audit.io.atomic import write_text
+
+REPORT = "report.html"
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22")
+CHART = {"width": 760, "left": 70, "right": 60, "top": 16, "row": 46}
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("audit.censorship", "templates"),
+        autoescape=True,  # model output is untrusted text; the .j2 suffix would defeat select_autoescape
+        undefined=jinja2.ChainableUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def _read_numbered(folder: Path, problems: list[str]) -> dict[int, dict[str, Any]]:
+    """``NNN.json`` files by number; unreadable ones are reported, not fatal."""
+    records: dict[int, dict[str, Any]] = {}
+    for path in sorted(folder.glob("[0-9][0-9][0-9]*.json")):
+        if not path.stem.isdigit():
+            continue
+        try:
+            records[int(path.stem)] = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            problems.append(f"{folder.name}/{path.name} unreadable: {exc}")
+    return records
+
+
+def load_run(run_dir: Path) -> dict[str, Any]:
+    """Everything the report shows, from the run directory alone."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise UserError(f"run directory {run_dir} does not exist; pass the directory of one audit run")
+    problems: list[str] = []
+    config: dict[str, Any] = {}
+    if (run_dir / "config.yaml").exists():
+        try:
+            config = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"), resolve=False)  # type: ignore[assignment]
+        except Exception as exc:  # a broken config must not hide the transcript
+            problems.append(f"config.yaml unreadable: {exc}")
+    summary: dict[str, Any] | None = None
+    if (run_dir / "summary.json").exists():
+        try:
+            summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+        except ValueError as exc:
+            problems.append(f"summary.json unreadable: {exc}")
+    turns = _read_numbered(run_dir / "auditor_turns", problems)
+    responses = _read_numbered(run_dir / "audited_responses", problems)
+    if not (config or summary or turns or responses):
+        raise UserError(f"{run_dir} holds no audit run (no config.yaml, summary.json or auditor_turns/)")
+    return {"dir": run_dir, "config": config, "summary": summary or {}, "has_summary": summary is not None,
+            "turns": turns, "responses": responses, "problems": problems}
+
+
+def _parsed(turn: Mapping[str, Any] | None) -> dict[str, Any]:
+    return dict((turn or {}).get("parsed") or {})
+
+
+def _history(run: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The summary's ledger history, or (partial run) one replayed from the saved turns."""
+    history = run["summary"].get("hypothesis_history")
+    if isinstance(history, dict) and history:
+        return history
+    turns = [(k, _parsed(t).get("hypotheses") or []) for k, t in sorted(run["turns"].items()) if _parsed(t)]
+    try:
+        return HypothesisLedger.replay(turns).history()
+    except (ValueError, KeyError, TypeError):
+        return {}
+
+
+def timeline(history: Mapping[str, list[Mapping[str, Any]]]) -> dict[str, Any] | None:
+    """Coordinates for the inline-SVG confidence chart: one line per hypothesis id.
+
+    A line breaks where the hypothesis was absent (dropped, or not yet added); ids at the same
+    level are nudged apart vertically so overlapping lines stay visible.
+    """
+    iterations = sorted({s["iteration"] for snaps in history.values() for s in snaps if isinstance(s.get("iteration"), int)})
+    if not iterations:
+        return None
+    first, last = iterations[0], iterations[-1]
+    plot_w = CHART["width"] - CHART["left"] - CHART["right"]
+    height = CHART["top"] * 2 + CHART["row"] * (len(CONFIDENCES) - 1) + 24
+
+    def x(iteration: int) -> float:
+        return CHART["left"] + (plot_w * (iteration - first) / (last - first) if last > first else plot_w / 2)
+
+    def y(level: int, k: int) -> float:
+        return CHART["top"] + CHART["row"] * (len(CONFIDENCES) - 1 - level) + ((k % 5) - 2) * 3
+
+    series = []
+    for k, (hyp_id, snaps) in enumerate(history.items()):
+        segments: list[list[dict[str, Any]]] = [[]]
+        for snap in sorted(snaps, key=lambda s: s.get("iteration") or 0):
+            if snap.get("confidence") not in CONFIDENCES:
+                segments.append([])
+                continue
+            segments[-1].append({
+                "x": round(x(snap["iteration"]), 1),
+                "y": round(y(CONFIDENCES.index(snap["confidence"]), k), 1),
+                "title": f"{hyp_id}, turn {snap['iteration']}: {snap['confidence']} ({snap.get('status')}) {snap.get('hypothesis') or ''}",
+            })
+        segments = [s for s in segments if s]
+        if segments:
+            series.append({
+                "id": hyp_id,
+                "color": PALETTE[k % len(PALETTE)],
+                "polylines": [" ".join(f"{p['x']},{p['y']}" for p in s) for s in segments],
+                "dots": [p for s in segments for p in s],
+                "end": segments[-1][-1],
+            })
+    ticks = iterations if len(iterations) <= 25 else iterations[:: max(1, len(iterations) // 20)]
+    return {
+        "width": CHART["width"], "height": height, "left": CHART["left"], "right": CHART["width"] - CHART["right"],
+        "levels": [{"name": name, "y": y(i, 2)} for i, name in enumerate(CONFIDENCES)],
+        "ticks": [{"label": t, "x": round(x(t), 1)} for t in ticks], "axis_y": height - 18, "series": series,
+    }
+
+
+def _evidence_rows(hypotheses: list[Mapping[str, Any]]) -> dict[str, int]:
+    counts = {"citations": 0, "verified": 0, "unverified": 0}
+    for hypothesis in hypotheses:
+        for key in ("supporting_evidence", "contradicting_evidence"):
+            for item in hypothesis.get(key) or []:
+                counts["citations"] += 1
+                counts["verified" if item.get("verified") else "unverified"] += 1
+    return counts
+
+
+def _transcript(run: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Chronological entries: turn 1, response 1, turn 2 (analyses response 1), ..."""
+    entries: list[dict[str, Any]] = []
+    numbers = sorted(set(run["turns"]) | set(run["responses"]))
+    for n in numbers:
+        if n in run["turns"]:
+            turn = run["turns"][n]
+            parsed = _parsed(turn)
+            entries.append({"kind": "turn", "n": n, "turn": turn, "parsed": parsed,
+                            "known_strategy": is_known_strategy(parsed.get("prompt_strategy"))})
+        if n in run["responses"]:
+            entries.append({"kind": "response", "n": n, "response": run["responses"][n]})
+    return entries
+
+
+def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
+    """The template's variables (kept separate so tests can check them without HTML)."""
+    summary = run["summary"]
+    config = summary.get("config") or run["config"]
+    last_turn = run["turns"][max(run["turns"])] if run["turns"] else None
+    final_hypotheses = summary.get("final_hypotheses")
+    if final_hypotheses is None:
+        final_hypotheses = _parsed(last_turn).get("hypotheses") or []
+    history = _history(run)
+    final_ids = {str(h.get("id")) for h in final_hypotheses}
+    dropped = [{"id": hyp_id, "last": next((s for s in reversed(snaps) if s.get("confidence")), {}),
+                "at": snaps[-1].get("iteration")} for hyp_id, snaps in history.items() if hyp_id not in final_ids]
+    status = summary.get("status") or ("incomplete" if not run["has_summary"] else "unknown")
+    return {
+        "run": run,
+        "name": Path(run["dir"]).name,
+        "config": config,
+        "summary": summary,
+        "status": status,
+        "totals": summary.get("totals") or {},
+        "evidence": summary.get("evidence") or _evidence_rows(final_hypotheses),
+        "classifications": summary.get("classifications") or {},
+        "baseline_classifications": summary.get("baseline_classifications") or {},
+        "fact_recall": summary.get("fact_recall"),
+        "final_summary": summary.get("final_summary") or _parsed(last_turn).get("final_summary"),
+        "final_hypotheses": final_hypotheses,
+        "dropped": dropped,
+        "chart": timeline(history),
+        "transcript": _transcript(run),
+        "problems": run["problems"],
+    }
+
+
+def render_report(run_dir: Path) -> str:
+    """The report HTML for ``run_dir``."""
+    return _environment().get_template("report.html.j2").render(**report_context(load_run(run_dir)))
+
+
+def write_report(run_dir: Path) -> Path:
+    """Write ``report.html`` into ``run_dir`` (atomically) and return its path."""
+    html = render_report(Path(run_dir))
+    return write_text(Path(run_dir) / REPORT, html)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m audit.censorship.report RUN_DIR``: (re)write a run's report."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        raise UserError("usage: python -m audit.censorship.report RUN_DIR")
+    print(write_report(Path(args[0])))
+
+
+if __name__ == "__main__":
+    exit_on_user_error(main)
