@@ -74,6 +74,10 @@ def test_several_systems_one_run_with_llm_errors(llm_env, tmp_path):
 def test_cards_stage_then_reuse_then_metrics_and_report_stages(tmp_path):
     cards_dir = run(config("stage=cards"), base_dir=tmp_path)
     assert {p.name for p in cards_dir.iterdir()} == {"config.yaml", "cards.jsonl", "summary.json"}
+    foreign = tmp_path / "foreign.jsonl"
+    foreign.write_text((cards_dir / "cards.jsonl").read_text().replace("rivers-v4#hasMouth", "geo#hasCapital"))
+    with pytest.raises(UserError, match="geo#hasCapital, not .*pass the domain=... predicate=..."):
+        run(config("stage=systems", f"cards.path={foreign}"), base_dir=tmp_path)
     sys_dir = run(config("stage=systems", f"cards.path={cards_dir / 'cards.jsonl'}"), base_dir=tmp_path)
     assert not (sys_dir / "metrics.json").exists()
     assert [r["id"] for r in jsonl(sys_dir / "results.jsonl")] == [c["id"] for c in jsonl(cards_dir / "cards.jsonl")]

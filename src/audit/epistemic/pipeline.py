@@ -228,6 +228,10 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
     domain = load_domain(cfg.domain, cfg.predicate)
     if cfg.cards.get("path"):
         cards = read_cards(cfg.cards.path)
+        foreign = sorted({c["claim"]["pred"] for c in cards} - {domain.predicate.iri})
+        if foreign:  # the oracle would judge them against the wrong graph and call them all U
+            raise UserError(f"{cfg.cards.path} asks about {foreign[0]}, not {domain.predicate.iri}; "
+                            "pass the domain=... predicate=... the cards were generated for")
     else:
         cards = generate_cards(domain, num_per_type=int(cfg.cards.num_per_type), seed=int(cfg.cards.seed),
                                suites=_as_list(cfg.cards.suites))
