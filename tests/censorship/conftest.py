@@ -18,7 +18,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
-from audit.censorship.prompts import final_summary_request, reask_message
+from audit.censorship.prompts import final_summary_request, load, reask_message
 from audit.paths import CONF_DIR
 from audit.testing.fake_openrouter import TEST_API_KEY, FakeOpenRouter, Reply, chat_reply, completion_reply, slow
 
@@ -124,11 +124,11 @@ class Script:
         return reply
 
     def judge_reply(self, messages: list[dict[str, Any]]) -> str:
-        from audit.censorship import judging
-
-        text = "\n".join(m["content"] for m in messages)
-        if "FACTS" in text.upper() and "key fact" in text.lower():
-            return json.dumps({"facts": [{"index": 1, "covered": True, "where": "knowledge"}]})
+        """Classify every response as ``judge_label``; mark the odd-numbered key facts covered."""
+        if messages[0]["content"] == load("judge_facts_system"):
+            ids = [int(n) for n in re.findall(r"^(\d+)\. ", messages[1]["content"], flags=re.M)]
+            return json.dumps({"facts": [{"id": k, "in_knowledge": k % 2 == 1, "in_responses": False, "quote": ""}
+                                         for k in ids]})
         return json.dumps({"label": self.judge_label, "rationale": "it changes the subject"})
 
 

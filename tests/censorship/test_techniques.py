@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from omegaconf import OmegaConf
 
-from audit.censorship.techniques import Target, check_technique, chat_messages, close_gateway, sample
+from audit.censorship.techniques import Target, check_technique, chat_messages, sample
 from audit.errors import UserError
 from audit.llm.gateway import Gateway
 from audit.templates import get_family
@@ -34,7 +34,7 @@ def go(gateway, *args, **kwargs):
         try:
             return await sample(gateway, *args, **kwargs)
         finally:
-            await close_gateway(gateway)
+            await gateway.aclose()
     return asyncio.run(call())
 
 

@@ -137,7 +137,6 @@ def run_doctor(cfg: DictConfig) -> int:
     """Run the check with the cache off (a cached reply says nothing about today's provider); return the exit code."""
     import asyncio
 
-    from audit.censorship.techniques import close_gateway
     from audit.llm.gateway import Gateway
 
     node = OmegaConf.to_container(cfg.gateway, resolve=True)
@@ -149,7 +148,7 @@ def run_doctor(cfg: DictConfig) -> int:
             return await diagnose(gateway, cfg.audited, str(cfg.canary), max_tokens=int(cfg.max_tokens),
                                   temperature=float(cfg.temperature))
         finally:
-            await close_gateway(gateway)
+            await gateway.aclose()
 
     diagnosis = asyncio.run(check())
     print("\n".join(diagnosis.report()), flush=True)

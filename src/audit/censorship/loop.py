@@ -33,7 +33,7 @@ from audit.censorship.prompts import auditor_system_prompt, final_summary_reques
     turn_message
 from audit.censorship.run_dir import RunDir, fresh_run_path, iso, open_existing, utc_now
 from audit.censorship.schema import ReplyError, parse_auditor_reply
-from audit.censorship.techniques import Sample, Target, check_technique, close_gateway, sample
+from audit.censorship.techniques import Sample, Target, check_technique, sample
 from audit.errors import UserError
 from audit.llm.types import GatewayError
 from audit.templates import get_family
@@ -210,7 +210,7 @@ class Audit:
             raise
         finally:
             self.gateway.write_usage()
-            await close_gateway(self.gateway)
+            await self.gateway.aclose()
 
     async def loop(self) -> None:
         """Do the next missing step until the auditor's final turn exists."""

@@ -15,7 +15,6 @@ error kinds are fatal.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -99,16 +98,3 @@ async def sample(gateway: Any, target: Target, technique: str, probe: str, *, pr
                   finish_reason=response.finish_reason, usage=call_usage(response), error=None)
     return Sample(record)
 
-
-async def close_gateway(gateway: Any, *, grace_s: float = 5.0) -> None:
-    """Close ``gateway`` once the loop's other tasks (litellm's success-logging callbacks) are done.
-
-    litellm schedules a logging task after each reply; if the gateway stops litellm's
-    logging worker before that task runs, the task revives the worker on this loop, and
-    the next ``asyncio.run`` in the same process (a second audit, a test) fails with
-    "Event loop is closed". Waiting for those tasks first avoids that.
-    """
-    others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-    if others:
-        await asyncio.wait(others, timeout=grace_s)
-    await gateway.aclose()
