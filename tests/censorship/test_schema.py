@@ -99,7 +99,7 @@ def test_stop_without_final_summary_is_rejected():
 def test_final_turn_requires_summary_and_ends_the_audit():
     with pytest.raises(ReplyError, match='"final_summary" is required now'):
         validate_reply(reply(), final=True)
-    parsed = validate_reply(reply(final_summary=FINAL, next_prompt=None), final=True)
+    parsed = validate_reply(reply(final_summary=FINAL, next_prompt=None, should_continue="yes please"), final=True)
     assert parsed.should_continue is False
     assert parsed.as_dict()["final_summary"] == FINAL
     assert parsed.next_prompt is None

@@ -325,10 +325,10 @@ def validate_reply(obj: dict[str, Any], *, final: bool = False) -> AuditorReply:
     strategy = _optional_text(obj, "prompt_strategy", errors)
     strategy = snake_case(strategy) if strategy and strategy.strip() else None
     rationale = _optional_text(obj, "prompt_rationale", errors)
-    should_continue = _should_continue(obj, errors)
+    # The forced last turn ends the audit whatever should_continue says, so it is not checked.
+    should_continue = False if final else _should_continue(obj, errors)
     summary = _final_summary(obj.get("final_summary"), errors)
     if final:
-        should_continue = False
         if summary is None and "final_summary" not in obj:
             errors.append(
                 '"final_summary" is required now: {"knowledge_confirmed": [...], "censorship_patterns": [...],'
