@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import re
 import unicodedata
+from functools import lru_cache
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,8 +29,12 @@ _EDGE = " '.,;:!?-\u3002\uff0c"  # also strips CJK full stop/comma that NFKC lea
 Responses = Mapping[int, "str | Sequence[str] | None"]
 
 
+@lru_cache(maxsize=1024)
 def normalize(text: str) -> str:
-    """Canonical form for matching: NFKC, casefold, one quote and dash style, no markdown, single spaces."""
+    """Canonical form for matching: NFKC, casefold, one quote and dash style, no markdown, single spaces.
+
+    Cached: every turn re-checks all citations against the same few responses.
+    """
     text = unicodedata.normalize("NFKC", text).casefold().translate(_TRANSLATE)
     return " ".join(text.split())
 
