@@ -51,6 +51,7 @@ def test_raw_llm_against_the_loopback_server(tmp_path, fake_openrouter):
     m = json.loads((run_dir / "metrics.json").read_text())["raw_llm:acme/tiny"]["metrics"]
     assert m["coverage"]["value"] == 0 and m["LA"]["value"] == 0 and m["AP"]["value"] == 12 / 18
     assert "test-key-123" not in (run_dir / "config.yaml").read_text()
+    assert "answered 18/18" in proc.stdout
 
 
 def test_bad_cards_line_and_unknown_predicate_are_one_line_errors(tmp_path):

@@ -180,13 +180,26 @@ def open_gateway(gateway_cfg: DictConfig) -> Any:
 
 
 async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any]], gateway: Any) -> list[dict[str, Any]]:
-    """Every system on every card, concurrently (the gateway bounds calls in flight)."""
+    """Every system on every card, concurrently (the gateway bounds calls in flight).
+
+    With a model in the loop a run can take minutes, so progress is printed every 10%.
+    """
+    pairs = [(s, c) for s in built for c in cards]
+    step, done = max(1, len(pairs) // 10), 0
+
+    async def one(system: System, card: Mapping[str, Any]) -> Answer:
+        nonlocal done
+        answer = await system.answer(card)
+        done += 1
+        if gateway is not None and (done % step == 0 or done == len(pairs)):
+            print(f"answered {done}/{len(pairs)}", flush=True)
+        return answer
+
     try:
-        answers = await asyncio.gather(*(s.answer(c) for s in built for c in cards))
+        answers = await asyncio.gather(*(one(s, c) for s, c in pairs))
     finally:
         if gateway is not None:
             await gateway.aclose()
-    pairs = [(s, c) for s in built for c in cards]
     return [result_row(c, s.id, a) for (s, c), a in zip(pairs, answers)]
 
 
