@@ -21,7 +21,7 @@ SCHEMA_END = "Begin by designing"
 @cache
 def load(name: str) -> str:
     """The text of ``prompts/<name>.txt`` without its final newline."""
-    text = resources.files("audit.censorship").joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")
+    text = resources.files("audit.censorship").joinpath("prompts").joinpath(f"{name}.txt").read_text(encoding="utf-8")
     return text.removesuffix("\n")
 
 
