@@ -271,7 +271,8 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
             summary["usage"] = gateway.ledger.totals()
         if stage == "all":
             meta = {"domain": domain.name, "predicate": f"{domain.predicate.name} ({domain.predicate.iri})",
-                    "cards": len(cards), "provenance": domain.provenance}
+                    "cards": len(cards), "provenance": domain.provenance,
+                    "edges set aside by SHACL validation": len(domain.violations)}
             metrics = write_metrics_and_report(run_dir, rows, mapping, {c["id"]: c for c in cards}, meta, stage)
             summary["systems"] = headline(metrics)
     write_summary(run_dir, stage, "ok", **summary)
