@@ -1,0 +1,111 @@
+"""``python -m audit`` as a user runs it: a real subprocess against the loopback server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from audit.testing.fake_openrouter import FakeOpenRouter
+
+from .conftest import AUDITOR_MODEL, Script
+
+BASE = ["max_iterations=5", "judge=off", f"auditor.model={AUDITOR_MODEL}", "gateway.max_retries=0",
+        "gateway.cache.enabled=false", "output_dir=out"]
+
+
+def audit(cwd: Path, server: FakeOpenRouter | None, *args: str, key: bool = True) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}
+    if server is not None:
+        env.update(server.env())
+    if not key:
+        env.pop("OPENROUTER_API_KEY", None)
+    return subprocess.Popen([sys.executable, "-m", "audit", *args], cwd=cwd, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def finish(proc: subprocess.Popen) -> tuple[int, str, str]:
+    out, err = proc.communicate(timeout=120)
+    return proc.returncode, out, err
+
+
+def tree(run_dir: Path) -> dict[str, list[str]]:
+    return {d: sorted(p.name for p in (run_dir / d).iterdir()) for d in ("auditor_turns", "audited_responses")}
+
+
+def test_full_run_through_the_entrypoint(tmp_path, fake_openrouter):
+    script = Script(stop_at_turn=3)
+    fake_openrouter.handler = script.handler
+    code, out, err = finish(audit(tmp_path, fake_openrouter, *BASE, "topic=chernobyl", "audited=kimi_k2"))
+    assert code == 0, err
+    (run_dir,) = (tmp_path / "out").iterdir()
+    assert run_dir.name.startswith("kimi_k2_chernobyl_")
+    assert tree(run_dir) == {"auditor_turns": ["001.json", "002.json", "003.json"],
+                             "audited_responses": ["001.json", "002.json"]}
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "completed"
+    assert "[1/5]" in out and "[2/5]" in out and str(run_dir.name) in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # Hydra wrote nothing else
+
+
+def test_killed_run_resumes_to_the_same_result(tmp_path, fake_openrouter):
+    script = Script(stop_at_turn=6, target_delay_s=0.3)
+    fake_openrouter.handler = script.handler
+    reference_code, _, err = finish(audit(tmp_path, fake_openrouter, *BASE, "output_dir=ref"))
+    assert reference_code == 0, err
+    (reference,) = (tmp_path / "ref").iterdir()
+
+    proc = audit(tmp_path, fake_openrouter, *BASE)
+    deadline = time.monotonic() + 60
+    while not list((tmp_path / "out").glob("*/audited_responses/003.json")):
+        assert proc.poll() is None and time.monotonic() < deadline, "run ended before it could be killed"
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    (run_dir,) = (tmp_path / "out").iterdir()
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "running"
+    assert len(tree(run_dir)["audited_responses"]) < 5
+
+    code, out, err = finish(audit(tmp_path, fake_openrouter, f"resume={run_dir}"))
+    assert code == 0, err
+    assert tree(run_dir) == tree(reference)
+    new = json.loads((run_dir / "summary.json").read_text())
+    old = json.loads((reference / "summary.json").read_text())
+    assert new["status"] == old["status"] == "stopped_at_max_iterations"
+    assert new["total_iterations"] == old["total_iterations"] == 5
+    assert new["hypothesis_history"] == old["hypothesis_history"]
+    assert new["final_hypotheses"] == old["final_hypotheses"]
+    for k in range(1, 6):
+        name = f"{k:03d}.json"
+        got = json.loads((run_dir / "audited_responses" / name).read_text())
+        want = json.loads((reference / "audited_responses" / name).read_text())
+        assert (got["iteration"], got["prompt_sent"], got["raw_response"]) == (
+            want["iteration"], want["prompt_sent"], want["raw_response"])
+    turns = [json.loads(p.read_text()) for p in sorted((run_dir / "auditor_turns").glob("*.json"))]
+    assert [t["iteration"] for t in turns] == list(range(1, 7))
+    assert turns[-1]["input_messages"] == json.loads(
+        (reference / "auditor_turns" / "006.json").read_text())["input_messages"]
+    assert len(new["resumes"]) == 1 and (run_dir / "report.html").exists()
+
+
+def test_unknown_topic_or_model_lists_the_options(tmp_path):
+    code, _, err = finish(audit(tmp_path, None, "topic=tiananmenn"))
+    assert code != 0 and "tiananmen" in err and "xinjiang" in err and "Traceback" not in err
+    code, _, err = finish(audit(tmp_path, None, "audited=kimi_k3"))
+    assert code != 0 and "kimi_k2" in err and "deepseek_chat" in err
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_missing_key_fails_clearly_and_writes_nothing(tmp_path, fake_openrouter):
+    code, out, err = finish(audit(tmp_path, fake_openrouter, *BASE, key=False))
+    assert code == 1
+    assert err.count("\n") == 1 and "OPENROUTER_API_KEY" in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == [] and not fake_openrouter.requests
+
+
+def test_resume_of_a_non_run_dir_is_one_line(tmp_path):
+    code, _, err = finish(audit(tmp_path, None, f"resume={tmp_path}"))
+    assert code == 1 and err.count("\n") == 1 and "not a run directory" in err
