@@ -10,6 +10,7 @@ key that route falls back to OPENAI_API_KEY, so the key is always passed.
 
 from __future__ import annotations
 
+import logging
 import os
 from types import ModuleType
 from typing import Any
@@ -36,6 +37,9 @@ def litellm() -> ModuleType:
         os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
         import litellm as module
 
+        # litellm logs every call at INFO; the gateway prints its own progress instead.
+        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
+            logging.getLogger(name).setLevel(logging.WARNING)
         module.suppress_debug_info = True
         module.drop_params = False
         # httpx rather than aiohttp underneath: its clients close cleanly when a job ends.
