@@ -49,6 +49,7 @@ class _Pools:
     similar_open: int             # how many of open_subjects share a type with the subjects
     instances: list[str]
     _near: dict[str, list[str]] = field(default_factory=dict)
+    _kin: dict[str, list[str]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, domain: Domain) -> _Pools:
@@ -73,15 +74,28 @@ class _Pools:
             self._near[node] = found
         return found
 
-    def near_objects(self, subj: str) -> list[str]:
-        """Plausible wrong objects: same-class neighbours of the true object, or similar subjects' objects."""
+    def same_kind_neighbours(self, node: str) -> list[str]:
+        """Neighbours sharing a type with ``node`` (a sibling river, a bordering country), memoised."""
+        found = self._kin.get(node)
+        if found is None:
+            g = self.domain.graph
+            kinds = set(g.types(node))
+            found = [n for n in self.neighbours(node) if n != node and kinds.intersection(g.types(n))]
+            self._kin[node] = found
+        return found
+
+    def near_objects(self, subj: str, rng: random.Random) -> list[str]:
+        """Plausible wrong objects: same-kind neighbours of the true object, and the objects
+        of similar subjects (subjects sharing a neighbour with ``subj``, sampled)."""
         g, p = self.domain.graph, self.domain.predicate.iri
-        out: list[str] = []
-        for true in g.objects(subj, p):
-            kinds = set(g.types(true))
-            out += [n for n in self.neighbours(true) if n != true and kinds & set(g.types(n))]
-        if not out:
-            out = [o for n in self.neighbours(subj) for o in g.objects(n, p) if o != subj]
+        true = g.objects(subj, p)
+        out = [n for t in true for n in self.same_kind_neighbours(t)]
+        for n in self.neighbours(subj):
+            if n in true:
+                continue
+            similar = g.incoming(n)
+            for x, _ in similar if len(similar) <= 20 else rng.sample(similar, 20):
+                out += [o for o in g.objects(x, p) if o != subj and o not in true]
         return out
 
 
@@ -152,7 +166,7 @@ def _sample(pools: _Pools, suite: str, n: int, rng: random.Random) -> dict[str, 
 def _contradiction_candidate(pools: _Pools, suite: str, rng: random.Random) -> Claim | None:
     subj = rng.choice(pools.subjects)
     if suite == "near_miss":
-        near = pools.near_objects(subj)
+        near = pools.near_objects(subj, rng)
         return (subj, rng.choice(near)) if near else None
     source = pools.objects if rng.random() < 0.7 else pools.instances
     return subj, rng.choice(source)
@@ -167,7 +181,7 @@ def _open_candidate(pools: _Pools, suite: str, rng: random.Random) -> Claim | No
     else:
         subj = rng.choice(pools.open_subjects)
     if suite == "near_miss":
-        near = pools.near_objects(subj)
+        near = pools.near_objects(subj, rng)
         if near:
             return subj, rng.choice(near)
     return subj, rng.choice(pools.objects)

@@ -9,6 +9,7 @@ graph that satisfies its shapes.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,8 +19,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from audit.epistemic.graph import RDF_TYPE, RDFS_LABEL, RDFS_SUBCLASS, KnowledgeGraph, Literal
 from audit.epistemic.licensing import Licenser
-from audit.epistemic.shapes import load_shapes, validate
+from audit.epistemic.shapes import Shapes, load_shapes, set_aside, validate
 from audit.errors import UserError, unknown_choice
+from audit.io.atomic import read_json, write_json
 from audit.paths import CONF_DIR
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -101,13 +103,35 @@ def load_domain(domain_cfg: DictConfig, predicate_cfg: DictConfig | None = None)
         message = str(unknown_choice("predicate", wrong, available))
         raise UserError(message.replace(f"{wrong!r}.", f"{wrong!r} for domain {name!r}.", 1))
     predicate = Predicate(predicate_cfg.name, predicate_cfg.iri, predicate_cfg.label, predicate_cfg.question)
-    graph = KnowledgeGraph.load(_graph_path(domain_cfg))
+    built = bool(domain_cfg.get("builder"))
+    graph_path = _graph_path(domain_cfg)
+    graph = KnowledgeGraph.load(graph_path, snapshot=built)
     if not graph.subjects(predicate.iri):
         raise UserError(f"No triples found for predicate {predicate.iri} in domain {name!r}; "
                         "check the predicate's iri in conf/predicate/")
     shapes = load_shapes(_data_path(domain_cfg.shapes))
-    violations = validate(graph, shapes, paths={predicate.iri})
+    violations = _validated(graph, graph_path, shapes, predicate.iri, cache=built)
     return Domain(name, graph, Licenser(graph, shapes), predicate, violations, domain_cfg.provenance)
+
+
+def _validated(graph: KnowledgeGraph, graph_path: Path, shapes: Shapes, pred: str, *, cache: bool) -> list[dict]:
+    """Validate once with pyshacl; for built (cached, immutable) graphs reuse the stored result.
+
+    pyshacl needs ~45 s for the 170k cities of the large geography graph, and its verdict is a
+    pure function of the graph file, the shapes and the predicate, so it is computed once per
+    cache file and stored beside it, keyed by a hash of the shapes and predicate.
+    """
+    if not cache:
+        return validate(graph, shapes, paths={pred})
+    key = hashlib.sha256(shapes.path.read_bytes() + pred.encode()).hexdigest()[:16]
+    stored = graph_path.with_name(f"{graph_path.name}.violations-{key}.json")
+    if stored.is_file() and stored.stat().st_mtime >= graph_path.stat().st_mtime:
+        violations = read_json(stored)
+        set_aside(graph, violations)
+        return violations
+    violations = validate(graph, shapes, paths={pred})
+    write_json(stored, violations)
+    return violations
 
 
 def _graph_path(domain_cfg: DictConfig) -> Path:

@@ -57,8 +57,13 @@ class Licenser:
         for shape in self._relevant.get(pred, ()):
             was_focus = self._is_focus(shape, subj)
             if not (was_focus or pred in shape.target_subjects_of
-                    or (pred == RDF_TYPE and self._classes(obj) & shape.target_classes)):
+                    or (pred == RDF_TYPE and self._supers.get(obj, frozenset((obj,))) & shape.target_classes)):
                 continue
+            if shape.classes and (not was_focus or pred == RDF_TYPE):
+                verdict = self._check_focus_class(shape, subj, pred, obj)
+                if isinstance(verdict, Verdict):
+                    return verdict
+                untyped = untyped or verdict
             for c in shape.properties:
                 if was_focus and c.path != pred and pred not in c.disjoint:
                     continue  # untouched by the claim and already validated at load
@@ -98,6 +103,20 @@ class Licenser:
                     return Verdict("C", f"sh:class {local_name(cls)} on {local_name(c.path)}: "
                                         f"{self._name(v)} is a {kinds}")
         return untyped
+
+    def _check_focus_class(self, shape: NodeShape, s: str, p: str, o: str) -> Verdict | str | None:
+        """The claim makes ``s`` a focus node (or retypes it): is ``s`` of the shape's class?"""
+        classes = self._classes(s)
+        if p == RDF_TYPE:
+            classes = classes | self._supers.get(o, frozenset((o,)))
+        if not classes:
+            return s
+        for cls in shape.classes:
+            if cls not in classes:
+                kinds = ", ".join(sorted(local_name(t) for t in self._graph.types(s)))
+                return Verdict("C", f"sh:class {local_name(cls)} on {local_name(shape.iri)} subjects: "
+                                    f"{self._name(s)} is a {kinds}")
+        return None
 
     def _is_focus(self, shape: NodeShape, s: str) -> bool:
         g = self._graph

@@ -3,7 +3,8 @@
 The licenser must judge ~10^5 claims per second, so it cannot run pyshacl per claim. Instead
 the shapes file is read here into :class:`NodeShape`/:class:`PropertyConstraint` records that
 the licenser evaluates with dict lookups. Only constraint components whose verdict can change
-when ONE triple is added are compiled (sh:maxCount, sh:class, sh:disjoint); components that an
+when ONE triple is added are compiled (sh:maxCount, sh:class, sh:disjoint, and sh:class on a
+node shape, i.e. the focus node's own class); components that an
 addition can never violate (sh:minCount, messages, names) are accepted and ignored; anything
 else is refused, so the compiled checks never silently disagree with pyshacl.
 """
@@ -46,6 +47,7 @@ class NodeShape:
     target_classes: frozenset[str]
     target_nodes: frozenset[str]
     properties: tuple[PropertyConstraint, ...]
+    classes: tuple[str, ...] = ()   # sh:class on the shape itself: the focus node's own class
 
 
 @dataclass(frozen=True)
@@ -76,8 +78,9 @@ def load_shapes(path: Path | str) -> Shapes:
         if g.objects(iri, SH + "path"):
             members.append(iri)
         props = tuple(_compile_property(g, m, path) for m in members)
+        own_classes = () if g.objects(iri, SH + "path") else tuple(g.objects(iri, SH + "class"))
         shapes.append(NodeShape(iri, targets[SH + "targetSubjectsOf"], targets[SH + "targetClass"],
-                                targets[SH + "targetNode"], props))
+                                targets[SH + "targetNode"], props, own_classes))
         for p, _ in g.outgoing(iri):
             if p not in _INERT and p not in _TARGETS and p not in _COMPILED:
                 raise UserError(f"{path}: shape {iri} uses {p}, which the licenser cannot compile; "
@@ -146,9 +149,14 @@ def validate(graph: KnowledgeGraph, shapes: Shapes, paths: set[str] | None = Non
                        f"{report.value(result, rdflib.SH.resultMessage)}",
         })
     violations.sort(key=lambda v: (v["focus"], v["path"], v["value"] or ""))
+    set_aside(graph, violations)
+    return violations
+
+
+def set_aside(graph: KnowledgeGraph, violations: list[dict]) -> None:
+    """Remove each violation's (focus, path) edges, so verdicts start from a valid graph."""
     for v in violations:
         graph.remove(v["focus"], v["path"])
-    return violations
 
 
 def _closure_paths(shapes: Shapes, paths: set[str]) -> set[str]:
