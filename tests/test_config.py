@@ -1,0 +1,53 @@
+"""Every option of every config group composes with its primary config; typos list the options."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from hydra import compose, initialize_config_dir
+from hydra.errors import MissingConfigException
+
+from audit.paths import CONF_DIR
+
+CONF = Path(CONF_DIR)
+
+
+def groups_of(primary: str) -> list[str]:
+    """The config groups a primary config's defaults list selects (Hydra's own groups aside)."""
+    defaults = yaml.safe_load((CONF / f"{primary}.yaml").read_text())["defaults"]
+    return [next(iter(d)) for d in defaults if isinstance(d, dict) and next(iter(d)) != "hydra"]
+
+
+CASES = [(primary, group, option.stem)
+         for primary in sorted(p.stem for p in CONF.glob("*.yaml"))
+         for group in groups_of(primary)
+         for option in sorted((CONF / group).glob("*.yaml"))]
+
+
+def test_every_group_has_options():
+    assert {"topic", "auditor", "audited", "technique", "judge", "gateway"} <= {g for _, g, _ in CASES}
+    assert len([c for c in CASES if c[:2] == ("config", "audited")]) == 9
+
+
+@pytest.mark.parametrize("primary, group, option", CASES)
+def test_option_composes(primary, group, option):
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose(primary, overrides=[f"{group}={option}"])
+    assert cfg[group] is not None
+    if group == "audited":
+        from audit.templates import get_family
+
+        assert cfg.audited.name == option and "/" in cfg.audited.model
+        get_family(cfg.audited.template)  # every audited model names a real template family
+        assert set(cfg.audited) == {"name", "model", "template", "provider", "system_prompt"}
+    if group == "topic":
+        assert cfg.topic.name == option
+
+
+def test_typo_lists_the_available_options():
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        with pytest.raises(MissingConfigException) as info:
+            compose("config", overrides=["audited=kimi_k3"])
+    assert "kimi_k2" in str(info.value) and "deepseek_chat" in str(info.value)
