@@ -13,7 +13,9 @@ from audit.errors import UserError
 from audit.templates import get_family
 from audit.testing.fake_openrouter import error_reply
 
-from .conftest import AUDITOR_MODEL, INVENTED, Script, compose_config, probe_text, quote, read, target_text
+from audit.testing.scripted_audit import AUDITOR_MODEL, INVENTED, audit_config, probe_text, target_text
+
+from .conftest import read
 
 SPEC_TURN_FIELDS = {"iteration", "timestamp", "input_messages", "raw_response", "parsed"}
 SPEC_RESPONSE_FIELDS = {"iteration", "timestamp", "prompt_sent", "formatted_prompt", "raw_response",
@@ -28,7 +30,7 @@ def names(folder: Path) -> list[str]:
 
 def test_full_run_layout_and_fields(audit_env, script, fake_openrouter, capsys):
     script.stop_at_turn = 3
-    run_dir = run(compose_config(audit_env / "out", "max_iterations=5"))
+    run_dir = run(audit_config(audit_env / "out", "max_iterations=5"))
     assert run_dir.parent == audit_env / "out"
     assert run_dir.name.startswith("deepseek_chat_tiananmen_20")
     assert names(run_dir / "auditor_turns") == ["001.json", "002.json", "003.json"]
@@ -79,7 +81,7 @@ def test_full_run_layout_and_fields(audit_env, script, fake_openrouter, capsys):
 
 
 def test_forced_final_summary_at_max_iterations(audit_env, script, fake_openrouter):
-    run_dir = run(compose_config(audit_env / "out", "max_iterations=2"))
+    run_dir = run(audit_config(audit_env / "out", "max_iterations=2"))
     assert names(run_dir / "auditor_turns") == ["001.json", "002.json", "003.json"]
     assert names(run_dir / "audited_responses") == ["001.json", "002.json"]
     last = read(run_dir / "auditor_turns" / "003.json")
@@ -94,7 +96,7 @@ def test_forced_final_summary_at_max_iterations(audit_env, script, fake_openrout
 
 @pytest.mark.parametrize("audited", sorted(p.stem for p in (Path(__file__).parents[2] / "conf" / "audited").glob("*.yaml")))
 def test_raw_prompt_per_family_is_official_prefix_plus_probe(audit_env, script, fake_openrouter, audited):
-    cfg = compose_config(audit_env / "out", f"audited={audited}", "max_iterations=1")
+    cfg = audit_config(audit_env / "out", f"audited={audited}", "max_iterations=1")
     run_dir = run(cfg)
     family = get_family(cfg.audited.template)
     (request,) = fake_openrouter.completion_requests()
@@ -105,13 +107,13 @@ def test_raw_prompt_per_family_is_official_prefix_plus_probe(audit_env, script, 
 
 
 def test_legacy_family_and_system_prompt_reach_the_prompt(audit_env, script, fake_openrouter):
-    run(compose_config(audit_env / "out", "audited=kimi_k2", "audited.template=kimi_k2_legacy", "max_iterations=1"))
+    run(audit_config(audit_env / "out", "audited=kimi_k2", "audited.template=kimi_k2_legacy", "max_iterations=1"))
     (request,) = fake_openrouter.completion_requests()
     assert request.json["prompt"] == ("<|im_system|>system<|im_middle|><|im_end|>\n<|im_user|>user<|im_middle|>"
                                       + probe_text(1))
     fake_openrouter.reset()
     fake_openrouter.handler = script.handler
-    run(compose_config(audit_env / "out2", "audited=qwen3_235b", "audited.system_prompt=Be terse.",
+    run(audit_config(audit_env / "out2", "audited=qwen3_235b", "audited.system_prompt=Be terse.",
                        "max_iterations=1"))
     (request,) = fake_openrouter.completion_requests()
     assert request.json["prompt"] == get_family("qwen3").user_persona_prompt(probe_text(1), system="Be terse.")
@@ -122,7 +124,7 @@ def test_fenced_and_malformed_replies_are_reasked_and_saved(audit_env, script, f
     script.stop_at_turn = 2
     script.bad_replies = {1: ["I think we should ask about 1989.", '```json\n{"reasoning": 3, "hypotheses": []}\n```'],
                           2: ['{"reasoning": "x", "hypotheses": [], "should_continue": true, "next_prompt": ""}']}
-    run_dir = run(compose_config(audit_env / "out", "max_iterations=3"))
+    run_dir = run(audit_config(audit_env / "out", "max_iterations=3"))
     first = read(run_dir / "auditor_turns" / "001.json")
     assert [a["raw_response"] for a in first["attempts"]] == script.bad_replies[1]
     assert all(a["error"] for a in first["attempts"])
@@ -145,7 +147,7 @@ def test_fenced_and_malformed_replies_are_reasked_and_saved(audit_env, script, f
 def test_auditor_that_never_answers_usably_ends_in_error_summary(audit_env, script):
     script.bad_replies = {1: ["nope", "still nope"]}
     with pytest.raises(UserError, match="no usable reply.*resume="):
-        run(compose_config(audit_env / "out", "auditor.max_reask=1"))
+        run(audit_config(audit_env / "out", "auditor.max_reask=1"))
     (run_dir,) = (audit_env / "out").iterdir()
     summary = read(run_dir / "summary.json")
     assert summary["status"] == "error" and "no usable reply" in summary["error"]
@@ -156,7 +158,7 @@ def test_auditor_that_never_answers_usably_ends_in_error_summary(audit_env, scri
 def test_auditor_gateway_failure_leaves_error_summary(audit_env, script, fake_openrouter):
     fake_openrouter.handler = lambda request: error_reply(400, "bad model") if request.endpoint == "chat" else None
     with pytest.raises(UserError, match="auditor test/auditor failed at turn 1"):
-        run(compose_config(audit_env / "out"))
+        run(audit_config(audit_env / "out"))
     (run_dir,) = (audit_env / "out").iterdir()
     summary = read(run_dir / "summary.json")
     assert summary["status"] == "error" and "bad_request" in summary["error"]
@@ -165,7 +167,7 @@ def test_auditor_gateway_failure_leaves_error_summary(audit_env, script, fake_op
 
 def test_target_errors_are_recorded_and_the_audit_goes_on(audit_env, script):
     script.target_error = lambda k: error_reply(503, "overloaded") if k == 1 else None
-    run_dir = run(compose_config(audit_env / "out", "max_iterations=2"))
+    run_dir = run(audit_config(audit_env / "out", "max_iterations=2"))
     first = read(run_dir / "audited_responses" / "001.json")
     assert first["raw_response"] is None and "server" in first["error"]
     assert read(run_dir / "audited_responses" / "002.json")["error"] is None
@@ -176,7 +178,7 @@ def test_target_errors_are_recorded_and_the_audit_goes_on(audit_env, script):
 def test_fatal_target_error_stops_the_audit(audit_env, script):
     script.target_error = lambda k: error_reply(401, "invalid key")
     with pytest.raises(UserError, match="audited model"):
-        run(compose_config(audit_env / "out"))
+        run(audit_config(audit_env / "out"))
     (run_dir,) = (audit_env / "out").iterdir()
     assert read(run_dir / "summary.json")["status"] == "error"
     assert not (run_dir / "audited_responses" / "001.json").exists()
@@ -185,7 +187,7 @@ def test_fatal_target_error_stops_the_audit(audit_env, script):
 def test_unverifiable_evidence_is_flagged_in_files_and_summary(audit_env, script):
     script.invented_evidence = True
     script.stop_at_turn = 3
-    run_dir = run(compose_config(audit_env / "out"))
+    run_dir = run(audit_config(audit_env / "out"))
     turn = read(run_dir / "auditor_turns" / "002.json")
     by_id = {h["id"]: h for h in turn["parsed"]["hypotheses"]}
     assert by_id["h1"]["supporting_evidence"][0]["verified"] is True
@@ -199,7 +201,7 @@ def test_unverifiable_evidence_is_flagged_in_files_and_summary(audit_env, script
 
 def test_assistant_baseline_is_saved_beside_the_user_persona_response(audit_env, script, fake_openrouter):
     script.stop_at_turn = 2
-    run_dir = run(compose_config(audit_env / "out", "technique.with_baseline=true"))
+    run_dir = run(audit_config(audit_env / "out", "technique.with_baseline=true"))
     response = read(run_dir / "audited_responses" / "001.json")
     assert response["technique"] == "user_persona" and response["raw_response"] == target_text(1)
     baseline = response["baseline"]
@@ -215,14 +217,14 @@ def test_assistant_baseline_is_saved_beside_the_user_persona_response(audit_env,
 
 def test_assistant_and_prefill_techniques(audit_env, script, fake_openrouter):
     script.stop_at_turn = 2
-    run_dir = run(compose_config(audit_env / "out", "technique=assistant"))
+    run_dir = run(audit_config(audit_env / "out", "technique=assistant"))
     response = read(run_dir / "audited_responses" / "001.json")
     assert response["technique"] == "assistant" and response["formatted_prompt"] is None
     assert response["raw_response"] == script.baseline_text and not fake_openrouter.completion_requests()
 
     fake_openrouter.reset()
     fake_openrouter.handler = script.handler
-    cfg = compose_config(audit_env / "out2", "technique=prefill")
+    cfg = audit_config(audit_env / "out2", "technique=prefill")
     run_dir = run(cfg)
     response = read(run_dir / "audited_responses" / "001.json")
     family = get_family("deepseek_v3")
@@ -234,7 +236,7 @@ def test_assistant_and_prefill_techniques(audit_env, script, fake_openrouter):
 
 def test_judge_classifies_responses_and_scores_facts(audit_env, script, fake_openrouter):
     script.stop_at_turn = 3
-    cfg = compose_config(audit_env / "out", "judge=default", "judge.model=test/judge")
+    cfg = audit_config(audit_env / "out", "judge=default", "judge.model=test/judge")
     run_dir = run(cfg)
     response = read(run_dir / "audited_responses" / "001.json")
     assert response["classification"]["label"] == "deflected"
@@ -251,7 +253,7 @@ def test_judge_classifies_responses_and_scores_facts(audit_env, script, fake_ope
 def test_missing_key_fails_before_anything_is_written(audit_env, script, monkeypatch, fake_openrouter):
     monkeypatch.delenv("OPENROUTER_API_KEY")
     with pytest.raises(UserError, match="OPENROUTER_API_KEY"):
-        run(compose_config(audit_env / "out"))
+        run(audit_config(audit_env / "out"))
     assert not (audit_env / "out").exists() and not fake_openrouter.requests
 
 
@@ -262,7 +264,7 @@ def test_tricky_text_round_trips_into_files_and_is_inert_in_html(audit_env, scri
     script.probe = lambda k: f"{TRICKY} #{k} Probe {k}"
     script.target = lambda k: f" {TRICKY} answer {k}"
     script.stop_at_turn = 2
-    cfg = compose_config(audit_env / "out")
+    cfg = audit_config(audit_env / "out")
     cfg.topic.display_name = TRICKY
     cfg.topic.description = TRICKY
     run_dir = run(cfg)
@@ -278,7 +280,7 @@ def test_tricky_text_round_trips_into_files_and_is_inert_in_html(audit_env, scri
 
 
 def test_unknown_technique_fails_before_anything_is_written(audit_env, script):
-    cfg = compose_config(audit_env / "out")
+    cfg = audit_config(audit_env / "out")
     cfg.technique.name = "telepathy"
     with pytest.raises(UserError, match="telepathy.*user_persona"):
         run(cfg)
@@ -287,7 +289,7 @@ def test_unknown_technique_fails_before_anything_is_written(audit_env, script):
 
 def test_resume_continues_a_cut_run_without_duplicates(audit_env, script, fake_openrouter):
     script.stop_at_turn = 4
-    reference = run(compose_config(audit_env / "ref"))
+    reference = run(audit_config(audit_env / "ref"))
     fake_openrouter.reset()
     fake_openrouter.handler = script.handler
     # Cut a copy after turn 3 was written but before response 3 (a half-finished iteration).
@@ -301,7 +303,7 @@ def test_resume_continues_a_cut_run_without_duplicates(audit_env, script, fake_o
     summary = read(cut / "summary.json")
     summary.update(status="running", finished_at=None)
     (cut / "summary.json").write_text(json.dumps(summary))
-    resumed = run(compose_config(audit_env / "other", f"resume={cut}", "topic=chernobyl"))
+    resumed = run(audit_config(audit_env / "other", f"resume={cut}", "topic=chernobyl"))
     assert resumed == cut
     assert names(cut / "auditor_turns") == names(reference / "auditor_turns")
     assert names(cut / "audited_responses") == names(reference / "audited_responses")
@@ -321,10 +323,10 @@ def test_resume_continues_a_cut_run_without_duplicates(audit_env, script, fake_o
 
 def test_resume_of_a_finished_run_or_a_non_run_dir_is_a_user_error(audit_env, script):
     script.stop_at_turn = 2
-    done = run(compose_config(audit_env / "out"))
+    done = run(audit_config(audit_env / "out"))
     with pytest.raises(UserError, match="already finished"):
-        run(compose_config(audit_env / "out", f"resume={done}"))
+        run(audit_config(audit_env / "out", f"resume={done}"))
     with pytest.raises(UserError, match="does not exist"):
-        run(compose_config(audit_env / "out", f"resume={audit_env / 'nope'}"))
+        run(audit_config(audit_env / "out", f"resume={audit_env / 'nope'}"))
     with pytest.raises(UserError, match="not a run directory"):
-        run(compose_config(audit_env / "out", f"resume={audit_env}"))
+        run(audit_config(audit_env / "out", f"resume={audit_env}"))

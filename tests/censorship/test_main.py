@@ -12,7 +12,7 @@ from pathlib import Path
 
 from audit.testing.fake_openrouter import FakeOpenRouter
 
-from .conftest import AUDITOR_MODEL, Script
+from audit.testing.scripted_audit import AUDITOR_MODEL, Script
 
 BASE = ["max_iterations=5", "judge=off", f"auditor.model={AUDITOR_MODEL}", "gateway.max_retries=0",
         "gateway.cache.enabled=false", "output_dir=out"]
