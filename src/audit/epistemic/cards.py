@@ -55,13 +55,13 @@ class _Pools:
     def build(cls, domain: Domain) -> _Pools:
         g, p = domain.graph, domain.predicate.iri
         subjects = g.subjects(p)
-        edges = [(s, o) for s in subjects for o in g.objects(s, p)]
+        edges = [(s, o) for s in subjects for o in g.nodes(s, p)]
         objects = list(dict.fromkeys(o for _, o in edges))
         subject_types = {t for s in subjects[:2000] for t in g.types(s)}
         instances = [n for n in g.subjects(RDF_TYPE) if not _is_schema(g, n)]
-        open_nodes = [n for n in instances if not g.objects(n, p)]
-        similar = [n for n in open_nodes if subject_types & set(g.types(n))]
-        rest = [n for n in open_nodes if not subject_types & set(g.types(n))]
+        open_nodes = [n for n in instances if not g.nodes(n, p)]
+        similar = [n for n in open_nodes if not subject_types.isdisjoint(g.types(n))]
+        rest = [n for n in open_nodes if subject_types.isdisjoint(g.types(n))]
         return cls(domain, edges, subjects, objects, similar + rest, len(similar), instances)
 
     def neighbours(self, node: str) -> list[str]:
@@ -90,19 +90,26 @@ class _Pools:
         g, p = self.domain.graph, self.domain.predicate.iri
         true = g.objects(subj, p)
         out = [n for t in true for n in self.same_kind_neighbours(t)]
-        for n in self.neighbours(subj):
+        for n in _few(self.neighbours(subj), rng):
             if n in true:
                 continue
-            similar = g.incoming(n)
-            for x, _ in similar if len(similar) <= 20 else rng.sample(similar, 20):
-                out += [o for o in g.objects(x, p) if o != subj and o not in true]
+            for x, _ in _few(g.incoming(n), rng):
+                out += [o for o in g.nodes(x, p) if o != subj and o not in true]
         return out
+
+
+def _few(items: list, rng: random.Random, k: int = 20) -> list:
+    """At most ``k`` of ``items`` (a sample when longer): a country has 30k incoming edges,
+    and scanning them all per card would make 10k cards take minutes."""
+    return items if len(items) <= k else rng.sample(items, k)
+
+
+_SCHEMA_TYPES = ("#Class", "#ObjectProperty", "#DatatypeProperty", "#Property")
 
 
 def _is_schema(g: KnowledgeGraph, node: str) -> bool:
     """Classes and properties are vocabulary, not things a claim is about."""
-    return bool(g.objects(node, RDFS_SUBCLASS)) or any(
-        t.endswith(("#Class", "#ObjectProperty", "#DatatypeProperty", "#Property")) for t in g.types(node))
+    return bool(g.nodes(node, RDFS_SUBCLASS)) or any(t.endswith(_SCHEMA_TYPES) for t in g.types(node))
 
 
 def generate_cards(domain: Domain, *, num_per_type: int, seed: int,
@@ -194,7 +201,7 @@ def _card(pools: _Pools, suite: str, s: str, o: str, verdict: Verdict, rng: rand
     if suite == "distractor":
         facts += _distractor_facts(pools, s, o, rng)
     elif suite == "near_miss":
-        facts += [(x, p, o) for x, q in d.graph.incoming(o) if q == p and x != s][:1]
+        facts += [(x, p, o) for x, q in _few(d.graph.incoming(o), rng) if q == p and x != s][:1]
         facts += [(o, q, v) for q, v in d.graph.outgoing(o) if q == p][:1]
     facts = list(dict.fromkeys(facts))
     if suite != "standard":
@@ -222,8 +229,8 @@ def _subject_facts(d: Domain, s: str) -> list[tuple[str, str, str]]:
 def _distractor_facts(pools: _Pools, s: str, o: str, rng: random.Random) -> list[tuple[str, str, str]]:
     """True predicate facts about similar subjects: one holding ``o``, and siblings of ``s``."""
     g, p = pools.domain.graph, pools.domain.predicate.iri
-    holders = [x for x, q in g.incoming(o) if q == p and x != s]
-    siblings = [x for true in g.objects(s, p) for x, q in g.incoming(true) if q == p and x != s]
+    holders = [x for x, q in _few(g.incoming(o), rng) if q == p and x != s]
+    siblings = [x for true in g.nodes(s, p) for x, q in _few(g.incoming(true), rng) if q == p and x != s]
     if not siblings:
         siblings = [rng.choice(pools.subjects) for _ in range(2)]
     picked = holders[:1] + rng.sample(siblings, min(2, len(siblings)))

@@ -32,6 +32,7 @@ RDFS_SUBCLASS = "http://www.w3.org/2000/01/rdf-schema#subClassOf"
 
 _FORMATS = {".ttl": ox.RdfFormat.TURTLE, ".nt": ox.RdfFormat.N_TRIPLES}
 _SNAPSHOT_VERSION = 1
+_NONE: dict = {}  # shared empty mapping for lookups of absent subjects (never mutated)
 
 Triple = tuple[str, str, str]
 
@@ -207,13 +208,17 @@ class KnowledgeGraph:
 
     def __contains__(self, triple: Triple) -> bool:
         s, p, o = triple
-        return not isinstance(o, Literal) and o in self._out.get(s, {}).get(p, ())
+        return not isinstance(o, Literal) and o in self._out.get(s, _NONE).get(p, ())
 
     def objects(self, s: str, p: str) -> list[str]:
         """Node objects of (s, p, *) then literal values (as :class:`Literal`), in file order."""
-        nodes = self._out.get(s, {}).get(p, [])
-        values = self._lit.get(s, {}).get(p)
+        nodes = self._out.get(s, _NONE).get(p, [])
+        values = self._lit.get(s, _NONE).get(p)
         return nodes + [Literal(v) for v in values] if values else nodes
+
+    def nodes(self, s: str, p: str) -> list[str] | tuple[()]:
+        """Node objects only (no literals): the hot lookup of licensing. Do not mutate."""
+        return self._out.get(s, _NONE).get(p, ())
 
     def subjects(self, p: str) -> list[str]:
         """Subjects having at least one ``p`` triple, in file order (deterministic sampling)."""
@@ -242,7 +247,7 @@ class KnowledgeGraph:
 
     def types(self, node: str) -> list[str]:
         """Asserted rdf:type values of ``node`` (no subclass closure; see ``superclasses``)."""
-        return self._out.get(node, {}).get(RDF_TYPE, [])
+        return self._out.get(node, _NONE).get(RDF_TYPE, [])
 
     def superclasses(self) -> dict[str, frozenset[str]]:
         """Reflexive-transitive rdfs:subClassOf closure, as SHACL's sh:class uses it."""
@@ -262,5 +267,5 @@ class KnowledgeGraph:
 
     def label(self, iri: str) -> str:
         """rdfs:label of ``iri`` if present, else its local name with underscores as spaces."""
-        labels = self._lit.get(iri, {}).get(RDFS_LABEL)
+        labels = self._lit.get(iri, _NONE).get(RDFS_LABEL)
         return labels[0] if labels else local_name(iri).replace("_", " ")

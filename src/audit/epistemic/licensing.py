@@ -51,7 +51,7 @@ class Licenser:
 
     def judge(self, subj: str, pred: str, obj: str) -> Verdict:
         """E, C or U for the claim (IRIs only; card text is never consulted)."""
-        if (subj, pred, obj) in self._graph:
+        if obj in self._graph.nodes(subj, pred):
             return ENTAILED
         untyped: str | None = None
         for shape in self._relevant.get(pred, ()):
@@ -78,14 +78,15 @@ class Licenser:
     def _check(self, c: PropertyConstraint, s: str, p: str, o: str, *, only_new: bool) -> Verdict | str | None:
         """A C verdict, or the name of an untyped value (U note), or None when satisfied."""
         g = self._graph
-        old = g.objects(s, c.path)
-        values = [*old, o] if c.path == p else list(old)
-        if c.max_count is not None and len(set(values)) > c.max_count:
+        old = g.objects(s, c.path)  # distinct (the graph is a set) and without o (else E)
+        adds = c.path == p
+        if c.max_count is not None and len(old) + adds > c.max_count:
             has = ", ".join(self._name(v) for v in old)
             return Verdict("C", f"sh:maxCount {c.max_count} on {local_name(c.path)}: {self._name(s)} already has {has}")
+        values = [*old, o] if adds else old
         for q in c.disjoint:
             others = [*g.objects(s, q), o] if q == p else g.objects(s, q)
-            shared = set(values) & set(others)
+            shared = set(values).intersection(others)
             if shared:
                 v = self._name(sorted(shared)[0])
                 return Verdict("C", f"sh:disjoint {local_name(c.path)} / {local_name(q)}: "
@@ -119,10 +120,11 @@ class Licenser:
         return None
 
     def _is_focus(self, shape: NodeShape, s: str) -> bool:
-        g = self._graph
-        return (s in shape.target_nodes
-                or any(g.objects(s, q) for q in shape.target_subjects_of)
-                or bool(shape.target_classes and self._classes(s) & shape.target_classes))
+        nodes = self._graph.nodes
+        for q in shape.target_subjects_of:
+            if nodes(s, q):
+                return True
+        return s in shape.target_nodes or bool(shape.target_classes and self._classes(s) & shape.target_classes)
 
     def _classes(self, node: str) -> frozenset[str]:
         """Types of ``node`` closed under rdfs:subClassOf (memoised: types never change after load)."""
