@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from audit.testing.fake_openrouter import FakeOpenRouter
+from audit.testing.fake_openrouter import FakeOpenRouter, error_reply
 
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
 
@@ -109,3 +109,41 @@ def test_missing_key_fails_clearly_and_writes_nothing(tmp_path, fake_openrouter)
 def test_resume_of_a_non_run_dir_is_one_line(tmp_path):
     code, _, err = finish(audit(tmp_path, None, f"resume={tmp_path}"))
     assert code == 1 and err.count("\n") == 1 and "not a run directory" in err
+
+
+def test_sigterm_leaves_an_error_summary_and_the_run_resumes(tmp_path, fake_openrouter):
+    script = Script(stop_at_turn=4, target_delay_s=0.3)
+    fake_openrouter.handler = script.handler
+    proc = audit(tmp_path, fake_openrouter, *BASE)
+    deadline = time.monotonic() + 60
+    while not list((tmp_path / "out").glob("*/audited_responses/001.json")):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    code, _, err = finish(proc)
+    (run_dir,) = (tmp_path / "out").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert code == 1 and "interrupted" in err and f"resume={run_dir}" in err
+    assert summary["status"] == "error" and summary["error"] == "interrupted"
+    code, _, err = finish(audit(tmp_path, fake_openrouter, f"resume={run_dir}"))
+    assert code == 0, err
+    assert json.loads((run_dir / "summary.json").read_text())["total_iterations"] == 3
+
+
+def test_sweep_jobs_get_their_own_run_dirs_and_a_failed_job_does_not_stop_the_sweep(tmp_path, fake_openrouter):
+    script = Script(stop_at_turn=2)
+
+    def handler(request):
+        if request.endpoint == "completion" and request.json["model"] == "moonshotai/kimi-k2":
+            return error_reply(401, "no access to this model")
+        return script.handler(request)
+
+    fake_openrouter.handler = handler
+    sweep = [a for a in BASE if not a.startswith("output_dir")]
+    code, _, err = finish(audit(tmp_path, fake_openrouter, "-m", "audited=kimi_k2,deepseek_chat", *sweep))
+    assert code != 0 and "no access" in err
+    summaries = {p.parent.name.split("_tiananmen_")[0]: json.loads(p.read_text())
+                 for p in (tmp_path / "multirun").rglob("summary.json")}
+    assert {k: v["status"] for k, v in summaries.items()} == {"kimi_k2": "error", "deepseek_chat": "completed"}
+    job_dirs = {p.parent.parent for p in (tmp_path / "multirun").rglob("summary.json")}
+    assert len(job_dirs) == 2

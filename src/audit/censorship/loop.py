@@ -14,6 +14,7 @@ job fails, so the summary is the only record an aggregate step can count on).
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 from collections import Counter
 from collections.abc import Mapping
@@ -132,9 +133,14 @@ def run(cfg: DictConfig) -> Path:
     try:
         asyncio.run(audit.run())
     except AuditStopped as exc:
-        raise UserError(f"{exc}; partial results in {run_dir.path}; continue with: "
-                        f"python -m audit resume={run_dir.path}") from None
+        raise UserError(f"{exc}; {resume_hint(run_dir)}") from None
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        raise UserError(f"interrupted; {resume_hint(run_dir)}") from None
     return run_dir.path
+
+
+def resume_hint(run_dir: RunDir) -> str:
+    return f"partial results in {run_dir.path}; continue with: python -m audit resume={run_dir.path}"
 
 
 def resumed_config(saved: DictConfig, current: DictConfig) -> DictConfig:
@@ -161,7 +167,7 @@ def parent_dir(cfg: DictConfig) -> Path:
         hydra_cfg = HydraConfig.get()
         if hydra_cfg.mode == RunMode.MULTIRUN:
             return Path(hydra_cfg.runtime.output_dir)
-    return Path(str(cfg.output_dir))
+    return Path(str(cfg.output_dir)).absolute()
 
 
 class Audit:
@@ -194,6 +200,7 @@ class Audit:
     # -- the loop --------------------------------------------------------------------------
 
     async def run(self) -> None:
+        _cancel_on_sigterm()
         try:
             self.write_summary("running")
             await self.loop()
@@ -205,6 +212,9 @@ class Audit:
             write_report(self.run_dir.path)
             say(f"done: {self.final_status()} after {len(self.responses)} iterations; "
                 f"{self.totals.tokens:,} tokens, ${self.totals.cost:.4f}; {self.run_dir.path}")
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            self.write_summary("error", error="interrupted")
+            raise
         except BaseException as exc:
             self.write_summary("error", error=f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
             raise
@@ -411,6 +421,19 @@ class Audit:
             "failed_turn": self.failed_turn,
         }
         self.run_dir.write_summary(summary)
+
+
+def _cancel_on_sigterm() -> None:
+    """Turn SIGTERM (``kill``, a scheduler's preemption) into a cancellation, so the summary says ``error``.
+
+    Ctrl-C already cancels the task under ``asyncio.run``; outside the main thread (some
+    Hydra launchers) signals cannot be handled and the default applies.
+    """
+    task = asyncio.current_task()
+    try:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    except (NotImplementedError, RuntimeError, ValueError):
+        pass
 
 
 def conversation_after(turn: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -154,7 +154,7 @@ def _consecutive(folder: Path) -> dict[int, dict[str, Any]]:
 
 def open_existing(path: str | Path) -> tuple[RunDir, DictConfig]:
     """Open a run dir to resume it: its saved config, or a one-line :class:`UserError`."""
-    run_dir = RunDir(Path(path).expanduser())
+    run_dir = RunDir(Path(path).expanduser().absolute())
     if not run_dir.path.is_dir():
         raise UserError(f"resume: {str(path)!r} does not exist; pass a run directory written by `python -m audit`")
     if not run_dir.config_path.is_file() or not (run_dir.path / TURNS).is_dir():
