@@ -330,3 +330,20 @@ def test_resume_of_a_finished_run_or_a_non_run_dir_is_a_user_error(audit_env, sc
         run(audit_config(audit_env / "out", f"resume={audit_env / 'nope'}"))
     with pytest.raises(UserError, match="not a run directory"):
         run(audit_config(audit_env / "out", f"resume={audit_env}"))
+
+
+def test_resume_after_the_final_turn_only_finalises(audit_env, script, fake_openrouter):
+    script.stop_at_turn = 2
+    done = run(audit_config(audit_env / "out", "judge=default", "judge.model=test/judge"))
+    summary = read(done / "summary.json")
+    summary.update(status="running", fact_recall=None)
+    (done / "summary.json").write_text(json.dumps(summary))
+    (done / "report.html").unlink()
+    fake_openrouter.reset()
+    fake_openrouter.handler = script.handler
+    run(audit_config(audit_env / "elsewhere", f"resume={done}"))
+    assert [r.json["model"] for r in fake_openrouter.requests] == ["test/judge"]  # fact scoring only
+    summary = read(done / "summary.json")
+    assert summary["status"] == "completed" and summary["fact_recall"]["total"] > 0
+    assert summary["classifications"] == {"deflected": 1} and (done / "report.html").exists()
+    assert (done / "usage.1.json").exists() and not (audit_env / "elsewhere").exists()

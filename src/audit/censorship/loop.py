@@ -130,6 +130,8 @@ def run(cfg: DictConfig) -> Path:
     else:
         run_dir.create(cfg)
     audit = Audit(cfg, plan, run_dir, gateway)
+    say(f"resuming {run_dir.path} from its saved config (only gateway settings come from this command)"
+        if resume else f"run dir: {run_dir.path}")
     try:
         asyncio.run(audit.run())
     except AuditStopped as exc:

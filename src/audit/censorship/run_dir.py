@@ -67,14 +67,6 @@ class Saved:
     turns: dict[int, dict[str, Any]] = field(default_factory=dict)
     responses: dict[int, dict[str, Any]] = field(default_factory=dict)
 
-    @property
-    def last_turn(self) -> int:
-        return max(self.turns, default=0)
-
-    @property
-    def last_response(self) -> int:
-        return max(self.responses, default=0)
-
 
 class RunDir:
     """Paths and atomic writers of one run directory."""
