@@ -56,3 +56,19 @@ def test_syntax_error_and_empty_graph_through_config(tmp_path):
     cfg.graph = str(empty)
     with pytest.raises(UserError, match="empty"):
         load_domain(cfg)
+
+
+def test_built_domain_caches_validation(tmp_path):
+    """A builder domain loads its cache file and stores the pyshacl verdict beside it."""
+    from audit.epistemic.build.geography import Scale, cache_path, write_graph
+
+    write_graph(Scale(15000, capital_min_population=15000, countries=frozenset({"FR", "BE"})),
+                cache_path(tmp_path, "small"))
+    cfg = conf("domain", "geography")
+    cfg.cache_dir = str(tmp_path)
+    d = load_domain(cfg)
+    assert d.predicate.name == "has_capital" and "CC BY 4.0" in d.provenance
+    assert len(list(tmp_path.glob("*.violations-*.json"))) == 1 and list(tmp_path.glob("*.idx"))
+    again = load_domain(cfg, conf("predicate", "located_in_country"))
+    assert len(list(tmp_path.glob("*.violations-*.json"))) == 2
+    assert len(again.graph) == len(d.graph)

@@ -49,3 +49,14 @@ def test_remove_sets_edges_aside(tmp_path):
     assert len(g) == 2
     assert g.incoming("http://ex.org/b") == []
     assert g.subjects("http://ex.org/p") == []
+
+
+def test_snapshot_reloads_the_same_graph(tmp_path):
+    path = tmp_path / "g.nt"
+    path.write_text('<http://ex.org/a> <http://ex.org/p> <http://ex.org/b> .\n'
+                    '<http://ex.org/a> <http://www.w3.org/2000/01/rdf-schema#label> "A" .\n')
+    first = KnowledgeGraph.load(path, snapshot=True)
+    assert (tmp_path / "g.nt.idx").is_file()
+    second = KnowledgeGraph.load(path, snapshot=True)
+    assert sorted(second.triples()) == sorted(first.triples()) and len(second) == 2
+    assert second.label("http://ex.org/a") == "A"

@@ -109,3 +109,46 @@ def test_differential_against_pyshacl(world, tmp_path):
         assert (verdict.label == "C") == _pyshacl_flags(graph, tmp_path / "s.ttl", claim), (claim, verdict)
         checked += 1
     assert checked > 50
+
+
+CAPITAL_DATA = """@prefix ex: <http://ex.org/> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+ex:Capital rdfs:subClassOf ex:City .
+ex:fr a ex:Country ; ex:capital ex:paris ; ex:border ex:de .
+ex:de a ex:Country ; ex:capital ex:berlin ; ex:border ex:fr .
+ex:aq a ex:Country .
+ex:paris a ex:Capital . ex:berlin a ex:City . ex:lyon a ex:City ; ex:country ex:fr .
+ex:europe a ex:Continent .
+"""
+CAPITAL_SHAPES = """@prefix ex: <http://ex.org/> .
+@prefix sh: <http://www.w3.org/ns/shacl#> .
+ex:CapitalShape a sh:NodeShape ; sh:targetSubjectsOf ex:capital ; sh:class ex:Country ;
+    sh:property [ sh:path ex:capital ; sh:class ex:City ] .
+ex:CountryShape a sh:NodeShape ; sh:targetClass ex:Country ;
+    sh:property [ sh:path ex:capital ; sh:maxCount 1 ] ;
+    sh:property [ sh:path ex:border ; sh:class ex:Country ; sh:disjoint ex:country ] .
+ex:CityShape a sh:NodeShape ; sh:targetSubjectsOf ex:country ;
+    sh:property [ sh:path ex:country ; sh:maxCount 1 ; sh:class ex:Country ] .
+"""
+
+
+def test_differential_node_class_target_class_and_disjoint(tmp_path):
+    """Same differential check with a focus-node sh:class, sh:targetClass and subclasses."""
+    (tmp_path / "g.ttl").write_text(CAPITAL_DATA)
+    (tmp_path / "s.ttl").write_text(CAPITAL_SHAPES)
+    graph = KnowledgeGraph.load(tmp_path / "g.ttl")
+    shapes = load_shapes(tmp_path / "s.ttl")
+    assert validate(graph, shapes) == []
+    lic = Licenser(graph, shapes)
+    nodes = ["fr", "de", "aq", "paris", "berlin", "lyon", "europe"]
+    labels = set()
+    for s, o, p in itertools.product(nodes, nodes, ["capital", "country", "border"]):
+        claim = (EX + s, EX + p, EX + o)
+        if claim in graph or s == o:
+            continue
+        verdict = lic.judge(*claim)
+        labels.add(verdict.label)
+        assert (verdict.label == "C") == _pyshacl_flags(graph, tmp_path / "s.ttl", claim), (claim, verdict)
+    assert labels == {"C", "U"}
+    assert lic.judge(EX + "lyon", EX + "capital", EX + "berlin").reason.startswith("sh:class Country on CapitalShape")
+    assert lic.judge(EX + "fr", EX + "country", EX + "de").reason.startswith("sh:disjoint border / country")

@@ -98,6 +98,12 @@ class _Pools:
         return out
 
 
+    def next_to_true(self, subj: str, rng: random.Random) -> list[str]:
+        """Nodes of any kind one edge from ``subj``'s true objects (sampled), except ``subj``."""
+        g, p = self.domain.graph, self.domain.predicate.iri
+        return [n for t in g.nodes(subj, p) for n in _few(self.neighbours(t), rng) if n != subj]
+
+
 def _few(items: list, rng: random.Random, k: int = 20) -> list:
     """At most ``k`` of ``items`` (a sample when longer): a country has 30k incoming edges,
     and scanning them all per card would make 10k cards take minutes."""
@@ -173,7 +179,9 @@ def _sample(pools: _Pools, suite: str, n: int, rng: random.Random) -> dict[str, 
 def _contradiction_candidate(pools: _Pools, suite: str, rng: random.Random) -> Claim | None:
     subj = rng.choice(pools.subjects)
     if suite == "near_miss":
-        near = pools.near_objects(subj, rng)
+        # mostly same-kind near misses; some of any kind next to the true object (a country's
+        # capital offered as its neighbour), since a multi-valued predicate has no other C
+        near = pools.near_objects(subj, rng) if rng.random() < 0.8 else pools.next_to_true(subj, rng)
         return (subj, rng.choice(near)) if near else None
     source = pools.objects if rng.random() < 0.7 else pools.instances
     return subj, rng.choice(source)
