@@ -47,7 +47,7 @@ class _Pools:
     objects: list[str]
     open_subjects: list[str]      # instances lacking the predicate, similar ones first
     similar_open: int             # how many of open_subjects share a type with the subjects
-    instances: list[str]
+    foreign: list[str]            # instances sharing no type with the predicate's objects
     _near: dict[str, list[str]] = field(default_factory=dict)
     _kin: dict[str, list[str]] = field(default_factory=dict)
 
@@ -62,7 +62,17 @@ class _Pools:
         open_nodes = [n for n in instances if not g.nodes(n, p)]
         similar = [n for n in open_nodes if not subject_types.isdisjoint(g.types(n))]
         rest = [n for n in open_nodes if subject_types.isdisjoint(g.types(n))]
-        return cls(domain, edges, subjects, objects, similar + rest, len(similar), instances)
+        object_types = {t for o in objects for t in g.types(o)}
+        foreign = [n for n in instances if object_types.isdisjoint(g.types(n))]
+        return cls(domain, edges, subjects, objects, similar + rest, len(similar), foreign)
+
+    def open_subject(self, rng: random.Random) -> str | None:
+        """A node without the predicate, mostly one of the same kind as its subjects."""
+        if not self.open_subjects:
+            return None
+        if self.similar_open and rng.random() < 0.8:
+            return self.open_subjects[rng.randrange(self.similar_open)]
+        return rng.choice(self.open_subjects)
 
     def neighbours(self, node: str) -> list[str]:
         """Nodes one relation edge away (types and labels excluded), memoised."""
@@ -177,24 +187,32 @@ def _sample(pools: _Pools, suite: str, n: int, rng: random.Random) -> dict[str, 
 
 
 def _contradiction_candidate(pools: _Pools, suite: str, rng: random.Random) -> Claim | None:
-    subj = rng.choice(pools.subjects)
-    if suite == "near_miss":
-        # mostly same-kind near misses; some of any kind next to the true object (a country's
-        # capital offered as its neighbour), since a multi-valued predicate has no other C
-        near = pools.near_objects(subj, rng) if rng.random() < 0.8 else pools.next_to_true(subj, rng)
-        return (subj, rng.choice(near)) if near else None
-    source = pools.objects if rng.random() < 0.7 else pools.instances
-    return subj, rng.choice(source)
+    """Claims likely to be C, of every kind the shapes can refute; the licenser has the last word.
+
+    Half give a subject with a value another subject's object (a second value), a quarter
+    give a subject without a value an object of a foreign class, a quarter one of the
+    subject's own neighbours (a tributary as mouth: disjointness).
+    """
+    roll = rng.random()
+    if roll < 0.5 or not pools.open_subjects:
+        subj = rng.choice(pools.subjects)
+        if suite == "near_miss":
+            # mostly same-kind near misses; some of any kind next to the true object (a
+            # country's capital offered as its neighbour), the only C of multi-valued predicates
+            near = pools.near_objects(subj, rng) if rng.random() < 0.8 else pools.next_to_true(subj, rng)
+            return (subj, rng.choice(near)) if near else None
+        return subj, rng.choice(pools.objects)
+    subj = pools.open_subject(rng)
+    if roll < 0.75:
+        return (subj, rng.choice(pools.foreign)) if pools.foreign else None
+    near = pools.neighbours(subj)
+    return (subj, rng.choice(near)) if near else None
 
 
 def _open_candidate(pools: _Pools, suite: str, rng: random.Random) -> Claim | None:
-    if not pools.open_subjects:
+    subj = pools.open_subject(rng)
+    if subj is None:
         return None
-    similar = pools.similar_open
-    if similar and rng.random() < 0.8:
-        subj = pools.open_subjects[rng.randrange(similar)]
-    else:
-        subj = rng.choice(pools.open_subjects)
     if suite == "near_miss":
         near = pools.near_objects(subj, rng)
         if near:
