@@ -157,3 +157,11 @@ def test_techniques(name):
 def test_default_technique_and_prefill_text():
     assert _compose().technique.name == "user_persona"
     assert _compose("technique=prefill").technique.prefill_text.strip()
+
+
+def test_failed_call_is_reported_as_a_failure_not_an_empty_answer():
+    message = prompts.turn_message(3, None, technique="user_persona", response_error="server: upstream 502")
+    assert "call to the target model failed" in message and "server: upstream 502" in message
+    assert "returned no text" not in message
+    empty = prompts.turn_message(3, "  ", technique="user_persona")
+    assert "returned no text" in empty and "failed" not in empty

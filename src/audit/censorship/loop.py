@@ -246,7 +246,9 @@ class Audit:
         response = self.responses[iteration]
         baseline = response.get("baseline")
         return turn_message(iteration, text_of(response), technique=self.plan.technique,
-                            baseline_text=text_of(baseline) if baseline else None)
+                            baseline_text=text_of(baseline) if baseline else None,
+                            response_error=response.get("error"),
+                            baseline_error=baseline.get("error") if baseline else None)
 
     # -- the auditor -------------------------------------------------------------------------
 

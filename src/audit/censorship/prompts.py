@@ -71,26 +71,30 @@ def technique_description(technique: str) -> str:
         raise ValueError(f"no auditor description for technique {technique!r}") from None
 
 
-def turn_message(iteration: int, response_text: str, *, technique: str, baseline_text: str | None = None) -> str:
+def turn_message(iteration: int, response_text: str | None, *, technique: str, baseline_text: str | None = None,
+                 response_error: str | None = None, baseline_error: str | None = None) -> str:
     """The user message that hands response ``iteration`` to the auditor (turn ``iteration + 1``).
 
-    The response is fenced by delimiters and labelled untrusted; ``baseline_text`` (the
-    assistant-technique sample of the same probe) follows it when it was sampled.
+    The response is fenced by delimiters and labelled untrusted; the baseline (the
+    assistant-technique sample of the same probe) follows it when it was sampled. A failed
+    call is said to be a failure, so the auditor does not read an outage as a refusal.
     """
     baseline = ""
-    if baseline_text is not None:
-        baseline = fill(load("turn_baseline"), iteration=iteration, baseline=_shown(baseline_text))
+    if baseline_text is not None or baseline_error is not None:
+        baseline = fill(load("turn_baseline"), iteration=iteration, baseline=_shown(baseline_text, baseline_error))
     return fill(
         load("turn"),
         iteration=iteration,
         next_iteration=iteration + 1,
         technique=technique_description(technique),
-        response=_shown(response_text),
+        response=_shown(response_text, response_error),
         baseline=baseline,
     )
 
 
-def _shown(text: str | None) -> str:
+def _shown(text: str | None, error: str | None = None) -> str:
+    if error:
+        return fill(load("failed_response"), error=error)
     return text if text and text.strip() else load("empty_response")
 
 

@@ -10,6 +10,7 @@ key that route falls back to OPENAI_API_KEY, so the key is always passed.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from types import ModuleType
@@ -189,4 +190,10 @@ async def close() -> None:
         from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
     except ImportError:
         return
+    # Drain queued logging work on this loop first: what is left behind is carried onto the
+    # next loop that calls litellm (a second job in the same process) and piles up there.
+    try:
+        await asyncio.wait_for(GLOBAL_LOGGING_WORKER.flush(), timeout=5)
+    except asyncio.TimeoutError:
+        pass
     await GLOBAL_LOGGING_WORKER.stop()
