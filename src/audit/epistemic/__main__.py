@@ -19,6 +19,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from audit.epistemic.pipeline import run, write_summary
+from audit.cli_help import maybe_help
 from audit.errors import UserError, exit_on_user_error
 from audit.paths import CONF_DIR
 
@@ -50,4 +51,5 @@ def cli() -> None:
 
 
 if __name__ == "__main__":
+    maybe_help("epistemic")
     cli()
