@@ -84,9 +84,9 @@ def test_sweep_runs_every_job_and_records_a_failed_one(tmp_path):
     proc = run_cli(tmp_path, "-m", "predicate=has_capital,has_mouth", "cards.num_per_type=1")
     assert proc.returncode == 1
     (sweep,) = (tmp_path / "multirun").iterdir()
-    failed = json.loads((next(sweep.glob("0_*")) / "summary.json").read_text())
+    failed = json.loads((sweep / "0" / "summary.json").read_text())
     assert failed["status"] == "error" and "Unknown predicate 'has_capital'" in failed["error"]
-    (run_dir,) = next(sweep.glob("1_*")).glob("rivers_has_mouth_*")
+    (run_dir,) = (sweep / "1").glob("rivers_has_mouth_*")
     assert json.loads((run_dir / "summary.json").read_text())["status"] == "ok"
     assert (run_dir / "report.html").is_file()
     assert "1 sweep job(s) failed" in proc.stderr

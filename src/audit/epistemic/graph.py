@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import gc
 import marshal
-import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +23,7 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from audit.errors import UserError
+from audit.io.atomic import atomic_open
 
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
@@ -125,16 +124,8 @@ class KnowledgeGraph:
 
     def _write_snapshot(self, idx: Path) -> None:
         data = marshal.dumps((_SNAPSHOT_VERSION, self._out, self._lit, self._in, self._subjects_of, self._size))
-        fd, tmp = tempfile.mkstemp(dir=idx.parent, prefix=f".{idx.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, idx)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_open(idx, "wb") as handle:
+            handle.write(data)
 
     def _bulk_add(self, parsed: Iterable[ox.Triple]) -> None:
         """``add`` for a parser's stream, inlined and with shared predicate/class strings,

@@ -9,25 +9,39 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 
-def write_text(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` atomically, creating parent directories."""
+@contextmanager
+def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
+    """Open a temporary file beside ``path`` for writing; on success it replaces ``path``.
+
+    ``mode`` is ``"w"`` (UTF-8 text, no newline translation) or ``"wb"``. If the block
+    raises, the temporary file is removed and ``path`` is left as it was.
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    text_options: dict[str, Any] = {} if "b" in mode else {"encoding": "utf-8", "newline": ""}
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        with os.fdopen(fd, mode, **text_options) as handle:
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return target
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically, creating parent directories."""
+    with atomic_open(path) as handle:
+        handle.write(text)
+    return Path(path)
 
 
 def write_json(path: str | os.PathLike[str], data: Any) -> Path:

@@ -23,8 +23,6 @@ so later runs only parse the cache.
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib.metadata import version
@@ -34,6 +32,7 @@ from omegaconf import DictConfig
 
 from audit.epistemic.build.ntriples import iri, line, literal
 from audit.errors import exit_on_user_error, unknown_choice
+from audit.io.atomic import atomic_open
 
 GEO = "https://w3id.org/audit/geo#"
 GEONAMES = "https://sws.geonames.org/"
@@ -173,17 +172,8 @@ def _match_capitals(countries: dict, cities: list[dict], scale: Scale) -> dict[s
 
 def write_graph(scale: Scale, out: Path) -> Path:
     """Stream the triples to ``out`` atomically (temp file + fsync + rename)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.writelines(triples(scale))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_open(out) as handle:
+        handle.writelines(triples(scale))
     return out
 
 

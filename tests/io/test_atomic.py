@@ -1,0 +1,27 @@
+import pytest
+
+from audit.io.atomic import atomic_open, read_json, write_json, write_text
+
+
+def test_write_replaces_whole_file_and_keeps_text_exact(tmp_path):
+    path = tmp_path / "a" / "f.txt"
+    write_text(path, "old")
+    write_text(path, "新 \"quoted\"\r\nline")
+    assert path.read_bytes() == "新 \"quoted\"\r\nline".encode("utf-8")
+    assert [p.name for p in path.parent.iterdir()] == ["f.txt"]
+
+
+def test_failure_leaves_previous_content_and_no_temp_file(tmp_path):
+    path = tmp_path / "f.json"
+    write_json(path, {"kept": True})
+    with pytest.raises(RuntimeError), atomic_open(path) as handle:
+        handle.write('{"half": ')
+        raise RuntimeError("killed mid-write")
+    assert read_json(path) == {"kept": True}
+    assert [p.name for p in tmp_path.iterdir()] == ["f.json"]
+
+
+def test_binary_mode(tmp_path):
+    with atomic_open(tmp_path / "b.bin", "wb") as handle:
+        handle.write(b"\x00\xff")
+    assert (tmp_path / "b.bin").read_bytes() == b"\x00\xff"
