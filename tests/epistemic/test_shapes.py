@@ -43,3 +43,16 @@ ex:yy ex:capital ex:europe . ex:europe a ex:Continent .
     assert {(v["focus"], v["message"].split(":")[0]) for v in violations} == {
         (EX + "xx", "MaxCountConstraintComponent"), (EX + "yy", "ClassConstraintComponent")}
     assert graph.subjects(EX + "capital") == [EX + "fr"]
+
+
+def test_node_class_violation_sets_aside_the_edges_that_made_the_focus(tmp_path):
+    """A node shape's own sh:class has no result path: the focus's targetSubjectsOf edges go."""
+    (tmp_path / "s.ttl").write_text(SHAPES.replace("sh:targetSubjectsOf ex:capital ;",
+                                                   "sh:targetSubjectsOf ex:capital ; sh:class ex:Country ;"))
+    (tmp_path / "g.ttl").write_text("""@prefix ex: <http://ex.org/> .
+ex:fr a ex:Country ; ex:capital ex:paris . ex:paris a ex:City ; ex:capital ex:lyon . ex:lyon a ex:City .
+""")
+    graph = KnowledgeGraph.load(tmp_path / "g.ttl")
+    (v,) = validate(graph, load_shapes(tmp_path / "s.ttl"))
+    assert (v["focus"], v["path"]) == (EX + "paris", EX + "capital")
+    assert graph.subjects(EX + "capital") == [EX + "fr"]

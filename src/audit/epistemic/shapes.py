@@ -115,7 +115,10 @@ def validate(graph: KnowledgeGraph, shapes: Shapes, paths: set[str] | None = Non
     what sh:maxCount/sh:class/sh:disjoint and the targets look at, so the verdicts equal those
     on the whole graph while pyshacl never sees the (irrelevant) bulk of literal triples.
     Each violation's (focus, path) edges are removed from ``graph`` and returned as
-    ``{"focus", "path", "value", "message"}``.
+    ``{"focus", "path", "value", "message"}``. A violation of a node shape's own sh:class has
+    no result path: the focus node is of the wrong class, and what made it a focus is its
+    sh:targetSubjectsOf edges, so those are the edges set aside (path None when a shape
+    targets by class or node, where no edge can be blamed).
     """
     import pyshacl
     import rdflib
@@ -136,19 +139,22 @@ def validate(graph: KnowledgeGraph, shapes: Shapes, paths: set[str] | None = Non
         data.add((_term(s), rdflib.URIRef(p), _term(o)))
     shacl = rdflib.Graph().parse(shapes.path, format="turtle")
     _, report, _ = pyshacl.validate(data, shacl_graph=shacl, inference="none", allow_warnings=True)
+    focus_edges = {shape.iri: sorted(shape.target_subjects_of) for shape in shapes.node_shapes}
     violations = []
     for result in report.subjects(rdflib.RDF.type, rdflib.SH.ValidationResult):
         focus = str(report.value(result, rdflib.SH.focusNode))
-        path = str(report.value(result, rdflib.SH.resultPath))
+        result_path = report.value(result, rdflib.SH.resultPath)
+        if result_path is not None:
+            paths_hit: list[str | None] = [str(result_path)]
+        else:
+            paths_hit = list(focus_edges.get(str(report.value(result, rdflib.SH.sourceShape)), ())) or [None]
         value = report.value(result, rdflib.SH.value)
-        violations.append({
-            "focus": focus,
-            "path": path,
-            "value": None if value is None else str(value),
-            "message": f"{_local(report.value(result, rdflib.SH.sourceConstraintComponent))}: "
-                       f"{report.value(result, rdflib.SH.resultMessage)}",
-        })
-    violations.sort(key=lambda v: (v["focus"], v["path"], v["value"] or ""))
+        message = (f"{_local(report.value(result, rdflib.SH.sourceConstraintComponent))}: "
+                   f"{report.value(result, rdflib.SH.resultMessage)}")
+        for path in paths_hit:
+            violations.append({"focus": focus, "path": path, "value": None if value is None else str(value),
+                               "message": message})
+    violations.sort(key=lambda v: (v["focus"], v["path"] or "", v["value"] or ""))
     set_aside(graph, violations)
     return violations
 
@@ -156,7 +162,8 @@ def validate(graph: KnowledgeGraph, shapes: Shapes, paths: set[str] | None = Non
 def set_aside(graph: KnowledgeGraph, violations: list[dict]) -> None:
     """Remove each violation's (focus, path) edges, so verdicts start from a valid graph."""
     for v in violations:
-        graph.remove(v["focus"], v["path"])
+        if v["path"] is not None:
+            graph.remove(v["focus"], v["path"])
 
 
 def _closure_paths(shapes: Shapes, paths: set[str]) -> set[str]:
