@@ -61,56 +61,70 @@ def gateway(base_url: str, cache_dir: Path, concurrency: int) -> Gateway:
     return Gateway(settings, "bench-key", rng=random.Random(0))
 
 
-async def per_call_overhead(base_url: str, cache_dir: Path, calls: int) -> tuple[float, float, float]:
-    """Median latency of sequential calls: bare httpx POST, litellm alone, the gateway; same payload."""
-    body = {"model": "m/x", "prompt": "The quick brown fox", "max_tokens": 8}
-    bare = []
-    async with httpx.AsyncClient() as client:
-        for _ in range(20):  # warm-up
-            await client.post(base_url + "/completions", json=body)
-        for _ in range(calls):
-            started = time.perf_counter()
-            (await client.post(base_url + "/completions", json=body,
-                               headers={"Authorization": "Bearer x"})).json()
-            bare.append(time.perf_counter() - started)
-    gw = gateway(base_url, cache_dir, 1)
+PROMPT = "The quick brown fox"
+MESSAGES = [{"role": "user", "content": PROMPT}]
+
+
+async def median_latency(call, calls: int) -> float:
+    """Median seconds of ``calls`` sequential awaits of ``call()``, after a warm-up."""
     for _ in range(20):
-        await gw.acomplete("m/x", "The quick brown fox", max_tokens=8)
-    client = gw._completion_client()
-    bare_litellm = []
+        await call()
+    times = []
     for _ in range(calls):
         started = time.perf_counter()
-        await backend.post(backend.COMPLETION_ROUTE, "m/x", {"prompt": "The quick brown fox", "max_tokens": 8},
-                           api_base=base_url, api_key="bench-key", timeout_s=30, headers={}, provider=None,
-                           client=client)
-        bare_litellm.append(time.perf_counter() - started)
-    timed = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        await gw.acomplete("m/x", "The quick brown fox", max_tokens=8)
-        timed.append(time.perf_counter() - started)
+        await call()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+async def per_call_overhead(base_url: str, cache_dir: Path, calls: int, route: str) -> tuple[float, float, float]:
+    """Median latency of sequential calls on one route: bare httpx POST, litellm alone, the gateway."""
+    chat = route == backend.CHAT_ROUTE
+    path, payload = ("/chat/completions", {"messages": MESSAGES}) if chat else ("/completions", {"prompt": PROMPT})
+    payload["max_tokens"] = 8
+    async with httpx.AsyncClient(headers={"Authorization": "Bearer x"}) as client:
+        bare = await median_latency(
+            lambda: client.post(base_url + path, json={"model": "m/x", **payload}), calls)
+    gw = gateway(base_url, cache_dir, 1)
+    pooled = None if chat else gw._completion_client()
+    lite = await median_latency(
+        lambda: backend.post(route, "m/x", dict(payload), api_base=base_url, api_key="bench-key", timeout_s=30,
+                             headers={}, provider=None, client=pooled), calls)
+    timed = await median_latency(
+        (lambda: gw.achat("m/x", MESSAGES, max_tokens=8)) if chat
+        else (lambda: gw.acomplete("m/x", PROMPT, max_tokens=8)), calls)
     await gw.aclose()
-    return statistics.median(bare), statistics.median(bare_litellm), statistics.median(timed)
+    return bare, lite, timed
 
 
-async def concurrent_batch(base_url: str, cache_dir: Path, calls: int, concurrency: int) -> tuple[float, float]:
-    """Wall time of `calls` requests at `concurrency` in flight: bare httpx, then the gateway."""
+async def concurrent_batch(base_url: str, cache_dir: Path, calls: int, concurrency: int,
+                           route: str) -> tuple[float, float]:
+    """Wall time of `calls` requests at `concurrency` in flight on one route: bare httpx, then the gateway."""
+    chat = route == backend.CHAT_ROUTE
+    path = "/chat/completions" if chat else "/completions"
+
+    def body(i: int) -> dict:
+        return {"messages": [{"role": "user", "content": f"p{i}"}]} if chat else {"prompt": f"p{i}"}
+
+    def call(i: int):
+        return gw.achat("m/x", body(i)["messages"]) if chat else gw.acomplete("m/x", f"p{i}")
+
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(limits=limits, timeout=30) as client:
         gate = asyncio.Semaphore(concurrency)
 
         async def one(i: int) -> None:
             async with gate:
-                (await client.post(base_url + "/completions", json={"model": "m/x", "prompt": f"p{i}"})).json()
+                (await client.post(base_url + path, json={"model": "m/x", **body(i)})).json()
 
         await one(-1)
         started = time.perf_counter()
         await asyncio.gather(*(one(i) for i in range(calls)))
         bare = time.perf_counter() - started
     gw = gateway(base_url, cache_dir, concurrency)
-    await gw.acomplete("m/x", "warm-up")
+    await call(-1)
     started = time.perf_counter()
-    await asyncio.gather(*(gw.acomplete("m/x", f"prompt {i}") for i in range(calls)))
+    await asyncio.gather(*(call(i) for i in range(calls)))
     elapsed = time.perf_counter() - started
     await gw.aclose()
     return bare, elapsed
@@ -125,20 +139,23 @@ def main() -> None:
     rows.append(("python -m audit --help", f"{help_s * 1000:.0f} ms", "< 1000 ms, litellm not imported",
                  f"litellm imported: {imported}"))
     with tempfile.TemporaryDirectory() as tmp:
-        with loopback_server(0.0) as base_url:
-            bare, lite, timed = asyncio.run(per_call_overhead(base_url, Path(tmp), args.calls))
-        rows.append(("per-call overhead (median)", f"{(timed - bare) * 1000:.2f} ms",
-                     "<= 5 ms over bare httpx", f"httpx {bare * 1000:.2f} ms, litellm alone {lite * 1000:.2f} ms, "
-                                               f"gateway {timed * 1000:.2f} ms (own share {(timed - lite) * 1000:.2f} ms)"))
+        for route, name in ((backend.COMPLETION_ROUTE, "raw completion"), (backend.CHAT_ROUTE, "chat")):
+            with loopback_server(0.0) as base_url:
+                bare, lite, timed = asyncio.run(per_call_overhead(base_url, Path(tmp), args.calls, route))
+            rows.append((f"per-call overhead, {name} (median)", f"{(timed - bare) * 1000:.2f} ms",
+                         "<= 5 ms over bare httpx",
+                         f"httpx {bare * 1000:.2f} ms, litellm alone {lite * 1000:.2f} ms, gateway "
+                         f"{timed * 1000:.2f} ms (own share {(timed - lite) * 1000:.2f} ms)"))
         concurrency = 32
-        with loopback_server(0.2) as base_url:
-            bare, elapsed = asyncio.run(concurrent_batch(base_url, Path(tmp), args.calls, concurrency))
         ideal = args.calls / concurrency * 0.2
         waves = -(-args.calls // concurrency) * 0.2
-        rows.append((f"{args.calls} calls, 200 ms each, concurrency {concurrency}", f"{elapsed:.2f} s",
-                     f"<= {1.15 * ideal:.2f} s (1.15 x ideal {ideal:.2f} s)",
-                     f"x{elapsed / ideal:.2f} of ideal, x{elapsed / waves:.2f} of the {waves:.1f} s floor "
-                     f"({waves / 0.2:.0f} whole waves); bare httpx {bare:.2f} s"))
+        for route, name in ((backend.COMPLETION_ROUTE, "raw completion"), (backend.CHAT_ROUTE, "chat")):
+            with loopback_server(0.2) as base_url:
+                bare, elapsed = asyncio.run(concurrent_batch(base_url, Path(tmp), args.calls, concurrency, route))
+            rows.append((f"{args.calls} x {name}, 200 ms each, concurrency {concurrency}", f"{elapsed:.2f} s",
+                         f"<= {1.15 * ideal:.2f} s (1.15 x ideal {ideal:.2f} s)",
+                         f"x{elapsed / ideal:.2f} of ideal, x{elapsed / waves:.2f} of the {waves:.1f} s floor "
+                         f"({waves / 0.2:.0f} whole waves); bare httpx {bare:.2f} s"))
     width = [max(len(r[i]) for r in rows) for i in range(4)]
     header = ("measure", "measured", "target", "side by side")
     for row in [header, tuple("-" * w for w in width), *rows]:
