@@ -12,7 +12,6 @@ disturb are re-checked, a few dict lookups per claim.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 from audit.epistemic.graph import RDF_TYPE, KnowledgeGraph, Literal, local_name
 from audit.epistemic.shapes import NodeShape, PropertyConstraint, Shapes
@@ -22,7 +21,7 @@ from audit.epistemic.shapes import NodeShape, PropertyConstraint, Shapes
 class Verdict:
     """A label and the fact or shape that decided it (shown in reports, never in prompts)."""
 
-    label: Literal["E", "C", "U"]
+    label: str  # "E", "C" or "U"
     reason: str
 
 
