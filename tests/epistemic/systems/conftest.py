@@ -1,56 +1,49 @@
-"""A hand-made two-river domain and a gateway pointed at the loopback server."""
+"""A hand-made two-river domain (real graph, shapes, licenser) and a gateway on the loopback server."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
 
+from audit.epistemic.domain import Domain, Predicate
+from audit.epistemic.graph import KnowledgeGraph
+from audit.epistemic.licensing import Licenser
+from audit.epistemic.shapes import load_shapes
 from audit.paths import CONF_DIR
 
 EX = "http://example.org/"
 MOUTH = EX + "hasMouth"
-FACTS = [(EX + "Escanaba_River", MOUTH, EX + "Lake_Michigan"), (EX + "Ford_River", MOUTH, EX + "Green_Bay")]
+GRAPH = """@prefix ex: <http://example.org/> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+ex:hasMouth rdfs:label "has mouth" .
+ex:Lake rdfs:subClassOf ex:WaterBody .
+ex:Escanaba_River ex:hasMouth ex:Lake_Michigan .
+ex:Ford_River ex:hasMouth ex:Green_Bay .
+ex:Lake_Michigan a ex:Lake .
+ex:Green_Bay a ex:Lake .
+"""
+SHAPES = """@prefix ex: <http://example.org/> .
+@prefix sh: <http://www.w3.org/ns/shacl#> .
+ex:MouthShape a sh:NodeShape ; sh:targetSubjectsOf ex:hasMouth ;
+    sh:property [ sh:path ex:hasMouth ; sh:maxCount 1 ; sh:class ex:WaterBody ] .
+"""
 
 
-@dataclass(frozen=True)
-class Verdict:
-    label: str
-    reason: str
-
-
-class Licenser:
-    """E for a KG triple, C for a second mouth (one mouth per river), U otherwise."""
-
-    def judge(self, subj: str, pred: str, obj: str) -> Verdict:
-        if (subj, pred, obj) in FACTS:
-            return Verdict("E", "entailed: triple in KG")
-        known = [o for s, p, o in FACTS if s == subj and p == pred]
-        if known:
-            return Verdict("C", f"sh:maxCount 1 on hasMouth: already has mouth {known[0]}")
-        return Verdict("U", "open world: no fact or shape decides")
-
-
-class Domain:
-    licenser = Licenser()
-
-    def label(self, iri: str) -> str:
-        return iri.rsplit("/", 1)[-1].replace("_", " ")
-
-    def verbalise(self, s: str, p: str, o: str) -> str:
-        return f"{self.label(s)} has mouth {self.label(o)}."
-
-    def all_facts(self):
-        return iter(FACTS)
+def _domain(tmp_path: Path) -> Domain:
+    """Two rivers with one mouth each (sh:maxCount 1): a real graph, shapes and licenser."""
+    (tmp_path / "rivers.ttl").write_text(GRAPH)
+    (tmp_path / "shapes.ttl").write_text(SHAPES)
+    graph = KnowledgeGraph.load(tmp_path / "rivers.ttl")
+    licenser = Licenser(graph, load_shapes(tmp_path / "shapes.ttl"))
+    return Domain("rivers", graph, licenser, Predicate("has_mouth", MOUTH, "has mouth", "Is {obj} the mouth of {subj}?"))
 
 
 def _card(label: str, subj: str, obj: str, facts: list[str] | None = None, cid: str = "c1") -> dict:
-    d = Domain()
     return {
-        "id": cid, "facts": facts if facts is not None else [d.verbalise(*FACTS[0])],
-        "question": f"Is {d.label(obj)} the mouth of {d.label(subj)}?",
+        "id": cid, "facts": facts if facts is not None else ["Escanaba River has mouth Lake Michigan."],
+        "question": f"Is {obj.replace('_', ' ')} the mouth of {subj.replace('_', ' ')}?",
         "gold": {"E": "YES", "C": "NO", "U": "UNKNOWN"}[label], "label": label,
         "claim": {"subj": EX + subj, "pred": MOUTH, "obj": EX + obj}, "reason": "", "suite": "standard",
     }
@@ -62,8 +55,8 @@ def _system_cfg(name: str, **overrides):
 
 
 @pytest.fixture
-def domain() -> Domain:
-    return Domain()
+def domain(tmp_path) -> Domain:
+    return _domain(tmp_path)
 
 
 @pytest.fixture
