@@ -16,7 +16,6 @@ Suites:
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from audit.epistemic.domain import Domain
 from audit.epistemic.graph import RDF_TYPE, RDFS_LABEL, RDFS_SUBCLASS, KnowledgeGraph, Literal
+from audit.epistemic.jsonl import read_jsonl
 from audit.epistemic.licensing import Verdict
 from audit.errors import UserError, unknown_choice
 
@@ -267,20 +267,11 @@ def read_cards(path: str | Path) -> list[dict]:
     """Load and check ``cards.jsonl``; a malformed line is a one-line UserError naming it."""
     path = Path(path)
     fix = "regenerate with python -m audit.epistemic"
-    if not path.is_file():
-        raise UserError(f"{path}: cards file not found; {fix}")
     cards, ids = [], set()
-    for n, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not text.strip():
-            continue
-        where = f"{path.name} line {n}"
-        try:
-            card = json.loads(text)
-        except ValueError as exc:
-            raise UserError(f"{where}: not JSON ({exc.args[0]}); {fix}") from None
+    for n, card in read_jsonl(path, "cards", fix):
         problem = _card_problem(card, ids)
         if problem:
-            raise UserError(f"{where}: {problem}; {fix}")
+            raise UserError(f"{path.name} line {n}: {problem}; {fix}")
         ids.add(card["id"])
         cards.append(card)
     if not cards:
@@ -288,9 +279,7 @@ def read_cards(path: str | Path) -> list[dict]:
     return cards
 
 
-def _card_problem(card: object, ids: set[str]) -> str | None:
-    if not isinstance(card, dict):
-        return "not a JSON object"
+def _card_problem(card: dict, ids: set[str]) -> str | None:
     for key, kind in _REQUIRED.items():
         if not isinstance(card.get(key), kind):
             return f"missing or non-{kind.__name__} field {key!r}"

@@ -17,7 +17,6 @@ is checked before the directory is created, so a failed run leaves nothing half-
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from audit.epistemic import systems
+from audit.epistemic.jsonl import read_jsonl
 from audit.epistemic.metrics import check_mapping, compute_metrics
 from audit.epistemic.report import write_report
 from audit.epistemic.systems.base import Answer, System
@@ -48,34 +48,16 @@ def _as_list(value: Any) -> list[str]:
     return [part.strip() for part in str(value).split(",") if part.strip()]
 
 
-def read_jsonl(path: Path, what: str, fix: str) -> list[dict[str, Any]]:
-    """JSON objects, one per line; a bad line is a one-line UserError naming file and line."""
-    if not path.is_file():
-        raise UserError(f"{path}: {what} file not found; {fix}")
-    rows = []
-    for n, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not text.strip():
-            continue
-        try:
-            row = json.loads(text)
-        except ValueError as exc:
-            raise UserError(f"{path.name} line {n}: not JSON ({exc.args[0]}); {fix}") from None
-        if not isinstance(row, dict):
-            raise UserError(f"{path.name} line {n}: not a JSON object; {fix}")
-        rows.append(row)
-    return rows
-
-
 def read_results(paths: Sequence[Path]) -> list[dict[str, Any]]:
     """Rows of one or more results files; a card answered twice by one system is an error
     (two runs of the same system would otherwise be silently pooled)."""
     fix = "pass results.jsonl files written by stage=systems (or the original format: id, gold, pred, system)"
     rows, seen = [], {}
     for path in paths:
-        for n, row in enumerate(read_jsonl(path, "results", fix), 1):
+        for n, row in read_jsonl(path, "results", fix):
             for key in ("id", "gold", "system"):
                 if key not in row:
-                    raise UserError(f"{path.name} row {n}: missing {key!r}; {fix}")
+                    raise UserError(f"{path.name} line {n}: missing {key!r}; {fix}")
             key = (row["system"], row["id"])
             if key in seen:
                 raise UserError(
@@ -95,7 +77,7 @@ def cards_for_report(cfg: DictConfig, results_paths: Sequence[Path]) -> dict[str
     fix = "give cards.path=<cards.jsonl> or leave it unset"
     paths = [Path(cfg.cards.path)] if cfg.cards.get("path") else [
         p.parent / "cards.jsonl" for p in results_paths if (p.parent / "cards.jsonl").is_file()]
-    return {str(c["id"]): c for p in dict.fromkeys(paths) for c in read_jsonl(p, "cards", fix) if "id" in c}
+    return {str(c["id"]): c for p in dict.fromkeys(paths) for _, c in read_jsonl(p, "cards", fix) if "id" in c}
 
 
 def selected_system_cfgs(cfg: DictConfig) -> list[DictConfig]:

@@ -1,0 +1,31 @@
+"""Reading the experiment's JSON Lines files (cards, results) with one-line errors.
+
+Cards and results files are often hand-edited or come from the original project, so a bad
+line must name file and line and say how to fix it, not surface as a JSONDecodeError.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from audit.errors import UserError
+
+
+def read_jsonl(path: Path, what: str, fix: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; a missing file or a line that is not a
+    JSON object raises a one-line UserError naming file and line and ending with ``fix``."""
+    if not path.is_file():
+        raise UserError(f"{path}: {what} file not found; {fix}")
+    for n, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not text.strip():
+            continue
+        try:
+            row = json.loads(text)
+        except ValueError as exc:
+            raise UserError(f"{path.name} line {n}: not JSON ({exc.args[0]}); {fix}") from None
+        if not isinstance(row, dict):
+            raise UserError(f"{path.name} line {n}: not a JSON object; {fix}")
+        yield n, row
