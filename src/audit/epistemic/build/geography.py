@@ -30,15 +30,13 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from audit.epistemic.build.ntriples import iri, line, literal
+from audit.epistemic.build.ntriples import RDF_TYPE, RDFS, iri, line, literal, schema
 from audit.errors import exit_on_user_error, unknown_choice
 from audit.io.atomic import atomic_open
 
 GEO = "https://w3id.org/audit/geo#"
 GEONAMES = "https://sws.geonames.org/"
 COUNTY = "https://w3id.org/audit/geo/us-county/"
-RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
-RDFS = "http://www.w3.org/2000/01/rdf-schema#"
 BUILD_VERSION = 2  # bump when the output for the same data and scale changes
 
 CLASSES = {"Place": ("place", None), "Continent": ("continent", "Place"), "Country": ("country", "Place"),
@@ -86,7 +84,7 @@ def triples(scale: Scale) -> Iterator[str]:
     cities += sorted((c for c in capitals.values() if c["population"] < scale.min_city_population),
                      key=lambda c: c["geonameid"])
     states = gc.get_us_states()
-    yield from _schema()
+    yield from schema(GEO, CLASSES, PROPERTIES)
     continent_ids = {}
     for code, cont in sorted(gc.get_continents().items()):
         node = place(cont["geonameId"])
@@ -130,16 +128,6 @@ def triples(scale: Scale) -> Iterator[str]:
             yield line(node, GEO + "locatedInState", iri(place(states[city["admin1code"]]["geonameid"])))
         for attr in scale.city_attributes:
             yield line(node, GEO + attr, literal(city[attr]))
-
-
-def _schema() -> Iterator[str]:
-    for name, (label, sup) in CLASSES.items():
-        yield line(GEO + name, RDF_TYPE, iri("http://www.w3.org/2002/07/owl#Class"))
-        yield line(GEO + name, RDFS + "label", literal(label))
-        if sup:
-            yield line(GEO + name, RDFS + "subClassOf", iri(GEO + sup))
-    for name, label in PROPERTIES.items():
-        yield line(GEO + name, RDFS + "label", literal(label))
 
 
 def _node(node: str, cls: str, label: str) -> Iterator[str]:

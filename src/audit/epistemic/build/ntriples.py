@@ -6,6 +6,11 @@ that prefixed names cannot hold, and line-oriented output is deterministic and d
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+
+RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+RDFS = "http://www.w3.org/2000/01/rdf-schema#"
+OWL_CLASS = "http://www.w3.org/2002/07/owl#Class"
 _IRI_ESCAPES = {c: f"\\u{ord(c):04X}" for c in '<>"{}|^`\\ '}
 _LIT_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r"}
 
@@ -29,3 +34,15 @@ def literal(value: object) -> str:
 def line(s: str, p: str, o: str) -> str:
     """One N-Triples statement; ``o`` must already be encoded (``iri`` or ``literal``)."""
     return f"{iri(s)} {iri(p)} {o} .\n"
+
+
+def schema(ns: str, classes: Mapping[str, tuple[str, str | None]], properties: Mapping[str, str]) -> Iterator[str]:
+    """A domain's vocabulary: each class (name -> (label, superclass)) as an owl:Class with its
+    label and rdfs:subClassOf, then each property's label (the words facts are verbalised with)."""
+    for name, (label, sup) in classes.items():
+        yield line(ns + name, RDF_TYPE, iri(OWL_CLASS))
+        yield line(ns + name, RDFS + "label", literal(label))
+        if sup:
+            yield line(ns + name, RDFS + "subClassOf", iri(ns + sup))
+    for name, label in properties.items():
+        yield line(ns + name, RDFS + "label", literal(label))

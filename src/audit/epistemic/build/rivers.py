@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from audit.epistemic.build.ntriples import iri, line, literal
+from audit.epistemic.build.ntriples import RDF_TYPE, RDFS, iri, line, literal, schema
 from audit.errors import UserError, exit_on_user_error
 from audit.io.atomic import write_text
 
@@ -35,8 +35,6 @@ DBR = "http://dbpedia.org/resource/"
 WM = "http://worldmind.ai/rivers-v4#"
 HAS_MOUTH = WM + "hasMouth"
 HAS_TRIBUTARY = WM + "hasTributary"
-RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
-RDFS = "http://www.w3.org/2000/01/rdf-schema#"
 _MANGLED = re.compile(r"^(?:http://dbpedia\.org/resource/)+http_//dbpedia\.org/resource/")
 
 # name keyword -> (class, specificity rank: lower = more specific receiving water)
@@ -63,6 +61,7 @@ CLASSES = {  # class -> (label, superclass)
     "State": ("US state", "AdministrativeRegion"), "Settlement": ("settlement", "GeographicFeature"),
     "Landform": ("landform", "GeographicFeature"),
 }
+PROPERTIES = {"hasMouth": "has mouth", "hasTributary": "has tributary"}
 
 
 def repair_iri(value: str) -> str:
@@ -105,13 +104,7 @@ class Rivers:
 
     def triples(self) -> Iterable[str]:
         """N-Triples lines: ontology, then nodes sorted by IRI (deterministic output)."""
-        for name, (label, sup) in CLASSES.items():
-            yield line(WM + name, RDF_TYPE, iri("http://www.w3.org/2002/07/owl#Class"))
-            yield line(WM + name, RDFS + "label", literal(label))
-            if sup:
-                yield line(WM + name, RDFS + "subClassOf", iri(WM + sup))
-        yield line(HAS_MOUTH, RDFS + "label", literal("has mouth"))
-        yield line(HAS_TRIBUTARY, RDFS + "label", literal("has tributary"))
+        yield from schema(WM, CLASSES, PROPERTIES)
         tributaries: dict[str, list[str]] = {}
         for river, mouth in self.mouths.items():
             if self.types[mouth] & set(_water_classes()):
