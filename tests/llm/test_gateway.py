@@ -195,3 +195,22 @@ def test_completions_reuse_one_connection(gateway, fake_openrouter):
     for i in range(5):
         gateway.complete("m/x", f"prompt {i}")
     assert len({r.client_port for r in fake_openrouter.requests}) == 1
+
+
+def test_error_line_carries_the_servers_words_and_a_hint(gateway, fake_openrouter):
+    fake_openrouter.push(error_reply(401, "No auth credentials found"))
+    with pytest.raises(GatewayError) as info:
+        gateway.complete("x/y", "p")
+    line = str(info.value)
+    assert line.startswith("auth 401: x/y via ")
+    assert "No auth credentials found" in line and "OPENROUTER_API_KEY" in line
+    assert "litellm" not in line and "{" not in line and "\n" not in line
+
+
+def test_chat_error_line_is_clean_too(gateway, fake_openrouter):
+    fake_openrouter.push(error_reply(404, "No endpoints found for x/unknown."))
+    with pytest.raises(GatewayError) as info:
+        gateway.chat("x/unknown", [{"role": "user", "content": "hi"}])
+    line = str(info.value)
+    assert line.startswith("not_found 404: x/unknown via ") and "No endpoints found for x/unknown." in line
+    assert "litellm" not in line and "{" not in line

@@ -10,9 +10,12 @@ key that route falls back to OPENAI_API_KEY, so the key is always passed.
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import json
 import logging
 import os
+import re
 from types import ModuleType
 from typing import Any
 
@@ -138,11 +141,38 @@ def parse_reply(route: str, response: Any) -> tuple[str, str | None, Usage, str,
 _CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too many tokens", "context window")
 
 
+_WRAPPING = re.compile(r"^(?:litellm\.\w+:\s*)?(?:\w+Error:\s*)?(?:\w+Exception\s*-\s*)?(?:Error code: \d+\s*-\s*)?")
+
+
+def provider_message(text: str) -> str:
+    """The server's own words from a litellm exception text, on one line.
+
+    litellm wraps them (``litellm.AuthenticationError: AuthenticationError: OpenrouterException
+    - {"error": {"message": ...}}``; the raw-completion route, through the OpenAI SDK, shows a
+    Python dict instead of JSON); users need the ``message`` and any ``metadata.raw`` the
+    upstream provider sent, not the wrapping.
+    """
+    text = _WRAPPING.sub("", " ".join(text.split()))
+    body = text[text.find("{"):] if "{" in text else ""
+    error = None
+    for parse in (json.loads, ast.literal_eval):
+        try:
+            error = parse(body).get("error")
+            break
+        except (ValueError, SyntaxError, AttributeError):
+            continue
+    if not isinstance(error, dict) or not error.get("message"):
+        return text[:500]
+    metadata = error.get("metadata")
+    raw = metadata.get("raw") if isinstance(metadata, dict) else None
+    return (str(error["message"]) + (f" ({raw})" if raw else ""))[:500]
+
+
 def classify(exc: BaseException) -> tuple[GatewayError, float | None]:
     """Map a litellm/openai/httpx exception to a GatewayError and the server's Retry-After."""
     lib = litellm()
     status = getattr(exc, "status_code", None)
-    message = " ".join(str(getattr(exc, "message", None) or exc).split())[:500]
+    message = provider_message(str(getattr(exc, "message", None) or exc))
     headers = getattr(exc, "litellm_response_headers", None) or {}
     retry_after = parse_retry_after(headers.get("retry-after") if hasattr(headers, "get") else None)
     exceptions = lib.exceptions

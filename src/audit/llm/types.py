@@ -60,4 +60,14 @@ class GatewayError(Exception):
         self.retries = retries
 
     def __str__(self) -> str:
-        return f"{self.kind}: {super().__str__()}"
+        hint = _HINTS.get(self.kind)
+        status = f" {self.status}" if self.status else ""
+        return f"{self.kind}{status}: {super().__str__()}" + (f" ({hint})" if hint else "")
+
+
+# What the user can do about a failure that retrying cannot fix.
+_HINTS = {
+    "auth": "check OPENROUTER_API_KEY in .env or the environment, and the account's credits",
+    "not_found": "check the model id in the config against the provider's model list",
+    "context_length": "shorten the prompt or lower max_tokens",
+}
