@@ -94,6 +94,10 @@ def test_continuing_reply_needs_next_prompt(prompt):
 def test_stop_without_final_summary_is_rejected():
     with pytest.raises(ReplyError, match='"final_summary" is required'):
         validate_reply(reply(should_continue=False, next_prompt=None))
+    with pytest.raises(ReplyError, match='"final_summary" is required'):
+        validate_reply(reply(should_continue=False, next_prompt=None, final_summary=None))
+    with pytest.raises(ReplyError, match='"final_summary" is required now'):
+        validate_reply(reply(final_summary=None), final=True)
 
 
 def test_final_turn_requires_summary_and_ends_the_audit():

@@ -328,8 +328,10 @@ def validate_reply(obj: dict[str, Any], *, final: bool = False) -> AuditorReply:
     # The forced last turn ends the audit whatever should_continue says, so it is not checked.
     should_continue = False if final else _should_continue(obj, errors)
     summary = _final_summary(obj.get("final_summary"), errors)
+    # A final_summary that is present but malformed was reported by _final_summary already.
+    summary_absent = obj.get("final_summary") is None
     if final:
-        if summary is None and "final_summary" not in obj:
+        if summary_absent:
             errors.append(
                 '"final_summary" is required now: {"knowledge_confirmed": [...], "censorship_patterns": [...],'
                 ' "conclusion": "..."}, with "should_continue": false'
@@ -340,7 +342,7 @@ def validate_reply(obj: dict[str, Any], *, final: bool = False) -> AuditorReply:
                 '"next_prompt" is missing or empty; write the exact prompt to send to the target model'
                 ' (or set "should_continue": false and add "final_summary")'
             )
-    elif summary is None and "final_summary" not in obj:
+    elif summary_absent:
         errors.append(
             '"should_continue" is false, so "final_summary" is required: {"knowledge_confirmed": [...],'
             ' "censorship_patterns": [...], "conclusion": "..."}'
