@@ -35,8 +35,9 @@ def test_default_predicate_and_verbalise(rivers):
     dbr = "http://dbpedia.org/resource/"
     assert rivers.verbalise(dbr + "Escanaba_River", rivers.predicate.iri, dbr + "Lake_Michigan") == \
         "Escanaba River has mouth Lake Michigan."
-    assert (dbr + "Escanaba_River", rivers.predicate.iri, dbr + "Lake_Michigan") in rivers.facts_about(dbr + "Escanaba_River")
-    assert all("label" not in p for _, p, _ in rivers.all_facts())
+    facts = list(rivers.all_facts())
+    assert (dbr + "Escanaba_River", rivers.predicate.iri, dbr + "Lake_Michigan") in facts
+    assert all("label" not in p and "subClassOf" not in p for _, p, _ in facts)
 
 
 def test_predicate_of_another_domain_lists_available():

@@ -61,12 +61,6 @@ class Domain:
         value = str(obj) if isinstance(obj, Literal) else self.label(obj)
         return f"{self.label(subj)} {self.label(pred)} {value}."
 
-    def facts_about(self, iri: str, limit: int | None = None) -> list[tuple[str, str, str]]:
-        """Triples touching ``iri``: its own (types, relations, values), then those pointing at it."""
-        out = [(iri, p, o) for p, o in self.graph.outgoing(iri) if p not in _SCHEMA_PREDICATES]
-        out += [(s, p, iri) for s, p in self.graph.incoming(iri)]
-        return out if limit is None else out[:limit]
-
     def all_facts(self) -> Iterator[tuple[str, str, str]]:
         """Every instance-level triple (labels and the class hierarchy excluded), e.g. for a RAG corpus."""
         for s, p, o in self.graph.triples():
