@@ -48,6 +48,17 @@ def _as_list(value: Any) -> list[str]:
     return [part.strip() for part in str(value).split(",") if part.strip()]
 
 
+def config_int(cfg: DictConfig, key: str) -> int:
+    """An integer setting; a typo such as ``cards.seed=x`` is a one-line UserError, not a traceback."""
+    value = OmegaConf.select(cfg, key)
+    if isinstance(value, bool):
+        value = None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise UserError(f"{key}={value!r} is not a whole number; pass e.g. {key}=3") from None
+
+
 def read_results(paths: Sequence[Path]) -> list[dict[str, Any]]:
     """Rows of one or more results files; a card answered twice by one system is an error
     (two runs of the same system would otherwise be silently pooled)."""
@@ -219,6 +230,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
     from audit.epistemic.cards import generate_cards, read_cards
     from audit.epistemic.domain import load_domain
 
+    num_per_type, seed = config_int(cfg, "cards.num_per_type"), config_int(cfg, "cards.seed")
     system_cfgs = selected_system_cfgs(cfg) if stage != "cards" else []
     domain = load_domain(cfg.domain, cfg.predicate)
     if cfg.cards.get("path"):
@@ -228,8 +240,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
             raise UserError(f"{cfg.cards.path} asks about {foreign[0]}, not {domain.predicate.iri}; "
                             "pass the domain=... predicate=... the cards were generated for")
     else:
-        cards = generate_cards(domain, num_per_type=int(cfg.cards.num_per_type), seed=int(cfg.cards.seed),
-                               suites=_as_list(cfg.cards.suites))
+        cards = generate_cards(domain, num_per_type=num_per_type, seed=seed, suites=_as_list(cfg.cards.suites))
     run_name = f"{domain.name}_{domain.predicate.name}"
     # Build systems (and the gateway, which checks the API key) before creating the run dir.
     needs_llm = any(systems.get(c.name).NEEDS_LLM for c in system_cfgs)
