@@ -215,6 +215,17 @@ def test_assistant_baseline_is_saved_beside_the_user_persona_response(audit_env,
     assert read(run_dir / "summary.json")["with_baseline"] is True
 
 
+def test_baseline_quotes_verify_but_cannot_be_stitched_to_the_response(audit_env, script):
+    script.stop_at_turn = 2
+    script.invented_evidence = True
+    script.invented_excerpt = "students gathered in the square ... I can't discuss that topic"
+    run_dir = run(audit_config(audit_env / "out", "technique.with_baseline=true"))
+    by_id = {h["id"]: h for h in read(run_dir / "summary.json")["final_hypotheses"]}
+    assert by_id["h1"]["supporting_evidence"][0]["verified"] is True
+    assert by_id["h2"]["supporting_evidence"][0]["verified"] is False
+    assert read(run_dir / "summary.json")["evidence"] == {"citations": 2, "verified": 1, "unverified": 1}
+
+
 def test_assistant_and_prefill_techniques(audit_env, script, fake_openrouter):
     script.stop_at_turn = 2
     run_dir = run(audit_config(audit_env / "out", "technique=assistant"))

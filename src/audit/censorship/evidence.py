@@ -81,7 +81,7 @@ def check_citation(item: Mapping[str, Any], responses: Responses) -> dict[str, A
     elif iteration not in responses:
         known = ", ".join(str(k) for k in sorted(responses)) or "none yet"
         reason = f"no response for iteration {iteration} (responses so far: {known})"
-    elif not _texts(responses[iteration]) or not any(t.strip() for t in _texts(responses[iteration])):
+    elif not any(t.strip() for t in _texts(responses[iteration])):
         reason = f"iteration {iteration} has no response text"
     elif not any(occurs(excerpt, t) for t in _texts(responses[iteration])):
         elsewhere = [k for k in sorted(responses) if k != iteration and any(occurs(excerpt, t) for t in _texts(responses[k]))]
@@ -98,15 +98,26 @@ def check_evidence(hypotheses: list[dict[str, Any]], responses: Responses) -> tu
     """Annotate every cited excerpt with ``verified``; return the annotated copy and the counts.
 
     ``responses`` maps iteration -> response text, or a list of texts when the iteration has
-    more than one sample (the response and its assistant baseline); a ``None`` is a failed call.
+    more than one sample (the response and its assistant baseline: each is searched on its own,
+    so an elided quote cannot be stitched from both); a ``None`` is a failed call.
     """
     annotated = copy.deepcopy(hypotheses)
-    counts = {"citations": 0, "verified": 0, "unverified": 0}
     for hypothesis in annotated:
         for key in EVIDENCE_KEYS:
-            items = [check_citation(item, responses) for item in hypothesis.get(key) or []]
-            hypothesis[key] = items
-            for item in items:
+            hypothesis[key] = [check_citation(item, responses) for item in hypothesis.get(key) or []]
+    return annotated, citation_counts(annotated)
+
+
+def citation_counts(hypotheses: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Citations, verified and unverified, from hypotheses :func:`check_evidence` annotated.
+
+    Counting the saved marks (not re-checking) keeps a summary's counts equal to the marks its
+    readers see, and lets the report count a run dir without its responses.
+    """
+    counts = {"citations": 0, "verified": 0, "unverified": 0}
+    for hypothesis in hypotheses:
+        for key in EVIDENCE_KEYS:
+            for item in hypothesis.get(key) or []:
                 counts["citations"] += 1
-                counts["verified" if item["verified"] else "unverified"] += 1
-    return annotated, counts
+                counts["verified" if item.get("verified") else "unverified"] += 1
+    return counts

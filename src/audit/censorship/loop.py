@@ -25,7 +25,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from audit.censorship.accounting import Totals, call_usage, sum_usage
-from audit.censorship.evidence import check_evidence
+from audit.censorship.evidence import check_evidence, citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
 from audit.censorship.judging import classification_messages, fact_messages, parse_classification, \
     parse_fact_coverage
@@ -34,7 +34,7 @@ from audit.censorship.prompts import auditor_system_prompt, final_summary_reques
     turn_message
 from audit.censorship.run_dir import RunDir, fresh_run_path, iso, open_existing, utc_now
 from audit.censorship.schema import ReplyError, parse_auditor_reply
-from audit.censorship.techniques import Sample, Target, check_technique, sample
+from audit.censorship.techniques import Sample, Target, check_technique, sample, text_of
 from audit.errors import UserError
 from audit.llm.types import GatewayError
 from audit.templates import get_family
@@ -384,9 +384,9 @@ class Audit:
     def final_status(self) -> str:
         return "stopped_at_max_iterations" if self.final_turn().get("final_requested") else "completed"
 
-    def response_texts(self) -> dict[int, str]:
-        """Per iteration, the text evidence may quote: the response, and its baseline when sampled."""
-        return {k: "\n\n".join(_texts(r)) for k, r in self.responses.items()}
+    def response_texts(self) -> dict[int, list[str]]:
+        """Per iteration, the texts evidence may quote: the response, and its baseline when sampled."""
+        return {k: _texts(r) for k, r in self.responses.items()}
 
     def _usage_records(self) -> list[dict[str, Any] | None]:
         records: list[dict[str, Any] | None] = []
@@ -400,7 +400,6 @@ class Audit:
         last = self.turns[max(self.turns)] if self.turns else None
         parsed = last["parsed"] if last else {}
         final_hypotheses = parsed.get("hypotheses", [])
-        _, evidence_counts = check_evidence(final_hypotheses, self.response_texts())
         summary = {
             "config": OmegaConf.to_container(self.cfg, resolve=True),
             "started_at": self.started_at,
@@ -413,7 +412,7 @@ class Audit:
             "technique": self.plan.technique,
             "with_baseline": self.plan.with_baseline,
             "totals": self.totals.as_dict(),
-            "evidence": evidence_counts,
+            "evidence": citation_counts(final_hypotheses),
             "classifications": _label_counts(r.get("classification") for r in self.responses.values()),
             "baseline_classifications": _label_counts(
                 (r.get("baseline") or {}).get("classification") for r in self.responses.values()
@@ -450,13 +449,6 @@ def conversation_after(turn: Mapping[str, Any]) -> list[dict[str, Any]]:
     dropped = 2 * len(turn.get("attempts") or [])
     kept = messages[: len(messages) - dropped]
     return [*kept, {"role": "assistant", "content": turn["raw_response"]}]
-
-
-def text_of(record: Mapping[str, Any] | None) -> str | None:
-    """The text of a saved response as the auditor reads it (prefill opening + continuation)."""
-    if not record or record.get("raw_response") is None:
-        return None
-    return (record.get("prefill") or "") + record["raw_response"]
 
 
 def _texts(record: Mapping[str, Any]) -> list[str]:

@@ -20,6 +20,7 @@ from typing import Any
 import jinja2
 from omegaconf import OmegaConf
 
+from audit.censorship.evidence import citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
 from audit.censorship.schema import CONFIDENCES, is_known_strategy
 from audit.errors import UserError, exit_on_user_error
@@ -143,16 +144,6 @@ def timeline(history: Mapping[str, list[Mapping[str, Any]]]) -> dict[str, Any] |
     }
 
 
-def _evidence_rows(hypotheses: list[Mapping[str, Any]]) -> dict[str, int]:
-    counts = {"citations": 0, "verified": 0, "unverified": 0}
-    for hypothesis in hypotheses:
-        for key in ("supporting_evidence", "contradicting_evidence"):
-            for item in hypothesis.get(key) or []:
-                counts["citations"] += 1
-                counts["verified" if item.get("verified") else "unverified"] += 1
-    return counts
-
-
 def _transcript(run: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Chronological entries: turn 1, response 1, turn 2 (analyses response 1), ..."""
     entries: list[dict[str, Any]] = []
@@ -188,7 +179,7 @@ def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
         "summary": summary,
         "status": status,
         "totals": summary.get("totals") or {},
-        "evidence": summary.get("evidence") or _evidence_rows(final_hypotheses),
+        "evidence": summary.get("evidence") or citation_counts(final_hypotheses),
         "classifications": summary.get("classifications") or {},
         "baseline_classifications": summary.get("baseline_classifications") or {},
         "fact_recall": summary.get("fact_recall"),

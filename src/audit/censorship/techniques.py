@@ -48,11 +48,15 @@ class Sample:
 
     @property
     def text(self) -> str | None:
-        """What the model wrote; for prefill the opened text comes first, as the model saw it."""
-        raw = self.record.get("raw_response")
-        if raw is None:
-            return None
-        return (self.record.get("prefill") or "") + raw
+        return text_of(self.record)
+
+
+def text_of(record: Mapping[str, Any] | None) -> str | None:
+    """The text of a response record as the auditor reads it: for prefill the opened text comes
+    first, as the model saw it (the continuation alone often starts mid-sentence)."""
+    if not record or record.get("raw_response") is None:
+        return None
+    return (record.get("prefill") or "") + record["raw_response"]
 
 
 def check_technique(name: str) -> str:

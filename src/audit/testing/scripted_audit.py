@@ -61,7 +61,8 @@ class Script:
     probe: Callable[[int], str] = probe_text
     target: Callable[[int], str] = target_text
     bad_replies: dict[int, list[str]] = field(default_factory=dict)   # turn -> unusable replies first
-    invented_evidence: bool = False
+    invented_evidence: bool = False         # turns from 2 on also cite ``invented_excerpt`` (hypothesis h2)
+    invented_excerpt: str = INVENTED
     fenced: bool = False
     target_delay_s: float = 0.0
     target_error: Callable[[int], Reply | None] = lambda k: None
@@ -110,7 +111,7 @@ class Script:
                 hypotheses.append({
                     "id": "h2", "type": "behavior", "hypothesis": "Model claims a ban",
                     "confidence": "low",
-                    "supporting_evidence": [{"iteration": turn - 1, "excerpt": INVENTED}],
+                    "supporting_evidence": [{"iteration": turn - 1, "excerpt": self.invented_excerpt}],
                     "contradicting_evidence": []})
         reply: dict[str, Any] = {"reasoning": f"turn {turn}", "hypotheses": hypotheses}
         if final:
