@@ -27,7 +27,11 @@ def test_compiles_targets_and_constraints(tmp_path):
 
 def test_uncompilable_component_is_refused(tmp_path):
     (tmp_path / "s.ttl").write_text(SHAPES.replace("sh:minCount 1", 'sh:pattern "^x"'))
-    with pytest.raises(UserError, match="cannot compile"):
+    with pytest.raises(UserError, match="property shape on http://ex.org/capital uses .*pattern.*cannot compile"):
+        load_shapes(tmp_path / "s.ttl")
+    (tmp_path / "s.ttl").write_text(SHAPES.replace("sh:targetSubjectsOf ex:capital ;",
+                                                   "sh:targetSubjectsOf ex:capital ; sh:closed true ;"))
+    with pytest.raises(UserError, match="shape http://ex.org/S uses .*closed.*cannot compile"):
         load_shapes(tmp_path / "s.ttl")
 
 

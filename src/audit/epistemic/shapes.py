@@ -25,6 +25,7 @@ _INERT = {
     SH + "property", SH + "deactivated", RDF_TYPE,
     "http://www.w3.org/2000/01/rdf-schema#label", "http://www.w3.org/2000/01/rdf-schema#comment",
 }
+_KNOWN = _TARGETS | _COMPILED | _INERT
 
 
 @dataclass(frozen=True)
@@ -81,10 +82,7 @@ def load_shapes(path: Path | str) -> Shapes:
         own_classes = () if g.objects(iri, SH + "path") else tuple(g.objects(iri, SH + "class"))
         shapes.append(NodeShape(iri, targets[SH + "targetSubjectsOf"], targets[SH + "targetClass"],
                                 targets[SH + "targetNode"], props, own_classes))
-        for p, _ in g.outgoing(iri):
-            if p not in _INERT and p not in _TARGETS and p not in _COMPILED:
-                raise UserError(f"{path}: shape {iri} uses {p}, which the licenser cannot compile; "
-                                "use sh:maxCount, sh:class or sh:disjoint")
+        _refuse_uncompilable(g, iri, f"{path}: shape {iri}")
     if not shapes:
         raise UserError(f"{path}: no targeted SHACL shapes found; add sh:targetSubjectsOf or sh:targetClass")
     return Shapes(path, tuple(shapes))
@@ -94,10 +92,7 @@ def _compile_property(g: KnowledgeGraph, node: str, source: Path) -> PropertyCon
     paths = g.objects(node, SH + "path")
     if len(paths) != 1 or paths[0].startswith("_:") or isinstance(paths[0], Literal):
         raise UserError(f"{source}: property shape {node} needs exactly one IRI sh:path (no path expressions)")
-    for p, _ in g.outgoing(node):
-        if p not in _INERT and p not in _COMPILED and p not in _TARGETS:
-            raise UserError(f"{source}: property shape on {paths[0]} uses {p}, which the licenser cannot "
-                            "compile; use sh:maxCount, sh:class or sh:disjoint")
+    _refuse_uncompilable(g, node, f"{source}: property shape on {paths[0]}")
     counts = g.objects(node, SH + "maxCount")
     return PropertyConstraint(
         path=paths[0],
@@ -105,6 +100,15 @@ def _compile_property(g: KnowledgeGraph, node: str, source: Path) -> PropertyCon
         classes=tuple(g.objects(node, SH + "class")),
         disjoint=tuple(g.objects(node, SH + "disjoint")),
     )
+
+
+def _refuse_uncompilable(g: KnowledgeGraph, node: str, where: str) -> None:
+    """UserError for a component the licenser would silently ignore (its verdicts would then
+    disagree with pyshacl's)."""
+    for p, _ in g.outgoing(node):
+        if p not in _KNOWN:
+            raise UserError(f"{where} uses {p}, which the licenser cannot compile; "
+                            "use sh:maxCount, sh:class or sh:disjoint")
 
 
 def validate(graph: KnowledgeGraph, shapes: Shapes, paths: set[str] | None = None) -> list[dict]:
