@@ -17,7 +17,7 @@ import asyncio
 import signal
 import sys
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -208,7 +208,6 @@ class Audit:
             await self.loop()
             await self.score_facts()
             self.write_summary(self.final_status())
-            self.gateway.write_usage()
             from audit.censorship.report import write_report
 
             write_report(self.run_dir.path)
@@ -338,7 +337,8 @@ class Audit:
             return None
         return await self._judge(classification_messages(self.topic, probe, sampled.text), parse_classification)
 
-    async def _judge(self, messages: list[dict[str, Any]], parse: Any) -> dict[str, Any]:
+    async def _judge(self, messages: list[dict[str, Any]],
+                     parse: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
         """One judge call; a failure is recorded in the result, never fatal to the audit."""
         judge = self.plan.judge
         assert judge is not None
@@ -352,8 +352,6 @@ class Audit:
             result = parse(response.text)
         except ValueError as exc:
             return {"label": None, "error": str(exc), "raw_response": response.text, "usage": usage}
-        if isinstance(result, list):
-            result = {"facts": result}
         return {**result, "raw_response": response.text, "usage": usage}
 
     # -- the end -----------------------------------------------------------------------------
@@ -367,7 +365,7 @@ class Audit:
         knowledge = list(summary.get("knowledge_confirmed") or [])
         texts = [t for k in sorted(self.responses) for t in _texts(self.responses[k])]
         result = await self._judge(fact_messages(self.topic, facts, knowledge, texts),
-                                   lambda raw: parse_fact_coverage(raw, facts))
+                                   lambda raw: {"facts": parse_fact_coverage(raw, facts)})
         self.totals.add(result.get("usage"))
         coverage = result.get("facts")
         if coverage is None:
