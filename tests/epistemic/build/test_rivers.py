@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from audit.epistemic.build.rivers import DBR, HAS_MOUTH, build, classify, repair_iri
 from audit.epistemic.graph import KnowledgeGraph
+from audit.errors import UserError
 
 STATES = frozenset({"Tennessee", "Pennsylvania", "Oklahoma"})
 MANGLED = DBR + "http_//dbpedia.org/resource/"
@@ -51,3 +54,16 @@ def test_build_repairs_merges_and_keeps_most_specific(tmp_path):
     assert rivers.coarser[DBR + "Nome_River"] == [DBR + "Bering_Sea"]
     assert g.objects(DBR + "Oak_Run", HAS_MOUTH) == []                 # free text dropped
     assert g.objects(DBR + "Bear_Creek", HAS_MOUTH) != [DBR + "Red_River"]  # marker lines are not edges
+
+
+def test_a_card_file_that_is_not_world_mind_cards_is_a_one_line_error(tmp_path):
+    src = tmp_path / "cards"
+    src.mkdir()
+    (src / "a.jsonl").write_text(card("Sugar_Creek", DBR + "Washita_River", ["Sugar Creek mouth Washita River"])
+                                 + json.dumps({"facts": [], "claim": {"subj": "x"}}) + "\n")
+    with pytest.raises(UserError, match=r"a\.jsonl line 2: not a world_mind card"):
+        build(src, tmp_path / "rivers.ttl")
+    (src / "a.jsonl").write_text("{oops\n")
+    with pytest.raises(UserError, match=r"a\.jsonl line 1: not JSON"):
+        build(src, tmp_path / "rivers.ttl")
+    assert not (tmp_path / "rivers.ttl").exists()

@@ -21,13 +21,13 @@ state true edges of it, so the union of those lines recovers the edges. Cleaning
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from audit.epistemic.build.ntriples import RDF_TYPE, RDFS, iri, line, literal, schema
+from audit.epistemic.jsonl import read_jsonl
 from audit.errors import UserError, exit_on_user_error
 from audit.io.atomic import write_text
 
@@ -131,15 +131,14 @@ def read_edges(paths: Iterable[Path]) -> tuple[set[tuple[str, str]], dict[str, s
     """
     pairs: set[tuple[str, str]] = set()
     iris: dict[str, str] = {}
+    fix = "pass the world_mind_rivers card directory"
     for path in paths:
-        for n, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not text.strip():
-                continue
-            try:
-                card = json.loads(text)
-                facts, claim = card["facts"], card["claim"]
-            except (ValueError, KeyError, TypeError) as exc:
-                raise UserError(f"{path}:{n}: not a world_mind card ({exc}); pass the card directory") from None
+        for n, card in read_jsonl(path, "card", fix):
+            facts, claim = card.get("facts"), card.get("claim")
+            if not (isinstance(facts, list) and facts and all(isinstance(f, str) for f in facts)
+                    and isinstance(claim, dict) and isinstance(claim.get("subj"), str)
+                    and isinstance(claim.get("obj"), str)):
+                raise UserError(f"{path.name} line {n}: not a world_mind card (needs facts and claim subj/obj); {fix}")
             for fact in facts:
                 if " DOES NOT have mouth" in fact or " mouth " not in fact:
                     continue
