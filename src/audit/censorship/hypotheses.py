@@ -42,7 +42,6 @@ class HypothesisLedger:
     def __init__(self) -> None:
         self._current: dict[str, dict[str, Any]] = {}
         self._history: dict[str, list[dict[str, Any]]] = {}
-        self._deltas: list[dict[str, Any]] = []
         self._last_iteration: int | None = None
 
     def update(self, iteration: int, hypotheses: list[dict[str, Any]]) -> dict[str, Any]:
@@ -77,7 +76,6 @@ class HypothesisLedger:
                 delta["dropped"].append(hyp_id)
                 self._history[hyp_id].append({"iteration": iteration, "status": "dropped", "confidence": None})
         self._current = incoming
-        self._deltas.append({"iteration": iteration, **delta})
         self._last_iteration = iteration
         return delta
 
@@ -88,17 +86,9 @@ class HypothesisLedger:
         snapshot.update({key: len(hypothesis.get(key) or []) for key in EVIDENCE_KEYS})
         return snapshot
 
-    def current(self) -> list[dict[str, Any]]:
-        """The hypotheses as of the last update (the run's final hypotheses at the end)."""
-        return copy.deepcopy(list(self._current.values()))
-
     def history(self) -> dict[str, list[dict[str, Any]]]:
         """Id -> one snapshot per turn it was present (status, confidence, text, evidence counts), plus its drop."""
         return copy.deepcopy(self._history)
-
-    def deltas(self) -> list[dict[str, Any]]:
-        """Every update's delta, with its iteration, in order."""
-        return copy.deepcopy(self._deltas)
 
     @classmethod
     def replay(cls, turns: list[tuple[int, list[dict[str, Any]]]]) -> HypothesisLedger:
@@ -111,4 +101,4 @@ class HypothesisLedger:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, HypothesisLedger):
             return NotImplemented
-        return (self._current, self._history, self._deltas) == (other._current, other._history, other._deltas)
+        return (self._current, self._history) == (other._current, other._history)
