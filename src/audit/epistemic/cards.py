@@ -25,11 +25,11 @@ from audit.epistemic.domain import Domain
 from audit.epistemic.graph import RDF_TYPE, RDFS_LABEL, RDFS_SUBCLASS, KnowledgeGraph, Literal
 from audit.epistemic.jsonl import read_jsonl
 from audit.epistemic.licensing import Verdict
+from audit.epistemic.metrics import LABEL_TO_GOLD, LABELS
 from audit.errors import UserError, unknown_choice
 
 SUITES = ("standard", "distractor", "near_miss")
-LABELS = ("E", "C", "U")
-GOLD = {"E": "YES", "C": "NO", "U": "UNKNOWN"}
+GOLD = LABEL_TO_GOLD
 MAX_SUBJECT_FACTS = 6
 _REQUIRED = {"id": str, "facts": list, "question": str, "gold": str, "label": str, "claim": dict,
              "reason": str, "suite": str}

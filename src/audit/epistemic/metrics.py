@@ -46,6 +46,8 @@ MAPPINGS: tuple[str, ...] = ("licensing", "legacy")
 LABELS: tuple[str, ...] = ("E", "C", "U")
 PREDS: tuple[str, ...] = ("YES", "NO", "UNKNOWN")
 GOLD_TO_LABEL = {"YES": "E", "NO": "C", "UNKNOWN": "U"}
+# The answer that is right for each label: cards' gold, the oracle's reply, the gate's verdict.
+LABEL_TO_GOLD = {label: gold for gold, label in GOLD_TO_LABEL.items()}
 ANSWERING_PREDS = {"licensing": frozenset({"YES"}), "legacy": frozenset({"YES", "NO"})}
 Z_95 = 1.959963984540054
 

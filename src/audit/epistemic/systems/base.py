@@ -12,7 +12,9 @@ from typing import Any, Protocol
 
 from omegaconf import DictConfig
 
-LABEL_TO_PRED = {"E": "YES", "C": "NO", "U": "UNKNOWN"}
+from audit.epistemic.metrics import LABEL_TO_GOLD
+
+LABEL_TO_PRED = LABEL_TO_GOLD  # what a system answers for a claim it knows to be E/C/U
 
 
 @dataclass

@@ -15,12 +15,12 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from audit.epistemic.metrics import PREDS
 from audit.epistemic.systems.base import Answer
 from audit.errors import unknown_choice
 from audit.llm.types import GatewayError
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
-ANSWERS = ("YES", "NO", "UNKNOWN")
 RESPONSE_FORMAT = {"type": "json_object"}
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 _OBJECT = re.compile(r"\{.*?\}", re.DOTALL)
@@ -41,7 +41,7 @@ def bullet_list(lines: Sequence[str]) -> str:
 
 def _word(value: Any) -> str | None:
     word = str(value).strip().strip(".!\"'` ").upper()
-    return word if word in ANSWERS else None
+    return word if word in PREDS else None
 
 
 def parse_answer(text: str) -> str:
