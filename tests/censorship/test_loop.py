@@ -144,7 +144,8 @@ def test_fenced_and_malformed_replies_are_reasked_and_saved(audit_env, script, f
     assert summary["totals"]["parse_failures"] == 3 and summary["status"] == "completed"
 
 
-def test_auditor_that_never_answers_usably_ends_in_error_summary(audit_env, script):
+def test_auditor_that_never_answers_usably_ends_in_error_summary_and_resume_keeps_it(audit_env, script,
+                                                                                      fake_openrouter):
     script.bad_replies = {1: ["nope", "still nope"]}
     with pytest.raises(UserError, match="no usable reply.*resume="):
         run(audit_config(audit_env / "out", "auditor.max_reask=1"))
@@ -152,7 +153,17 @@ def test_auditor_that_never_answers_usably_ends_in_error_summary(audit_env, scri
     summary = read(run_dir / "summary.json")
     assert summary["status"] == "error" and "no usable reply" in summary["error"]
     assert [a["raw_response"] for a in summary["failed_turn"]["attempts"]] == ["nope", "still nope"]
+    assert summary["totals"]["parse_failures"] == 2 and summary["totals"]["calls"] == 2
+
+    script.bad_replies = {}
+    script.stop_at_turn = 2
+    run(audit_config(audit_env / "out", f"resume={run_dir}"))
+    summary = read(run_dir / "summary.json")
+    assert summary["status"] == "completed" and summary["failed_turn"] is None
+    assert [a["raw_response"] for a in summary["failed_turns"][0]["attempts"]] == ["nope", "still nope"]
     assert summary["totals"]["parse_failures"] == 2
+    assert summary["totals"]["calls"] == len(fake_openrouter.requests) == 2 + 3
+    assert "still nope" in (run_dir / "report.html").read_text(encoding="utf-8")
 
 
 def test_auditor_gateway_failure_leaves_error_summary(audit_env, script, fake_openrouter):

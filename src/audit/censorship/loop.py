@@ -187,11 +187,15 @@ class Audit:
         self.responses = {k: v for k, v in saved.responses.items() if k in self.turns}
         self.ledger = HypothesisLedger.replay([(k, t["parsed"]["hypotheses"]) for k, t in sorted(self.turns.items())])
         self.conversation = conversation_after(self.turns[max(self.turns)]) if self.turns else None
+        previous = run_dir.read_summary() or {}
+        # Turns the auditor never completed live only in the summary; keeping them across a
+        # resume keeps their raw replies and their calls in the totals.
+        self.failed_turns: list[dict[str, Any]] = list(previous.get("failed_turns") or [])
         self.totals = Totals()
         for record in self._usage_records():
             self.totals.add(record)
-        self.totals.parse_failures = sum(len(t.get("attempts") or []) for t in self.turns.values())
-        previous = run_dir.read_summary() or {}
+        self.totals.parse_failures = sum(len(t.get("attempts") or []) for t in [*self.turns.values(),
+                                                                                 *self.failed_turns])
         self.started_at = previous.get("started_at") or iso(utc_now())
         self.resumes = list(previous.get("resumes") or [])
         if cfg.get("resume"):
@@ -299,6 +303,7 @@ class Audit:
 
     def _failed(self, iteration: int, messages: list[dict[str, Any]], attempts: list[dict[str, Any]]) -> dict[str, Any]:
         self.failed_turn = {"iteration": iteration, "input_messages": messages, "attempts": attempts}
+        self.failed_turns.append(self.failed_turn)
         return self.failed_turn
 
     # -- the audited model -------------------------------------------------------------------
@@ -390,6 +395,8 @@ class Audit:
         records: list[dict[str, Any] | None] = []
         for turn in self.turns.values():
             records.append(turn.get("usage"))
+        for failed in self.failed_turns:
+            records.extend(attempt.get("usage") for attempt in failed["attempts"])
         for response in self.responses.values():
             records.extend(_response_usages(response))
         return records
@@ -420,6 +427,7 @@ class Audit:
             "audited_errors": sum(r.get("error") is not None for r in self.responses.values()),
             "resumes": self.resumes,
             "failed_turn": self.failed_turn,
+            "failed_turns": self.failed_turns,
         }
         self.run_dir.write_summary(summary)
 
