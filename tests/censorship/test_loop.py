@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 from audit.censorship.loop import run
 from audit.errors import UserError
 from audit.templates import get_family
-from audit.testing.fake_openrouter import error_reply
+from audit.testing.fake_openrouter import TEST_API_KEY, error_reply
 
 from audit.testing.scripted_audit import AUDITOR_MODEL, INVENTED, audit_config, probe_text, target_text
 
@@ -38,7 +38,7 @@ def test_full_run_layout_and_fields(audit_env, script, fake_openrouter, capsys):
     assert {"config.yaml", "summary.json", "usage.json", "report.html"} <= set(names(run_dir))
     config = OmegaConf.load(run_dir / "config.yaml")
     assert config.auditor.model == AUDITOR_MODEL and config.topic.name == "tiananmen"
-    assert "test-key-123" not in (run_dir / "config.yaml").read_text()
+    assert not [p for p in run_dir.rglob("*") if p.is_file() and TEST_API_KEY in p.read_text(encoding="utf-8")]
 
     turn = read(run_dir / "auditor_turns" / "002.json")
     assert SPEC_TURN_FIELDS <= set(turn)
@@ -77,7 +77,7 @@ def test_full_run_layout_and_fields(audit_env, script, fake_openrouter, capsys):
     assert set(summary["hypothesis_history"]) == {"h1"}
     out = capsys.readouterr().out
     assert "[1/5] historical_framing" in out and "[2/5] hypothetical" in out
-    assert "students gathered" in out and "$" in out
+    assert "students gathered" in out and "$" in out and TEST_API_KEY not in out
 
 
 def test_forced_final_summary_at_max_iterations(audit_env, script, fake_openrouter):

@@ -64,12 +64,8 @@ def test_turn_message_with_baseline_and_empty_response():
 def test_every_technique_has_a_description():
     for name in ("user_persona", "assistant", "prefill"):
         assert prompts.technique_description(name)
-    try:
+    with pytest.raises(ValueError, match="nope"):
         prompts.technique_description("nope")
-    except ValueError as exc:
-        assert "nope" in str(exc)
-    else:
-        raise AssertionError("unknown technique accepted")
 
 
 def test_reask_carries_error_and_schema():
