@@ -87,5 +87,5 @@ def test_a_failed_call_is_recorded_not_raised(gateway, fake_openrouter):
 
 def test_unknown_technique_is_a_user_error():
     assert check_technique("prefill") == "prefill"
-    with pytest.raises(UserError, match="Available: user_persona, assistant, prefill"):
+    with pytest.raises(UserError, match="Did you mean 'user_persona'.*Available: assistant, prefill, user_persona"):
         check_technique("userpersona")

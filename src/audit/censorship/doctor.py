@@ -14,6 +14,7 @@ unfinished user turn (the canary) and checks both:
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -135,8 +136,6 @@ async def diagnose(gateway: Any, audited: DictConfig, canary: str, *, max_tokens
 
 def run_doctor(cfg: DictConfig) -> int:
     """Run the check with the cache off (a cached reply says nothing about today's provider); return the exit code."""
-    import asyncio
-
     from audit.llm.gateway import Gateway
 
     node = OmegaConf.to_container(cfg.gateway, resolve=True)

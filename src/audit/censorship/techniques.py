@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from audit.censorship.accounting import call_usage
-from audit.errors import UserError
+from audit.errors import unknown_choice
 from audit.llm.types import GatewayError, LLMResponse
 from audit.templates import TemplateFamily
 
@@ -62,7 +62,7 @@ def text_of(record: Mapping[str, Any] | None) -> str | None:
 def check_technique(name: str) -> str:
     """Reject an unknown technique name before anything is written."""
     if name not in TECHNIQUES:
-        raise UserError(f"Unknown technique {name!r}. Available: {', '.join(TECHNIQUES)}")
+        raise unknown_choice("technique", name, TECHNIQUES)
     return name
 
 
