@@ -1,0 +1,142 @@
+"""Find run directories under the paths the user gives and read what they recorded.
+
+A run directory is any directory holding a ``summary.json``: both experiments write one,
+and a failed sweep job leaves one with ``status: error`` in its job directory (Hydra skips
+``on_multirun_end`` when a job fails, so this file is the only trace the aggregate step
+can count on). The walk is recursive, so a single run, an ``outputs/`` tree and a
+``multirun/<date>/`` sweep with numbered job dirs are all handled the same way.
+
+Nothing is dropped silently: a file that cannot be read becomes a :class:`Failure` that
+names the file and the problem, and the comparison lists it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from audit.errors import UserError
+from audit.io.atomic import read_json
+
+SUMMARY = "summary.json"
+METRICS = "metrics.json"
+CENSORSHIP, EPISTEMIC, UNKNOWN = "censorship", "epistemic", "unknown"
+# Files only one experiment writes: how a run says which kind it is.
+_CENSORSHIP_DIRS = ("auditor_turns", "audited_responses")
+_EPISTEMIC_FILES = (METRICS, "cards.jsonl", "results.jsonl")
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run directory whose ``summary.json`` (and ``metrics.json``, if any) parsed."""
+
+    path: Path
+    label: str  # short, readable name: the path from the given dir's parent
+    kind: str
+    summary: Mapping[str, Any]
+    metrics: Mapping[str, Any] | None = None
+
+    @property
+    def status(self) -> str:
+        return str(self.summary.get("status") or "unknown")
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A run that failed, or a file the comparison could not use, with the reason."""
+
+    path: Path
+    label: str
+    kind: str
+    status: str
+    problem: str
+
+
+@dataclass
+class Collected:
+    runs: list[Run] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+
+
+def find_run_dirs(root: Path) -> list[Path]:
+    """Every directory under ``root`` (``root`` included) that holds a ``summary.json``."""
+    return sorted({p.parent for p in root.rglob(SUMMARY) if p.is_file()})
+
+
+def run_kind(directory: Path, summary: Mapping[str, Any]) -> str:
+    """Which experiment wrote ``directory``: by the files present, else by the summary's keys
+    (a failed epistemic sweep job leaves only ``status``, ``stage`` and ``error``)."""
+    if any((directory / d).is_dir() for d in _CENSORSHIP_DIRS):
+        return CENSORSHIP
+    if any((directory / f).is_file() for f in _EPISTEMIC_FILES):
+        return EPISTEMIC
+    if "stage" in summary:
+        return EPISTEMIC
+    config = summary.get("config")
+    if "totals" in summary or (isinstance(config, Mapping) and "topic" in config):
+        return CENSORSHIP
+    return UNKNOWN
+
+
+def _read_object(path: Path) -> Mapping[str, Any]:
+    """A JSON object from ``path``; ValueError with a short reason otherwise."""
+    try:
+        data = read_json(path)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path.name}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path.name}: unreadable ({exc})") from None
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{path.name}: expected a JSON object, found {type(data).__name__}")
+    return data
+
+
+def read_run(directory: Path, label: str) -> Run | Failure:
+    """Read one run directory; a run with ``status: error`` or an unreadable file is a Failure."""
+    try:
+        summary = _read_object(directory / SUMMARY)
+    except ValueError as exc:
+        return Failure(directory, label, run_kind(directory, {}), "unreadable", str(exc))
+    kind = run_kind(directory, summary)
+    status = str(summary.get("status") or "unknown")
+    if status == "error":
+        return Failure(directory, label, kind, status, str(summary.get("error") or "no error message recorded"))
+    metrics = None
+    if kind == EPISTEMIC and (directory / METRICS).is_file():
+        try:
+            metrics = _read_object(directory / METRICS)
+        except ValueError as exc:
+            return Failure(directory, label, kind, "unreadable", str(exc))
+    return Run(directory, label, kind, summary, metrics)
+
+
+def collect(roots: Sequence[Path]) -> Collected:
+    """Read every run under each of ``roots`` (each run once, even if two roots overlap).
+
+    Raises UserError when a root does not exist or holds no run: a typo'd path should not
+    produce an empty report.
+    """
+    seen: set[Path] = set()
+    out = Collected()
+    for root in roots:
+        if not root.is_dir():
+            raise UserError(f"{root} is not a directory; pass a run dir, outputs/ or a multirun/ sweep dir")
+        found = find_run_dirs(root)
+        if not found:
+            raise UserError(f"no runs found under {root}; pass a run dir, outputs/ or a multirun/ sweep dir")
+        base = root.resolve().parent
+        for directory in found:
+            resolved = directory.resolve()
+            if resolved in seen:
+                continue
+            seen.add(resolved)
+            item = read_run(resolved, str(resolved.relative_to(base)))
+            (out.failures if isinstance(item, Failure) else out.runs).append(item)
+    return out
+
+
+def of_kind(runs: Iterable[Run], kind: str) -> list[Run]:
+    return [r for r in runs if r.kind == kind]
