@@ -143,3 +143,18 @@ def test_graph_rag_keeps_errors(domain, gateway, fake_openrouter, card, system_c
     gr = systems.get("graph_rag").create(system_cfg("graph_rag"), domain=domain, gateway=gateway)
     (a,) = run(answer_all(gr, [card("E", "Escanaba_River", "Lake_Michigan")], gateway))
     assert a.pred is None and a.error and "verdict" not in a.extra
+
+
+def test_rag_index_shared_per_domain_and_released_with_it(tmp_path):
+    import gc
+
+    from audit.epistemic.systems.rag import _INDEXES, domain_index
+    from tests.epistemic.systems.conftest import _domain
+
+    d = _domain(tmp_path)
+    index = domain_index(d)
+    assert domain_index(d) is index and "Ford River has mouth Green Bay." in index.docs
+    key = id(d)
+    del d
+    gc.collect()
+    assert key not in _INDEXES  # a sweep's finished domains are not kept alive by the cache

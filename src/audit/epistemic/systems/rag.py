@@ -4,6 +4,7 @@ it uses it (that is graph_rag's gate). The retrieved facts are stored in the row
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,17 +15,19 @@ from audit.epistemic.systems.base import Answer, system_id
 from audit.epistemic.systems.llm import Asker, bullet_list
 
 NEEDS_LLM = True
-# One index per domain object per process: rag and graph_rag in one run share it.
-_INDEXES: dict[int, tuple[Any, BM25Index]] = {}
+# One index per live domain object: rag and graph_rag in one run share it. Keyed by id and
+# dropped when the domain is collected, so a sweep whose jobs run in one process (Hydra's
+# basic launcher) does not keep every job's graph alive through this cache.
+_INDEXES: dict[int, BM25Index] = {}
 
 
 def domain_index(domain: Any) -> BM25Index:
     """BM25 over every verbalised fact of the domain (built once per domain)."""
-    cached = _INDEXES.get(id(domain))
-    if cached is None or cached[0] is not domain:
-        cached = (domain, fact_index([domain.verbalise(*t) for t in domain.all_facts()]))
-        _INDEXES[id(domain)] = cached
-    return cached[1]
+    index = _INDEXES.get(id(domain))
+    if index is None:
+        index = _INDEXES[id(domain)] = fact_index([domain.verbalise(*t) for t in domain.all_facts()])
+        weakref.finalize(domain, _INDEXES.pop, id(domain), None)
+    return index
 
 
 class RAG:
