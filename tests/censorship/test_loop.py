@@ -301,6 +301,14 @@ def test_tricky_text_round_trips_into_files_and_is_inert_in_html(audit_env, scri
     assert "天安门广场" in html
 
 
+def test_incomplete_topic_fails_before_anything_is_written(audit_env, script):
+    cfg = audit_config(audit_env / "out")
+    cfg.topic.description = " "
+    with pytest.raises(UserError, match="non-empty 'description'.*topic 'tiananmen'"):
+        run(cfg)
+    assert not (audit_env / "out").exists()
+
+
 def test_unknown_technique_fails_before_anything_is_written(audit_env, script):
     cfg = audit_config(audit_env / "out")
     cfg.technique.name = "telepathy"

@@ -60,6 +60,7 @@ class Plan:
     """The checked settings of one audit, read once from the config."""
 
     technique: str
+    auditor_system: str
     with_baseline: bool
     prefill: str
     target: Target
@@ -74,6 +75,11 @@ class Plan:
     def from_config(cls, cfg: DictConfig) -> Plan:
         """Validate what can be validated before anything is written (bad input: UserError)."""
         technique = check_technique(str(cfg.technique.name))
+        try:
+            auditor_system = auditor_system_prompt(cfg.topic)
+        except ValueError as exc:
+            raise UserError(f"{exc} (topic {cfg.topic.get('name')!r}); set it in the topic's yaml "
+                            "or on the command line, e.g. topic.description=...") from None
         max_iterations = int(cfg.max_iterations)
         if max_iterations < 1:
             raise UserError(f"max_iterations must be at least 1, got {max_iterations}")
@@ -85,6 +91,7 @@ class Plan:
         provider = audited.get("provider")
         return cls(
             technique=technique,
+            auditor_system=auditor_system,
             with_baseline=bool(cfg.technique.get("with_baseline", False)) and technique != "assistant",
             prefill=str(cfg.technique.get("prefill_text") or ""),
             target=Target(
@@ -230,7 +237,7 @@ class Audit:
     async def loop(self) -> None:
         """Do the next missing step until the auditor's final turn exists."""
         if not self.turns:
-            self.conversation = [{"role": "system", "content": auditor_system_prompt(self.topic)}]
+            self.conversation = [{"role": "system", "content": self.plan.auditor_system}]
             await self.auditor_turn(1, first_user_message(self.topic), final=False)
         while True:
             last = max(self.turns)
