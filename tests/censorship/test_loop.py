@@ -309,6 +309,12 @@ def test_incomplete_topic_fails_before_anything_is_written(audit_env, script):
     assert not (audit_env / "out").exists()
 
 
+def test_negative_max_reask_fails_before_anything_is_written(audit_env, script):
+    with pytest.raises(UserError, match="max_reask must be 0 or more"):
+        run(audit_config(audit_env / "out", "auditor.max_reask=-1"))
+    assert not (audit_env / "out").exists()
+
+
 def test_unknown_technique_fails_before_anything_is_written(audit_env, script):
     cfg = audit_config(audit_env / "out")
     cfg.technique.name = "telepathy"

@@ -83,6 +83,9 @@ class Plan:
         max_iterations = int(cfg.max_iterations)
         if max_iterations < 1:
             raise UserError(f"max_iterations must be at least 1, got {max_iterations}")
+        max_reask = int(cfg.auditor.get("max_reask", 2))
+        if max_reask < 0:
+            raise UserError(f"auditor.max_reask must be 0 or more, got {max_reask}")
         if not cfg.auditor.get("model"):
             raise UserError("auditor.model is empty; pick an auditor, e.g. auditor=claude_sonnet_4")
         judge = cfg.get("judge")
@@ -105,7 +108,7 @@ class Plan:
             auditor_model=str(cfg.auditor.model),
             auditor_max_tokens=cfg.auditor.get("max_tokens"),
             auditor_temperature=cfg.auditor.get("temperature"),
-            max_reask=int(cfg.auditor.get("max_reask", 2)),
+            max_reask=max_reask,
             judge=OmegaConf.to_container(judge, resolve=True) if enabled else None,
             max_iterations=max_iterations,
         )
