@@ -1,0 +1,73 @@
+"""Small run directories shaped like the ones the experiments write (see the module docs of
+audit.censorship.loop and audit.epistemic.pipeline), with numbers chosen by each test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def rate(value: float, lo: float, hi: float, k: int = 0, n: int = 0) -> dict[str, Any]:
+    """A metrics.json rate."""
+    return {"value": value, "lo": lo, "hi": hi, "k": k, "n": n}
+
+
+def _write(path: Path, data: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def censorship_run(parent: Path, name: str, *, audited: str = "deepseek_chat", topic: str = "tiananmen",
+                   technique: str = "user_persona", classifications: dict[str, int] | None = None,
+                   baseline: dict[str, int] | None = None, covered: int | None = 3, total: int = 6,
+                   status: str = "completed", cost: float = 0.01, **extra: Any) -> Path:
+    """A censorship run dir: summary.json plus the turn and response directories."""
+    run = parent / name
+    for sub in ("auditor_turns", "audited_responses"):
+        (run / sub).mkdir(parents=True, exist_ok=True)
+    classifications = {"refused": 1, "deflected": 2, "forthcoming": 1} if classifications is None else classifications
+    summary = {
+        "config": {"topic": {"name": topic}, "auditor": {"name": "claude_sonnet_4", "model": "test/auditor"},
+                   "audited": {"name": audited, "model": f"vendor/{audited}"},
+                   "technique": {"name": technique, "with_baseline": baseline is not None}},
+        "started_at": "2026-11-22T10:00:00Z", "total_iterations": sum(v for v in classifications.values() if isinstance(v, int)),
+        "status": status, "error": None, "technique": technique, "with_baseline": baseline is not None,
+        "totals": {"prompt_tokens": 1000, "completion_tokens": 200, "cost": cost, "calls": 5},
+        "evidence": {"citations": 3, "verified": 2, "unverified": 1},
+        "classifications": classifications, "baseline_classifications": baseline,
+        "fact_recall": None if covered is None else {"facts": [], "covered": covered, "total": total,
+                                                     "recall": covered / total},
+        "audited_errors": 0,
+        **extra,
+    }
+    _write(run / "summary.json", summary)
+    return run
+
+
+def epistemic_run(parent: Path, name: str, systems: dict[str, dict[str, Any]], *, domain: str = "rivers",
+                  predicate: str = "has_mouth", n_rows: int = 45, n_errors: int = 0) -> Path:
+    """An epistemic run dir; ``systems`` maps a system id to its rates (metric name -> rate or None)."""
+    run = parent / name
+    metrics = {system: {"mapping": "licensing", "n_rows": n_rows, "n_scored": n_rows - n_errors,
+                        "n_errors": n_errors, "metrics": rates} for system, rates in systems.items()}
+    _write(run / "metrics.json", metrics)
+    (run / "cards.jsonl").write_text("", encoding="utf-8")
+    _write(run / "summary.json", {"status": "ok", "stage": "all", "run_dir": str(run), "cards": n_rows,
+                                  "domain": domain, "predicate": predicate, "systems": {}})
+    return run
+
+
+def failed_job(parent: Path, name: str, error: str) -> Path:
+    """What a failed epistemic sweep job leaves in its numbered job dir."""
+    job = parent / name
+    _write(job / "summary.json", {"status": "error", "stage": "all", "error": error})
+    return job
+
+
+def corrupt_summary(parent: Path, name: str) -> Path:
+    run = parent / name
+    (run / "auditor_turns").mkdir(parents=True)
+    (run / "summary.json").write_text('{"status": "completed", "totals": {', encoding="utf-8")
+    return run

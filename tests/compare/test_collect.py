@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from audit.compare.collect import CENSORSHIP, EPISTEMIC, UNKNOWN, Failure, Run, collect, find_run_dirs, read_run, run_kind
+from audit.errors import UserError
+from tests.compare.fake_runs import censorship_run, corrupt_summary, epistemic_run, failed_job, rate
+
+
+def sweep(tmp_path: Path) -> Path:
+    """A multirun/<date>/ layout: job 0 succeeded (run dir inside), job 1 failed (summary in the job dir)."""
+    root = tmp_path / "multirun" / "2026-11-22_10-00-00"
+    epistemic_run(root / "0", "rivers_has_mouth_2026", {"kg_oracle": {"AP": rate(1, 0.9, 1)}})
+    failed_job(root, "1", "OPENROUTER_API_KEY is not set")
+    (root / "multirun.yaml").write_text("hydra: {}\n")
+    return root
+
+
+def test_finds_runs_in_numbered_job_dirs(tmp_path: Path) -> None:
+    root = sweep(tmp_path)
+    assert find_run_dirs(root) == [root / "0" / "rivers_has_mouth_2026", root / "1"]
+
+
+def test_a_failed_job_is_a_failure_with_its_error(tmp_path: Path) -> None:
+    root = sweep(tmp_path)
+    found = collect([root])
+    assert [r.label for r in found.runs] == ["2026-11-22_10-00-00/0/rivers_has_mouth_2026"]
+    (failure,) = found.failures
+    assert (failure.label, failure.kind, failure.status, failure.problem) == (
+        "2026-11-22_10-00-00/1", EPISTEMIC, "error", "OPENROUTER_API_KEY is not set")
+
+
+def test_a_single_run_dir_and_overlapping_roots_count_each_run_once(tmp_path: Path) -> None:
+    run = censorship_run(tmp_path / "outputs", "deepseek_chat_tiananmen_2026")
+    found = collect([run, tmp_path / "outputs"])
+    assert [r.path for r in found.runs] == [run.resolve()]
+    assert found.runs[0].label == "deepseek_chat_tiananmen_2026"
+
+
+def test_kind_by_files_then_by_summary_keys(tmp_path: Path) -> None:
+    audit = censorship_run(tmp_path, "a")
+    epi = epistemic_run(tmp_path, "e", {"kg_oracle": {}})
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    assert run_kind(audit, {}) == CENSORSHIP
+    assert run_kind(epi, {}) == EPISTEMIC
+    assert run_kind(bare, {"status": "error", "stage": "all"}) == EPISTEMIC
+    assert run_kind(bare, {"status": "error", "config": {"topic": {"name": "x"}}}) == CENSORSHIP
+    assert run_kind(bare, {"status": "error"}) == UNKNOWN
+
+
+def test_corrupt_summary_names_the_file_and_the_problem(tmp_path: Path) -> None:
+    item = read_run(corrupt_summary(tmp_path, "broken"), "broken")
+    assert isinstance(item, Failure)
+    assert (item.kind, item.status) == (CENSORSHIP, "unreadable")
+    assert item.problem.startswith("summary.json: not valid JSON")
+
+
+def test_corrupt_metrics_and_non_object_json_are_failures(tmp_path: Path) -> None:
+    run = epistemic_run(tmp_path, "e", {"kg_oracle": {}})
+    (run / "metrics.json").write_text("[1, 2]")
+    item = read_run(run, "e")
+    assert isinstance(item, Failure) and item.problem == "metrics.json: expected a JSON object, found list"
+
+
+def test_a_good_run_is_read_with_its_metrics(tmp_path: Path) -> None:
+    run = epistemic_run(tmp_path, "e", {"kg_oracle": {"AP": rate(0.5, 0.2, 0.8)}})
+    item = read_run(run, "e")
+    assert isinstance(item, Run) and item.status == "ok"
+    assert item.metrics is not None and item.metrics["kg_oracle"]["metrics"]["AP"]["value"] == 0.5
+
+
+def test_no_runs_is_a_one_line_user_error(tmp_path: Path) -> None:
+    (tmp_path / "empty" / "sub").mkdir(parents=True)
+    with pytest.raises(UserError) as err:
+        collect([tmp_path / "empty"])
+    assert str(err.value) == (f"no runs found under {tmp_path / 'empty'}; "
+                              "pass a run dir, outputs/ or a multirun/ sweep dir")
+    with pytest.raises(UserError, match="is not a directory"):
+        collect([tmp_path / "missing"])

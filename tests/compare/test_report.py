@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from audit.compare.report import LABEL_W, PLOT_W, compare, hbar_chart, shorten
+from audit.errors import UserError
+from tests.compare.fake_runs import censorship_run, corrupt_summary, epistemic_run, failed_job, rate
+
+EVIL = "<script>alert(1)</script>"
+
+
+@pytest.fixture
+def mixed(tmp_path: Path) -> Path:
+    root = tmp_path / "runs"
+    censorship_run(root, "a", audited=f"m{EVIL}", topic=f"t{EVIL}", classifications={"refused": 1, "partial": 3},
+                   covered=1, total=4)
+    epistemic_run(root, "e", {"kg_oracle": {"AP": rate(1.0, 0.9, 1.0), "FAR_NE": rate(0.0, 0.0, 0.1)},
+                              f"sys{EVIL}": {"AP": rate(0.5, 0.3, 0.7), "FAR_NE": None}})
+    failed_job(root, "1", f"failed {EVIL}")
+    corrupt_summary(root, "broken")
+    return root
+
+
+def test_writes_html_and_csvs_into_out(mixed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "report"
+    compare([mixed], out)
+    audits = pd.read_csv(out / "audits.csv")
+    assert audits[["refused_share", "partial_share", "fact_recall"]].iloc[0].tolist() == [0.25, 0.75, 0.25]
+    epistemic = pd.read_csv(out / "epistemic.csv").set_index("system")
+    assert epistemic.loc["kg_oracle", "AP_lo"] == 0.9 and pd.isna(epistemic.loc[f"sys{EVIL}", "FAR_NE"])
+    printed = capsys.readouterr().out
+    assert "failed or unusable runs (2)" in printed and "summary.json: not valid JSON" in printed
+    assert printed.rstrip().endswith(f"wrote comparison.html, audits.csv, epistemic.csv to {out}")
+
+
+def test_default_out_is_the_first_dir(mixed: Path) -> None:
+    compare([mixed])
+    assert sorted(p.name for p in mixed.iterdir() if p.is_file()) == ["audits.csv", "comparison.html", "epistemic.csv"]
+
+
+def test_html_escapes_names_and_errors_and_is_self_contained(mixed: Path, tmp_path: Path) -> None:
+    compare([mixed], tmp_path / "o")
+    html = (tmp_path / "o" / "comparison.html").read_text(encoding="utf-8")
+    assert "<script" not in html.lower()
+    assert "&lt;script&gt;" in html
+    assert html.count("failed &lt;script&gt;alert(1)&lt;/script&gt;") == 1  # the failed job, with its error
+    assert "summary.json: not valid JSON" in html
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)  # no CDN, nothing remote
+    assert html.count("<svg") == 2 + 4  # recall + refusal; AP, CVRR, FAR_NE, LA
+
+
+def test_out_that_is_a_file_is_a_user_error(mixed: Path, tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("")
+    with pytest.raises(UserError, match="is a file"):
+        compare([mixed], tmp_path / "f")
+
+
+def test_chart_geometry_whiskers_and_undefined_bars() -> None:
+    chart = hbar_chart("AP", [{"label": "a", "colour": "#000", "rate": {"value": 0.5, "lo": 0.25, "hi": 1.0}},
+                              {"label": "b", "colour": "#111", "rate": None},
+                              {"label": "c", "colour": "#222", "rate": {"value": float("nan"), "lo": 0.0, "hi": 0.0}}])
+    a, b, c = chart["rows"]
+    assert (a["w"], a["lo"], a["hi"]) == (PLOT_W * 0.5, LABEL_W + PLOT_W * 0.25, LABEL_W + PLOT_W)
+    assert a["text"] == "0.50 [0.25, 1.00]"
+    assert b["na"] and c["na"] and b["text"] == "n/a"  # never drawn as a zero bar
+    assert chart["rows"][1]["y"] > a["y"]
+
+
+def test_shorten_keeps_both_ends() -> None:
+    label = "rivers/has_mouth · kg_oracle · multirun/2026-11-22/0/rivers_has_mouth_2026-11-22_13-41-47"
+    short = shorten(label, 40)
+    assert len(short) == 40 and short.startswith("rivers/has_mouth") and short.endswith("13-41-47")

@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from audit.compare.collect import collect
+from audit.compare.tables import build_tables
+from tests.compare.fake_runs import censorship_run, epistemic_run, failed_job, rate
+
+
+def row_of(frame, **where):
+    mask = True
+    for key, value in where.items():
+        mask = mask & (frame[key] == value)
+    (index,) = frame.index[mask]
+    return frame.loc[index]
+
+
+@pytest.fixture
+def audits_dir(tmp_path: Path) -> Path:
+    """Two runs on one (model, topic) cell, one on another, one without a judge."""
+    out = tmp_path / "outputs"
+    censorship_run(out, "a", classifications={"refused": 1, "deflected": 2, "forthcoming": 1}, covered=2, total=6,
+                   baseline={"refused": 3, "partial": 1})
+    censorship_run(out, "b", classifications={"refused": 2}, covered=4, total=4, technique="prefill")
+    censorship_run(out, "c", topic="xinjiang", classifications={"official_line": 3, "unclassified": 1}, covered=0)
+    censorship_run(out, "d", audited="kimi_k2", classifications={}, covered=None, status="running")
+    return out
+
+
+def test_audit_rows_hold_shares_of_classified_responses_and_recall(audits_dir: Path) -> None:
+    audits = build_tables(collect([audits_dir])).audits
+    a = row_of(audits, run="outputs/a")
+    assert a["n_responses"] == 4
+    assert [a[f"{c}_share"] for c in ("refused", "deflected", "official_line", "partial", "forthcoming")] == \
+        [0.25, 0.5, 0.0, 0.0, 0.25]
+    assert a["fact_recall"] == pytest.approx(2 / 6)
+    assert (a["technique"], a["baseline"], a["auditor"], a["audited_model"]) == ("user_persona", True,
+                                                                                "claude_sonnet_4", "vendor/deepseek_chat")
+    assert (a["citations_verified"], a["citations_unverified"], a["tokens"], a["cost"]) == (2, 1, 1200, 0.01)
+    c = row_of(audits, run="outputs/c")
+    assert c["official_line_share"] == 0.75 and c["fact_recall"] == 0.0  # an unknown label still counts as a response
+    d = row_of(audits, run="outputs/d")
+    assert d["status"] == "running"
+    assert math.isnan(d["refused_share"]) and math.isnan(d["fact_recall"])  # no judge: undefined, not 0
+
+
+def test_censorship_map_pools_counts_over_runs(audits_dir: Path) -> None:
+    cmap = build_tables(collect([audits_dir])).censorship_map
+    cell = row_of(cmap, audited="deepseek_chat", topic="tiananmen")
+    assert cell["runs"] == 2
+    assert cell["fact_recall"] == pytest.approx(6 / 10)   # (2 + 4) / (6 + 4), not the mean of 1/3 and 1
+    assert cell["refused_share"] == pytest.approx(3 / 6)  # (1 + 2) / (4 + 2); the baseline's 3 refusals excluded
+    assert math.isnan(row_of(cmap, audited="kimi_k2", topic="tiananmen")["fact_recall"])
+
+
+def test_per_technique_comparison_includes_the_baseline(audits_dir: Path) -> None:
+    techniques = build_tables(collect([audits_dir])).techniques
+    assert techniques is not None
+    cell = techniques.loc[("deepseek_chat", "tiananmen")]
+    assert cell[("refused_share", "user_persona")] == 0.25
+    assert cell[("refused_share", "prefill")] == 1.0
+    assert cell[("refused_share", "assistant (baseline)")] == 0.75
+    assert cell[("forthcoming_share", "user_persona")] == 0.25
+
+
+def test_no_technique_comparison_with_one_technique(tmp_path: Path) -> None:
+    censorship_run(tmp_path, "a")
+    censorship_run(tmp_path, "b", topic="xinjiang")
+    assert build_tables(collect([tmp_path])).techniques is None
+
+
+def test_epistemic_rows_per_system_with_intervals(tmp_path: Path) -> None:
+    epistemic_run(tmp_path, "e", {
+        "kg_oracle": {"AP": rate(1.0, 0.9, 1.0), "FAR_NE": rate(0.0, 0.0, 0.1), "CVRR": None},
+        "raw_llm:m": {"AP": rate(0.4, 0.25, 0.57), "FAR_NE": rate(0.6, 0.43, 0.75)},
+    }, domain="geography", predicate="capital_of", n_errors=3)
+    frame = build_tables(collect([tmp_path])).epistemic
+    assert sorted(frame["system"]) == ["kg_oracle", "raw_llm:m"]
+    llm = row_of(frame, system="raw_llm:m")
+    assert (llm["AP"], llm["AP_lo"], llm["AP_hi"], llm["FAR_NE_hi"]) == (0.4, 0.25, 0.57, 0.75)
+    assert (llm["domain"], llm["predicate"], llm["n_cards"], llm["n_scored"], llm["errors"]) == \
+        ("geography", "capital_of", 45, 42, 3)
+    oracle = row_of(frame, system="kg_oracle")
+    assert math.isnan(oracle["CVRR"]) and math.isnan(oracle["CVRR_lo"])  # null rate: undefined
+    assert math.isnan(oracle["LA"])  # absent rate
+
+
+def test_failed_unscored_and_malformed_runs_are_listed_not_dropped(tmp_path: Path) -> None:
+    failed_job(tmp_path, "0", "boom: <b>bad</b>")
+    unscored = epistemic_run(tmp_path, "cards_only", {})
+    (unscored / "metrics.json").unlink()
+    censorship_run(tmp_path, "weird", classifications={"refused": "many"})
+    censorship_run(tmp_path, "errored", status="error", error="GatewayError: server")
+    tables = build_tables(collect([tmp_path]))
+    failed = tables.failed.set_index("run")
+    name = tmp_path.name
+    assert failed.loc[f"{name}/0", "problem"] == "boom: <b>bad</b>"
+    assert failed.loc[f"{name}/errored", ["status", "problem"]].tolist() == ["error", "GatewayError: server"]
+    assert failed.loc[f"{name}/cards_only", "status"] == "unscored"
+    assert "classifications.refused should be a number" in failed.loc[f"{name}/weird", "problem"]
+    assert tables.audits.empty and tables.epistemic.empty
