@@ -4,7 +4,7 @@
   and the probe, so the model continues the *user's* words (what it knows, below the
   assistant persona's refusals). The family's stop sequences end the user turn.
 - ``prefill``: raw ``/completions`` of an assistant turn already opened with
-  ``technique.prefill`` (e.g. "Sure, here are the facts:").
+  ``technique.prefill_text`` (e.g. "Sure, here are the facts:").
 - ``assistant``: the same probe through the chat API: what the model *says*.
 
 Each returns the technique's part of an ``audited_responses/NNN.json`` record; the
