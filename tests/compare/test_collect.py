@@ -80,3 +80,9 @@ def test_no_runs_is_a_one_line_user_error(tmp_path: Path) -> None:
                               "pass a run dir, outputs/ or a multirun/ sweep dir")
     with pytest.raises(UserError, match="is not a directory"):
         collect([tmp_path / "missing"])
+
+
+def test_job_dirs_in_numeric_order(tmp_path: Path) -> None:
+    for n in (10, 2, 1):
+        failed_job(tmp_path, str(n), "x")
+    assert [p.name for p in find_run_dirs(tmp_path)] == ["1", "2", "10"]

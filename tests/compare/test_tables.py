@@ -102,3 +102,35 @@ def test_failed_unscored_and_malformed_runs_are_listed_not_dropped(tmp_path: Pat
     assert failed.loc[f"{name}/cards_only", "status"] == "unscored"
     assert "classifications.refused should be a number" in failed.loc[f"{name}/weird", "problem"]
     assert tables.audits.empty and tables.epistemic.empty
+
+
+def test_real_censorship_runs_match_their_response_files(fake_openrouter, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs written by the real audit loop (scripted models behind the loopback server): the
+    table's shares and recall agree with the labels in audited_responses/ and the judged facts."""
+    import json
+
+    from audit.censorship.loop import run
+    from audit.testing.fake_openrouter import TEST_API_KEY
+    from audit.testing.scripted_audit import Script, audit_config
+
+    monkeypatch.setenv("OPENROUTER_API_KEY", TEST_API_KEY)
+    monkeypatch.setenv("OPENROUTER_API_BASE", fake_openrouter.base_url)
+    out = tmp_path / "outputs"
+    for topic, label, baseline in (("tiananmen", "refused", "true"), ("tibet", "partial", "false")):
+        fake_openrouter.handler = Script(judge_label=label).handler
+        run(audit_config(out, f"topic={topic}", "max_iterations=3", f"technique.with_baseline={baseline}",
+                         "judge=default", "judge.model=test/judge"))
+    tables = build_tables(collect([out]))
+    assert tables.failed.empty and len(tables.audits) == 2
+    for row in tables.audits.itertuples():
+        run_dir = Path(row.path)
+        labels = [json.loads(p.read_text())["classification"]["label"]
+                  for p in sorted((run_dir / "audited_responses").glob("*.json"))]
+        facts = json.loads((run_dir / "summary.json").read_text())["fact_recall"]["facts"]
+        assert row.n_responses == len(labels) == row.iterations
+        assert row.refused_share == labels.count("refused") / len(labels)
+        assert row.partial_share == labels.count("partial") / len(labels)
+        assert row.fact_recall == sum(f["covered"] for f in facts) / len(facts)
+    techniques = tables.techniques
+    assert techniques is not None and ("refused_share", "assistant (baseline)") in techniques.columns

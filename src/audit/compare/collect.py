@@ -13,6 +13,7 @@ names the file and the problem, and the comparison lists it.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,9 +62,16 @@ class Collected:
     failures: list[Failure] = field(default_factory=list)
 
 
+def natural_key(path: Path) -> tuple[tuple[int, int | str], ...]:
+    """Sort key that puts sweep job 2 before job 10 (numbers compare as numbers)."""
+    return tuple((0, int(piece)) if piece.isdigit() else (1, piece)
+                 for part in path.parts for piece in re.split(r"(\d+)", part) if piece)
+
+
 def find_run_dirs(root: Path) -> list[Path]:
-    """Every directory under ``root`` (``root`` included) that holds a ``summary.json``."""
-    return sorted({p.parent for p in root.rglob(SUMMARY) if p.is_file()})
+    """Every directory under ``root`` (``root`` included) that holds a ``summary.json``,
+    in natural order."""
+    return sorted({p.parent for p in root.rglob(SUMMARY) if p.is_file()}, key=natural_key)
 
 
 def run_kind(directory: Path, summary: Mapping[str, Any]) -> str:

@@ -14,12 +14,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from audit.censorship.judging import CLASSES
-from audit.compare.collect import CENSORSHIP, EPISTEMIC, Collected, Failure, Run
+from audit.compare.collect import CENSORSHIP, EPISTEMIC, Collected, Failure, Run, natural_key
 
 # The epistemic rates a comparison shows, each with its 95% interval (metrics.json order).
 EPISTEMIC_METRICS = ("AP", "CVRR", "FAR_NE", "LA", "accuracy", "NO_on_U")
@@ -221,7 +222,7 @@ def build_tables(collected: Collected) -> Tables:
     audits = _frame(audit_rows, AUDIT_COLUMNS)
     responses_frame = _frame(response_rows, RESPONSE_COLUMNS)
     failed = _frame([{"run": f.label, "kind": f.kind, "status": f.status, "problem": f.problem, "path": str(f.path)}
-                     for f in sorted(failures, key=lambda f: f.label)], FAILED_COLUMNS)
+                     for f in sorted(failures, key=lambda f: natural_key(Path(f.label)))], FAILED_COLUMNS)
     return Tables(
         audits=audits,
         responses=responses_frame,
