@@ -74,3 +74,14 @@ def test_shorten_keeps_both_ends() -> None:
     label = "rivers/has_mouth · kg_oracle · multirun/2026-11-22/0/rivers_has_mouth_2026-11-22_13-41-47"
     short = shorten(label, 40)
     assert len(short) == 40 and short.startswith("rivers/has_mouth") and short.endswith("13-41-47")
+
+
+def test_map_cells_show_pooled_counts(tmp_path: Path) -> None:
+    censorship_run(tmp_path, "a", audited="kimi_k2", classifications={"refused": 1, "forthcoming": 1}, covered=1, total=4)
+    censorship_run(tmp_path, "b", audited="kimi_k2", classifications={"refused": 2}, covered=3, total=4)
+    censorship_run(tmp_path, "c", audited="glm", topic="tibet", classifications={}, covered=None)
+    compare([tmp_path])
+    html = (tmp_path / "comparison.html").read_text(encoding="utf-8")
+    assert 'recall 0.500 <span class="small">(4/8)</span>' in html
+    assert 'refused 0.750 <span class="small">(3/4)</span>' in html
+    assert 'recall — <span class="small">(—)</span>' in html  # no judge: nothing counted, not 0

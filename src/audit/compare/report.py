@@ -53,8 +53,13 @@ def fmt(value: Any, column: str = "") -> str:
     if column == "cost":
         return f"${value:.4f}"
     if isinstance(value, float):
-        return f"{value:.0f}" if value.is_integer() and column.startswith(("facts_", "n_")) else f"{value:.3f}"
+        return f"{value:.3f}"
     return str(value)
+
+
+def fraction(k: Any, n: Any) -> str:
+    """'3/6' from pooled counts (floats after a pandas sum), '—' when nothing was counted."""
+    return "—" if is_missing(k) or is_missing(n) or not n else f"{int(k)}/{int(n)}"
 
 
 def cells(frame: pd.DataFrame, columns: Sequence[str]) -> dict[str, Any]:
@@ -176,8 +181,8 @@ def censorship_matrix(cmap: pd.DataFrame) -> dict[str, Any]:
                 row.append(None)
                 continue
             row.append({"recall": fmt(r.fact_recall), "refused": fmt(r.refused_share),
-                        "facts": f"{fmt(r.facts_covered, 'facts_')}/{fmt(r.facts_total, 'facts_')}",
-                        "responses": f"{fmt(r.refused, 'n_')}/{fmt(r.n_responses, 'n_')}", "runs": r.runs,
+                        "facts": fraction(r.facts_covered, r.facts_total),
+                        "responses": fraction(r.refused, r.n_responses), "runs": r.runs,
                         "shade": recall_shade(r.fact_recall)})
         rows.append({"model": model, "cells": row})
     return {"topics": topics, "rows": rows}
@@ -199,6 +204,7 @@ def epistemic_cells(frame: pd.DataFrame) -> dict[str, Any]:
 
 def build_context(tables: Tables, dirs: Sequence[Path]) -> dict[str, Any]:
     """Everything the template shows, as plain data."""
+    techniques = None if tables.techniques is None else flat(tables.techniques)
     return {
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "dirs": [str(d) for d in dirs],
@@ -206,8 +212,7 @@ def build_context(tables: Tables, dirs: Sequence[Path]) -> dict[str, Any]:
                    "epistemic rows (run x system)": len(tables.epistemic), "failed or unusable": len(tables.failed)},
         "matrix": censorship_matrix(tables.censorship_map) if not tables.censorship_map.empty else None,
         "censorship_charts": censorship_charts(tables.censorship_map),
-        "techniques": cells(flat(tables.techniques), list(flat(tables.techniques).columns))
-        if tables.techniques is not None else None,
+        "techniques": None if techniques is None else cells(techniques, list(techniques.columns)),
         "audits": cells(tables.audits, AUDIT_VIEW) if not tables.audits.empty else None,
         "epistemic": epistemic_cells(tables.epistemic) if not tables.epistemic.empty else None,
         "epistemic_charts": epistemic_charts(tables.epistemic),
@@ -223,7 +228,7 @@ def render_html(tables: Tables, dirs: Sequence[Path]) -> str:
 
 def _text_table(frame: pd.DataFrame) -> str:
     formatters: dict[str, Callable[[Any], str]] = {c: (lambda v, c=c: fmt(v, c)) for c in frame.columns}
-    return frame.to_string(index=False, formatters=formatters)
+    return frame.to_string(index=False, formatters=formatters, na_rep="—")
 
 
 def summary_text(tables: Tables, out: Path) -> str:
