@@ -138,7 +138,7 @@ def censorship_charts(cmap: pd.DataFrame) -> list[dict[str, Any]]:
         return out
 
     return [hbar_chart("Fact recall per audited model · topic", bars("facts_covered", "facts_total")),
-            hbar_chart("Refusal share per audited model · topic", bars("refused", "n_responses"), lower_is_better=True)]
+            hbar_chart("Refusal share per audited model · topic", bars("refused", "n_responses"))]
 
 
 def epistemic_charts(frame: pd.DataFrame) -> list[dict[str, Any]]:
