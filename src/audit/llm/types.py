@@ -59,11 +59,20 @@ class GatewayError(Exception):
         self.status = status
         self.retries = retries
 
+    @property
+    def fatal(self) -> bool:
+        """True when every further call with the same key and model would fail the same way."""
+        return self.kind in FATAL_KINDS
+
     def __str__(self) -> str:
         hint = _HINTS.get(self.kind)
         status = f" {self.status}" if self.status else ""
         return f"{self.kind}{status}: {super().__str__()}" + (f" ({hint})" if hint else "")
 
+
+# A bad key or an unknown model: a run should stop at the first one instead of recording
+# the same failure for every remaining call (and paying for the calls that precede it).
+FATAL_KINDS = frozenset({"auth", "not_found"})
 
 # What the user can do about a failure that retrying cannot fix.
 _HINTS = {

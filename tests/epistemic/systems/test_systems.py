@@ -158,3 +158,11 @@ def test_rag_index_shared_per_domain_and_released_with_it(tmp_path):
     del d
     gc.collect()
     assert key not in _INDEXES  # a sweep's finished domains are not kept alive by the cache
+
+
+@pytest.mark.parametrize(("status", "kind"), [(401, "auth"), (404, "not_found")])
+def test_bad_key_or_unknown_model_stops_the_run(domain, gateway, fake_openrouter, card, system_cfg, status, kind):
+    fake_openrouter.default_reply = error_reply(status, "nope")
+    raw = systems.get("raw_llm").create(system_cfg("raw_llm"), domain=domain, gateway=gateway)
+    with pytest.raises(UserError, match=f"{kind} {status}.*stopped"):
+        run(answer_all(raw, [card("E", "Escanaba_River", "Lake_Michigan")] * 3, gateway))

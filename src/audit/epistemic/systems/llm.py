@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from audit.epistemic.metrics import PREDS
 from audit.epistemic.systems.base import Answer
-from audit.errors import unknown_choice
+from audit.errors import UserError, unknown_choice
 from audit.llm.types import GatewayError
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
@@ -98,6 +98,8 @@ class Asker:
                 provider=self.provider, tag=self.tag,
             )
         except GatewayError as exc:
+            if exc.fatal:
+                raise UserError(f"{self.tag}: {exc}; stopped, since every call would fail the same way") from None
             return Answer(pred=None, reason="model call failed", error=str(exc))
         try:
             pred = parse_answer(reply.text)
