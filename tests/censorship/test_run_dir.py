@@ -26,6 +26,13 @@ def test_same_second_runs_get_distinct_dirs(tmp_path):
     assert second != first and second.name == first.name + "-2" and not second.exists()
 
 
+def test_create_never_shares_a_dir_with_another_run(tmp_path):
+    RunDir(tmp_path / "run").create(OmegaConf.create({"n": 1}))
+    with pytest.raises(UserError, match="another run"):
+        RunDir(tmp_path / "run").create(OmegaConf.create({"n": 2}))
+    assert OmegaConf.load(tmp_path / "run" / "config.yaml").n == 1
+
+
 def test_scan_reads_consecutive_files_and_ignores_temp_and_gaps(tmp_path):
     rd = RunDir(tmp_path / "run")
     rd.create(OmegaConf.create({"topic": {"name": "t"}}))

@@ -93,9 +93,17 @@ class RunDir:
         return self.path / RESPONSES / numbered(iteration)
 
     def create(self, cfg: DictConfig) -> None:
-        """Make the directory tree and save the resolved config (the key is never in it)."""
-        (self.path / TURNS).mkdir(parents=True, exist_ok=True)
-        (self.path / RESPONSES).mkdir(parents=True, exist_ok=True)
+        """Make the directory tree and save the resolved config (the key is never in it).
+
+        The run dir must be new: another run started in the same second may have taken the name
+        since :func:`fresh_run_path` chose it, and two runs must never write into one directory.
+        """
+        try:
+            self.path.mkdir(parents=True)
+        except FileExistsError:
+            raise UserError(f"{self.path} was just created by another run; start this one again") from None
+        (self.path / TURNS).mkdir()
+        (self.path / RESPONSES).mkdir()
         write_text(self.config_path, OmegaConf.to_yaml(cfg, resolve=True))
 
     def write_turn(self, iteration: int, record: dict[str, Any]) -> None:
