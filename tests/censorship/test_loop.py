@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,6 @@ from audit.censorship.loop import run
 from audit.errors import UserError
 from audit.templates import get_family
 from audit.testing.fake_openrouter import TEST_API_KEY, error_reply
-
 from audit.testing.scripted_audit import AUDITOR_MODEL, INVENTED, audit_config, probe_text, target_text
 
 from .conftest import read
@@ -330,8 +330,6 @@ def test_resume_continues_a_cut_run_without_duplicates(audit_env, script, fake_o
     fake_openrouter.handler = script.handler
     # Cut a copy after turn 3 was written but before response 3 (a half-finished iteration).
     cut = audit_env / "cut" / reference.name
-    import shutil
-
     shutil.copytree(reference, cut)
     (cut / "audited_responses" / "003.json").unlink()
     (cut / "auditor_turns" / "004.json").unlink()
