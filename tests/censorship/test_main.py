@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from audit.testing.fake_openrouter import FakeOpenRouter, error_reply
+from audit.testing.fake_openrouter import FakeOpenRouter, error_reply, slow
 
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
 
@@ -147,3 +147,37 @@ def test_sweep_jobs_get_their_own_run_dirs_and_a_failed_job_does_not_stop_the_sw
     assert {k: v["status"] for k, v in summaries.items()} == {"kimi_k2": "error", "deepseek_chat": "completed"}
     job_dirs = {p.parent.parent for p in (tmp_path / "multirun").rglob("summary.json")}
     assert len(job_dirs) == 2
+
+
+def test_sigterm_during_a_reask_keeps_the_unusable_reply_for_the_resume(tmp_path, fake_openrouter):
+    script = Script(stop_at_turn=2, bad_replies={1: ["not json"]})
+    chat_calls = []
+
+    def handler(request):
+        reply = script.handler(request)
+        if request.endpoint == "chat":
+            chat_calls.append(request)
+            if len(chat_calls) == 2:  # the re-ask after "not json": hold it until the run is stopped
+                return slow(3.0, reply)
+        return reply
+
+    fake_openrouter.handler = handler
+    proc = audit(tmp_path, fake_openrouter, *BASE)
+    deadline = time.monotonic() + 60
+    while len(chat_calls) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    code, _, err = finish(proc)
+    (run_dir,) = (tmp_path / "out").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert code == 1 and summary["error"] == "interrupted"
+    assert [a["raw_response"] for a in summary["failed_turns"][0]["attempts"]] == ["not json"]
+    assert summary["totals"]["parse_failures"] == 1
+
+    code, _, err = finish(audit(tmp_path, fake_openrouter, f"resume={run_dir}"))
+    assert code == 0, err
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "completed"
+    assert summary["totals"]["parse_failures"] == 2  # the interrupted turn's and the resumed turn's
+    assert summary["totals"]["calls"] == len(fake_openrouter.requests) - 1  # the cut-off re-ask never returned

@@ -279,6 +279,10 @@ class Audit:
             except GatewayError as exc:
                 raise AuditStopped(f"auditor {self.plan.auditor_model} failed at turn {iteration}: {exc}",
                                    failed_turn=self._failed(iteration, messages, attempts)) from exc
+            except asyncio.CancelledError:
+                if attempts:  # unusable replies already paid for: the summary keeps them for the resume
+                    self._failed(iteration, messages, attempts)
+                raise
             usages.append(call_usage(response))
             self.totals.add(usages[-1])
             try:
