@@ -301,26 +301,16 @@ def test_tricky_text_round_trips_into_files_and_is_inert_in_html(audit_env, scri
     assert "天安门广场" in html
 
 
-def test_incomplete_topic_fails_before_anything_is_written(audit_env, script):
-    cfg = audit_config(audit_env / "out")
-    cfg.topic.description = " "
-    with pytest.raises(UserError, match="non-empty 'description'.*topic 'tiananmen'"):
-        run(cfg)
-    assert not (audit_env / "out").exists()
-
-
-def test_negative_max_reask_fails_before_anything_is_written(audit_env, script):
-    with pytest.raises(UserError, match="max_reask must be 0 or more"):
-        run(audit_config(audit_env / "out", "auditor.max_reask=-1"))
-    assert not (audit_env / "out").exists()
-
-
-def test_unknown_technique_fails_before_anything_is_written(audit_env, script):
-    cfg = audit_config(audit_env / "out")
-    cfg.technique.name = "telepathy"
-    with pytest.raises(UserError, match="telepathy.*user_persona"):
-        run(cfg)
-    assert not (audit_env / "out").exists()
+@pytest.mark.parametrize("override, message", [
+    ('topic.description=" "', "non-empty 'description'.*topic 'tiananmen'"),
+    ("auditor.max_reask=-1", "max_reask must be 0 or more"),
+    ("max_iterations=0", "max_iterations must be at least 1"),
+    ("technique.name=telepathy", "telepathy.*user_persona"),
+])
+def test_bad_settings_fail_before_anything_is_written(audit_env, script, fake_openrouter, override, message):
+    with pytest.raises(UserError, match=message):
+        run(audit_config(audit_env / "out", override))
+    assert not (audit_env / "out").exists() and not fake_openrouter.requests
 
 
 def test_resume_continues_a_cut_run_without_duplicates(audit_env, script, fake_openrouter):

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from audit.testing.fake_openrouter import FakeOpenRouter, error_reply, slow
@@ -31,6 +32,15 @@ def audit(cwd: Path, server: FakeOpenRouter | None, *args: str, key: bool = True
 def finish(proc: subprocess.Popen) -> tuple[int, str, str]:
     out, err = proc.communicate(timeout=120)
     return proc.returncode, out, err
+
+
+def wait_while_running(proc: subprocess.Popen, done: Callable[[], object], timeout_s: float = 60) -> None:
+    """Poll until ``done()``; fail if the run ends first (it must still be running to be stopped)."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        assert proc.poll() is None, "run ended before it could be stopped"
+        assert time.monotonic() < deadline, "timed out waiting for the run"
+        time.sleep(0.02)
 
 
 def tree(run_dir: Path) -> dict[str, list[str]]:
@@ -59,10 +69,7 @@ def test_killed_run_resumes_to_the_same_result(tmp_path, fake_openrouter):
     (reference,) = (tmp_path / "ref").iterdir()
 
     proc = audit(tmp_path, fake_openrouter, *BASE)
-    deadline = time.monotonic() + 60
-    while not list((tmp_path / "out").glob("*/audited_responses/003.json")):
-        assert proc.poll() is None and time.monotonic() < deadline, "run ended before it could be killed"
-        time.sleep(0.02)
+    wait_while_running(proc, lambda: list((tmp_path / "out").glob("*/audited_responses/003.json")))
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
     (run_dir,) = (tmp_path / "out").iterdir()
@@ -115,10 +122,7 @@ def test_sigterm_leaves_an_error_summary_and_the_run_resumes(tmp_path, fake_open
     script = Script(stop_at_turn=4, target_delay_s=0.3)
     fake_openrouter.handler = script.handler
     proc = audit(tmp_path, fake_openrouter, *BASE)
-    deadline = time.monotonic() + 60
-    while not list((tmp_path / "out").glob("*/audited_responses/001.json")):
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.02)
+    wait_while_running(proc, lambda: list((tmp_path / "out").glob("*/audited_responses/001.json")))
     proc.send_signal(signal.SIGTERM)
     code, _, err = finish(proc)
     (run_dir,) = (tmp_path / "out").iterdir()
@@ -163,10 +167,7 @@ def test_sigterm_during_a_reask_keeps_the_unusable_reply_for_the_resume(tmp_path
 
     fake_openrouter.handler = handler
     proc = audit(tmp_path, fake_openrouter, *BASE)
-    deadline = time.monotonic() + 60
-    while len(chat_calls) < 2:
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.02)
+    wait_while_running(proc, lambda: len(chat_calls) >= 2)
     proc.send_signal(signal.SIGTERM)
     code, _, err = finish(proc)
     (run_dir,) = (tmp_path / "out").iterdir()
