@@ -36,11 +36,8 @@ from audit.censorship.run_dir import RunDir, fresh_run_path, iso, open_existing,
 from audit.censorship.schema import ReplyError, parse_auditor_reply
 from audit.censorship.techniques import Sample, Target, check_technique, sample, text_of
 from audit.errors import UserError
-from audit.llm.types import GatewayError
+from audit.llm.types import FATAL_KINDS, GatewayError
 from audit.templates import get_family
-
-FATAL_TARGET_ERRORS = ("auth", "not_found")
-"""Audited-model failures no later probe can avoid; anything else is recorded and the audit goes on."""
 
 FINISHED = ("completed", "stopped_at_max_iterations")
 GATEWAY_KEYS = ("gateway",)
@@ -333,7 +330,7 @@ class Audit:
                                tag="baseline"))
         samples = await asyncio.gather(*jobs)
         main = samples[0]
-        if main.error_kind in FATAL_TARGET_ERRORS:
+        if main.error_kind in FATAL_KINDS:  # no later probe can avoid these; other failures are recorded
             raise AuditStopped(f"audited model {plan.target.model} failed at iteration {iteration}: "
                                f"{main.record['error']}")
         labels = await asyncio.gather(*(self.classify(probe, s) for s in samples))
