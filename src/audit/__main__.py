@@ -1,10 +1,10 @@
 """``python -m audit topic=tiananmen audited=kimi_k2``: the censorship audit entrypoint.
 
 Thin on purpose: Hydra composes the config, :func:`audit.censorship.loop.run` does the
-work (tests call it directly). The loop is imported inside the job so ``--help`` and
-``--cfg job`` stay fast and never load the model stack. In a ``-m`` sweep a failing job
-raises instead of exiting, so Hydra still runs the other jobs (each leaves its own
-``summary.json``; a failed one says ``status: error``).
+work (tests call it directly). The loop is imported inside the job so ``--cfg job``
+stays fast and never loads the model stack. Failures follow :mod:`audit.sweep`: one line
+and exit 1 for a single run; in a ``-m`` sweep every job runs and each leaves a
+``summary.json``.
 """
 
 from __future__ import annotations
@@ -13,23 +13,18 @@ import hydra
 from omegaconf import DictConfig
 
 from audit.cli_help import maybe_help
-from audit.errors import exit_on_user_error
 from audit.paths import CONF_DIR
+from audit.sweep import exit_if_any_failed, run_job
 
 
 @hydra.main(config_path=CONF_DIR, config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
     from audit.censorship.loop import run
 
-    if HydraConfig.get().mode == RunMode.MULTIRUN:
-        run(cfg)  # a failed job raises to Hydra, which records it and runs the rest of the sweep
-    else:
-        exit_on_user_error(lambda: run(cfg))
+    run_job(lambda: run(cfg), "censorship")
 
 
 if __name__ == "__main__":
     maybe_help("config")
     main()
+    exit_if_any_failed()

@@ -153,6 +153,17 @@ def test_sweep_jobs_get_their_own_run_dirs_and_a_failed_job_does_not_stop_the_sw
     assert len(job_dirs) == 2
 
 
+def test_sweep_jobs_that_fail_before_a_run_dir_still_leave_an_error_summary(tmp_path):
+    sweep = [a for a in BASE if not a.startswith("output_dir")]
+    code, _, err = finish(audit(tmp_path, None, "-m", "topic=tibet,taiwan", *sweep, key=False))
+    assert code == 1 and "OPENROUTER_API_KEY" in err and "2 sweep job(s) failed" in err
+    summaries = sorted((tmp_path / "multirun").rglob("summary.json"))
+    assert [p.parent.name for p in summaries] == ["0", "1"]  # in the job dirs: no run dir was made
+    for path in summaries:
+        summary = json.loads(path.read_text())
+        assert summary["status"] == "error" and "OPENROUTER_API_KEY" in summary["error"]
+
+
 def test_sigterm_during_a_reask_keeps_the_unusable_reply_for_the_resume(tmp_path, fake_openrouter):
     script = Script(stop_at_turn=2, bad_replies={1: ["not json"]})
     chat_calls = []

@@ -37,6 +37,7 @@ from audit.censorship.schema import ReplyError, parse_auditor_reply
 from audit.censorship.techniques import Sample, Target, check_technique, sample, text_of
 from audit.errors import UserError
 from audit.llm.types import FATAL_KINDS, GatewayError
+from audit.sweep import sweep_job_dir
 from audit.templates import get_family
 
 FINISHED = ("completed", "stopped_at_max_iterations")
@@ -169,14 +170,7 @@ def resumed_config(saved: DictConfig, current: DictConfig) -> DictConfig:
 
 def parent_dir(cfg: DictConfig) -> Path:
     """Where the run dir goes: ``output_dir``, or the job's own dir in a Hydra ``-m`` sweep (no collisions)."""
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    if HydraConfig.initialized():
-        hydra_cfg = HydraConfig.get()
-        if hydra_cfg.mode == RunMode.MULTIRUN:
-            return Path(hydra_cfg.runtime.output_dir)
-    return Path(str(cfg.output_dir)).absolute()
+    return sweep_job_dir() or Path(str(cfg.output_dir)).absolute()
 
 
 class Audit:
