@@ -23,7 +23,7 @@ from audit.testing.fake_openrouter import (
     slow,
 )
 
-KEY = "sk-or-v1-TESTKEYdoNotLeak0123456789abcdef"
+KEY = "sk-or-v1-fake-test-key-do-not-leak-0123"
 DEEPSEEK_PROMPT = "<｜begin▁of▁sentence｜>You are helpful.<｜User｜>天安门广场 1989 \"quoted\"\n"
 
 
