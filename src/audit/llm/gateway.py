@@ -154,13 +154,13 @@ class Gateway:
                          "sample_index": sample_index})
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
             response = _from_record(hit, cached=True)
-            self._record(tag, route, response, cost=0.0)
+            self._record(tag, route, response)
             return response
         async with self._semaphore():
             response = await self._send(route, model, {**payload, **params}, provider, stops, tag)
         if self.cache is not None:
             self.cache.put(key, response.record())
-        self._record(tag, route, response, cost=response.usage.cost)
+        self._record(tag, route, response)
         return response
 
     async def _send(self, route: str, model: str, payload: dict[str, Any], provider: Mapping[str, Any] | None,
@@ -180,7 +180,6 @@ class Gateway:
             except Exception as exc:  # litellm raises many types; classify maps them all
                 failure, retry_after = backend.classify(exc)
             if not is_retryable(failure.kind) or retries >= self.settings.max_retries:
-                failure.retries = retries
                 self.ledger.add(CallRecord(tag, route, model, None, 0, 0, 0.0,
                                            time.perf_counter() - started, retries, False, str(failure)))
                 raise GatewayError(failure.kind, f"{model} via {self.settings.api_base}: {failure.args[0]}",
@@ -199,11 +198,12 @@ class Gateway:
             cached=False,
         )
 
-    def _record(self, tag: str, route: str, response: LLMResponse, *, cost: float) -> None:
+    def _record(self, tag: str, route: str, response: LLMResponse) -> None:
+        """A cached reply is free in this run: it is recorded with no cost, latency or retries."""
+        cached = response.cached
         self.ledger.add(CallRecord(tag, route, response.model, response.provider, response.usage.prompt_tokens,
-                                   response.usage.completion_tokens, cost,
-                                   0.0 if response.cached else response.latency_s,
-                                   0 if response.cached else response.retries, response.cached))
+                                   response.usage.completion_tokens, 0.0 if cached else response.usage.cost,
+                                   0.0 if cached else response.latency_s, 0 if cached else response.retries, cached))
 
 
 def _from_record(record: dict[str, Any], *, cached: bool) -> LLMResponse:
