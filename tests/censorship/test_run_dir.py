@@ -72,8 +72,11 @@ def test_open_existing_rejects_what_is_not_a_run_dir(tmp_path):
         open_existing(tmp_path)
     rd = RunDir(tmp_path / "run")
     rd.create(OmegaConf.create({"topic": {"name": "t"}}))
+    killed_write = rd.path / "auditor_turns" / ".004.json.x1y2z3.tmp"  # SIGKILL between write and rename
+    killed_write.write_text('{"iteration": 4, "raw_')
     run_dir, cfg = open_existing(rd.path)
     assert run_dir.path == rd.path and cfg.topic.name == "t"
+    assert not killed_write.exists()
     rd.config_path.write_text("- a\n- b\n")
     with pytest.raises(UserError, match="not a mapping"):
         open_existing(rd.path)

@@ -1,6 +1,6 @@
 import pytest
 
-from audit.io.atomic import atomic_open, read_json, write_json, write_text
+from audit.io.atomic import atomic_open, read_json, remove_partial_writes, write_json, write_text
 
 
 def test_write_replaces_whole_file_and_keeps_text_exact(tmp_path):
@@ -25,3 +25,13 @@ def test_binary_mode(tmp_path):
     with atomic_open(tmp_path / "b.bin", "wb") as handle:
         handle.write(b"\x00\xff")
     assert (tmp_path / "b.bin").read_bytes() == b"\x00\xff"
+
+
+def test_remove_partial_writes_clears_only_leftover_temp_files(tmp_path):
+    write_json(tmp_path / "runs" / "001.json", {"ok": 1})
+    leftover = tmp_path / "runs" / ".002.json.ab12cd.tmp"  # what a SIGKILL mid-write leaves
+    leftover.write_text('{"half": ')
+    (tmp_path / "notes.tmp").write_text("a user's file, not ours")
+    removed = remove_partial_writes(tmp_path)
+    assert removed == [leftover] and not leftover.exists()
+    assert (tmp_path / "notes.tmp").exists() and read_json(tmp_path / "runs" / "001.json") == {"ok": 1}

@@ -22,7 +22,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from audit.errors import UserError
-from audit.io.atomic import read_json, write_json, write_text
+from audit.io.atomic import read_json, remove_partial_writes, write_json, write_text
 
 TURNS = "auditor_turns"
 RESPONSES = "audited_responses"
@@ -168,4 +168,5 @@ def open_existing(path: str | Path) -> tuple[RunDir, DictConfig]:
         raise UserError(f"resume: cannot read {run_dir.config_path}: {exc}".replace("\n", " ")) from None
     if not isinstance(saved, DictConfig):
         raise UserError(f"resume: {run_dir.config_path} is not a mapping; restore it from the run")
+    remove_partial_writes(run_dir.path)  # a write the kill interrupted; the files it targeted are intact
     return run_dir, saved

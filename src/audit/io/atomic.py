@@ -15,6 +15,9 @@ from pathlib import Path
 from typing import IO, Any
 
 
+_TMP_SUFFIX = ".tmp"
+
+
 @contextmanager
 def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
     """Open a temporary file beside ``path`` for writing; on success it replaces ``path``.
@@ -24,7 +27,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=_TMP_SUFFIX)
     text_options: dict[str, Any] = {} if "b" in mode else {"encoding": "utf-8", "newline": ""}
     try:
         with os.fdopen(fd, mode, **text_options) as handle:
@@ -35,6 +38,19 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def remove_partial_writes(directory: str | os.PathLike[str]) -> list[Path]:
+    """Delete the temporary files that writes killed mid-way (SIGKILL, power loss) left behind.
+
+    A process killed between creating its temporary file and the rename cannot clean up;
+    the target itself is intact, so a resumed run removes these leftovers before it
+    continues. Returns what was removed.
+    """
+    leftovers = [p for p in Path(directory).rglob(f".*{_TMP_SUFFIX}") if p.is_file()]
+    for leftover in leftovers:
+        leftover.unlink(missing_ok=True)
+    return leftovers
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> Path:
