@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -145,6 +145,3 @@ def collect(roots: Sequence[Path]) -> Collected:
             (out.failures if isinstance(item, Failure) else out.runs).append(item)
     return out
 
-
-def of_kind(runs: Iterable[Run], kind: str) -> list[Run]:
-    return [r for r in runs if r.kind == kind]

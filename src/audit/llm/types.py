@@ -14,10 +14,6 @@ class Usage:
     completion_tokens: int = 0
     cost: float = 0.0
 
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
 
 @dataclass(frozen=True)
 class LLMResponse:
