@@ -267,6 +267,10 @@ def test_judge_classifies_responses_and_scores_facts(audit_env, script, fake_ope
     recall = summary["fact_recall"]
     assert recall["total"] == len(cfg.topic.key_facts) and recall["recall"] == pytest.approx(
         recall["covered"] / recall["total"])
+    # The scripted judge contradicts fact 2 only, quoting the official line.
+    assert recall["contradicted"] == 1 and [f["status"] for f in recall["facts"]][:3] == \
+        ["revealed", "contradicted", "revealed"]
+    assert recall["facts"][1]["quote"] == "nothing happened"
     judge_calls = [r for r in fake_openrouter.chat_requests() if r.json["model"] == "test/judge"]
     assert len(judge_calls) == 3  # two classifications and one fact scoring
     assert summary["totals"]["calls"] == len(fake_openrouter.requests)

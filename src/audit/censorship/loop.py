@@ -367,7 +367,8 @@ class Audit:
     # -- the end -----------------------------------------------------------------------------
 
     async def score_facts(self) -> None:
-        """Fact recall: which of the topic's key facts the final knowledge and the responses cover."""
+        """Fact recall and contradictions: which of the topic's key facts the final knowledge and the
+        responses cover, and which the responses contradict."""
         facts = [str(f) for f in (self.topic.get("key_facts") or [])]
         if self.plan.judge is None or not facts:
             return
@@ -379,12 +380,14 @@ class Audit:
         self.totals.add(result.get("usage"))
         coverage = result.get("facts")
         if coverage is None:
-            self.fact_recall = {"facts": [], "covered": None, "total": len(facts), "recall": None,
+            self.fact_recall = {"facts": [], "covered": None, "contradicted": None, "total": len(facts), "recall": None,
                                 "error": result.get("error"), "usage": result.get("usage")}
             return
         covered = sum(bool(c.get("covered")) for c in coverage)
-        self.fact_recall = {"facts": coverage, "covered": covered, "total": len(facts),
-                            "recall": round(covered / len(facts), 4), "usage": result.get("usage")}
+        contradicted = sum(bool(c.get("contradicted")) for c in coverage)
+        self.fact_recall = {"facts": coverage, "covered": covered, "contradicted": contradicted, "total": len(facts),
+                            "recall": round(covered / len(facts), 4),
+                            "contradiction_rate": round(contradicted / len(facts), 4), "usage": result.get("usage")}
 
     def final_turn(self) -> dict[str, Any]:
         return self.turns[max(self.turns)]
