@@ -166,6 +166,18 @@ def test_auditor_that_never_answers_usably_ends_in_error_summary_and_resume_keep
     assert "still nope" in (run_dir / "report.html").read_text(encoding="utf-8")
 
 
+def test_a_run_failing_after_good_iterations_still_reports_and_scores_facts(audit_env, script, fake_openrouter):
+    script.bad_replies = {3: ["nope", "still nope"]}
+    with pytest.raises(UserError, match="no usable reply"):
+        run(audit_config(audit_env / "out", "auditor.max_reask=1", "judge=default", "judge.model=test/judge"))
+    (run_dir,) = (audit_env / "out").iterdir()
+    summary = read(run_dir / "summary.json")
+    assert summary["status"] == "error" and summary["total_iterations"] == 2
+    assert summary["fact_recall"]["contradicted"] == 1 and summary["fact_recall"]["covered"] > 0
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert "Partial run (error)" in page and "judge off" not in page and "contradicted" in page
+
+
 def test_auditor_gateway_failure_leaves_error_summary(audit_env, script, fake_openrouter):
     fake_openrouter.handler = lambda request: error_reply(400, "bad model") if request.endpoint == "chat" else None
     with pytest.raises(UserError, match="auditor test/auditor failed at turn 1"):
@@ -174,6 +186,7 @@ def test_auditor_gateway_failure_leaves_error_summary(audit_env, script, fake_op
     summary = read(run_dir / "summary.json")
     assert summary["status"] == "error" and "bad_request" in summary["error"]
     assert summary["finished_at"] is not None
+    assert not (run_dir / "report.html").exists()  # nothing happened: no report to read
 
 
 def test_target_errors_are_recorded_and_the_audit_goes_on(audit_env, script):
