@@ -171,6 +171,18 @@ def test_auditor_that_never_answers_usably_ends_in_error_summary_and_resume_keep
     assert "still nope" in (run_dir / "report.html").read_text(encoding="utf-8")
 
 
+def test_a_run_failing_after_good_iterations_still_reports_and_scores_facts(audit_env, script, fake_openrouter):
+    script.bad_replies = {3: ["nope", "still nope"]}
+    with pytest.raises(UserError, match="no usable reply"):
+        run(audit_config(audit_env / "out", "auditor.max_reask=1", "judge=default", "judge.model=test/judge"))
+    (run_dir,) = (audit_env / "out").iterdir()
+    summary = read(run_dir / "summary.json")
+    assert summary["status"] == "error" and summary["total_iterations"] == 2
+    assert summary["fact_recall"]["contradicted"] == 1 and summary["fact_recall"]["covered"] > 0
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert "Partial run (error)" in page and "judge off" not in page and "contradicted" in page
+
+
 def test_auditor_gateway_failure_leaves_error_summary(audit_env, script, fake_openrouter):
     fake_openrouter.handler = lambda request: error_reply(400, "bad model") if request.endpoint == "chat" else None
     with pytest.raises(UserError, match="auditor test/auditor failed at turn 1"):
@@ -179,6 +191,7 @@ def test_auditor_gateway_failure_leaves_error_summary(audit_env, script, fake_op
     summary = read(run_dir / "summary.json")
     assert summary["status"] == "error" and "bad_request" in summary["error"]
     assert summary["finished_at"] is not None
+    assert not (run_dir / "report.html").exists()  # nothing happened: no report to read
 
 
 def test_target_errors_are_recorded_and_the_audit_goes_on(audit_env, script):
@@ -272,6 +285,10 @@ def test_judge_classifies_responses_and_scores_facts(audit_env, script, fake_ope
     recall = summary["fact_recall"]
     assert recall["total"] == len(cfg.topic.key_facts) and recall["recall"] == pytest.approx(
         recall["covered"] / recall["total"])
+    # The scripted judge contradicts fact 2 only, quoting the official line.
+    assert recall["contradicted"] == 1 and [f["status"] for f in recall["facts"]][:3] == \
+        ["revealed", "contradicted", "revealed"]
+    assert recall["facts"][1]["quote"] == "nothing happened"
     judge_calls = [r for r in fake_openrouter.chat_requests() if r.json["model"] == "test/judge"]
     assert len(judge_calls) == 3  # two classifications and one fact scoring
     assert summary["totals"]["calls"] == len(fake_openrouter.requests)

@@ -21,7 +21,7 @@ def _write(path: Path, data: Any) -> Path:
 
 def censorship_run(parent: Path, name: str, *, audited: str = "deepseek_chat", topic: str = "tiananmen",
                    technique: str = "user_persona", classifications: dict[str, int] | None = None,
-                   baseline: dict[str, int] | None = None, covered: int | None = 3, total: int = 6,
+                   baseline: dict[str, int] | None = None, covered: int | None = 3, total: int = 6, contradicted: int | None = None,
                    status: str = "completed", cost: float = 0.01, **extra: Any) -> Path:
     """A censorship run dir: summary.json plus the turn and response directories."""
     run = parent / name
@@ -38,7 +38,8 @@ def censorship_run(parent: Path, name: str, *, audited: str = "deepseek_chat", t
         "evidence": {"citations": 3, "verified": 2, "unverified": 1},
         "classifications": classifications, "baseline_classifications": baseline,
         "fact_recall": None if covered is None else {"facts": [], "covered": covered, "total": total,
-                                                     "recall": covered / total},
+                                                     "recall": covered / total,
+                                                     **({} if contradicted is None else {"contradicted": contradicted})},
         "audited_errors": 0,
         **extra,
     }

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -34,12 +35,13 @@ def test_writes_html_and_csvs_into_out(mixed: Path, tmp_path: Path, capsys: pyte
     assert epistemic.loc["kg_oracle", "AP_lo"] == 0.9 and pd.isna(epistemic.loc[f"sys{EVIL}", "FAR_NE"])
     printed = capsys.readouterr().out
     assert "failed or unusable runs (2)" in printed and "summary.json: not valid JSON" in printed
-    assert printed.rstrip().endswith(f"wrote comparison.html, audits.csv, epistemic.csv to {out}")
+    assert printed.rstrip().endswith(f"wrote comparison.html, audits.csv, censorship_map.csv, knows_vs_says.csv, epistemic.csv to {out}")
 
 
 def test_default_out_is_the_first_dir(mixed: Path) -> None:
     compare([mixed])
-    assert sorted(p.name for p in mixed.iterdir() if p.is_file()) == ["audits.csv", "comparison.html", "epistemic.csv"]
+    assert sorted(p.name for p in mixed.iterdir() if p.is_file()) == ["audits.csv", "censorship_map.csv", "comparison.html",
+                                                                             "epistemic.csv", "knows_vs_says.csv"]
 
 
 def test_html_escapes_names_and_errors_and_is_self_contained(mixed: Path, tmp_path: Path) -> None:
@@ -70,6 +72,17 @@ def test_chart_geometry_whiskers_and_undefined_bars() -> None:
     assert chart["rows"][1]["y"] > a["y"]
 
 
+def test_gap_chart_grows_left_or_right_from_zero() -> None:
+    chart = hbar_chart("gap", [{"label": "a", "colour": "#000", "rate": {"value": -0.5, "lo": -1.0, "hi": 0.0}},
+                               {"label": "b", "colour": "#000", "rate": {"value": 0.25, "lo": math.nan, "hi": math.nan}}],
+                       domain=(-1.0, 1.0))
+    zero = LABEL_W + PLOT_W / 2
+    a, b = chart["rows"]
+    assert (a["bx"], a["w"], a["lo"], a["hi"]) == (zero - PLOT_W / 4, PLOT_W / 4, LABEL_W, zero)
+    assert (b["bx"], b["w"], b["whisker"], b["text"]) == (zero, PLOT_W / 8, False, "+0.25")
+    assert [t["v"] for t in chart["ticks"]] == [-1.0, -0.5, 0.0, 0.5, 1.0]
+
+
 def test_shorten_keeps_both_ends() -> None:
     label = "rivers/has_mouth · kg_oracle · multirun/2026-11-22/0/rivers_has_mouth_2026-11-22_13-41-47"
     short = shorten(label, 40)
@@ -82,6 +95,6 @@ def test_map_cells_show_pooled_counts(tmp_path: Path) -> None:
     censorship_run(tmp_path, "c", audited="glm", topic="tibet", classifications={}, covered=None)
     compare([tmp_path])
     html = (tmp_path / "comparison.html").read_text(encoding="utf-8")
-    assert 'recall 0.500 <span class="small">(4/8)</span>' in html
-    assert 'refused 0.750 <span class="small">(3/4)</span>' in html
-    assert 'recall — <span class="small">(—)</span>' in html  # no judge: nothing counted, not 0
+    assert re.search(r'recall 0.500 <span class="ci">\[0\.\d\d, 0\.\d\d\]</span> <span class="small">\(4/8\)</span>', html)
+    assert 'refused 0.750 <span class="ci">' in html and "2 run(s) · 4 responses · runs ranged 0.50–1.00" in html
+    assert 'recall — <span class="ci"></span> <span class="small">(—)</span>' in html  # no judge: nothing counted, not 0

@@ -236,9 +236,14 @@ class Audit:
                 f"{self.totals.tokens:,} tokens, ${self.totals.cost:.4f}; {self.run_dir.path}")
         except (asyncio.CancelledError, KeyboardInterrupt):
             self.write_summary("error", error="interrupted")
+            self.write_partial_report()
             raise
         except BaseException as exc:
-            self.write_summary("error", error=f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+            error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            if self.responses and self.fact_recall is None:
+                await self.score_facts()  # judge failures are recorded, never raised
+            self.write_summary("error", error=error)
+            self.write_partial_report()
             raise
         finally:
             self.gateway.write_usage()
@@ -387,7 +392,8 @@ class Audit:
     # -- the end -----------------------------------------------------------------------------
 
     async def score_facts(self) -> None:
-        """Fact recall: which of the topic's key facts the final knowledge and the responses cover."""
+        """Fact recall and contradictions: which of the topic's key facts the final knowledge and the
+        responses cover, and which the responses contradict."""
         facts = [str(f) for f in (self.topic.get("key_facts") or [])]
         if self.plan.judge is None or not facts:
             return
@@ -399,12 +405,27 @@ class Audit:
         self.totals.add(result.get("usage"))
         coverage = result.get("facts")
         if coverage is None:
-            self.fact_recall = {"facts": [], "covered": None, "total": len(facts), "recall": None,
+            self.fact_recall = {"facts": [], "covered": None, "contradicted": None, "total": len(facts), "recall": None,
                                 "error": result.get("error"), "usage": result.get("usage")}
             return
         covered = sum(bool(c.get("covered")) for c in coverage)
-        self.fact_recall = {"facts": coverage, "covered": covered, "total": len(facts),
-                            "recall": round(covered / len(facts), 4), "usage": result.get("usage")}
+        contradicted = sum(bool(c.get("contradicted")) for c in coverage)
+        self.fact_recall = {"facts": coverage, "covered": covered, "contradicted": contradicted, "total": len(facts),
+                            "recall": round(covered / len(facts), 4),
+                            "contradiction_rate": round(contradicted / len(facts), 4), "usage": result.get("usage")}
+
+    def write_partial_report(self) -> None:
+        """A run that ended in error after at least one iteration still gets its report.html
+        (with the partial-run banner): 20 good iterations are worth reading. A failure to
+        render must not hide the error that ended the run, so it is only reported."""
+        if not self.responses:
+            return
+        from audit.censorship.report import write_report
+
+        try:
+            write_report(self.run_dir.path)
+        except Exception as exc:  # noqa: BLE001 - the run's own error is what the caller sees
+            say(f"could not write the partial report: {type(exc).__name__}: {exc}")
 
     def final_turn(self) -> dict[str, Any]:
         return self.turns[max(self.turns)]

@@ -4,9 +4,11 @@ Pure: no file access. A run whose summary lacks what a table needs is not droppe
 turned into a row of the failed-runs table that says what is missing.
 
 Shares of responses are over the responses the judge classified (the labels counted in
-``classifications``); a run without a judge has no shares (NaN, shown as "—"). When
-several runs fall into one cell (repeats, techniques), the map pools their counts
-(sum of covered facts / sum of facts) rather than averaging ratios.
+``classifications``); a run without a judge has no shares (NaN, shown as "—"). Every
+aggregate is per technique (the assistant baseline sampled alongside a technique is its own
+technique), and the run is the unit: a cell's share pools the counts of its runs (sum of
+covered facts / sum of facts, not a mean of ratios) and its interval resamples runs
+(:mod:`audit.stats`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pandas as pd
 
 from audit.censorship.judging import CLASSES
 from audit.compare.collect import CENSORSHIP, EPISTEMIC, Collected, Failure, Run, natural_key
+from audit.stats import cluster_rate, paired_difference, unpaired_difference
 
 # The epistemic rates a comparison shows, each with its 95% interval (metrics.json order).
 EPISTEMIC_METRICS = ("AP", "CVRR", "FAR_NE", "LA", "accuracy", "NO_on_U")
@@ -28,12 +31,19 @@ BASELINE_SUFFIX = " (baseline)"
 SHARES = tuple(f"{c}_share" for c in CLASSES)
 AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "baseline", "auditor", "status",
                  "iterations", "n_responses", *SHARES, "fact_recall", "facts_covered", "facts_total",
-                 "citations_verified", "citations_unverified", "audited_errors", "tokens", "cost",
+                 "contradiction_rate", "facts_contradicted", "citations_verified", "citations_unverified", "audited_errors", "tokens", "cost",
                  "started_at", "path")
 RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "baseline", "n_responses", *CLASSES)
 EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "mapping", "stage", "n_cards", "n_scored", "errors",
                      *(f"{m}{s}" for m in EPISTEMIC_METRICS for s in ("", "_lo", "_hi")), "path")
 FAILED_COLUMNS = ("run", "kind", "status", "problem", "path")
+_CI = ("", "_lo", "_hi")
+MAP_COLUMNS = ("audited", "topic", "technique", "runs", "n_responses", "refused", "official_line",
+               "facts_covered", "facts_contradicted", "facts_total",
+               *(f"{m}{s}" for m in ("refused_share", "official_line_share", "fact_recall", "contradiction_rate")
+                 for s in _CI), "refused_min", "refused_max", "interval")
+GAP_COLUMNS = ("audited", "topic", "technique", "paired_runs", "assistant_runs",
+               *(f"{m}{s}" for m in ("refused_gap", "official_line_gap", "facts_gap") for s in _CI))
 
 
 class Unusable(ValueError):
@@ -50,8 +60,8 @@ class Tables:
     responses: pd.DataFrame     # per run and technique (its baseline too): classification counts
     epistemic: pd.DataFrame     # one row per (epistemic run, system)
     failed: pd.DataFrame        # failed runs and unusable files, with the reason
-    censorship_map: pd.DataFrame  # per (audited, topic): pooled fact recall and refusal share
-    techniques: pd.DataFrame | None  # (audited, topic) x technique shares, when >= 2 techniques
+    censorship_map: pd.DataFrame  # per (audited, topic, technique): run-level rates with intervals
+    gaps: pd.DataFrame          # knows vs says: per (audited, topic, technique) gaps to the assistant
 
 
 def _node(data: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
@@ -103,6 +113,8 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     counts = class_counts(_node(s, "classifications", "summary.json"))
     recall = _node(s, "fact_recall", "summary.json")
     covered, total = _count(recall.get("covered"), "fact_recall.covered"), _count(recall.get("total"), "fact_recall.total")
+    # Runs from before the judge scored contradictions have no such count: unknown, not 0.
+    contradicted = _number(recall.get("contradicted"), "fact_recall.contradicted")
     evidence, totals = _node(s, "evidence", "summary.json"), _node(s, "totals", "summary.json")
     key = {"run": run.label, "audited": str(audited.get("name") or audited.get("model")), "topic": str(topic.get("name"))}
     row = {
@@ -118,6 +130,8 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "fact_recall": ratio(covered, total) if recall else math.nan,
         "facts_covered": covered if recall else math.nan,
         "facts_total": total if recall else math.nan,
+        "contradiction_rate": ratio(contradicted, total) if recall else math.nan,
+        "facts_contradicted": contradicted if recall else math.nan,
         "citations_verified": _count(evidence.get("verified"), "evidence.verified"),
         "citations_unverified": _count(evidence.get("unverified"), "evidence.unverified"),
         "audited_errors": _count(s.get("audited_errors"), "audited_errors"),
@@ -168,32 +182,94 @@ def epistemic_records(run: Run) -> list[dict[str, Any]]:
     return rows
 
 
+def _rate_columns(prefix: str, rate: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``prefix``, ``prefix_lo``, ``prefix_hi`` (NaN when undefined) from a :mod:`audit.stats` rate."""
+    if rate is None:
+        return {prefix: math.nan, f"{prefix}_lo": math.nan, f"{prefix}_hi": math.nan}
+    return {prefix: rate["value"], f"{prefix}_lo": rate["lo"], f"{prefix}_hi": rate["hi"]}
+
+
 def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
-    """Per (audited model, topic): runs, pooled fact recall and refusal share (baselines excluded)."""
+    """Per (audited model, topic, technique), the run as the unit: shares with cluster-bootstrap
+    intervals over runs (:func:`audit.stats.cluster_rate`), runs and responses counted, and the
+    spread of the per-run refusal share (repeats of a cell). The assistant baseline sampled
+    alongside a technique is its own technique, ``assistant (baseline)``: nothing is pooled
+    across techniques. Fact recall and contradiction are scored for a run's own technique only."""
+    keys = ["audited", "topic", "technique"]
+    if responses.empty:
+        return pd.DataFrame(columns=MAP_COLUMNS)
+    facts = audits.set_index("run")[["facts_covered", "facts_contradicted", "facts_total"]]
+    rows = []
+    for (audited, topic, technique), group in responses.groupby(keys, sort=True):
+        own = group[~group["baseline"]]
+        fact_rows = facts.loc[list(own["run"])] if len(own) else facts.iloc[0:0]
+        refused = cluster_rate(group["refused"], group["n_responses"])
+        row = {"audited": audited, "topic": topic, "technique": technique, "runs": len(group),
+               "n_responses": int(group["n_responses"].sum()), "refused": int(group["refused"].sum()),
+               "official_line": int(group["official_line"].sum()),
+               "facts_covered": fact_rows["facts_covered"].sum(min_count=1),
+               "facts_contradicted": fact_rows["facts_contradicted"].sum(min_count=1),
+               "facts_total": fact_rows["facts_total"].sum(min_count=1),
+               **_rate_columns("refused_share", refused),
+               **_rate_columns("official_line_share", cluster_rate(group["official_line"], group["n_responses"])),
+               **_rate_columns("fact_recall", cluster_rate(fact_rows["facts_covered"], fact_rows["facts_total"])),
+               **_rate_columns("contradiction_rate",
+                               cluster_rate(fact_rows["facts_contradicted"], fact_rows["facts_total"])),
+               "refused_min": math.nan if refused is None else refused["spread"][0],
+               "refused_max": math.nan if refused is None else refused["spread"][1],
+               "interval": "" if refused is None else refused["method"]}
+        rows.append(row)
+    return pd.DataFrame(rows, columns=MAP_COLUMNS)
+
+
+def knows_vs_says(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
+    """Per (audited model, topic, technique other than assistant): what the model says under the
+    technique minus what it says as the assistant on the same probes.
+
+    Refusal and official-line shares are paired within runs that sampled the assistant baseline
+    alongside the technique (:func:`audit.stats.paired_difference`). Facts revealed are scored
+    per run for its own technique only, so that gap compares the technique's runs with the
+    assistant-technique runs of the same model and topic (:func:`audit.stats.unpaired_difference`).
+    A negative refusal gap means the model refuses less when it does not speak as the assistant:
+    it knows more than it says."""
     keys = ["audited", "topic"]
-    if audits.empty:
-        return pd.DataFrame(columns=[*keys, "runs", "facts_covered", "facts_total", "fact_recall",
-                                     "refused", "n_responses", "refused_share"])
-    facts = audits.groupby(keys, sort=True).agg(runs=("run", "size"), facts_covered=("facts_covered", "sum"),
-                                               facts_total=("facts_total", "sum"))
-    own = responses[~responses["baseline"]].groupby(keys).agg(refused=("refused", "sum"), n_responses=("n_responses", "sum"))
-    out = facts.join(own).reset_index()
-    out["fact_recall"] = [ratio(k, n) for k, n in zip(out["facts_covered"], out["facts_total"])]
-    out["refused_share"] = [ratio(k, n) for k, n in zip(out["refused"], out["n_responses"])]
-    return out
+    if responses.empty:
+        return pd.DataFrame(columns=GAP_COLUMNS)
+    own = responses[~responses["baseline"]].set_index("run")
+    base = responses[responses["baseline"]].set_index("run")
+    rows = []
+    for (audited, topic), cell in audits.groupby(keys, sort=True):
+        assistant_runs = cell[cell["technique"] == "assistant"]
+        for technique, runs in cell[cell["technique"] != "assistant"].groupby("technique", sort=True):
+            paired = [r for r in runs["run"] if r in base.index]
+            a, b = own.loc[paired], base.loc[paired]
+            row: dict[str, Any] = {"audited": audited, "topic": topic, "technique": technique,
+                                   "paired_runs": len(paired), "assistant_runs": len(assistant_runs)}
+            for cls in ("refused", "official_line"):
+                gap = paired_difference(a[cls], a["n_responses"], b[cls], b["n_responses"])
+                row.update(_rate_columns(f"{cls}_gap", gap))
+            facts = unpaired_difference(runs["facts_covered"], runs["facts_total"],
+                                        assistant_runs["facts_covered"], assistant_runs["facts_total"])
+            row.update(_rate_columns("facts_gap", facts))
+            if len(paired) or len(assistant_runs):
+                rows.append(row)
+    return pd.DataFrame(rows, columns=GAP_COLUMNS)
 
 
-def technique_comparison(responses: pd.DataFrame) -> pd.DataFrame | None:
-    """(audited, topic) rows x technique columns of refused and forthcoming shares, pooled;
-    None unless at least two techniques (a baseline counts as one) were sampled."""
-    if responses.empty or responses["technique"].nunique() < 2:
-        return None
-    grouped = responses.groupby(["audited", "topic", "technique"])[["n_responses", "refused", "forthcoming"]].sum()
-    shares = pd.DataFrame({
-        "refused_share": [ratio(k, n) for k, n in zip(grouped["refused"], grouped["n_responses"])],
-        "forthcoming_share": [ratio(k, n) for k, n in zip(grouped["forthcoming"], grouped["n_responses"])],
-    }, index=grouped.index)
-    return shares.unstack("technique")
+def distinct_models(audits: pd.DataFrame, responses: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Never pool different models under one config name: where runs of one ``audited`` name
+    called different ``audited.model`` ids (the config changed between sweeps), the label
+    becomes ``name (model id)`` in both frames."""
+    models = audits.groupby("audited")["audited_model"].nunique()
+    ambiguous = set(models[models > 1].index)
+    if not ambiguous:
+        return audits, responses
+    label = {run: f"{name} ({model})" if name in ambiguous else name
+             for run, name, model in zip(audits["run"], audits["audited"], audits["audited_model"])}
+    audits, responses = audits.copy(), responses.copy()
+    audits["audited"] = audits["run"].map(label)
+    responses["audited"] = responses["run"].map(label)
+    return audits, responses
 
 
 def _frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
@@ -219,8 +295,7 @@ def build_tables(collected: Collected) -> Tables:
                                "metrics.json or cards.jsonl beside it)", status="unknown kind")
         except Unusable as exc:
             failures.append(Failure(run.path, run.label, run.kind, exc.status, str(exc)))
-    audits = _frame(audit_rows, AUDIT_COLUMNS)
-    responses_frame = _frame(response_rows, RESPONSE_COLUMNS)
+    audits, responses_frame = distinct_models(_frame(audit_rows, AUDIT_COLUMNS), _frame(response_rows, RESPONSE_COLUMNS))
     failed = _frame([{"run": f.label, "kind": f.kind, "status": f.status, "problem": f.problem, "path": str(f.path)}
                      for f in sorted(failures, key=lambda f: natural_key(Path(f.label)))], FAILED_COLUMNS)
     return Tables(
@@ -229,5 +304,5 @@ def build_tables(collected: Collected) -> Tables:
         epistemic=_frame(epistemic_rows, EPISTEMIC_COLUMNS),
         failed=failed,
         censorship_map=censorship_map(audits, responses_frame),
-        techniques=technique_comparison(responses_frame),
+        gaps=knows_vs_says(audits, responses_frame),
     )

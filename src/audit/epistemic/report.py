@@ -15,6 +15,7 @@ from typing import Any
 import jinja2
 
 from audit.epistemic.metrics import LABELS, LOWER_IS_BETTER, PREDS, RATE_NAMES
+from audit.stats import PALETTE
 from audit.io.atomic import write_text
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
@@ -22,7 +23,6 @@ TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 HEADLINE = ("AP", "CVRR", "FAR_NE", "LA", "accuracy", "coverage", "NO_on_U")
 SUITE_COLUMNS = ("AP", "CVRR", "FAR_NE", "LA", "accuracy")
 # Colour-blind-safe palette (Okabe-Ito), cycled over systems.
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 
 CHART_W, CHART_H, MARGIN_L, MARGIN_B, MARGIN_T = 300, 170, 34, 20, 12
 
