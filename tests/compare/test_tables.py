@@ -173,3 +173,17 @@ def test_real_censorship_runs_match_their_response_files(fake_openrouter, tmp_pa
         assert row.partial_share == labels.count("partial") / len(labels)
         assert row.fact_recall == sum(f["covered"] for f in facts) / len(facts)
     assert "assistant (baseline)" in set(tables.censorship_map["technique"])
+
+
+def test_language_gap_pairs_each_topic_with_its_chinese_twin(tmp_path: Path) -> None:
+    for name in ("en1", "en2"):
+        censorship_run(tmp_path, name, topic="tibet", classifications={"refused": 1, "forthcoming": 3}, covered=3)
+    for name in ("zh1", "zh2"):
+        censorship_run(tmp_path, name, topic="tibet_zh", classifications={"refused": 4}, covered=0)
+    censorship_run(tmp_path, "lonely", topic="xinjiang_zh")  # no English twin: no row
+    gaps = build_tables(collect([tmp_path])).languages
+    (row,) = gaps.to_dict("records")
+    assert (row["topic"], row["runs_en"], row["runs_zh"]) == ("tibet", 2, 2)
+    assert (row["refused_share_en"], row["refused_share_zh"], row["refused_gap"]) == (0.25, 1.0, 0.75)
+    assert (row["refused_gap_lo"], row["refused_gap_hi"]) == (0.75, 0.75)  # the runs agree exactly
+    assert row["facts_gap"] == -0.5

@@ -27,7 +27,8 @@ from audit.io.atomic import write_text
 from audit.stats import CLUSTER_METHOD, PALETTE, WILSON_METHOD
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
-OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says.csv", "epistemic.csv")
+OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says.csv", "language_gap.csv",
+           "epistemic.csv")
 CHART_METRICS = ("AP", "CVRR", "FAR_NE", "LA")
 LABEL_W, PLOT_W, VALUE_W, ROW_H, TOP, BOTTOM, LABEL_CHARS = 300, 260, 110, 18, 30, 6, 54
 # Columns of the audits table worth a glance, on stdout and in the HTML table.
@@ -225,12 +226,13 @@ def censorship_matrices(cmap: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def gap_cells(gaps: pd.DataFrame) -> dict[str, Any]:
-    """The knows-vs-says table: each gap with its interval under it."""
-    table = cells(gaps, ("audited", "topic", "technique", "paired_runs", "assistant_runs"))
-    table["columns"] += ["refusal gap", "official-line gap", "facts-revealed gap"]
+def gap_cells(gaps: pd.DataFrame, leading: Sequence[str], named: Mapping[str, str]) -> dict[str, Any]:
+    """A table of differences: the ``leading`` columns as they are, then each ``named`` gap
+    (column prefix -> header) signed, with its interval under it."""
+    table = cells(gaps, leading)
+    table["columns"] += list(named.values())
     for row, record in zip(table["rows"], gaps.to_dict("records")):
-        for prefix in ("refused_gap", "official_line_gap", "facts_gap"):
+        for prefix in named:
             v = record[prefix]
             row.append({"text": "—" if is_missing(v) else f"{v:+.3f}", "ci": interval(record, prefix),
                         "na": is_missing(v), "left": False})
@@ -260,7 +262,13 @@ def build_context(tables: Tables, dirs: Sequence[Path]) -> dict[str, Any]:
                    "epistemic rows (run x system)": len(tables.epistemic), "failed or unusable": len(tables.failed)},
         "matrices": censorship_matrices(tables.censorship_map),
         "censorship_charts": censorship_charts(tables.censorship_map, tables.gaps),
-        "gaps": gap_cells(tables.gaps) if not tables.gaps.empty else None,
+        "gaps": gap_cells(tables.gaps, ("audited", "topic", "technique", "paired_runs", "assistant_runs"),
+                          {"refused_gap": "refusal gap", "official_line_gap": "official-line gap",
+                           "facts_gap": "facts-revealed gap"}) if not tables.gaps.empty else None,
+        "languages": gap_cells(tables.languages, ("audited", "topic", "technique", "runs_en", "runs_zh",
+                                                  "refused_share_en", "refused_share_zh"),
+                               {"refused_gap": "refusal gap (zh − en)", "facts_gap": "facts gap (zh − en)"})
+        if not tables.languages.empty else None,
         "cluster_method": CLUSTER_METHOD, "wilson_method": WILSON_METHOD,
         "audits": cells(tables.audits, AUDIT_VIEW) if not tables.audits.empty else None,
         "epistemic": epistemic_cells(tables.epistemic) if not tables.epistemic.empty else None,
@@ -309,7 +317,7 @@ def compare(dirs: Sequence[Path], out: Path | None = None) -> Tables:
     tables = build_tables(collect([Path(d) for d in dirs]))
     html = render_html(tables, dirs)
     csvs = {"audits.csv": tables.audits, "censorship_map.csv": tables.censorship_map,
-            "knows_vs_says.csv": tables.gaps, "epistemic.csv": tables.epistemic}
+            "knows_vs_says.csv": tables.gaps, "language_gap.csv": tables.languages, "epistemic.csv": tables.epistemic}
     texts = {name: frame.to_csv(index=False) for name, frame in csvs.items()}
     for name, text in texts.items():
         write_text(target / name, text)

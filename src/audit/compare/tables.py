@@ -42,6 +42,8 @@ MAP_COLUMNS = ("audited", "topic", "technique", "runs", "n_responses", "refused"
                "facts_covered", "facts_contradicted", "facts_total",
                *(f"{m}{s}" for m in ("refused_share", "official_line_share", "fact_recall", "contradiction_rate")
                  for s in _CI), "refused_min", "refused_max", "interval")
+LANGUAGE_COLUMNS = ("audited", "topic", "technique", "runs_en", "runs_zh", "refused_share_en", "refused_share_zh",
+                    *(f"{m}{s}" for m in ("refused_gap", "facts_gap") for s in _CI))
 GAP_COLUMNS = ("audited", "topic", "technique", "paired_runs", "assistant_runs",
                *(f"{m}{s}" for m in ("refused_gap", "official_line_gap", "facts_gap") for s in _CI))
 
@@ -62,6 +64,7 @@ class Tables:
     failed: pd.DataFrame        # failed runs and unusable files, with the reason
     censorship_map: pd.DataFrame  # per (audited, topic, technique): run-level rates with intervals
     gaps: pd.DataFrame          # knows vs says: per (audited, topic, technique) gaps to the assistant
+    languages: pd.DataFrame     # per (audited, topic, technique): Chinese twin minus English
 
 
 def _node(data: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
@@ -256,6 +259,34 @@ def knows_vs_says(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
     return pd.DataFrame(rows, columns=GAP_COLUMNS)
 
 
+ZH_SUFFIX = "_zh"
+
+
+def language_gaps(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
+    """Each topic against its Chinese twin (``<topic>_zh``), per audited model and technique:
+    refusal share and fact recall in Chinese minus in English. Different runs answer the two
+    languages, so the difference is unpaired (:func:`audit.stats.unpaired_difference`)."""
+    if audits.empty:
+        return pd.DataFrame(columns=LANGUAGE_COLUMNS)
+    own = responses[~responses["baseline"]].set_index("run")
+    rows = []
+    for (audited, technique), cell in audits.groupby(["audited", "technique"], sort=True):
+        topics = set(cell["topic"])
+        for topic in sorted(t for t in topics if not t.endswith(ZH_SUFFIX) and f"{t}{ZH_SUFFIX}" in topics):
+            en, zh = cell[cell["topic"] == topic], cell[cell["topic"] == f"{topic}{ZH_SUFFIX}"]
+            en_r, zh_r = own.loc[list(en["run"])], own.loc[list(zh["run"])]
+            row: dict[str, Any] = {"audited": audited, "topic": topic, "technique": technique,
+                                   "runs_en": len(en), "runs_zh": len(zh),
+                                   "refused_share_en": ratio(en_r["refused"].sum(), en_r["n_responses"].sum()),
+                                   "refused_share_zh": ratio(zh_r["refused"].sum(), zh_r["n_responses"].sum())}
+            row.update(_rate_columns("refused_gap", unpaired_difference(
+                zh_r["refused"], zh_r["n_responses"], en_r["refused"], en_r["n_responses"])))
+            row.update(_rate_columns("facts_gap", unpaired_difference(
+                zh["facts_covered"], zh["facts_total"], en["facts_covered"], en["facts_total"])))
+            rows.append(row)
+    return pd.DataFrame(rows, columns=LANGUAGE_COLUMNS)
+
+
 def distinct_models(audits: pd.DataFrame, responses: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Never pool different models under one config name: where runs of one ``audited`` name
     called different ``audited.model`` ids (the config changed between sweeps), the label
@@ -305,4 +336,5 @@ def build_tables(collected: Collected) -> Tables:
         failed=failed,
         censorship_map=censorship_map(audits, responses_frame),
         gaps=knows_vs_says(audits, responses_frame),
+        languages=language_gaps(audits, responses_frame),
     )
