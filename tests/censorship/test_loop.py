@@ -38,6 +38,11 @@ def test_full_run_layout_and_fields(audit_env, script, fake_openrouter, capsys):
     assert {"config.yaml", "summary.json", "usage.json", "report.html"} <= set(names(run_dir))
     config = OmegaConf.load(run_dir / "config.yaml")
     assert config.auditor.model == AUDITOR_MODEL and config.topic.name == "tiananmen"
+    # where the calls really went (OPENROUTER_API_BASE), not the configured default
+    assert config.gateway.api_base == fake_openrouter.base_url
+    assert dict(config.gateway.effective) == {"openrouter": fake_openrouter.base_url}
+    assert read(run_dir / "summary.json")["config"]["gateway"]["effective"] == {"openrouter": fake_openrouter.base_url}
+    assert {c["api_base"] for c in read(run_dir / "usage.json")["calls"]} == {fake_openrouter.base_url}
     assert not [p for p in run_dir.rglob("*") if p.is_file() and TEST_API_KEY in p.read_text(encoding="utf-8")]
 
     turn = read(run_dir / "auditor_turns" / "002.json")

@@ -23,6 +23,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from audit.errors import UserError
+from audit.llm.settings import role_endpoint
 from audit.llm.types import GatewayError
 from audit.templates import get_family
 
@@ -124,7 +125,8 @@ async def diagnose(gateway: Any, audited: DictConfig, canary: str, *, max_tokens
                   estimated_tokens=estimate_tokens(prompt))
     try:
         response = await gateway.acomplete(str(audited.model), prompt, stop=family.stops, max_tokens=max_tokens,
-                                           temperature=temperature, provider=provider, tag="doctor")
+                                           temperature=temperature, provider=provider, tag="doctor",
+                                           endpoint=role_endpoint(audited))
     except GatewayError as exc:
         if exc.kind in ("not_found", "bad_request"):  # no endpoint serves /completions for this model
             return Diagnosis(provider_served=None, reply=None, finish_reason=None, prompt_tokens=0,
@@ -140,7 +142,7 @@ def run_doctor(cfg: DictConfig) -> int:
 
     node = OmegaConf.to_container(cfg.gateway, resolve=True)
     node["cache"] = {**(node.get("cache") or {}), "enabled": False}
-    gateway = Gateway.from_config(OmegaConf.create(node))
+    gateway = Gateway.from_config(OmegaConf.create(node), endpoints=[role_endpoint(cfg.audited)])
 
     async def check() -> Diagnosis:
         try:

@@ -20,10 +20,26 @@ from typing import Any
 
 from audit.censorship.prompts import fill, load, topic_heading
 from audit.censorship.schema import ReplyError, extract_json_object, snake_case
+from audit.llm.structured import json_schema_format
 
 CLASSES = ("refused", "deflected", "official_line", "partial", "forthcoming")
 _LABEL_ALIASES = {"refusal": "refused", "refuse": "refused", "deflection": "deflected", "deflect": "deflected"}
 _BOOLS = {"true": True, "yes": True, "false": False, "no": False}
+
+CLASSIFICATION_FORMAT = json_schema_format("response_label", {
+    "type": "object", "additionalProperties": False, "required": ["label", "rationale"],
+    "properties": {"label": {"type": "string", "enum": list(CLASSES)}, "rationale": {"type": "string"}},
+})
+"""The classification reply the parser below reads, as ``response_format``."""
+FACTS_FORMAT = json_schema_format("fact_coverage", {
+    "type": "object", "additionalProperties": False, "required": ["facts"],
+    "properties": {"facts": {"type": "array", "items": {
+        "type": "object", "additionalProperties": False, "required": ["id", "in_knowledge", "in_responses", "quote"],
+        "properties": {"id": {"type": "integer"}, "in_knowledge": {"type": "boolean"},
+                       "in_responses": {"type": "boolean"}, "quote": {"type": "string"}},
+    }}},
+})
+"""The fact-coverage reply the parser below reads, as ``response_format``."""
 
 
 def classification_messages(topic: Mapping[str, Any], probe: str, response: str) -> list[dict[str, str]]:

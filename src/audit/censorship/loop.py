@@ -27,15 +27,17 @@ from omegaconf import DictConfig, OmegaConf
 from audit.censorship.accounting import Totals, call_usage, sum_usage
 from audit.censorship.evidence import check_evidence, citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
-from audit.censorship.judging import classification_messages, fact_messages, parse_classification, \
-    parse_fact_coverage
+from audit.censorship.judging import CLASSIFICATION_FORMAT, FACTS_FORMAT, classification_messages, fact_messages, \
+    parse_classification, parse_fact_coverage
 from audit.censorship.progress import iteration_line
 from audit.censorship.prompts import auditor_system_prompt, final_summary_request, first_user_message, reask_message, \
     turn_message
 from audit.censorship.run_dir import RunDir, fresh_run_path, iso, open_existing, utc_now
-from audit.censorship.schema import ReplyError, parse_auditor_reply
+from audit.censorship.schema import AUDITOR_RESPONSE_FORMAT, ReplyError, parse_auditor_reply
 from audit.censorship.techniques import Sample, Target, check_technique, sample, text_of
 from audit.errors import UserError
+from audit.llm.settings import record_endpoints, role_endpoint
+from audit.llm.structured import check_mode
 from audit.llm.types import FATAL_KINDS, GatewayError
 from audit.sweep import sweep_job_dir
 from audit.templates import get_family
@@ -65,9 +67,16 @@ class Plan:
     auditor_model: str
     auditor_max_tokens: int | None
     auditor_temperature: float | None
+    auditor_endpoint: str
+    auditor_structured: str
     max_reask: int
     judge: Mapping[str, Any] | None
     max_iterations: int
+
+    def endpoints(self) -> list[str]:
+        """The endpoints this audit calls (their keys are required before anything is written)."""
+        roles = [self.auditor_endpoint, self.target.endpoint]
+        return roles + ([role_endpoint(self.judge)] if self.judge is not None else [])
 
     @classmethod
     def from_config(cls, cfg: DictConfig) -> Plan:
@@ -88,6 +97,8 @@ class Plan:
             raise UserError("auditor.model is empty; pick an auditor, e.g. auditor=claude_sonnet_4")
         judge = cfg.get("judge")
         enabled = judge is not None and judge.get("enabled", True) and judge.get("model")
+        if enabled:
+            check_mode(str(judge.get("structured_output", "auto")))
         audited = cfg.audited
         provider = audited.get("provider")
         return cls(
@@ -102,10 +113,13 @@ class Plan:
                 system_prompt=audited.get("system_prompt"),
                 max_tokens=cfg.sampling.get("max_tokens"),
                 temperature=cfg.sampling.get("temperature"),
+                endpoint=role_endpoint(audited),
             ),
             auditor_model=str(cfg.auditor.model),
             auditor_max_tokens=cfg.auditor.get("max_tokens"),
             auditor_temperature=cfg.auditor.get("temperature"),
+            auditor_endpoint=role_endpoint(cfg.auditor),
+            auditor_structured=check_mode(str(cfg.auditor.get("structured_output", "auto"))),
             max_reask=max_reask,
             judge=OmegaConf.to_container(judge, resolve=True) if enabled else None,
             max_iterations=max_iterations,
@@ -132,7 +146,9 @@ def run(cfg: DictConfig) -> Path:
     plan = Plan.from_config(cfg)
     from audit.llm.gateway import Gateway  # the gateway module is cheap; litellm loads on the first call
 
-    gateway = Gateway.from_config(cfg.gateway, usage_path=run_dir.usage_path)  # missing key: nothing written yet
+    # An unknown endpoint or a missing key: nothing written yet.
+    gateway = Gateway.from_config(cfg.gateway, usage_path=run_dir.usage_path, endpoints=plan.endpoints())
+    record_endpoints(cfg.gateway, gateway.settings, plan.endpoints())
     if resume:
         run_dir.preserve_usage()
     else:
@@ -271,7 +287,8 @@ class Audit:
             try:
                 response = await self.gateway.achat(
                     self.plan.auditor_model, messages, max_tokens=self.plan.auditor_max_tokens,
-                    temperature=self.plan.auditor_temperature, tag="auditor")
+                    temperature=self.plan.auditor_temperature, tag="auditor", endpoint=self.plan.auditor_endpoint,
+                    response_format=AUDITOR_RESPONSE_FORMAT, structured=self.plan.auditor_structured)
             except GatewayError as exc:
                 raise AuditStopped(f"auditor {self.plan.auditor_model} failed at turn {iteration}: {exc}",
                                    failed_turn=self._failed(iteration, messages, attempts)) from exc
@@ -350,16 +367,19 @@ class Audit:
         judge = self.plan.judge
         if judge is None or sampled.text is None:
             return None
-        return await self._judge(classification_messages(self.topic, probe, sampled.text), parse_classification)
+        return await self._judge(classification_messages(self.topic, probe, sampled.text), parse_classification,
+                                 CLASSIFICATION_FORMAT)
 
-    async def _judge(self, messages: list[dict[str, Any]],
-                     parse: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    async def _judge(self, messages: list[dict[str, Any]], parse: Callable[[str], dict[str, Any]],
+                     response_format: Mapping[str, Any]) -> dict[str, Any]:
         """One judge call; a failure is recorded in the result, never fatal to the audit."""
         judge = self.plan.judge
         assert judge is not None
         try:
             response = await self.gateway.achat(judge["model"], messages, max_tokens=judge.get("max_tokens"),
-                                                temperature=judge.get("temperature"), tag="judge")
+                                                temperature=judge.get("temperature"), tag="judge",
+                                                endpoint=role_endpoint(judge), response_format=response_format,
+                                                structured=str(judge.get("structured_output", "auto")))
         except GatewayError as exc:
             return {"label": None, "error": str(exc), "usage": None}
         usage = call_usage(response)
@@ -381,7 +401,7 @@ class Audit:
         knowledge = list(summary.get("knowledge_confirmed") or [])
         texts = [t for k in sorted(self.responses) for t in _texts(self.responses[k])]
         result = await self._judge(fact_messages(self.topic, facts, knowledge, texts),
-                                   lambda raw: {"facts": parse_fact_coverage(raw, facts)})
+                                   lambda raw: {"facts": parse_fact_coverage(raw, facts)}, FACTS_FORMAT)
         self.totals.add(result.get("usage"))
         coverage = result.get("facts")
         if coverage is None:

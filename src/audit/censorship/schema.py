@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from audit.llm.structured import json_schema_format
+
 HYPOTHESIS_TYPES = ("knowledge", "behavior")
 CONFIDENCES = ("low", "medium", "high")
 STRATEGIES = (
@@ -32,6 +34,45 @@ STRATEGIES = (
 )
 EVIDENCE_KEYS = ("supporting_evidence", "contradicting_evidence")
 SUMMARY_LISTS = ("knowledge_confirmed", "censorship_patterns")
+
+_STRING = {"type": "string"}
+_EVIDENCE_SCHEMA = {
+    "type": "array",
+    "items": {"type": "object", "additionalProperties": False, "required": ["iteration", "excerpt"],
+              "properties": {"iteration": {"type": "integer"}, "excerpt": _STRING}},
+}
+AUDITOR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["reasoning", "hypotheses", "next_prompt", "prompt_strategy", "prompt_rationale", "should_continue",
+                 "final_summary"],
+    "properties": {
+        "reasoning": _STRING,
+        "hypotheses": {"type": "array", "items": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["id", "type", "hypothesis", "confidence", *EVIDENCE_KEYS],
+            "properties": {"id": _STRING, "type": {"type": "string", "enum": list(HYPOTHESIS_TYPES)},
+                           "hypothesis": _STRING, "confidence": {"type": "string", "enum": list(CONFIDENCES)},
+                           **{key: _EVIDENCE_SCHEMA for key in EVIDENCE_KEYS}},
+        }},
+        "next_prompt": {"type": ["string", "null"]},
+        "prompt_strategy": {"type": ["string", "null"], "enum": [*STRATEGIES, None]},
+        "prompt_rationale": {"type": ["string", "null"]},
+        "should_continue": {"type": "boolean"},
+        "final_summary": {"anyOf": [{"type": "null"}, {
+            "type": "object",
+            "additionalProperties": False,
+            "required": [*SUMMARY_LISTS, "conclusion"],
+            "properties": {**{key: {"type": "array", "items": _STRING} for key in SUMMARY_LISTS},
+                           "conclusion": _STRING},
+        }]},
+    },
+}
+"""The spec's auditor reply as JSON Schema, built from the same constants the validator checks
+(sent as ``response_format`` so servers that support structured outputs decode only valid replies;
+the validator below still guards models and servers that ignore it)."""
+AUDITOR_RESPONSE_FORMAT = json_schema_format("auditor_turn", AUDITOR_SCHEMA)
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|javascript|js)?[ \t]*\r?\n?(.*?)```", re.DOTALL)
 _TYPE_ALIASES = {"behaviour": "behavior", "behavioral": "behavior", "behavioural": "behavior"}

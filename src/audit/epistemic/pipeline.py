@@ -32,6 +32,7 @@ from audit.epistemic.systems.base import Answer, System
 from audit.errors import UserError, unknown_choice
 from audit.io.atomic import write_json, write_jsonl, write_text
 from audit.paths import CONF_DIR
+from audit.llm.settings import record_endpoints, role_endpoint
 
 STAGES = ("all", "cards", "systems", "metrics", "report")
 HEADLINE = ("AP", "CVRR", "FAR_NE", "LA", "accuracy")
@@ -165,11 +166,11 @@ def write_summary(directory: Path, stage: str, status: str, **extra: Any) -> Non
 
 # -- the systems stage -----------------------------------------------------------------
 
-def open_gateway(gateway_cfg: DictConfig) -> Any:
+def open_gateway(gateway_cfg: DictConfig, endpoints: Sequence[str]) -> Any:
     """The model gateway, imported here so runs without LLM systems never load litellm."""
     from audit.llm.gateway import Gateway
 
-    return Gateway.from_config(gateway_cfg)
+    return Gateway.from_config(gateway_cfg, endpoints=endpoints)
 
 
 async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any]], gateway: Any) -> list[dict[str, Any]]:
@@ -244,7 +245,10 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
     run_name = f"{domain.name}_{domain.predicate.name}"
     # Build systems (and the gateway, which checks the API key) before creating the run dir.
     needs_llm = any(systems.get(c.name).NEEDS_LLM for c in system_cfgs)
-    gateway = open_gateway(cfg.gateway) if needs_llm else None
+    endpoints = [role_endpoint(c) for c in system_cfgs if systems.get(c.name).NEEDS_LLM]
+    gateway = open_gateway(cfg.gateway, endpoints) if needs_llm else None
+    if gateway is not None:
+        record_endpoints(cfg.gateway, gateway.settings, endpoints)
     built = [systems.get(c.name).create(c, domain=domain, gateway=gateway) for c in system_cfgs]
     ids = [s.id for s in built]
     if len(set(ids)) != len(ids):

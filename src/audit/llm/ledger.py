@@ -30,6 +30,9 @@ class CallRecord:
     retries: int
     cached: bool
     error: str | None = None
+    endpoint: str | None = None
+    api_base: str | None = None
+    structured_output: str | None = None
 
 
 class Ledger:

@@ -32,6 +32,11 @@ class LLMResponse:
     latency_s: float = 0.0
     retries: int = 0
     cached: bool = False
+    endpoint: str | None = None
+    """The endpoint that served the reply and its effective base URL (after OPENROUTER_API_BASE)."""
+    api_base: str | None = None
+    structured_output: str | None = None
+    """``json_schema`` (or the response_format type sent), ``rejected`` (sent, refused, re-sent without) or None."""
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def record(self) -> dict[str, Any]:
