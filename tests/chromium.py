@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import itertools
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -88,10 +90,10 @@ class Chromium:
     async def __aenter__(self) -> Chromium:
         binary = chromium_binary()
         assert binary is not None
-        self.profile = tempfile.TemporaryDirectory()
+        self.profile = tempfile.TemporaryDirectory(ignore_cleanup_errors=True)
         self.process = subprocess.Popen(
             [binary, *FLAGS, f"--user-data-dir={self.profile.name}", "--remote-debugging-port=0", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         port_file = Path(self.profile.name) / "DevToolsActivePort"
         deadline = time.monotonic() + 30
         while not (port_file.exists() and port_file.read_text().count("\n") >= 1):
@@ -110,6 +112,6 @@ class Chromium:
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.session.close()
-        self.process.kill()
+        os.killpg(self.process.pid, signal.SIGKILL)  # the browser and the helper processes it started
         self.process.wait()
         self.profile.cleanup()

@@ -187,3 +187,23 @@ def test_language_gap_pairs_each_topic_with_its_chinese_twin(tmp_path: Path) -> 
     assert (row["refused_share_en"], row["refused_share_zh"], row["refused_gap"]) == (0.25, 1.0, 0.75)
     assert (row["refused_gap_lo"], row["refused_gap_hi"]) == (0.75, 0.75)  # the runs agree exactly
     assert row["facts_gap"] == -0.5
+
+
+def test_facts_by_models_matrix_counts_revealed_and_contradicted_runs(tmp_path: Path) -> None:
+    def verdicts(*statuses: str) -> dict[str, object]:
+        facts = [{"fact": f"fact {k}", "status": s, "covered": s == "revealed", "contradicted": s == "contradicted"}
+                 for k, s in enumerate(statuses, 1)]
+        return {"facts": facts, "covered": statuses.count("revealed"), "total": len(statuses),
+                "contradicted": statuses.count("contradicted")}
+
+    censorship_run(tmp_path, "a", fact_recall=verdicts("revealed", "contradicted"))
+    censorship_run(tmp_path, "b", fact_recall=verdicts("revealed", "not_revealed"))
+    censorship_run(tmp_path, "c", audited="kimi_k2", fact_recall={"facts": [{"fact": "fact 1", "covered": True},
+                                                                           {"fact": "fact 2", "covered": False}],
+                                                                  "covered": 1, "total": 2})  # before contradictions
+    matrix = build_tables(collect([tmp_path])).fact_matrix
+    deepseek = matrix[matrix["audited"] == "deepseek_chat"].set_index("fact_no")
+    assert deepseek.loc[1, ["runs", "revealed", "contradicted"]].tolist() == [2, 2, 0]
+    assert deepseek.loc[2, ["runs", "revealed", "contradicted"]].tolist() == [2, 0, 1]
+    kimi = matrix[matrix["audited"] == "kimi_k2"].set_index("fact_no")
+    assert kimi["revealed"].tolist() == [1, 0] and kimi["contradicted"].tolist() == [0, 0]

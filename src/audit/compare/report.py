@@ -31,7 +31,7 @@ from audit.stats import CLUSTER_METHOD, PALETTE, WILSON_METHOD
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says.csv", "language_gap.csv",
-           "epistemic.csv")
+           "facts.csv", "epistemic.csv")
 CHART_METRICS = ("AP", "CVRR", "FAR_NE", "LA")
 LABEL_W, PLOT_W, VALUE_W, ROW_H, TOP, BOTTOM, LABEL_CHARS = 300, 260, 110, 18, 30, 6, 54
 # Columns of the audits table worth a glance, on stdout and in the HTML table.
@@ -243,6 +243,26 @@ def censorship_matrices(cmap: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def fact_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per topic and technique: key facts (rows) x audited models (columns), each cell how many
+    of the model's runs revealed and contradicted the fact."""
+    out = []
+    for (topic, technique), frame in matrix.groupby(["topic", "technique"], sort=True):
+        models = sorted(set(frame["audited"]))
+        by_cell = {(r["fact_no"], r["audited"]): r for r in frame.to_dict("records")}
+        rows = []
+        for (number, fact), _ in frame.groupby(["fact_no", "fact"], sort=True):
+            row = []
+            for model in models:
+                r = by_cell.get((number, model))
+                row.append(None if r is None else {
+                    "revealed": f"{r['revealed']}/{r['runs']}", "contradicted": r["contradicted"],
+                    "shade": recall_shade(r["revealed"] / r["runs"]) if not r["contradicted"] else "#f6c4c1"})
+            rows.append({"fact": fact, "cells": row})
+        out.append({"topic": topic, "technique": technique, "models": models, "rows": rows})
+    return out
+
+
 def gap_cells(gaps: pd.DataFrame, leading: Sequence[str], named: Mapping[str, str]) -> dict[str, Any]:
     """A table of differences: the ``leading`` columns as they are, then each ``named`` gap
     (column prefix -> header) signed, with its interval under it."""
@@ -293,6 +313,7 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path) -> dict[str, 
         "epistemic_charts": epistemic_charts(tables.epistemic),
         "failed": cells(tables.failed, ("run", "kind", "status", "problem"), report_links(tables.failed["path"], out))
         if not tables.failed.empty else None,
+        "fact_matrices": fact_matrices(tables.fact_matrix),
         "sort_filter_js": SORT_FILTER_JS,
     }
 
@@ -337,7 +358,8 @@ def compare(dirs: Sequence[Path], out: Path | None = None) -> Tables:
     tables = build_tables(collect([Path(d) for d in dirs]))
     html = render_html(tables, dirs, target)
     csvs = {"audits.csv": tables.audits, "censorship_map.csv": tables.censorship_map,
-            "knows_vs_says.csv": tables.gaps, "language_gap.csv": tables.languages, "epistemic.csv": tables.epistemic}
+            "knows_vs_says.csv": tables.gaps, "language_gap.csv": tables.languages,
+            "facts.csv": tables.facts, "epistemic.csv": tables.epistemic}
     texts = {name: frame.to_csv(index=False) for name, frame in csvs.items()}
     for name, text in texts.items():
         write_text(target / name, text)

@@ -42,6 +42,8 @@ MAP_COLUMNS = ("audited", "topic", "technique", "runs", "n_responses", "refused"
                "facts_covered", "facts_contradicted", "facts_total",
                *(f"{m}{s}" for m in ("refused_share", "official_line_share", "fact_recall", "contradiction_rate")
                  for s in _CI), "refused_min", "refused_max", "interval")
+FACT_COLUMNS = ("run", "audited", "topic", "technique", "fact_no", "fact", "status", "quote")
+FACT_MATRIX_COLUMNS = ("topic", "technique", "fact_no", "fact", "audited", "runs", "revealed", "contradicted")
 LANGUAGE_COLUMNS = ("audited", "topic", "technique", "runs_en", "runs_zh", "refused_share_en", "refused_share_zh",
                     *(f"{m}{s}" for m in ("refused_gap", "facts_gap") for s in _CI))
 GAP_COLUMNS = ("audited", "topic", "technique", "paired_runs", "assistant_runs",
@@ -65,6 +67,8 @@ class Tables:
     censorship_map: pd.DataFrame  # per (audited, topic, technique): run-level rates with intervals
     gaps: pd.DataFrame          # knows vs says: per (audited, topic, technique) gaps to the assistant
     languages: pd.DataFrame     # per (audited, topic, technique): Chinese twin minus English
+    facts: pd.DataFrame         # per run and key fact: the judge's verdict and quote
+    fact_matrix: pd.DataFrame   # per (topic, technique, fact, audited): runs revealing / contradicting it
 
 
 def _node(data: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
@@ -287,20 +291,50 @@ def language_gaps(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
     return pd.DataFrame(rows, columns=LANGUAGE_COLUMNS)
 
 
-def distinct_models(audits: pd.DataFrame, responses: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def distinct_models(audits: pd.DataFrame, *others: pd.DataFrame) -> list[pd.DataFrame]:
     """Never pool different models under one config name: where runs of one ``audited`` name
     called different ``audited.model`` ids (the config changed between sweeps), the label
-    becomes ``name (model id)`` in both frames."""
+    becomes ``name (model id)`` in the audits frame and in every other frame (matched by run)."""
     models = audits.groupby("audited")["audited_model"].nunique()
     ambiguous = set(models[models > 1].index)
     if not ambiguous:
-        return audits, responses
+        return [audits, *others]
     label = {run: f"{name} ({model})" if name in ambiguous else name
              for run, name, model in zip(audits["run"], audits["audited"], audits["audited_model"])}
-    audits, responses = audits.copy(), responses.copy()
-    audits["audited"] = audits["run"].map(label)
-    responses["audited"] = responses["run"].map(label)
-    return audits, responses
+    out = []
+    for frame in (audits, *others):
+        frame = frame.copy()
+        frame["audited"] = frame["run"].map(label)
+        out.append(frame)
+    return out
+
+
+def fact_records(run: Run, row: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per key fact the judge scored in this run, with its verdict (runs scored before
+    contradictions existed say revealed / not_revealed)."""
+    facts = _node(run.summary, "fact_recall", "summary.json").get("facts") or []
+    if not isinstance(facts, list):
+        raise Unusable("summary.json: fact_recall.facts should be a list")
+    out = []
+    for number, fact in enumerate(facts, 1):
+        if not isinstance(fact, Mapping):
+            raise Unusable(f"summary.json: fact_recall.facts[{number - 1}] should be an object")
+        status = fact.get("status") or ("revealed" if fact.get("covered") else "not_revealed")
+        out.append({"run": row["run"], "audited": row["audited"], "topic": row["topic"], "technique": row["technique"],
+                    "fact_no": number, "fact": str(fact.get("fact") or ""), "status": str(status),
+                    "quote": str(fact.get("quote") or "")})
+    return out
+
+
+def fact_matrix(facts: pd.DataFrame) -> pd.DataFrame:
+    """Per (topic, technique, fact, audited model): in how many runs the fact was revealed and
+    in how many contradicted, out of the runs that scored it."""
+    if facts.empty:
+        return pd.DataFrame(columns=FACT_MATRIX_COLUMNS)
+    grouped = facts.groupby(["topic", "technique", "fact_no", "fact", "audited"], sort=True)["status"]
+    out = grouped.agg(runs="size", revealed=lambda v: int((v == "revealed").sum()),
+                      contradicted=lambda v: int((v == "contradicted").sum())).reset_index()
+    return out[list(FACT_MATRIX_COLUMNS)]
 
 
 def _frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
@@ -311,14 +345,17 @@ def build_tables(collected: Collected) -> Tables:
     """All tables; runs the tables cannot use join the failed runs."""
     audit_rows: list[dict[str, Any]] = []
     response_rows: list[dict[str, Any]] = []
+    fact_rows: list[dict[str, Any]] = []
     epistemic_rows: list[dict[str, Any]] = []
     failures = list(collected.failures)
     for run in collected.runs:
         try:
             if run.kind == CENSORSHIP:
                 row, responses = audit_records(run)
+                run_facts = fact_records(run, row)
                 audit_rows.append(row)
                 response_rows.extend(responses)
+                fact_rows.extend(run_facts)
             elif run.kind == EPISTEMIC:
                 epistemic_rows.extend(epistemic_records(run))
             else:
@@ -326,7 +363,9 @@ def build_tables(collected: Collected) -> Tables:
                                "metrics.json or cards.jsonl beside it)", status="unknown kind")
         except Unusable as exc:
             failures.append(Failure(run.path, run.label, run.kind, exc.status, str(exc)))
-    audits, responses_frame = distinct_models(_frame(audit_rows, AUDIT_COLUMNS), _frame(response_rows, RESPONSE_COLUMNS))
+    audits, responses_frame, facts = distinct_models(_frame(audit_rows, AUDIT_COLUMNS),
+                                                     _frame(response_rows, RESPONSE_COLUMNS),
+                                                     _frame(fact_rows, FACT_COLUMNS))
     failed = _frame([{"run": f.label, "kind": f.kind, "status": f.status, "problem": f.problem, "path": str(f.path)}
                      for f in sorted(failures, key=lambda f: natural_key(Path(f.label)))], FAILED_COLUMNS)
     return Tables(
@@ -337,4 +376,6 @@ def build_tables(collected: Collected) -> Tables:
         censorship_map=censorship_map(audits, responses_frame),
         gaps=knows_vs_says(audits, responses_frame),
         languages=language_gaps(audits, responses_frame),
+        facts=facts,
+        fact_matrix=fact_matrix(facts),
     )
