@@ -70,6 +70,7 @@ def chat_client(timeout_s: float) -> Any:
     unseen by the ledger; the gateway owns every re-send (counted, backed off), so this
     handler lets that first failure through unchanged.
     """
+    litellm()  # first: importing a litellm submodule imports litellm, which must be set up offline
     from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
 
     class SingleAttempt(AsyncHTTPHandler):
@@ -78,7 +79,6 @@ def chat_client(timeout_s: float) -> Any:
             failure = sys.exc_info()[1]
             raise failure if failure is not None else RuntimeError("litellm asked to re-send outside an error")
 
-    litellm()
     return SingleAttempt(timeout=timeout_s)
 
 
