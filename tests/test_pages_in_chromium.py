@@ -110,7 +110,11 @@ def test_comparison_and_run_reports_in_chromium(tmp_path: Path) -> None:
             run = await browser.page()
             await common_checks(run, site["run"], tmp_path / "run.png")
             assert await run.js("document.body.textContent.includes('window.__pwned = \"script\"')")  # shown as text
-            assert await run.js("document.querySelectorAll('.verdict.v-revealed').length") == 0  # fake run: no facts
+            entries = "Array.from(document.querySelectorAll('.cards > .entry'))"
+            assert await run.js(f"{entries}.length") == 1
+            await run.js("""(() => { const box = document.querySelector('input.filter');
+                box.value = 'no such words'; box.dispatchEvent(new Event('input')); })()""")
+            assert await run.js(f"{entries}.filter(e => !e.hidden).length") == 0
 
             epistemic = await browser.page()
             await common_checks(epistemic, site["epistemic"], tmp_path / "epistemic.png")
