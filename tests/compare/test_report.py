@@ -111,3 +111,14 @@ def test_run_names_link_to_their_reports_by_relative_paths(tmp_path: Path) -> No
     hrefs = re.findall(r'<a href="([^"]+)">', html)
     assert hrefs == ["../sweep/a/report.html"]
     assert ((tmp_path / "cmp" / hrefs[0]).resolve()) == (with_report / "report.html").resolve()
+
+
+def test_terminal_shows_maps_gaps_and_language_gap(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for topic in ("tibet", "tibet_zh"):
+        censorship_run(tmp_path, f"{topic}_persona", topic=topic, baseline={"refused": 4})
+        censorship_run(tmp_path, f"{topic}_assistant", topic=topic, technique="assistant")
+    compare([tmp_path])
+    printed = capsys.readouterr().out
+    assert "per audited model x topic x technique (95% intervals: cluster bootstrap over runs" in printed
+    assert "knows vs says: technique minus assistant baseline" in printed
+    assert "language gap: <topic>_zh minus <topic>" in printed

@@ -363,6 +363,10 @@ def summary_text(tables: Tables, out: Path) -> str:
     if not tables.gaps.empty:
         view = tables.gaps[list(GAP_PRINT)]
         parts.append(f"knows vs says: technique minus assistant baseline\n{_text_table(view)}")
+    if not tables.languages.empty:
+        view = tables.languages[["audited", "topic", "technique", "runs_en", "runs_zh", "refused_share_en",
+                                 "refused_share_zh", "refused_gap", "facts_gap"]]
+        parts.append(f"language gap: <topic>_zh minus <topic>\n{_text_table(view)}")
     if not tables.epistemic.empty:
         view = tables.epistemic[["run", "domain", "predicate", "system", "n_cards", "errors", *EPISTEMIC_METRICS, "cost"]]
         parts.append(f"epistemic ({len(view)} run x system rows)\n{_text_table(view)}")
