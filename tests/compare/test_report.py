@@ -35,20 +35,20 @@ def test_writes_html_and_csvs_into_out(mixed: Path, tmp_path: Path, capsys: pyte
     assert epistemic.loc["kg_oracle", "AP_lo"] == 0.9 and pd.isna(epistemic.loc[f"sys{EVIL}", "FAR_NE"])
     printed = capsys.readouterr().out
     assert "failed or unusable runs (2)" in printed and "summary.json: not valid JSON" in printed
-    assert printed.rstrip().endswith(f"wrote comparison.html, audits.csv, censorship_map.csv, knows_vs_says.csv, language_gap.csv, "
+    assert printed.rstrip().endswith(f"wrote comparison.html, audits.csv, censorship_map.csv, knows_vs_says.csv, language_gap.csv, facts.csv, "
                                            f"epistemic.csv to {out}")
 
 
 def test_default_out_is_the_first_dir(mixed: Path) -> None:
     compare([mixed])
     assert sorted(p.name for p in mixed.iterdir() if p.is_file()) == ["audits.csv", "censorship_map.csv", "comparison.html",
-                                                                             "epistemic.csv", "knows_vs_says.csv", "language_gap.csv"]
+                                                                             "epistemic.csv", "facts.csv", "knows_vs_says.csv", "language_gap.csv"]
 
 
 def test_html_escapes_names_and_errors_and_is_self_contained(mixed: Path, tmp_path: Path) -> None:
     compare([mixed], tmp_path / "o")
     html = (tmp_path / "o" / "comparison.html").read_text(encoding="utf-8")
-    assert "<script" not in html.lower()
+    assert html.lower().count("<script") == 1 and "alert(" not in html.split("<script>")[1]  # only our sort/filter script
     assert "&lt;script&gt;" in html
     assert html.count("failed &lt;script&gt;alert(1)&lt;/script&gt;") == 1  # the failed job, with its error
     assert "summary.json: not valid JSON" in html
@@ -99,3 +99,26 @@ def test_map_cells_show_pooled_counts(tmp_path: Path) -> None:
     assert re.search(r'recall 0.500 <span class="ci">\[0\.\d\d, 0\.\d\d\]</span> <span class="small">\(4/8\)</span>', html)
     assert 'refused 0.750 <span class="ci">' in html and "2 run(s) · 4 responses · runs ranged 0.50–1.00" in html
     assert 'recall — <span class="ci"></span> <span class="small">(—)</span>' in html  # no judge: nothing counted, not 0
+
+
+def test_run_names_link_to_their_reports_by_relative_paths(tmp_path: Path) -> None:
+    runs = tmp_path / "sweep"
+    with_report = censorship_run(runs, "a")
+    (with_report / "report.html").write_text("<p>run a</p>", encoding="utf-8")
+    censorship_run(runs, "b")  # no report: no link
+    compare([runs], tmp_path / "cmp")
+    html = (tmp_path / "cmp" / "comparison.html").read_text(encoding="utf-8")
+    hrefs = re.findall(r'<a href="([^"]+)">', html)
+    assert hrefs == ["../sweep/a/report.html"]
+    assert ((tmp_path / "cmp" / hrefs[0]).resolve()) == (with_report / "report.html").resolve()
+
+
+def test_terminal_shows_maps_gaps_and_language_gap(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for topic in ("tibet", "tibet_zh"):
+        censorship_run(tmp_path, f"{topic}_persona", topic=topic, baseline={"refused": 4})
+        censorship_run(tmp_path, f"{topic}_assistant", topic=topic, technique="assistant")
+    compare([tmp_path])
+    printed = capsys.readouterr().out
+    assert "per audited model x topic x technique (95% intervals: cluster bootstrap over runs" in printed
+    assert "knows vs says: technique minus assistant baseline" in printed
+    assert "language gap: <topic>_zh minus <topic>" in printed

@@ -1,8 +1,9 @@
 """Write the comparison: ``comparison.html``, ``audits.csv``, ``epistemic.csv`` and a
 summary on stdout.
 
-The HTML is one self-contained file (inline CSS and SVG, no CDN, no JS) so it opens
-offline. Topic and model names, error messages and file names are untrusted text, so the
+The HTML is one self-contained file (inline CSS, SVG and the shared sort/filter script of
+:mod:`audit.pages`, no CDN) so it opens offline; run names link to each run's report.html by
+a relative path. Topic and model names, error messages and file names are untrusted text, so the
 template renders with jinja2 autoescape on; this module shapes data (formatted cells, chart
 geometry) and never builds markup itself.
 """
@@ -10,6 +11,7 @@ geometry) and never builds markup itself.
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -24,11 +26,12 @@ from audit.compare.tables import EPISTEMIC_METRICS, SHARES, Tables, build_tables
 from audit.epistemic.metrics import LOWER_IS_BETTER
 from audit.errors import UserError
 from audit.io.atomic import write_text
+from audit.pages import SORT_FILTER_JS
 from audit.stats import CLUSTER_METHOD, PALETTE, WILSON_METHOD
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says.csv", "language_gap.csv",
-           "epistemic.csv")
+           "facts.csv", "epistemic.csv")
 CHART_METRICS = ("AP", "CVRR", "FAR_NE", "LA")
 LABEL_W, PLOT_W, VALUE_W, ROW_H, TOP, BOTTOM, LABEL_CHARS = 300, 260, 110, 18, 30, 6, 54
 # Columns of the audits table worth a glance, on stdout and in the HTML table.
@@ -40,7 +43,7 @@ MAP_PRINT = ("audited", "topic", "technique", "runs", "n_responses", "refused_sh
              "refused_share_hi", "fact_recall", "fact_recall_lo", "fact_recall_hi", "contradiction_rate")
 GAP_PRINT = ("audited", "topic", "technique", "paired_runs", "refused_gap", "refused_gap_lo", "refused_gap_hi",
              "official_line_gap", "facts_gap")
-EPISTEMIC_VIEW = ("run", "domain", "predicate", "system", "mapping", "n_cards", "errors")
+EPISTEMIC_VIEW = ("run", "domain", "predicate", "system", "mapping", "n_cards", "errors", "cost")
 
 
 # -- cells --------------------------------------------------------------------------------
@@ -67,11 +70,25 @@ def fraction(k: Any, n: Any) -> str:
     return "—" if is_missing(k) or is_missing(n) or not n else f"{int(k)}/{int(n)}"
 
 
-def cells(frame: pd.DataFrame, columns: Sequence[str]) -> dict[str, Any]:
-    """Header and formatted rows of ``frame[columns]`` for the template's generic table."""
-    rows = [[{"text": fmt(v, c), "ci": "", "na": is_missing(v), "left": isinstance(v, str)} for c, v in zip(columns, values)]
+def cells(frame: pd.DataFrame, columns: Sequence[str], links: Sequence[str | None] | None = None) -> dict[str, Any]:
+    """Header and formatted rows of ``frame[columns]`` for the template's generic table;
+    ``links`` (one per row, or None) makes the first cell of each row a link."""
+    rows = [[{"text": fmt(v, c), "ci": "", "na": is_missing(v), "left": isinstance(v, str), "href": None}
+             for c, v in zip(columns, values)]
             for values in frame[list(columns)].itertuples(index=False)]
+    for row, href in zip(rows, links or ()):
+        row[0]["href"] = href
     return {"columns": list(columns), "rows": rows}
+
+
+def report_links(paths: Sequence[str], out: Path) -> list[str | None]:
+    """For each run directory, its report.html relative to the comparison's folder (so the
+    links survive moving the folders together), or None when the run wrote no report."""
+    links: list[str | None] = []
+    for path in paths:
+        report = Path(path) / "report.html"
+        links.append(Path(os.path.relpath(report, out.resolve())).as_posix() if report.is_file() else None)
+    return links
 
 
 # -- charts -------------------------------------------------------------------------------
@@ -226,6 +243,49 @@ def censorship_matrices(cmap: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def fact_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per topic and technique: key facts (rows) x audited models (columns), each cell how many
+    of the model's runs revealed and contradicted the fact."""
+    out = []
+    for (topic, technique), frame in matrix.groupby(["topic", "technique"], sort=True):
+        models = sorted(set(frame["audited"]))
+        by_cell = {(r["fact_no"], r["audited"]): r for r in frame.to_dict("records")}
+        rows = []
+        for (number, fact), _ in frame.groupby(["fact_no", "fact"], sort=True):
+            row = []
+            for model in models:
+                r = by_cell.get((number, model))
+                row.append(None if r is None else {
+                    "revealed": f"{r['revealed']}/{r['runs']}", "contradicted": r["contradicted"],
+                    "shade": recall_shade(r["revealed"] / r["runs"]) if not r["contradicted"] else "#f6c4c1"})
+            rows.append({"fact": fact, "cells": row})
+        out.append({"topic": topic, "technique": technique, "models": models, "rows": rows})
+    return out
+
+
+def epistemic_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
+    """One system x (domain/predicate) matrix per headline metric, each cell the rate, its
+    interval, the runs and the cards behind it."""
+    out = []
+    for metric in EPISTEMIC_METRICS:
+        frame = matrix[matrix["metric"] == metric]
+        if frame.empty:
+            continue
+        columns = sorted({f"{d}/{p}" for d, p in zip(frame["domain"], frame["predicate"])})
+        by_cell = {(r["system"], f"{r['domain']}/{r['predicate']}"): r for r in frame.to_dict("records")}
+        rows = []
+        for system in sorted(set(frame["system"])):
+            row = []
+            for column in columns:
+                r = by_cell.get((system, column))
+                row.append(None if r is None else {"value": fmt(r["rate"]), "ci": interval(r, "rate"),
+                                                   "detail": f"{fraction(r['k'], r['n'])} · {r['runs']} run(s)",
+                                                   "na": is_missing(r["rate"])})
+            rows.append({"system": system, "cells": row})
+        out.append({"metric": metric + (" ↓" if metric in LOWER_IS_BETTER else ""), "columns": columns, "rows": rows})
+    return out
+
+
 def gap_cells(gaps: pd.DataFrame, leading: Sequence[str], named: Mapping[str, str]) -> dict[str, Any]:
     """A table of differences: the ``leading`` columns as they are, then each ``named`` gap
     (column prefix -> header) signed, with its interval under it."""
@@ -235,26 +295,26 @@ def gap_cells(gaps: pd.DataFrame, leading: Sequence[str], named: Mapping[str, st
         for prefix in named:
             v = record[prefix]
             row.append({"text": "—" if is_missing(v) else f"{v:+.3f}", "ci": interval(record, prefix),
-                        "na": is_missing(v), "left": False})
+                        "na": is_missing(v), "left": False, "href": None})
     return table
 
 
-def epistemic_cells(frame: pd.DataFrame) -> dict[str, Any]:
+def epistemic_cells(frame: pd.DataFrame, out: Path) -> dict[str, Any]:
     """The epistemic table for the HTML: each rate with its interval under it."""
-    table = cells(frame, EPISTEMIC_VIEW)
+    table = cells(frame, EPISTEMIC_VIEW, report_links(frame["path"], out))
     table["columns"] += [f"{m} ↓" if m in LOWER_IS_BETTER else m for m in EPISTEMIC_METRICS]
     for row, record in zip(table["rows"], frame.to_dict("records")):
         for m in EPISTEMIC_METRICS:
             v, lo, hi = record[m], record[f"{m}_lo"], record[f"{m}_hi"]
             ci = "" if is_missing(lo) or is_missing(hi) else f"[{lo:.2f}, {hi:.2f}]"
-            row.append({"text": fmt(v), "ci": ci, "na": is_missing(v), "left": False})
+            row.append({"text": fmt(v), "ci": ci, "na": is_missing(v), "left": False, "href": None})
     return table
 
 
 # -- outputs ------------------------------------------------------------------------------
 
-def build_context(tables: Tables, dirs: Sequence[Path]) -> dict[str, Any]:
-    """Everything the template shows, as plain data."""
+def build_context(tables: Tables, dirs: Sequence[Path], out: Path) -> dict[str, Any]:
+    """Everything the template shows, as plain data; links are relative to ``out``."""
     return {
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "dirs": [str(d) for d in dirs],
@@ -270,17 +330,22 @@ def build_context(tables: Tables, dirs: Sequence[Path]) -> dict[str, Any]:
                                {"refused_gap": "refusal gap (zh − en)", "facts_gap": "facts gap (zh − en)"})
         if not tables.languages.empty else None,
         "cluster_method": CLUSTER_METHOD, "wilson_method": WILSON_METHOD,
-        "audits": cells(tables.audits, AUDIT_VIEW) if not tables.audits.empty else None,
-        "epistemic": epistemic_cells(tables.epistemic) if not tables.epistemic.empty else None,
+        "audits": cells(tables.audits, AUDIT_VIEW, report_links(tables.audits["path"], out))
+        if not tables.audits.empty else None,
+        "epistemic": epistemic_cells(tables.epistemic, out) if not tables.epistemic.empty else None,
         "epistemic_charts": epistemic_charts(tables.epistemic),
-        "failed": cells(tables.failed, ("run", "kind", "status", "problem")) if not tables.failed.empty else None,
+        "failed": cells(tables.failed, ("run", "kind", "status", "problem"), report_links(tables.failed["path"], out))
+        if not tables.failed.empty else None,
+        "fact_matrices": fact_matrices(tables.fact_matrix),
+        "epistemic_matrices": epistemic_matrices(tables.epistemic_matrix),
+        "sort_filter_js": SORT_FILTER_JS,
     }
 
 
-def render_html(tables: Tables, dirs: Sequence[Path]) -> str:
+def render_html(tables: Tables, dirs: Sequence[Path], out: Path) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    return env.get_template("compare.html.j2").render(**build_context(tables, dirs))
+    return env.get_template("compare.html.j2").render(**build_context(tables, dirs, out))
 
 
 def _text_table(frame: pd.DataFrame) -> str:
@@ -298,8 +363,12 @@ def summary_text(tables: Tables, out: Path) -> str:
     if not tables.gaps.empty:
         view = tables.gaps[list(GAP_PRINT)]
         parts.append(f"knows vs says: technique minus assistant baseline\n{_text_table(view)}")
+    if not tables.languages.empty:
+        view = tables.languages[["audited", "topic", "technique", "runs_en", "runs_zh", "refused_share_en",
+                                 "refused_share_zh", "refused_gap", "facts_gap"]]
+        parts.append(f"language gap: <topic>_zh minus <topic>\n{_text_table(view)}")
     if not tables.epistemic.empty:
-        view = tables.epistemic[["run", "domain", "predicate", "system", "n_cards", "errors", *EPISTEMIC_METRICS]]
+        view = tables.epistemic[["run", "domain", "predicate", "system", "n_cards", "errors", *EPISTEMIC_METRICS, "cost"]]
         parts.append(f"epistemic ({len(view)} run x system rows)\n{_text_table(view)}")
     if not tables.failed.empty:
         parts.append(f"failed or unusable runs ({len(tables.failed)})\n"
@@ -315,9 +384,10 @@ def compare(dirs: Sequence[Path], out: Path | None = None) -> Tables:
     if target.exists() and not target.is_dir():
         raise UserError(f"--out {target} is a file; pass a directory")
     tables = build_tables(collect([Path(d) for d in dirs]))
-    html = render_html(tables, dirs)
+    html = render_html(tables, dirs, target)
     csvs = {"audits.csv": tables.audits, "censorship_map.csv": tables.censorship_map,
-            "knows_vs_says.csv": tables.gaps, "language_gap.csv": tables.languages, "epistemic.csv": tables.epistemic}
+            "knows_vs_says.csv": tables.gaps, "language_gap.csv": tables.languages,
+            "facts.csv": tables.facts, "epistemic.csv": tables.epistemic}
     texts = {name: frame.to_csv(index=False) for name, frame in csvs.items()}
     for name, text in texts.items():
         write_text(target / name, text)

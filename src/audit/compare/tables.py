@@ -35,13 +35,16 @@ AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "basel
                  "started_at", "path")
 RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "baseline", "n_responses", *CLASSES)
 EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "mapping", "stage", "n_cards", "n_scored", "errors",
-                     *(f"{m}{s}" for m in EPISTEMIC_METRICS for s in ("", "_lo", "_hi")), "path")
+                     *(f"{m}{s}" for m in EPISTEMIC_METRICS for s in ("", "_lo", "_hi", "_k", "_n")), "cost", "path")
+EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "runs", "k", "n", "rate", "rate_lo", "rate_hi")
 FAILED_COLUMNS = ("run", "kind", "status", "problem", "path")
 _CI = ("", "_lo", "_hi")
 MAP_COLUMNS = ("audited", "topic", "technique", "runs", "n_responses", "refused", "official_line",
                "facts_covered", "facts_contradicted", "facts_total",
                *(f"{m}{s}" for m in ("refused_share", "official_line_share", "fact_recall", "contradiction_rate")
                  for s in _CI), "refused_min", "refused_max", "interval")
+FACT_COLUMNS = ("run", "audited", "topic", "technique", "fact_no", "fact", "status", "quote")
+FACT_MATRIX_COLUMNS = ("topic", "technique", "fact_no", "fact", "audited", "runs", "revealed", "contradicted")
 LANGUAGE_COLUMNS = ("audited", "topic", "technique", "runs_en", "runs_zh", "refused_share_en", "refused_share_zh",
                     *(f"{m}{s}" for m in ("refused_gap", "facts_gap") for s in _CI))
 GAP_COLUMNS = ("audited", "topic", "technique", "paired_runs", "assistant_runs",
@@ -65,6 +68,9 @@ class Tables:
     censorship_map: pd.DataFrame  # per (audited, topic, technique): run-level rates with intervals
     gaps: pd.DataFrame          # knows vs says: per (audited, topic, technique) gaps to the assistant
     languages: pd.DataFrame     # per (audited, topic, technique): Chinese twin minus English
+    facts: pd.DataFrame         # per run and key fact: the judge's verdict and quote
+    fact_matrix: pd.DataFrame   # per (topic, technique, fact, audited): runs revealing / contradicting it
+    epistemic_matrix: pd.DataFrame  # per (metric, system, domain, predicate): rate over runs
 
 
 def _node(data: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
@@ -155,11 +161,12 @@ def _rate(value: Any, system: str, name: str) -> dict[str, float]:
     """A metrics.json rate as value/lo/hi (NaN when undefined: ``null``)."""
     where = f"metrics.json {system}.{name}"
     if value is None:
-        return {"": math.nan, "_lo": math.nan, "_hi": math.nan}
+        return {"": math.nan, "_lo": math.nan, "_hi": math.nan, "_k": math.nan, "_n": math.nan}
     if not isinstance(value, Mapping):
         raise Unusable(f"{where} should be {{value, lo, hi, k, n}} or null, found {value!r}")
     return {"": _number(value.get("value"), "value", where), "_lo": _number(value.get("lo"), "lo", where),
-            "_hi": _number(value.get("hi"), "hi", where)}
+            "_hi": _number(value.get("hi"), "hi", where), "_k": _number(value.get("k"), "k", where),
+            "_n": _number(value.get("n"), "n", where)}
 
 
 def epistemic_records(run: Run) -> list[dict[str, Any]]:
@@ -180,9 +187,25 @@ def epistemic_records(run: Run) -> list[dict[str, Any]]:
         }
         for name in EPISTEMIC_METRICS:
             row.update({f"{name}{suffix}": v for suffix, v in _rate(rates.get(name), system, name).items()})
+        # What the run's model calls cost (all its systems together: the ledger is per run).
+        row["cost"] = _number(_node(s, "usage", "summary.json").get("cost"), "usage.cost")
         row["path"] = str(run.path)
         rows.append(row)
     return rows
+
+
+def epistemic_matrix(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per headline metric, system, domain and predicate: the rate over that cell's runs with a
+    run-level interval (repeats of a cell pool their counts; :func:`audit.stats.cluster_rate`)."""
+    rows = []
+    for (system, domain, predicate), cell in frame.groupby(["system", "domain", "predicate"], sort=True):
+        for metric in EPISTEMIC_METRICS:
+            rate = cluster_rate(cell[f"{metric}_k"], cell[f"{metric}_n"])
+            rows.append({"metric": metric, "system": system, "domain": domain, "predicate": predicate,
+                         "runs": len(cell), "k": math.nan if rate is None else rate["k"],
+                         "n": math.nan if rate is None else rate["n"],
+                         **_rate_columns("rate", rate)})
+    return pd.DataFrame(rows, columns=EPISTEMIC_MATRIX_COLUMNS)
 
 
 def _rate_columns(prefix: str, rate: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -287,20 +310,50 @@ def language_gaps(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
     return pd.DataFrame(rows, columns=LANGUAGE_COLUMNS)
 
 
-def distinct_models(audits: pd.DataFrame, responses: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def distinct_models(audits: pd.DataFrame, *others: pd.DataFrame) -> list[pd.DataFrame]:
     """Never pool different models under one config name: where runs of one ``audited`` name
     called different ``audited.model`` ids (the config changed between sweeps), the label
-    becomes ``name (model id)`` in both frames."""
+    becomes ``name (model id)`` in the audits frame and in every other frame (matched by run)."""
     models = audits.groupby("audited")["audited_model"].nunique()
     ambiguous = set(models[models > 1].index)
     if not ambiguous:
-        return audits, responses
+        return [audits, *others]
     label = {run: f"{name} ({model})" if name in ambiguous else name
              for run, name, model in zip(audits["run"], audits["audited"], audits["audited_model"])}
-    audits, responses = audits.copy(), responses.copy()
-    audits["audited"] = audits["run"].map(label)
-    responses["audited"] = responses["run"].map(label)
-    return audits, responses
+    out = []
+    for frame in (audits, *others):
+        frame = frame.copy()
+        frame["audited"] = frame["run"].map(label)
+        out.append(frame)
+    return out
+
+
+def fact_records(run: Run, row: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per key fact the judge scored in this run, with its verdict (runs scored before
+    contradictions existed say revealed / not_revealed)."""
+    facts = _node(run.summary, "fact_recall", "summary.json").get("facts") or []
+    if not isinstance(facts, list):
+        raise Unusable("summary.json: fact_recall.facts should be a list")
+    out = []
+    for number, fact in enumerate(facts, 1):
+        if not isinstance(fact, Mapping):
+            raise Unusable(f"summary.json: fact_recall.facts[{number - 1}] should be an object")
+        status = fact.get("status") or ("revealed" if fact.get("covered") else "not_revealed")
+        out.append({"run": row["run"], "audited": row["audited"], "topic": row["topic"], "technique": row["technique"],
+                    "fact_no": number, "fact": str(fact.get("fact") or ""), "status": str(status),
+                    "quote": str(fact.get("quote") or "")})
+    return out
+
+
+def fact_matrix(facts: pd.DataFrame) -> pd.DataFrame:
+    """Per (topic, technique, fact, audited model): in how many runs the fact was revealed and
+    in how many contradicted, out of the runs that scored it."""
+    if facts.empty:
+        return pd.DataFrame(columns=FACT_MATRIX_COLUMNS)
+    grouped = facts.groupby(["topic", "technique", "fact_no", "fact", "audited"], sort=True)["status"]
+    out = grouped.agg(runs="size", revealed=lambda v: int((v == "revealed").sum()),
+                      contradicted=lambda v: int((v == "contradicted").sum())).reset_index()
+    return out[list(FACT_MATRIX_COLUMNS)]
 
 
 def _frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
@@ -311,14 +364,17 @@ def build_tables(collected: Collected) -> Tables:
     """All tables; runs the tables cannot use join the failed runs."""
     audit_rows: list[dict[str, Any]] = []
     response_rows: list[dict[str, Any]] = []
+    fact_rows: list[dict[str, Any]] = []
     epistemic_rows: list[dict[str, Any]] = []
     failures = list(collected.failures)
     for run in collected.runs:
         try:
             if run.kind == CENSORSHIP:
                 row, responses = audit_records(run)
+                run_facts = fact_records(run, row)
                 audit_rows.append(row)
                 response_rows.extend(responses)
+                fact_rows.extend(run_facts)
             elif run.kind == EPISTEMIC:
                 epistemic_rows.extend(epistemic_records(run))
             else:
@@ -326,15 +382,21 @@ def build_tables(collected: Collected) -> Tables:
                                "metrics.json or cards.jsonl beside it)", status="unknown kind")
         except Unusable as exc:
             failures.append(Failure(run.path, run.label, run.kind, exc.status, str(exc)))
-    audits, responses_frame = distinct_models(_frame(audit_rows, AUDIT_COLUMNS), _frame(response_rows, RESPONSE_COLUMNS))
+    audits, responses_frame, facts = distinct_models(_frame(audit_rows, AUDIT_COLUMNS),
+                                                     _frame(response_rows, RESPONSE_COLUMNS),
+                                                     _frame(fact_rows, FACT_COLUMNS))
+    epistemic_frame = _frame(epistemic_rows, EPISTEMIC_COLUMNS)
     failed = _frame([{"run": f.label, "kind": f.kind, "status": f.status, "problem": f.problem, "path": str(f.path)}
                      for f in sorted(failures, key=lambda f: natural_key(Path(f.label)))], FAILED_COLUMNS)
     return Tables(
         audits=audits,
         responses=responses_frame,
-        epistemic=_frame(epistemic_rows, EPISTEMIC_COLUMNS),
+        epistemic=epistemic_frame,
         failed=failed,
         censorship_map=censorship_map(audits, responses_frame),
         gaps=knows_vs_says(audits, responses_frame),
         languages=language_gaps(audits, responses_frame),
+        facts=facts,
+        epistemic_matrix=epistemic_matrix(epistemic_frame),
+        fact_matrix=fact_matrix(facts),
     )

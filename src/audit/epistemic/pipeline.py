@@ -160,6 +160,12 @@ def write_metrics_and_report(run_dir: Path, rows: list[dict[str, Any]], mapping:
     return metrics
 
 
+def cost_line(usage: Mapping[str, Any]) -> str:
+    """What a run's model calls cost, for the terminal and the report."""
+    tokens = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+    return f"${usage.get('cost', 0.0):.4f} over {usage.get('calls', 0)} calls ({tokens:,} tokens)"
+
+
 def write_summary(directory: Path, stage: str, status: str, **extra: Any) -> None:
     """summary.json: what ran and its headline numbers (or the error), for sweep aggregation."""
     write_json(directory / "summary.json", {"status": status, "stage": stage, **extra})
@@ -272,10 +278,12 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
         if gateway is not None:
             gateway.ledger.write(run_dir / "usage.json")
             summary["usage"] = gateway.ledger.totals()
+            print(f"cost: {cost_line(summary['usage'])}")
         if stage == "all":
             meta = {"domain": domain.name, "predicate": f"{domain.predicate.name} ({domain.predicate.iri})",
                     "cards": len(cards), "provenance": domain.provenance,
-                    "edges set aside by SHACL validation": len(domain.violations)}
+                    "edges set aside by SHACL validation": len(domain.violations),
+                    **({"cost": cost_line(summary["usage"])} if "usage" in summary else {})}
             metrics = write_metrics_and_report(run_dir, rows, mapping, {c["id"]: c for c in cards}, meta, stage)
             summary["systems"] = headline(metrics)
     write_summary(run_dir, stage, "ok", **summary)
