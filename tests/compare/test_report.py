@@ -35,14 +35,19 @@ def test_writes_html_and_csvs_into_out(mixed: Path, tmp_path: Path, capsys: pyte
     assert epistemic.loc["kg_oracle", "AP_lo"] == 0.9 and pd.isna(epistemic.loc[f"sys{EVIL}", "FAR_NE"])
     printed = capsys.readouterr().out
     assert "failed or unusable runs (2)" in printed and "summary.json: not valid JSON" in printed
-    assert printed.rstrip().endswith(f"wrote comparison.html, audits.csv, censorship_map.csv, knows_vs_says.csv, language_gap.csv, facts.csv, "
-                                           f"epistemic.csv to {out}")
+    assert printed.rstrip().endswith("wrote comparison.html, audits.csv, censorship_map.csv, knows_vs_says.csv, "
+                                     "language_gap.csv, facts.csv, "
+                                     f"epistemic.csv, epistemic_matrix.csv to {out}")
+    assert "AP: system x domain/predicate (over runs)" in printed
+    matrix = pd.read_csv(out / "epistemic_matrix.csv")
+    assert {"metric", "system", "domain", "predicate", "runs", "rate", "rate_lo", "rate_hi"} <= set(matrix.columns)
 
 
 def test_default_out_is_the_first_dir(mixed: Path) -> None:
     compare([mixed])
     assert sorted(p.name for p in mixed.iterdir() if p.is_file()) == ["audits.csv", "censorship_map.csv", "comparison.html",
-                                                                             "epistemic.csv", "facts.csv", "knows_vs_says.csv", "language_gap.csv"]
+                                                                             "epistemic.csv", "epistemic_matrix.csv", "facts.csv", "knows_vs_says.csv",
+                                                                             "language_gap.csv"]
 
 
 def test_html_escapes_names_and_errors_and_is_self_contained(mixed: Path, tmp_path: Path) -> None:

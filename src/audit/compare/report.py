@@ -31,7 +31,7 @@ from audit.stats import CLUSTER_METHOD, PALETTE, WILSON_METHOD
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says.csv", "language_gap.csv",
-           "facts.csv", "epistemic.csv")
+           "facts.csv", "epistemic.csv", "epistemic_matrix.csv")
 CHART_METRICS = ("AP", "CVRR", "FAR_NE", "LA")
 LABEL_W, PLOT_W, VALUE_W, ROW_H, TOP, BOTTOM, LABEL_CHARS = 300, 260, 110, 18, 30, 6, 54
 # Columns of the audits table worth a glance, on stdout and in the HTML table.
@@ -370,6 +370,11 @@ def summary_text(tables: Tables, out: Path) -> str:
     if not tables.epistemic.empty:
         view = tables.epistemic[["run", "domain", "predicate", "system", "n_cards", "errors", *EPISTEMIC_METRICS, "cost"]]
         parts.append(f"epistemic ({len(view)} run x system rows)\n{_text_table(view)}")
+        matrix = tables.epistemic_matrix.assign(cell=lambda f: f["domain"] + "/" + f["predicate"])
+        for metric in CHART_METRICS:
+            pivot = matrix[matrix["metric"] == metric].pivot_table(index="system", columns="cell", values="rate",
+                                                                   aggfunc="first", dropna=False)
+            parts.append(f"{metric}: system x domain/predicate (over runs)\n{_text_table(pivot.reset_index())}")
     if not tables.failed.empty:
         parts.append(f"failed or unusable runs ({len(tables.failed)})\n"
                      f"{_text_table(tables.failed[['run', 'kind', 'status', 'problem']])}")
@@ -387,7 +392,7 @@ def compare(dirs: Sequence[Path], out: Path | None = None) -> Tables:
     html = render_html(tables, dirs, target)
     csvs = {"audits.csv": tables.audits, "censorship_map.csv": tables.censorship_map,
             "knows_vs_says.csv": tables.gaps, "language_gap.csv": tables.languages,
-            "facts.csv": tables.facts, "epistemic.csv": tables.epistemic}
+            "facts.csv": tables.facts, "epistemic_matrix.csv": tables.epistemic_matrix, "epistemic.csv": tables.epistemic}
     texts = {name: frame.to_csv(index=False) for name, frame in csvs.items()}
     for name, text in texts.items():
         write_text(target / name, text)
