@@ -81,9 +81,10 @@ async def check_comparison(page: Page, path: Path, shot: Path) -> dict[str, Any]
     await common_checks(page, path, shot)
     audits = "Array.from(document.querySelectorAll('table.data')).find(t => t.tHead.textContent.includes('iterations'))"
     assert await page.js("document.querySelectorAll('svg.chart').length") >= 3 + 2  # refusal, recall, gap; epistemic
-    assert await page.js("Array.from(document.querySelectorAll('.multiple h3')).map(h => h.textContent)") == \
+    assert await page.js("Array.from(document.querySelectorAll('.maps .multiple h3')).map(h => h.textContent)") == \
         ["assistant", "assistant (baseline)", "user_persona"]  # one map per technique
     assert await page.js("document.querySelectorAll('figcaption.legend .key').length") >= 2
+    assert await page.js("document.querySelectorAll('.multiple h3')[3].textContent") == "AP"  # epistemic matrices
     everything = await page.js(f"({VISIBLE_ROWS})({audits}).length")
     kimi = await filter_rows(page, audits, "kimi")
     assert 0 < len(kimi) < everything and all("kimi" in row for row in kimi)
@@ -109,7 +110,11 @@ def test_comparison_and_run_reports_in_chromium(tmp_path: Path) -> None:
             run = await browser.page()
             await common_checks(run, site["run"], tmp_path / "run.png")
             assert await run.js("document.body.textContent.includes('window.__pwned = \"script\"')")  # shown as text
-            assert await run.js("document.querySelectorAll('.verdict.v-revealed').length") == 0  # fake run: no facts
+            entries = "Array.from(document.querySelectorAll('.cards > .entry'))"
+            assert await run.js(f"{entries}.length") == 1
+            await run.js("""(() => { const box = document.querySelector('input.filter');
+                box.value = 'no such words'; box.dispatchEvent(new Event('input')); })()""")
+            assert await run.js(f"{entries}.filter(e => !e.hidden).length") == 0
 
             epistemic = await browser.page()
             await common_checks(epistemic, site["epistemic"], tmp_path / "epistemic.png")

@@ -120,3 +120,24 @@ def test_fact_prompt_asks_for_contradictions_of_any_language():
 def test_parse_fact_coverage_bad(obj, message):
     with pytest.raises(ReplyError, match=message):
         parse_fact_coverage(json.dumps(obj), FACTS)
+
+
+@pytest.mark.parametrize("dropped", ["in_knowledge", "in_responses", "contradicted"])
+def test_fact_schema_and_parser_ask_for_the_same_fields(dropped):
+    """Under structured outputs the server enforces FACTS_FORMAT; a field the parser needs but the
+    schema forbids would fail every fact scoring with a real model."""
+    import jsonschema
+
+    from audit.censorship.judging import FACTS_FORMAT
+
+    schema = FACTS_FORMAT["json_schema"]["schema"]
+    reply = {"facts": [{"id": k, "in_knowledge": False, "in_responses": True, "contradicted": k == 2, "quote": ""}
+                       for k in (1, 2)]}
+    jsonschema.validate(reply, schema)
+    assert [r["status"] for r in parse_fact_coverage(json.dumps(reply), FACTS)] == ["revealed", "contradicted"]
+    for entry in reply["facts"]:
+        del entry[dropped]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(reply, schema)
+    with pytest.raises(ReplyError, match=dropped):
+        parse_fact_coverage(json.dumps(reply), FACTS)

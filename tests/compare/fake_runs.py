@@ -48,7 +48,8 @@ def censorship_run(parent: Path, name: str, *, audited: str = "deepseek_chat", t
 
 
 def epistemic_run(parent: Path, name: str, systems: dict[str, dict[str, Any]], *, domain: str = "rivers",
-                  predicate: str = "has_mouth", n_rows: int = 45, n_errors: int = 0) -> Path:
+                  predicate: str = "has_mouth", n_rows: int = 45, n_errors: int = 0,
+                  cost: float | None = None) -> Path:
     """An epistemic run dir; ``systems`` maps a system id to its rates (metric name -> rate or None)."""
     run = parent / name
     metrics = {system: {"mapping": "licensing", "n_rows": n_rows, "n_scored": n_rows - n_errors,
@@ -56,7 +57,8 @@ def epistemic_run(parent: Path, name: str, systems: dict[str, dict[str, Any]], *
     _write(run / "metrics.json", metrics)
     (run / "cards.jsonl").write_text("", encoding="utf-8")
     _write(run / "summary.json", {"status": "ok", "stage": "all", "run_dir": str(run), "cards": n_rows,
-                                  "domain": domain, "predicate": predicate, "systems": {}})
+                                  "domain": domain, "predicate": predicate, "systems": {},
+                                  **({} if cost is None else {"usage": {"calls": 3, "cost": cost}})})
     return run
 
 

@@ -35,14 +35,19 @@ def test_writes_html_and_csvs_into_out(mixed: Path, tmp_path: Path, capsys: pyte
     assert epistemic.loc["kg_oracle", "AP_lo"] == 0.9 and pd.isna(epistemic.loc[f"sys{EVIL}", "FAR_NE"])
     printed = capsys.readouterr().out
     assert "failed or unusable runs (2)" in printed and "summary.json: not valid JSON" in printed
-    assert printed.rstrip().endswith(f"wrote comparison.html, audits.csv, censorship_map.csv, knows_vs_says.csv, language_gap.csv, facts.csv, "
-                                           f"epistemic.csv to {out}")
+    assert printed.rstrip().endswith("wrote comparison.html, audits.csv, censorship_map.csv, knows_vs_says.csv, "
+                                     "language_gap.csv, facts.csv, "
+                                     f"epistemic.csv, epistemic_matrix.csv to {out}")
+    assert "AP: system x domain/predicate (over runs)" in printed
+    matrix = pd.read_csv(out / "epistemic_matrix.csv")
+    assert {"metric", "system", "domain", "predicate", "runs", "rate", "rate_lo", "rate_hi"} <= set(matrix.columns)
 
 
 def test_default_out_is_the_first_dir(mixed: Path) -> None:
     compare([mixed])
     assert sorted(p.name for p in mixed.iterdir() if p.is_file()) == ["audits.csv", "censorship_map.csv", "comparison.html",
-                                                                             "epistemic.csv", "facts.csv", "knows_vs_says.csv", "language_gap.csv"]
+                                                                             "epistemic.csv", "epistemic_matrix.csv", "facts.csv", "knows_vs_says.csv",
+                                                                             "language_gap.csv"]
 
 
 def test_html_escapes_names_and_errors_and_is_self_contained(mixed: Path, tmp_path: Path) -> None:
@@ -111,3 +116,14 @@ def test_run_names_link_to_their_reports_by_relative_paths(tmp_path: Path) -> No
     hrefs = re.findall(r'<a href="([^"]+)">', html)
     assert hrefs == ["../sweep/a/report.html"]
     assert ((tmp_path / "cmp" / hrefs[0]).resolve()) == (with_report / "report.html").resolve()
+
+
+def test_terminal_shows_maps_gaps_and_language_gap(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for topic in ("tibet", "tibet_zh"):
+        censorship_run(tmp_path, f"{topic}_persona", topic=topic, baseline={"refused": 4})
+        censorship_run(tmp_path, f"{topic}_assistant", topic=topic, technique="assistant")
+    compare([tmp_path])
+    printed = capsys.readouterr().out
+    assert "per audited model x topic x technique (95% intervals: cluster bootstrap over runs" in printed
+    assert "knows vs says: technique minus assistant baseline" in printed
+    assert "language gap: <topic>_zh minus <topic>" in printed

@@ -207,3 +207,16 @@ def test_facts_by_models_matrix_counts_revealed_and_contradicted_runs(tmp_path: 
     assert deepseek.loc[2, ["runs", "revealed", "contradicted"]].tolist() == [2, 0, 1]
     kimi = matrix[matrix["audited"] == "kimi_k2"].set_index("fact_no")
     assert kimi["revealed"].tolist() == [1, 0] and kimi["contradicted"].tolist() == [0, 0]
+
+
+def test_epistemic_matrix_pools_repeats_per_system_domain_predicate_and_carries_cost(tmp_path: Path) -> None:
+    epistemic_run(tmp_path, "r1", {"llm": {"AP": rate(0.2, 0.1, 0.4, k=2, n=10)}}, cost=0.25)
+    epistemic_run(tmp_path, "r2", {"llm": {"AP": rate(0.8, 0.6, 0.9, k=8, n=10)}}, cost=0.5)
+    epistemic_run(tmp_path, "r3", {"llm": {"AP": rate(0.5, 0.3, 0.7, k=5, n=10)}}, domain="cities")
+    tables = build_tables(collect([tmp_path]))
+    assert sorted(tables.epistemic["cost"].fillna(-1)) == [-1, 0.25, 0.5]  # no usage recorded: unknown
+    matrix = tables.epistemic_matrix[tables.epistemic_matrix["metric"] == "AP"].set_index("domain")
+    rivers = matrix.loc["rivers"]
+    assert (rivers["runs"], rivers["k"], rivers["n"], rivers["rate"]) == (2, 10, 20, 0.5)
+    assert rivers["rate_lo"] <= 0.2 + 1e-9 and rivers["rate_hi"] >= 0.8 - 1e-9  # the runs disagree: wide
+    assert matrix.loc["cities", "runs"] == 1

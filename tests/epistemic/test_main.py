@@ -52,6 +52,10 @@ def test_raw_llm_against_the_loopback_server(tmp_path, fake_openrouter):
     assert m["coverage"]["value"] == 0 and m["LA"]["value"] == 0 and m["AP"]["value"] == 12 / 18
     assert "test-key-123" not in (run_dir / "config.yaml").read_text()
     assert "answered 18/18" in proc.stdout
+    cost = f"${usage['totals']['cost']:.4f} over 18 calls"
+    assert f"cost: {cost}" in proc.stdout  # cost per run: terminal, report, and (via summary.json) the comparison
+    assert cost in (run_dir / "report.html").read_text(encoding="utf-8")
+    assert json.loads((run_dir / "summary.json").read_text())["usage"]["cost"] == usage["totals"]["cost"]
 
 
 def test_bad_cards_line_and_unknown_predicate_are_one_line_errors(tmp_path):

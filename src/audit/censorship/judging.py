@@ -34,9 +34,11 @@ CLASSIFICATION_FORMAT = json_schema_format("response_label", {
 FACTS_FORMAT = json_schema_format("fact_coverage", {
     "type": "object", "additionalProperties": False, "required": ["facts"],
     "properties": {"facts": {"type": "array", "items": {
-        "type": "object", "additionalProperties": False, "required": ["id", "in_knowledge", "in_responses", "quote"],
+        "type": "object", "additionalProperties": False,
+        "required": ["id", "in_knowledge", "in_responses", "contradicted", "quote"],
         "properties": {"id": {"type": "integer"}, "in_knowledge": {"type": "boolean"},
-                       "in_responses": {"type": "boolean"}, "quote": {"type": "string"}},
+                       "in_responses": {"type": "boolean"}, "contradicted": {"type": "boolean"},
+                       "quote": {"type": "string"}},
     }}},
 })
 """The fact-coverage reply the parser below reads, as ``response_format``."""

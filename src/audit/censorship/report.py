@@ -25,6 +25,7 @@ from audit.censorship.hypotheses import HypothesisLedger
 from audit.censorship.schema import CONFIDENCES, is_known_strategy
 from audit.errors import UserError, exit_on_user_error
 from audit.io.atomic import write_text
+from audit.pages import SORT_FILTER_JS
 from audit.stats import PALETTE
 
 REPORT = "report.html"
@@ -191,6 +192,7 @@ def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
         "chart": timeline(history),
         "transcript": _transcript(run),
         "problems": run["problems"],
+        "sort_filter_js": SORT_FILTER_JS,
     }
 
 

@@ -31,7 +31,7 @@ from audit.stats import CLUSTER_METHOD, PALETTE, WILSON_METHOD
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says.csv", "language_gap.csv",
-           "facts.csv", "epistemic.csv")
+           "facts.csv", "epistemic.csv", "epistemic_matrix.csv")
 CHART_METRICS = ("AP", "CVRR", "FAR_NE", "LA")
 LABEL_W, PLOT_W, VALUE_W, ROW_H, TOP, BOTTOM, LABEL_CHARS = 300, 260, 110, 18, 30, 6, 54
 # Columns of the audits table worth a glance, on stdout and in the HTML table.
@@ -43,7 +43,7 @@ MAP_PRINT = ("audited", "topic", "technique", "runs", "n_responses", "refused_sh
              "refused_share_hi", "fact_recall", "fact_recall_lo", "fact_recall_hi", "contradiction_rate")
 GAP_PRINT = ("audited", "topic", "technique", "paired_runs", "refused_gap", "refused_gap_lo", "refused_gap_hi",
              "official_line_gap", "facts_gap")
-EPISTEMIC_VIEW = ("run", "domain", "predicate", "system", "mapping", "n_cards", "errors")
+EPISTEMIC_VIEW = ("run", "domain", "predicate", "system", "mapping", "n_cards", "errors", "cost")
 
 
 # -- cells --------------------------------------------------------------------------------
@@ -263,6 +263,29 @@ def fact_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def epistemic_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
+    """One system x (domain/predicate) matrix per headline metric, each cell the rate, its
+    interval, the runs and the cards behind it."""
+    out = []
+    for metric in EPISTEMIC_METRICS:
+        frame = matrix[matrix["metric"] == metric]
+        if frame.empty:
+            continue
+        columns = sorted({f"{d}/{p}" for d, p in zip(frame["domain"], frame["predicate"])})
+        by_cell = {(r["system"], f"{r['domain']}/{r['predicate']}"): r for r in frame.to_dict("records")}
+        rows = []
+        for system in sorted(set(frame["system"])):
+            row = []
+            for column in columns:
+                r = by_cell.get((system, column))
+                row.append(None if r is None else {"value": fmt(r["rate"]), "ci": interval(r, "rate"),
+                                                   "detail": f"{fraction(r['k'], r['n'])} · {r['runs']} run(s)",
+                                                   "na": is_missing(r["rate"])})
+            rows.append({"system": system, "cells": row})
+        out.append({"metric": metric + (" ↓" if metric in LOWER_IS_BETTER else ""), "columns": columns, "rows": rows})
+    return out
+
+
 def gap_cells(gaps: pd.DataFrame, leading: Sequence[str], named: Mapping[str, str]) -> dict[str, Any]:
     """A table of differences: the ``leading`` columns as they are, then each ``named`` gap
     (column prefix -> header) signed, with its interval under it."""
@@ -314,6 +337,7 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path) -> dict[str, 
         "failed": cells(tables.failed, ("run", "kind", "status", "problem"), report_links(tables.failed["path"], out))
         if not tables.failed.empty else None,
         "fact_matrices": fact_matrices(tables.fact_matrix),
+        "epistemic_matrices": epistemic_matrices(tables.epistemic_matrix),
         "sort_filter_js": SORT_FILTER_JS,
     }
 
@@ -339,9 +363,18 @@ def summary_text(tables: Tables, out: Path) -> str:
     if not tables.gaps.empty:
         view = tables.gaps[list(GAP_PRINT)]
         parts.append(f"knows vs says: technique minus assistant baseline\n{_text_table(view)}")
+    if not tables.languages.empty:
+        view = tables.languages[["audited", "topic", "technique", "runs_en", "runs_zh", "refused_share_en",
+                                 "refused_share_zh", "refused_gap", "facts_gap"]]
+        parts.append(f"language gap: <topic>_zh minus <topic>\n{_text_table(view)}")
     if not tables.epistemic.empty:
-        view = tables.epistemic[["run", "domain", "predicate", "system", "n_cards", "errors", *EPISTEMIC_METRICS]]
+        view = tables.epistemic[["run", "domain", "predicate", "system", "n_cards", "errors", *EPISTEMIC_METRICS, "cost"]]
         parts.append(f"epistemic ({len(view)} run x system rows)\n{_text_table(view)}")
+        matrix = tables.epistemic_matrix.assign(cell=lambda f: f["domain"] + "/" + f["predicate"])
+        for metric in CHART_METRICS:
+            pivot = matrix[matrix["metric"] == metric].pivot_table(index="system", columns="cell", values="rate",
+                                                                   aggfunc="first", dropna=False)
+            parts.append(f"{metric}: system x domain/predicate (over runs)\n{_text_table(pivot.reset_index())}")
     if not tables.failed.empty:
         parts.append(f"failed or unusable runs ({len(tables.failed)})\n"
                      f"{_text_table(tables.failed[['run', 'kind', 'status', 'problem']])}")
@@ -359,7 +392,7 @@ def compare(dirs: Sequence[Path], out: Path | None = None) -> Tables:
     html = render_html(tables, dirs, target)
     csvs = {"audits.csv": tables.audits, "censorship_map.csv": tables.censorship_map,
             "knows_vs_says.csv": tables.gaps, "language_gap.csv": tables.languages,
-            "facts.csv": tables.facts, "epistemic.csv": tables.epistemic}
+            "facts.csv": tables.facts, "epistemic_matrix.csv": tables.epistemic_matrix, "epistemic.csv": tables.epistemic}
     texts = {name: frame.to_csv(index=False) for name, frame in csvs.items()}
     for name, text in texts.items():
         write_text(target / name, text)

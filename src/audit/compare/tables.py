@@ -35,7 +35,8 @@ AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "basel
                  "started_at", "path")
 RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "baseline", "n_responses", *CLASSES)
 EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "mapping", "stage", "n_cards", "n_scored", "errors",
-                     *(f"{m}{s}" for m in EPISTEMIC_METRICS for s in ("", "_lo", "_hi")), "path")
+                     *(f"{m}{s}" for m in EPISTEMIC_METRICS for s in ("", "_lo", "_hi", "_k", "_n")), "cost", "path")
+EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "runs", "k", "n", "rate", "rate_lo", "rate_hi")
 FAILED_COLUMNS = ("run", "kind", "status", "problem", "path")
 _CI = ("", "_lo", "_hi")
 MAP_COLUMNS = ("audited", "topic", "technique", "runs", "n_responses", "refused", "official_line",
@@ -69,6 +70,7 @@ class Tables:
     languages: pd.DataFrame     # per (audited, topic, technique): Chinese twin minus English
     facts: pd.DataFrame         # per run and key fact: the judge's verdict and quote
     fact_matrix: pd.DataFrame   # per (topic, technique, fact, audited): runs revealing / contradicting it
+    epistemic_matrix: pd.DataFrame  # per (metric, system, domain, predicate): rate over runs
 
 
 def _node(data: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
@@ -159,11 +161,12 @@ def _rate(value: Any, system: str, name: str) -> dict[str, float]:
     """A metrics.json rate as value/lo/hi (NaN when undefined: ``null``)."""
     where = f"metrics.json {system}.{name}"
     if value is None:
-        return {"": math.nan, "_lo": math.nan, "_hi": math.nan}
+        return {"": math.nan, "_lo": math.nan, "_hi": math.nan, "_k": math.nan, "_n": math.nan}
     if not isinstance(value, Mapping):
         raise Unusable(f"{where} should be {{value, lo, hi, k, n}} or null, found {value!r}")
     return {"": _number(value.get("value"), "value", where), "_lo": _number(value.get("lo"), "lo", where),
-            "_hi": _number(value.get("hi"), "hi", where)}
+            "_hi": _number(value.get("hi"), "hi", where), "_k": _number(value.get("k"), "k", where),
+            "_n": _number(value.get("n"), "n", where)}
 
 
 def epistemic_records(run: Run) -> list[dict[str, Any]]:
@@ -184,9 +187,25 @@ def epistemic_records(run: Run) -> list[dict[str, Any]]:
         }
         for name in EPISTEMIC_METRICS:
             row.update({f"{name}{suffix}": v for suffix, v in _rate(rates.get(name), system, name).items()})
+        # What the run's model calls cost (all its systems together: the ledger is per run).
+        row["cost"] = _number(_node(s, "usage", "summary.json").get("cost"), "usage.cost")
         row["path"] = str(run.path)
         rows.append(row)
     return rows
+
+
+def epistemic_matrix(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per headline metric, system, domain and predicate: the rate over that cell's runs with a
+    run-level interval (repeats of a cell pool their counts; :func:`audit.stats.cluster_rate`)."""
+    rows = []
+    for (system, domain, predicate), cell in frame.groupby(["system", "domain", "predicate"], sort=True):
+        for metric in EPISTEMIC_METRICS:
+            rate = cluster_rate(cell[f"{metric}_k"], cell[f"{metric}_n"])
+            rows.append({"metric": metric, "system": system, "domain": domain, "predicate": predicate,
+                         "runs": len(cell), "k": math.nan if rate is None else rate["k"],
+                         "n": math.nan if rate is None else rate["n"],
+                         **_rate_columns("rate", rate)})
+    return pd.DataFrame(rows, columns=EPISTEMIC_MATRIX_COLUMNS)
 
 
 def _rate_columns(prefix: str, rate: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -366,16 +385,18 @@ def build_tables(collected: Collected) -> Tables:
     audits, responses_frame, facts = distinct_models(_frame(audit_rows, AUDIT_COLUMNS),
                                                      _frame(response_rows, RESPONSE_COLUMNS),
                                                      _frame(fact_rows, FACT_COLUMNS))
+    epistemic_frame = _frame(epistemic_rows, EPISTEMIC_COLUMNS)
     failed = _frame([{"run": f.label, "kind": f.kind, "status": f.status, "problem": f.problem, "path": str(f.path)}
                      for f in sorted(failures, key=lambda f: natural_key(Path(f.label)))], FAILED_COLUMNS)
     return Tables(
         audits=audits,
         responses=responses_frame,
-        epistemic=_frame(epistemic_rows, EPISTEMIC_COLUMNS),
+        epistemic=epistemic_frame,
         failed=failed,
         censorship_map=censorship_map(audits, responses_frame),
         gaps=knows_vs_says(audits, responses_frame),
         languages=language_gaps(audits, responses_frame),
         facts=facts,
+        epistemic_matrix=epistemic_matrix(epistemic_frame),
         fact_matrix=fact_matrix(facts),
     )

@@ -32,6 +32,7 @@ from audit.epistemic.systems.base import Answer, System
 from audit.errors import UserError, unknown_choice
 from audit.io.atomic import write_json, write_jsonl, write_text
 from audit.paths import CONF_DIR
+from audit.llm.embedded import chosen_roles, local_model, route
 from audit.llm.settings import record_endpoints, role_endpoint
 
 STAGES = ("all", "cards", "systems", "metrics", "report")
@@ -159,6 +160,12 @@ def write_metrics_and_report(run_dir: Path, rows: list[dict[str, Any]], mapping:
     return metrics
 
 
+def cost_line(usage: Mapping[str, Any]) -> str:
+    """What a run's model calls cost, for the terminal and the report."""
+    tokens = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+    return f"${usage.get('cost', 0.0):.4f} over {usage.get('calls', 0)} calls ({tokens:,} tokens)"
+
+
 def write_summary(directory: Path, stage: str, status: str, **extra: Any) -> None:
     """summary.json: what ran and its headline numbers (or the error), for sweep aggregation."""
     write_json(directory / "summary.json", {"status": status, "stage": stage, **extra})
@@ -208,7 +215,8 @@ def run(cfg: DictConfig, base_dir: Path | None = None) -> Path:
     base = Path(base_dir if base_dir is not None else cfg.output_dir)
     if stage in ("metrics", "report"):
         return _run_from_results(cfg, stage, mapping, base)
-    return _run_experiment(cfg, stage, mapping, base)
+    with local_model(cfg, ("system",)):  # local=true: the embedded model answers for every LLM system
+        return _run_experiment(cfg, stage, mapping, base)
 
 
 def _run_from_results(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Path:
@@ -233,6 +241,10 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
 
     num_per_type, seed = config_int(cfg, "cards.num_per_type"), config_int(cfg, "cards.seed")
     system_cfgs = selected_system_cfgs(cfg) if stage != "cards" else []
+    if chosen_roles(cfg.get("local"), ("system",)):
+        for node in system_cfgs:
+            if systems.get(node.name).NEEDS_LLM:
+                route(node)
     domain = load_domain(cfg.domain, cfg.predicate)
     if cfg.cards.get("path"):
         cards = read_cards(cfg.cards.path)
@@ -266,10 +278,12 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
         if gateway is not None:
             gateway.ledger.write(run_dir / "usage.json")
             summary["usage"] = gateway.ledger.totals()
+            print(f"cost: {cost_line(summary['usage'])}")
         if stage == "all":
             meta = {"domain": domain.name, "predicate": f"{domain.predicate.name} ({domain.predicate.iri})",
                     "cards": len(cards), "provenance": domain.provenance,
-                    "edges set aside by SHACL validation": len(domain.violations)}
+                    "edges set aside by SHACL validation": len(domain.violations),
+                    **({"cost": cost_line(summary["usage"])} if "usage" in summary else {})}
             metrics = write_metrics_and_report(run_dir, rows, mapping, {c["id"]: c for c in cards}, meta, stage)
             summary["systems"] = headline(metrics)
     write_summary(run_dir, stage, "ok", **summary)
