@@ -346,6 +346,9 @@ def test_resume_continues_a_cut_run_without_duplicates(audit_env, script, fake_o
     (cut / "audited_responses" / "003.json").unlink()
     (cut / "auditor_turns" / "004.json").unlink()
     (cut / "report.html").unlink()
+    # ...and the ledger journal as that kill leaves it: without those two calls (the last two lines).
+    journal = (cut / "usage.jsonl").read_text().splitlines(keepends=True)
+    (cut / "usage.jsonl").write_text("".join(journal[:-2]))
     summary = read(cut / "summary.json")
     summary.update(status="running", finished_at=None)
     (cut / "summary.json").write_text(json.dumps(summary))
@@ -392,4 +395,7 @@ def test_resume_after_the_final_turn_only_finalises(audit_env, script, fake_open
     summary = read(done / "summary.json")
     assert summary["status"] == "completed" and summary["fact_recall"]["total"] > 0
     assert summary["classifications"] == {"deflected": 1} and (done / "report.html").exists()
-    assert (done / "usage.1.json").exists() and not (audit_env / "elsewhere").exists()
+    assert not (audit_env / "elsewhere").exists()
+    usage = read(done / "usage.json")  # both sessions' calls, in one ledger
+    assert len(usage["calls"]) == summary["totals"]["calls"] == usage["totals"]["calls"]
+    assert [c["model"] for c in usage["calls"]][-1] == "test/judge" and len(usage["calls"]) > 1

@@ -160,9 +160,7 @@ def run_audit(cfg: DictConfig) -> Path:
     # An unknown endpoint or a missing key: nothing written yet.
     gateway = Gateway.from_config(cfg.gateway, usage_path=run_dir.usage_path, endpoints=plan.endpoints())
     record_endpoints(cfg.gateway, gateway.settings, plan.endpoints())
-    if resume:
-        run_dir.preserve_usage()
-    else:
+    if not resume:
         run_dir.create(cfg)
     audit = Audit(cfg, plan, run_dir, gateway)
     say(f"resuming {run_dir.path} from its saved config (only gateway settings come from this command)"
@@ -473,7 +471,9 @@ class Audit:
             "error": error,
             "technique": self.plan.technique,
             "with_baseline": self.plan.with_baseline,
-            "totals": self.totals.as_dict(),
+            # Call counts, tokens and cost are the ledger's (every session's calls, failed ones and
+            # their retries included), so they equal usage.json; parse failures come from the files.
+            "totals": {**self.totals.as_dict(), **self.gateway.ledger.totals()},
             "evidence": citation_counts(final_hypotheses),
             "classifications": _label_counts(r.get("classification") for r in self.responses.values()),
             "baseline_classifications": _label_counts(

@@ -40,7 +40,7 @@ class Gateway:
         self._keys: dict[str, str] = {**({DEFAULT_ENDPOINT: api_key} if api_key else {}), **(keys or {})}
         self.usage_path = usage_path
         self._redact = Redactor(self._keys.values())
-        self.ledger = Ledger()
+        self.ledger = Ledger(usage_path.with_suffix(".jsonl") if usage_path is not None else None)
         self.cache = ResponseCache(settings.cache_path) if settings.cache_enabled else None
         self.policy = RetryPolicy(settings.max_retries, settings.backoff_initial_s, settings.backoff_max_s)
         self._rng = rng or random.Random()
@@ -120,6 +120,11 @@ class Gateway:
 
     # -- bookkeeping ---------------------------------------------------------------------
 
+    def record_usage_in(self, usage_path: Path) -> None:
+        """Keep the ledger in ``usage_path`` (and its journal ``usage.jsonl``) from now on."""
+        self.usage_path = usage_path
+        self.ledger.attach(usage_path.with_suffix(".jsonl"))
+
     def write_usage(self) -> Path | None:
         """Write the ledger to ``usage_path`` (if one was given)."""
         return self.ledger.write(self.usage_path) if self.usage_path is not None else None
@@ -130,6 +135,7 @@ class Gateway:
         for key in [k for k in self._clients if k[0] is loop]:
             await self._clients.pop(key).close()
         await backend.close()
+        self.ledger.close()
         if self.cache is not None:
             self.cache.close()
             self.cache = None
