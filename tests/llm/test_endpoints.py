@@ -112,6 +112,19 @@ def test_structured_output_modes(fake_openrouter, tmp_path, mode, replies, sent)
     assert calls[-1]["structured_output"] == reply.structured_output == expected
 
 
+def test_a_rejection_is_remembered_for_the_model(fake_openrouter, tmp_path):
+    settings = GatewaySettings(api_base=fake_openrouter.base_url, max_retries=0, cache_enabled=False)
+    gateway = Gateway(settings, KEY)
+    fake_openrouter.push_chat(error_reply(400, "maxItems is not supported"), chat_reply("1"), chat_reply("2"))
+    try:
+        for question in ("q1", "q2"):
+            reply = gateway.chat("m", [{"role": "user", "content": question}], response_format=SCHEMA)
+            assert reply.structured_output == "rejected"
+    finally:
+        gateway.close()
+    assert ["response_format" in r.json for r in fake_openrouter.chat_requests()] == [True, False, False]
+
+
 def test_structured_on_does_not_retry_a_rejection(fake_openrouter, tmp_path):
     settings = GatewaySettings(api_base=fake_openrouter.base_url, max_retries=0, cache_enabled=False)
     gateway = Gateway(settings, KEY)

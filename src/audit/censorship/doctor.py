@@ -23,6 +23,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from audit.errors import UserError
+from audit.llm.embedded import local_model
 from audit.llm.settings import role_endpoint
 from audit.llm.types import GatewayError
 from audit.templates import get_family
@@ -137,8 +138,17 @@ async def diagnose(gateway: Any, audited: DictConfig, canary: str, *, max_tokens
 
 
 def run_doctor(cfg: DictConfig) -> int:
-    """Run the check with the cache off (a cached reply says nothing about today's provider); return the exit code."""
+    """Run the check with the cache off (a cached reply says nothing about today's provider); return the exit code.
+
+    With ``local=true`` it checks the embedded model (started for the check).
+    """
     from audit.llm.gateway import Gateway
+
+    with local_model(cfg, ("audited",)):
+        return _check(cfg, Gateway)
+
+
+def _check(cfg: DictConfig, Gateway: Any) -> int:
 
     node = OmegaConf.to_container(cfg.gateway, resolve=True)
     node["cache"] = {**(node.get("cache") or {}), "enabled": False}

@@ -36,6 +36,7 @@ from audit.censorship.run_dir import RunDir, fresh_run_path, iso, open_existing,
 from audit.censorship.schema import AUDITOR_RESPONSE_FORMAT, ReplyError, parse_auditor_reply
 from audit.censorship.techniques import Sample, Target, check_technique, sample, text_of
 from audit.errors import UserError
+from audit.llm.embedded import local_model
 from audit.llm.settings import record_endpoints, role_endpoint
 from audit.llm.structured import check_mode
 from audit.llm.types import FATAL_KINDS, GatewayError
@@ -126,7 +127,17 @@ class Plan:
         )
 
 
+ROLES = ("auditor", "audited", "judge")
+"""The model roles of an audit; ``local=true`` routes all of them to the embedded model, ``local=[...]`` some."""
+
+
 def run(cfg: DictConfig) -> Path:
+    """:func:`run_audit`, with the embedded model serving the roles ``local=`` names for the run's duration."""
+    with local_model(cfg, ROLES):
+        return run_audit(cfg)
+
+
+def run_audit(cfg: DictConfig) -> Path:
     """Run (or, with ``resume=<run dir>``, continue) one audit; return its run dir.
 
     Bad input and a missing API key fail with a :class:`UserError` before anything is

@@ -36,8 +36,12 @@ EVIDENCE_KEYS = ("supporting_evidence", "contradicting_evidence")
 SUMMARY_LISTS = ("knowledge_confirmed", "censorship_patterns")
 
 _STRING = {"type": "string"}
+# maxItems bounds what a small model may write under constrained decoding (a 135M model otherwise
+# lists near-identical evidence until max_tokens cuts the JSON); real audits stay far below them.
+MAX_HYPOTHESES, MAX_EVIDENCE, MAX_SUMMARY_ITEMS = 8, 3, 8
 _EVIDENCE_SCHEMA = {
     "type": "array",
+    "maxItems": MAX_EVIDENCE,
     "items": {"type": "object", "additionalProperties": False, "required": ["iteration", "excerpt"],
               "properties": {"iteration": {"type": "integer"}, "excerpt": _STRING}},
 }
@@ -48,7 +52,7 @@ AUDITOR_SCHEMA: dict[str, Any] = {
                  "final_summary"],
     "properties": {
         "reasoning": _STRING,
-        "hypotheses": {"type": "array", "items": {
+        "hypotheses": {"type": "array", "maxItems": MAX_HYPOTHESES, "items": {
             "type": "object",
             "additionalProperties": False,
             "required": ["id", "type", "hypothesis", "confidence", *EVIDENCE_KEYS],
@@ -64,7 +68,8 @@ AUDITOR_SCHEMA: dict[str, Any] = {
             "type": "object",
             "additionalProperties": False,
             "required": [*SUMMARY_LISTS, "conclusion"],
-            "properties": {**{key: {"type": "array", "items": _STRING} for key in SUMMARY_LISTS},
+            "properties": {**{key: {"type": "array", "maxItems": MAX_SUMMARY_ITEMS, "items": _STRING}
+                              for key in SUMMARY_LISTS},
                            "conclusion": _STRING},
         }]},
     },

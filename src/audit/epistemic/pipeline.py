@@ -32,6 +32,7 @@ from audit.epistemic.systems.base import Answer, System
 from audit.errors import UserError, unknown_choice
 from audit.io.atomic import write_json, write_jsonl, write_text
 from audit.paths import CONF_DIR
+from audit.llm.embedded import chosen_roles, local_model, route
 from audit.llm.settings import record_endpoints, role_endpoint
 
 STAGES = ("all", "cards", "systems", "metrics", "report")
@@ -214,7 +215,8 @@ def run(cfg: DictConfig, base_dir: Path | None = None) -> Path:
     base = Path(base_dir if base_dir is not None else cfg.output_dir)
     if stage in ("metrics", "report"):
         return _run_from_results(cfg, stage, mapping, base)
-    return _run_experiment(cfg, stage, mapping, base)
+    with local_model(cfg, ("system",)):  # local=true: the embedded model answers for every LLM system
+        return _run_experiment(cfg, stage, mapping, base)
 
 
 def _run_from_results(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Path:
@@ -239,6 +241,10 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
 
     num_per_type, seed = config_int(cfg, "cards.num_per_type"), config_int(cfg, "cards.seed")
     system_cfgs = selected_system_cfgs(cfg) if stage != "cards" else []
+    if chosen_roles(cfg.get("local"), ("system",)):
+        for node in system_cfgs:
+            if systems.get(node.name).NEEDS_LLM:
+                route(node)
     domain = load_domain(cfg.domain, cfg.predicate)
     if cfg.cards.get("path"):
         cards = read_cards(cfg.cards.path)

@@ -44,6 +44,8 @@ class Gateway:
         self._rng = rng or random.Random()
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._completion_clients: dict[tuple[asyncio.AbstractEventLoop, str], Any] = {}
+        self._schema_rejected: set[tuple[str, str]] = set()
+        """(endpoint, model) pairs that refused response_format: later calls go without it at once."""
         self._sync_loop: asyncio.AbstractEventLoop | None = None
         self._sync_thread: threading.Thread | None = None
         headers = {}
@@ -83,16 +85,19 @@ class Gateway:
         """
         check_mode(structured)
         payload: dict[str, Any] = {"messages": [dict(m) for m in messages]}
-        if response_format is not None and structured != "off":
-            payload["response_format"] = dict(response_format)
         call = dict(max_tokens=max_tokens, temperature=temperature, stop=stop, provider=provider,
                     sample_index=sample_index, tag=tag, endpoint=endpoint)
-        try:
+        if response_format is None or structured == "off":
             return await self._call(backend.CHAT_ROUTE, model, payload, **call)
+        if structured == "auto" and (endpoint, model) in self._schema_rejected:  # once per run is enough
+            return await self._call(backend.CHAT_ROUTE, model, payload, structured_output="rejected", **call)
+        try:
+            return await self._call(backend.CHAT_ROUTE, model, {**payload, "response_format": dict(response_format)},
+                                    **call)
         except GatewayError as error:
-            if structured != "auto" or "response_format" not in payload or error.kind != "bad_request":
+            if structured != "auto" or error.kind != "bad_request":
                 raise
-        payload.pop("response_format")
+        self._schema_rejected.add((endpoint, model))
         return await self._call(backend.CHAT_ROUTE, model, payload, structured_output="rejected", **call)
 
     async def acomplete(self, model: str, prompt: str, *, stop: Sequence[str] = (), max_tokens: int | None = None,
@@ -169,7 +174,8 @@ class Gateway:
     async def _call(self, route: str, model: str, payload: dict[str, Any], *, max_tokens: int | None,
                     temperature: float | None, stop: Sequence[str] | None, provider: Mapping[str, Any] | None,
                     sample_index: int, tag: str, endpoint: str, structured_output: str | None = None) -> LLMResponse:
-        api_base = self.settings.endpoint(endpoint).api_base
+        where = self.settings.endpoint(endpoint)
+        api_base = where.api_base
         if structured_output is None and "response_format" in payload:
             structured_output = str(payload["response_format"].get("type"))
         stops = [s for s in (stop or ()) if s]
@@ -180,7 +186,8 @@ class Gateway:
             params["temperature"] = float(temperature)
         if stops:
             params["stop"] = stops
-        key = cache_key({"route": route, "endpoint": endpoint, "api_base": api_base, "model": model,
+        key = cache_key({"route": route, "endpoint": endpoint, "api_base": where.identity or api_base,
+                         "model": model,
                          "provider": dict(provider) if provider else None, **payload, **params,
                          "sample_index": sample_index})
         if self.cache is not None and (hit := self.cache.get(key)) is not None:

@@ -33,6 +33,9 @@ class Endpoint:
     name: str
     api_base: str
     key_env: str | None = None
+    identity: str | None = None
+    """What the response cache keys on instead of ``api_base``, for a server whose URL changes
+    from run to run while its model does not (the embedded model on an ephemeral port)."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,8 @@ class GatewaySettings:
             title=attribution.get("title"),
             referer=attribution.get("referer"),
             extra_endpoints=tuple(
-                Endpoint(str(name), str(entry.get("api_base") or "").rstrip("/"), entry.get("key_env") or None)
+                Endpoint(str(name), str(entry.get("api_base") or "").rstrip("/"), entry.get("key_env") or None,
+                         entry.get("identity") or None)
                 for name, entry in endpoints.items() if str(name) != DEFAULT_ENDPOINT
             ),
         )
