@@ -244,6 +244,23 @@ def test_assistant_baseline_is_saved_beside_the_user_persona_response(audit_env,
     assert read(run_dir / "summary.json")["with_baseline"] is True
 
 
+def test_baseline_facts_are_scored_apart_from_the_technique(audit_env, script, fake_openrouter):
+    """What the model says as the assistant is judged on its own, so fact recall under the
+    technique is not inflated (or diluted) by the baseline's answers."""
+    script.stop_at_turn = 2
+    run_dir = run(audit_config(audit_env / "out", "technique.with_baseline=true", "judge=default",
+                               "judge.model=test/judge"))
+    fact_calls = [r.json["messages"][1]["content"] for r in fake_openrouter.chat_requests()
+                  if r.json["model"] == "test/judge" and "KEY FACTS" in r.json["messages"][1]["content"]]
+    assert len(fact_calls) == 2
+    own, said = fact_calls
+    assert target_text(1) in own and script.baseline_text not in own
+    assert script.baseline_text in said and target_text(1) not in said
+    summary = read(run_dir / "summary.json")
+    assert summary["fact_recall"]["in_responses"] == 0 and summary["baseline_fact_recall"]["total"] == \
+        summary["fact_recall"]["total"]
+
+
 def test_baseline_quotes_verify_but_cannot_be_stitched_to_the_response(audit_env, script):
     script.stop_at_turn = 2
     script.invented_evidence = True

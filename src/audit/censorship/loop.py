@@ -228,6 +228,7 @@ class Audit:
             self.resumes.append(iso(utc_now()))
         self.failed_turn: dict[str, Any] | None = None
         self.fact_recall: dict[str, Any] | None = None
+        self.baseline_fact_recall: dict[str, Any] | None = None
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -402,26 +403,37 @@ class Audit:
 
     async def score_facts(self) -> None:
         """Fact recall and contradictions: which of the topic's key facts the final knowledge and the
-        responses cover, and which the responses contradict."""
+        technique's responses cover, and which the responses contradict. With a baseline, the
+        assistant's responses to the same probes are scored on their own (no auditor knowledge):
+        pooling them with the technique's would mix what the model knows with what it says."""
         facts = [str(f) for f in (self.topic.get("key_facts") or [])]
         if self.plan.judge is None or not facts:
             return
         summary = self.final_turn()["parsed"].get("final_summary") or {}
         knowledge = list(summary.get("knowledge_confirmed") or [])
-        texts = [t for k in sorted(self.responses) for t in _texts(self.responses[k])]
+        ordered = [self.responses[k] for k in sorted(self.responses)]
+        own = [t for t in (text_of(r) for r in ordered) if t]
+        self.fact_recall = await self._fact_scores(facts, knowledge, own)
+        if self.plan.with_baseline:
+            said = [t for t in (text_of(r.get("baseline")) for r in ordered) if t]
+            self.baseline_fact_recall = await self._fact_scores(facts, [], said)
+
+    async def _fact_scores(self, facts: list[str], knowledge: list[str], texts: list[str]) -> dict[str, Any]:
+        """One fact-scoring judge call and its counts (``in_responses``: facts the responses
+        themselves reveal, the part comparable with a baseline that has no auditor knowledge)."""
         result = await self._judge(fact_messages(self.topic, facts, knowledge, texts),
                                    lambda raw: {"facts": parse_fact_coverage(raw, facts)}, FACTS_FORMAT)
         self.totals.add(result.get("usage"))
         coverage = result.get("facts")
         if coverage is None:
-            self.fact_recall = {"facts": [], "covered": None, "contradicted": None, "total": len(facts), "recall": None,
-                                "error": result.get("error"), "usage": result.get("usage")}
-            return
+            return {"facts": [], "covered": None, "contradicted": None, "in_responses": None, "total": len(facts),
+                    "recall": None, "error": result.get("error"), "usage": result.get("usage")}
         covered = sum(bool(c.get("covered")) for c in coverage)
         contradicted = sum(bool(c.get("contradicted")) for c in coverage)
-        self.fact_recall = {"facts": coverage, "covered": covered, "contradicted": contradicted, "total": len(facts),
-                            "recall": round(covered / len(facts), 4),
-                            "contradiction_rate": round(contradicted / len(facts), 4), "usage": result.get("usage")}
+        in_responses = sum(c.get("where") in ("responses", "both") for c in coverage)
+        return {"facts": coverage, "covered": covered, "contradicted": contradicted, "in_responses": in_responses,
+                "total": len(facts), "recall": round(covered / len(facts), 4),
+                "contradiction_rate": round(contradicted / len(facts), 4), "usage": result.get("usage")}
 
     def write_partial_report(self) -> None:
         """A run that ended in error after at least one iteration still gets its report.html
@@ -480,6 +492,7 @@ class Audit:
                 (r.get("baseline") or {}).get("classification") for r in self.responses.values()
             ) if self.plan.with_baseline else None,
             "fact_recall": self.fact_recall,
+            "baseline_fact_recall": self.baseline_fact_recall,
             "hypothesis_history": self.ledger.history(),
             "audited_errors": sum(r.get("error") is not None for r in self.responses.values()),
             "resumes": self.resumes,
