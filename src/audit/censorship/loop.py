@@ -236,6 +236,7 @@ class Audit:
         _cancel_on_sigterm()
         try:
             self.write_summary("running")
+            await self.redo_failed_calls()
             await self.loop()
             await self.score_facts()
             self.write_summary(self.final_status())
@@ -452,7 +453,36 @@ class Audit:
         return self.turns[max(self.turns)]
 
     def final_status(self) -> str:
+        """``completed_with_errors`` when a call failed for good (its result is missing, not empty)."""
+        if self.call_errors():
+            return "completed_with_errors"
         return "stopped_at_max_iterations" if self.final_turn().get("final_requested") else "completed"
+
+    def call_errors(self) -> list[dict[str, Any]]:
+        """Target samples and judge calls that failed after their retries, as the files record them.
+
+        A failed call has an error and no usage; a reply that came back but did not parse has
+        usage (it was paid for, and asking again would get the same cached reply), so it is not one.
+        """
+        errors = []
+        for k, response in sorted(self.responses.items()):
+            for call, record in _iteration_calls(response):
+                if _failed_call(record):
+                    errors.append({"iteration": k, "call": call, "error": record["error"]})
+        for name, recall in (("fact scoring", self.fact_recall), ("baseline fact scoring",
+                                                                  self.baseline_fact_recall)):
+            if _failed_call(recall):
+                errors.append({"iteration": None, "call": name, "error": recall["error"]})
+        return errors
+
+    async def redo_failed_calls(self) -> None:
+        """On a resume, sample again every iteration with a failed call (its good calls come from the
+        cache, free); fact scoring is redone at the end anyway. Later auditor turns keep what they saw."""
+        for k in sorted({e["iteration"] for e in self.call_errors() if e["iteration"] is not None}):
+            previous = [e["error"] for e in self.call_errors() if e["iteration"] == k]
+            await self.sample(k)
+            self.responses[k]["redone_after"] = previous
+            self.run_dir.write_response(k, self.responses[k])
 
     def response_texts(self) -> dict[int, list[str]]:
         """Per iteration, the texts evidence may quote: the response, and its baseline when sampled."""
@@ -498,6 +528,7 @@ class Audit:
             "resumes": self.resumes,
             "failed_turn": self.failed_turn,
             "failed_turns": self.failed_turns,
+            "call_errors": self.call_errors(),
         }
         self.run_dir.write_summary(summary)
 
@@ -530,6 +561,17 @@ def conversation_after(turn: Mapping[str, Any]) -> list[dict[str, Any]]:
 def _texts(record: Mapping[str, Any]) -> list[str]:
     texts = [text_of(record), text_of(record.get("baseline"))]
     return [t for t in texts if t]
+
+
+def _failed_call(record: Mapping[str, Any] | None) -> bool:
+    return bool(record) and record.get("error") is not None and record.get("usage") is None
+
+
+def _iteration_calls(record: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any] | None]]:
+    """The calls behind one saved iteration, named: the target sample, its baseline and their judge labels."""
+    baseline = record.get("baseline") or {}
+    return [("target", record), ("judge", record.get("classification")),
+            ("baseline", baseline or None), ("baseline judge", baseline.get("classification"))]
 
 
 def _response_usages(record: Mapping[str, Any]) -> list[dict[str, Any] | None]:
