@@ -83,6 +83,7 @@ def test_an_exhausted_retry_marks_the_run_and_resume_repairs_it(audit_env, scrip
     assert "provider failed mid-generation" in summary["call_errors"][0]["error"]
     usage = read(run_dir / "usage.json")
     assert {k: summary["totals"][k] for k in usage["totals"]} == usage["totals"] and usage["totals"]["errors"] == 2
+    assert "Completed with 2 failed calls" in (run_dir / "report.html").read_text(encoding="utf-8")
 
     broken["on"] = False
     fake_openrouter.reset()

@@ -201,7 +201,8 @@ def test_target_errors_are_recorded_and_the_audit_goes_on(audit_env, script):
     assert first["raw_response"] is None and "server" in first["error"]
     assert read(run_dir / "audited_responses" / "002.json")["error"] is None
     summary = read(run_dir / "summary.json")
-    assert summary["status"] == "stopped_at_max_iterations" and summary["audited_errors"] == 1
+    assert summary["status"] == "completed_with_errors" and summary["audited_errors"] == 1
+    assert [(e["iteration"], e["call"]) for e in summary["call_errors"]] == [(1, "target")]
 
 
 def test_fatal_target_error_stops_the_audit(audit_env, script):
