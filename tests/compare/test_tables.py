@@ -232,3 +232,14 @@ def test_epistemic_matrix_pools_repeats_per_system_domain_predicate_and_carries_
     assert (rivers["runs"], rivers["k"], rivers["n"], rivers["rate"]) == (2, 10, 20, 0.5)
     assert rivers["rate_lo"] <= 0.2 + 1e-9 and rivers["rate_hi"] >= 0.8 - 1e-9  # the runs disagree: wide
     assert matrix.loc["cities", "runs"] == 1
+
+
+def test_a_run_with_failed_calls_shows_its_status_and_count(tmp_path: Path) -> None:
+    censorship_run(tmp_path, "hole", status="completed_with_errors",
+                   call_errors=[{"iteration": 2, "call": "target", "error": "server 502: ..."},
+                                {"iteration": None, "call": "fact scoring", "error": "timeout: ..."}])
+    censorship_run(tmp_path, "whole")
+    audits = build_tables(collect([tmp_path])).audits
+    hole, whole = row_of(audits, run=f"{tmp_path.name}/hole"), row_of(audits, run=f"{tmp_path.name}/whole")
+    assert (hole["status"], hole["failed_calls"]) == ("completed_with_errors", 2)
+    assert (whole["status"], whole["failed_calls"]) == ("completed", 0)

@@ -32,10 +32,10 @@ SHARES = tuple(f"{c}_share" for c in CLASSES)
 AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "baseline", "auditor", "status",
                  "iterations", "n_responses", *SHARES, "fact_recall", "facts_covered", "facts_total",
                  "contradiction_rate", "facts_contradicted", "facts_in_responses", "baseline_facts_covered",
-                 "baseline_facts_total", "citations_verified", "citations_unverified", "audited_errors", "tokens", "cost",
+                 "baseline_facts_total", "citations_verified", "citations_unverified", "audited_errors", "failed_calls", "tokens", "cost",
                  "started_at", "path")
 RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "baseline", "n_responses", *CLASSES)
-EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "mapping", "stage", "n_cards", "n_scored", "errors",
+EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "status", "mapping", "stage", "n_cards", "n_scored", "errors",
                      *(f"{m}{s}" for m in EPISTEMIC_METRICS for s in ("", "_lo", "_hi", "_k", "_n")), "cost", "path")
 EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "runs", "k", "n", "rate", "rate_lo", "rate_hi")
 FAILED_COLUMNS = ("run", "kind", "status", "problem", "path")
@@ -153,6 +153,8 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "citations_verified": _count(evidence.get("verified"), "evidence.verified"),
         "citations_unverified": _count(evidence.get("unverified"), "evidence.unverified"),
         "audited_errors": _count(s.get("audited_errors"), "audited_errors"),
+        # Calls that failed after their retries (status completed_with_errors; resume= re-does them).
+        "failed_calls": len(s.get("call_errors") or []),
         "tokens": _count(totals.get("prompt_tokens"), "totals.prompt_tokens")
         + _count(totals.get("completion_tokens"), "totals.completion_tokens"),
         "cost": _number(totals.get("cost"), "totals.cost"),
@@ -190,7 +192,7 @@ def epistemic_records(run: Run) -> list[dict[str, Any]]:
         rates = _node(m, "metrics", f"metrics.json {system}")
         row: dict[str, Any] = {
             "run": run.label, "domain": s.get("domain"), "predicate": s.get("predicate"), "system": system,
-            "mapping": m.get("mapping"), "stage": s.get("stage"),
+            "status": run.status, "mapping": m.get("mapping"), "stage": s.get("stage"),
             "n_cards": _count(m.get("n_rows"), f"{system}.n_rows"), "n_scored": _count(m.get("n_scored"), f"{system}.n_scored"),
             "errors": _count(m.get("n_errors"), f"{system}.n_errors"),
         }
