@@ -101,3 +101,28 @@ def test_an_exhausted_retry_marks_the_run_and_resume_repairs_it(audit_env, scrip
     assert len([s for s in sent if s[0] == "completion"]) == 1
     usage = read(run_dir / "usage.json")
     assert {k: summary["totals"][k] for k in usage["totals"]} == usage["totals"]
+
+
+def test_half_an_emoji_from_the_target_is_stored_and_reported(audit_env, script, fake_openrouter):
+    from audit.testing.fake_openrouter import BROKEN_EMOJI
+    script.stop_at_turn = 3
+    script.target = lambda k: f" and I remember that the answer {k} is that students gathered {BROKEN_EMOJI}"
+    run_dir = run(audit_config(audit_env / "out", "gateway.cache.enabled=true",
+                               f"gateway.cache.path={audit_env / 'cache.sqlite'}"))
+    response = read(run_dir / "audited_responses" / "001.json")
+    assert response["raw_response"].endswith("gathered \ufffd") and response["error"] is None
+    assert read(run_dir / "summary.json")["status"] == "completed"
+    assert "gathered \ufffd" in (run_dir / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_key_echoed_by_the_raw_route_reaches_no_file_and_no_prompt(audit_env, script, fake_openrouter):
+    from audit.testing.fake_openrouter import TEST_API_KEY, key_echo
+    script.stop_at_turn = 3
+    script.target_error = lambda k: None
+    fake_openrouter.handler = lambda r: key_echo(r, 500) if r.endpoint == "completion" else script.handler(r)
+    run_dir = run(audit_config(audit_env / "out", "gateway.max_retries=1", *FAST))
+    first = read(run_dir / "audited_responses" / "001.json")
+    assert "Authorization: [REDACTED]" in first["error"]  # the server did echo it; we kept only the shape
+    assert not [p for p in run_dir.rglob("*") if p.is_file() and TEST_API_KEY.encode() in p.read_bytes()]
+    auditor_prompts = [str(r.json) for r in fake_openrouter.chat_requests()]
+    assert auditor_prompts and not [p for p in auditor_prompts if TEST_API_KEY in p]

@@ -112,3 +112,13 @@ def test_a_run_whose_answers_are_mostly_errors_says_so_and_exits_1(tmp_path, fak
     assert usage["totals"] == summary["usage"] and usage["totals"]["errors"] == 18
     assert len(fake_openrouter.requests) == 18 * 2 == usage["totals"]["calls"] + usage["totals"]["retries"]
     assert (run_dir / "usage.jsonl").read_text().count("\n") == 18
+
+
+def test_half_an_emoji_in_every_answer_is_stored(tmp_path, fake_openrouter):
+    from audit.testing.fake_openrouter import BROKEN_EMOJI
+    fake_openrouter.default_reply = chat_reply('{"answer": "UNKNOWN"} ' + BROKEN_EMOJI)
+    proc = run_cli(tmp_path, "system=raw_llm", "system.model=acme/tiny", "cards.num_per_type=2",
+                   env=fake_openrouter.env())
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in (only_run_dir(tmp_path) / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 18 and all(r["error"] is None and r["raw_output"].endswith("\ufffd") for r in rows)
