@@ -21,7 +21,7 @@ from audit.sweep import exit_if_any_failed, run_job
 def main(cfg: DictConfig) -> None:
     from audit.censorship.loop import run
 
-    run_job(lambda: run(cfg), "censorship")
+    run_job(cfg, run, "censorship")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from audit.censorship.techniques import Sample, Target, check_technique, sample,
 from audit.errors import UserError
 from audit.llm.embedded import local_model
 from audit.llm.settings import record_endpoints, role_endpoint
+from audit.llm.budget import STOPPED_BUDGET, stopped_by
 from audit.llm.structured import check_mode
 from audit.llm.types import FATAL_KINDS, GatewayError
 from audit.sweep import sweep_job_dir
@@ -158,7 +159,8 @@ def run_audit(cfg: DictConfig) -> Path:
     from audit.llm.gateway import Gateway  # the gateway module is cheap; litellm loads on the first call
 
     # An unknown endpoint or a missing key: nothing written yet.
-    gateway = Gateway.from_config(cfg.gateway, usage_path=run_dir.usage_path, endpoints=plan.endpoints())
+    gateway = Gateway.from_config(cfg.gateway, usage_path=run_dir.usage_path, endpoints=plan.endpoints(),
+                                  repeat=int(cfg.get("repeat") or 0))
     record_endpoints(cfg.gateway, gateway.settings, plan.endpoints())
     if not resume:
         run_dir.create(cfg)
@@ -250,6 +252,11 @@ class Audit:
             self.write_partial_report()
             raise
         except BaseException as exc:
+            if isinstance(exc, AuditStopped) and stopped_by(self.gateway.budget):
+                self.write_summary(STOPPED_BUDGET, error=str(exc))  # everything done so far stays
+                self.write_partial_report()
+                say(f"stopped: budget spent after {len(self.responses)} iterations; {self.run_dir.path}")
+                return
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             if self.responses and self.fact_recall is None:
                 await self.score_facts()  # judge failures are recorded, never raised

@@ -19,7 +19,7 @@ from audit.sweep import exit_if_any_failed, run_job, sweep_job_dir
 
 @hydra.main(config_path=CONF_DIR, config_name="epistemic", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    run_job(lambda: run(cfg, base_dir=sweep_job_dir()), "epistemic")
+    run_job(cfg, lambda job_cfg: run(job_cfg, base_dir=sweep_job_dir()), "epistemic")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from audit.epistemic.systems.base import Answer, System
 from audit.errors import UserError, unknown_choice
 from audit.io.atomic import write_json, write_jsonl, write_text
 from audit.paths import CONF_DIR
+from audit.llm.budget import STOPPED_BUDGET, stopped_by
 from audit.llm.embedded import chosen_roles, local_model, route
 from audit.llm.settings import record_endpoints, role_endpoint
 
@@ -187,11 +188,14 @@ def write_summary(directory: Path, stage: str, status: str, **extra: Any) -> Non
 
 # -- the systems stage -----------------------------------------------------------------
 
-def open_gateway(gateway_cfg: DictConfig, endpoints: Sequence[str]) -> Any:
-    """The model gateway, imported here so runs without LLM systems never load litellm."""
+def open_gateway(gateway_cfg: DictConfig, endpoints: Sequence[str], repeat: int = 0) -> Any:
+    """The model gateway, imported here so runs without LLM systems never load litellm.
+
+    ``repeat`` (``samples=k``) enters the cache keys: each repeat answers every card afresh.
+    """
     from audit.llm.gateway import Gateway
 
-    return Gateway.from_config(gateway_cfg, endpoints=endpoints)
+    return Gateway.from_config(gateway_cfg, endpoints=endpoints, repeat=repeat)
 
 
 async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any]], gateway: Any) -> list[dict[str, Any]]:
@@ -272,7 +276,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
     # Build systems (and the gateway, which checks the API key) before creating the run dir.
     needs_llm = any(systems.get(c.name).NEEDS_LLM for c in system_cfgs)
     endpoints = [role_endpoint(c) for c in system_cfgs if systems.get(c.name).NEEDS_LLM]
-    gateway = open_gateway(cfg.gateway, endpoints) if needs_llm else None
+    gateway = open_gateway(cfg.gateway, endpoints, int(cfg.get("repeat") or 0)) if needs_llm else None
     if gateway is not None:
         record_endpoints(cfg.gateway, gateway.settings, endpoints)
     built = [systems.get(c.name).create(c, domain=domain, gateway=gateway) for c in system_cfgs]
@@ -303,6 +307,8 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
             metrics = write_metrics_and_report(run_dir, rows, mapping, {c["id"]: c for c in cards}, meta, stage)
             summary["systems"] = headline(metrics)
     status, errors = answers_status(rows) if stage != "cards" else ("ok", {})
+    if errors and gateway is not None and stopped_by(gateway.budget):
+        status = STOPPED_BUDGET  # the answers given before the budget ran out are kept and scored
     write_summary(run_dir, stage, status, **summary, **({"answer_errors": errors} if errors else {}))
     print(f"run dir: {run_dir}")
     if status == "mostly_errors":

@@ -5,6 +5,9 @@ Two verbs: ``chat`` (auditor, judge, LLM systems; ``/chat/completions``) and ``c
 an async form (``achat``/``acomplete``) and a sync convenience. The gateway owns what
 litellm does unreliably: retries (backoff with jitter, Retry-After), a persistent cache,
 bounded concurrency and the cost ledger; litellm only moves the bytes (``backend.py``).
+Identical requests in flight at once (same cache key) are sent once: the others await that
+reply (single-flight; the ledger counts them as ``shared``). A :class:`~audit.llm.budget.Budget`
+refuses new calls once a sweep's spending cap is reached.
 """
 
 from __future__ import annotations
@@ -13,11 +16,13 @@ import asyncio
 import random
 import threading
 import time
+from dataclasses import replace
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Coroutine, TypeVar
 
 from audit.llm import backend, replies
+from audit.llm import budget as budgets
 from audit.llm.cache import ResponseCache, cache_key
 from audit.llm.ledger import CallRecord, Ledger
 from audit.llm.redact import Redactor
@@ -34,8 +39,17 @@ class Gateway:
     """Routes model calls to OpenRouter (or any OpenAI-compatible server) via litellm."""
 
     def __init__(self, settings: GatewaySettings, api_key: str | None, *, usage_path: Path | None = None,
-                 rng: random.Random | None = None, keys: Mapping[str, str] | None = None):
-        """``api_key`` is the ``openrouter`` endpoint's key; ``keys`` those of other endpoints (by name)."""
+                 rng: random.Random | None = None, keys: Mapping[str, str] | None = None, repeat: int = 0,
+                 budget: budgets.Budget | None = None):
+        """``api_key`` is the ``openrouter`` endpoint's key; ``keys`` those of other endpoints (by name).
+
+        ``repeat`` is the run's sample index (``samples=k``): it enters every cache key, so each
+        repeat of a cell is a fresh sample while re-running the same sweep is served from the cache.
+        ``budget`` defaults to the process's active one (set by the job runner).
+        """
+        self.repeat = int(repeat)
+        self.budget = budget if budget is not None else budgets.active()
+        self._inflight: dict[tuple[asyncio.AbstractEventLoop, str], asyncio.Future[LLMResponse]] = {}
         self.settings = settings
         self._keys: dict[str, str] = {**({DEFAULT_ENDPOINT: api_key} if api_key else {}), **(keys or {})}
         self.usage_path = usage_path
@@ -59,7 +73,7 @@ class Gateway:
 
     @classmethod
     def from_config(cls, node: Any, *, usage_path: Path | None = None,
-                    endpoints: Sequence[str] = (DEFAULT_ENDPOINT,)) -> Gateway:
+                    endpoints: Sequence[str] = (DEFAULT_ENDPOINT,), repeat: int = 0) -> Gateway:
         """Build from the ``gateway`` config node for a run that calls ``endpoints``.
 
         Fails with a one-line UserError for an unknown endpoint or a missing key, before any
@@ -67,7 +81,7 @@ class Gateway:
         """
         settings = GatewaySettings.from_config(node)
         keys = {name: settings.api_key(name) for name in dict.fromkeys(endpoints)}
-        return cls(settings, None, usage_path=usage_path, keys=keys)
+        return cls(settings, None, usage_path=usage_path, keys=keys, repeat=repeat)
 
     def __repr__(self) -> str:  # never show the key
         return f"Gateway(api_base={self.settings.api_base!r}, cache={self.cache is not None})"
@@ -200,16 +214,32 @@ class Gateway:
         key = cache_key({"route": route, "endpoint": endpoint, "api_base": where.identity or api_base,
                          "model": model,
                          "provider": dict(provider) if provider else None, **payload, **params,
-                         "sample_index": sample_index})
+                         "sample_index": sample_index,
+                         **({"repeat": self.repeat} if self.repeat else {})})  # repeat 0 keeps older caches valid
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
             response = _from_record(hit, cached=True)
             self._record(tag, route, response)
             return response
-        async with self._semaphore():
-            response = await self._send(route, model, {**payload, **params}, provider, stops, tag,
-                                        endpoint, api_base, structured_output)
+        flight = (asyncio.get_running_loop(), key)
+        if flight in self._inflight:  # the same request is on its way: share its reply
+            response = replace(await asyncio.shield(self._inflight[flight]), cached=True)
+            self._record(tag, route, response, shared=True)
+            return response
+        self._inflight[flight] = asyncio.get_running_loop().create_future()
+        try:
+            if self.budget is not None:
+                self.budget.check(f"{tag or route} call to {model}")
+            async with self._semaphore():
+                response = await self._send(route, model, {**payload, **params}, provider, stops, tag,
+                                            endpoint, api_base, structured_output)
+        except BaseException as exc:
+            _fail(self._inflight.pop(flight), exc)
+            raise
+        if self.budget is not None:
+            self.budget.charge(response.usage.cost)
         if self.cache is not None:
             self.cache.put(key, response.record())
+        self._inflight.pop(flight).set_result(response)
         self._record(tag, route, response)
         return response
 
@@ -256,13 +286,22 @@ class Gateway:
             surrogates_replaced=reply.replaced,
         )
 
-    def _record(self, tag: str, route: str, response: LLMResponse) -> None:
-        """A cached reply is free in this run: it is recorded with no cost, latency or retries."""
+    def _record(self, tag: str, route: str, response: LLMResponse, *, shared: bool = False) -> None:
+        """A cached or shared reply is free in this run: it is recorded with no cost, latency or retries."""
         cached = response.cached
         self.ledger.add(CallRecord(tag, route, response.model, response.provider, response.usage.prompt_tokens,
                                    response.usage.completion_tokens, 0.0 if cached else response.usage.cost,
                                    0.0 if cached else response.latency_s, 0 if cached else response.retries, cached,
-                                   None, response.endpoint, response.api_base, response.structured_output))
+                                   None, response.endpoint, response.api_base, response.structured_output, shared))
+
+
+def _fail(flight: asyncio.Future[LLMResponse], exc: BaseException) -> None:
+    """Pass the leader's failure to requests sharing its flight (a cancelled leader cancels them)."""
+    if isinstance(exc, Exception):
+        flight.set_exception(exc)
+        flight.exception()  # retrieved: no "exception never retrieved" warning when nobody shared it
+    else:
+        flight.cancel()
 
 
 def _unreachable(error: GatewayError) -> bool:

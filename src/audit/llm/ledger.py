@@ -38,6 +38,8 @@ class CallRecord:
     endpoint: str | None = None
     api_base: str | None = None
     structured_output: str | None = None
+    shared: bool = False
+    """Served by an identical request already in flight (single-flight): no HTTP call of its own."""
 
 
 class Ledger:
@@ -96,6 +98,7 @@ class Ledger:
         return {
             "calls": len(records),
             "cached_calls": sum(r.cached for r in records),
+            "shared_calls": sum(r.shared for r in records),
             "prompt_tokens": sum(r.prompt_tokens for r in records),
             "completion_tokens": sum(r.completion_tokens for r in records),
             "cost": round(sum(r.cost for r in records), 10),

@@ -53,7 +53,8 @@ class GatewayError(Exception):
 
     ``kind`` is one of: ``auth`` (401/403), ``bad_request`` (400), ``not_found`` (404,
     unknown model), ``context_length``, ``rate_limit`` (429), ``server`` (5xx),
-    ``timeout``, ``connection``, ``bad_response`` (unparseable body).
+    ``timeout``, ``connection``, ``bad_response`` (unparseable body), ``budget`` (not sent:
+    ``budget.max_cost_usd`` is spent).
     """
 
     def __init__(self, kind: str, message: str, *, status: int | None = None, retries: int = 0):
@@ -75,7 +76,8 @@ class GatewayError(Exception):
 
 # A bad key or an unknown model: a run should stop at the first one instead of recording
 # the same failure for every remaining call (and paying for the calls that precede it).
-FATAL_KINDS = frozenset({"auth", "not_found"})
+# A spent sweep budget (``budget``) likewise stops the run: no later call may start.
+FATAL_KINDS = frozenset({"auth", "not_found", "budget"})
 
 # What the user can do about a failure that retrying cannot fix.
 _HINTS = {

@@ -1,0 +1,102 @@
+"""The end of a ``-m`` sweep: a Hydra callback run in the launching process (any launcher).
+
+It reads every job's verdict from the files the jobs left (never from process memory: with
+joblib or submitit the jobs ran elsewhere), writes the comparison of all runs into the sweep
+dir (``python -m audit.compare`` is the same step, standalone), prints a sweep summary and
+hands the failed jobs to :func:`audit.sweep.exit_if_any_failed` for the exit status.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+
+from audit.errors import UserError
+from audit.llm.budget import STOPPED_BUDGET
+
+FAILED = ("error", "mostly_errors", "running")
+"""Statuses of a run that did not finish: ``running`` left behind means the job was killed."""
+
+
+@dataclass
+class SweepOutcome:
+    """What the job dirs of one sweep say, job by job."""
+
+    jobs: int = 0
+    completed: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    """job -> reason"""
+    stopped_budget: list[str] = field(default_factory=list)
+    cost_usd: float = 0.0
+
+    def text(self, comparison: str) -> str:
+        lines = [f"sweep: {self.jobs} job(s): {len(self.completed)} completed, {len(self.failed)} failed, "
+                 f"{len(self.stopped_budget)} stopped by budget; total cost ${self.cost_usd:.4f}"]
+        lines += [f"  failed job {job}: {reason}" for job, reason in self.failed.items()]
+        lines += [f"  stopped by budget: job {job}" for job in self.stopped_budget]
+        lines.append(f"  comparison: {comparison}")
+        return "\n".join(lines)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return {"status": "error", "error": f"unreadable {path.name}: {exc}"}
+    return data if isinstance(data, dict) else {"status": "error", "error": f"{path.name} is not an object"}
+
+
+def job_dirs(sweep_dir: Path) -> list[Path]:
+    """The numbered job dirs (``hydra.sweep.subdir`` is the job number), in job order."""
+    return sorted((p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))
+
+
+def read_outcome(sweep_dir: Path) -> SweepOutcome:
+    """Each job's status from the ``summary.json`` files under its dir (a job with several repeats
+    failed if any of them did); cost from the runs' ``usage.json``."""
+    outcome = SweepOutcome()
+    for job in job_dirs(sweep_dir):
+        outcome.jobs += 1
+        summaries = [_read(p) for p in sorted(job.rglob("summary.json"))]
+        outcome.cost_usd += sum(float((_read(p).get("totals") or {}).get("cost") or 0.0)
+                                for p in job.rglob("usage.json"))
+        bad = [s for s in summaries if s.get("status") in FAILED]
+        if not summaries:
+            outcome.failed[job.name] = "no summary.json (the job was killed, or never started)"
+        elif bad:
+            outcome.failed[job.name] = "; ".join(
+                str(s.get("error") or f"status {s.get('status')}") for s in bad)
+        elif any(s.get("status") == STOPPED_BUDGET for s in summaries):
+            outcome.stopped_budget.append(job.name)
+        else:
+            outcome.completed.append(job.name)
+    outcome.cost_usd = round(outcome.cost_usd, 10)
+    return outcome
+
+
+def finish_sweep(sweep_dir: Path) -> SweepOutcome:
+    """Compare the sweep's runs, print the summary, and record the failures for the exit status."""
+    from audit.compare.report import compare
+    from audit.sweep import note_failed_jobs
+
+    outcome = read_outcome(sweep_dir)
+    try:
+        compare([sweep_dir])
+        where = str(sweep_dir / "comparison.html")
+    except UserError as exc:  # e.g. no run at all: say so, the summary still follows
+        where = f"not written ({exc})"
+    print(outcome.text(where), file=sys.stderr if outcome.failed else sys.stdout, flush=True)
+    note_failed_jobs([f"job {job} ({sweep_dir / job})" for job in outcome.failed])
+    return outcome
+
+
+class SweepEnd(Callback):
+    """Registered in ``conf/hydra/default.yaml``; Hydra calls it once per sweep, in the launching process."""
+
+    def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
+        finish_sweep(Path(str(config.hydra.sweep.dir)))
