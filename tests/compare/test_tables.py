@@ -97,8 +97,20 @@ def test_knows_vs_says_paired_gap_has_the_known_answer(tmp_path: Path) -> None:
     row = row_of(gaps, technique="user_persona")
     assert (row["refused_gap"], row["refused_gap_lo"], row["refused_gap_hi"]) == (-1.0, -1.0, -1.0)
     assert row["official_line_gap"] == 0.0 and row["paired_runs"] == 3 and row["assistant_runs"] == 2
-    assert row["facts_gap"] == pytest.approx(9 / 18 - 1 / 12)  # 3 runs x 3/6 against (0 + 1)/12
+    assert math.isnan(row["facts_gap"])  # these runs scored no baseline facts
+    assert row["facts_gap_vs_assistant_runs"] == pytest.approx(9 / 18 - 1 / 12)  # 3 runs x 3/6 against (0 + 1)/12
     assert list(gaps["technique"]) == ["user_persona"]  # the assistant is the reference, not a row
+
+
+def test_knows_vs_says_facts_gap_pairs_responses_with_the_scored_baseline(tmp_path: Path) -> None:
+    for name, in_responses, said in (("a", 4, 1), ("b", 2, 1), ("c", 3, 0)):
+        censorship_run(tmp_path, name, classifications={"forthcoming": 4}, baseline={"refused": 4}, covered=5,
+                       total=6, in_responses=in_responses,
+                       baseline_fact_recall={"covered": said, "total": 6, "facts": []})
+    (row,) = build_tables(collect([tmp_path])).gaps.to_dict("records")
+    assert row["facts_gap"] == pytest.approx(9 / 18 - 2 / 18)  # responses vs baseline, not knowledge
+    assert row["facts_gap_lo"] < row["facts_gap"] < row["facts_gap_hi"]  # the runs differ: a real interval
+    assert math.isnan(row["facts_gap_vs_assistant_runs"])  # no assistant-technique runs
 
 
 def test_different_model_ids_under_one_name_are_not_pooled(tmp_path: Path) -> None:
@@ -220,3 +232,14 @@ def test_epistemic_matrix_pools_repeats_per_system_domain_predicate_and_carries_
     assert (rivers["runs"], rivers["k"], rivers["n"], rivers["rate"]) == (2, 10, 20, 0.5)
     assert rivers["rate_lo"] <= 0.2 + 1e-9 and rivers["rate_hi"] >= 0.8 - 1e-9  # the runs disagree: wide
     assert matrix.loc["cities", "runs"] == 1
+
+
+def test_a_run_with_failed_calls_shows_its_status_and_count(tmp_path: Path) -> None:
+    censorship_run(tmp_path, "hole", status="completed_with_errors",
+                   call_errors=[{"iteration": 2, "call": "target", "error": "server 502: ..."},
+                                {"iteration": None, "call": "fact scoring", "error": "timeout: ..."}])
+    censorship_run(tmp_path, "whole")
+    audits = build_tables(collect([tmp_path])).audits
+    hole, whole = row_of(audits, run=f"{tmp_path.name}/hole"), row_of(audits, run=f"{tmp_path.name}/whole")
+    assert (hole["status"], hole["failed_calls"]) == ("completed_with_errors", 2)
+    assert (whole["status"], whole["failed_calls"]) == ("completed", 0)

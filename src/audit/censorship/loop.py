@@ -160,9 +160,7 @@ def run_audit(cfg: DictConfig) -> Path:
     # An unknown endpoint or a missing key: nothing written yet.
     gateway = Gateway.from_config(cfg.gateway, usage_path=run_dir.usage_path, endpoints=plan.endpoints())
     record_endpoints(cfg.gateway, gateway.settings, plan.endpoints())
-    if resume:
-        run_dir.preserve_usage()
-    else:
+    if not resume:
         run_dir.create(cfg)
     audit = Audit(cfg, plan, run_dir, gateway)
     say(f"resuming {run_dir.path} from its saved config (only gateway settings come from this command)"
@@ -230,6 +228,7 @@ class Audit:
             self.resumes.append(iso(utc_now()))
         self.failed_turn: dict[str, Any] | None = None
         self.fact_recall: dict[str, Any] | None = None
+        self.baseline_fact_recall: dict[str, Any] | None = None
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -237,6 +236,7 @@ class Audit:
         _cancel_on_sigterm()
         try:
             self.write_summary("running")
+            await self.redo_failed_calls()
             await self.loop()
             await self.score_facts()
             self.write_summary(self.final_status())
@@ -404,26 +404,37 @@ class Audit:
 
     async def score_facts(self) -> None:
         """Fact recall and contradictions: which of the topic's key facts the final knowledge and the
-        responses cover, and which the responses contradict."""
+        technique's responses cover, and which the responses contradict. With a baseline, the
+        assistant's responses to the same probes are scored on their own (no auditor knowledge):
+        pooling them with the technique's would mix what the model knows with what it says."""
         facts = [str(f) for f in (self.topic.get("key_facts") or [])]
         if self.plan.judge is None or not facts:
             return
         summary = self.final_turn()["parsed"].get("final_summary") or {}
         knowledge = list(summary.get("knowledge_confirmed") or [])
-        texts = [t for k in sorted(self.responses) for t in _texts(self.responses[k])]
+        ordered = [self.responses[k] for k in sorted(self.responses)]
+        own = [t for t in (text_of(r) for r in ordered) if t]
+        self.fact_recall = await self._fact_scores(facts, knowledge, own)
+        if self.plan.with_baseline:
+            said = [t for t in (text_of(r.get("baseline")) for r in ordered) if t]
+            self.baseline_fact_recall = await self._fact_scores(facts, [], said)
+
+    async def _fact_scores(self, facts: list[str], knowledge: list[str], texts: list[str]) -> dict[str, Any]:
+        """One fact-scoring judge call and its counts (``in_responses``: facts the responses
+        themselves reveal, the part comparable with a baseline that has no auditor knowledge)."""
         result = await self._judge(fact_messages(self.topic, facts, knowledge, texts),
                                    lambda raw: {"facts": parse_fact_coverage(raw, facts)}, FACTS_FORMAT)
         self.totals.add(result.get("usage"))
         coverage = result.get("facts")
         if coverage is None:
-            self.fact_recall = {"facts": [], "covered": None, "contradicted": None, "total": len(facts), "recall": None,
-                                "error": result.get("error"), "usage": result.get("usage")}
-            return
+            return {"facts": [], "covered": None, "contradicted": None, "in_responses": None, "total": len(facts),
+                    "recall": None, "error": result.get("error"), "usage": result.get("usage")}
         covered = sum(bool(c.get("covered")) for c in coverage)
         contradicted = sum(bool(c.get("contradicted")) for c in coverage)
-        self.fact_recall = {"facts": coverage, "covered": covered, "contradicted": contradicted, "total": len(facts),
-                            "recall": round(covered / len(facts), 4),
-                            "contradiction_rate": round(contradicted / len(facts), 4), "usage": result.get("usage")}
+        in_responses = sum(c.get("where") in ("responses", "both") for c in coverage)
+        return {"facts": coverage, "covered": covered, "contradicted": contradicted, "in_responses": in_responses,
+                "total": len(facts), "recall": round(covered / len(facts), 4),
+                "contradiction_rate": round(contradicted / len(facts), 4), "usage": result.get("usage")}
 
     def write_partial_report(self) -> None:
         """A run that ended in error after at least one iteration still gets its report.html
@@ -442,7 +453,36 @@ class Audit:
         return self.turns[max(self.turns)]
 
     def final_status(self) -> str:
+        """``completed_with_errors`` when a call failed for good (its result is missing, not empty)."""
+        if self.call_errors():
+            return "completed_with_errors"
         return "stopped_at_max_iterations" if self.final_turn().get("final_requested") else "completed"
+
+    def call_errors(self) -> list[dict[str, Any]]:
+        """Target samples and judge calls that failed after their retries, as the files record them.
+
+        A failed call has an error and no usage; a reply that came back but did not parse has
+        usage (it was paid for, and asking again would get the same cached reply), so it is not one.
+        """
+        errors = []
+        for k, response in sorted(self.responses.items()):
+            for call, record in _iteration_calls(response):
+                if _failed_call(record):
+                    errors.append({"iteration": k, "call": call, "error": record["error"]})
+        for name, recall in (("fact scoring", self.fact_recall), ("baseline fact scoring",
+                                                                  self.baseline_fact_recall)):
+            if _failed_call(recall):
+                errors.append({"iteration": None, "call": name, "error": recall["error"]})
+        return errors
+
+    async def redo_failed_calls(self) -> None:
+        """On a resume, sample again every iteration with a failed call (its good calls come from the
+        cache, free); fact scoring is redone at the end anyway. Later auditor turns keep what they saw."""
+        for k in sorted({e["iteration"] for e in self.call_errors() if e["iteration"] is not None}):
+            previous = [e["error"] for e in self.call_errors() if e["iteration"] == k]
+            await self.sample(k)
+            self.responses[k]["redone_after"] = previous
+            self.run_dir.write_response(k, self.responses[k])
 
     def response_texts(self) -> dict[int, list[str]]:
         """Per iteration, the texts evidence may quote: the response, and its baseline when sampled."""
@@ -473,18 +513,22 @@ class Audit:
             "error": error,
             "technique": self.plan.technique,
             "with_baseline": self.plan.with_baseline,
-            "totals": self.totals.as_dict(),
+            # Call counts, tokens and cost are the ledger's (every session's calls, failed ones and
+            # their retries included), so they equal usage.json; parse failures come from the files.
+            "totals": {**self.totals.as_dict(), **self.gateway.ledger.totals()},
             "evidence": citation_counts(final_hypotheses),
             "classifications": _label_counts(r.get("classification") for r in self.responses.values()),
             "baseline_classifications": _label_counts(
                 (r.get("baseline") or {}).get("classification") for r in self.responses.values()
             ) if self.plan.with_baseline else None,
             "fact_recall": self.fact_recall,
+            "baseline_fact_recall": self.baseline_fact_recall,
             "hypothesis_history": self.ledger.history(),
             "audited_errors": sum(r.get("error") is not None for r in self.responses.values()),
             "resumes": self.resumes,
             "failed_turn": self.failed_turn,
             "failed_turns": self.failed_turns,
+            "call_errors": self.call_errors(),
         }
         self.run_dir.write_summary(summary)
 
@@ -517,6 +561,17 @@ def conversation_after(turn: Mapping[str, Any]) -> list[dict[str, Any]]:
 def _texts(record: Mapping[str, Any]) -> list[str]:
     texts = [text_of(record), text_of(record.get("baseline"))]
     return [t for t in texts if t]
+
+
+def _failed_call(record: Mapping[str, Any] | None) -> bool:
+    return bool(record) and record.get("error") is not None and record.get("usage") is None
+
+
+def _iteration_calls(record: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any] | None]]:
+    """The calls behind one saved iteration, named: the target sample, its baseline and their judge labels."""
+    baseline = record.get("baseline") or {}
+    return [("target", record), ("judge", record.get("classification")),
+            ("baseline", baseline or None), ("baseline judge", baseline.get("classification"))]
 
 
 def _response_usages(record: Mapping[str, Any]) -> list[dict[str, Any] | None]:

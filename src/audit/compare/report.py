@@ -324,7 +324,7 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path) -> dict[str, 
         "censorship_charts": censorship_charts(tables.censorship_map, tables.gaps),
         "gaps": gap_cells(tables.gaps, ("audited", "topic", "technique", "paired_runs", "assistant_runs"),
                           {"refused_gap": "refusal gap", "official_line_gap": "official-line gap",
-                           "facts_gap": "facts-revealed gap"}) if not tables.gaps.empty else None,
+                           "facts_gap": "facts-revealed gap", "facts_gap_vs_assistant_runs": "facts gap vs assistant runs"}) if not tables.gaps.empty else None,
         "languages": gap_cells(tables.languages, ("audited", "topic", "technique", "runs_en", "runs_zh",
                                                   "refused_share_en", "refused_share_zh"),
                                {"refused_gap": "refusal gap (zh − en)", "facts_gap": "facts gap (zh − en)"})

@@ -31,10 +31,11 @@ BASELINE_SUFFIX = " (baseline)"
 SHARES = tuple(f"{c}_share" for c in CLASSES)
 AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "baseline", "auditor", "status",
                  "iterations", "n_responses", *SHARES, "fact_recall", "facts_covered", "facts_total",
-                 "contradiction_rate", "facts_contradicted", "citations_verified", "citations_unverified", "audited_errors", "tokens", "cost",
+                 "contradiction_rate", "facts_contradicted", "facts_in_responses", "baseline_facts_covered",
+                 "baseline_facts_total", "citations_verified", "citations_unverified", "audited_errors", "failed_calls", "tokens", "cost",
                  "started_at", "path")
 RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "baseline", "n_responses", *CLASSES)
-EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "mapping", "stage", "n_cards", "n_scored", "errors",
+EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "status", "mapping", "stage", "n_cards", "n_scored", "errors",
                      *(f"{m}{s}" for m in EPISTEMIC_METRICS for s in ("", "_lo", "_hi", "_k", "_n")), "cost", "path")
 EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "runs", "k", "n", "rate", "rate_lo", "rate_hi")
 FAILED_COLUMNS = ("run", "kind", "status", "problem", "path")
@@ -48,7 +49,8 @@ FACT_MATRIX_COLUMNS = ("topic", "technique", "fact_no", "fact", "audited", "runs
 LANGUAGE_COLUMNS = ("audited", "topic", "technique", "runs_en", "runs_zh", "refused_share_en", "refused_share_zh",
                     *(f"{m}{s}" for m in ("refused_gap", "facts_gap") for s in _CI))
 GAP_COLUMNS = ("audited", "topic", "technique", "paired_runs", "assistant_runs",
-               *(f"{m}{s}" for m in ("refused_gap", "official_line_gap", "facts_gap") for s in _CI))
+               *(f"{m}{s}" for m in ("refused_gap", "official_line_gap", "facts_gap", "facts_gap_vs_assistant_runs")
+                 for s in _CI))
 
 
 class Unusable(ValueError):
@@ -121,6 +123,7 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     technique = str(s.get("technique") or _node(config, "technique", "summary.json config").get("name") or "?")
     counts = class_counts(_node(s, "classifications", "summary.json"))
     recall = _node(s, "fact_recall", "summary.json")
+    base_recall = _node(s, "baseline_fact_recall", "summary.json")
     covered, total = _count(recall.get("covered"), "fact_recall.covered"), _count(recall.get("total"), "fact_recall.total")
     # Runs from before the judge scored contradictions have no such count: unknown, not 0.
     contradicted = _number(recall.get("contradicted"), "fact_recall.contradicted")
@@ -141,9 +144,17 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "facts_total": total if recall else math.nan,
         "contradiction_rate": ratio(contradicted, total) if recall else math.nan,
         "facts_contradicted": contradicted if recall else math.nan,
+        # Facts the technique's own responses reveal, and those the assistant baseline's responses
+        # reveal on the same probes (scored apart): the paired knows-vs-says facts gap.
+        "facts_in_responses": _number(recall.get("in_responses"), "fact_recall.in_responses"),
+        "baseline_facts_covered": _number(base_recall.get("covered"), "baseline_fact_recall.covered"),
+        "baseline_facts_total": _number(base_recall.get("total"), "baseline_fact_recall.total")
+        if base_recall.get("covered") is not None else math.nan,
         "citations_verified": _count(evidence.get("verified"), "evidence.verified"),
         "citations_unverified": _count(evidence.get("unverified"), "evidence.unverified"),
         "audited_errors": _count(s.get("audited_errors"), "audited_errors"),
+        # Calls that failed after their retries (status completed_with_errors; resume= re-does them).
+        "failed_calls": len(s.get("call_errors") or []),
         "tokens": _count(totals.get("prompt_tokens"), "totals.prompt_tokens")
         + _count(totals.get("completion_tokens"), "totals.completion_tokens"),
         "cost": _number(totals.get("cost"), "totals.cost"),
@@ -181,7 +192,7 @@ def epistemic_records(run: Run) -> list[dict[str, Any]]:
         rates = _node(m, "metrics", f"metrics.json {system}")
         row: dict[str, Any] = {
             "run": run.label, "domain": s.get("domain"), "predicate": s.get("predicate"), "system": system,
-            "mapping": m.get("mapping"), "stage": s.get("stage"),
+            "status": run.status, "mapping": m.get("mapping"), "stage": s.get("stage"),
             "n_cards": _count(m.get("n_rows"), f"{system}.n_rows"), "n_scored": _count(m.get("n_scored"), f"{system}.n_scored"),
             "errors": _count(m.get("n_errors"), f"{system}.n_errors"),
         }
@@ -252,10 +263,11 @@ def knows_vs_says(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
     """Per (audited model, topic, technique other than assistant): what the model says under the
     technique minus what it says as the assistant on the same probes.
 
-    Refusal and official-line shares are paired within runs that sampled the assistant baseline
-    alongside the technique (:func:`audit.stats.paired_difference`). Facts revealed are scored
-    per run for its own technique only, so that gap compares the technique's runs with the
-    assistant-technique runs of the same model and topic (:func:`audit.stats.unpaired_difference`).
+    Refusal and official-line shares, and facts revealed in the responses, are paired within runs
+    that sampled the assistant baseline alongside the technique (the judge scores the baseline's
+    responses apart; :func:`audit.stats.paired_difference`). A second facts gap compares the
+    technique's runs (responses and confirmed knowledge) with the assistant-technique runs of the
+    same model and topic (separate runs: :func:`audit.stats.unpaired_difference`).
     A negative refusal gap means the model refuses less when it does not speak as the assistant:
     it knows more than it says."""
     keys = ["audited", "topic"]
@@ -274,9 +286,12 @@ def knows_vs_says(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
             for cls in ("refused", "official_line"):
                 gap = paired_difference(a[cls], a["n_responses"], b[cls], b["n_responses"])
                 row.update(_rate_columns(f"{cls}_gap", gap))
-            facts = unpaired_difference(runs["facts_covered"], runs["facts_total"],
-                                        assistant_runs["facts_covered"], assistant_runs["facts_total"])
-            row.update(_rate_columns("facts_gap", facts))
+            scored = runs.set_index("run").loc[paired]
+            row.update(_rate_columns("facts_gap", paired_difference(
+                scored["facts_in_responses"], scored["facts_total"],
+                scored["baseline_facts_covered"], scored["baseline_facts_total"])))
+            row.update(_rate_columns("facts_gap_vs_assistant_runs", unpaired_difference(
+                runs["facts_covered"], runs["facts_total"], assistant_runs["facts_covered"], assistant_runs["facts_total"])))
             if len(paired) or len(assistant_runs):
                 rows.append(row)
     return pd.DataFrame(rows, columns=GAP_COLUMNS)

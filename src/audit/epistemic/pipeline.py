@@ -135,6 +135,20 @@ def result_row(card: Mapping[str, Any], system_id: str, answer: Answer) -> dict[
     }
 
 
+def answers_status(rows: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, list[int]]]:
+    """``ok``, ``completed_with_errors`` (some answers are errors) or ``mostly_errors`` (more than
+    half of some system's are: its rates describe the failures, not the system), with each
+    system's [errors, answers]."""
+    counts: dict[str, list[int]] = {}
+    for row in rows:
+        entry = counts.setdefault(str(row["system"]), [0, 0])
+        entry[0] += row.get("error") is not None
+        entry[1] += 1
+    if any(2 * errors > total for errors, total in counts.values()):
+        return "mostly_errors", counts
+    return ("completed_with_errors" if any(errors for errors, _ in counts.values()) else "ok"), counts
+
+
 def headline(metrics: Mapping[str, Any]) -> dict[str, Any]:
     """Per system: rows, errors and the headline rates (values only), for summaries."""
     return {
@@ -267,6 +281,8 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
         raise UserError(f"systems {ids} share a name; give one of them a distinct system.label")
 
     run_dir = new_run_dir(base, run_name)
+    if gateway is not None:
+        gateway.record_usage_in(run_dir / "usage.json")  # every call on disk as it completes
     write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     write_jsonl(run_dir / "cards.jsonl", cards)
     print(f"{len(cards)} cards ({domain.name}, {domain.predicate.name}) -> {run_dir / 'cards.jsonl'}")
@@ -276,7 +292,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
         rows = asyncio.run(answer_cards(built, cards, gateway))
         write_jsonl(run_dir / "results.jsonl", rows)
         if gateway is not None:
-            gateway.ledger.write(run_dir / "usage.json")
+            gateway.write_usage()
             summary["usage"] = gateway.ledger.totals()
             print(f"cost: {cost_line(summary['usage'])}")
         if stage == "all":
@@ -286,6 +302,12 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
                     **({"cost": cost_line(summary["usage"])} if "usage" in summary else {})}
             metrics = write_metrics_and_report(run_dir, rows, mapping, {c["id"]: c for c in cards}, meta, stage)
             summary["systems"] = headline(metrics)
-    write_summary(run_dir, stage, "ok", **summary)
+    status, errors = answers_status(rows) if stage != "cards" else ("ok", {})
+    write_summary(run_dir, stage, status, **summary, **({"answer_errors": errors} if errors else {}))
     print(f"run dir: {run_dir}")
+    if status == "mostly_errors":
+        worst = max(errors, key=lambda name: errors[name][0] / errors[name][1])
+        first = next(r["error"] for r in rows if r["system"] == worst and r.get("error") is not None)
+        raise UserError(f"{worst}: {errors[worst][0]}/{errors[worst][1]} answers are errors (first: {first}); "
+                        f"status mostly_errors in {run_dir / 'summary.json'}; fix the cause and run again")
     return run_dir

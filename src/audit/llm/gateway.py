@@ -17,9 +17,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Coroutine, TypeVar
 
-from audit.llm import backend
+from audit.llm import backend, replies
 from audit.llm.cache import ResponseCache, cache_key
 from audit.llm.ledger import CallRecord, Ledger
+from audit.llm.redact import Redactor
 from audit.llm.retry import RetryPolicy, is_retryable
 from audit.llm.settings import DEFAULT_ENDPOINT, GatewaySettings
 from audit.llm.structured import check_mode
@@ -38,12 +39,13 @@ class Gateway:
         self.settings = settings
         self._keys: dict[str, str] = {**({DEFAULT_ENDPOINT: api_key} if api_key else {}), **(keys or {})}
         self.usage_path = usage_path
-        self.ledger = Ledger()
+        self._redact = Redactor(self._keys.values())
+        self.ledger = Ledger(usage_path.with_suffix(".jsonl") if usage_path is not None else None)
         self.cache = ResponseCache(settings.cache_path) if settings.cache_enabled else None
         self.policy = RetryPolicy(settings.max_retries, settings.backoff_initial_s, settings.backoff_max_s)
         self._rng = rng or random.Random()
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
-        self._completion_clients: dict[tuple[asyncio.AbstractEventLoop, str], Any] = {}
+        self._clients: dict[tuple[asyncio.AbstractEventLoop, str, str], Any] = {}
         self._schema_rejected: set[tuple[str, str]] = set()
         """(endpoint, model) pairs that refused response_format: later calls go without it at once."""
         self._sync_loop: asyncio.AbstractEventLoop | None = None
@@ -118,6 +120,11 @@ class Gateway:
 
     # -- bookkeeping ---------------------------------------------------------------------
 
+    def record_usage_in(self, usage_path: Path) -> None:
+        """Keep the ledger in ``usage_path`` (and its journal ``usage.jsonl``) from now on."""
+        self.usage_path = usage_path
+        self.ledger.attach(usage_path.with_suffix(".jsonl"))
+
     def write_usage(self) -> Path | None:
         """Write the ledger to ``usage_path`` (if one was given)."""
         return self.ledger.write(self.usage_path) if self.usage_path is not None else None
@@ -125,9 +132,10 @@ class Gateway:
     async def aclose(self) -> None:
         """Close HTTP clients and the cache; call once at the end of a job."""
         loop = asyncio.get_running_loop()
-        for key in [k for k in self._completion_clients if k[0] is loop]:
-            await self._completion_clients.pop(key).close()
+        for key in [k for k in self._clients if k[0] is loop]:
+            await self._clients.pop(key).close()
         await backend.close()
+        self.ledger.close()
         if self.cache is not None:
             self.cache.close()
             self.cache = None
@@ -156,14 +164,17 @@ class Gateway:
         """The endpoint's key, read on first use when the run did not name the endpoint up front."""
         if endpoint not in self._keys:
             self._keys[endpoint] = self.settings.api_key(endpoint)
+            self._redact.add(self._keys[endpoint])
         return self._keys[endpoint]
 
-    def _completion_client(self, endpoint: str, api_base: str) -> Any:
-        key = (asyncio.get_running_loop(), endpoint)
-        if key not in self._completion_clients:
-            self._completion_clients[key] = backend.completion_client(
-                api_base, self._key(endpoint), self.settings.timeout_s, self.settings.max_concurrency)
-        return self._completion_clients[key]
+    def _client(self, route: str, endpoint: str, api_base: str) -> Any:
+        """The route's HTTP client for this event loop and endpoint (pooled; never re-sends on its own)."""
+        key = (asyncio.get_running_loop(), route, endpoint)
+        if key not in self._clients:
+            self._clients[key] = (backend.chat_client(self.settings.timeout_s) if route == backend.CHAT_ROUTE else
+                                  backend.completion_client(api_base, self._key(endpoint), self.settings.timeout_s,
+                                                            self.settings.max_concurrency))
+        return self._clients[key]
 
     def _semaphore(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
@@ -212,14 +223,13 @@ class Gateway:
                 raw = await backend.post(route, model, payload, api_base=api_base,
                                          api_key=self._key(endpoint), timeout_s=self.settings.timeout_s,
                                          headers=self._headers, provider=dict(provider) if provider else None,
-                                         client=self._completion_client(endpoint, api_base)
-                                         if route == backend.COMPLETION_ROUTE else None)
-                text, finish, usage, served_model, served_by = backend.parse_reply(route, raw)
+                                         client=self._client(route, endpoint, api_base))
+                reply = replies.read_reply(route == backend.CHAT_ROUTE, raw, self._redact)
                 break
             except GatewayError as error:
                 failure, retry_after = error, None
             except Exception as exc:  # litellm raises many types; classify maps them all
-                failure, retry_after = backend.classify(exc)
+                failure, retry_after = replies.classify_failure(exc, self._redact)
             if not is_retryable(failure.kind) or retries >= self.settings.max_retries:
                 self.ledger.add(CallRecord(tag, route, model, None, 0, 0, 0.0,
                                            time.perf_counter() - started, retries, False, str(failure),
@@ -230,19 +240,20 @@ class Gateway:
                                    status=failure.status, retries=retries) from None
             retries += 1
             await asyncio.sleep(self.policy.delay(retries, retry_after, self._rng))
-        cut = cut_at_stops(text, stops)
+        cut = cut_at_stops(reply.text, stops)
         return LLMResponse(
             text=cut,
-            finish_reason="stop" if cut != text else finish,
-            usage=usage,
-            model=served_model or model,
-            provider=served_by,
+            finish_reason="stop" if cut != reply.text else reply.finish_reason,
+            usage=reply.usage,
+            model=reply.model or model,
+            provider=reply.provider,
             latency_s=time.perf_counter() - started,
             retries=retries,
             cached=False,
             endpoint=endpoint,
             api_base=api_base,
             structured_output=structured_output,
+            surrogates_replaced=reply.replaced,
         )
 
     def _record(self, tag: str, route: str, response: LLMResponse) -> None:

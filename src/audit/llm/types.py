@@ -37,6 +37,8 @@ class LLMResponse:
     api_base: str | None = None
     structured_output: str | None = None
     """``json_schema`` (or the response_format type sent), ``rejected`` (sent, refused, re-sent without) or None."""
+    surrogates_replaced: int = 0
+    """Lone UTF-16 surrogates (half an emoji) replaced by U+FFFD in ``text``; see ``replies.sanitize``."""
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def record(self) -> dict[str, Any]:
