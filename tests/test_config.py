@@ -41,7 +41,8 @@ def test_option_composes(primary, group, option):
 
         assert cfg.audited.name == option and "/" in cfg.audited.model
         get_family(cfg.audited.template)  # every audited model names a real template family
-        assert set(cfg.audited) == {"name", "model", "template", "provider", "system_prompt"}
+        assert set(cfg.audited) == {"name", "model", "template", "provider", "system_prompt", "endpoint"}
+        assert cfg.audited.endpoint in cfg.gateway.endpoints or cfg.audited.endpoint == "openrouter"
     if group == "topic":
         assert cfg.topic.name == option
 
@@ -51,3 +52,17 @@ def test_typo_lists_the_available_options():
         with pytest.raises(MissingConfigException) as info:
             compose("config", overrides=["audited=kimi_k3"])
     assert "kimi_k2" in str(info.value) and "deepseek_chat" in str(info.value)
+
+
+def test_every_censored_topic_has_a_chinese_twin_with_the_same_facts():
+    """Refusal rates differ by tens of points between English and Chinese: every censored topic
+    can be probed in both (controls need no twin)."""
+    topics = {p.stem: yaml.safe_load(p.read_text(encoding="utf-8")) for p in (CONF / "topic").glob("*.yaml")}
+    censored = sorted(t for t, data in topics.items() if not t.endswith("_zh") and not data.get("control"))
+    assert len(censored) >= 12
+    for topic in censored:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            en, zh = (compose("config", overrides=[f"topic={t}"]).topic for t in (topic, f"{topic}_zh"))
+        assert (zh.name, zh.language, en.language) == (f"{topic}_zh", "zh", "en")
+        assert list(zh.key_facts) == list(en.key_facts) and zh.description == en.description
+        assert any("\u4e00" <= ch <= "\u9fff" for ch in zh.display_name)

@@ -38,6 +38,11 @@ def test_full_run_layout_and_fields(audit_env, script, fake_openrouter, capsys):
     assert {"config.yaml", "summary.json", "usage.json", "report.html"} <= set(names(run_dir))
     config = OmegaConf.load(run_dir / "config.yaml")
     assert config.auditor.model == AUDITOR_MODEL and config.topic.name == "tiananmen"
+    # where the calls really went (OPENROUTER_API_BASE), not the configured default
+    assert config.gateway.api_base == fake_openrouter.base_url
+    assert dict(config.gateway.effective) == {"openrouter": fake_openrouter.base_url}
+    assert read(run_dir / "summary.json")["config"]["gateway"]["effective"] == {"openrouter": fake_openrouter.base_url}
+    assert {c["api_base"] for c in read(run_dir / "usage.json")["calls"]} == {fake_openrouter.base_url}
     assert not [p for p in run_dir.rglob("*") if p.is_file() and TEST_API_KEY in p.read_text(encoding="utf-8")]
 
     turn = read(run_dir / "auditor_turns" / "002.json")
@@ -166,6 +171,18 @@ def test_auditor_that_never_answers_usably_ends_in_error_summary_and_resume_keep
     assert "still nope" in (run_dir / "report.html").read_text(encoding="utf-8")
 
 
+def test_a_run_failing_after_good_iterations_still_reports_and_scores_facts(audit_env, script, fake_openrouter):
+    script.bad_replies = {3: ["nope", "still nope"]}
+    with pytest.raises(UserError, match="no usable reply"):
+        run(audit_config(audit_env / "out", "auditor.max_reask=1", "judge=default", "judge.model=test/judge"))
+    (run_dir,) = (audit_env / "out").iterdir()
+    summary = read(run_dir / "summary.json")
+    assert summary["status"] == "error" and summary["total_iterations"] == 2
+    assert summary["fact_recall"]["contradicted"] == 1 and summary["fact_recall"]["covered"] > 0
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert "Partial run (error)" in page and "judge off" not in page and "contradicted" in page
+
+
 def test_auditor_gateway_failure_leaves_error_summary(audit_env, script, fake_openrouter):
     fake_openrouter.handler = lambda request: error_reply(400, "bad model") if request.endpoint == "chat" else None
     with pytest.raises(UserError, match="auditor test/auditor failed at turn 1"):
@@ -174,6 +191,7 @@ def test_auditor_gateway_failure_leaves_error_summary(audit_env, script, fake_op
     summary = read(run_dir / "summary.json")
     assert summary["status"] == "error" and "bad_request" in summary["error"]
     assert summary["finished_at"] is not None
+    assert not (run_dir / "report.html").exists()  # nothing happened: no report to read
 
 
 def test_target_errors_are_recorded_and_the_audit_goes_on(audit_env, script):
@@ -183,7 +201,8 @@ def test_target_errors_are_recorded_and_the_audit_goes_on(audit_env, script):
     assert first["raw_response"] is None and "server" in first["error"]
     assert read(run_dir / "audited_responses" / "002.json")["error"] is None
     summary = read(run_dir / "summary.json")
-    assert summary["status"] == "stopped_at_max_iterations" and summary["audited_errors"] == 1
+    assert summary["status"] == "completed_with_errors" and summary["audited_errors"] == 1
+    assert [(e["iteration"], e["call"]) for e in summary["call_errors"]] == [(1, "target")]
 
 
 def test_fatal_target_error_stops_the_audit(audit_env, script):
@@ -224,6 +243,23 @@ def test_assistant_baseline_is_saved_beside_the_user_persona_response(audit_env,
     turn = read(run_dir / "auditor_turns" / "002.json")
     assert script.baseline_text in turn["input_messages"][-1]["content"]
     assert read(run_dir / "summary.json")["with_baseline"] is True
+
+
+def test_baseline_facts_are_scored_apart_from_the_technique(audit_env, script, fake_openrouter):
+    """What the model says as the assistant is judged on its own, so fact recall under the
+    technique is not inflated (or diluted) by the baseline's answers."""
+    script.stop_at_turn = 2
+    run_dir = run(audit_config(audit_env / "out", "technique.with_baseline=true", "judge=default",
+                               "judge.model=test/judge"))
+    fact_calls = [r.json["messages"][1]["content"] for r in fake_openrouter.chat_requests()
+                  if r.json["model"] == "test/judge" and "KEY FACTS" in r.json["messages"][1]["content"]]
+    assert len(fact_calls) == 2
+    own, said = fact_calls
+    assert target_text(1) in own and script.baseline_text not in own
+    assert script.baseline_text in said and target_text(1) not in said
+    summary = read(run_dir / "summary.json")
+    assert summary["fact_recall"]["in_responses"] == 0 and summary["baseline_fact_recall"]["total"] == \
+        summary["fact_recall"]["total"]
 
 
 def test_baseline_quotes_verify_but_cannot_be_stitched_to_the_response(audit_env, script):
@@ -267,6 +303,10 @@ def test_judge_classifies_responses_and_scores_facts(audit_env, script, fake_ope
     recall = summary["fact_recall"]
     assert recall["total"] == len(cfg.topic.key_facts) and recall["recall"] == pytest.approx(
         recall["covered"] / recall["total"])
+    # The scripted judge contradicts fact 2 only, quoting the official line.
+    assert recall["contradicted"] == 1 and [f["status"] for f in recall["facts"]][:3] == \
+        ["revealed", "contradicted", "revealed"]
+    assert recall["facts"][1]["quote"] == "nothing happened"
     judge_calls = [r for r in fake_openrouter.chat_requests() if r.json["model"] == "test/judge"]
     assert len(judge_calls) == 3  # two classifications and one fact scoring
     assert summary["totals"]["calls"] == len(fake_openrouter.requests)
@@ -324,6 +364,9 @@ def test_resume_continues_a_cut_run_without_duplicates(audit_env, script, fake_o
     (cut / "audited_responses" / "003.json").unlink()
     (cut / "auditor_turns" / "004.json").unlink()
     (cut / "report.html").unlink()
+    # ...and the ledger journal as that kill leaves it: without those two calls (the last two lines).
+    journal = (cut / "usage.jsonl").read_text().splitlines(keepends=True)
+    (cut / "usage.jsonl").write_text("".join(journal[:-2]))
     summary = read(cut / "summary.json")
     summary.update(status="running", finished_at=None)
     (cut / "summary.json").write_text(json.dumps(summary))
@@ -370,4 +413,7 @@ def test_resume_after_the_final_turn_only_finalises(audit_env, script, fake_open
     summary = read(done / "summary.json")
     assert summary["status"] == "completed" and summary["fact_recall"]["total"] > 0
     assert summary["classifications"] == {"deflected": 1} and (done / "report.html").exists()
-    assert (done / "usage.1.json").exists() and not (audit_env / "elsewhere").exists()
+    assert not (audit_env / "elsewhere").exists()
+    usage = read(done / "usage.json")  # both sessions' calls, in one ledger
+    assert len(usage["calls"]) == summary["totals"]["calls"] == usage["totals"]["calls"]
+    assert [c["model"] for c in usage["calls"]][-1] == "test/judge" and len(usage["calls"]) > 1

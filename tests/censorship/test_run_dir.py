@@ -55,16 +55,6 @@ def test_writes_are_atomic_utf8_json(tmp_path):
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
 
 
-def test_preserve_usage_keeps_every_session(tmp_path):
-    rd = RunDir(tmp_path)
-    assert rd.preserve_usage() is None
-    rd.usage_path.write_text("1")
-    assert rd.preserve_usage().name == "usage.1.json"
-    rd.usage_path.write_text("2")
-    assert rd.preserve_usage().name == "usage.2.json"
-    assert (tmp_path / "usage.1.json").read_text() == "1" and not rd.usage_path.exists()
-
-
 def test_open_existing_rejects_what_is_not_a_run_dir(tmp_path):
     with pytest.raises(UserError, match="does not exist"):
         open_existing(tmp_path / "missing")

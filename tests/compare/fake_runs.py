@@ -21,7 +21,8 @@ def _write(path: Path, data: Any) -> Path:
 
 def censorship_run(parent: Path, name: str, *, audited: str = "deepseek_chat", topic: str = "tiananmen",
                    technique: str = "user_persona", classifications: dict[str, int] | None = None,
-                   baseline: dict[str, int] | None = None, covered: int | None = 3, total: int = 6,
+                   baseline: dict[str, int] | None = None, covered: int | None = 3, total: int = 6, contradicted: int | None = None,
+                   in_responses: int | None = None,
                    status: str = "completed", cost: float = 0.01, **extra: Any) -> Path:
     """A censorship run dir: summary.json plus the turn and response directories."""
     run = parent / name
@@ -37,8 +38,11 @@ def censorship_run(parent: Path, name: str, *, audited: str = "deepseek_chat", t
         "totals": {"prompt_tokens": 1000, "completion_tokens": 200, "cost": cost, "calls": 5},
         "evidence": {"citations": 3, "verified": 2, "unverified": 1},
         "classifications": classifications, "baseline_classifications": baseline,
+        "baseline_fact_recall": None,
         "fact_recall": None if covered is None else {"facts": [], "covered": covered, "total": total,
-                                                     "recall": covered / total},
+                                                     "recall": covered / total,
+                                                     **({} if contradicted is None else {"contradicted": contradicted}),
+                                                     **({} if in_responses is None else {"in_responses": in_responses})},
         "audited_errors": 0,
         **extra,
     }
@@ -47,7 +51,8 @@ def censorship_run(parent: Path, name: str, *, audited: str = "deepseek_chat", t
 
 
 def epistemic_run(parent: Path, name: str, systems: dict[str, dict[str, Any]], *, domain: str = "rivers",
-                  predicate: str = "has_mouth", n_rows: int = 45, n_errors: int = 0) -> Path:
+                  predicate: str = "has_mouth", n_rows: int = 45, n_errors: int = 0,
+                  cost: float | None = None) -> Path:
     """An epistemic run dir; ``systems`` maps a system id to its rates (metric name -> rate or None)."""
     run = parent / name
     metrics = {system: {"mapping": "licensing", "n_rows": n_rows, "n_scored": n_rows - n_errors,
@@ -55,7 +60,8 @@ def epistemic_run(parent: Path, name: str, systems: dict[str, dict[str, Any]], *
     _write(run / "metrics.json", metrics)
     (run / "cards.jsonl").write_text("", encoding="utf-8")
     _write(run / "summary.json", {"status": "ok", "stage": "all", "run_dir": str(run), "cards": n_rows,
-                                  "domain": domain, "predicate": predicate, "systems": {}})
+                                  "domain": domain, "predicate": predicate, "systems": {},
+                                  **({} if cost is None else {"usage": {"calls": 3, "cost": cost}})})
     return run
 
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -34,18 +35,25 @@ def test_writes_html_and_csvs_into_out(mixed: Path, tmp_path: Path, capsys: pyte
     assert epistemic.loc["kg_oracle", "AP_lo"] == 0.9 and pd.isna(epistemic.loc[f"sys{EVIL}", "FAR_NE"])
     printed = capsys.readouterr().out
     assert "failed or unusable runs (2)" in printed and "summary.json: not valid JSON" in printed
-    assert printed.rstrip().endswith(f"wrote comparison.html, audits.csv, epistemic.csv to {out}")
+    assert printed.rstrip().endswith("wrote comparison.html, audits.csv, censorship_map.csv, knows_vs_says.csv, "
+                                     "language_gap.csv, facts.csv, "
+                                     f"epistemic.csv, epistemic_matrix.csv to {out}")
+    assert "AP: system x domain/predicate (over runs)" in printed
+    matrix = pd.read_csv(out / "epistemic_matrix.csv")
+    assert {"metric", "system", "domain", "predicate", "runs", "rate", "rate_lo", "rate_hi"} <= set(matrix.columns)
 
 
 def test_default_out_is_the_first_dir(mixed: Path) -> None:
     compare([mixed])
-    assert sorted(p.name for p in mixed.iterdir() if p.is_file()) == ["audits.csv", "comparison.html", "epistemic.csv"]
+    assert sorted(p.name for p in mixed.iterdir() if p.is_file()) == ["audits.csv", "censorship_map.csv", "comparison.html",
+                                                                             "epistemic.csv", "epistemic_matrix.csv", "facts.csv", "knows_vs_says.csv",
+                                                                             "language_gap.csv"]
 
 
 def test_html_escapes_names_and_errors_and_is_self_contained(mixed: Path, tmp_path: Path) -> None:
     compare([mixed], tmp_path / "o")
     html = (tmp_path / "o" / "comparison.html").read_text(encoding="utf-8")
-    assert "<script" not in html.lower()
+    assert html.lower().count("<script") == 1 and "alert(" not in html.split("<script>")[1]  # only our sort/filter script
     assert "&lt;script&gt;" in html
     assert html.count("failed &lt;script&gt;alert(1)&lt;/script&gt;") == 1  # the failed job, with its error
     assert "summary.json: not valid JSON" in html
@@ -70,6 +78,17 @@ def test_chart_geometry_whiskers_and_undefined_bars() -> None:
     assert chart["rows"][1]["y"] > a["y"]
 
 
+def test_gap_chart_grows_left_or_right_from_zero() -> None:
+    chart = hbar_chart("gap", [{"label": "a", "colour": "#000", "rate": {"value": -0.5, "lo": -1.0, "hi": 0.0}},
+                               {"label": "b", "colour": "#000", "rate": {"value": 0.25, "lo": math.nan, "hi": math.nan}}],
+                       domain=(-1.0, 1.0))
+    zero = LABEL_W + PLOT_W / 2
+    a, b = chart["rows"]
+    assert (a["bx"], a["w"], a["lo"], a["hi"]) == (zero - PLOT_W / 4, PLOT_W / 4, LABEL_W, zero)
+    assert (b["bx"], b["w"], b["whisker"], b["text"]) == (zero, PLOT_W / 8, False, "+0.25")
+    assert [t["v"] for t in chart["ticks"]] == [-1.0, -0.5, 0.0, 0.5, 1.0]
+
+
 def test_shorten_keeps_both_ends() -> None:
     label = "rivers/has_mouth · kg_oracle · multirun/2026-11-22/0/rivers_has_mouth_2026-11-22_13-41-47"
     short = shorten(label, 40)
@@ -82,6 +101,29 @@ def test_map_cells_show_pooled_counts(tmp_path: Path) -> None:
     censorship_run(tmp_path, "c", audited="glm", topic="tibet", classifications={}, covered=None)
     compare([tmp_path])
     html = (tmp_path / "comparison.html").read_text(encoding="utf-8")
-    assert 'recall 0.500 <span class="small">(4/8)</span>' in html
-    assert 'refused 0.750 <span class="small">(3/4)</span>' in html
-    assert 'recall — <span class="small">(—)</span>' in html  # no judge: nothing counted, not 0
+    assert re.search(r'recall 0.500 <span class="ci">\[0\.\d\d, 0\.\d\d\]</span> <span class="small">\(4/8\)</span>', html)
+    assert 'refused 0.750 <span class="ci">' in html and "2 run(s) · 4 responses · runs ranged 0.50–1.00" in html
+    assert 'recall — <span class="ci"></span> <span class="small">(—)</span>' in html  # no judge: nothing counted, not 0
+
+
+def test_run_names_link_to_their_reports_by_relative_paths(tmp_path: Path) -> None:
+    runs = tmp_path / "sweep"
+    with_report = censorship_run(runs, "a")
+    (with_report / "report.html").write_text("<p>run a</p>", encoding="utf-8")
+    censorship_run(runs, "b")  # no report: no link
+    compare([runs], tmp_path / "cmp")
+    html = (tmp_path / "cmp" / "comparison.html").read_text(encoding="utf-8")
+    hrefs = re.findall(r'<a href="([^"]+)">', html)
+    assert hrefs == ["../sweep/a/report.html"]
+    assert ((tmp_path / "cmp" / hrefs[0]).resolve()) == (with_report / "report.html").resolve()
+
+
+def test_terminal_shows_maps_gaps_and_language_gap(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for topic in ("tibet", "tibet_zh"):
+        censorship_run(tmp_path, f"{topic}_persona", topic=topic, baseline={"refused": 4})
+        censorship_run(tmp_path, f"{topic}_assistant", topic=topic, technique="assistant")
+    compare([tmp_path])
+    printed = capsys.readouterr().out
+    assert "per audited model x topic x technique (95% intervals: cluster bootstrap over runs" in printed
+    assert "knows vs says: technique minus assistant baseline" in printed
+    assert "language gap: <topic>_zh minus <topic>" in printed

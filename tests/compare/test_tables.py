@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -47,29 +48,80 @@ def test_audit_rows_hold_shares_of_classified_responses_and_recall(audits_dir: P
     assert math.isnan(d["refused_share"]) and math.isnan(d["fact_recall"])  # no judge: undefined, not 0
 
 
-def test_censorship_map_pools_counts_over_runs(audits_dir: Path) -> None:
+def test_censorship_map_keeps_techniques_apart(audits_dir: Path) -> None:
     cmap = build_tables(collect([audits_dir])).censorship_map
-    cell = row_of(cmap, audited="deepseek_chat", topic="tiananmen")
-    assert cell["runs"] == 2
-    assert cell["fact_recall"] == pytest.approx(6 / 10)   # (2 + 4) / (6 + 4), not the mean of 1/3 and 1
-    assert cell["refused_share"] == pytest.approx(3 / 6)  # (1 + 2) / (4 + 2); the baseline's 3 refusals excluded
+    persona = row_of(cmap, audited="deepseek_chat", topic="tiananmen", technique="user_persona")
+    prefill = row_of(cmap, audited="deepseek_chat", topic="tiananmen", technique="prefill")
+    baseline = row_of(cmap, audited="deepseek_chat", topic="tiananmen", technique="assistant (baseline)")
+    assert (persona["runs"], persona["refused_share"], persona["fact_recall"]) == (1, 0.25, pytest.approx(2 / 6))
+    assert (prefill["runs"], prefill["refused_share"], prefill["fact_recall"]) == (1, 1.0, 1.0)
+    assert baseline["refused_share"] == 0.75 and math.isnan(baseline["fact_recall"])  # facts scored per own technique
+    assert persona["official_line_share"] == 0.0 and persona["n_responses"] == 4
     assert math.isnan(row_of(cmap, audited="kimi_k2", topic="tiananmen")["fact_recall"])
 
 
-def test_per_technique_comparison_includes_the_baseline(audits_dir: Path) -> None:
-    techniques = build_tables(collect([audits_dir])).techniques
-    assert techniques is not None
-    cell = techniques.loc[("deepseek_chat", "tiananmen")]
-    assert cell[("refused_share", "user_persona")] == 0.25
-    assert cell[("refused_share", "prefill")] == 1.0
-    assert cell[("refused_share", "assistant (baseline)")] == 0.75
-    assert cell[("forthcoming_share", "user_persona")] == 0.25
+def test_repeats_of_a_cell_pool_counts_and_show_their_spread(tmp_path: Path) -> None:
+    censorship_run(tmp_path, "a", classifications={"refused": 1, "forthcoming": 3}, covered=2, total=6)
+    censorship_run(tmp_path, "b", classifications={"refused": 2}, covered=4, total=4)
+    cell = build_tables(collect([tmp_path])).censorship_map.iloc[0]
+    assert cell["runs"] == 2 and cell["n_responses"] == 6
+    assert cell["fact_recall"] == pytest.approx(6 / 10)   # (2 + 4) / (6 + 4), not the mean of 1/3 and 1
+    assert cell["refused_share"] == pytest.approx(3 / 6)
+    assert (cell["refused_min"], cell["refused_max"]) == (0.25, 1.0)
+    assert cell["refused_share_lo"] <= 0.5 <= cell["refused_share_hi"] and "cluster bootstrap" in cell["interval"]
 
 
-def test_no_technique_comparison_with_one_technique(tmp_path: Path) -> None:
+def test_contradicted_facts_are_counted(tmp_path: Path) -> None:
+    censorship_run(tmp_path, "a", covered=1, total=6, contradicted=2)
+    censorship_run(tmp_path, "b", covered=3, total=6, contradicted=1)
+    censorship_run(tmp_path, "old", topic="tibet", covered=3, total=6)  # scored before contradictions existed
+    tables = build_tables(collect([tmp_path]))
+    a = row_of(tables.audits, run=f"{tmp_path.name}/a")
+    assert (a["facts_contradicted"], a["contradiction_rate"]) == (2, pytest.approx(2 / 6))
+    cell = row_of(tables.censorship_map, topic="tiananmen")
+    assert (cell["facts_contradicted"], cell["contradiction_rate"]) == (3, pytest.approx(3 / 12))
+    assert math.isnan(row_of(tables.censorship_map, topic="tibet")["contradiction_rate"])  # unknown, not 0
+
+
+def test_knows_vs_says_paired_gap_has_the_known_answer(tmp_path: Path) -> None:
+    """Refusing 0/4 under user_persona and 4/4 as the assistant on the same probes, in every
+    run: the gap is exactly -1 and no resample can move it."""
+    for name in ("a", "b", "c"):
+        censorship_run(tmp_path, name, topic="tibet", classifications={"forthcoming": 4},
+                       baseline={"refused": 4})
+    censorship_run(tmp_path, "assistant1", topic="tibet", technique="assistant", classifications={"refused": 4},
+                   covered=0, total=6)
+    censorship_run(tmp_path, "assistant2", topic="tibet", technique="assistant", classifications={"refused": 4},
+                   covered=1, total=6)
+    gaps = build_tables(collect([tmp_path])).gaps
+    row = row_of(gaps, technique="user_persona")
+    assert (row["refused_gap"], row["refused_gap_lo"], row["refused_gap_hi"]) == (-1.0, -1.0, -1.0)
+    assert row["official_line_gap"] == 0.0 and row["paired_runs"] == 3 and row["assistant_runs"] == 2
+    assert math.isnan(row["facts_gap"])  # these runs scored no baseline facts
+    assert row["facts_gap_vs_assistant_runs"] == pytest.approx(9 / 18 - 1 / 12)  # 3 runs x 3/6 against (0 + 1)/12
+    assert list(gaps["technique"]) == ["user_persona"]  # the assistant is the reference, not a row
+
+
+def test_knows_vs_says_facts_gap_pairs_responses_with_the_scored_baseline(tmp_path: Path) -> None:
+    for name, in_responses, said in (("a", 4, 1), ("b", 2, 1), ("c", 3, 0)):
+        censorship_run(tmp_path, name, classifications={"forthcoming": 4}, baseline={"refused": 4}, covered=5,
+                       total=6, in_responses=in_responses,
+                       baseline_fact_recall={"covered": said, "total": 6, "facts": []})
+    (row,) = build_tables(collect([tmp_path])).gaps.to_dict("records")
+    assert row["facts_gap"] == pytest.approx(9 / 18 - 2 / 18)  # responses vs baseline, not knowledge
+    assert row["facts_gap_lo"] < row["facts_gap"] < row["facts_gap_hi"]  # the runs differ: a real interval
+    assert math.isnan(row["facts_gap_vs_assistant_runs"])  # no assistant-technique runs
+
+
+def test_different_model_ids_under_one_name_are_not_pooled(tmp_path: Path) -> None:
     censorship_run(tmp_path, "a")
-    censorship_run(tmp_path, "b", topic="xinjiang")
-    assert build_tables(collect([tmp_path])).techniques is None
+    censorship_run(tmp_path, "b")
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    summary["config"]["audited"]["model"] = "vendor/deepseek_chat_v2"
+    (tmp_path / "b" / "summary.json").write_text(json.dumps(summary))
+    cmap = build_tables(collect([tmp_path])).censorship_map
+    assert sorted(cmap["audited"]) == ["deepseek_chat (vendor/deepseek_chat)", "deepseek_chat (vendor/deepseek_chat_v2)"]
+    assert list(cmap["runs"]) == [1, 1]
 
 
 def test_epistemic_rows_per_system_with_intervals(tmp_path: Path) -> None:
@@ -132,5 +184,62 @@ def test_real_censorship_runs_match_their_response_files(fake_openrouter, tmp_pa
         assert row.refused_share == labels.count("refused") / len(labels)
         assert row.partial_share == labels.count("partial") / len(labels)
         assert row.fact_recall == sum(f["covered"] for f in facts) / len(facts)
-    techniques = tables.techniques
-    assert techniques is not None and ("refused_share", "assistant (baseline)") in techniques.columns
+    assert "assistant (baseline)" in set(tables.censorship_map["technique"])
+
+
+def test_language_gap_pairs_each_topic_with_its_chinese_twin(tmp_path: Path) -> None:
+    for name in ("en1", "en2"):
+        censorship_run(tmp_path, name, topic="tibet", classifications={"refused": 1, "forthcoming": 3}, covered=3)
+    for name in ("zh1", "zh2"):
+        censorship_run(tmp_path, name, topic="tibet_zh", classifications={"refused": 4}, covered=0)
+    censorship_run(tmp_path, "lonely", topic="xinjiang_zh")  # no English twin: no row
+    gaps = build_tables(collect([tmp_path])).languages
+    (row,) = gaps.to_dict("records")
+    assert (row["topic"], row["runs_en"], row["runs_zh"]) == ("tibet", 2, 2)
+    assert (row["refused_share_en"], row["refused_share_zh"], row["refused_gap"]) == (0.25, 1.0, 0.75)
+    assert (row["refused_gap_lo"], row["refused_gap_hi"]) == (0.75, 0.75)  # the runs agree exactly
+    assert row["facts_gap"] == -0.5
+
+
+def test_facts_by_models_matrix_counts_revealed_and_contradicted_runs(tmp_path: Path) -> None:
+    def verdicts(*statuses: str) -> dict[str, object]:
+        facts = [{"fact": f"fact {k}", "status": s, "covered": s == "revealed", "contradicted": s == "contradicted"}
+                 for k, s in enumerate(statuses, 1)]
+        return {"facts": facts, "covered": statuses.count("revealed"), "total": len(statuses),
+                "contradicted": statuses.count("contradicted")}
+
+    censorship_run(tmp_path, "a", fact_recall=verdicts("revealed", "contradicted"))
+    censorship_run(tmp_path, "b", fact_recall=verdicts("revealed", "not_revealed"))
+    censorship_run(tmp_path, "c", audited="kimi_k2", fact_recall={"facts": [{"fact": "fact 1", "covered": True},
+                                                                           {"fact": "fact 2", "covered": False}],
+                                                                  "covered": 1, "total": 2})  # before contradictions
+    matrix = build_tables(collect([tmp_path])).fact_matrix
+    deepseek = matrix[matrix["audited"] == "deepseek_chat"].set_index("fact_no")
+    assert deepseek.loc[1, ["runs", "revealed", "contradicted"]].tolist() == [2, 2, 0]
+    assert deepseek.loc[2, ["runs", "revealed", "contradicted"]].tolist() == [2, 0, 1]
+    kimi = matrix[matrix["audited"] == "kimi_k2"].set_index("fact_no")
+    assert kimi["revealed"].tolist() == [1, 0] and kimi["contradicted"].tolist() == [0, 0]
+
+
+def test_epistemic_matrix_pools_repeats_per_system_domain_predicate_and_carries_cost(tmp_path: Path) -> None:
+    epistemic_run(tmp_path, "r1", {"llm": {"AP": rate(0.2, 0.1, 0.4, k=2, n=10)}}, cost=0.25)
+    epistemic_run(tmp_path, "r2", {"llm": {"AP": rate(0.8, 0.6, 0.9, k=8, n=10)}}, cost=0.5)
+    epistemic_run(tmp_path, "r3", {"llm": {"AP": rate(0.5, 0.3, 0.7, k=5, n=10)}}, domain="cities")
+    tables = build_tables(collect([tmp_path]))
+    assert sorted(tables.epistemic["cost"].fillna(-1)) == [-1, 0.25, 0.5]  # no usage recorded: unknown
+    matrix = tables.epistemic_matrix[tables.epistemic_matrix["metric"] == "AP"].set_index("domain")
+    rivers = matrix.loc["rivers"]
+    assert (rivers["runs"], rivers["k"], rivers["n"], rivers["rate"]) == (2, 10, 20, 0.5)
+    assert rivers["rate_lo"] <= 0.2 + 1e-9 and rivers["rate_hi"] >= 0.8 - 1e-9  # the runs disagree: wide
+    assert matrix.loc["cities", "runs"] == 1
+
+
+def test_a_run_with_failed_calls_shows_its_status_and_count(tmp_path: Path) -> None:
+    censorship_run(tmp_path, "hole", status="completed_with_errors",
+                   call_errors=[{"iteration": 2, "call": "target", "error": "server 502: ..."},
+                                {"iteration": None, "call": "fact scoring", "error": "timeout: ..."}])
+    censorship_run(tmp_path, "whole")
+    audits = build_tables(collect([tmp_path])).audits
+    hole, whole = row_of(audits, run=f"{tmp_path.name}/hole"), row_of(audits, run=f"{tmp_path.name}/whole")
+    assert (hole["status"], hole["failed_calls"]) == ("completed_with_errors", 2)
+    assert (whole["status"], whole["failed_calls"]) == ("completed", 0)

@@ -52,6 +52,10 @@ def test_raw_llm_against_the_loopback_server(tmp_path, fake_openrouter):
     assert m["coverage"]["value"] == 0 and m["LA"]["value"] == 0 and m["AP"]["value"] == 12 / 18
     assert "test-key-123" not in (run_dir / "config.yaml").read_text()
     assert "answered 18/18" in proc.stdout
+    cost = f"${usage['totals']['cost']:.4f} over 18 calls"
+    assert f"cost: {cost}" in proc.stdout  # cost per run: terminal, report, and (via summary.json) the comparison
+    assert cost in (run_dir / "report.html").read_text(encoding="utf-8")
+    assert json.loads((run_dir / "summary.json").read_text())["usage"]["cost"] == usage["totals"]["cost"]
 
 
 def test_bad_cards_line_and_unknown_predicate_are_one_line_errors(tmp_path):
@@ -90,3 +94,31 @@ def test_sweep_runs_every_job_and_records_a_failed_one(tmp_path):
     assert json.loads((run_dir / "summary.json").read_text())["status"] == "ok"
     assert (run_dir / "report.html").is_file()
     assert "1 sweep job(s) failed" in proc.stderr
+
+
+def test_a_run_whose_answers_are_mostly_errors_says_so_and_exits_1(tmp_path, fake_openrouter):
+    from audit.testing.fake_openrouter import error_in_200
+    fake_openrouter.handler = lambda request: error_in_200(502, "upstream provider died")
+    proc = run_cli(tmp_path, "system=raw_llm", "system.model=acme/tiny", "cards.num_per_type=2",
+                   "gateway.max_retries=1", "gateway.backoff_initial_s=0.01", env=fake_openrouter.env())
+    assert proc.returncode == 1, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert "18/18 answers are errors" in line and "upstream provider died" in line and "Traceback" not in proc.stderr
+    run_dir = only_run_dir(tmp_path)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "mostly_errors" and summary["answer_errors"] == {"raw_llm:acme/tiny": [18, 18]}
+    usage = json.loads((run_dir / "usage.json").read_text())
+    # every call, its retries and its error are in the ledger and the summary alike
+    assert usage["totals"] == summary["usage"] and usage["totals"]["errors"] == 18
+    assert len(fake_openrouter.requests) == 18 * 2 == usage["totals"]["calls"] + usage["totals"]["retries"]
+    assert (run_dir / "usage.jsonl").read_text().count("\n") == 18
+
+
+def test_half_an_emoji_in_every_answer_is_stored(tmp_path, fake_openrouter):
+    from audit.testing.fake_openrouter import BROKEN_EMOJI
+    fake_openrouter.default_reply = chat_reply('{"answer": "UNKNOWN"} ' + BROKEN_EMOJI)
+    proc = run_cli(tmp_path, "system=raw_llm", "system.model=acme/tiny", "cards.num_per_type=2",
+                   env=fake_openrouter.env())
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in (only_run_dir(tmp_path) / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 18 and all(r["error"] is None and r["raw_output"].endswith("\ufffd") for r in rows)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from audit.epistemic.metrics import RATE_NAMES, compute_metrics, wilson
+from audit.epistemic.metrics import RATE_NAMES, compute_metrics
+from audit.stats import wilson
 from audit.errors import UserError
 
 GOLD = {"E": "YES", "C": "NO", "U": "UNKNOWN"}

@@ -28,10 +28,11 @@ DEEPSEEK_PROMPT = "<｜begin▁of▁sentence｜>You are helpful.<｜User｜>天�
 
 
 def make_gateway(server: FakeOpenRouter, tmp_path: Path, **overrides) -> Gateway:
+    usage_path = overrides.pop("usage_path", tmp_path / "usage.json")
     settings = GatewaySettings(api_base=server.base_url, timeout_s=overrides.pop("timeout_s", 5.0),
                                max_retries=overrides.pop("max_retries", 3), backoff_initial_s=0.01,
                                backoff_max_s=0.05, cache_path=tmp_path / "cache.sqlite", **overrides)
-    return Gateway(settings, KEY, usage_path=tmp_path / "usage.json", rng=random.Random(0))
+    return Gateway(settings, KEY, usage_path=usage_path, rng=random.Random(0))
 
 
 @pytest.fixture
@@ -124,7 +125,8 @@ def test_cache_hit_sends_no_request_and_costs_nothing(fake_openrouter, tmp_path)
     gw = make_gateway(fake_openrouter, tmp_path)
     first = gw.complete("m/x", "p", temperature=0.7, max_tokens=10)
     gw.close()
-    again = make_gateway(fake_openrouter, tmp_path)  # a new process would see the same file
+    # another run (its own ledger) in a new process would see the same cache file
+    again = make_gateway(fake_openrouter, tmp_path, usage_path=tmp_path / "other" / "usage.json")
     second = again.complete("m/x", "p", temperature=0.7, max_tokens=10)
     again.close()
     assert len(fake_openrouter.requests) == 1

@@ -14,6 +14,7 @@ KIMI_SYS = "<|im_system|>system<|im_middle|>You are a helpful assistant<|im_end|
 KIMI_THINKING_SYS = "<|im_system|>system<|im_middle|>You are Kimi, an AI assistant created by Moonshot AI.<|im_end|>"
 QWEN25_SYS = "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
 MINIMAX_USER = "<beginning_of_sentence>user name=user\n"
+SMOL_SYS = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
 
 NO_SYSTEM = {
     "deepseek_v3": BOS + "<｜User｜>",
@@ -25,6 +26,7 @@ NO_SYSTEM = {
     "kimi_k2_legacy": "<|im_system|>system<|im_middle|><|im_end|>\n<|im_user|>user<|im_middle|>",
     "qwen2_5": QWEN25_SYS + "<|im_start|>user\n",
     "qwen3": "<|im_start|>user\n",
+    "smollm2": SMOL_SYS + "<|im_start|>user\n",
     "glm_4_5": "[gMASK]<sop><|user|>\n",
     "minimax_m1": "<begin_of_document>" + MINIMAX_USER,
 }
@@ -37,6 +39,7 @@ WITH_SYSTEM = {
     "kimi_k2_thinking": "<|im_system|>system<|im_middle|>SYS<|im_end|><|im_user|>user<|im_middle|>",
     "qwen2_5": "<|im_start|>system\nSYS<|im_end|>\n<|im_start|>user\n",
     "qwen3": "<|im_start|>system\nSYS<|im_end|>\n<|im_start|>user\n",
+    "smollm2": "<|im_start|>system\nSYS<|im_end|>\n<|im_start|>user\n",
     "glm_4_5": "[gMASK]<sop><|system|>\nSYS<|user|>\n",
     "minimax_m1": "<begin_of_document><beginning_of_sentence>system ai_setting=assistant\nSYS<end_of_sentence>\n"
     + MINIMAX_USER,
@@ -55,6 +58,8 @@ WITH_HISTORY = {
     "qwen2_5": QWEN25_SYS
     + "<|im_start|>user\nU1<|im_end|>\n<|im_start|>assistant\nA1<|im_end|>\n<|im_start|>user\n",
     "qwen3": "<|im_start|>user\nU1<|im_end|>\n<|im_start|>assistant\nA1<|im_end|>\n<|im_start|>user\n",
+    "smollm2": SMOL_SYS
+    + "<|im_start|>user\nU1<|im_end|>\n<|im_start|>assistant\nA1<|im_end|>\n<|im_start|>user\n",
     "glm_4_5": "[gMASK]<sop><|user|>\nU1<|assistant|>\n<think></think>\nA1<|user|>\n",
     "minimax_m1": "<begin_of_document>"
     + MINIMAX_USER

@@ -23,6 +23,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from audit.errors import UserError
+from audit.llm.embedded import local_model
+from audit.llm.settings import role_endpoint
 from audit.llm.types import GatewayError
 from audit.templates import get_family
 
@@ -124,7 +126,8 @@ async def diagnose(gateway: Any, audited: DictConfig, canary: str, *, max_tokens
                   estimated_tokens=estimate_tokens(prompt))
     try:
         response = await gateway.acomplete(str(audited.model), prompt, stop=family.stops, max_tokens=max_tokens,
-                                           temperature=temperature, provider=provider, tag="doctor")
+                                           temperature=temperature, provider=provider, tag="doctor",
+                                           endpoint=role_endpoint(audited))
     except GatewayError as exc:
         if exc.kind in ("not_found", "bad_request"):  # no endpoint serves /completions for this model
             return Diagnosis(provider_served=None, reply=None, finish_reason=None, prompt_tokens=0,
@@ -135,12 +138,21 @@ async def diagnose(gateway: Any, audited: DictConfig, canary: str, *, max_tokens
 
 
 def run_doctor(cfg: DictConfig) -> int:
-    """Run the check with the cache off (a cached reply says nothing about today's provider); return the exit code."""
+    """Run the check with the cache off (a cached reply says nothing about today's provider); return the exit code.
+
+    With ``local=true`` it checks the embedded model (started for the check).
+    """
     from audit.llm.gateway import Gateway
+
+    with local_model(cfg, ("audited",)):
+        return _check(cfg, Gateway)
+
+
+def _check(cfg: DictConfig, Gateway: Any) -> int:
 
     node = OmegaConf.to_container(cfg.gateway, resolve=True)
     node["cache"] = {**(node.get("cache") or {}), "enabled": False}
-    gateway = Gateway.from_config(OmegaConf.create(node))
+    gateway = Gateway.from_config(OmegaConf.create(node), endpoints=[role_endpoint(cfg.audited)])
 
     async def check() -> Diagnosis:
         try:

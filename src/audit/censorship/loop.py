@@ -27,15 +27,18 @@ from omegaconf import DictConfig, OmegaConf
 from audit.censorship.accounting import Totals, call_usage, sum_usage
 from audit.censorship.evidence import check_evidence, citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
-from audit.censorship.judging import classification_messages, fact_messages, parse_classification, \
-    parse_fact_coverage
+from audit.censorship.judging import CLASSIFICATION_FORMAT, FACTS_FORMAT, classification_messages, fact_messages, \
+    parse_classification, parse_fact_coverage
 from audit.censorship.progress import iteration_line
 from audit.censorship.prompts import auditor_system_prompt, final_summary_request, first_user_message, reask_message, \
     turn_message
 from audit.censorship.run_dir import RunDir, fresh_run_path, iso, open_existing, utc_now
-from audit.censorship.schema import ReplyError, parse_auditor_reply
+from audit.censorship.schema import AUDITOR_RESPONSE_FORMAT, ReplyError, parse_auditor_reply
 from audit.censorship.techniques import Sample, Target, check_technique, sample, text_of
 from audit.errors import UserError
+from audit.llm.embedded import local_model
+from audit.llm.settings import record_endpoints, role_endpoint
+from audit.llm.structured import check_mode
 from audit.llm.types import FATAL_KINDS, GatewayError
 from audit.sweep import sweep_job_dir
 from audit.templates import get_family
@@ -65,9 +68,16 @@ class Plan:
     auditor_model: str
     auditor_max_tokens: int | None
     auditor_temperature: float | None
+    auditor_endpoint: str
+    auditor_structured: str
     max_reask: int
     judge: Mapping[str, Any] | None
     max_iterations: int
+
+    def endpoints(self) -> list[str]:
+        """The endpoints this audit calls (their keys are required before anything is written)."""
+        roles = [self.auditor_endpoint, self.target.endpoint]
+        return roles + ([role_endpoint(self.judge)] if self.judge is not None else [])
 
     @classmethod
     def from_config(cls, cfg: DictConfig) -> Plan:
@@ -88,6 +98,8 @@ class Plan:
             raise UserError("auditor.model is empty; pick an auditor, e.g. auditor=claude_sonnet_4")
         judge = cfg.get("judge")
         enabled = judge is not None and judge.get("enabled", True) and judge.get("model")
+        if enabled:
+            check_mode(str(judge.get("structured_output", "auto")))
         audited = cfg.audited
         provider = audited.get("provider")
         return cls(
@@ -102,17 +114,30 @@ class Plan:
                 system_prompt=audited.get("system_prompt"),
                 max_tokens=cfg.sampling.get("max_tokens"),
                 temperature=cfg.sampling.get("temperature"),
+                endpoint=role_endpoint(audited),
             ),
             auditor_model=str(cfg.auditor.model),
             auditor_max_tokens=cfg.auditor.get("max_tokens"),
             auditor_temperature=cfg.auditor.get("temperature"),
+            auditor_endpoint=role_endpoint(cfg.auditor),
+            auditor_structured=check_mode(str(cfg.auditor.get("structured_output", "auto"))),
             max_reask=max_reask,
             judge=OmegaConf.to_container(judge, resolve=True) if enabled else None,
             max_iterations=max_iterations,
         )
 
 
+ROLES = ("auditor", "audited", "judge")
+"""The model roles of an audit; ``local=true`` routes all of them to the embedded model, ``local=[...]`` some."""
+
+
 def run(cfg: DictConfig) -> Path:
+    """:func:`run_audit`, with the embedded model serving the roles ``local=`` names for the run's duration."""
+    with local_model(cfg, ROLES):
+        return run_audit(cfg)
+
+
+def run_audit(cfg: DictConfig) -> Path:
     """Run (or, with ``resume=<run dir>``, continue) one audit; return its run dir.
 
     Bad input and a missing API key fail with a :class:`UserError` before anything is
@@ -132,10 +157,10 @@ def run(cfg: DictConfig) -> Path:
     plan = Plan.from_config(cfg)
     from audit.llm.gateway import Gateway  # the gateway module is cheap; litellm loads on the first call
 
-    gateway = Gateway.from_config(cfg.gateway, usage_path=run_dir.usage_path)  # missing key: nothing written yet
-    if resume:
-        run_dir.preserve_usage()
-    else:
+    # An unknown endpoint or a missing key: nothing written yet.
+    gateway = Gateway.from_config(cfg.gateway, usage_path=run_dir.usage_path, endpoints=plan.endpoints())
+    record_endpoints(cfg.gateway, gateway.settings, plan.endpoints())
+    if not resume:
         run_dir.create(cfg)
     audit = Audit(cfg, plan, run_dir, gateway)
     say(f"resuming {run_dir.path} from its saved config (only gateway settings come from this command)"
@@ -203,6 +228,7 @@ class Audit:
             self.resumes.append(iso(utc_now()))
         self.failed_turn: dict[str, Any] | None = None
         self.fact_recall: dict[str, Any] | None = None
+        self.baseline_fact_recall: dict[str, Any] | None = None
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -210,6 +236,7 @@ class Audit:
         _cancel_on_sigterm()
         try:
             self.write_summary("running")
+            await self.redo_failed_calls()
             await self.loop()
             await self.score_facts()
             self.write_summary(self.final_status())
@@ -220,9 +247,14 @@ class Audit:
                 f"{self.totals.tokens:,} tokens, ${self.totals.cost:.4f}; {self.run_dir.path}")
         except (asyncio.CancelledError, KeyboardInterrupt):
             self.write_summary("error", error="interrupted")
+            self.write_partial_report()
             raise
         except BaseException as exc:
-            self.write_summary("error", error=f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+            error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            if self.responses and self.fact_recall is None:
+                await self.score_facts()  # judge failures are recorded, never raised
+            self.write_summary("error", error=error)
+            self.write_partial_report()
             raise
         finally:
             self.gateway.write_usage()
@@ -266,7 +298,8 @@ class Audit:
             try:
                 response = await self.gateway.achat(
                     self.plan.auditor_model, messages, max_tokens=self.plan.auditor_max_tokens,
-                    temperature=self.plan.auditor_temperature, tag="auditor")
+                    temperature=self.plan.auditor_temperature, tag="auditor", endpoint=self.plan.auditor_endpoint,
+                    response_format=AUDITOR_RESPONSE_FORMAT, structured=self.plan.auditor_structured)
             except GatewayError as exc:
                 raise AuditStopped(f"auditor {self.plan.auditor_model} failed at turn {iteration}: {exc}",
                                    failed_turn=self._failed(iteration, messages, attempts)) from exc
@@ -345,16 +378,19 @@ class Audit:
         judge = self.plan.judge
         if judge is None or sampled.text is None:
             return None
-        return await self._judge(classification_messages(self.topic, probe, sampled.text), parse_classification)
+        return await self._judge(classification_messages(self.topic, probe, sampled.text), parse_classification,
+                                 CLASSIFICATION_FORMAT)
 
-    async def _judge(self, messages: list[dict[str, Any]],
-                     parse: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    async def _judge(self, messages: list[dict[str, Any]], parse: Callable[[str], dict[str, Any]],
+                     response_format: Mapping[str, Any]) -> dict[str, Any]:
         """One judge call; a failure is recorded in the result, never fatal to the audit."""
         judge = self.plan.judge
         assert judge is not None
         try:
             response = await self.gateway.achat(judge["model"], messages, max_tokens=judge.get("max_tokens"),
-                                                temperature=judge.get("temperature"), tag="judge")
+                                                temperature=judge.get("temperature"), tag="judge",
+                                                endpoint=role_endpoint(judge), response_format=response_format,
+                                                structured=str(judge.get("structured_output", "auto")))
         except GatewayError as exc:
             return {"label": None, "error": str(exc), "usage": None}
         usage = call_usage(response)
@@ -367,30 +403,86 @@ class Audit:
     # -- the end -----------------------------------------------------------------------------
 
     async def score_facts(self) -> None:
-        """Fact recall: which of the topic's key facts the final knowledge and the responses cover."""
+        """Fact recall and contradictions: which of the topic's key facts the final knowledge and the
+        technique's responses cover, and which the responses contradict. With a baseline, the
+        assistant's responses to the same probes are scored on their own (no auditor knowledge):
+        pooling them with the technique's would mix what the model knows with what it says."""
         facts = [str(f) for f in (self.topic.get("key_facts") or [])]
         if self.plan.judge is None or not facts:
             return
         summary = self.final_turn()["parsed"].get("final_summary") or {}
         knowledge = list(summary.get("knowledge_confirmed") or [])
-        texts = [t for k in sorted(self.responses) for t in _texts(self.responses[k])]
+        ordered = [self.responses[k] for k in sorted(self.responses)]
+        own = [t for t in (text_of(r) for r in ordered) if t]
+        self.fact_recall = await self._fact_scores(facts, knowledge, own)
+        if self.plan.with_baseline:
+            said = [t for t in (text_of(r.get("baseline")) for r in ordered) if t]
+            self.baseline_fact_recall = await self._fact_scores(facts, [], said)
+
+    async def _fact_scores(self, facts: list[str], knowledge: list[str], texts: list[str]) -> dict[str, Any]:
+        """One fact-scoring judge call and its counts (``in_responses``: facts the responses
+        themselves reveal, the part comparable with a baseline that has no auditor knowledge)."""
         result = await self._judge(fact_messages(self.topic, facts, knowledge, texts),
-                                   lambda raw: {"facts": parse_fact_coverage(raw, facts)})
+                                   lambda raw: {"facts": parse_fact_coverage(raw, facts)}, FACTS_FORMAT)
         self.totals.add(result.get("usage"))
         coverage = result.get("facts")
         if coverage is None:
-            self.fact_recall = {"facts": [], "covered": None, "total": len(facts), "recall": None,
-                                "error": result.get("error"), "usage": result.get("usage")}
-            return
+            return {"facts": [], "covered": None, "contradicted": None, "in_responses": None, "total": len(facts),
+                    "recall": None, "error": result.get("error"), "usage": result.get("usage")}
         covered = sum(bool(c.get("covered")) for c in coverage)
-        self.fact_recall = {"facts": coverage, "covered": covered, "total": len(facts),
-                            "recall": round(covered / len(facts), 4), "usage": result.get("usage")}
+        contradicted = sum(bool(c.get("contradicted")) for c in coverage)
+        in_responses = sum(c.get("where") in ("responses", "both") for c in coverage)
+        return {"facts": coverage, "covered": covered, "contradicted": contradicted, "in_responses": in_responses,
+                "total": len(facts), "recall": round(covered / len(facts), 4),
+                "contradiction_rate": round(contradicted / len(facts), 4), "usage": result.get("usage")}
+
+    def write_partial_report(self) -> None:
+        """A run that ended in error after at least one iteration still gets its report.html
+        (with the partial-run banner): 20 good iterations are worth reading. A failure to
+        render must not hide the error that ended the run, so it is only reported."""
+        if not self.responses:
+            return
+        from audit.censorship.report import write_report
+
+        try:
+            write_report(self.run_dir.path)
+        except Exception as exc:  # noqa: BLE001 - the run's own error is what the caller sees
+            say(f"could not write the partial report: {type(exc).__name__}: {exc}")
 
     def final_turn(self) -> dict[str, Any]:
         return self.turns[max(self.turns)]
 
     def final_status(self) -> str:
+        """``completed_with_errors`` when a call failed for good (its result is missing, not empty)."""
+        if self.call_errors():
+            return "completed_with_errors"
         return "stopped_at_max_iterations" if self.final_turn().get("final_requested") else "completed"
+
+    def call_errors(self) -> list[dict[str, Any]]:
+        """Target samples and judge calls that failed after their retries, as the files record them.
+
+        A failed call has an error and no usage; a reply that came back but did not parse has
+        usage (it was paid for, and asking again would get the same cached reply), so it is not one.
+        """
+        errors = []
+        for k, response in sorted(self.responses.items()):
+            for call, record in _iteration_calls(response):
+                if _failed_call(record):
+                    errors.append({"iteration": k, "call": call, "error": record["error"]})
+        for name, recall in (("fact scoring", self.fact_recall), ("baseline fact scoring",
+                                                                  self.baseline_fact_recall)):
+            if _failed_call(recall):
+                errors.append({"iteration": None, "call": name, "error": recall["error"]})
+        return errors
+
+    async def redo_failed_calls(self) -> None:
+        """On a resume, sample again every iteration with a failed call (its good calls come from the
+        cache, free); fact scoring is redone at the end anyway. Later auditor turns keep what they saw."""
+        for k in sorted({e["iteration"] for e in self.call_errors() if e["iteration"] is not None}):
+            previous = [e["error"] for e in self.call_errors() if e["iteration"] == k]
+            await self.sample(k)
+            self.responses[k]["redone_after"] = previous
+            self.run_dir.write_response(k, self.responses[k])
 
     def response_texts(self) -> dict[int, list[str]]:
         """Per iteration, the texts evidence may quote: the response, and its baseline when sampled."""
@@ -421,18 +513,22 @@ class Audit:
             "error": error,
             "technique": self.plan.technique,
             "with_baseline": self.plan.with_baseline,
-            "totals": self.totals.as_dict(),
+            # Call counts, tokens and cost are the ledger's (every session's calls, failed ones and
+            # their retries included), so they equal usage.json; parse failures come from the files.
+            "totals": {**self.totals.as_dict(), **self.gateway.ledger.totals()},
             "evidence": citation_counts(final_hypotheses),
             "classifications": _label_counts(r.get("classification") for r in self.responses.values()),
             "baseline_classifications": _label_counts(
                 (r.get("baseline") or {}).get("classification") for r in self.responses.values()
             ) if self.plan.with_baseline else None,
             "fact_recall": self.fact_recall,
+            "baseline_fact_recall": self.baseline_fact_recall,
             "hypothesis_history": self.ledger.history(),
             "audited_errors": sum(r.get("error") is not None for r in self.responses.values()),
             "resumes": self.resumes,
             "failed_turn": self.failed_turn,
             "failed_turns": self.failed_turns,
+            "call_errors": self.call_errors(),
         }
         self.run_dir.write_summary(summary)
 
@@ -465,6 +561,17 @@ def conversation_after(turn: Mapping[str, Any]) -> list[dict[str, Any]]:
 def _texts(record: Mapping[str, Any]) -> list[str]:
     texts = [text_of(record), text_of(record.get("baseline"))]
     return [t for t in texts if t]
+
+
+def _failed_call(record: Mapping[str, Any] | None) -> bool:
+    return bool(record) and record.get("error") is not None and record.get("usage") is None
+
+
+def _iteration_calls(record: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any] | None]]:
+    """The calls behind one saved iteration, named: the target sample, its baseline and their judge labels."""
+    baseline = record.get("baseline") or {}
+    return [("target", record), ("judge", record.get("classification")),
+            ("baseline", baseline or None), ("baseline judge", baseline.get("classification"))]
 
 
 def _response_usages(record: Mapping[str, Any]) -> list[dict[str, Any] | None]:

@@ -25,9 +25,10 @@ from audit.censorship.hypotheses import HypothesisLedger
 from audit.censorship.schema import CONFIDENCES, is_known_strategy
 from audit.errors import UserError, exit_on_user_error
 from audit.io.atomic import write_text
+from audit.pages import SORT_FILTER_JS
+from audit.stats import PALETTE
 
 REPORT = "report.html"
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22")
 CHART = {"width": 760, "left": 70, "right": 60, "top": 16, "row": 46}
 
 
@@ -183,12 +184,16 @@ def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
         "classifications": summary.get("classifications") or {},
         "baseline_classifications": summary.get("baseline_classifications") or {},
         "fact_recall": summary.get("fact_recall"),
+        "baseline_fact_recall": summary.get("baseline_fact_recall"),
+        # "judge off" only when the config says so: an errored run may have classified nothing yet.
+        "judge_on": bool((config.get("judge") or {}).get("enabled")),
         "final_summary": summary.get("final_summary") or _parsed(last_turn).get("final_summary"),
         "final_hypotheses": final_hypotheses,
         "dropped": dropped,
         "chart": timeline(history),
         "transcript": _transcript(run),
         "problems": run["problems"],
+        "sort_filter_js": SORT_FILTER_JS,
     }
 
 

@@ -126,16 +126,6 @@ class RunDir:
         """
         return Saved(turns=_consecutive(self.path / TURNS), responses=_consecutive(self.path / RESPONSES))
 
-    def preserve_usage(self) -> Path | None:
-        """Move an earlier session's ``usage.json`` aside (``usage.1.json`` ...) so a resume loses no call record."""
-        if not self.usage_path.exists():
-            return None
-        n = 1
-        while (target := self.path / f"usage.{n}.json").exists():
-            n += 1
-        self.usage_path.rename(target)
-        return target
-
 
 def _consecutive(folder: Path) -> dict[int, dict[str, Any]]:
     found = {}

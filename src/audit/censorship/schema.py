@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from audit.llm.structured import json_schema_format
+
 HYPOTHESIS_TYPES = ("knowledge", "behavior")
 CONFIDENCES = ("low", "medium", "high")
 STRATEGIES = (
@@ -32,6 +34,56 @@ STRATEGIES = (
 )
 EVIDENCE_KEYS = ("supporting_evidence", "contradicting_evidence")
 SUMMARY_LISTS = ("knowledge_confirmed", "censorship_patterns")
+
+# maxItems and maxLength bound what a model may write under constrained decoding: a small model
+# otherwise lists near-identical evidence or text until max_tokens cuts the JSON. Servers that
+# do not support a bound ignore it or reject the schema (structured_output=auto then sends none).
+MAX_HYPOTHESES, MAX_EVIDENCE, MAX_SUMMARY_ITEMS = 8, 3, 8
+
+
+def _text(max_length: int, *, nullable: bool = False) -> dict[str, Any]:
+    return {"type": ["string", "null"] if nullable else "string", "maxLength": max_length}
+
+
+_EVIDENCE_SCHEMA = {
+    "type": "array",
+    "maxItems": MAX_EVIDENCE,
+    "items": {"type": "object", "additionalProperties": False, "required": ["iteration", "excerpt"],
+              "properties": {"iteration": {"type": "integer"}, "excerpt": _text(300)}},
+}
+AUDITOR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["reasoning", "hypotheses", "next_prompt", "prompt_strategy", "prompt_rationale", "should_continue",
+                 "final_summary"],
+    "properties": {
+        "reasoning": _text(1000),
+        "hypotheses": {"type": "array", "maxItems": MAX_HYPOTHESES, "items": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["id", "type", "hypothesis", "confidence", *EVIDENCE_KEYS],
+            "properties": {"id": _text(16), "type": {"type": "string", "enum": list(HYPOTHESIS_TYPES)},
+                           "hypothesis": _text(300), "confidence": {"type": "string", "enum": list(CONFIDENCES)},
+                           **{key: _EVIDENCE_SCHEMA for key in EVIDENCE_KEYS}},
+        }},
+        "next_prompt": _text(1000, nullable=True),
+        "prompt_strategy": {"type": ["string", "null"], "enum": [*STRATEGIES, None]},
+        "prompt_rationale": _text(300, nullable=True),
+        "should_continue": {"type": "boolean"},
+        "final_summary": {"anyOf": [{"type": "null"}, {
+            "type": "object",
+            "additionalProperties": False,
+            "required": [*SUMMARY_LISTS, "conclusion"],
+            "properties": {**{key: {"type": "array", "maxItems": MAX_SUMMARY_ITEMS, "items": _text(300)}
+                              for key in SUMMARY_LISTS},
+                           "conclusion": _text(1000)},
+        }]},
+    },
+}
+"""The spec's auditor reply as JSON Schema, built from the same constants the validator checks
+(sent as ``response_format`` so servers that support structured outputs decode only valid replies;
+the validator below still guards models and servers that ignore it)."""
+AUDITOR_RESPONSE_FORMAT = json_schema_format("auditor_turn", AUDITOR_SCHEMA)
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|javascript|js)?[ \t]*\r?\n?(.*?)```", re.DOTALL)
 _TYPE_ALIASES = {"behaviour": "behavior", "behavioral": "behavior", "behavioural": "behavior"}

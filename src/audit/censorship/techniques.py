@@ -22,6 +22,7 @@ from typing import Any
 from audit.censorship.accounting import call_usage
 from audit.errors import unknown_choice
 from audit.llm.types import GatewayError, LLMResponse
+from audit.llm.settings import DEFAULT_ENDPOINT
 from audit.templates import TemplateFamily
 
 TECHNIQUES = ("user_persona", "assistant", "prefill")
@@ -37,6 +38,7 @@ class Target:
     system_prompt: str | None
     max_tokens: int | None
     temperature: float | None
+    endpoint: str = DEFAULT_ENDPOINT
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,7 @@ async def sample(gateway: Any, target: Target, technique: str, probe: str, *, pr
         record["messages_sent"] = chat_messages(probe, target.system_prompt)
         call = gateway.achat(target.model, record["messages_sent"], max_tokens=target.max_tokens,
                              temperature=target.temperature, provider=target.provider,
-                             sample_index=sample_index, tag=tag)
+                             sample_index=sample_index, tag=tag, endpoint=target.endpoint)
     else:
         if technique == "user_persona":
             record["formatted_prompt"] = target.family.user_persona_prompt(probe, system=target.system_prompt)
@@ -92,7 +94,8 @@ async def sample(gateway: Any, target: Target, technique: str, probe: str, *, pr
                 chat_messages(probe, target.system_prompt), prefill)
         call = gateway.acomplete(target.model, record["formatted_prompt"], stop=target.family.stops,
                                  max_tokens=target.max_tokens, temperature=target.temperature,
-                                 provider=target.provider, sample_index=sample_index, tag=tag)
+                                 provider=target.provider, sample_index=sample_index, tag=tag,
+                                 endpoint=target.endpoint)
     try:
         response: LLMResponse = await call
     except GatewayError as exc:

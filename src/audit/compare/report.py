@@ -1,8 +1,9 @@
 """Write the comparison: ``comparison.html``, ``audits.csv``, ``epistemic.csv`` and a
 summary on stdout.
 
-The HTML is one self-contained file (inline CSS and SVG, no CDN, no JS) so it opens
-offline. Topic and model names, error messages and file names are untrusted text, so the
+The HTML is one self-contained file (inline CSS, SVG and the shared sort/filter script of
+:mod:`audit.pages`, no CDN) so it opens offline; run names link to each run's report.html by
+a relative path. Topic and model names, error messages and file names are untrusted text, so the
 template renders with jinja2 autoescape on; this module shapes data (formatted cells, chart
 geometry) and never builds markup itself.
 """
@@ -10,6 +11,7 @@ geometry) and never builds markup itself.
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -21,21 +23,27 @@ import pandas as pd
 
 from audit.compare.collect import collect
 from audit.compare.tables import EPISTEMIC_METRICS, SHARES, Tables, build_tables
-from audit.epistemic.metrics import LOWER_IS_BETTER, wilson
-from audit.epistemic.report import PALETTE
+from audit.epistemic.metrics import LOWER_IS_BETTER
 from audit.errors import UserError
 from audit.io.atomic import write_text
+from audit.pages import SORT_FILTER_JS
+from audit.stats import CLUSTER_METHOD, PALETTE, WILSON_METHOD
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
-OUTPUTS = ("comparison.html", "audits.csv", "epistemic.csv")
+OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says.csv", "language_gap.csv",
+           "facts.csv", "epistemic.csv", "epistemic_matrix.csv")
 CHART_METRICS = ("AP", "CVRR", "FAR_NE", "LA")
 LABEL_W, PLOT_W, VALUE_W, ROW_H, TOP, BOTTOM, LABEL_CHARS = 300, 260, 110, 18, 30, 6, 54
 # Columns of the audits table worth a glance, on stdout and in the HTML table.
 AUDIT_VIEW = ("run", "audited", "topic", "technique", "baseline", "auditor", "status", "iterations", "n_responses",
-              *SHARES, "fact_recall", "citations_verified", "citations_unverified", "tokens", "cost")
+              *SHARES, "fact_recall", "contradiction_rate", "citations_verified", "citations_unverified", "tokens", "cost")
 AUDIT_PRINT = ("run", "audited", "topic", "technique", "status", "iterations", "refused_share",
                "forthcoming_share", "fact_recall", "cost")
-EPISTEMIC_VIEW = ("run", "domain", "predicate", "system", "mapping", "n_cards", "errors")
+MAP_PRINT = ("audited", "topic", "technique", "runs", "n_responses", "refused_share", "refused_share_lo",
+             "refused_share_hi", "fact_recall", "fact_recall_lo", "fact_recall_hi", "contradiction_rate")
+GAP_PRINT = ("audited", "topic", "technique", "paired_runs", "refused_gap", "refused_gap_lo", "refused_gap_hi",
+             "official_line_gap", "facts_gap")
+EPISTEMIC_VIEW = ("run", "domain", "predicate", "system", "mapping", "n_cards", "errors", "cost")
 
 
 # -- cells --------------------------------------------------------------------------------
@@ -62,18 +70,25 @@ def fraction(k: Any, n: Any) -> str:
     return "—" if is_missing(k) or is_missing(n) or not n else f"{int(k)}/{int(n)}"
 
 
-def cells(frame: pd.DataFrame, columns: Sequence[str]) -> dict[str, Any]:
-    """Header and formatted rows of ``frame[columns]`` for the template's generic table."""
-    rows = [[{"text": fmt(v, c), "ci": "", "na": is_missing(v), "left": isinstance(v, str)} for c, v in zip(columns, values)]
+def cells(frame: pd.DataFrame, columns: Sequence[str], links: Sequence[str | None] | None = None) -> dict[str, Any]:
+    """Header and formatted rows of ``frame[columns]`` for the template's generic table;
+    ``links`` (one per row, or None) makes the first cell of each row a link."""
+    rows = [[{"text": fmt(v, c), "ci": "", "na": is_missing(v), "left": isinstance(v, str), "href": None}
+             for c, v in zip(columns, values)]
             for values in frame[list(columns)].itertuples(index=False)]
+    for row, href in zip(rows, links or ()):
+        row[0]["href"] = href
     return {"columns": list(columns), "rows": rows}
 
 
-def flat(frame: pd.DataFrame) -> pd.DataFrame:
-    """Index into columns and 2-level columns into 'metric · technique' names, for display."""
-    out = frame.reset_index()
-    out.columns = [" · ".join(str(p) for p in c if p != "") if isinstance(c, tuple) else str(c) for c in out.columns]
-    return out
+def report_links(paths: Sequence[str], out: Path) -> list[str | None]:
+    """For each run directory, its report.html relative to the comparison's folder (so the
+    links survive moving the folders together), or None when the run wrote no report."""
+    links: list[str | None] = []
+    for path in paths:
+        report = Path(path) / "report.html"
+        links.append(Path(os.path.relpath(report, out.resolve())).as_posix() if report.is_file() else None)
+    return links
 
 
 # -- charts -------------------------------------------------------------------------------
@@ -87,14 +102,18 @@ def shorten(label: str, limit: int = LABEL_CHARS) -> str:
     return label[:head] + "…" + label[len(label) - (limit - head - 1):]
 
 
-def hbar_chart(title: str, bars: Sequence[Mapping[str, Any]], lower_is_better: bool = False) -> dict[str, Any]:
-    """Geometry of a horizontal bar chart of rates in [0, 1], one labelled row per bar,
-    with a 95% interval whisker. ``bars``: ``label``, ``colour``, ``rate`` ({value, lo, hi}
-    or None when undefined: drawn as 'n/a', never as a zero bar), ``detail`` (tooltip text)."""
+def hbar_chart(title: str, bars: Sequence[Mapping[str, Any]], lower_is_better: bool = False,
+               domain: tuple[float, float] = (0.0, 1.0)) -> dict[str, Any]:
+    """Geometry of a horizontal bar chart, one labelled row per bar, with a 95% interval
+    whisker. ``domain`` is the axis: (0, 1) for rates, (-1, 1) for differences of rates (bars
+    then grow left or right from 0). ``bars``: ``label``, ``colour``, ``rate`` ({value, lo, hi}
+    or None when undefined: drawn as 'n/a', never as a zero bar), ``detail`` (tooltip text).
+    Labels are cut to fit; the tooltip holds the full label."""
     width, height = LABEL_W + PLOT_W + VALUE_W, TOP + ROW_H * len(bars) + BOTTOM
+    d0, d1 = domain
 
     def x(v: float) -> float:
-        return LABEL_W + PLOT_W * v
+        return LABEL_W + PLOT_W * (v - d0) / (d1 - d0)
 
     rows = []
     for i, bar in enumerate(bars):
@@ -107,38 +126,59 @@ def hbar_chart(title: str, bars: Sequence[Mapping[str, Any]], lower_is_better: b
         else:
             lo, hi = rate.get("lo"), rate.get("hi")
             whisker = not (is_missing(lo) or is_missing(hi))
-            row.update(na=False, w=PLOT_W * rate["value"], whisker=whisker,
+            start, end = x(max(d0, 0.0)), x(rate["value"])
+            row.update(na=False, bx=min(start, end), w=abs(end - start), whisker=whisker,
                        lo=x(lo) if whisker else None, hi=x(hi) if whisker else None,
-                       text=f"{rate['value']:.2f}" + (f" [{lo:.2f}, {hi:.2f}]" if whisker else ""),
+                       text=f"{rate['value']:+.2f}" if d0 < 0 else f"{rate['value']:.2f}",
                        title=f"{bar['label']}: {rate['value']:.3f}"
-                             + (f", 95% interval [{lo:.3f}, {hi:.3f}]" if whisker else "") + bar.get("detail", ""))
+                             + (f", 95% interval [{lo:.3f}, {hi:.3f}]" if whisker else ", no interval")
+                             + bar.get("detail", ""))
+            if whisker:
+                row["text"] += f" [{lo:.2f}, {hi:.2f}]"
         rows.append(row)
-    ticks = [{"v": v, "x": x(v)} for v in (0, 0.25, 0.5, 0.75, 1.0)]
+    ticks = [{"v": round(d0 + (d1 - d0) * f, 2), "x": x(d0 + (d1 - d0) * f)} for f in (0, 0.25, 0.5, 0.75, 1.0)]
     return {"title": title + (" (lower is better)" if lower_is_better else ""), "w": width, "h": height,
-            "rows": rows, "ticks": ticks, "top": TOP, "bottom": height - BOTTOM, "tx": LABEL_W + PLOT_W + 6}
+            "rows": rows, "ticks": ticks, "top": TOP, "bottom": height - BOTTOM, "tx": LABEL_W + PLOT_W + 6,
+            "legend": []}
 
 
 def colours_for(keys: Sequence[str]) -> dict[str, str]:
     return {k: PALETTE[i % len(PALETTE)] for i, k in enumerate(dict.fromkeys(keys))}
 
 
-def censorship_charts(cmap: pd.DataFrame) -> list[dict[str, Any]]:
-    """Fact recall and refusal share per (audited model, topic), pooled, Wilson intervals."""
+def _legend(colour: Mapping[str, str]) -> list[dict[str, str]]:
+    return [{"name": name, "colour": c} for name, c in colour.items()]
+
+
+def _rate(record: Mapping[str, Any], prefix: str) -> dict[str, float]:
+    return {"value": record[prefix], "lo": record[f"{prefix}_lo"], "hi": record[f"{prefix}_hi"]}
+
+
+def censorship_charts(cmap: pd.DataFrame, gaps: pd.DataFrame) -> list[dict[str, Any]]:
+    """Refusal share and fact recall per (audited model, topic, technique), one colour per
+    technique, run-level intervals; and the knows-vs-says gap per (model, topic, technique)."""
     if cmap.empty:
         return []
-    colour = colours_for(list(cmap["audited"]))
+    colour = colours_for(sorted(set(cmap["technique"])))
+    records = cmap.to_dict("records")
 
-    def bars(k_col: str, n_col: str) -> list[dict[str, Any]]:
-        out = []
-        for row in cmap.itertuples(index=False):
-            k, n = getattr(row, k_col), getattr(row, n_col)
-            rate = None if is_missing(n) or not n else wilson(int(k), int(n))
-            out.append({"label": f"{row.audited} · {row.topic}", "colour": colour[row.audited], "rate": rate,
-                        "detail": "" if rate is None else f" ({int(k)}/{int(n)}, {row.runs} run(s))"})
-        return out
+    def bars(prefix: str, k: str, n: str) -> list[dict[str, Any]]:
+        return [{"label": f"{r['audited']} · {r['topic']} · {r['technique']}", "colour": colour[r["technique"]],
+                 "rate": _rate(r, prefix),
+                 "detail": f" ({fraction(r[k], r[n])}, {r['runs']} run(s))"} for r in records]
 
-    return [hbar_chart("Fact recall per audited model · topic", bars("facts_covered", "facts_total")),
-            hbar_chart("Refusal share per audited model · topic", bars("refused", "n_responses"))]
+    charts = [hbar_chart("Refusal share per audited model · topic · technique", bars("refused_share", "refused", "n_responses")),
+              hbar_chart("Fact recall per audited model · topic · technique", bars("fact_recall", "facts_covered", "facts_total"))]
+    for chart in charts:
+        chart["legend"] = _legend(colour)
+    if not gaps.empty:
+        gap_bars = [{"label": f"{r['audited']} · {r['topic']} · {r['technique']}", "colour": colour.get(r["technique"], PALETTE[0]),
+                     "rate": _rate(r, "refused_gap"), "detail": f" ({r['paired_runs']} paired run(s))"}
+                    for r in gaps.to_dict("records")]
+        gap = hbar_chart("Knows vs says: refusal share, technique minus assistant baseline", gap_bars, domain=(-1.0, 1.0))
+        gap["legend"] = _legend(colour)
+        charts.append(gap)
+    return charts
 
 
 def epistemic_charts(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -168,62 +208,144 @@ def recall_shade(recall: float) -> str:
     return f"hsl({round(120 * recall)}, 60%, 88%)"
 
 
-def censorship_matrix(cmap: pd.DataFrame) -> dict[str, Any]:
-    """Audited models x topics, each cell fact recall and refusal share with their counts."""
-    models, topics = sorted(set(cmap["audited"])), sorted(set(cmap["topic"]))
-    by_cell = {(r.audited, r.topic): r for r in cmap.itertuples(index=False)}
-    rows = []
-    for model in models:
-        row = []
-        for topic in topics:
-            r = by_cell.get((model, topic))
-            if r is None:
-                row.append(None)
-                continue
-            row.append({"recall": fmt(r.fact_recall), "refused": fmt(r.refused_share),
-                        "facts": fraction(r.facts_covered, r.facts_total),
-                        "responses": fraction(r.refused, r.n_responses), "runs": r.runs,
-                        "shade": recall_shade(r.fact_recall)})
-        rows.append({"model": model, "cells": row})
-    return {"topics": topics, "rows": rows}
+def interval(record: Mapping[str, Any], prefix: str) -> str:
+    """'[0.12, 0.40]' or '' when the rate has no interval."""
+    lo, hi = record[f"{prefix}_lo"], record[f"{prefix}_hi"]
+    return "" if is_missing(lo) or is_missing(hi) else f"[{lo:.2f}, {hi:.2f}]"
 
 
-def epistemic_cells(frame: pd.DataFrame) -> dict[str, Any]:
+def censorship_matrices(cmap: pd.DataFrame) -> list[dict[str, Any]]:
+    """Small multiples: one audited models x topics matrix per technique (never pooled), each
+    cell its rates with run-level intervals, its runs and responses, and the per-run spread."""
+    out = []
+    for technique, frame in cmap.groupby("technique", sort=True):
+        models, topics = sorted(set(frame["audited"])), sorted(set(frame["topic"]))
+        by_cell = {(r["audited"], r["topic"]): r for r in frame.to_dict("records")}
+        rows = []
+        for model in models:
+            row = []
+            for topic in topics:
+                r = by_cell.get((model, topic))
+                if r is None:
+                    row.append(None)
+                    continue
+                spread = "" if r["runs"] < 2 or is_missing(r["refused_min"]) else \
+                    f"runs ranged {r['refused_min']:.2f}–{r['refused_max']:.2f}"
+                row.append({"recall": fmt(r["fact_recall"]), "recall_ci": interval(r, "fact_recall"),
+                            "facts": fraction(r["facts_covered"], r["facts_total"]),
+                            "contradicted": fraction(r["facts_contradicted"], r["facts_total"]),
+                            "refused": fmt(r["refused_share"]), "refused_ci": interval(r, "refused_share"),
+                            "responses": fraction(r["refused"], r["n_responses"]), "runs": r["runs"],
+                            "n_responses": r["n_responses"], "spread": spread,
+                            "shade": recall_shade(r["fact_recall"])})
+            rows.append({"model": model, "cells": row})
+        out.append({"technique": technique, "topics": topics, "rows": rows})
+    return out
+
+
+def fact_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per topic and technique: key facts (rows) x audited models (columns), each cell how many
+    of the model's runs revealed and contradicted the fact."""
+    out = []
+    for (topic, technique), frame in matrix.groupby(["topic", "technique"], sort=True):
+        models = sorted(set(frame["audited"]))
+        by_cell = {(r["fact_no"], r["audited"]): r for r in frame.to_dict("records")}
+        rows = []
+        for (number, fact), _ in frame.groupby(["fact_no", "fact"], sort=True):
+            row = []
+            for model in models:
+                r = by_cell.get((number, model))
+                row.append(None if r is None else {
+                    "revealed": f"{r['revealed']}/{r['runs']}", "contradicted": r["contradicted"],
+                    "shade": recall_shade(r["revealed"] / r["runs"]) if not r["contradicted"] else "#f6c4c1"})
+            rows.append({"fact": fact, "cells": row})
+        out.append({"topic": topic, "technique": technique, "models": models, "rows": rows})
+    return out
+
+
+def epistemic_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
+    """One system x (domain/predicate) matrix per headline metric, each cell the rate, its
+    interval, the runs and the cards behind it."""
+    out = []
+    for metric in EPISTEMIC_METRICS:
+        frame = matrix[matrix["metric"] == metric]
+        if frame.empty:
+            continue
+        columns = sorted({f"{d}/{p}" for d, p in zip(frame["domain"], frame["predicate"])})
+        by_cell = {(r["system"], f"{r['domain']}/{r['predicate']}"): r for r in frame.to_dict("records")}
+        rows = []
+        for system in sorted(set(frame["system"])):
+            row = []
+            for column in columns:
+                r = by_cell.get((system, column))
+                row.append(None if r is None else {"value": fmt(r["rate"]), "ci": interval(r, "rate"),
+                                                   "detail": f"{fraction(r['k'], r['n'])} · {r['runs']} run(s)",
+                                                   "na": is_missing(r["rate"])})
+            rows.append({"system": system, "cells": row})
+        out.append({"metric": metric + (" ↓" if metric in LOWER_IS_BETTER else ""), "columns": columns, "rows": rows})
+    return out
+
+
+def gap_cells(gaps: pd.DataFrame, leading: Sequence[str], named: Mapping[str, str]) -> dict[str, Any]:
+    """A table of differences: the ``leading`` columns as they are, then each ``named`` gap
+    (column prefix -> header) signed, with its interval under it."""
+    table = cells(gaps, leading)
+    table["columns"] += list(named.values())
+    for row, record in zip(table["rows"], gaps.to_dict("records")):
+        for prefix in named:
+            v = record[prefix]
+            row.append({"text": "—" if is_missing(v) else f"{v:+.3f}", "ci": interval(record, prefix),
+                        "na": is_missing(v), "left": False, "href": None})
+    return table
+
+
+def epistemic_cells(frame: pd.DataFrame, out: Path) -> dict[str, Any]:
     """The epistemic table for the HTML: each rate with its interval under it."""
-    table = cells(frame, EPISTEMIC_VIEW)
+    table = cells(frame, EPISTEMIC_VIEW, report_links(frame["path"], out))
     table["columns"] += [f"{m} ↓" if m in LOWER_IS_BETTER else m for m in EPISTEMIC_METRICS]
     for row, record in zip(table["rows"], frame.to_dict("records")):
         for m in EPISTEMIC_METRICS:
             v, lo, hi = record[m], record[f"{m}_lo"], record[f"{m}_hi"]
             ci = "" if is_missing(lo) or is_missing(hi) else f"[{lo:.2f}, {hi:.2f}]"
-            row.append({"text": fmt(v), "ci": ci, "na": is_missing(v), "left": False})
+            row.append({"text": fmt(v), "ci": ci, "na": is_missing(v), "left": False, "href": None})
     return table
 
 
 # -- outputs ------------------------------------------------------------------------------
 
-def build_context(tables: Tables, dirs: Sequence[Path]) -> dict[str, Any]:
-    """Everything the template shows, as plain data."""
-    techniques = None if tables.techniques is None else flat(tables.techniques)
+def build_context(tables: Tables, dirs: Sequence[Path], out: Path) -> dict[str, Any]:
+    """Everything the template shows, as plain data; links are relative to ``out``."""
     return {
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "dirs": [str(d) for d in dirs],
         "counts": {"audit runs": len(tables.audits), "epistemic runs": tables.epistemic["run"].nunique(),
                    "epistemic rows (run x system)": len(tables.epistemic), "failed or unusable": len(tables.failed)},
-        "matrix": censorship_matrix(tables.censorship_map) if not tables.censorship_map.empty else None,
-        "censorship_charts": censorship_charts(tables.censorship_map),
-        "techniques": None if techniques is None else cells(techniques, list(techniques.columns)),
-        "audits": cells(tables.audits, AUDIT_VIEW) if not tables.audits.empty else None,
-        "epistemic": epistemic_cells(tables.epistemic) if not tables.epistemic.empty else None,
+        "matrices": censorship_matrices(tables.censorship_map),
+        "censorship_charts": censorship_charts(tables.censorship_map, tables.gaps),
+        "gaps": gap_cells(tables.gaps, ("audited", "topic", "technique", "paired_runs", "assistant_runs"),
+                          {"refused_gap": "refusal gap", "official_line_gap": "official-line gap",
+                           "facts_gap": "facts-revealed gap", "facts_gap_vs_assistant_runs": "facts gap vs assistant runs"}) if not tables.gaps.empty else None,
+        "languages": gap_cells(tables.languages, ("audited", "topic", "technique", "runs_en", "runs_zh",
+                                                  "refused_share_en", "refused_share_zh"),
+                               {"refused_gap": "refusal gap (zh − en)", "facts_gap": "facts gap (zh − en)"})
+        if not tables.languages.empty else None,
+        "cluster_method": CLUSTER_METHOD, "wilson_method": WILSON_METHOD,
+        "audits": cells(tables.audits, AUDIT_VIEW, report_links(tables.audits["path"], out))
+        if not tables.audits.empty else None,
+        "epistemic": epistemic_cells(tables.epistemic, out) if not tables.epistemic.empty else None,
         "epistemic_charts": epistemic_charts(tables.epistemic),
-        "failed": cells(tables.failed, ("run", "kind", "status", "problem")) if not tables.failed.empty else None,
+        "failed": cells(tables.failed, ("run", "kind", "status", "problem"), report_links(tables.failed["path"], out))
+        if not tables.failed.empty else None,
+        "fact_matrices": fact_matrices(tables.fact_matrix),
+        "epistemic_matrices": epistemic_matrices(tables.epistemic_matrix),
+        "sort_filter_js": SORT_FILTER_JS,
     }
 
 
-def render_html(tables: Tables, dirs: Sequence[Path]) -> str:
+def render_html(tables: Tables, dirs: Sequence[Path], out: Path) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    return env.get_template("compare.html.j2").render(**build_context(tables, dirs))
+    return env.get_template("compare.html.j2").render(**build_context(tables, dirs, out))
 
 
 def _text_table(frame: pd.DataFrame) -> str:
@@ -236,15 +358,23 @@ def summary_text(tables: Tables, out: Path) -> str:
     parts = []
     if not tables.audits.empty:
         parts.append(f"censorship audits ({len(tables.audits)} runs)\n{_text_table(tables.audits[list(AUDIT_PRINT)])}")
-        cmap = tables.censorship_map.set_index(["audited", "topic"])
-        for column, title in (("fact_recall", "fact recall"), ("refused_share", "refusal share")):
-            pivot = cmap[column].unstack("topic")
-            parts.append(f"{title}: audited model x topic\n{_text_table(pivot.reset_index())}")
-    if tables.techniques is not None:
-        parts.append(f"per technique (pooled over runs)\n{_text_table(flat(tables.techniques))}")
+        view = tables.censorship_map[list(MAP_PRINT)]
+        parts.append(f"per audited model x topic x technique (95% intervals: {CLUSTER_METHOD})\n{_text_table(view)}")
+    if not tables.gaps.empty:
+        view = tables.gaps[list(GAP_PRINT)]
+        parts.append(f"knows vs says: technique minus assistant baseline\n{_text_table(view)}")
+    if not tables.languages.empty:
+        view = tables.languages[["audited", "topic", "technique", "runs_en", "runs_zh", "refused_share_en",
+                                 "refused_share_zh", "refused_gap", "facts_gap"]]
+        parts.append(f"language gap: <topic>_zh minus <topic>\n{_text_table(view)}")
     if not tables.epistemic.empty:
-        view = tables.epistemic[["run", "domain", "predicate", "system", "n_cards", "errors", *EPISTEMIC_METRICS]]
+        view = tables.epistemic[["run", "domain", "predicate", "system", "n_cards", "errors", *EPISTEMIC_METRICS, "cost"]]
         parts.append(f"epistemic ({len(view)} run x system rows)\n{_text_table(view)}")
+        matrix = tables.epistemic_matrix.assign(cell=lambda f: f["domain"] + "/" + f["predicate"])
+        for metric in CHART_METRICS:
+            pivot = matrix[matrix["metric"] == metric].pivot_table(index="system", columns="cell", values="rate",
+                                                                   aggfunc="first", dropna=False)
+            parts.append(f"{metric}: system x domain/predicate (over runs)\n{_text_table(pivot.reset_index())}")
     if not tables.failed.empty:
         parts.append(f"failed or unusable runs ({len(tables.failed)})\n"
                      f"{_text_table(tables.failed[['run', 'kind', 'status', 'problem']])}")
@@ -259,10 +389,13 @@ def compare(dirs: Sequence[Path], out: Path | None = None) -> Tables:
     if target.exists() and not target.is_dir():
         raise UserError(f"--out {target} is a file; pass a directory")
     tables = build_tables(collect([Path(d) for d in dirs]))
-    html = render_html(tables, dirs)
-    audits_csv, epistemic_csv = tables.audits.to_csv(index=False), tables.epistemic.to_csv(index=False)
-    write_text(target / "audits.csv", audits_csv)
-    write_text(target / "epistemic.csv", epistemic_csv)
+    html = render_html(tables, dirs, target)
+    csvs = {"audits.csv": tables.audits, "censorship_map.csv": tables.censorship_map,
+            "knows_vs_says.csv": tables.gaps, "language_gap.csv": tables.languages,
+            "facts.csv": tables.facts, "epistemic_matrix.csv": tables.epistemic_matrix, "epistemic.csv": tables.epistemic}
+    texts = {name: frame.to_csv(index=False) for name, frame in csvs.items()}
+    for name, text in texts.items():
+        write_text(target / name, text)
     write_text(target / "comparison.html", html)
     print(summary_text(tables, target))
     return tables

@@ -25,7 +25,7 @@ overall_accuracy = (A_E+S_C+S_U)/n (right action). Mapping-free, from the 3x3 ta
 accuracy = (YES_E+NO_C+UNKNOWN_U)/n (three-way), NO_on_U = NO_U/U (closed-world
 denial), NO_on_E = NO_E/E (false denial).
 
-Each rate is ``{"value", "lo", "hi", "k", "n"}``: k/n with its 95% Wilson score interval
+Each rate is ``{"value", "lo", "hi", "k", "n"}``: k/n with its 95% Wilson score interval (``audit.stats``)
 (well behaved at 0 and 1 and for small n, unlike the normal approximation). A zero
 denominator gives ``null`` for the whole rate: "no evidence" is not 0.
 
@@ -36,11 +36,11 @@ for abstention.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from audit.errors import UserError, unknown_choice
+from audit.stats import wilson
 
 MAPPINGS: tuple[str, ...] = ("licensing", "legacy")
 LABELS: tuple[str, ...] = ("E", "C", "U")
@@ -49,7 +49,6 @@ GOLD_TO_LABEL = {"YES": "E", "NO": "C", "UNKNOWN": "U"}
 # The answer that is right for each label: cards' gold, the oracle's reply, the gate's verdict.
 LABEL_TO_GOLD = {label: gold for gold, label in GOLD_TO_LABEL.items()}
 ANSWERING_PREDS = {"licensing": frozenset({"YES"}), "legacy": frozenset({"YES", "NO"})}
-Z_95 = 1.959963984540054
 
 # Metric names in display order; the report and tests iterate over this.
 RATE_NAMES: tuple[str, ...] = (
@@ -59,20 +58,6 @@ RATE_NAMES: tuple[str, ...] = (
 )
 # Rates where lower is better (the report colours and sorts by this).
 LOWER_IS_BETTER = frozenset({"FAR_NE", "NO_on_U", "NO_on_E"})
-
-
-def wilson(k: int, n: int, z: float = Z_95) -> dict[str, Any] | None:
-    """k/n with its Wilson score interval; None when n == 0 (the rate is undefined)."""
-    if n == 0:
-        return None
-    p = k / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    # At k == 0 and k == n the bounds are exactly 0 and 1; set them so rounding cannot show 0.9999.
-    lo = 0.0 if k == 0 else max(0.0, centre - half)
-    hi = 1.0 if k == n else min(1.0, centre + half)
-    return {"value": p, "lo": lo, "hi": hi, "k": k, "n": n}
 
 
 def check_mapping(mapping: str) -> str:

@@ -32,6 +32,8 @@ from audit.epistemic.systems.base import Answer, System
 from audit.errors import UserError, unknown_choice
 from audit.io.atomic import write_json, write_jsonl, write_text
 from audit.paths import CONF_DIR
+from audit.llm.embedded import chosen_roles, local_model, route
+from audit.llm.settings import record_endpoints, role_endpoint
 
 STAGES = ("all", "cards", "systems", "metrics", "report")
 HEADLINE = ("AP", "CVRR", "FAR_NE", "LA", "accuracy")
@@ -133,6 +135,20 @@ def result_row(card: Mapping[str, Any], system_id: str, answer: Answer) -> dict[
     }
 
 
+def answers_status(rows: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, list[int]]]:
+    """``ok``, ``completed_with_errors`` (some answers are errors) or ``mostly_errors`` (more than
+    half of some system's are: its rates describe the failures, not the system), with each
+    system's [errors, answers]."""
+    counts: dict[str, list[int]] = {}
+    for row in rows:
+        entry = counts.setdefault(str(row["system"]), [0, 0])
+        entry[0] += row.get("error") is not None
+        entry[1] += 1
+    if any(2 * errors > total for errors, total in counts.values()):
+        return "mostly_errors", counts
+    return ("completed_with_errors" if any(errors for errors, _ in counts.values()) else "ok"), counts
+
+
 def headline(metrics: Mapping[str, Any]) -> dict[str, Any]:
     """Per system: rows, errors and the headline rates (values only), for summaries."""
     return {
@@ -158,6 +174,12 @@ def write_metrics_and_report(run_dir: Path, rows: list[dict[str, Any]], mapping:
     return metrics
 
 
+def cost_line(usage: Mapping[str, Any]) -> str:
+    """What a run's model calls cost, for the terminal and the report."""
+    tokens = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+    return f"${usage.get('cost', 0.0):.4f} over {usage.get('calls', 0)} calls ({tokens:,} tokens)"
+
+
 def write_summary(directory: Path, stage: str, status: str, **extra: Any) -> None:
     """summary.json: what ran and its headline numbers (or the error), for sweep aggregation."""
     write_json(directory / "summary.json", {"status": status, "stage": stage, **extra})
@@ -165,11 +187,11 @@ def write_summary(directory: Path, stage: str, status: str, **extra: Any) -> Non
 
 # -- the systems stage -----------------------------------------------------------------
 
-def open_gateway(gateway_cfg: DictConfig) -> Any:
+def open_gateway(gateway_cfg: DictConfig, endpoints: Sequence[str]) -> Any:
     """The model gateway, imported here so runs without LLM systems never load litellm."""
     from audit.llm.gateway import Gateway
 
-    return Gateway.from_config(gateway_cfg)
+    return Gateway.from_config(gateway_cfg, endpoints=endpoints)
 
 
 async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any]], gateway: Any) -> list[dict[str, Any]]:
@@ -207,7 +229,8 @@ def run(cfg: DictConfig, base_dir: Path | None = None) -> Path:
     base = Path(base_dir if base_dir is not None else cfg.output_dir)
     if stage in ("metrics", "report"):
         return _run_from_results(cfg, stage, mapping, base)
-    return _run_experiment(cfg, stage, mapping, base)
+    with local_model(cfg, ("system",)):  # local=true: the embedded model answers for every LLM system
+        return _run_experiment(cfg, stage, mapping, base)
 
 
 def _run_from_results(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Path:
@@ -232,6 +255,10 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
 
     num_per_type, seed = config_int(cfg, "cards.num_per_type"), config_int(cfg, "cards.seed")
     system_cfgs = selected_system_cfgs(cfg) if stage != "cards" else []
+    if chosen_roles(cfg.get("local"), ("system",)):
+        for node in system_cfgs:
+            if systems.get(node.name).NEEDS_LLM:
+                route(node)
     domain = load_domain(cfg.domain, cfg.predicate)
     if cfg.cards.get("path"):
         cards = read_cards(cfg.cards.path)
@@ -244,13 +271,18 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
     run_name = f"{domain.name}_{domain.predicate.name}"
     # Build systems (and the gateway, which checks the API key) before creating the run dir.
     needs_llm = any(systems.get(c.name).NEEDS_LLM for c in system_cfgs)
-    gateway = open_gateway(cfg.gateway) if needs_llm else None
+    endpoints = [role_endpoint(c) for c in system_cfgs if systems.get(c.name).NEEDS_LLM]
+    gateway = open_gateway(cfg.gateway, endpoints) if needs_llm else None
+    if gateway is not None:
+        record_endpoints(cfg.gateway, gateway.settings, endpoints)
     built = [systems.get(c.name).create(c, domain=domain, gateway=gateway) for c in system_cfgs]
     ids = [s.id for s in built]
     if len(set(ids)) != len(ids):
         raise UserError(f"systems {ids} share a name; give one of them a distinct system.label")
 
     run_dir = new_run_dir(base, run_name)
+    if gateway is not None:
+        gateway.record_usage_in(run_dir / "usage.json")  # every call on disk as it completes
     write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     write_jsonl(run_dir / "cards.jsonl", cards)
     print(f"{len(cards)} cards ({domain.name}, {domain.predicate.name}) -> {run_dir / 'cards.jsonl'}")
@@ -260,14 +292,22 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
         rows = asyncio.run(answer_cards(built, cards, gateway))
         write_jsonl(run_dir / "results.jsonl", rows)
         if gateway is not None:
-            gateway.ledger.write(run_dir / "usage.json")
+            gateway.write_usage()
             summary["usage"] = gateway.ledger.totals()
+            print(f"cost: {cost_line(summary['usage'])}")
         if stage == "all":
             meta = {"domain": domain.name, "predicate": f"{domain.predicate.name} ({domain.predicate.iri})",
                     "cards": len(cards), "provenance": domain.provenance,
-                    "edges set aside by SHACL validation": len(domain.violations)}
+                    "edges set aside by SHACL validation": len(domain.violations),
+                    **({"cost": cost_line(summary["usage"])} if "usage" in summary else {})}
             metrics = write_metrics_and_report(run_dir, rows, mapping, {c["id"]: c for c in cards}, meta, stage)
             summary["systems"] = headline(metrics)
-    write_summary(run_dir, stage, "ok", **summary)
+    status, errors = answers_status(rows) if stage != "cards" else ("ok", {})
+    write_summary(run_dir, stage, status, **summary, **({"answer_errors": errors} if errors else {}))
     print(f"run dir: {run_dir}")
+    if status == "mostly_errors":
+        worst = max(errors, key=lambda name: errors[name][0] / errors[name][1])
+        first = next(r["error"] for r in rows if r["system"] == worst and r.get("error") is not None)
+        raise UserError(f"{worst}: {errors[worst][0]}/{errors[worst][1]} answers are errors (first: {first}); "
+                        f"status mostly_errors in {run_dir / 'summary.json'}; fix the cause and run again")
     return run_dir

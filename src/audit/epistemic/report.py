@@ -15,14 +15,15 @@ from typing import Any
 import jinja2
 
 from audit.epistemic.metrics import LABELS, LOWER_IS_BETTER, PREDS, RATE_NAMES
+from audit.stats import PALETTE
 from audit.io.atomic import write_text
+from audit.pages import SORT_FILTER_JS
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 # The paper's five numbers plus the two that show closed-world behaviour, in chart order.
 HEADLINE = ("AP", "CVRR", "FAR_NE", "LA", "accuracy", "coverage", "NO_on_U")
 SUITE_COLUMNS = ("AP", "CVRR", "FAR_NE", "LA", "accuracy")
 # Colour-blind-safe palette (Okabe-Ito), cycled over systems.
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 
 CHART_W, CHART_H, MARGIN_L, MARGIN_B, MARGIN_T = 300, 170, 34, 20, 12
 
@@ -93,6 +94,7 @@ def build_context(metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mappi
     suites = sorted({name for m in metrics.values() for name in m.get("suites", {})})
     mappings = sorted({m["mapping"] for m in metrics.values()})
     return {
+        "sort_filter_js": SORT_FILTER_JS,
         "meta": dict(meta),
         "mapping": ", ".join(mappings),
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

@@ -1,7 +1,7 @@
 """The litellm boundary: the only module that imports litellm.
 
-It knows litellm's routes and exception types and nothing about caching, retries or
-ledgers. Facts (DESIGN.md, checked against litellm 1.106 on a loopback server):
+It knows litellm's routes and nothing about caching, retries, ledgers or what a reply
+means (``replies.py``). Facts (DESIGN.md, checked against litellm 1.106 on a loopback server):
 ``openrouter/<id>`` posts to ``/chat/completions``; raw completions need
 ``text-completion-openai/<id>`` with an explicit ``api_base`` (``openrouter/`` would wrap
 the prompt as a chat message and destroy user-persona sampling); without an explicit
@@ -10,17 +10,12 @@ key that route falls back to OPENAI_API_KEY, so the key is always passed.
 
 from __future__ import annotations
 
-import ast
 import asyncio
-import json
 import logging
 import os
-import re
+import sys
 from types import ModuleType
 from typing import Any
-
-from audit.llm.retry import parse_retry_after
-from audit.llm.types import GatewayError, Usage
 
 CHAT_ROUTE = "openrouter/"
 COMPLETION_ROUTE = "text-completion-openai/"
@@ -68,6 +63,25 @@ def completion_client(api_base: str, api_key: str, timeout_s: float, max_connect
                        http_client=httpx.AsyncClient(limits=limits, timeout=timeout_s))
 
 
+def chat_client(timeout_s: float) -> Any:
+    """An HTTP handler for the chat route that never re-sends a request by itself.
+
+    litellm's handler posts once more on a fresh connection after a dropped or refused one,
+    unseen by the ledger; the gateway owns every re-send (counted, backed off), so this
+    handler lets that first failure through unchanged.
+    """
+    litellm()  # first: importing a litellm submodule imports litellm, which must be set up offline
+    from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+
+    class SingleAttempt(AsyncHTTPHandler):
+        async def single_connection_post_request(self, *args: Any, **kwargs: Any) -> Any:
+            # Called only from inside litellm's ``except`` for the failed attempt: re-raise that one.
+            failure = sys.exc_info()[1]
+            raise failure if failure is not None else RuntimeError("litellm asked to re-send outside an error")
+
+    return SingleAttempt(timeout=timeout_s)
+
+
 _declared: set[str] = set()
 
 
@@ -109,94 +123,8 @@ async def post(route: str, model: str, payload: dict[str, Any], *, api_base: str
     if provider:
         common["extra_body"] = {"provider": provider}
     if route == CHAT_ROUTE:
-        return await lib.acompletion(model=CHAT_ROUTE + model, **payload, **common)
+        return await lib.acompletion(model=CHAT_ROUTE + model, client=client, **payload, **common)
     return await lib.atext_completion(model=COMPLETION_ROUTE + model, client=client, **payload, **common)
-
-
-def parse_reply(route: str, response: Any) -> tuple[str, str | None, Usage, str, str | None]:
-    """Extract (text, finish_reason, usage, model, provider) from a litellm response object."""
-    try:
-        choice = response.choices[0]
-        if route == CHAT_ROUTE:
-            text = choice.message.content or ""
-        else:
-            text = choice.text or ""
-    except (AttributeError, IndexError, TypeError) as exc:
-        raise GatewayError("bad_response", f"reply has no choices: {exc}") from None
-    usage = getattr(response, "usage", None)
-    cost = getattr(usage, "cost", None) if usage is not None else None
-    return (
-        text,
-        getattr(choice, "finish_reason", None),
-        Usage(
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            cost=float(cost or 0.0),
-        ),
-        str(getattr(response, "model", "") or ""),
-        getattr(response, "provider", None),
-    )
-
-
-_CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too many tokens", "context window")
-
-
-_WRAPPING = re.compile(r"^(?:litellm\.\w+:\s*)?(?:\w+Error:\s*)?(?:\w+Exception\s*-\s*)?(?:Error code: \d+\s*-\s*)?")
-
-
-def provider_message(text: str) -> str:
-    """The server's own words from a litellm exception text, on one line.
-
-    litellm wraps them (``litellm.AuthenticationError: AuthenticationError: OpenrouterException
-    - {"error": {"message": ...}}``; the raw-completion route, through the OpenAI SDK, shows a
-    Python dict instead of JSON); users need the ``message`` and any ``metadata.raw`` the
-    upstream provider sent, not the wrapping.
-    """
-    text = _WRAPPING.sub("", " ".join(text.split()))
-    body = text[text.find("{"):] if "{" in text else ""
-    error = None
-    for parse in (json.loads, ast.literal_eval):
-        try:
-            error = parse(body).get("error")
-            break
-        except (ValueError, SyntaxError, AttributeError):
-            continue
-    if not isinstance(error, dict) or not error.get("message"):
-        return text[:500]
-    metadata = error.get("metadata")
-    raw = metadata.get("raw") if isinstance(metadata, dict) else None
-    return (str(error["message"]) + (f" ({raw})" if raw else ""))[:500]
-
-
-def classify(exc: BaseException) -> tuple[GatewayError, float | None]:
-    """Map a litellm/openai/httpx exception to a GatewayError and the server's Retry-After."""
-    lib = litellm()
-    status = getattr(exc, "status_code", None)
-    message = provider_message(str(getattr(exc, "message", None) or exc))
-    headers = getattr(exc, "litellm_response_headers", None) or {}
-    retry_after = parse_retry_after(headers.get("retry-after") if hasattr(headers, "get") else None)
-    exceptions = lib.exceptions
-    if isinstance(exc, exceptions.ContextWindowExceededError) or (
-        status == 400 and any(h in message.lower() for h in _CONTEXT_HINTS)
-    ):
-        kind = "context_length"
-    elif isinstance(exc, exceptions.Timeout) or isinstance(exc, TimeoutError):
-        kind = "timeout"
-    elif status == 429 or isinstance(exc, exceptions.RateLimitError):
-        kind = "rate_limit"
-    elif status in (401, 403) or isinstance(exc, exceptions.AuthenticationError):
-        kind = "auth"
-    elif status == 404 or isinstance(exc, exceptions.NotFoundError):
-        kind = "not_found"
-    elif isinstance(status, int) and 400 <= status < 500:
-        kind = "bad_request"
-    elif isinstance(status, int) and status >= 500:
-        kind = "server"
-    elif isinstance(exc, exceptions.APIConnectionError) or isinstance(exc, (ConnectionError, OSError)):
-        kind = "connection"
-    else:
-        kind = "bad_response"
-    return GatewayError(kind, message or type(exc).__name__, status=status), retry_after
 
 
 async def close() -> None:

@@ -17,11 +17,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Coroutine, TypeVar
 
-from audit.llm import backend
+from audit.llm import backend, replies
 from audit.llm.cache import ResponseCache, cache_key
 from audit.llm.ledger import CallRecord, Ledger
+from audit.llm.redact import Redactor
 from audit.llm.retry import RetryPolicy, is_retryable
-from audit.llm.settings import GatewaySettings, require_api_key
+from audit.llm.settings import DEFAULT_ENDPOINT, GatewaySettings
+from audit.llm.structured import check_mode
 from audit.llm.types import GatewayError, LLMResponse, Usage
 from audit.templates import cut_at_stops
 
@@ -31,17 +33,21 @@ T = TypeVar("T")
 class Gateway:
     """Routes model calls to OpenRouter (or any OpenAI-compatible server) via litellm."""
 
-    def __init__(self, settings: GatewaySettings, api_key: str, *, usage_path: Path | None = None,
-                 rng: random.Random | None = None):
+    def __init__(self, settings: GatewaySettings, api_key: str | None, *, usage_path: Path | None = None,
+                 rng: random.Random | None = None, keys: Mapping[str, str] | None = None):
+        """``api_key`` is the ``openrouter`` endpoint's key; ``keys`` those of other endpoints (by name)."""
         self.settings = settings
-        self._api_key = api_key
+        self._keys: dict[str, str] = {**({DEFAULT_ENDPOINT: api_key} if api_key else {}), **(keys or {})}
         self.usage_path = usage_path
-        self.ledger = Ledger()
+        self._redact = Redactor(self._keys.values())
+        self.ledger = Ledger(usage_path.with_suffix(".jsonl") if usage_path is not None else None)
         self.cache = ResponseCache(settings.cache_path) if settings.cache_enabled else None
         self.policy = RetryPolicy(settings.max_retries, settings.backoff_initial_s, settings.backoff_max_s)
         self._rng = rng or random.Random()
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
-        self._completion_clients: dict[asyncio.AbstractEventLoop, Any] = {}
+        self._clients: dict[tuple[asyncio.AbstractEventLoop, str, str], Any] = {}
+        self._schema_rejected: set[tuple[str, str]] = set()
+        """(endpoint, model) pairs that refused response_format: later calls go without it at once."""
         self._sync_loop: asyncio.AbstractEventLoop | None = None
         self._sync_thread: threading.Thread | None = None
         headers = {}
@@ -52,10 +58,16 @@ class Gateway:
         self._headers = headers
 
     @classmethod
-    def from_config(cls, node: Any, *, usage_path: Path | None = None) -> Gateway:
-        """Build from the ``gateway`` config node; fails with a one-line UserError if the key is missing."""
+    def from_config(cls, node: Any, *, usage_path: Path | None = None,
+                    endpoints: Sequence[str] = (DEFAULT_ENDPOINT,)) -> Gateway:
+        """Build from the ``gateway`` config node for a run that calls ``endpoints``.
+
+        Fails with a one-line UserError for an unknown endpoint or a missing key, before any
+        call: only the keys of the endpoints in use are required.
+        """
         settings = GatewaySettings.from_config(node)
-        return cls(settings, require_api_key(), usage_path=usage_path)
+        keys = {name: settings.api_key(name) for name in dict.fromkeys(endpoints)}
+        return cls(settings, None, usage_path=usage_path, keys=keys)
 
     def __repr__(self) -> str:  # never show the key
         return f"Gateway(api_base={self.settings.api_base!r}, cache={self.cache is not None})"
@@ -65,21 +77,38 @@ class Gateway:
     async def achat(self, model: str, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None,
                     temperature: float | None = None, response_format: Mapping[str, Any] | None = None,
                     provider: Mapping[str, Any] | None = None, stop: Sequence[str] | None = None,
-                    sample_index: int = 0, tag: str = "") -> LLMResponse:
-        """Chat completion; ``response_format`` passes through verbatim (callers parse the JSON)."""
+                    sample_index: int = 0, tag: str = "", endpoint: str = DEFAULT_ENDPOINT,
+                    structured: str = "auto") -> LLMResponse:
+        """Chat completion; ``response_format`` passes through verbatim (callers still parse the JSON).
+
+        ``structured`` says what to do with ``response_format``: ``on`` sends it, ``off`` drops it,
+        ``auto`` sends it and, when the server rejects the request (400), sends it once more
+        without; the reply then records ``structured_output: "rejected"``.
+        """
+        check_mode(structured)
         payload: dict[str, Any] = {"messages": [dict(m) for m in messages]}
-        if response_format is not None:
-            payload["response_format"] = dict(response_format)
-        return await self._call(backend.CHAT_ROUTE, model, payload, max_tokens=max_tokens, temperature=temperature,
-                                stop=stop, provider=provider, sample_index=sample_index, tag=tag)
+        call = dict(max_tokens=max_tokens, temperature=temperature, stop=stop, provider=provider,
+                    sample_index=sample_index, tag=tag, endpoint=endpoint)
+        if response_format is None or structured == "off":
+            return await self._call(backend.CHAT_ROUTE, model, payload, **call)
+        if structured == "auto" and (endpoint, model) in self._schema_rejected:  # once per run is enough
+            return await self._call(backend.CHAT_ROUTE, model, payload, structured_output="rejected", **call)
+        try:
+            return await self._call(backend.CHAT_ROUTE, model, {**payload, "response_format": dict(response_format)},
+                                    **call)
+        except GatewayError as error:
+            if structured != "auto" or error.kind != "bad_request":
+                raise
+        self._schema_rejected.add((endpoint, model))
+        return await self._call(backend.CHAT_ROUTE, model, payload, structured_output="rejected", **call)
 
     async def acomplete(self, model: str, prompt: str, *, stop: Sequence[str] = (), max_tokens: int | None = None,
                         temperature: float | None = None, provider: Mapping[str, Any] | None = None,
-                        sample_index: int = 0, tag: str = "") -> LLMResponse:
+                        sample_index: int = 0, tag: str = "", endpoint: str = DEFAULT_ENDPOINT) -> LLMResponse:
         """Raw completion: ``prompt`` reaches ``/completions`` byte for byte; the reply is cut at ``stop``."""
         return await self._call(backend.COMPLETION_ROUTE, model, {"prompt": prompt}, max_tokens=max_tokens,
                                 temperature=temperature, stop=stop, provider=provider,
-                                sample_index=sample_index, tag=tag)
+                                sample_index=sample_index, tag=tag, endpoint=endpoint)
 
     def chat(self, *args: Any, **kwargs: Any) -> LLMResponse:
         """Synchronous :meth:`achat`."""
@@ -91,16 +120,22 @@ class Gateway:
 
     # -- bookkeeping ---------------------------------------------------------------------
 
+    def record_usage_in(self, usage_path: Path) -> None:
+        """Keep the ledger in ``usage_path`` (and its journal ``usage.jsonl``) from now on."""
+        self.usage_path = usage_path
+        self.ledger.attach(usage_path.with_suffix(".jsonl"))
+
     def write_usage(self) -> Path | None:
         """Write the ledger to ``usage_path`` (if one was given)."""
         return self.ledger.write(self.usage_path) if self.usage_path is not None else None
 
     async def aclose(self) -> None:
         """Close HTTP clients and the cache; call once at the end of a job."""
-        client = self._completion_clients.pop(asyncio.get_running_loop(), None)
-        if client is not None:
-            await client.close()
+        loop = asyncio.get_running_loop()
+        for key in [k for k in self._clients if k[0] is loop]:
+            await self._clients.pop(key).close()
         await backend.close()
+        self.ledger.close()
         if self.cache is not None:
             self.cache.close()
             self.cache = None
@@ -125,12 +160,21 @@ class Gateway:
             self._sync_loop, self._sync_thread = loop, thread
         return asyncio.run_coroutine_threadsafe(coro, self._sync_loop).result()
 
-    def _completion_client(self) -> Any:
-        loop = asyncio.get_running_loop()
-        if loop not in self._completion_clients:
-            self._completion_clients[loop] = backend.completion_client(
-                self.settings.api_base, self._api_key, self.settings.timeout_s, self.settings.max_concurrency)
-        return self._completion_clients[loop]
+    def _key(self, endpoint: str) -> str:
+        """The endpoint's key, read on first use when the run did not name the endpoint up front."""
+        if endpoint not in self._keys:
+            self._keys[endpoint] = self.settings.api_key(endpoint)
+            self._redact.add(self._keys[endpoint])
+        return self._keys[endpoint]
+
+    def _client(self, route: str, endpoint: str, api_base: str) -> Any:
+        """The route's HTTP client for this event loop and endpoint (pooled; never re-sends on its own)."""
+        key = (asyncio.get_running_loop(), route, endpoint)
+        if key not in self._clients:
+            self._clients[key] = (backend.chat_client(self.settings.timeout_s) if route == backend.CHAT_ROUTE else
+                                  backend.completion_client(api_base, self._key(endpoint), self.settings.timeout_s,
+                                                            self.settings.max_concurrency))
+        return self._clients[key]
 
     def _semaphore(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
@@ -140,7 +184,11 @@ class Gateway:
 
     async def _call(self, route: str, model: str, payload: dict[str, Any], *, max_tokens: int | None,
                     temperature: float | None, stop: Sequence[str] | None, provider: Mapping[str, Any] | None,
-                    sample_index: int, tag: str) -> LLMResponse:
+                    sample_index: int, tag: str, endpoint: str, structured_output: str | None = None) -> LLMResponse:
+        where = self.settings.endpoint(endpoint)
+        api_base = where.api_base
+        if structured_output is None and "response_format" in payload:
+            structured_output = str(payload["response_format"].get("type"))
         stops = [s for s in (stop or ()) if s]
         params: dict[str, Any] = {}
         if max_tokens is not None:
@@ -149,7 +197,8 @@ class Gateway:
             params["temperature"] = float(temperature)
         if stops:
             params["stop"] = stops
-        key = cache_key({"route": route, "api_base": self.settings.api_base, "model": model,
+        key = cache_key({"route": route, "endpoint": endpoint, "api_base": where.identity or api_base,
+                         "model": model,
                          "provider": dict(provider) if provider else None, **payload, **params,
                          "sample_index": sample_index})
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
@@ -157,45 +206,54 @@ class Gateway:
             self._record(tag, route, response)
             return response
         async with self._semaphore():
-            response = await self._send(route, model, {**payload, **params}, provider, stops, tag)
+            response = await self._send(route, model, {**payload, **params}, provider, stops, tag,
+                                        endpoint, api_base, structured_output)
         if self.cache is not None:
             self.cache.put(key, response.record())
         self._record(tag, route, response)
         return response
 
     async def _send(self, route: str, model: str, payload: dict[str, Any], provider: Mapping[str, Any] | None,
-                    stops: Sequence[str], tag: str) -> LLMResponse:
+                    stops: Sequence[str], tag: str, endpoint: str, api_base: str,
+                    structured_output: str | None) -> LLMResponse:
         started = time.perf_counter()
         retries = 0
         while True:
             try:
-                raw = await backend.post(route, model, payload, api_base=self.settings.api_base,
-                                         api_key=self._api_key, timeout_s=self.settings.timeout_s,
+                raw = await backend.post(route, model, payload, api_base=api_base,
+                                         api_key=self._key(endpoint), timeout_s=self.settings.timeout_s,
                                          headers=self._headers, provider=dict(provider) if provider else None,
-                                         client=self._completion_client() if route == backend.COMPLETION_ROUTE else None)
-                text, finish, usage, served_model, served_by = backend.parse_reply(route, raw)
+                                         client=self._client(route, endpoint, api_base))
+                reply = replies.read_reply(route == backend.CHAT_ROUTE, raw, self._redact)
                 break
             except GatewayError as error:
                 failure, retry_after = error, None
             except Exception as exc:  # litellm raises many types; classify maps them all
-                failure, retry_after = backend.classify(exc)
+                failure, retry_after = replies.classify_failure(exc, self._redact)
             if not is_retryable(failure.kind) or retries >= self.settings.max_retries:
                 self.ledger.add(CallRecord(tag, route, model, None, 0, 0, 0.0,
-                                           time.perf_counter() - started, retries, False, str(failure)))
-                raise GatewayError(failure.kind, f"{model} via {self.settings.api_base}: {failure.args[0]}",
+                                           time.perf_counter() - started, retries, False, str(failure),
+                                           endpoint, api_base, structured_output))
+                hint = (f"; is a server running at {api_base}? Start one (README: 'Run against your own GPU') "
+                        f"or run with local=true" if endpoint != DEFAULT_ENDPOINT and _unreachable(failure) else "")
+                raise GatewayError(failure.kind, f"{model} via {endpoint} ({api_base}): {failure.args[0]}{hint}",
                                    status=failure.status, retries=retries) from None
             retries += 1
             await asyncio.sleep(self.policy.delay(retries, retry_after, self._rng))
-        cut = cut_at_stops(text, stops)
+        cut = cut_at_stops(reply.text, stops)
         return LLMResponse(
             text=cut,
-            finish_reason="stop" if cut != text else finish,
-            usage=usage,
-            model=served_model or model,
-            provider=served_by,
+            finish_reason="stop" if cut != reply.text else reply.finish_reason,
+            usage=reply.usage,
+            model=reply.model or model,
+            provider=reply.provider,
             latency_s=time.perf_counter() - started,
             retries=retries,
             cached=False,
+            endpoint=endpoint,
+            api_base=api_base,
+            structured_output=structured_output,
+            surrogates_replaced=reply.replaced,
         )
 
     def _record(self, tag: str, route: str, response: LLMResponse) -> None:
@@ -203,7 +261,13 @@ class Gateway:
         cached = response.cached
         self.ledger.add(CallRecord(tag, route, response.model, response.provider, response.usage.prompt_tokens,
                                    response.usage.completion_tokens, 0.0 if cached else response.usage.cost,
-                                   0.0 if cached else response.latency_s, 0 if cached else response.retries, cached))
+                                   0.0 if cached else response.latency_s, 0 if cached else response.retries, cached,
+                                   None, response.endpoint, response.api_base, response.structured_output))
+
+
+def _unreachable(error: GatewayError) -> bool:
+    """No server answered (litellm reports a refused connection on the raw route as a 500 "Connection error")."""
+    return error.kind == "connection" or "connection error" in str(error.args[0]).lower()
 
 
 def _from_record(record: dict[str, Any], *, cached: bool) -> LLMResponse:

@@ -3,14 +3,19 @@
 litellm's price map has no ``openrouter/*`` entries and its ``completion_cost()`` guesses,
 so cost is what OpenRouter itself reports in ``usage.cost``. Cached replies are recorded
 with zero cost (they cost nothing this run) and flagged, so totals stay honest.
+
+With a journal (``usage.jsonl`` beside ``usage.json``) every record is appended as the call
+completes, so a SIGKILL loses at most the calls in flight, and a resumed run starts from
+every earlier session's records: ``usage.json`` is then the summary of the whole run.
 """
 
 from __future__ import annotations
 
+import json
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from audit.io.atomic import write_json
 
@@ -30,18 +35,55 @@ class CallRecord:
     retries: int
     cached: bool
     error: str | None = None
+    endpoint: str | None = None
+    api_base: str | None = None
+    structured_output: str | None = None
 
 
 class Ledger:
-    """Thread-safe accumulator of :class:`CallRecord`; written as ``usage.json``."""
+    """Thread-safe accumulator of :class:`CallRecord`; written as ``usage.json``.
 
-    def __init__(self) -> None:
-        self._records: list[CallRecord] = []
+    ``journal`` (optional) is read at once for earlier sessions' records and appended to from
+    the first call on; its directory need not exist before then (a run dir is created after
+    the gateway, so a bad config writes nothing).
+    """
+
+    def __init__(self, journal: Path | None = None) -> None:
+        self._records: list[CallRecord] = read_journal(journal) if journal is not None else []
         self._lock = threading.Lock()
+        self._journal = journal
+        self._file: IO[str] | None = None
 
     def add(self, record: CallRecord) -> None:
         with self._lock:
             self._records.append(record)
+            if self._journal is not None:
+                if self._file is None:
+                    self._journal.parent.mkdir(parents=True, exist_ok=True)
+                    torn = self._journal.exists() and not self._journal.read_bytes().endswith(b"\n")
+                    self._file = open(self._journal, "a", encoding="utf-8")
+                    if torn and self._journal.stat().st_size:
+                        self._file.write("\n")  # end a line a killed session left half-written
+                # One write and a flush per line: the OS holds it even if the process is killed next.
+                self._file.write(json.dumps(asdict(record), ensure_ascii=False) + "\n")
+                self._file.flush()
+
+    def attach(self, journal: Path) -> None:
+        """Start journalling to ``journal`` (for a run dir made after the gateway); its records come first."""
+        with self._lock:
+            if self._journal is not None:
+                raise ValueError(f"ledger already journals to {self._journal}")
+            pending, self._records = self._records, read_journal(journal)
+            self._journal = journal
+        for record in pending:
+            self.add(record)
+
+    def close(self) -> None:
+        """Close the journal (reopened on the next :meth:`add`)."""
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
 
     @property
     def records(self) -> list[CallRecord]:
@@ -73,3 +115,18 @@ class Ledger:
             entry["completion_tokens"] += r.completion_tokens
             entry["cost"] = round(entry["cost"] + r.cost, 10)
         return write_json(path, {"totals": self.totals(), "by_model": by_model, "calls": [asdict(r) for r in records]})
+
+
+def read_journal(path: Path) -> list[CallRecord]:
+    """The records in a ``usage.jsonl``; a line cut short by a kill mid-write is skipped."""
+    if not path.exists():
+        return []
+    known = {f.name for f in fields(CallRecord)}
+    records = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            data = json.loads(line)
+            records.append(CallRecord(**{k: v for k, v in data.items() if k in known}))
+        except (ValueError, TypeError):
+            continue
+    return records

@@ -13,10 +13,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from audit.errors import UserError
+from audit.errors import UserError, unknown_choice
 
 KEY_ENV = "OPENROUTER_API_KEY"
 BASE_ENV = "OPENROUTER_API_BASE"
+DEFAULT_ENDPOINT = "openrouter"
+NO_KEY = "no-key"
+"""Sent to endpoints that take no key: the OpenAI SDK under litellm refuses an empty one."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a role's calls go: a base URL and the name of the variable holding its key.
+
+    ``key_env`` is None for servers that take no key (a local vLLM or llama.cpp).
+    The key itself is never part of this object: it is safe to log and save.
+    """
+
+    name: str
+    api_base: str
+    key_env: str | None = None
+    identity: str | None = None
+    """What the response cache keys on instead of ``api_base``, for a server whose URL changes
+    from run to run while its model does not (the embedded model on an ephemeral port)."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +52,26 @@ class GatewaySettings:
     cache_path: Path = Path(".cache/audit/responses.sqlite")
     title: str | None = "audit"
     referer: str | None = None
+    extra_endpoints: tuple[Endpoint, ...] = ()
+    """Endpoints besides ``openrouter`` (whose base URL is ``api_base``), from ``gateway.endpoints``."""
+
+    def endpoint(self, name: str) -> Endpoint:
+        """The endpoint called ``name``; an unknown name lists the configured ones."""
+        endpoints = self.endpoints()
+        if name not in endpoints:
+            raise unknown_choice("endpoint", name, endpoints) from None
+        return endpoints[name]
+
+    def endpoints(self) -> dict[str, Endpoint]:
+        """Every configured endpoint by name; ``openrouter`` is built from ``api_base``."""
+        found = {DEFAULT_ENDPOINT: Endpoint(DEFAULT_ENDPOINT, self.api_base, KEY_ENV)}
+        found.update((e.name, e) for e in self.extra_endpoints)
+        return found
+
+    def api_key(self, name: str) -> str:
+        """The key of endpoint ``name`` from the environment, or a one-line error naming its variable."""
+        endpoint = self.endpoint(name)
+        return require_api_key(endpoint.key_env) if endpoint.key_env else NO_KEY
 
     @classmethod
     def from_config(cls, node: Any) -> GatewaySettings:
@@ -40,6 +79,7 @@ class GatewaySettings:
         load_dotenv_once()
         cache = node.get("cache") or {}
         attribution = node.get("attribution") or {}
+        endpoints = node.get("endpoints") or {}
         settings = cls(
             api_base=str(os.environ.get(BASE_ENV) or node.get("api_base", cls.api_base)).rstrip("/"),
             timeout_s=float(node.get("timeout_s", cls.timeout_s)),
@@ -51,6 +91,11 @@ class GatewaySettings:
             cache_path=Path(str(cache.get("path", cls.cache_path))),
             title=attribution.get("title"),
             referer=attribution.get("referer"),
+            extra_endpoints=tuple(
+                Endpoint(str(name), str(entry.get("api_base") or "").rstrip("/"), entry.get("key_env") or None,
+                         entry.get("identity") or None)
+                for name, entry in endpoints.items() if str(name) != DEFAULT_ENDPOINT
+            ),
         )
         settings.validate()
         return settings
@@ -62,10 +107,32 @@ class GatewaySettings:
                 f"gateway api_base {self.api_base!r} is not an http(s) URL; "
                 f"set gateway.api_base=... or {BASE_ENV}"
             )
+        for endpoint in self.extra_endpoints:
+            if not endpoint.api_base.startswith(("http://", "https://")):
+                raise UserError(f"endpoint {endpoint.name!r}: api_base {endpoint.api_base!r} is not an http(s) URL; "
+                                f"set gateway.endpoints.{endpoint.name}.api_base=http://...")
         if self.max_concurrency < 1:
             raise UserError("gateway.max_concurrency must be at least 1")
         if self.timeout_s <= 0 or self.max_retries < 0:
             raise UserError("gateway.timeout_s must be > 0 and gateway.max_retries >= 0")
+
+
+def role_endpoint(role: Any) -> str:
+    """The endpoint a role's config node names (``<role>.endpoint``); ``openrouter`` when unset."""
+    return str(role.get("endpoint") or DEFAULT_ENDPOINT)
+
+
+def record_endpoints(gateway_cfg: Any, settings: GatewaySettings, endpoints: Any) -> None:
+    """Write where calls really go into the ``gateway`` node a run saves (config.yaml, summary.json).
+
+    ``api_base`` becomes the effective one (after ``OPENROUTER_API_BASE``), and ``effective``
+    maps each endpoint in use to its base URL, so a run says where its answers came from.
+    """
+    from omegaconf import open_dict
+
+    with open_dict(gateway_cfg):
+        gateway_cfg.api_base = settings.api_base
+        gateway_cfg.effective = {name: settings.endpoint(name).api_base for name in dict.fromkeys(endpoints)}
 
 
 _dotenv_loaded = False
@@ -81,13 +148,14 @@ def load_dotenv_once() -> None:
         _dotenv_loaded = True
 
 
-def require_api_key() -> str:
-    """Return the OpenRouter key, or fail with the one line that says how to set it."""
+def require_api_key(env: str = KEY_ENV) -> str:
+    """Return the key held by variable ``env``, or fail with the one line that says how to set it."""
     load_dotenv_once()
-    key = os.environ.get(KEY_ENV, "").strip()
+    key = os.environ.get(env, "").strip()
     if not key:
+        example = "sk-or-..." if env == KEY_ENV else "..."
         raise UserError(
-            f"{KEY_ENV} is not set: add '{KEY_ENV}=sk-or-...' to a .env file in this directory "
+            f"{env} is not set: add '{env}={example}' to a .env file in this directory "
             f"or export it (see .env.example)"
         )
     return key

@@ -32,6 +32,13 @@ class LLMResponse:
     latency_s: float = 0.0
     retries: int = 0
     cached: bool = False
+    endpoint: str | None = None
+    """The endpoint that served the reply and its effective base URL (after OPENROUTER_API_BASE)."""
+    api_base: str | None = None
+    structured_output: str | None = None
+    """``json_schema`` (or the response_format type sent), ``rejected`` (sent, refused, re-sent without) or None."""
+    surrogates_replaced: int = 0
+    """Lone UTF-16 surrogates (half an emoji) replaced by U+FFFD in ``text``; see ``replies.sanitize``."""
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def record(self) -> dict[str, Any]:

@@ -221,6 +221,13 @@ _FAMILIES: dict[str, TemplateFamily] = {
             eos_token="<|im_end|>",
         ),
         TemplateFamily(
+            name="smollm2",
+            template="smollm2.jinja",
+            description="SmolLM2 Instruct, the embedded local model (ChatML; default system prompt when none is given)",
+            stops=QWEN_STOPS,  # ChatML: the same end-of-turn tokens as Qwen
+            eos_token="<|im_end|>",
+        ),
+        TemplateFamily(
             name="qwen3",
             template="qwen3.jinja",
             description="Qwen3, Qwen3-2507 (thinking on unless enable_thinking=False)",

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import random
 import socket
 import sys
 import threading
@@ -262,6 +263,45 @@ def context_length_reply(limit: int = 163840, requested: int = 200000) -> Reply:
         f"about {requested} tokens. Please reduce the length of either one, or use the "
         '"middle-out" transform to compress your prompt automatically.',
     )
+
+
+def error_in_200(code: int = 502, message: str = "Provider returned error") -> Reply:
+    """HTTP 200 whose body is an error object: OpenRouter's shape when a provider fails mid-generation."""
+    return json_reply({"error": {"code": code, "message": message, "metadata": {}}}, status=200)
+
+
+def no_choices(kind: str = CHAT) -> Reply:
+    """A well-formed 200 with ``choices: []`` (a provider that returned nothing)."""
+    return json_reply({"id": "gen-fake-empty", "object": "chat.completion" if kind == CHAT else "text_completion",
+                       "created": int(time.time()), "model": "", "choices": []})
+
+
+def key_echo(request: RecordedRequest, status: int = 401) -> Reply:
+    """An error quoting the request's Authorization header back, as some proxies do."""
+    return error_reply(status, f"Invalid credentials in header Authorization: {request.headers.get('authorization', '')}")
+
+
+BROKEN_EMOJI = "\ud83d"
+"""Half of an emoji: JSON ``"\ud83d"`` (a lone UTF-16 surrogate). ``chat_reply``/``completion_reply``
+send any text containing it as exactly that escape."""
+
+
+def faulty(handler: Handler, rate: float, faults: Iterable[Callable[[RecordedRequest], Reply]], *,
+           seed: int = 0) -> Handler:
+    """``handler`` with a share ``rate`` of requests answered by a fault instead, chosen by a seeded RNG.
+
+    Faults rotate through ``faults`` (each called with the request), so a run meets every one.
+    """
+    rng = random.Random(seed)
+    lock = threading.Lock()
+    choices = itertools.cycle(list(faults))
+
+    def answer(request: RecordedRequest) -> Reply | None:
+        with lock:
+            fault = next(choices) if rng.random() < rate else None
+        return fault(request) if fault is not None else handler(request)
+
+    return answer
 
 
 def slow(seconds: float, reply: Reply) -> Reply:

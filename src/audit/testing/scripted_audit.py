@@ -124,9 +124,11 @@ class Script:
         return reply
 
     def judge_reply(self, messages: list[dict[str, Any]]) -> str:
-        """Classify every response as ``judge_label``; mark the odd-numbered key facts covered."""
+        """Classify every response as ``judge_label``; mark the odd-numbered key facts covered and
+        fact 2 contradicted (quoting the official line)."""
         if messages[0]["content"] == load("judge_facts_system"):
             ids = [int(n) for n in re.findall(r"^(\d+)\. ", messages[1]["content"], flags=re.M)]
-            return json.dumps({"facts": [{"id": k, "in_knowledge": k % 2 == 1, "in_responses": False, "quote": ""}
+            return json.dumps({"facts": [{"id": k, "in_knowledge": k % 2 == 1, "in_responses": False,
+                                          "contradicted": k == 2, "quote": "nothing happened" if k == 2 else ""}
                                          for k in ids]})
         return json.dumps({"label": self.judge_label, "rationale": "it changes the subject"})

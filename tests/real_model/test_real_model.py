@@ -1,0 +1,67 @@
+"""End to end against the real embedded model (no key, no network): doctor, per-role endpoints,
+an epistemic run and the cache. The complete local audit is in test_local_audit.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from audit.templates import get_family
+from audit.testing.fake_openrouter import FakeOpenRouter
+from audit.testing.scripted_audit import AUDITOR_MODEL, Script
+from tests.real_model.conftest import local_endpoint, only_run_dir, read, run_cli
+
+SMOLLM2 = ("audited.endpoint=local", "audited.model=smollm2", "audited.template=smollm2")
+
+
+def test_doctor_reports_raw_completions_honoured(embedded, tmp_path):
+    done = run_cli("audit.doctor", local_endpoint(embedded), *SMOLLM2, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "OK, raw completions are honoured" in done.stdout
+
+
+def test_per_role_endpoints_auditor_on_loopback_target_on_real_model(embedded, tmp_path):
+    with FakeOpenRouter() as fake:
+        fake.handler = Script().handler
+        done = run_cli("audit", local_endpoint(embedded), *SMOLLM2, f"auditor.model={AUDITOR_MODEL}", "judge=off",
+                       "max_iterations=2", "sampling.max_tokens=40", f"output_dir={tmp_path / 'out'}",
+                       "gateway.cache.enabled=false", cwd=tmp_path, env=fake.env())
+        assert done.returncode == 0, done.stdout + done.stderr
+        paths, n_requests, fake_base = {r.path for r in fake.requests}, len(fake.requests), fake.base_url
+    run_dir = only_run_dir(tmp_path / "out")
+    assert paths == {"/api/v1/chat/completions"}  # the auditor's calls only: no target call went to the fake
+    calls = read(run_dir / "usage.json")["calls"]
+    where = {(c["tag"], c["endpoint"], c["api_base"]) for c in calls}
+    assert where == {("auditor", "openrouter", fake_base), ("audited", "local", embedded.base_url)}
+    assert sum(c["tag"] == "auditor" for c in calls) == n_requests
+    family = get_family("smollm2")
+    for k in (1, 2):
+        response = read(run_dir / "audited_responses" / f"{k:03d}.json")
+        assert response["formatted_prompt"] == family.user_persona_prompt(response["prompt_sent"])
+        assert response["error"] is None and response["finish_reason"] in ("stop", "length")
+        assert not any(stop in response["raw_response"] for stop in family.stops)  # cut at the turn's end
+    config = read(run_dir / "summary.json")["config"]
+    assert config["gateway"]["effective"] == {"openrouter": fake_base, "local": embedded.base_url}
+
+
+def epistemic(tmp_path: Path, out: str) -> Path:
+    done = run_cli("audit.epistemic", "local=true", "systems=[raw_llm,graph_rag]", "cards.num_per_type=10",
+                   "cards.suites=[standard]", f"output_dir={tmp_path / out}",
+                   f"gateway.cache.path={tmp_path / 'cache.sqlite'}", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return only_run_dir(tmp_path / out)
+
+
+def test_epistemic_run_on_real_model_then_cached_rerun_sends_nothing(tmp_path):
+    run_dir = epistemic(tmp_path, "first")
+    rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 60 and {r["system"] for r in rows} == {"raw_llm:smollm2-135m-instruct",
+                                                                 "graph_rag:smollm2-135m-instruct"}
+    for row in rows:  # a valid answer, or an error recorded as an error (never a silent UNKNOWN)
+        assert (row["pred"] in ("YES", "NO", "UNKNOWN")) != bool(row.get("error")), row
+    assert read(run_dir / "metrics.json")
+    first = read(run_dir / "usage.json")["totals"]
+    assert first["calls"] > 0 and first["cached_calls"] == 0
+
+    rerun = read(epistemic(tmp_path, "second") / "usage.json")["totals"]
+    assert rerun["calls"] == first["calls"] and rerun["cached_calls"] == rerun["calls"]

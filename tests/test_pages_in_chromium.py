@@ -1,0 +1,134 @@
+"""The comparison and both run reports in a real headless Chromium: no console errors, no
+horizontal overflow at 1,280 px, the map and charts render (screenshot), sorting and filtering
+change the visible rows, links resolve, and a ``<script>`` and an ``onerror`` attribute
+planted in model output stay text."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from audit.censorship.report import write_report as write_run_report
+from audit.compare.report import compare
+from audit.epistemic.metrics import compute_metrics
+from audit.epistemic.report import write_report as write_epistemic_report
+from tests.chromium import Chromium, Page, chromium_binary
+from tests.compare.fake_runs import censorship_run, epistemic_run, rate
+from tests.epistemic.test_report import rows_and_cards
+
+pytestmark = pytest.mark.skipif(chromium_binary() is None,
+                                reason="chromium is not installed (Debian: apt-get install -y chromium)")
+
+PAYLOAD = """<script>window.__pwned = "script"</script><img src="x" onerror="window.__pwned = 'onerror'">"""
+WIDTH = 1280
+
+
+def build_site(tmp_path: Path) -> dict[str, Path]:
+    """A sweep of censorship runs (2 models x 2 topics, user_persona with baseline, plus assistant
+    runs) and one epistemic run, each with its report, and the comparison over them."""
+    runs = tmp_path / "sweep"
+    for model in ("deepseek_chat", "kimi_k2"):
+        for topic in ("tibet", "tibet_zh"):
+            for repeat in (1, 2):
+                run = censorship_run(runs, f"{model}_{topic}_persona_{repeat}", audited=model, topic=topic,
+                                     classifications={"refused": repeat, "forthcoming": 4 - repeat},
+                                     baseline={"refused": 3, "official_line": 1}, contradicted=1)
+                write_run_report(run)
+            run = censorship_run(runs, f"{model}_{topic}_assistant", audited=model, topic=topic, technique="assistant",
+                                 classifications={"refused": 3, "official_line": 1}, covered=1)
+            write_run_report(run)
+    planted = runs / "deepseek_chat_tibet_persona_1"
+    (planted / "audited_responses" / "001.json").write_text(json.dumps({
+        "iteration": 1, "prompt_sent": "What happened in Lhasa?", "raw_response": f"Nothing happened. {PAYLOAD}",
+        "error": None, "technique": "user_persona", "classification": {"label": "official_line", "rationale": PAYLOAD}}))
+    write_run_report(planted)
+    rows, cards = rows_and_cards()
+    for row in rows:
+        if row["raw_output"] is not None:
+            row["raw_output"] = f"UNKNOWN {PAYLOAD}"
+    ep = epistemic_run(runs, "epistemic_rivers", {"kg_oracle": {"AP": rate(1.0, 0.9, 1.0), "LA": rate(1.0, 0.8, 1.0)},
+                                                  "raw_llm:m": {"AP": rate(0.4, 0.2, 0.6), "LA": None}})
+    write_epistemic_report(ep / "report.html", compute_metrics(rows), rows, cards, {})
+    compare([runs], tmp_path / "cmp")
+    return {"comparison": tmp_path / "cmp" / "comparison.html", "run": planted / "report.html",
+            "epistemic": ep / "report.html"}
+
+
+async def common_checks(page: Page, path: Path, shot: Path) -> None:
+    await page.open(path, width=WIDTH)
+    assert await page.js("window.__pwned === undefined"), "planted model output ran"
+    assert await page.js("document.documentElement.scrollWidth") <= WIDTH, "horizontal overflow at 1,280 px"
+    assert (await page.screenshot(shot)).stat().st_size > 10_000
+    assert page.errors == []
+
+
+VISIBLE_ROWS = "(t) => Array.from(t.tBodies[0].rows).filter(r => !r.hidden)"
+
+
+async def filter_rows(page: Page, table: str, text: str) -> list[str]:
+    """Type ``text`` into the filter box of ``table`` (a JS expression); the visible rows' text."""
+    return await page.js(f"""(() => {{ const t = {table}; const box = t.closest('.scroll').previousElementSibling;
+        box.value = {json.dumps(text)}; box.dispatchEvent(new Event('input'));
+        return ({VISIBLE_ROWS})(t).map(r => r.textContent); }})()""")
+
+
+async def check_comparison(page: Page, path: Path, shot: Path) -> dict[str, Any]:
+    await common_checks(page, path, shot)
+    audits = "Array.from(document.querySelectorAll('table.data')).find(t => t.tHead.textContent.includes('iterations'))"
+    assert await page.js("document.querySelectorAll('svg.chart').length") >= 3 + 2  # refusal, recall, gap; epistemic
+    assert await page.js("Array.from(document.querySelectorAll('.maps .multiple h3')).map(h => h.textContent)") == \
+        ["assistant", "assistant (baseline)", "user_persona"]  # one map per technique
+    assert await page.js("document.querySelectorAll('figcaption.legend .key').length") >= 2
+    assert await page.js("document.querySelectorAll('.multiple h3')[3].textContent") == "AP"  # epistemic matrices
+    everything = await page.js(f"({VISIBLE_ROWS})({audits}).length")
+    kimi = await filter_rows(page, audits, "kimi")
+    assert 0 < len(kimi) < everything and all("kimi" in row for row in kimi)
+    assert len(await filter_rows(page, audits, "")) == everything
+    first_cells = f"({VISIBLE_ROWS})({audits}).map(r => r.cells[0].textContent.trim())"
+    header = f"{audits}.tHead.rows[0].cells[0]"
+    await page.js(f"{header}.click()")
+    ascending = await page.js(first_cells)
+    await page.js(f"{header}.click()")
+    descending = await page.js(first_cells)
+    assert ascending == sorted(ascending) and descending == ascending[::-1] and ascending != descending
+    hrefs = await page.js("Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
+    return {"hrefs": hrefs}
+
+
+def test_comparison_and_run_reports_in_chromium(tmp_path: Path) -> None:
+    site = build_site(tmp_path)
+
+    async def scenario() -> dict[str, Any]:
+        async with Chromium() as browser:
+            found = await check_comparison(await browser.page(), site["comparison"], tmp_path / "comparison.png")
+
+            run = await browser.page()
+            await common_checks(run, site["run"], tmp_path / "run.png")
+            assert await run.js("document.body.textContent.includes('window.__pwned = \"script\"')")  # shown as text
+            entries = "Array.from(document.querySelectorAll('.cards > .entry'))"
+            assert await run.js(f"{entries}.length") == 1
+            await run.js("""(() => { const box = document.querySelector('input.filter');
+                box.value = 'no such words'; box.dispatchEvent(new Event('input')); })()""")
+            assert await run.js(f"{entries}.filter(e => !e.hidden).length") == 0
+
+            epistemic = await browser.page()
+            await common_checks(epistemic, site["epistemic"], tmp_path / "epistemic.png")
+            cards = "Array.from(document.querySelectorAll('.cards > details'))"
+            assert await epistemic.js(f"{cards}.length") == 2
+            await epistemic.js("""(() => { const box = document.querySelector('input.filter');
+                box.value = 'near_miss'; box.dispatchEvent(new Event('input')); })()""")
+            assert await epistemic.js(f"{cards}.filter(d => !d.hidden).map(d => d.querySelector('b').textContent)") \
+                == ["C1"]
+            assert await epistemic.js("document.body.textContent.includes(\"onerror=\")")
+            return found
+
+    found = asyncio.run(scenario())
+    targets = [Path(unquote(urlparse(h).path)) for h in found["hrefs"] if h.startswith("file:")]
+    assert len(targets) == 12 + 2  # every audit run; the epistemic run on each of its 2 rows
+    assert all(t.is_file() and t.name == "report.html" for t in targets)
+    print(f"screenshots in {tmp_path}")  # for a human: comparison.png shows the maps and charts
