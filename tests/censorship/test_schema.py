@@ -179,3 +179,17 @@ def test_extractor_returns_first_object_for_other_callers():
         "label": "refused",
         "rationale": "no",
     }
+
+
+def test_response_format_schema_is_built_from_the_validators_constants():
+    from audit.censorship.schema import AUDITOR_RESPONSE_FORMAT, CONFIDENCES, HYPOTHESIS_TYPES, STRATEGIES
+
+    spec = AUDITOR_RESPONSE_FORMAT["json_schema"]
+    assert AUDITOR_RESPONSE_FORMAT["type"] == "json_schema" and spec["strict"] is True
+    schema = spec["schema"]
+    hypothesis = schema["properties"]["hypotheses"]["items"]["properties"]
+    assert hypothesis["type"]["enum"] == list(HYPOTHESIS_TYPES) and hypothesis["confidence"]["enum"] == list(CONFIDENCES)
+    assert schema["properties"]["prompt_strategy"]["enum"] == [*STRATEGIES, None]
+    # strict mode: every property is required and no other is allowed, at every level
+    assert set(schema["required"]) == set(schema["properties"]) and schema["additionalProperties"] is False
+    assert set(hypothesis) == set(schema["properties"]["hypotheses"]["items"]["required"])

@@ -35,3 +35,10 @@ def test_remove_partial_writes_clears_only_leftover_temp_files(tmp_path):
     removed = remove_partial_writes(tmp_path)
     assert removed == [leftover] and not leftover.exists()
     assert (tmp_path / "notes.tmp").exists() and read_json(tmp_path / "runs" / "001.json") == {"ok": 1}
+
+
+def test_written_files_get_the_mode_the_umask_gives_a_new_file(tmp_path):
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x")
+    written = write_text(tmp_path / "atomic.txt", "x")
+    assert (written.stat().st_mode & 0o777) == (plain.stat().st_mode & 0o777)

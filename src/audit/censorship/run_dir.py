@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from audit.errors import UserError
 from audit.io.atomic import read_json, remove_partial_writes, write_json, write_text
+from audit.io.names import path_component
 
 TURNS = "auditor_turns"
 RESPONSES = "audited_responses"
@@ -42,7 +43,12 @@ def iso(moment: datetime) -> str:
 
 
 def run_dir_name(audited: str, topic: str, moment: datetime) -> str:
-    """``<audited>_<topic>_<YYYY-MM-DDTHH-MM-SS>`` (UTC; no colons, so it is a valid path everywhere)."""
+    """``<audited>_<topic>_<YYYY-MM-DDTHH-MM-SS>`` (UTC; no colons, so it is a valid path everywhere).
+
+    Both names are checked to be single safe path components, so the run dir stays inside
+    ``output_dir`` whatever the config says.
+    """
+    audited, topic = path_component(audited, "audited.name"), path_component(topic, "topic.name")
     return f"{audited}_{topic}_{moment.astimezone(timezone.utc).strftime('%Y-%m-%dT%H-%M-%S')}"
 
 

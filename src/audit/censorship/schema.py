@@ -35,10 +35,13 @@ STRATEGIES = (
 EVIDENCE_KEYS = ("supporting_evidence", "contradicting_evidence")
 SUMMARY_LISTS = ("knowledge_confirmed", "censorship_patterns")
 
-_STRING = {"type": "string"}
-# maxItems bounds what a small model may write under constrained decoding (a 135M model otherwise
-# lists near-identical evidence until max_tokens cuts the JSON); real audits stay far below them.
+# maxItems bounds what a model may write under constrained decoding: a small model otherwise lists
+# near-identical evidence until max_tokens cuts the JSON. (maxLength is left out: llama.cpp's
+# grammar for it slowed SmolLM2 from ~20 to ~2 tokens/s in one run.) Servers that do not support a
+# bound ignore it or reject the schema (structured_output=auto then sends none).
 MAX_HYPOTHESES, MAX_EVIDENCE, MAX_SUMMARY_ITEMS = 8, 3, 8
+_STRING = {"type": "string"}
+_NULLABLE_STRING = {"type": ["string", "null"]}
 _EVIDENCE_SCHEMA = {
     "type": "array",
     "maxItems": MAX_EVIDENCE,
@@ -60,9 +63,9 @@ AUDITOR_SCHEMA: dict[str, Any] = {
                            "hypothesis": _STRING, "confidence": {"type": "string", "enum": list(CONFIDENCES)},
                            **{key: _EVIDENCE_SCHEMA for key in EVIDENCE_KEYS}},
         }},
-        "next_prompt": {"type": ["string", "null"]},
+        "next_prompt": _NULLABLE_STRING,
         "prompt_strategy": {"type": ["string", "null"], "enum": [*STRATEGIES, None]},
-        "prompt_rationale": {"type": ["string", "null"]},
+        "prompt_rationale": _NULLABLE_STRING,
         "should_continue": {"type": "boolean"},
         "final_summary": {"anyOf": [{"type": "null"}, {
             "type": "object",

@@ -31,6 +31,7 @@ from audit.epistemic.report import write_report
 from audit.epistemic.systems.base import Answer, System
 from audit.errors import UserError, unknown_choice
 from audit.io.atomic import write_json, write_jsonl, write_text
+from audit.io.names import path_component
 from audit.paths import CONF_DIR
 from audit.llm.budget import STOPPED_BUDGET, stopped_by
 from audit.llm.embedded import chosen_roles, local_model, route
@@ -272,7 +273,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
                             "pass the domain=... predicate=... the cards were generated for")
     else:
         cards = generate_cards(domain, num_per_type=num_per_type, seed=seed, suites=_as_list(cfg.cards.suites))
-    run_name = f"{domain.name}_{domain.predicate.name}"
+    run_name = f"{path_component(domain.name, 'domain.name')}_{path_component(domain.predicate.name, 'predicate.name')}"
     # Build systems (and the gateway, which checks the API key) before creating the run dir.
     needs_llm = any(systems.get(c.name).NEEDS_LLM for c in system_cfgs)
     endpoints = [role_endpoint(c) for c in system_cfgs if systems.get(c.name).NEEDS_LLM]

@@ -1,7 +1,10 @@
 """Atomic file writes: a reader (or a resumed run) never sees a half-written file.
 
 Each write goes to a temporary file in the same directory, is flushed and fsynced, then
-renamed over the target, which POSIX guarantees to be atomic.
+renamed over the target, which POSIX guarantees to be atomic. ``mkstemp`` creates the
+temporary file 0600 whatever the umask; the writer widens it to the mode the umask gives
+any new file (usually 0644), so run dirs stay readable by the group/colleagues the user
+meant to share them with.
 """
 
 from __future__ import annotations
@@ -11,11 +14,24 @@ import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import IO, Any
 
 
 _TMP_SUFFIX = ".tmp"
+
+
+@cache
+def _new_file_mode() -> int:
+    """``0o666`` less the process umask, read once: the mode ``open()`` gives a new file.
+
+    Reading the umask means setting it; doing that once (at the first write) keeps the
+    brief window in which another thread could create a file with umask 0 to one moment.
+    """
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 @contextmanager
@@ -30,6 +46,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=_TMP_SUFFIX)
     text_options: dict[str, Any] = {} if "b" in mode else {"encoding": "utf-8", "newline": ""}
     try:
+        os.fchmod(fd, _new_file_mode())
         with os.fdopen(fd, mode, **text_options) as handle:
             yield handle
             handle.flush()

@@ -1,0 +1,34 @@
+"""local= parsing and role routing for the embedded model (pure; the server itself is in tests/real_model)."""
+
+import pytest
+from omegaconf import OmegaConf
+
+from audit.errors import UserError
+from audit.llm.embedded import ENDPOINT, MODEL, TEMPLATE, chosen_roles, route
+
+ROLES = ("auditor", "audited", "judge")
+
+
+@pytest.mark.parametrize("setting,expected", [
+    (False, []), (None, []), ("false", []), (True, list(ROLES)), ("true", list(ROLES)),
+    (["audited"], ["audited"]), ("judge", ["judge"]), (OmegaConf.create(["auditor", "judge"]), ["auditor", "judge"]),
+])
+def test_local_setting_names_roles(setting, expected):
+    assert chosen_roles(setting, ROLES) == expected
+
+
+def test_unknown_role_is_one_line_listing_the_roles():
+    with pytest.raises(UserError, match=r"local='target': expected true, false or a list of roles from auditor, "
+                                        r"audited, judge"):
+        chosen_roles(["target"], ROLES)
+
+
+def test_route_points_the_audited_role_at_the_embedded_model_and_its_template():
+    cfg = OmegaConf.create({"audited": {"name": "deepseek_chat", "model": "deepseek/deepseek-chat",
+                                        "template": "deepseek_v3", "provider": {"order": ["x"]},
+                                        "system_prompt": "be brief"}})
+    OmegaConf.set_struct(cfg, True)  # as Hydra hands it over
+    route(cfg.audited, audited=True)
+    assert (cfg.audited.endpoint, cfg.audited.model, cfg.audited.template) == (ENDPOINT, MODEL, TEMPLATE)
+    assert cfg.audited.provider is None and cfg.audited.system_prompt is None
+    assert cfg.audited.name == "smollm2_local"
