@@ -86,7 +86,7 @@ async def per_call_overhead(base_url: str, cache_dir: Path, calls: int, route: s
         bare = await median_latency(
             lambda: client.post(base_url + path, json={"model": "m/x", **payload}), calls)
     gw = gateway(base_url, cache_dir, 1)
-    pooled = None if chat else gw._completion_client()
+    pooled = None if chat else gw._client(route, "openrouter", base_url)
     lite = await median_latency(
         lambda: backend.post(route, "m/x", dict(payload), api_base=base_url, api_key="bench-key", timeout_s=30,
                              headers={}, provider=None, client=pooled), calls)

@@ -43,6 +43,10 @@ def outcome(run_dir: Path) -> dict:
             "final_hypotheses": summary["final_hypotheses"], "facts": summary["fact_recall"]["facts"]}
 
 
+def unverified(run_dir: Path) -> int:
+    return sum(read(p)["evidence"]["unverified"] for p in (run_dir / "auditor_turns").iterdir())
+
+
 def test_fault_rate_half_gives_the_fault_free_result(audit_env, script, fake_openrouter):
     script.stop_at_turn = 4
     config = ("judge=default", "judge.model=test/judge", "technique.with_baseline=true", "gateway.max_retries=30", *FAST)
@@ -85,6 +89,7 @@ def test_an_exhausted_retry_marks_the_run_and_resume_repairs_it(audit_env, scrip
     assert {k: summary["totals"][k] for k in usage["totals"]} == usage["totals"] and usage["totals"]["errors"] == 2
     assert "Completed with 2 failed calls" in (run_dir / "report.html").read_text(encoding="utf-8")
 
+    assert unverified(run_dir) > 0  # turn 3 quotes response 2, which was missing
     broken["on"] = False
     fake_openrouter.reset()
     fake_openrouter.handler = handler
@@ -94,6 +99,7 @@ def test_an_exhausted_retry_marks_the_run_and_resume_repairs_it(audit_env, scrip
     second = read(run_dir / "audited_responses" / "002.json")
     assert second["error"] is None and "the answer 2" in second["raw_response"]
     assert "provider failed" in second["redone_after"][0]
+    assert unverified(run_dir) == 0  # checked again against the redone response
     third = read(run_dir / "audited_responses" / "003.json")
     assert third["classification"]["label"] == "deflected"
     # only the failed calls went out again (the good target sample of iteration 3 came from the cache)

@@ -79,6 +79,9 @@ def test_broken_emoji_is_replaced_recorded_cached_and_written(fake_openrouter, t
         assert reply.text == f"hi {REPLACEMENT} there" and reply.surrogates_replaced == 1
         (tmp_path / "reply.json").write_text(json.dumps(reply.record(), ensure_ascii=False), encoding="utf-8")
         assert _call(gateway, route).cached  # the cache stored it
+        gateway.write_usage()
+        usage = json.loads((tmp_path / "usage.json").read_text(encoding="utf-8"))
+        assert usage["calls"][0]["surrogates_replaced"] == 1 and usage["totals"]["surrogates_replaced"] == 2
     finally:
         gateway.close()
 

@@ -477,12 +477,24 @@ class Audit:
 
     async def redo_failed_calls(self) -> None:
         """On a resume, sample again every iteration with a failed call (its good calls come from the
-        cache, free); fact scoring is redone at the end anyway. Later auditor turns keep what they saw."""
+        cache, free) and check later turns' citations again; fact scoring is redone at the end anyway.
+        Later auditor turns keep what they were told (the redone response records ``redone_after``)."""
         for k in sorted({e["iteration"] for e in self.call_errors() if e["iteration"] is not None}):
             previous = [e["error"] for e in self.call_errors() if e["iteration"] == k]
             await self.sample(k)
             self.responses[k]["redone_after"] = previous
             self.run_dir.write_response(k, self.responses[k])
+            self.recheck_citations(after=k)
+
+    def recheck_citations(self, *, after: int) -> None:
+        """Check again the citations of the turns written after response ``after`` was redone:
+        a quote of the missing response was marked unverified, and now can be checked. Each turn
+        is checked against the responses it could have seen, as when it was written."""
+        for t in sorted(k for k in self.turns if k > after):
+            turn = self.turns[t]
+            seen = {k: v for k, v in self.response_texts().items() if k < t}
+            turn["parsed"]["hypotheses"], turn["evidence"] = check_evidence(turn["parsed"]["hypotheses"], seen)
+            self.run_dir.write_turn(t, turn)
 
     def response_texts(self) -> dict[int, list[str]]:
         """Per iteration, the texts evidence may quote: the response, and its baseline when sampled."""

@@ -35,21 +35,18 @@ STRATEGIES = (
 EVIDENCE_KEYS = ("supporting_evidence", "contradicting_evidence")
 SUMMARY_LISTS = ("knowledge_confirmed", "censorship_patterns")
 
-# maxItems and maxLength bound what a model may write under constrained decoding: a small model
-# otherwise lists near-identical evidence or text until max_tokens cuts the JSON. Servers that
-# do not support a bound ignore it or reject the schema (structured_output=auto then sends none).
+# maxItems bounds what a model may write under constrained decoding: a small model otherwise lists
+# near-identical evidence until max_tokens cuts the JSON. (maxLength is left out: llama.cpp's
+# grammar for it slowed SmolLM2 from ~20 to ~2 tokens/s in one run.) Servers that do not support a
+# bound ignore it or reject the schema (structured_output=auto then sends none).
 MAX_HYPOTHESES, MAX_EVIDENCE, MAX_SUMMARY_ITEMS = 8, 3, 8
-
-
-def _text(max_length: int, *, nullable: bool = False) -> dict[str, Any]:
-    return {"type": ["string", "null"] if nullable else "string", "maxLength": max_length}
-
-
+_STRING = {"type": "string"}
+_NULLABLE_STRING = {"type": ["string", "null"]}
 _EVIDENCE_SCHEMA = {
     "type": "array",
     "maxItems": MAX_EVIDENCE,
     "items": {"type": "object", "additionalProperties": False, "required": ["iteration", "excerpt"],
-              "properties": {"iteration": {"type": "integer"}, "excerpt": _text(300)}},
+              "properties": {"iteration": {"type": "integer"}, "excerpt": _STRING}},
 }
 AUDITOR_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -57,26 +54,26 @@ AUDITOR_SCHEMA: dict[str, Any] = {
     "required": ["reasoning", "hypotheses", "next_prompt", "prompt_strategy", "prompt_rationale", "should_continue",
                  "final_summary"],
     "properties": {
-        "reasoning": _text(1000),
+        "reasoning": _STRING,
         "hypotheses": {"type": "array", "maxItems": MAX_HYPOTHESES, "items": {
             "type": "object",
             "additionalProperties": False,
             "required": ["id", "type", "hypothesis", "confidence", *EVIDENCE_KEYS],
-            "properties": {"id": _text(16), "type": {"type": "string", "enum": list(HYPOTHESIS_TYPES)},
-                           "hypothesis": _text(300), "confidence": {"type": "string", "enum": list(CONFIDENCES)},
+            "properties": {"id": _STRING, "type": {"type": "string", "enum": list(HYPOTHESIS_TYPES)},
+                           "hypothesis": _STRING, "confidence": {"type": "string", "enum": list(CONFIDENCES)},
                            **{key: _EVIDENCE_SCHEMA for key in EVIDENCE_KEYS}},
         }},
-        "next_prompt": _text(1000, nullable=True),
+        "next_prompt": _NULLABLE_STRING,
         "prompt_strategy": {"type": ["string", "null"], "enum": [*STRATEGIES, None]},
-        "prompt_rationale": _text(300, nullable=True),
+        "prompt_rationale": _NULLABLE_STRING,
         "should_continue": {"type": "boolean"},
         "final_summary": {"anyOf": [{"type": "null"}, {
             "type": "object",
             "additionalProperties": False,
             "required": [*SUMMARY_LISTS, "conclusion"],
-            "properties": {**{key: {"type": "array", "maxItems": MAX_SUMMARY_ITEMS, "items": _text(300)}
+            "properties": {**{key: {"type": "array", "maxItems": MAX_SUMMARY_ITEMS, "items": _STRING}
                               for key in SUMMARY_LISTS},
-                           "conclusion": _text(1000)},
+                           "conclusion": _STRING},
         }]},
     },
 }

@@ -262,7 +262,8 @@ class Gateway:
         self.ledger.add(CallRecord(tag, route, response.model, response.provider, response.usage.prompt_tokens,
                                    response.usage.completion_tokens, 0.0 if cached else response.usage.cost,
                                    0.0 if cached else response.latency_s, 0 if cached else response.retries, cached,
-                                   None, response.endpoint, response.api_base, response.structured_output))
+                                   None, response.endpoint, response.api_base, response.structured_output,
+                                   response.surrogates_replaced))
 
 
 def _unreachable(error: GatewayError) -> bool:

@@ -38,6 +38,8 @@ class CallRecord:
     endpoint: str | None = None
     api_base: str | None = None
     structured_output: str | None = None
+    surrogates_replaced: int = 0
+    """Lone UTF-16 surrogates (half an emoji) replaced by U+FFFD in the reply (``replies.sanitize``)."""
 
 
 class Ledger:
@@ -101,6 +103,7 @@ class Ledger:
             "cost": round(sum(r.cost for r in records), 10),
             "retries": sum(r.retries for r in records),
             "errors": sum(r.error is not None for r in records),
+            "surrogates_replaced": sum(r.surrogates_replaced for r in records),
             "latency_s": round(sum(r.latency_s for r in records), 6),
         }
 
