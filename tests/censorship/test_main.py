@@ -193,3 +193,25 @@ def test_sigterm_during_a_reask_keeps_the_unusable_reply_for_the_resume(tmp_path
     assert summary["status"] == "completed"
     assert summary["totals"]["parse_failures"] == 2  # the interrupted turn's and the resumed turn's
     assert summary["totals"]["calls"] == len(fake_openrouter.requests) - 1  # the cut-off re-ask never returned
+
+
+def test_a_second_concurrent_resume_is_refused_naming_the_holder(tmp_path, fake_openrouter):
+    script = Script(stop_at_turn=6, target_delay_s=0.3)
+    fake_openrouter.handler = script.handler
+    proc = audit(tmp_path, fake_openrouter, *BASE)
+    wait_while_running(proc, lambda: list((tmp_path / "out").glob("*/audited_responses/001.json")))
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    (run_dir,) = (tmp_path / "out").iterdir()
+
+    first = audit(tmp_path, fake_openrouter, f"resume={run_dir}")
+    wait_while_running(first, lambda: f"pid {first.pid} " in (run_dir / ".lock").read_text())
+    code, out, err = finish(audit(tmp_path, fake_openrouter, f"resume={run_dir}"))
+    assert code == 1 and err.count("\n") == 1 and "Traceback" not in err
+    assert f"pid {first.pid}" in err and "in use" in err
+    assert first.poll() is None, "the holder keeps running"
+    code, _, err = finish(first)
+    assert code == 0, err
+    assert len(list((run_dir / "audited_responses").iterdir())) == 5
+    target_calls = [r for r in fake_openrouter.requests if (r.json or {}).get("model") != AUDITOR_MODEL]
+    assert len(target_calls) <= 5 + 1  # each probe sent once; the killed run's in-flight one may be re-sent

@@ -64,6 +64,7 @@ def test_open_existing_rejects_what_is_not_a_run_dir(tmp_path):
     rd.create(OmegaConf.create({"topic": {"name": "t"}}))
     killed_write = rd.path / "auditor_turns" / ".004.json.x1y2z3.tmp"  # SIGKILL between write and rename
     killed_write.write_text('{"iteration": 4, "raw_')
+    rd._lock.close()  # the creating process ended; while it runs, open_existing is refused (test_main)
     run_dir, cfg = open_existing(rd.path)
     assert run_dir.path == rd.path and cfg.topic.name == "t"
     assert not killed_write.exists()

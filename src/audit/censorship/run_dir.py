@@ -17,12 +17,13 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from audit.errors import UserError
 from audit.io.atomic import read_json, remove_partial_writes, write_json, write_text
+from audit.io.lock import hold_lock
 from audit.io.names import path_component
 
 TURNS = "auditor_turns"
@@ -79,6 +80,11 @@ class RunDir:
 
     def __init__(self, path: Path):
         self.path = Path(path)
+        self._lock: IO[str] | None = None  # held open while this process runs the dir
+
+    def lock(self) -> None:
+        """Hold the run dir for this process (see :mod:`audit.io.lock`); a second runner gets one line."""
+        self._lock = hold_lock(self.path, f"resume={self.path}")
 
     @property
     def config_path(self) -> Path:
@@ -108,6 +114,7 @@ class RunDir:
             self.path.mkdir(parents=True)
         except FileExistsError:
             raise UserError(f"{self.path} was just created by another run; start this one again") from None
+        self.lock()
         (self.path / TURNS).mkdir()
         (self.path / RESPONSES).mkdir()
         write_text(self.config_path, OmegaConf.to_yaml(cfg, resolve=True))
@@ -164,5 +171,6 @@ def open_existing(path: str | Path) -> tuple[RunDir, DictConfig]:
         raise UserError(f"resume: cannot read {run_dir.config_path}: {exc}".replace("\n", " ")) from None
     if not isinstance(saved, DictConfig):
         raise UserError(f"resume: {run_dir.config_path} is not a mapping; restore it from the run")
+    run_dir.lock()  # before touching anything: another process may be running this dir
     remove_partial_writes(run_dir.path)  # a write the kill interrupted; the files it targeted are intact
     return run_dir, saved
