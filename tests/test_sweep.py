@@ -1,0 +1,59 @@
+"""Sweeps as a user runs them (``python -m audit -m ...`` in a subprocess, loopback server):
+the exit status and the comparison at the end come from the job dirs' files, with joblib too."""
+
+from __future__ import annotations
+
+import json
+
+from audit.testing.fake_openrouter import error_reply
+from audit.testing.scripted_audit import Script
+from tests.censorship.test_main import BASE, audit, finish
+
+SWEEP = [a for a in BASE if not a.startswith("output_dir")]
+
+
+def test_joblib_sweep_with_one_failing_job_exits_1_and_still_writes_the_comparison(tmp_path, fake_openrouter):
+    script = Script(stop_at_turn=2)
+
+    def handler(request):
+        if request.endpoint == "completion" and request.json["model"] == "moonshotai/kimi-k2":
+            return error_reply(404, "no such model")
+        return script.handler(request)
+
+    fake_openrouter.handler = handler
+    code, out, err = finish(audit(tmp_path, fake_openrouter, "-m", "audited=kimi_k2,deepseek_chat",
+                                  "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", *SWEEP))
+    assert code == 1
+    (sweep_dir,) = (tmp_path / "multirun").iterdir()
+    assert (sweep_dir / "comparison.html").is_file()
+    assert "sweep: 2 job(s): 1 completed, 1 failed" in err and "failed job 0" in err and "no such model" in err
+    assert f"comparison: multirun/{sweep_dir.name}/comparison.html" in err
+    assert "job 0" in err.splitlines()[-1]  # the exit line names the failed job
+    assert (sweep_dir / "0" / "job.log").is_file() and (sweep_dir / "1" / "job.log").is_file()
+
+
+def test_samples_give_distinct_repeats_and_a_rerun_sends_nothing(tmp_path, fake_openrouter):
+    script = Script(stop_at_turn=2)
+    fake_openrouter.handler = script.handler
+    args = [a for a in BASE if "cache" not in a] + ["audited=deepseek_chat", "samples=3"]
+    code, out, err = finish(audit(tmp_path, fake_openrouter, *args))
+    assert code == 0, err
+    runs = sorted((tmp_path / "out").iterdir())
+    assert len(runs) == 3
+    assert sorted(json.loads((r / "summary.json").read_text())["config"]["repeat"] for r in runs) == [0, 1, 2]
+    sent = len(fake_openrouter.requests)
+    code, _, err = finish(audit(tmp_path, fake_openrouter, *args))
+    assert code == 0, err
+    assert len(fake_openrouter.requests) == sent  # every repeat came from the cache
+
+
+def test_a_spent_budget_stops_the_run_cleanly(tmp_path, fake_openrouter):
+    script = Script(stop_at_turn=5)
+    fake_openrouter.handler = script.handler
+    code, out, err = finish(audit(tmp_path, fake_openrouter, *BASE, "audited=deepseek_chat",
+                                  "budget.max_cost_usd=0.0000001"))
+    assert code == 0, err
+    (run_dir,) = (tmp_path / "out").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "stopped_budget" and "budget" in summary["error"]
+    assert "stopped: budget spent" in out
