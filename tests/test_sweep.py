@@ -5,22 +5,14 @@ from __future__ import annotations
 
 import json
 
-from audit.testing.fake_openrouter import error_reply
 from audit.testing.scripted_audit import Script
-from tests.censorship.test_main import BASE, audit, finish
+from tests.censorship.test_main import BASE, audit, finish, kimi_fails
 
 SWEEP = [a for a in BASE if not a.startswith("output_dir")]
 
 
 def test_joblib_sweep_with_one_failing_job_exits_1_and_still_writes_the_comparison(tmp_path, fake_openrouter):
-    script = Script(stop_at_turn=2)
-
-    def handler(request):
-        if request.endpoint == "completion" and request.json["model"] == "moonshotai/kimi-k2":
-            return error_reply(404, "no such model")
-        return script.handler(request)
-
-    fake_openrouter.handler = handler
+    fake_openrouter.handler = kimi_fails(404, "no such model")
     code, out, err = finish(audit(tmp_path, fake_openrouter, "-m", "audited=kimi_k2,deepseek_chat",
                                   "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", *SWEEP))
     assert code == 1

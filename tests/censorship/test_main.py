@@ -134,15 +134,20 @@ def test_sigterm_leaves_an_error_summary_and_the_run_resumes(tmp_path, fake_open
     assert json.loads((run_dir / "summary.json").read_text())["total_iterations"] == 3
 
 
-def test_sweep_jobs_get_their_own_run_dirs_and_a_failed_job_does_not_stop_the_sweep(tmp_path, fake_openrouter):
+def kimi_fails(status: int, message: str):
+    """A scripted audit in which every target call to Kimi K2 gets ``status``: one failing sweep job."""
     script = Script(stop_at_turn=2)
 
     def handler(request):
         if request.endpoint == "completion" and request.json["model"] == "moonshotai/kimi-k2":
-            return error_reply(401, "no access to this model")
+            return error_reply(status, message)
         return script.handler(request)
 
-    fake_openrouter.handler = handler
+    return handler
+
+
+def test_sweep_jobs_get_their_own_run_dirs_and_a_failed_job_does_not_stop_the_sweep(tmp_path, fake_openrouter):
+    fake_openrouter.handler = kimi_fails(401, "no access to this model")
     sweep = [a for a in BASE if not a.startswith("output_dir")]
     code, _, err = finish(audit(tmp_path, fake_openrouter, "-m", "audited=kimi_k2,deepseek_chat", *sweep))
     assert code != 0 and "no access" in err
