@@ -1,9 +1,11 @@
 """Sweeps as a user runs them (``python -m audit -m ...`` in a subprocess, loopback server):
-the exit status and the comparison at the end come from the job dirs' files, with joblib too."""
+the exit status and the comparison at the end come from the job dirs' files, with the joblib and submitit launchers too."""
 
 from __future__ import annotations
 
 import json
+
+import pytest
 
 from audit.testing.scripted_audit import Script
 from tests.censorship.test_main import BASE, audit, finish, kimi_fails
@@ -11,10 +13,14 @@ from tests.censorship.test_main import BASE, audit, finish, kimi_fails
 SWEEP = [a for a in BASE if not a.startswith("output_dir")]
 
 
-def test_joblib_sweep_with_one_failing_job_exits_1_and_still_writes_the_comparison(tmp_path, fake_openrouter):
+@pytest.mark.parametrize("launcher", [
+    ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"],
+    ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=5"],  # the jobs run in other processes
+], ids=["joblib", "submitit_local"])
+def test_sweep_with_one_failing_job_exits_1_and_still_writes_the_comparison(tmp_path, fake_openrouter, launcher):
     fake_openrouter.handler = kimi_fails(404, "no such model")
     code, out, err = finish(audit(tmp_path, fake_openrouter, "-m", "audited=kimi_k2,deepseek_chat",
-                                  "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", *SWEEP))
+                                  *launcher, *SWEEP))
     assert code == 1
     (sweep_dir,) = (tmp_path / "multirun").iterdir()
     assert (sweep_dir / "comparison.html").is_file()
@@ -49,3 +55,13 @@ def test_a_spent_budget_stops_the_run_cleanly(tmp_path, fake_openrouter):
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "stopped_budget" and "budget" in summary["error"]
     assert "stopped: budget spent" in out
+
+
+def test_the_slurm_launcher_config_composes_with_its_defaults_and_overrides(tmp_path):
+    """A sweep moved to a cluster is one override; checked by composing, since no Slurm runs here."""
+    code, out, err = finish(audit(tmp_path, None, "hydra/launcher=slurm", "hydra.launcher.partition=gpu",
+                                  "--cfg", "hydra"))
+    assert code == 0, err
+    launcher = out.split("\n  launcher:\n", 1)[1].split("\n  sweeper:", 1)[0]
+    assert "SlurmLauncher" in launcher and "partition: gpu" in launcher
+    assert "timeout_min: 240" in launcher and "cpus_per_task: 2" in launcher
