@@ -216,3 +216,23 @@ def test_chat_error_line_is_clean_too(gateway, fake_openrouter):
     line = str(info.value)
     assert line.startswith("not_found 404: x/unknown via ") and "No endpoints found for x/unknown." in line
     assert "litellm" not in line and "{" not in line
+
+
+@pytest.mark.parametrize("cache_enabled", [True, False])
+def test_identical_concurrent_calls_make_one_request(fake_openrouter, tmp_path, cache_enabled):
+    """Single-flight: the first of five identical calls goes out, the others await its reply."""
+    gw = make_gateway(fake_openrouter, tmp_path, cache_enabled=cache_enabled)
+    fake_openrouter.latency_s = 0.2
+    fake_openrouter.default_reply = completion_reply("one answer")
+
+    async def burst() -> list:
+        replies = await asyncio.gather(*(gw.acomplete("m/x", "same prompt") for _ in range(5)),
+                                       gw.acomplete("m/x", "another prompt"))
+        await gw.aclose()
+        return replies
+
+    replies = asyncio.run(burst())
+    assert [r.text for r in replies] == ["one answer"] * 6
+    assert sorted(r.json["prompt"] for r in fake_openrouter.requests) == ["another prompt", "same prompt"]
+    totals = gw.ledger.totals()
+    assert totals["calls"] == 6 and totals["shared_calls"] == 4
