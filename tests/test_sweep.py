@@ -65,3 +65,21 @@ def test_the_slurm_launcher_config_composes_with_its_defaults_and_overrides(tmp_
     launcher = out.split("\n  launcher:\n", 1)[1].split("\n  sweeper:", 1)[0]
     assert "SlurmLauncher" in launcher and "partition: gpu" in launcher
     assert "timeout_min: 240" in launcher and "cpus_per_task: 2" in launcher
+
+
+def test_a_sweep_budget_stops_every_job_cleanly_and_loses_no_charge(tmp_path, fake_openrouter):
+    fake_openrouter.handler = Script(stop_at_turn=5).handler
+    code, out, err = finish(audit(tmp_path, fake_openrouter, "-m", "audited=kimi_k2,deepseek_chat",
+                                  "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+                                  "budget.max_cost_usd=0.0000001", "gateway.max_concurrency=2", *SWEEP))
+    (sweep_dir,) = (tmp_path / "multirun").iterdir()
+    summaries = [json.loads(p.read_text()) for p in sorted(sweep_dir.glob("*/*/summary.json"))]
+    assert [s["status"] for s in summaries] == ["stopped_budget", "stopped_budget"], err
+    assert code == 0, err  # stopped by the budget is not a failure
+    assert "0 completed, 0 failed, 2 stopped by budget" in out
+    budget = json.loads((sweep_dir / "budget.json").read_text())
+    ledgers = [json.loads(p.read_text()) for p in sorted(sweep_dir.glob("*/*/usage.json"))]
+    # every charge is in some run's ledger, and past the cap only calls already in flight were charged
+    assert budget["spent_usd"] == pytest.approx(sum(u["totals"]["cost"] for u in ledgers))
+    assert budget["charged_calls"] <= 2 * 2
+    assert (sweep_dir / "comparison.html").is_file()
