@@ -60,8 +60,8 @@ def test_key_only_required_for_endpoints_in_use(monkeypatch, tmp_path):
     monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
     monkeypatch.delenv("GPU_KEY", raising=False)
     monkeypatch.chdir(tmp_path)
-    cfg = OmegaConf.create(node("https://openrouter.ai/api/v1", "http://127.0.0.1:9/v1",
-                                gpu={"api_base": "http://10.0.0.5:8000/v1", "key_env": "GPU_KEY"}))
+    cfg = OmegaConf.create(node("https://example.invalid/api/v1", "http://127.0.0.1:9/v1",
+                                gpu={"api_base": "http://127.0.0.1:8001/v1", "key_env": "GPU_KEY"}))
     Gateway.from_config(cfg, endpoints=["local"]).close()  # no key needed at all
     for endpoints, variable in ((["local", "openrouter"], "OPENROUTER_API_KEY"), (["gpu"], "GPU_KEY")):
         with pytest.raises(UserError, match=f"^{variable} is not set"):
@@ -70,15 +70,15 @@ def test_key_only_required_for_endpoints_in_use(monkeypatch, tmp_path):
 
 def test_unknown_endpoint_lists_the_configured_ones(monkeypatch):
     monkeypatch.delenv("OPENROUTER_API_BASE", raising=False)
-    settings = GatewaySettings.from_config(OmegaConf.create(node("https://openrouter.ai/api/v1", "http://h/v1")))
+    settings = GatewaySettings.from_config(OmegaConf.create(node("https://example.invalid/api/v1", "http://127.0.0.1:8000/v1")))
     with pytest.raises(UserError, match=r"Unknown endpoint 'locl'\. Did you mean 'local'\?.*local, openrouter"):
         settings.endpoint("locl")
     with pytest.raises(UserError, match="not an http"):
-        GatewaySettings.from_config(OmegaConf.create(node("https://openrouter.ai/api/v1", "127.0.0.1:8000")))
+        GatewaySettings.from_config(OmegaConf.create(node("https://example.invalid/api/v1", "127.0.0.1:8000")))
 
 
 def test_local_server_down_names_url_and_fix(tmp_path):
-    settings = GatewaySettings.from_config(OmegaConf.create(node("https://openrouter.ai/api/v1", "http://127.0.0.1:9/v1")))
+    settings = GatewaySettings.from_config(OmegaConf.create(node("https://example.invalid/api/v1", "http://127.0.0.1:9/v1")))
     gateway = Gateway(GatewaySettings(**{**settings.__dict__, "max_retries": 0, "cache_enabled": False}), None)
     try:
         with pytest.raises(Exception) as info:

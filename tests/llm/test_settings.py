@@ -25,4 +25,4 @@ def test_missing_key_is_one_clear_line(monkeypatch, tmp_path):
 def test_bad_base_url_rejected(monkeypatch):
     monkeypatch.delenv("OPENROUTER_API_BASE", raising=False)
     with pytest.raises(UserError, match="not an http"):
-        GatewaySettings.from_config(OmegaConf.create({"api_base": "openrouter.ai"}))
+        GatewaySettings.from_config(OmegaConf.create({"api_base": "example.invalid"}))
