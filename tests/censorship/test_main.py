@@ -118,12 +118,18 @@ def test_resume_of_a_non_run_dir_is_one_line(tmp_path):
     assert code == 1 and err.count("\n") == 1 and "not a run directory" in err
 
 
-def test_sigterm_leaves_an_error_summary_and_the_run_resumes(tmp_path, fake_openrouter):
-    script = Script(stop_at_turn=4, target_delay_s=0.3)
-    fake_openrouter.handler = script.handler
-    proc = audit(tmp_path, fake_openrouter, *BASE)
+def signalled_after_first_response(tmp_path: Path, server: FakeOpenRouter, stop_at_turn: int,
+                                   sig: signal.Signals) -> subprocess.Popen:
+    """A scripted audit (slow target) sent ``sig`` once its first response is on disk."""
+    server.handler = Script(stop_at_turn=stop_at_turn, target_delay_s=0.3).handler
+    proc = audit(tmp_path, server, *BASE)
     wait_while_running(proc, lambda: list((tmp_path / "out").glob("*/audited_responses/001.json")))
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
+    return proc
+
+
+def test_sigterm_leaves_an_error_summary_and_the_run_resumes(tmp_path, fake_openrouter):
+    proc = signalled_after_first_response(tmp_path, fake_openrouter, 4, signal.SIGTERM)
     code, _, err = finish(proc)
     (run_dir,) = (tmp_path / "out").iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -201,11 +207,7 @@ def test_sigterm_during_a_reask_keeps_the_unusable_reply_for_the_resume(tmp_path
 
 
 def test_a_second_concurrent_resume_is_refused_naming_the_holder(tmp_path, fake_openrouter):
-    script = Script(stop_at_turn=6, target_delay_s=0.3)
-    fake_openrouter.handler = script.handler
-    proc = audit(tmp_path, fake_openrouter, *BASE)
-    wait_while_running(proc, lambda: list((tmp_path / "out").glob("*/audited_responses/001.json")))
-    proc.send_signal(signal.SIGKILL)
+    proc = signalled_after_first_response(tmp_path, fake_openrouter, 6, signal.SIGKILL)
     proc.communicate(timeout=30)
     (run_dir,) = (tmp_path / "out").iterdir()
 
