@@ -36,6 +36,13 @@ def test_no_arguments_runs_rivers_through_the_oracle_without_a_key(tmp_path):
     assert "AP=1.000" in proc.stdout
 
 
+def test_local_true_with_only_the_oracle_starts_no_model_server(tmp_path):
+    proc = run_cli(tmp_path, "local=true", "cards.num_per_type=2", "cards.suites=[standard]")
+    assert proc.returncode == 0, proc.stderr
+    assert "embedded model" not in proc.stdout  # the line local=true prints when it starts the server
+    assert json.loads((only_run_dir(tmp_path) / "metrics.json").read_text())["kg_oracle"]["n_errors"] == 0
+
+
 def test_raw_llm_against_the_loopback_server(tmp_path, fake_openrouter):
     fake_openrouter.default_reply = chat_reply('{"answer": "UNKNOWN"}')
     proc = run_cli(tmp_path, "system=raw_llm", "system.model=acme/tiny", "cards.num_per_type=2",

@@ -234,7 +234,11 @@ def run(cfg: DictConfig, base_dir: Path | None = None) -> Path:
     base = Path(base_dir if base_dir is not None else cfg.output_dir)
     if stage in ("metrics", "report"):
         return _run_from_results(cfg, stage, mapping, base)
-    with local_model(cfg, ("system",)):  # local=true: the embedded model answers for every LLM system
+    # local=true: the embedded model answers for every LLM system; with none (kg_oracle alone, or
+    # stage=cards) nothing would call it, so it is not started.
+    names = _as_list(cfg.get("systems")) or [str(cfg.system.name)]
+    serve = stage != "cards" and any(systems.get(name).NEEDS_LLM for name in names)
+    with local_model(cfg, ("system",), serve=serve):
         return _run_experiment(cfg, stage, mapping, base)
 
 
