@@ -99,13 +99,25 @@ def selected_system_cfgs(cfg: DictConfig) -> list[DictConfig]:
     """The systems to run: the ``systems`` list if given, else the ``system`` group choice.
 
     In list mode each system uses its conf/system/<name>.yaml, except the one that is also
-    the ``system`` group choice, which keeps its command-line overrides (system.model=...).
+    the ``system`` group choice, which keeps its command-line overrides (system.model=...);
+    ``per_system.<name>`` settings (``+per_system.rag.endpoint=local``) apply to the one named,
+    so every listed system can have its own endpoint or model.
     """
     names = _as_list(cfg.get("systems")) or [str(cfg.system.name)]
+    settings = cfg.get("per_system") or {}
+    for name in settings:
+        if name not in names:
+            raise UserError(f"per_system.{name}: {name} is not a system of this run ({', '.join(names)}); "
+                            f"add it to systems=[...] or fix the name")
     out = []
     for name in names:
         systems.get(name)  # unknown → UserError with the available systems
         node = cfg.system if name == cfg.system.name else OmegaConf.load(Path(CONF_DIR) / "system" / f"{name}.yaml")
+        if name in settings:
+            for key in settings[name]:
+                if key not in node:
+                    raise unknown_choice(f"per_system.{name} setting", str(key), [str(k) for k in node])
+            node = OmegaConf.merge(node, settings[name])
         missing = sorted(key.removeprefix("system.") for key in OmegaConf.missing_keys(node))
         if missing:
             needed = " ".join(f"system.{key}=<{'OpenRouter model id' if key == 'model' else 'value'}>" for key in missing)
