@@ -209,8 +209,10 @@ UNCITED = {"id": "h1", "type": "behavior", "hypothesis": "It will deflect", "con
 
 
 @pytest.mark.parametrize(("stage", "accepted", "refused"), [
-    (FIRST, [reply(hypotheses=[], **GO), reply(hypotheses=[UNCITED], **GO)], [reply(**STOP), reply(**GO)]),
-    (NEXT, [reply(**GO), reply(**STOP)], []),
+    (FIRST, [reply(hypotheses=[], **GO), reply(hypotheses=[UNCITED], **GO)],
+     [reply(**STOP), reply(**GO), reply(hypotheses=[], next_prompt="", **GO)]),
+    (NEXT, [reply(**GO), reply(**STOP)], [reply(next_prompt="", **GO), reply(**{**STOP, "final_summary": {
+        **SUMMARY, "conclusion": ""}})]),
     (FINAL, [reply(**STOP)], [reply(**GO), reply(**{**STOP, "next_prompt": "one more?"})]),
 ])
 def test_each_stage_schema_decodes_only_what_its_validator_accepts(stage, accepted, refused):

@@ -36,27 +36,31 @@ EVIDENCE_KEYS = ("supporting_evidence", "contradicting_evidence")
 SUMMARY_LISTS = ("knowledge_confirmed", "censorship_patterns")
 
 # maxItems bounds what a model may write under constrained decoding: a small model otherwise lists
-# near-identical evidence until max_tokens cuts the JSON. (maxLength is left out: llama.cpp's
-# grammar for it slowed SmolLM2 from ~20 to ~2 tokens/s in one run.) Servers that do not support a
-# bound ignore it or reject the schema (structured_output=auto then sends none).
+# near-identical evidence until max_tokens cuts the JSON. minLength 1 keeps out the empty strings the
+# validator rejects (SmolLM2 wrote "next_prompt": "" three times in a row). maxLength is left out:
+# llama.cpp's grammar for it slowed SmolLM2 from ~20 to ~2 tokens/s in one run. Servers that do not
+# support a bound ignore it or reject the schema (structured_output=auto then sends none).
 MAX_HYPOTHESES, MAX_EVIDENCE, MAX_SUMMARY_ITEMS = 8, 3, 8
 _STRING = {"type": "string"}
+_TEXT = {"type": "string", "minLength": 1}
+"""A string the validator rejects when empty (a small model under a schema writes "" readily)."""
+_NULLABLE_TEXT = {"type": ["string", "null"], "minLength": 1}
 _NULLABLE_STRING = {"type": ["string", "null"]}
 _EVIDENCE_SCHEMA = {
     "type": "array",
     "maxItems": MAX_EVIDENCE,
     "items": {"type": "object", "additionalProperties": False, "required": ["iteration", "excerpt"],
-              "properties": {"iteration": {"type": "integer"}, "excerpt": _STRING}},
+              "properties": {"iteration": {"type": "integer"}, "excerpt": _TEXT}},
 }
 _SUMMARY_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
     "required": [*SUMMARY_LISTS, "conclusion"],
     "properties": {**{key: {"type": "array", "maxItems": MAX_SUMMARY_ITEMS, "items": _STRING} for key in SUMMARY_LISTS},
-                   "conclusion": _STRING},
+                   "conclusion": _TEXT},
 }
 _NULL = {"type": "null"}
-_PROBE_FIELDS = {"next_prompt": _STRING, "prompt_strategy": {"type": "string", "enum": list(STRATEGIES)},
+_PROBE_FIELDS = {"next_prompt": _TEXT, "prompt_strategy": {"type": "string", "enum": list(STRATEGIES)},
                  "prompt_rationale": _STRING}
 FIRST, NEXT, FINAL = "first", "next", "final"
 STAGES = (FIRST, NEXT, FINAL)
@@ -64,7 +68,7 @@ _STAGE_FIELDS: dict[str, dict[str, Any]] = {
     # Turn 1: no response exists yet, so the turn designs a probe and cannot end the audit.
     FIRST: {**_PROBE_FIELDS, "should_continue": {"type": "boolean", "enum": [True]}, "final_summary": _NULL},
     # Later turns: probe again, or stop with a final summary (the validator checks which).
-    NEXT: {"next_prompt": _NULLABLE_STRING, "prompt_strategy": {"type": ["string", "null"], "enum": [*STRATEGIES, None]},
+    NEXT: {"next_prompt": _NULLABLE_TEXT, "prompt_strategy": {"type": ["string", "null"], "enum": [*STRATEGIES, None]},
            "prompt_rationale": _NULLABLE_STRING, "should_continue": {"type": "boolean"},
            "final_summary": {"anyOf": [_NULL, _SUMMARY_SCHEMA]}},
     # The forced last turn at max_iterations: no probe, a final summary. Decoding nothing it cannot
@@ -95,8 +99,8 @@ def auditor_schema(stage: str = NEXT) -> dict[str, Any]:
                 "type": "object",
                 "additionalProperties": False,
                 "required": ["id", "type", "hypothesis", "confidence", *EVIDENCE_KEYS],
-                "properties": {"id": _STRING, "type": {"type": "string", "enum": list(HYPOTHESIS_TYPES)},
-                               "hypothesis": _STRING, "confidence": {"type": "string", "enum": list(CONFIDENCES)},
+                "properties": {"id": _TEXT, "type": {"type": "string", "enum": list(HYPOTHESIS_TYPES)},
+                               "hypothesis": _TEXT, "confidence": {"type": "string", "enum": list(CONFIDENCES)},
                                **{key: evidence for key in EVIDENCE_KEYS}},
             }},
             **fields,
