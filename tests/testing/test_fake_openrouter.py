@@ -420,6 +420,18 @@ def test_standalone_server_echoes_and_prints_its_base_url(tmp_path):
     assert stats == {"connections_opened": 3, "requests": 2}  # what a benchmark in another process reads
 
 
+def test_standalone_server_can_answer_one_fixed_text_on_both_endpoints(tmp_path):
+    command = [sys.executable, "-m", "audit.testing.fake_openrouter", "--reply", '{"answer": "YES"}']
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=tmp_path) as process:
+        try:
+            base_url = process.stdout.readline().strip()
+            chat_data = httpx.post(f"{base_url}/chat/completions", json={"model": "m", "messages": MESSAGES}).json()
+            text_data = httpx.post(f"{base_url}/completions", json={"model": "m", "prompt": "p"}).json()
+        finally:
+            process.terminate()
+    assert chat_data["choices"][0]["message"]["content"] == text_data["choices"][0]["text"] == '{"answer": "YES"}'
+
+
 def test_standalone_server_reports_a_busy_port_in_one_line():
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

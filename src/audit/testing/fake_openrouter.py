@@ -335,6 +335,11 @@ def echo_reply(request: RecordedRequest) -> Reply:
     return chat_reply(_content_text(last.get("content")))
 
 
+def fixed_reply(text: str) -> Handler:
+    """A handler answering every request with ``text`` in the shape of its endpoint."""
+    return lambda request: completion_reply(text) if request.endpoint == COMPLETION else chat_reply(text)
+
+
 Handler = Callable[[RecordedRequest], Reply | None]
 
 
@@ -622,12 +627,14 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Serve echo replies until Ctrl-C, for poking at clients by hand."""
+    """Serve echo (or fixed) replies until Ctrl-C, for poking at clients by hand and for benchmarks."""
     parser = argparse.ArgumentParser(prog="python -m audit.testing.fake_openrouter", description=main.__doc__)
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free port)")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds to wait before every reply")
+    parser.add_argument("--reply", help="answer every request with this text (default: echo the prompt)")
     args = parser.parse_args(argv)
-    server = FakeOpenRouter(port=args.port, latency_s=args.latency, handler=echo_reply)
+    handler = fixed_reply(args.reply) if args.reply is not None else echo_reply
+    server = FakeOpenRouter(port=args.port, latency_s=args.latency, handler=handler)
     try:
         server.start()
     except OSError as exc:
