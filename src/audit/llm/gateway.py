@@ -55,7 +55,8 @@ class Gateway:
         self.usage_path = usage_path
         self._redact = Redactor(self._keys.values())
         self.ledger = Ledger(usage_path.with_suffix(".jsonl") if usage_path is not None else None)
-        self.cache = ResponseCache(settings.cache_path) if settings.cache_enabled else None
+        self._count_earlier_spending()
+        self.cache = ResponseCache(settings.cache_path, wal=settings.cache_wal) if settings.cache_enabled else None
         self.policy = RetryPolicy(settings.max_retries, settings.backoff_initial_s, settings.backoff_max_s)
         self._rng = rng or random.Random()
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
@@ -139,6 +140,13 @@ class Gateway:
         """Keep the ledger in ``usage_path`` (and its journal ``usage.jsonl``) from now on."""
         self.usage_path = usage_path
         self.ledger.attach(usage_path.with_suffix(".jsonl"))
+        self._count_earlier_spending()
+
+    def _count_earlier_spending(self) -> None:
+        """A run's own budget (no shared file) starts from what the run's earlier sessions spent,
+        so a resumed run cannot spend its cap a second time; a sweep's file already holds it."""
+        if self.budget is not None and self.budget.path is None:
+            self.budget.charge(self.ledger.earlier_cost)
 
     def write_usage(self) -> Path | None:
         """Write the ledger to ``usage_path`` (if one was given)."""
@@ -236,16 +244,18 @@ class Gateway:
             return response
         self._inflight[flight] = asyncio.get_running_loop().create_future()
         try:
-            if self.budget is not None:
-                self.budget.check(f"{tag or route} call to {model}")
             async with self._semaphore():
+                # Checked when the call really starts, not before it queues for a slot: calls
+                # waiting behind a full pool must see what the calls ahead of them were charged.
+                if self.budget is not None:
+                    self.budget.check(f"{tag or route} call to {model}")
                 response = await self._send(route, model, {**payload, **params}, provider, stops, tag,
                                             endpoint, api_base, structured_output)
+                if self.budget is not None:
+                    self.budget.charge(response.usage.cost)
         except BaseException as exc:
             _fail(self._inflight.pop(flight), exc)
             raise
-        if self.budget is not None:
-            self.budget.charge(response.usage.cost)
         if self.cache is not None:
             self.cache.put(key, response.record())
         self._inflight.pop(flight).set_result(response)
