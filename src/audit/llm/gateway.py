@@ -60,7 +60,8 @@ class Gateway:
         self.policy = RetryPolicy(settings.max_retries, settings.backoff_initial_s, settings.backoff_max_s)
         self._rng = rng or random.Random()
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
-        self._clients: dict[tuple[asyncio.AbstractEventLoop, str, str], Any] = {}
+        self._pools: dict[tuple[asyncio.AbstractEventLoop, str], backend.Pool] = {}
+        """One connection pool per event loop and endpoint, for the life of the gateway (closed by aclose)."""
         self._schema_rejected: set[tuple[str, str]] = set()
         """(endpoint, model) pairs that refused response_format: later calls go without it at once."""
         self._sync_loop: asyncio.AbstractEventLoop | None = None
@@ -152,10 +153,10 @@ class Gateway:
         return self.ledger.write(self.usage_path) if self.usage_path is not None else None
 
     async def aclose(self) -> None:
-        """Close HTTP clients and the cache; call once at the end of a job."""
+        """Close connection pools and the cache; call once at the end of a job."""
         loop = asyncio.get_running_loop()
-        for key in [k for k in self._clients if k[0] is loop]:
-            await self._clients.pop(key).close()
+        for key in [k for k in self._pools if k[0] is loop]:
+            await self._pools.pop(key).close()
         await backend.close()
         self.ledger.close()
         if self.cache is not None:
@@ -189,14 +190,22 @@ class Gateway:
             self._redact.add(self._keys[endpoint])
         return self._keys[endpoint]
 
-    def _client(self, route: str, endpoint: str, api_base: str) -> Any:
-        """The route's HTTP client for this event loop and endpoint (pooled; never re-sends on its own)."""
-        key = (asyncio.get_running_loop(), route, endpoint)
-        if key not in self._clients:
-            self._clients[key] = (backend.chat_client(self.settings.timeout_s) if route == backend.CHAT_ROUTE else
-                                  backend.completion_client(api_base, self._key(endpoint), self.settings.timeout_s,
-                                                            self.settings.max_concurrency))
-        return self._clients[key]
+    def _pool(self, endpoint: str, api_base: str) -> backend.Pool:
+        """The endpoint's connection pool on this event loop (both routes; never re-sends on its own).
+
+        Sized to ``max_concurrency``: the semaphore lets no more calls than that be in flight, so
+        connections are reused rather than opened per call.
+        """
+        key = (asyncio.get_running_loop(), endpoint)
+        if key not in self._pools:
+            self._pools[key] = backend.Pool(api_base, self._key(endpoint), self.settings.timeout_s,
+                                            self.settings.max_concurrency)
+        return self._pools[key]
+
+    @property
+    def connections_opened(self) -> int:
+        """TCP connections opened by the pools still open, for benchmarks and diagnostics."""
+        return sum(pool.connections_opened for pool in self._pools.values())
 
     def _semaphore(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
@@ -263,7 +272,7 @@ class Gateway:
                 raw = await backend.post(route, model, payload, api_base=api_base,
                                          api_key=self._key(endpoint), timeout_s=self.settings.timeout_s,
                                          headers=self._headers, provider=dict(provider) if provider else None,
-                                         client=self._client(route, endpoint, api_base))
+                                         client=self._pool(endpoint, api_base).client(route))
                 reply = replies.read_reply(route == backend.CHAT_ROUTE, raw, self._redact)
                 break
             except GatewayError as error:

@@ -96,6 +96,11 @@ class Ledger:
                 self._file.close()
                 self._file = None
 
+    def __len__(self) -> int:
+        """Calls recorded so far (cheap: progress lines read it)."""
+        with self._lock:
+            return len(self._records)
+
     @property
     def records(self) -> list[CallRecord]:
         with self._lock:
