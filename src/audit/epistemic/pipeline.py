@@ -36,6 +36,8 @@ from audit.paths import CONF_DIR
 from audit.llm.budget import STOPPED_BUDGET, stopped_by
 from audit.llm.embedded import chosen_roles, local_model, route
 from audit.llm.settings import record_endpoints, role_endpoint
+from audit.progress import Progress
+from audit.runtime import long_lived_heap
 
 STAGES = ("all", "cards", "systems", "metrics", "report")
 HEADLINE = ("AP", "CVRR", "FAR_NE", "LA", "accuracy")
@@ -214,21 +216,21 @@ def open_gateway(gateway_cfg: DictConfig, endpoints: Sequence[str], repeat: int 
 async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any]], gateway: Any) -> list[dict[str, Any]]:
     """Every system on every card, concurrently (the gateway bounds calls in flight).
 
-    With a model in the loop a run can take minutes, so progress is printed every 10%.
+    With a model in the loop a run can take minutes, so a progress line (calls/s, ETA) is
+    printed every 10% or 10 s; results are kept in memory and written once, at the end.
     """
     pairs = [(s, c) for s in built for c in cards]
-    step, done = max(1, len(pairs) // 10), 0
+    progress = Progress(len(pairs), lambda: len(gateway.ledger)) if gateway is not None else None
 
     async def one(system: System, card: Mapping[str, Any]) -> Answer:
-        nonlocal done
         answer = await system.answer(card)
-        done += 1
-        if gateway is not None and (done % step == 0 or done == len(pairs)):
-            print(f"answered {done}/{len(pairs)}", flush=True)
+        if progress is not None:
+            progress.tick()
         return answer
 
     try:
-        answers = await asyncio.gather(*(one(s, c) for s, c in pairs))
+        with long_lived_heap():  # the graph is not rescanned by every collection the calls trigger
+            answers = await asyncio.gather(*(one(s, c) for s, c in pairs))
     finally:
         if gateway is not None:
             await gateway.aclose()
