@@ -11,13 +11,13 @@ every earlier session's records: ``usage.json`` is then the summary of the whole
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from audit.io.atomic import write_json
+from audit.io.journal import Journal, read_records
 
 
 @dataclass(frozen=True)
@@ -55,39 +55,29 @@ class Ledger:
     def __init__(self, journal: Path | None = None) -> None:
         self._records: list[CallRecord] = read_journal(journal) if journal is not None else []
         self._lock = threading.Lock()
-        self._journal = journal
-        self._file: IO[str] | None = None
+        self._journal = Journal(journal) if journal is not None else None
 
     def add(self, record: CallRecord) -> None:
         with self._lock:
             self._records.append(record)
             if self._journal is not None:
-                if self._file is None:
-                    self._journal.parent.mkdir(parents=True, exist_ok=True)
-                    torn = self._journal.exists() and not self._journal.read_bytes().endswith(b"\n")
-                    self._file = open(self._journal, "a", encoding="utf-8")
-                    if torn and self._journal.stat().st_size:
-                        self._file.write("\n")  # end a line a killed session left half-written
-                # One write and a flush per line: the OS holds it even if the process is killed next.
-                self._file.write(json.dumps(asdict(record), ensure_ascii=False) + "\n")
-                self._file.flush()
+                self._journal.append(asdict(record))
 
     def attach(self, journal: Path) -> None:
         """Start journalling to ``journal`` (for a run dir made after the gateway); its records come first."""
         with self._lock:
             if self._journal is not None:
-                raise ValueError(f"ledger already journals to {self._journal}")
+                raise ValueError(f"ledger already journals to {self._journal.path}")
             pending, self._records = self._records, read_journal(journal)
-            self._journal = journal
+            self._journal = Journal(journal)
         for record in pending:
             self.add(record)
 
     def close(self) -> None:
         """Close the journal (reopened on the next :meth:`add`)."""
         with self._lock:
-            if self._file is not None:
-                self._file.close()
-                self._file = None
+            if self._journal is not None:
+                self._journal.close()
 
     @property
     def records(self) -> list[CallRecord]:
@@ -125,14 +115,11 @@ class Ledger:
 
 def read_journal(path: Path) -> list[CallRecord]:
     """The records in a ``usage.jsonl``; a line cut short by a kill mid-write is skipped."""
-    if not path.exists():
-        return []
     known = {f.name for f in fields(CallRecord)}
     records = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for data in read_records(path):
         try:
-            data = json.loads(line)
             records.append(CallRecord(**{k: v for k, v in data.items() if k in known}))
-        except (ValueError, TypeError):
+        except TypeError:
             continue
     return records
