@@ -24,8 +24,9 @@ from .test_main import run_cli
 
 CARDS = 36  # cards.num_per_type=4 x 3 labels x 3 suites
 ANSWERED = 10
+CONCURRENCY = 4
 ARGS = ("system=raw_llm", "system.model=acme/tiny", "cards.num_per_type=4", "gateway.max_retries=0",
-        "gateway.cache.enabled=false", "gateway.max_concurrency=4", "output_dir=out")
+        "gateway.cache.enabled=false", f"gateway.max_concurrency={CONCURRENCY}", "output_dir=out")
 
 
 def answer(request) -> object:
@@ -42,7 +43,8 @@ def start(cwd: Path, server: FakeOpenRouter, *args: str) -> subprocess.Popen:
 
 
 def stopped_with_answers_saved(tmp_path: Path, server: FakeOpenRouter, sig: signal.Signals) -> tuple[Path, Hold, str]:
-    """A run sent ``sig`` once ``ANSWERED`` answers are in its journal and the next calls are held."""
+    """A run sent ``sig`` once ``ANSWERED`` answers are in its journal and every slot holds a call:
+    it can send nothing more, so what it leaves is the same every time."""
     hold = Hold(answer, skip=ANSWERED)
     server.handler = hold
     proc = start(tmp_path, server, *ARGS)
@@ -50,7 +52,7 @@ def stopped_with_answers_saved(tmp_path: Path, server: FakeOpenRouter, sig: sign
         assert hold.wait(), "the run never reached its held requests"
         deadline = time.monotonic() + 60
         journal = None
-        while journal is None or len(read_records(journal)) < ANSWERED:
+        while journal is None or len(read_records(journal)) < ANSWERED or len(hold.held) < CONCURRENCY:
             assert proc.poll() is None and time.monotonic() < deadline, proc.stderr
             journal = next((tmp_path / "out").glob("*/answers.jsonl"), None)
             time.sleep(0.005)
@@ -87,7 +89,7 @@ def test_a_stopped_run_resumes_in_its_directory_asking_only_the_rest(tmp_path, f
         assert summary["expected_answers"] == CARDS and summary["usage"]["calls"] == ANSWERED
     assert not (run_dir / "results.jsonl").exists()
     first_session = len(fake_openrouter.requests)
-    assert first_session == ANSWERED + len(hold.held)
+    assert first_session == ANSWERED + CONCURRENCY == ANSWERED + len(hold.held)
 
     fake_openrouter.reset()
     fake_openrouter.handler = answer
