@@ -47,6 +47,7 @@ from audit.resume import load_saved_config, resumed_config
 from audit.llm.budget import STOPPED_BUDGET, stopped_by
 from audit.llm.embedded import chosen_roles, local_model, route
 from audit.llm.settings import record_endpoints, role_endpoint
+from audit.progress import Progress
 
 STAGES = ("all", "cards", "systems", "metrics", "report")
 ANSWERS = "answers.jsonl"
@@ -254,22 +255,22 @@ async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any
     calls in flight); each new row goes to ``journal`` as it arrives. Returns all rows, ``done``
     ones included, in card order per system.
 
-    With a model in the loop a run can take minutes, so progress is printed every 10%.
+    With a model in the loop a run can take minutes, so a progress line (calls/s, ETA) over
+    this session's cards is printed every 10% or 10 s; results.jsonl is written once, at the
+    end, from memory (the journal is only read by a resume).
     """
     done = dict(done or {})
     pairs = [(s, c) for s in built for c in cards]
     todo = [(s, c) for s, c in pairs if (s.id, str(c["id"])) not in done]
-    step, count = max(1, len(pairs) // 10), len(pairs) - len(todo)
+    progress = Progress(len(todo), lambda: len(gateway.ledger)) if gateway is not None else None
 
     async def one(system: System, card: Mapping[str, Any]) -> None:
-        nonlocal count
         row = result_row(card, system.id, await system.answer(card))
         done[(system.id, str(card["id"]))] = row
         if journal is not None:
             journal.append(row)
-        count += 1
-        if gateway is not None and (count % step == 0 or count == len(pairs)):
-            print(f"answered {count}/{len(pairs)}", flush=True)
+        if progress is not None:
+            progress.tick()
 
     try:
         await asyncio.gather(*(one(s, c) for s, c in todo))

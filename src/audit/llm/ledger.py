@@ -54,6 +54,8 @@ class Ledger:
 
     def __init__(self, journal: Path | None = None) -> None:
         self._records: list[CallRecord] = read_journal(journal) if journal is not None else []
+        self.earlier_cost = _cost(self._records)
+        """What the journal's earlier sessions spent (a resumed run's budget starts from it)."""
         self._lock = threading.Lock()
         self._journal = Journal(journal) if journal is not None else None
 
@@ -69,6 +71,7 @@ class Ledger:
             if self._journal is not None:
                 raise ValueError(f"ledger already journals to {self._journal.path}")
             pending, self._records = self._records, read_journal(journal)
+            self.earlier_cost = _cost(self._records)
             self._journal = Journal(journal)
         for record in pending:
             self.add(record)
@@ -78,6 +81,11 @@ class Ledger:
         with self._lock:
             if self._journal is not None:
                 self._journal.close()
+
+    def __len__(self) -> int:
+        """Calls recorded so far (cheap: progress lines read it)."""
+        with self._lock:
+            return len(self._records)
 
     @property
     def records(self) -> list[CallRecord]:
@@ -93,7 +101,7 @@ class Ledger:
             "shared_calls": sum(r.shared for r in records),
             "prompt_tokens": sum(r.prompt_tokens for r in records),
             "completion_tokens": sum(r.completion_tokens for r in records),
-            "cost": round(sum(r.cost for r in records), 10),
+            "cost": _cost(records),
             "retries": sum(r.retries for r in records),
             "errors": sum(r.error is not None for r in records),
             "surrogates_replaced": sum(r.surrogates_replaced for r in records),
@@ -111,6 +119,10 @@ class Ledger:
             entry["completion_tokens"] += r.completion_tokens
             entry["cost"] = round(entry["cost"] + r.cost, 10)
         return write_json(path, {"totals": self.totals(), "by_model": by_model, "calls": [asdict(r) for r in records]})
+
+
+def _cost(records: list[CallRecord]) -> float:
+    return round(sum(r.cost for r in records), 10)
 
 
 def read_journal(path: Path) -> list[CallRecord]:

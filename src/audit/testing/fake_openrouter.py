@@ -17,6 +17,11 @@ Choosing the reply for a request (first match wins):
 4. ``server.default_reply``;
 5. a 500 whose message says "no scripted reply", so a test that under-scripts sees why.
 
+``GET /_fake/stats`` (not recorded, never scripted) answers ``{"connections_opened": n,
+"requests": m}``: how many TCP connections clients opened and requests they sent so far,
+so a benchmark can tell a client that reuses its connections from one that opens one per
+call while the server runs in a process of its own.
+
 Defaults a test can assert on: ``prompt_tokens``/``completion_tokens`` are
 :func:`estimate_tokens` of the prompt (messages joined by newlines) and of the reply, and
 ``cost`` is :func:`fake_cost` of those tokens, unless the reply's ``usage`` overrides them.
@@ -57,6 +62,7 @@ _ENDPOINTS = {
     "/v1/completions": COMPLETION,
 }
 _generation_ids = itertools.count(1)
+STATS_PATH = "/_fake/stats"
 
 
 def estimate_tokens(text: str) -> int:
@@ -370,6 +376,11 @@ def echo_reply(request: RecordedRequest) -> Reply:
     return chat_reply(_content_text(last.get("content")))
 
 
+def fixed_reply(text: str) -> Handler:
+    """A handler answering every request with ``text`` in the shape of its endpoint."""
+    return lambda request: completion_reply(text) if request.endpoint == COMPLETION else chat_reply(text)
+
+
 Handler = Callable[[RecordedRequest], Reply | None]
 
 
@@ -482,6 +493,17 @@ class FakeOpenRouter:
 
     # -- recording -------------------------------------------------------------------------
     @property
+    def connections_opened(self) -> int:
+        """TCP connections accepted since the server started (``reset`` keeps it)."""
+        return self._httpd.connections_opened if self._httpd is not None else 0
+
+    def stats(self) -> dict[str, int]:
+        """What ``GET /_fake/stats`` answers."""
+        with self._lock:
+            requests = len(self._requests)
+        return {"connections_opened": self.connections_opened, "requests": requests}
+
+    @property
     def requests(self) -> list[RecordedRequest]:
         """A snapshot of every request received so far, in arrival order."""
         with self._lock:
@@ -549,11 +571,13 @@ class _Server(ThreadingHTTPServer):
         self.fake = fake
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
+        self.connections_opened = 0
         super().__init__(address, _RequestHandler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         with self._connections_lock:
             self._connections.add(request)
+            self.connections_opened += 1
         super().process_request(request, client_address)
 
     def shutdown_request(self, request: Any) -> None:
@@ -592,6 +616,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def _serve(self) -> None:
         fake = self.server.fake
         body = self._read_body()
+        if self.path == STATS_PATH and self.command == "GET":
+            self._write(200, "application/json", json.dumps(fake.stats()).encode(), ())
+            return
         try:
             parsed = json.loads(body) if body else None
         except ValueError:
@@ -609,14 +636,17 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if fake._wait(fake.latency_s + reply.delay_s):
             self.close_connection = True  # stopping: hang up rather than answer late
             return
-        payload = reply.render(request)
-        self.send_response(reply.status)
-        self.send_header("Content-Type", reply.content_type)
+        self._write(reply.status, reply.content_type, reply.render(request), reply.headers, truncate=reply.truncate)
+
+    def _write(self, status: int, content_type: str, payload: bytes, headers: Iterable[tuple[str, str]], *,
+               truncate: bool = False) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(payload)))
-        for name, value in reply.headers:
+        for name, value in headers:
             self.send_header(name, value)
         self.end_headers()
-        if reply.truncate:
+        if truncate:
             payload = payload[: len(payload) // 2]
             self.close_connection = True
         self.wfile.write(payload)
@@ -638,12 +668,14 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Serve echo replies until Ctrl-C, for poking at clients by hand."""
+    """Serve echo (or fixed) replies until Ctrl-C, for poking at clients by hand and for benchmarks."""
     parser = argparse.ArgumentParser(prog="python -m audit.testing.fake_openrouter", description=main.__doc__)
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free port)")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds to wait before every reply")
+    parser.add_argument("--reply", help="answer every request with this text (default: echo the prompt)")
     args = parser.parse_args(argv)
-    server = FakeOpenRouter(port=args.port, latency_s=args.latency, handler=echo_reply)
+    handler = fixed_reply(args.reply) if args.reply is not None else echo_reply
+    server = FakeOpenRouter(port=args.port, latency_s=args.latency, handler=handler)
     try:
         server.start()
     except OSError as exc:
