@@ -260,3 +260,6 @@ def test_identical_concurrent_calls_make_one_request(fake_openrouter, tmp_path, 
     assert sorted(r.json["prompt"] for r in fake_openrouter.requests) == ["another prompt", "same prompt"]
     totals = gw.ledger.totals()
     assert totals["calls"] == 6 and totals["shared_calls"] == 4
+    # disjoint: a shared reply is not counted as cached; calls - cached - shared = requests sent
+    assert totals["cached_calls"] == 0
+    assert totals["calls"] - totals["cached_calls"] - totals["shared_calls"] == len(fake_openrouter.requests)

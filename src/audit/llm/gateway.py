@@ -239,8 +239,8 @@ class Gateway:
             return response
         flight = (asyncio.get_running_loop(), key)
         if flight in self._inflight:  # the same request is on its way: share its reply
-            response = replace(await asyncio.shield(self._inflight[flight]), cached=True)
-            self._record(tag, route, response, shared=True)
+            response = replace(await asyncio.shield(self._inflight[flight]), cached=True, shared=True)
+            self._record(tag, route, response)
             return response
         self._inflight[flight] = asyncio.get_running_loop().create_future()
         try:
@@ -305,14 +305,18 @@ class Gateway:
             surrogates_replaced=reply.replaced,
         )
 
-    def _record(self, tag: str, route: str, response: LLMResponse, *, shared: bool = False) -> None:
-        """A cached or shared reply is free in this run: it is recorded with no cost, latency or retries."""
-        cached = response.cached
+    def _record(self, tag: str, route: str, response: LLMResponse) -> None:
+        """A cached or shared reply is free in this run: it is recorded with no cost, latency or retries.
+
+        The ledger keeps the two apart (``cached``: from the response cache; ``shared``: from an
+        identical request in flight), although the caller sees both as ``LLMResponse.cached``.
+        """
+        free = response.cached
         self.ledger.add(CallRecord(tag, route, response.model, response.provider, response.usage.prompt_tokens,
-                                   response.usage.completion_tokens, 0.0 if cached else response.usage.cost,
-                                   0.0 if cached else response.latency_s, 0 if cached else response.retries, cached,
-                                   None, response.endpoint, response.api_base, response.structured_output,
-                                   response.surrogates_replaced, shared))
+                                   response.usage.completion_tokens, 0.0 if free else response.usage.cost,
+                                   0.0 if free else response.latency_s, 0 if free else response.retries,
+                                   free and not response.shared, None, response.endpoint, response.api_base,
+                                   response.structured_output, response.surrogates_replaced, response.shared))
 
 
 def _fail(flight: asyncio.Future[LLMResponse], exc: BaseException) -> None:
@@ -331,5 +335,5 @@ def _unreachable(error: GatewayError) -> bool:
 
 def _from_record(record: dict[str, Any], *, cached: bool) -> LLMResponse:
     usage = Usage(**record["usage"])
-    fields = {k: v for k, v in record.items() if k not in ("usage", "cached")}
+    fields = {k: v for k, v in record.items() if k not in ("usage", "cached", "shared")}
     return LLMResponse(usage=usage, cached=cached, **fields)

@@ -1,8 +1,11 @@
 """The cost and usage ledger: one record per model call, totals per run.
 
 litellm's price map has no ``openrouter/*`` entries and its ``completion_cost()`` guesses,
-so cost is what OpenRouter itself reports in ``usage.cost``. Cached replies are recorded
-with zero cost (they cost nothing this run) and flagged, so totals stay honest.
+so cost is what OpenRouter itself reports in ``usage.cost``. Replies that cost nothing this
+run are recorded with zero cost and flagged, so totals stay honest. The two flags are disjoint:
+``cached`` means served from the response cache (an earlier run or session paid for it),
+``shared`` means served by an identical request in flight at the same moment (single-flight,
+which paid for it in this run); ``calls - cached_calls - shared_calls`` is the requests sent.
 
 With a journal (``usage.jsonl`` beside ``usage.json``) every record is appended as the call
 completes, so a SIGKILL loses at most the calls in flight, and a resumed run starts from
@@ -34,6 +37,7 @@ class CallRecord:
     latency_s: float
     retries: int
     cached: bool
+    """Served from the response cache (never also ``shared``)."""
     error: str | None = None
     endpoint: str | None = None
     api_base: str | None = None

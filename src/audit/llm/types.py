@@ -21,7 +21,8 @@ class LLMResponse:
 
     ``text`` is already cut at the caller's stop sequences (some servers drop special
     tokens before matching stops, so the gateway cuts again). ``cached`` replies cost
-    nothing in this run; ``usage`` still holds what the original call cost.
+    nothing in this run; ``usage`` still holds what the original call cost. ``shared`` (then
+    also ``cached``) says the reply came from an identical request in flight, not the cache.
     """
 
     text: str
@@ -32,6 +33,7 @@ class LLMResponse:
     latency_s: float = 0.0
     retries: int = 0
     cached: bool = False
+    shared: bool = False
     endpoint: str | None = None
     """The endpoint that served the reply and its effective base URL (after OPENROUTER_API_BASE)."""
     api_base: str | None = None
