@@ -48,6 +48,7 @@ from audit.llm.budget import STOPPED_BUDGET, stopped_by
 from audit.llm.embedded import chosen_roles, local_model, route
 from audit.llm.settings import record_endpoints, role_endpoint
 from audit.progress import Progress
+from audit.runtime import long_lived_heap
 
 STAGES = ("all", "cards", "systems", "metrics", "report")
 ANSWERS = "answers.jsonl"
@@ -273,7 +274,8 @@ async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any
             progress.tick()
 
     try:
-        await asyncio.gather(*(one(s, c) for s, c in todo))
+        with long_lived_heap():  # the graph is not rescanned by every collection the calls trigger
+            await asyncio.gather(*(one(s, c) for s, c in todo))
     finally:
         if journal is not None:
             journal.close()

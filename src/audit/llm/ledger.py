@@ -15,7 +15,7 @@ every earlier session's records: ``usage.json`` is then the summary of the whole
 from __future__ import annotations
 
 import threading
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,10 @@ class CallRecord:
     shared: bool = False
     """Served by an identical request already in flight (single-flight): no HTTP call of its own."""
 
+    def as_dict(self) -> dict[str, Any]:
+        """The record as JSON-ready dict; every field is a scalar, so no deep copy (``asdict``) is needed per call."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
 
 class Ledger:
     """Thread-safe accumulator of :class:`CallRecord`; written as ``usage.json``.
@@ -67,7 +71,7 @@ class Ledger:
         with self._lock:
             self._records.append(record)
             if self._journal is not None:
-                self._journal.append(asdict(record))
+                self._journal.append(record.as_dict())
 
     def attach(self, journal: Path) -> None:
         """Start journalling to ``journal`` (for a run dir made after the gateway); its records come first."""
@@ -122,7 +126,7 @@ class Ledger:
             entry["prompt_tokens"] += r.prompt_tokens
             entry["completion_tokens"] += r.completion_tokens
             entry["cost"] = round(entry["cost"] + r.cost, 10)
-        return write_json(path, {"totals": self.totals(), "by_model": by_model, "calls": [asdict(r) for r in records]})
+        return write_json(path, {"totals": self.totals(), "by_model": by_model, "calls": [r.as_dict() for r in records]})
 
 
 def _cost(records: list[CallRecord]) -> float:
