@@ -37,6 +37,7 @@ from audit.llm.budget import STOPPED_BUDGET, stopped_by
 from audit.llm.embedded import chosen_roles, local_model, route
 from audit.llm.settings import record_endpoints, role_endpoint
 from audit.progress import Progress
+from audit.runtime import long_lived_heap
 
 STAGES = ("all", "cards", "systems", "metrics", "report")
 HEADLINE = ("AP", "CVRR", "FAR_NE", "LA", "accuracy")
@@ -216,7 +217,8 @@ async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any
         return answer
 
     try:
-        answers = await asyncio.gather(*(one(s, c) for s, c in pairs))
+        with long_lived_heap():  # the graph is not rescanned by every collection the calls trigger
+            answers = await asyncio.gather(*(one(s, c) for s, c in pairs))
     finally:
         if gateway is not None:
             await gateway.aclose()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import IO, Any
 
@@ -47,6 +47,10 @@ class CallRecord:
     shared: bool = False
     """Served by an identical request already in flight (single-flight): no HTTP call of its own."""
 
+    def as_dict(self) -> dict[str, Any]:
+        """The record as JSON-ready dict; every field is a scalar, so no deep copy (``asdict``) is needed per call."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
 
 class Ledger:
     """Thread-safe accumulator of :class:`CallRecord`; written as ``usage.json``.
@@ -75,7 +79,7 @@ class Ledger:
                     if torn and self._journal.stat().st_size:
                         self._file.write("\n")  # end a line a killed session left half-written
                 # One write and a flush per line: the OS holds it even if the process is killed next.
-                self._file.write(json.dumps(asdict(record), ensure_ascii=False) + "\n")
+                self._file.write(json.dumps(record.as_dict(), ensure_ascii=False) + "\n")
                 self._file.flush()
 
     def attach(self, journal: Path) -> None:
@@ -132,7 +136,7 @@ class Ledger:
             entry["prompt_tokens"] += r.prompt_tokens
             entry["completion_tokens"] += r.completion_tokens
             entry["cost"] = round(entry["cost"] + r.cost, 10)
-        return write_json(path, {"totals": self.totals(), "by_model": by_model, "calls": [asdict(r) for r in records]})
+        return write_json(path, {"totals": self.totals(), "by_model": by_model, "calls": [r.as_dict() for r in records]})
 
 
 def _cost(records: list[CallRecord]) -> float:

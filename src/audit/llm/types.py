@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
@@ -44,9 +44,13 @@ class LLMResponse:
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def record(self) -> dict[str, Any]:
-        """A JSON-ready summary for output files (no raw payload)."""
-        data = asdict(self)
-        data.pop("raw")
+        """A JSON-ready summary for output files (no raw payload).
+
+        Built field by field: ``asdict`` deep-copies every value, the raw payload included,
+        and this runs once per call.
+        """
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "raw"}
+        data["usage"] = asdict(self.usage)
         return data
 
 
