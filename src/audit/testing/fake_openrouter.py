@@ -310,6 +310,47 @@ def faulty(handler: Handler, rate: float, faults: Iterable[Callable[[RecordedReq
     return answer
 
 
+class Hold:
+    """``handler``, except that chosen requests stay unanswered until :meth:`release`.
+
+    A test that must stop its client at an exact point (a SIGKILL between two steps, Ctrl-C
+    with some answers saved) holds the request that follows that point: the client then
+    waits right there with the held requests in flight, and :meth:`wait` says when that
+    moment has come, with no sleeps. Requests matching ``matches`` are held from the one
+    after the first ``skip`` of them on.
+    """
+
+    def __init__(self, handler: Handler, matches: Callable[[RecordedRequest], bool] = lambda request: True, *,
+                 skip: int = 0):
+        self.handler, self.matches, self.skip = handler, matches, skip
+        self.held: list[RecordedRequest] = []
+        self._seen = 0
+        self._lock = threading.Lock()
+        self._reached = threading.Event()
+        self._released = threading.Event()
+
+    def __call__(self, request: RecordedRequest) -> Reply | None:
+        with self._lock:
+            hit = self.matches(request)
+            if hit:
+                self._seen += 1
+                hit = self._seen > self.skip and not self._released.is_set()
+                if hit:
+                    self.held.append(request)
+        if hit:
+            self._reached.set()
+            self._released.wait()
+        return self.handler(request)
+
+    def wait(self, timeout_s: float = 60.0) -> bool:
+        """Block until a request is held (False if none came within ``timeout_s``)."""
+        return self._reached.wait(timeout_s)
+
+    def release(self) -> None:
+        """Answer the held requests and hold no more."""
+        self._released.set()
+
+
 def slow(seconds: float, reply: Reply) -> Reply:
     """``reply`` sent after ``seconds`` more delay (for client timeouts)."""
     return replace(reply, delay_s=reply.delay_s + seconds)
