@@ -30,6 +30,20 @@ def test_sweep_with_one_failing_job_exits_1_and_still_writes_the_comparison(tmp_
     assert (sweep_dir / "0" / "job.log").is_file() and (sweep_dir / "1" / "job.log").is_file()
 
 
+def test_a_ray_sweep_with_one_failing_job_exits_1_and_writes_the_comparison(tmp_path, fake_openrouter, monkeypatch):
+    """hydra/launcher=ray_io starts a local Ray instance; the jobs run in Ray workers. Needs the
+    [ray] extra (Ray is large, so the test extra does not pull it): without it this test skips."""
+    pytest.importorskip("hydra_plugins.hydra_ray_launcher", reason="the [ray] extra is not installed")
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # else Ray writes a token into ~/.ray
+    fake_openrouter.handler = kimi_fails(404, "no such model")
+    code, out, err = finish(audit(tmp_path, fake_openrouter, "-m", "audited=kimi_k2,deepseek_chat",
+                                  "hydra/launcher=ray_io", "+hydra.launcher.ray.init.num_cpus=1", *SWEEP))
+    assert code == 1, err
+    (sweep_dir,) = (tmp_path / "multirun").iterdir()
+    assert "sweep: 2 job(s): 1 completed, 1 failed" in err and "no such model" in err
+    assert (sweep_dir / "comparison.html").is_file() and (sweep_dir / "1" / "job.log").is_file()
+
+
 def test_samples_give_distinct_repeats_and_a_rerun_sends_nothing(tmp_path, fake_openrouter, cache_root):
     script = Script(stop_at_turn=2)
     fake_openrouter.handler = script.handler
