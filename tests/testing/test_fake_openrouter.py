@@ -423,7 +423,7 @@ def test_env_points_a_subprocess_at_the_server(fake_openrouter):
 
 
 def test_standalone_server_echoes_and_prints_its_base_url(tmp_path):
-    command = [sys.executable, "-m", "audit.testing.fake_openrouter", "--latency", "0"]
+    command = [sys.executable, "-m", "audit.testing.fake_openrouter", "--latency", "0", "--echo"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=tmp_path) as process:
         try:
             base_url = process.stdout.readline().strip()

@@ -115,13 +115,25 @@ def selected_system_cfgs(cfg: DictConfig) -> list[DictConfig]:
     """The systems to run: the ``systems`` list if given, else the ``system`` group choice.
 
     In list mode each system uses its conf/system/<name>.yaml, except the one that is also
-    the ``system`` group choice, which keeps its command-line overrides (system.model=...).
+    the ``system`` group choice, which keeps its command-line overrides (system.model=...);
+    ``per_system.<name>`` settings (``+per_system.rag.endpoint=local``) apply to the one named,
+    so every listed system can have its own endpoint or model.
     """
     names = _as_list(cfg.get("systems")) or [str(cfg.system.name)]
+    settings = cfg.get("per_system") or {}
+    for name in settings:
+        if name not in names:
+            raise UserError(f"per_system.{name}: {name} is not a system of this run ({', '.join(names)}); "
+                            f"add it to systems=[...] or fix the name")
     out = []
     for name in names:
         systems.get(name)  # unknown → UserError with the available systems
         node = cfg.system if name == cfg.system.name else OmegaConf.load(Path(CONF_DIR) / "system" / f"{name}.yaml")
+        if name in settings:
+            for key in settings[name]:
+                if key not in node:
+                    raise unknown_choice(f"per_system.{name} setting", str(key), [str(k) for k in node])
+            node = OmegaConf.merge(node, settings[name])
         missing = sorted(key.removeprefix("system.") for key in OmegaConf.missing_keys(node))
         if missing:
             needed = " ".join(f"system.{key}=<{'OpenRouter model id' if key == 'model' else 'value'}>" for key in missing)
@@ -295,9 +307,13 @@ def run(cfg: DictConfig, base_dir: Path | None = None) -> Path:
     base = Path(base_dir if base_dir is not None else cfg.output_dir).absolute()  # the resume line works from anywhere
     if stage in ("metrics", "report"):
         return _run_from_results(cfg, stage, mapping, base)
+    # local=true: the embedded model answers for every LLM system; with none (kg_oracle alone, or
+    # stage=cards) nothing would call it, so it is not started.
+    names = _as_list(cfg.get("systems")) or [str(cfg.system.name)]
+    serve = stage != "cards" and any(systems.get(name).NEEDS_LLM for name in names)
     try:
-        # SIGTERM acts as Ctrl-C; local=true: the embedded model answers for every LLM system
-        with sigterm_as_interrupt(), local_model(cfg, ("system",)):
+        # SIGTERM acts as Ctrl-C
+        with sigterm_as_interrupt(), local_model(cfg, ("system",), serve=serve):
             return _run_experiment(cfg, stage, mapping, base)
     except KeyboardInterrupt:  # before the run dir existed (once it does, the run says how to resume)
         raise UserError("interrupted before the run started; nothing to resume, run the command again") from None
