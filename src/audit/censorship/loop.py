@@ -157,7 +157,11 @@ def run_audit(cfg: DictConfig) -> Path:
         run_dir, saved = open_existing(str(resume))
         previous = run_dir.read_summary() or {}
         if previous.get("status") in FINISHED:
-            raise UserError(f"resume: {run_dir.path} already finished (status {previous['status']}); nothing to do")
+            rebuilt = rebuild_outputs(run_dir)
+            if not rebuilt:
+                raise UserError(f"resume: {run_dir.path} already finished (status {previous['status']}); nothing to do")
+            say(f"{run_dir.path} had finished (status {previous['status']}); rebuilt {' and '.join(rebuilt)}")
+            return run_dir.path
         cfg = resumed_config(saved, cfg)
     else:
         run_dir = RunDir(fresh_run_path(parent_dir(cfg), str(cfg.audited.name), str(cfg.topic.name), utc_now()))
@@ -180,6 +184,23 @@ def run_audit(cfg: DictConfig) -> Path:
     except (asyncio.CancelledError, KeyboardInterrupt):
         raise UserError(f"interrupted; {resume_hint(run_dir)}") from None
     return run_dir.path
+
+
+def rebuild_outputs(run_dir: RunDir) -> list[str]:
+    """Write what a finished run is missing, with no model call: ``usage.json`` from the ledger's
+    journal and ``report.html`` from the run's files (a kill after the final summary leaves a run
+    without them). Returns the names written."""
+    from audit.censorship.report import REPORT, write_report
+    from audit.llm.ledger import Ledger
+
+    rebuilt = []
+    if not run_dir.usage_path.exists():
+        Ledger(run_dir.usage_path.with_suffix(".jsonl")).write(run_dir.usage_path)
+        rebuilt.append(run_dir.usage_path.name)
+    if not (run_dir.path / REPORT).exists():
+        write_report(run_dir.path)
+        rebuilt.append(REPORT)
+    return rebuilt
 
 
 def resume_hint(run_dir: RunDir) -> str:
