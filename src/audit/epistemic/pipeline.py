@@ -294,7 +294,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
     write_jsonl(run_dir / "cards.jsonl", cards)
     print(f"{len(cards)} cards ({domain.name}, {domain.predicate.name}) -> {run_dir / 'cards.jsonl'}")
     summary: dict[str, Any] = {"run_dir": str(run_dir), "cards": len(cards), "domain": domain.name,
-                               "predicate": domain.predicate.name}
+                               "predicate": domain.predicate.name, "repeat": int(cfg.get("repeat") or 0)}
     if stage != "cards":
         rows = asyncio.run(answer_cards(built, cards, gateway))
         write_jsonl(run_dir / "results.jsonl", rows)
