@@ -240,7 +240,7 @@ def main() -> None:
     rows.append(("python -m audit --help", f"{help_s * 1000:.0f} ms", "< 1000 ms, litellm not imported",
                  f"litellm imported: {imported}"))
     for route in ROUTES:
-        with loopback_server(0.0) as base_url:
+        with loopback_server(0.0, "--echo") as base_url:
             bare, lite, timed = asyncio.run(per_call_overhead(base_url, args.sequential_calls, route == "chat"))
         rows.append((f"per-call overhead, {route} (median, sequential)", f"{(timed - bare) * 1000:.2f} ms",
                      "<= 5 ms over bare httpx",
@@ -251,7 +251,7 @@ def main() -> None:
     print(f"\n{args.calls} calls x {LATENCY_S * 1000:.0f} ms, fastest of {args.repeats}; "
           f"load average before: {os.getloadavg()[0]:.2f}", flush=True)
     grid = []
-    with loopback_server(LATENCY_S) as base_url:
+    with loopback_server(LATENCY_S, "--echo") as base_url:
         stats = ServerStats(base_url)
         for route in ROUTES:
             for concurrency in (32, 128):

@@ -14,7 +14,6 @@ job fails, so the summary is the only record an aggregate step can count on).
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -27,26 +26,26 @@ from omegaconf import DictConfig, OmegaConf
 from audit.censorship.accounting import Totals, call_usage, sum_usage
 from audit.censorship.evidence import check_evidence, citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
-from audit.censorship.judging import CLASSIFICATION_FORMAT, FACTS_FORMAT, classification_messages, fact_messages, \
+from audit.censorship.judging import CLASSIFICATION_FORMAT, classification_messages, facts_format, fact_messages, \
     parse_classification, parse_fact_coverage
 from audit.censorship.progress import iteration_line
 from audit.censorship.prompts import auditor_system_prompt, final_summary_request, first_user_message, reask_message, \
     turn_message
 from audit.censorship.run_dir import RunDir, fresh_run_path, iso, open_existing, utc_now
-from audit.censorship.schema import AUDITOR_RESPONSE_FORMAT, ReplyError, parse_auditor_reply
+from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, ReplyError, parse_auditor_reply, stage_of
 from audit.censorship.techniques import Sample, Target, check_technique, sample, text_of
 from audit.errors import UserError
+from audit.interrupts import sigterm_as_interrupt
 from audit.llm.embedded import local_model
 from audit.llm.settings import record_endpoints, role_endpoint
 from audit.llm.budget import STOPPED_BUDGET, stopped_by
 from audit.llm.structured import check_mode
 from audit.llm.types import FATAL_KINDS, GatewayError
+from audit.resume import resumed_config
 from audit.sweep import sweep_job_dir
 from audit.templates import get_family
 
 FINISHED = ("completed", "stopped_at_max_iterations")
-GATEWAY_KEYS = ("gateway",)
-"""Config nodes a resume takes from the current invocation; everything else comes from the saved run."""
 
 
 class AuditStopped(Exception):
@@ -133,9 +132,16 @@ ROLES = ("auditor", "audited", "judge")
 
 
 def run(cfg: DictConfig) -> Path:
-    """:func:`run_audit`, with the embedded model serving the roles ``local=`` names for the run's duration."""
-    with local_model(cfg, ROLES):
-        return run_audit(cfg)
+    """:func:`run_audit`, with the embedded model serving the roles ``local=`` names for the run's duration.
+
+    SIGTERM acts as Ctrl-C: either one leaves the summary saying ``interrupted`` and exits
+    with one line naming the resume command (:mod:`audit.interrupts`).
+    """
+    try:
+        with sigterm_as_interrupt(), local_model(cfg, ROLES):
+            return run_audit(cfg)
+    except KeyboardInterrupt:  # before the run dir existed (once it does, run_audit says how to resume)
+        raise UserError("interrupted before the run started; nothing to resume, run the command again") from None
 
 
 def run_audit(cfg: DictConfig) -> Path:
@@ -151,7 +157,11 @@ def run_audit(cfg: DictConfig) -> Path:
         run_dir, saved = open_existing(str(resume))
         previous = run_dir.read_summary() or {}
         if previous.get("status") in FINISHED:
-            raise UserError(f"resume: {run_dir.path} already finished (status {previous['status']}); nothing to do")
+            rebuilt = rebuild_outputs(run_dir)
+            if not rebuilt:
+                raise UserError(f"resume: {run_dir.path} already finished (status {previous['status']}); nothing to do")
+            say(f"{run_dir.path} had finished (status {previous['status']}); rebuilt {' and '.join(rebuilt)}")
+            return run_dir.path
         cfg = resumed_config(saved, cfg)
     else:
         run_dir = RunDir(fresh_run_path(parent_dir(cfg), str(cfg.audited.name), str(cfg.topic.name), utc_now()))
@@ -176,23 +186,25 @@ def run_audit(cfg: DictConfig) -> Path:
     return run_dir.path
 
 
+def rebuild_outputs(run_dir: RunDir) -> list[str]:
+    """Write what a finished run is missing, with no model call: ``usage.json`` from the ledger's
+    journal and ``report.html`` from the run's files (a kill after the final summary leaves a run
+    without them). Returns the names written."""
+    from audit.censorship.report import REPORT, write_report
+    from audit.llm.ledger import Ledger
+
+    rebuilt = []
+    if not run_dir.usage_path.exists():
+        Ledger(run_dir.usage_path.with_suffix(".jsonl")).write(run_dir.usage_path)
+        rebuilt.append(run_dir.usage_path.name)
+    if not (run_dir.path / REPORT).exists():
+        write_report(run_dir.path)
+        rebuilt.append(REPORT)
+    return rebuilt
+
+
 def resume_hint(run_dir: RunDir) -> str:
     return f"partial results in {run_dir.path}; continue with: python -m audit resume={run_dir.path}"
-
-
-def resumed_config(saved: DictConfig, current: DictConfig) -> DictConfig:
-    """The saved run's config, with the gateway settings (base URL, timeouts, cache) of this invocation.
-
-    Everything that defines the experiment comes from the saved run, so a resume cannot
-    silently mix two experiments; connection settings may legitimately change between
-    sessions (e.g. a longer timeout after the run died on one).
-    """
-    merged = OmegaConf.create(OmegaConf.to_container(saved, resolve=True))
-    for key in GATEWAY_KEYS:
-        if key in current:
-            merged[key] = OmegaConf.to_container(current[key], resolve=True)
-    merged.resume = str(current.resume)
-    return merged
 
 
 def parent_dir(cfg: DictConfig) -> Path:
@@ -235,7 +247,6 @@ class Audit:
     # -- the loop --------------------------------------------------------------------------
 
     async def run(self) -> None:
-        _cancel_on_sigterm()
         try:
             self.write_summary("running")
             await self.redo_failed_calls()
@@ -301,12 +312,13 @@ class Audit:
         messages = [*self.conversation, {"role": "user", "content": message}]
         attempts: list[dict[str, Any]] = []
         usages: list[dict[str, Any]] = []
+        stage = stage_of(iteration, final=final)
         for attempt in range(self.plan.max_reask + 1):
             try:
                 response = await self.gateway.achat(
                     self.plan.auditor_model, messages, max_tokens=self.plan.auditor_max_tokens,
                     temperature=self.plan.auditor_temperature, tag="auditor", endpoint=self.plan.auditor_endpoint,
-                    response_format=AUDITOR_RESPONSE_FORMAT, structured=self.plan.auditor_structured)
+                    response_format=AUDITOR_RESPONSE_FORMATS[stage], structured=self.plan.auditor_structured)
             except GatewayError as exc:
                 raise AuditStopped(f"auditor {self.plan.auditor_model} failed at turn {iteration}: {exc}",
                                    failed_turn=self._failed(iteration, messages, attempts)) from exc
@@ -317,7 +329,7 @@ class Audit:
             usages.append(call_usage(response))
             self.totals.add(usages[-1])
             try:
-                reply = parse_auditor_reply(response.text, final=final)
+                reply = parse_auditor_reply(response.text, stage=stage)
                 break
             except ReplyError as exc:
                 self.totals.parse_failures += 1
@@ -430,7 +442,7 @@ class Audit:
         """One fact-scoring judge call and its counts (``in_responses``: facts the responses
         themselves reveal, the part comparable with a baseline that has no auditor knowledge)."""
         result = await self._judge(fact_messages(self.topic, facts, knowledge, texts),
-                                   lambda raw: {"facts": parse_fact_coverage(raw, facts)}, FACTS_FORMAT)
+                                   lambda raw: {"facts": parse_fact_coverage(raw, facts)}, facts_format(len(facts)))
         self.totals.add(result.get("usage"))
         coverage = result.get("facts")
         if coverage is None:
@@ -550,19 +562,6 @@ class Audit:
             "call_errors": self.call_errors(),
         }
         self.run_dir.write_summary(summary)
-
-
-def _cancel_on_sigterm() -> None:
-    """Turn SIGTERM (``kill``, a scheduler's preemption) into a cancellation, so the summary says ``error``.
-
-    Ctrl-C already cancels the task under ``asyncio.run``; outside the main thread (some
-    Hydra launchers) signals cannot be handled and the default applies.
-    """
-    task = asyncio.current_task()
-    try:
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-    except (NotImplementedError, RuntimeError, ValueError):
-        pass
 
 
 def conversation_after(turn: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -14,13 +14,13 @@ every earlier session's records: ``usage.json`` is then the summary of the whole
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from audit.io.atomic import write_json
+from audit.io.journal import Journal, read_records
 
 
 @dataclass(frozen=True)
@@ -65,40 +65,30 @@ class Ledger:
         self.earlier_cost = _cost(self._records)
         """What the journal's earlier sessions spent (a resumed run's budget starts from it)."""
         self._lock = threading.Lock()
-        self._journal = journal
-        self._file: IO[str] | None = None
+        self._journal = Journal(journal) if journal is not None else None
 
     def add(self, record: CallRecord) -> None:
         with self._lock:
             self._records.append(record)
             if self._journal is not None:
-                if self._file is None:
-                    self._journal.parent.mkdir(parents=True, exist_ok=True)
-                    torn = self._journal.exists() and not self._journal.read_bytes().endswith(b"\n")
-                    self._file = open(self._journal, "a", encoding="utf-8")
-                    if torn and self._journal.stat().st_size:
-                        self._file.write("\n")  # end a line a killed session left half-written
-                # One write and a flush per line: the OS holds it even if the process is killed next.
-                self._file.write(json.dumps(record.as_dict(), ensure_ascii=False) + "\n")
-                self._file.flush()
+                self._journal.append(record.as_dict())
 
     def attach(self, journal: Path) -> None:
         """Start journalling to ``journal`` (for a run dir made after the gateway); its records come first."""
         with self._lock:
             if self._journal is not None:
-                raise ValueError(f"ledger already journals to {self._journal}")
+                raise ValueError(f"ledger already journals to {self._journal.path}")
             pending, self._records = self._records, read_journal(journal)
             self.earlier_cost = _cost(self._records)
-            self._journal = journal
+            self._journal = Journal(journal)
         for record in pending:
             self.add(record)
 
     def close(self) -> None:
         """Close the journal (reopened on the next :meth:`add`)."""
         with self._lock:
-            if self._file is not None:
-                self._file.close()
-                self._file = None
+            if self._journal is not None:
+                self._journal.close()
 
     def __len__(self) -> int:
         """Calls recorded so far (cheap: progress lines read it)."""
@@ -145,14 +135,11 @@ def _cost(records: list[CallRecord]) -> float:
 
 def read_journal(path: Path) -> list[CallRecord]:
     """The records in a ``usage.jsonl``; a line cut short by a kill mid-write is skipped."""
-    if not path.exists():
-        return []
     known = {f.name for f in fields(CallRecord)}
     records = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for data in read_records(path):
         try:
-            data = json.loads(line)
             records.append(CallRecord(**{k: v for k, v in data.items() if k in known}))
-        except (ValueError, TypeError):
+        except TypeError:
             continue
     return records

@@ -310,6 +310,47 @@ def faulty(handler: Handler, rate: float, faults: Iterable[Callable[[RecordedReq
     return answer
 
 
+class Hold:
+    """``handler``, except that chosen requests stay unanswered until :meth:`release`.
+
+    A test that must stop its client at an exact point (a SIGKILL between two steps, Ctrl-C
+    with some answers saved) holds the request that follows that point: the client then
+    waits right there with the held requests in flight, and :meth:`wait` says when that
+    moment has come, with no sleeps. Requests matching ``matches`` are held from the one
+    after the first ``skip`` of them on.
+    """
+
+    def __init__(self, handler: Handler, matches: Callable[[RecordedRequest], bool] = lambda request: True, *,
+                 skip: int = 0):
+        self.handler, self.matches, self.skip = handler, matches, skip
+        self.held: list[RecordedRequest] = []
+        self._seen = 0
+        self._lock = threading.Lock()
+        self._reached = threading.Event()
+        self._released = threading.Event()
+
+    def __call__(self, request: RecordedRequest) -> Reply | None:
+        with self._lock:
+            hit = self.matches(request)
+            if hit:
+                self._seen += 1
+                hit = self._seen > self.skip and not self._released.is_set()
+                if hit:
+                    self.held.append(request)
+        if hit:
+            self._reached.set()
+            self._released.wait()
+        return self.handler(request)
+
+    def wait(self, timeout_s: float = 60.0) -> bool:
+        """Block until a request is held (False if none came within ``timeout_s``)."""
+        return self._reached.wait(timeout_s)
+
+    def release(self) -> None:
+        """Answer the held requests and hold no more."""
+        self._released.set()
+
+
 def slow(seconds: float, reply: Reply) -> Reply:
     """``reply`` sent after ``seconds`` more delay (for client timeouts)."""
     return replace(reply, delay_s=reply.delay_s + seconds)
@@ -627,19 +668,35 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Serve echo (or fixed) replies until Ctrl-C, for poking at clients by hand and for benchmarks."""
+    """Serve until Ctrl-C, for runs started by hand: by default it plays a whole scripted audit
+    (auditor JSON, target text, judge labels) and answers epistemic cards YES/NO/UNKNOWN, so
+    ``python -m audit`` and ``python -m audit.epistemic system=raw_llm`` complete against it;
+    ``--echo`` answers every request with its own text, ``--reply TEXT`` with one fixed text
+    (for poking at clients and for benchmarks)."""
     parser = argparse.ArgumentParser(prog="python -m audit.testing.fake_openrouter", description=main.__doc__)
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free port)")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds to wait before every reply")
-    parser.add_argument("--reply", help="answer every request with this text (default: echo the prompt)")
+    replies = parser.add_mutually_exclusive_group()
+    replies.add_argument("--echo", action="store_true", help="echo requests instead of playing the scripted audit")
+    replies.add_argument("--reply", help="answer every request with this text instead of playing the scripted audit")
     args = parser.parse_args(argv)
-    handler = fixed_reply(args.reply) if args.reply is not None else echo_reply
+    if args.echo:
+        handler: Handler = echo_reply
+    elif args.reply is not None:
+        handler = fixed_reply(args.reply)
+    else:
+        # Imported here: the script needs Hydra and the audit's prompts, this module only the stdlib.
+        from audit.testing.scripted_audit import Script
+
+        handler = Script().handler
     server = FakeOpenRouter(port=args.port, latency_s=args.latency, handler=handler)
     try:
         server.start()
     except OSError as exc:
         raise UserError(f"Cannot listen on 127.0.0.1:{args.port} ({exc.strerror}); pick another --port, or 0.") from None
-    print(server.base_url, flush=True)
+    print(server.base_url, flush=True)  # first line of stdout: scripts read the URL from it
+    print(f"point a run at it: OPENROUTER_API_BASE={server.base_url} OPENROUTER_API_KEY={TEST_API_KEY} "
+          "python -m audit max_iterations=3", file=sys.stderr, flush=True)
     try:
         while True:
             time.sleep(3600)
@@ -650,4 +707,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    exit_on_user_error(main)
+    # Run the importable module's main, not this __main__ copy: the script's replies are built with
+    # the importable module's classes, which a second copy of this file would not recognise.
+    from audit.testing import fake_openrouter
+
+    exit_on_user_error(fake_openrouter.main)
