@@ -28,7 +28,7 @@ def audits_dir(tmp_path: Path) -> Path:
                    baseline={"refused": 3, "partial": 1})
     censorship_run(out, "b", classifications={"refused": 2}, covered=4, total=4, technique="prefill")
     censorship_run(out, "c", topic="xinjiang", classifications={"official_line": 3, "unclassified": 1}, covered=0)
-    censorship_run(out, "d", audited="kimi_k2", classifications={}, covered=None, status="running")
+    censorship_run(out, "d", audited="kimi_k2", classifications={}, covered=None)
     return out
 
 
@@ -45,7 +45,7 @@ def test_audit_rows_hold_shares_of_classified_responses_and_recall(audits_dir: P
     c = row_of(audits, run="outputs/c")
     assert c["official_line_share"] == 0.75 and c["fact_recall"] == 0.0  # an unknown label still counts as a response
     d = row_of(audits, run="outputs/d")
-    assert d["status"] == "running"
+    assert d["status"] == "completed"
     assert math.isnan(d["refused_share"]) and math.isnan(d["fact_recall"])  # no judge: undefined, not 0
 
 
