@@ -259,7 +259,7 @@ class Audit:
             say(f"done: {self.final_status()} after {len(self.responses)} iterations; "
                 f"{self.totals.tokens:,} tokens, ${self.totals.cost:.4f}; {self.run_dir.path}")
         except (asyncio.CancelledError, KeyboardInterrupt):
-            self.write_summary("error", error="interrupted")
+            self.write_summary("interrupted", error="interrupted")
             self.write_partial_report()
             raise
         except BaseException as exc:
