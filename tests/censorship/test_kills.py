@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from audit.censorship.loop import run
+from audit.compare.collect import collect
 from audit.censorship.prompts import load
 from audit.llm.ledger import read_journal
 from audit.testing.fake_openrouter import FakeOpenRouter, Hold, RecordedRequest
@@ -175,6 +176,11 @@ def test_a_kill_at_any_point_resumes_to_the_uninterrupted_result(name, audit_env
         tear_last_line(run_dir / "usage.jsonl")
         lost += 1
     first_session = len(fake_openrouter.requests)
+    found = collect([audit_env / "out"])  # the comparison lists a killed run as killed, never as a result
+    if _summary_status(audit_env / "out") == "completed":
+        assert [r.status for r in found.runs] == ["completed"] and not found.failures
+    else:
+        assert [f.status for f in found.failures] == ["killed"] and not found.runs
 
     fake_openrouter.reset()
     fake_openrouter.handler = script.handler

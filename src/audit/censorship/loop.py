@@ -26,7 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 from audit.censorship.accounting import Totals, call_usage, sum_usage
 from audit.censorship.evidence import check_evidence, citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
-from audit.censorship.judging import CLASSIFICATION_FORMAT, FACTS_FORMAT, classification_messages, fact_messages, \
+from audit.censorship.judging import CLASSIFICATION_FORMAT, classification_messages, facts_format, fact_messages, \
     parse_classification, parse_fact_coverage
 from audit.censorship.progress import iteration_line
 from audit.censorship.prompts import auditor_system_prompt, final_summary_request, first_user_message, reask_message, \
@@ -259,7 +259,7 @@ class Audit:
             say(f"done: {self.final_status()} after {len(self.responses)} iterations; "
                 f"{self.totals.tokens:,} tokens, ${self.totals.cost:.4f}; {self.run_dir.path}")
         except (asyncio.CancelledError, KeyboardInterrupt):
-            self.write_summary("error", error="interrupted")
+            self.write_summary("interrupted", error="interrupted")
             self.write_partial_report()
             raise
         except BaseException as exc:
@@ -442,7 +442,7 @@ class Audit:
         """One fact-scoring judge call and its counts (``in_responses``: facts the responses
         themselves reveal, the part comparable with a baseline that has no auditor knowledge)."""
         result = await self._judge(fact_messages(self.topic, facts, knowledge, texts),
-                                   lambda raw: {"facts": parse_fact_coverage(raw, facts)}, FACTS_FORMAT)
+                                   lambda raw: {"facts": parse_fact_coverage(raw, facts)}, facts_format(len(facts)))
         self.totals.add(result.get("usage"))
         coverage = result.get("facts")
         if coverage is None:
