@@ -36,7 +36,7 @@ from audit.epistemic.jsonl import read_jsonl
 from audit.epistemic.metrics import check_mapping, compute_metrics
 from audit.epistemic.report import write_report
 from audit.epistemic.systems.base import Answer, System
-from audit.errors import UserError, unknown_choice
+from audit.errors import Interrupted, UserError, unknown_choice
 from audit.interrupts import sigterm_as_interrupt
 from audit.io.atomic import new_directory, read_json, remove_partial_writes, write_json, write_jsonl, write_text
 from audit.io.journal import Journal, read_records
@@ -321,7 +321,7 @@ def run(cfg: DictConfig, base_dir: Path | None = None) -> Path:
         with sigterm_as_interrupt(), local_model(cfg, ("system",), serve=serve):
             return _run_experiment(cfg, stage, mapping, base)
     except KeyboardInterrupt:  # before the run dir existed (once it does, the run says how to resume)
-        raise UserError("interrupted before the run started; nothing to resume, run the command again") from None
+        raise Interrupted("interrupted before the run started; nothing to resume, run the command again") from None
 
 
 def open_for_resume(path: str, current: DictConfig) -> tuple[Path, DictConfig, Any]:
@@ -427,7 +427,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
             gateway.write_usage()
             usage = {"usage": gateway.ledger.totals()}
         write_summary(run_dir, stage, INTERRUPTED, **summary, answered=got, expected_answers=expected, **usage)
-        raise UserError(f"interrupted with {got}/{expected} answers saved in {run_dir}; "
+        raise Interrupted(f"interrupted with {got}/{expected} answers saved in {run_dir}; "
                         f"continue with: python -m audit.epistemic resume={run_dir}") from None
     finally:
         lock.close()
