@@ -305,6 +305,10 @@ async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any
 
 def run(cfg: DictConfig, base_dir: Path | None = None) -> Path:
     """Run ``cfg.stage`` and return the run directory (under ``base_dir`` or ``cfg.output_dir``)."""
+    resumed = None
+    if cfg.get("resume"):  # the saved run's config decides everything below (stage, systems, local=)
+        resumed = open_for_resume(str(cfg.resume), cfg)
+        cfg = resumed[1]
     stage = str(cfg.get("stage", "all"))
     if stage not in STAGES:
         raise unknown_choice("stage", stage, STAGES)
@@ -319,9 +323,9 @@ def run(cfg: DictConfig, base_dir: Path | None = None) -> Path:
     try:
         # SIGTERM acts as Ctrl-C
         with sigterm_as_interrupt(), local_model(cfg, ("system",), serve=serve):
-            return _run_experiment(cfg, stage, mapping, base)
-    except KeyboardInterrupt:  # before the run dir existed (once it does, the run says how to resume)
-        raise Interrupted("interrupted before the run started; nothing to resume, run the command again") from None
+            return _run_experiment(cfg, stage, mapping, base, resumed)
+    except KeyboardInterrupt:  # before any card was asked (from then on, the run says how to resume)
+        raise Interrupted("interrupted before any card was asked; nothing changed, run the command again") from None
 
 
 def open_for_resume(path: str, current: DictConfig) -> tuple[Path, DictConfig, Any]:
@@ -362,14 +366,13 @@ def _run_from_results(cfg: DictConfig, stage: str, mapping: str, base: Path) -> 
     return run_dir
 
 
-def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Path:
+def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
+                    resumed: tuple[Path, DictConfig, Any] | None) -> Path:
+    """Cards, then the systems stage and what follows, in a new run dir or the ``resumed`` one
+    (:func:`open_for_resume`)."""
     from audit.epistemic.cards import generate_cards, read_cards
     from audit.epistemic.domain import load_domain
 
-    resumed: Path | None = None
-    if cfg.get("resume"):
-        resumed, cfg, lock = open_for_resume(str(cfg.resume), cfg)
-        stage, mapping = str(cfg.get("stage", "all")), check_mapping(str(cfg.metrics.mapping))
     num_per_type, seed = config_int(cfg, "cards.num_per_type"), config_int(cfg, "cards.seed")
     system_cfgs = selected_system_cfgs(cfg) if stage != "cards" else []
     if chosen_roles(cfg.get("local"), ("system",)):
@@ -378,7 +381,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
                 route(node)
     domain = load_domain(cfg.domain, cfg.predicate)
     if resumed is not None:
-        cards = read_cards(resumed / "cards.jsonl")  # exactly the cards the run started with
+        cards = read_cards(resumed[0] / "cards.jsonl")  # exactly the cards the run started with
     elif cfg.cards.get("path"):
         cards = read_cards(cfg.cards.path)
         foreign = sorted({c["claim"]["pred"] for c in cards} - {domain.predicate.iri})
@@ -402,7 +405,8 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
     summary: dict[str, Any] = {"cards": len(cards), "domain": domain.name, "predicate": domain.predicate.name}
     done: dict[tuple[str, str], dict[str, Any]] = {}
     if resumed is not None:
-        run_dir, done = resumed, saved_answers(resumed)
+        run_dir, _, lock = resumed
+        done = saved_answers(run_dir)
         status = previous_status(run_dir)
         if status not in (RUNNING, INTERRUPTED, None) and len(done) == len(cards) * len(built):
             raise UserError(f"resume: {run_dir} already finished (status {status}); nothing to do")
