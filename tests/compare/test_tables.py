@@ -271,7 +271,9 @@ def test_repeats_count_as_runs_and_a_cached_rerun_of_a_sample_counts_once(tmp_pa
     assert audits["replay"].sum() == 2 and audits["counted"].sum() == 2
     compare([tmp_path], tmp_path / "cmp")
     assert "2 run(s) (2 repeats) · 8 responses" in (tmp_path / "cmp" / "comparison.html").read_text()
-    assert "2 cached re-run(s) not counted" in (tmp_path / "cmp" / "comparison.html").read_text()
+    html = (tmp_path / "cmp" / "comparison.html").read_text()
+    assert "2 cached re-run(s) not counted" in html
+    assert "<th>repeat</th><th>counted</th>" in html  # the audits table says which runs count
 
     # replays alone (the first sweep's dirs are elsewhere) count once per sample
     alone = build_tables(collect([tmp_path / "again"])).censorship_map.iloc[0]
@@ -280,3 +282,16 @@ def test_repeats_count_as_runs_and_a_cached_rerun_of_a_sample_counts_once(tmp_pa
     censorship_run(tmp_path / "first", "r0-cache-off")
     fresh = build_tables(collect([tmp_path / "first"])).censorship_map.iloc[0]
     assert (fresh["runs"], fresh["repeats"], fresh["replays"]) == (3, 2, 0)
+
+
+def test_epistemic_repeats_count_as_runs_and_a_cached_rerun_counts_once(tmp_path: Path) -> None:
+    for name, repeat, cached in (("r0", 0, 0), ("r1", 1, 0), ("again-r0", 0, 3), ("again-r1", 1, 3)):
+        run = epistemic_run(tmp_path, name, {"llm": {"AP": rate(0.5, 0.3, 0.7, k=5 + repeat, n=10)}}, cost=0.1)
+        summary = json.loads((run / "summary.json").read_text())
+        summary.update(repeat=repeat, usage={"calls": 3, "cached_calls": cached, "cost": 0.0 if cached else 0.1})
+        (run / "summary.json").write_text(json.dumps(summary))
+    tables = build_tables(collect([tmp_path]))
+    ap = row_of(tables.epistemic_matrix, metric="AP")
+    assert (ap["runs"], ap["repeats"], ap["replays"], ap["k"], ap["n"]) == (2, 2, 2, 11, 20)
+    assert sorted(tables.epistemic.loc[~tables.epistemic["counted"], "run"]) == \
+        [f"{tmp_path.name}/again-r0", f"{tmp_path.name}/again-r1"]

@@ -402,7 +402,8 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
     if len(set(ids)) != len(ids):
         raise UserError(f"systems {ids} share a name; give one of them a distinct system.label")
 
-    summary: dict[str, Any] = {"cards": len(cards), "domain": domain.name, "predicate": domain.predicate.name}
+    summary: dict[str, Any] = {"cards": len(cards), "domain": domain.name, "predicate": domain.predicate.name,
+                               "repeat": int(cfg.get("repeat") or 0)}  # the comparison keeps repeats apart
     done: dict[tuple[str, str], dict[str, Any]] = {}
     if resumed is not None:
         run_dir, _, lock = resumed
