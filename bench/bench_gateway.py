@@ -1,32 +1,42 @@
-"""Foundation benchmark: CLI start-up, gateway overhead per call, and concurrency.
+"""Gateway benchmark: CLI start-up, per-call overhead, and throughput at 32 and 128 calls in flight.
 
 Everything is measured side by side in one run against the loopback OpenRouter server,
 so the ratios hold on a noisy shared machine where absolute times do not. The server runs
-in its own process: in-process, its handler threads would compete with the client for
-the GIL and the benchmark would measure the server. Run:
+in its own process (in-process, its handler threads would compete with the client for the
+GIL and the benchmark would measure the server), and so does every contender of the
+throughput table: a fresh interpreter each, so one contender's litellm settings cannot leak
+into another's, and ``time.process_time()`` there is that client's CPU alone. The server
+counts the TCP connections each contender opened (``GET /_fake/stats``). Run:
 
-    python bench/bench_gateway.py [--calls 200]
+    python bench/bench_gateway.py [--calls 400] [--repeats 2]
+
+"× ideal" is wall time ÷ (calls / concurrency × 0.2 s); at 128, 400 calls are 3.1 waves, so
+even a perfect client needs 4 × 0.2 s = 1.28 × ideal.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
+import json
+import os
 import random
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
-import httpx
-
-from audit.llm import backend
-from audit.llm.gateway import Gateway
-from audit.llm.settings import GatewaySettings
+LATENCY_S = 0.2
+ROUTES = ("chat", "raw completions")
+CONTENDERS = ("gateway", "plain litellm", "bare aiohttp", "bare httpx")
+PROMPT = "The quick brown fox"
 
 
 def cli_startup(runs: int = 5) -> tuple[float, bool]:
@@ -43,10 +53,10 @@ def cli_startup(runs: int = 5) -> tuple[float, bool]:
 
 
 @contextmanager
-def loopback_server(latency_s: float) -> Iterator[str]:
-    """Start `python -m audit.testing.fake_openrouter` in a subprocess; yield its base URL."""
-    process = subprocess.Popen([sys.executable, "-m", "audit.testing.fake_openrouter", "--latency", str(latency_s)],
-                               stdout=subprocess.PIPE, text=True)
+def loopback_server(latency_s: float, *options: str) -> Iterator[str]:
+    """Start `python -m audit.testing.fake_openrouter` (with ``options``) in a subprocess; yield its base URL."""
+    process = subprocess.Popen([sys.executable, "-m", "audit.testing.fake_openrouter", "--latency", str(latency_s),
+                                *options], stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
         yield process.stdout.readline().strip()
@@ -55,17 +65,119 @@ def loopback_server(latency_s: float) -> Iterator[str]:
         process.wait(timeout=10)
 
 
-def gateway(base_url: str, cache_dir: Path, concurrency: int) -> Gateway:
-    settings = GatewaySettings(api_base=base_url, max_concurrency=concurrency, cache_enabled=False,
-                               cache_path=cache_dir / "unused.sqlite", timeout_s=30)
-    return Gateway(settings, "bench-key", rng=random.Random(0))
+class ServerStats:
+    """Reads the server's counters over one kept-alive connection, so reading them opens none."""
+
+    def __init__(self, base_url: str):
+        parts = urlsplit(base_url)
+        self._conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+
+    def connections(self) -> int:
+        self._conn.request("GET", "/_fake/stats")
+        return json.loads(self._conn.getresponse().read())["connections_opened"]
+
+    def close(self) -> None:
+        self._conn.close()
 
 
-PROMPT = "The quick brown fox"
-MESSAGES = [{"role": "user", "content": PROMPT}]
+# -- one contender, in its own process -------------------------------------------------------
+
+def body(chat: bool, i: int) -> dict[str, Any]:
+    """A distinct request per call (no cache or single-flight can merge them)."""
+    return {"messages": [{"role": "user", "content": f"{PROMPT} {i}"}]} if chat else {"prompt": f"{PROMPT} {i}"}
 
 
-async def median_latency(call, calls: int) -> float:
+async def contender_call(name: str, chat: bool, base_url: str, concurrency: int
+                         ) -> tuple[Callable[[int], Awaitable[Any]], Callable[[], Awaitable[int | None]]]:
+    """``(call(i), close())`` for one contender; ``close`` returns the connections it counted itself."""
+    path = "/chat/completions" if chat else "/completions"
+    if name == "gateway":
+        from audit.llm.gateway import Gateway
+        from audit.llm.settings import GatewaySettings
+
+        settings = GatewaySettings(api_base=base_url, max_concurrency=concurrency, cache_enabled=False,
+                                   cache_path=Path(tempfile.gettempdir()) / "bench-unused.sqlite", timeout_s=30)
+        gw = Gateway(settings, "bench-key", rng=random.Random(0))
+
+        async def close_gateway() -> int:
+            opened = gw.connections_opened
+            await gw.aclose()
+            return opened
+
+        if chat:
+            return (lambda i: gw.achat("m/x", body(True, i)["messages"])), close_gateway
+        return (lambda i: gw.acomplete("m/x", body(False, i)["prompt"])), close_gateway
+    if name == "plain litellm":  # litellm as a user calls it: its defaults, its own clients
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # offline price map
+        import litellm
+
+        litellm.suppress_debug_info = True
+        common = {"api_base": base_url, "api_key": "bench-key", "timeout": 30}
+
+        async def close_litellm() -> None:
+            await litellm.close_litellm_async_clients()
+
+        if chat:
+            return (lambda i: litellm.acompletion(model="openrouter/m/x", **body(True, i), **common)), close_litellm
+        return (lambda i: litellm.atext_completion(model="text-completion-openai/m/x", **body(False, i),
+                                                   **common)), close_litellm
+    if name == "bare aiohttp":
+        import aiohttp
+
+        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency))
+
+        async def post_aiohttp(i: int) -> Any:
+            async with session.post(base_url + path, json={"model": "m/x", **body(chat, i)}) as reply:
+                return await reply.json()
+
+        async def close_aiohttp() -> None:
+            await session.close()
+
+        return post_aiohttp, close_aiohttp
+    import httpx
+
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    client = httpx.AsyncClient(limits=limits, timeout=30)
+
+    async def post_httpx(i: int) -> Any:
+        return (await client.post(base_url + path, json={"model": "m/x", **body(chat, i)})).json()
+
+    async def close_httpx() -> None:
+        await client.aclose()
+
+    return post_httpx, close_httpx
+
+
+async def run_contender(name: str, chat: bool, base_url: str, concurrency: int, calls: int) -> dict[str, Any]:
+    """Wall and CPU seconds of ``calls`` calls at ``concurrency`` in flight, after one warm-up call."""
+    call, close = await contender_call(name, chat, base_url, concurrency)
+    gate = asyncio.Semaphore(concurrency)  # the gateway bounds itself too; the others need it
+
+    async def one(i: int) -> None:
+        async with gate:
+            await call(i)
+
+    await call(-1)
+    started, cpu = time.perf_counter(), time.process_time()
+    await asyncio.gather(*(one(i) for i in range(calls)))
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return {"wall": wall, "cpu": cpu, "own_count": await close()}
+
+
+def measure(name: str, route: str, base_url: str, concurrency: int, calls: int, stats: ServerStats) -> dict[str, Any]:
+    """Run one contender in a fresh interpreter; add the connections the server saw it open."""
+    before = stats.connections()
+    out = subprocess.run([sys.executable, __file__, "--contender", name, "--route", route, "--base-url", base_url,
+                          "--concurrency", str(concurrency), "--calls", str(calls)],
+                         capture_output=True, text=True, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result["connections"] = stats.connections() - before
+    return result
+
+
+# -- sequential per-call overhead (in this process) ------------------------------------------
+
+async def median_latency(call: Callable[[], Awaitable[Any]], calls: int) -> float:
     """Median seconds of ``calls`` sequential awaits of ``call()``, after a warm-up."""
     for _ in range(20):
         await call()
@@ -77,89 +189,86 @@ async def median_latency(call, calls: int) -> float:
     return statistics.median(times)
 
 
-async def per_call_overhead(base_url: str, cache_dir: Path, calls: int, route: str) -> tuple[float, float, float]:
-    """Median latency of sequential calls on one route: bare httpx POST, litellm alone, the gateway."""
-    chat = route == backend.CHAT_ROUTE
-    path, payload = ("/chat/completions", {"messages": MESSAGES}) if chat else ("/completions", {"prompt": PROMPT})
+async def per_call_overhead(base_url: str, calls: int, chat: bool) -> tuple[float, float, float]:
+    """Median latency of sequential calls on one route: bare httpx POST, litellm alone (on the gateway's pool), the gateway."""
+    import httpx
+
+    from audit.llm import backend
+
+    path, payload = ("/chat/completions", body(True, 0)) if chat else ("/completions", body(False, 0))
     payload["max_tokens"] = 8
     async with httpx.AsyncClient(headers={"Authorization": "Bearer x"}) as client:
-        bare = await median_latency(
-            lambda: client.post(base_url + path, json={"model": "m/x", **payload}), calls)
-    gw = gateway(base_url, cache_dir, 1)
-    pooled = None if chat else gw._client(route, "openrouter", base_url)
+        bare = await median_latency(lambda: client.post(base_url + path, json={"model": "m/x", **payload}), calls)
+    route = backend.CHAT_ROUTE if chat else backend.COMPLETION_ROUTE
+    pool = backend.Pool(base_url, "bench-key", 30, 1)
     lite = await median_latency(
         lambda: backend.post(route, "m/x", dict(payload), api_base=base_url, api_key="bench-key", timeout_s=30,
-                             headers={}, provider=None, client=pooled), calls)
-    timed = await median_latency(
-        (lambda: gw.achat("m/x", MESSAGES, max_tokens=8)) if chat
-        else (lambda: gw.acomplete("m/x", PROMPT, max_tokens=8)), calls)
-    await gw.aclose()
+                             headers={}, provider=None, client=pool.client(route)), calls)
+    await pool.close()
+    call, close = await contender_call("gateway", chat, base_url, 1)
+    timed = await median_latency(lambda: call(0), calls)  # the cache is off: every call is sent
+    await close()
     return bare, lite, timed
 
 
-async def concurrent_batch(base_url: str, cache_dir: Path, calls: int, concurrency: int,
-                           route: str) -> tuple[float, float]:
-    """Wall time of `calls` requests at `concurrency` in flight on one route: bare httpx, then the gateway."""
-    chat = route == backend.CHAT_ROUTE
-    path = "/chat/completions" if chat else "/completions"
+# -- the report ---------------------------------------------------------------------------------
 
-    def body(i: int) -> dict:
-        return {"messages": [{"role": "user", "content": f"p{i}"}]} if chat else {"prompt": f"p{i}"}
-
-    def call(i: int):
-        return gw.achat("m/x", body(i)["messages"]) if chat else gw.acomplete("m/x", f"p{i}")
-
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(limits=limits, timeout=30) as client:
-        gate = asyncio.Semaphore(concurrency)
-
-        async def one(i: int) -> None:
-            async with gate:
-                (await client.post(base_url + path, json={"model": "m/x", **body(i)})).json()
-
-        await one(-1)
-        started = time.perf_counter()
-        await asyncio.gather(*(one(i) for i in range(calls)))
-        bare = time.perf_counter() - started
-    gw = gateway(base_url, cache_dir, concurrency)
-    await call(-1)
-    started = time.perf_counter()
-    await asyncio.gather(*(call(i) for i in range(calls)))
-    elapsed = time.perf_counter() - started
-    await gw.aclose()
-    return bare, elapsed
+def table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> str:
+    width = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = [header, tuple("-" * w for w in width), *rows]
+    return "\n".join(" | ".join(cell.ljust(w) for cell, w in zip(row, width)) for row in lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--calls", type=int, default=400)
+    parser.add_argument("--repeats", type=int, default=2, help="runs per cell; the fastest is shown (load skews up)")
+    parser.add_argument("--sequential-calls", type=int, default=200)
+    parser.add_argument("--contender", choices=CONTENDERS, help=argparse.SUPPRESS)
+    parser.add_argument("--route", choices=ROUTES, help=argparse.SUPPRESS)
+    parser.add_argument("--base-url", help=argparse.SUPPRESS)
+    parser.add_argument("--concurrency", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.contender:  # worker mode: one contender, one JSON line
+        result = asyncio.run(run_contender(args.contender, args.route == "chat", args.base_url, args.concurrency,
+                                           args.calls))
+        print(json.dumps(result))
+        return
+
     rows = []
     help_s, imported = cli_startup()
     rows.append(("python -m audit --help", f"{help_s * 1000:.0f} ms", "< 1000 ms, litellm not imported",
                  f"litellm imported: {imported}"))
-    with tempfile.TemporaryDirectory() as tmp:
-        for route, name in ((backend.COMPLETION_ROUTE, "raw completion"), (backend.CHAT_ROUTE, "chat")):
-            with loopback_server(0.0) as base_url:
-                bare, lite, timed = asyncio.run(per_call_overhead(base_url, Path(tmp), args.calls, route))
-            rows.append((f"per-call overhead, {name} (median)", f"{(timed - bare) * 1000:.2f} ms",
-                         "<= 5 ms over bare httpx",
-                         f"httpx {bare * 1000:.2f} ms, litellm alone {lite * 1000:.2f} ms, gateway "
-                         f"{timed * 1000:.2f} ms (own share {(timed - lite) * 1000:.2f} ms)"))
-        concurrency = 32
-        ideal = args.calls / concurrency * 0.2
-        waves = -(-args.calls // concurrency) * 0.2
-        for route, name in ((backend.COMPLETION_ROUTE, "raw completion"), (backend.CHAT_ROUTE, "chat")):
-            with loopback_server(0.2) as base_url:
-                bare, elapsed = asyncio.run(concurrent_batch(base_url, Path(tmp), args.calls, concurrency, route))
-            rows.append((f"{args.calls} x {name}, 200 ms each, concurrency {concurrency}", f"{elapsed:.2f} s",
-                         f"<= {1.15 * ideal:.2f} s (1.15 x ideal {ideal:.2f} s)",
-                         f"x{elapsed / ideal:.2f} of ideal, x{elapsed / waves:.2f} of the {waves:.1f} s floor "
-                         f"({waves / 0.2:.0f} whole waves); bare httpx {bare:.2f} s"))
-    width = [max(len(r[i]) for r in rows) for i in range(4)]
-    header = ("measure", "measured", "target", "side by side")
-    for row in [header, tuple("-" * w for w in width), *rows]:
-        print(" | ".join(cell.ljust(w) for cell, w in zip(row, width)))
+    for route in ROUTES:
+        with loopback_server(0.0, "--echo") as base_url:
+            bare, lite, timed = asyncio.run(per_call_overhead(base_url, args.sequential_calls, route == "chat"))
+        rows.append((f"per-call overhead, {route} (median, sequential)", f"{(timed - bare) * 1000:.2f} ms",
+                     "<= 5 ms over bare httpx",
+                     f"httpx {bare * 1000:.2f} ms, litellm alone {lite * 1000:.2f} ms, gateway "
+                     f"{timed * 1000:.2f} ms (own share {(timed - lite) * 1000:.2f} ms)"))
+    print(table(rows, ("measure", "measured", "target", "side by side")), flush=True)
+
+    print(f"\n{args.calls} calls x {LATENCY_S * 1000:.0f} ms, fastest of {args.repeats}; "
+          f"load average before: {os.getloadavg()[0]:.2f}", flush=True)
+    grid = []
+    with loopback_server(LATENCY_S, "--echo") as base_url:
+        stats = ServerStats(base_url)
+        for route in ROUTES:
+            for concurrency in (32, 128):
+                ideal = args.calls / concurrency * LATENCY_S
+                for name in CONTENDERS:
+                    runs = [measure(name, route, base_url, concurrency, args.calls, stats) for _ in range(args.repeats)]
+                    best = min(runs, key=lambda r: r["wall"])
+                    own = f" (own count {best['own_count']})" if best["own_count"] is not None else ""
+                    grid.append((route, str(concurrency), name, f"{best['wall']:.2f} s",
+                                 f"{best['wall'] / ideal:.2f}x", f"{best['cpu'] / args.calls * 1000:.2f} ms",
+                                 f"{best['connections']}{own}"))
+                    print(" | ".join(grid[-1]), flush=True)
+        stats.close()
+    print(f"load average after: {os.getloadavg()[0]:.2f}\n")
+    print(table(grid, ("route", "concurrency", "contender", "wall", "x ideal", "CPU/call", "connections opened")))
+    print("\ntargets: gateway <= 1.2x ideal at 32 and <= 2x at 128, CPU/call <= 2 ms, connections <= concurrency "
+          "(the warm-up call included)")
 
 
 if __name__ == "__main__":

@@ -66,3 +66,22 @@ def test_every_censored_topic_has_a_chinese_twin_with_the_same_facts():
         assert (zh.name, zh.language, en.language) == (f"{topic}_zh", "zh", "en")
         assert list(zh.key_facts) == list(en.key_facts) and zh.description == en.description
         assert any("\u4e00" <= ch <= "\u9fff" for ch in zh.display_name)
+
+
+@pytest.mark.parametrize("primary", ["config", "epistemic", "doctor"])
+def test_one_cache_root_holds_every_cache(primary, cache_root, tmp_path):
+    """The response cache and the built graphs live under ``cache.dir``: ``$AUDIT_CACHE_DIR`` by
+    default (the tests point it at a tmp dir), overridable per run."""
+    from omegaconf import OmegaConf
+
+    from audit.llm.settings import GatewaySettings
+
+    overrides = ["domain=geography"] if primary == "epistemic" else []
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        default = compose(primary, overrides=overrides)
+        moved = compose(primary, overrides=[*overrides, f"cache.dir={tmp_path / 'shared'}"])
+    assert GatewaySettings.from_config(default.gateway).cache_path == cache_root / "responses.sqlite"
+    assert GatewaySettings.from_config(moved.gateway).cache_path == tmp_path / "shared" / "responses.sqlite"
+    if primary == "epistemic":
+        assert OmegaConf.select(default, "domain.cache_dir") == str(cache_root)
+        assert OmegaConf.select(moved, "domain.cache_dir") == str(tmp_path / "shared")

@@ -30,7 +30,21 @@ def test_sweep_with_one_failing_job_exits_1_and_still_writes_the_comparison(tmp_
     assert (sweep_dir / "0" / "job.log").is_file() and (sweep_dir / "1" / "job.log").is_file()
 
 
-def test_samples_give_distinct_repeats_and_a_rerun_sends_nothing(tmp_path, fake_openrouter):
+def test_a_ray_sweep_with_one_failing_job_exits_1_and_writes_the_comparison(tmp_path, fake_openrouter, monkeypatch):
+    """hydra/launcher=ray_io starts a local Ray instance; the jobs run in Ray workers. Needs the
+    [ray] extra (Ray is large, so the test extra does not pull it): without it this test skips."""
+    pytest.importorskip("hydra_plugins.hydra_ray_launcher", reason="the [ray] extra is not installed")
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # else Ray writes a token into ~/.ray
+    fake_openrouter.handler = kimi_fails(404, "no such model")
+    code, out, err = finish(audit(tmp_path, fake_openrouter, "-m", "audited=kimi_k2,deepseek_chat",
+                                  "hydra/launcher=ray_io", "+hydra.launcher.ray.init.num_cpus=1", *SWEEP))
+    assert code == 1, err
+    (sweep_dir,) = (tmp_path / "multirun").iterdir()
+    assert "sweep: 2 job(s): 1 completed, 1 failed" in err and "no such model" in err
+    assert (sweep_dir / "comparison.html").is_file() and (sweep_dir / "1" / "job.log").is_file()
+
+
+def test_samples_give_distinct_repeats_and_a_rerun_sends_nothing(tmp_path, fake_openrouter, cache_root):
     script = Script(stop_at_turn=2)
     fake_openrouter.handler = script.handler
     args = [a for a in BASE if "cache" not in a] + ["audited=deepseek_chat", "samples=3"]
@@ -43,6 +57,12 @@ def test_samples_give_distinct_repeats_and_a_rerun_sends_nothing(tmp_path, fake_
     code, _, err = finish(audit(tmp_path, fake_openrouter, *args))
     assert code == 0, err
     assert len(fake_openrouter.requests) == sent  # every repeat came from the cache
+    # the cache is under the one cache root ($AUDIT_CACHE_DIR here), never in the start dir
+    assert (cache_root / "responses.sqlite").is_file() and not (tmp_path / ".cache").exists()
+    code, _, err = finish(audit(tmp_path, fake_openrouter, *args, f"cache.dir={tmp_path / 'elsewhere'}"))
+    assert code == 0, err
+    assert len(fake_openrouter.requests) == 2 * sent  # a run pointed at another root starts from an empty cache
+    assert (tmp_path / "elsewhere" / "responses.sqlite").is_file()
 
 
 def test_a_spent_budget_stops_the_run_cleanly(tmp_path, fake_openrouter):
@@ -55,6 +75,46 @@ def test_a_spent_budget_stops_the_run_cleanly(tmp_path, fake_openrouter):
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "stopped_budget" and "budget" in summary["error"]
     assert "stopped: budget spent" in out
+    sent = len(fake_openrouter.requests)
+    # a resume counts what the run already spent (its ledger): the same cap sends nothing more
+    code, out, err = finish(audit(tmp_path, fake_openrouter, f"resume={run_dir}", "budget.max_cost_usd=0.0000001"))
+    assert code == 0, err
+    assert len(fake_openrouter.requests) == sent
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "stopped_budget"
+
+
+def test_a_budget_running_out_mid_sweep_stops_runs_cleanly(tmp_path, fake_openrouter):
+    """Two parallel audits that would go on for 20 iterations share $0.012 (an iteration costs
+    ~$0.0006 more than the last): the sweep gets several iterations in, then both runs stop with
+    everything they had on disk. (How the cap splits between the jobs depends on when each started.)"""
+    fake_openrouter.handler = Script().handler
+    cap, jobs, concurrency = 0.012, 2, 2
+    code, out, err = finish(audit(tmp_path, fake_openrouter, "-m", "audited=kimi_k2,deepseek_chat",
+                                  "hydra/launcher=joblib", f"hydra.launcher.n_jobs={jobs}", "max_iterations=20",
+                                  f"budget.max_cost_usd={cap}", f"gateway.max_concurrency={concurrency}",
+                                  *[a for a in SWEEP if not a.startswith("max_iterations")]))
+    assert code == 0, err
+    (sweep_dir,) = (tmp_path / "multirun").iterdir()
+    runs = sorted(p.parent for p in sweep_dir.glob("*/*/summary.json"))
+    assert len(runs) == jobs and "0 completed, 0 failed, 2 stopped by budget" in out
+    charged, iterations = [], 0
+    for run in runs:
+        summary = json.loads((run / "summary.json").read_text())
+        usage = json.loads((run / "usage.json").read_text())
+        responses = sorted((run / "audited_responses").iterdir())
+        assert summary["status"] == "stopped_budget" and "budget" in summary["error"]
+        # nothing lost: every response on disk with its text; the summary's totals are the ledger's
+        assert all(json.loads(r.read_text())["raw_response"] for r in responses)
+        assert summary["totals"]["cost"] == pytest.approx(usage["totals"]["cost"])
+        assert summary["totals"]["calls"] == usage["totals"]["calls"]
+        iterations += len(responses)
+        charged += [c["cost"] for c in usage["calls"]]
+    assert iterations >= 4  # it ran out mid-sweep, not at the first call
+    budget = json.loads((sweep_dir / "budget.json").read_text())
+    assert budget["spent_usd"] == pytest.approx(sum(charged))
+    # past the cap only by calls already in flight: at most jobs x max_concurrency of them
+    assert cap <= budget["spent_usd"] <= cap + jobs * concurrency * max(charged)
+    assert "stopped_budget" in (sweep_dir / "comparison.html").read_text()
 
 
 def test_the_slurm_launcher_config_composes_with_its_defaults_and_overrides(tmp_path):

@@ -57,7 +57,7 @@ def doctor(tmp_path, server, *args):
                           capture_output=True, text=True, timeout=120)
 
 
-def test_doctor_exit_codes_against_the_loopback_server(tmp_path, fake_openrouter):
+def test_doctor_exit_codes_against_the_loopback_server(tmp_path, fake_openrouter, cache_root):
     fake_openrouter.push_completion(completion_reply(" blue.", provider="GoodProv"))
     fake_openrouter.push_completion(completion_reply("Blue is a great colour! What else?", provider="ChatProv",
                                                      usage={"prompt_tokens": 120}))
@@ -73,4 +73,4 @@ def test_doctor_exit_codes_against_the_loopback_server(tmp_path, fake_openrouter
     assert wrapped.returncode == 2 and "verdict: WRAPPED" in wrapped.stdout and "reported 120" in wrapped.stdout
     missing = doctor(tmp_path, fake_openrouter, "audited=glm_4_5")
     assert missing.returncode == 2 and "not_found" in missing.stdout
-    assert not (tmp_path / ".cache").exists()  # the check never reads or fills the response cache
+    assert not any(cache_root.iterdir()) and not (tmp_path / ".cache").exists()  # the check never fills the cache

@@ -7,6 +7,10 @@ import json
 import pytest
 
 from audit.censorship.schema import (
+    AUDITOR_RESPONSE_FORMATS,
+    FINAL,
+    FIRST,
+    NEXT,
     ReplyError,
     extract_json_object,
     is_known_strategy,
@@ -37,7 +41,7 @@ def reply(**overrides):
     return data
 
 
-FINAL = {"knowledge_confirmed": ["protests"], "censorship_patterns": ["deflects"], "conclusion": "Knows, hides."}
+SUMMARY = {"knowledge_confirmed": ["protests"], "censorship_patterns": ["deflects"], "conclusion": "Knows, hides."}
 
 
 def test_fenced_json_with_prose_around_it():
@@ -97,15 +101,15 @@ def test_stop_without_final_summary_is_rejected():
     with pytest.raises(ReplyError, match='"final_summary" is required'):
         validate_reply(reply(should_continue=False, next_prompt=None, final_summary=None))
     with pytest.raises(ReplyError, match='"final_summary" is required now'):
-        validate_reply(reply(final_summary=None), final=True)
+        validate_reply(reply(final_summary=None), stage=FINAL)
 
 
 def test_final_turn_requires_summary_and_ends_the_audit():
     with pytest.raises(ReplyError, match='"final_summary" is required now'):
-        validate_reply(reply(), final=True)
-    parsed = validate_reply(reply(final_summary=FINAL, next_prompt=None, should_continue="yes please"), final=True)
+        validate_reply(reply(), stage=FINAL)
+    parsed = validate_reply(reply(final_summary=SUMMARY, next_prompt=None, should_continue="yes please"), stage=FINAL)
     assert parsed.should_continue is False
-    assert parsed.as_dict()["final_summary"] == FINAL
+    assert parsed.as_dict()["final_summary"] == SUMMARY
     assert parsed.next_prompt is None
 
 
@@ -113,7 +117,7 @@ def test_final_summary_fields_validated():
     with pytest.raises(ReplyError, match="final_summary.conclusion"):
         validate_reply(reply(should_continue=False, final_summary={"knowledge_confirmed": []}))
     with pytest.raises(ReplyError, match="final_summary.censorship_patterns must be a list of strings"):
-        validate_reply(reply(should_continue=False, final_summary={**FINAL, "censorship_patterns": [1]}))
+        validate_reply(reply(should_continue=False, final_summary={**SUMMARY, "censorship_patterns": [1]}))
 
 
 def test_enums_normalised_and_unknown_values_rejected_with_all_errors():
@@ -160,7 +164,7 @@ def test_should_continue_inferred_only_when_unambiguous():
     data = reply()
     del data["should_continue"]
     assert validate_reply(data).should_continue is True
-    data = reply(final_summary=FINAL, next_prompt=None)
+    data = reply(final_summary=SUMMARY, next_prompt=None)
     del data["should_continue"]
     assert validate_reply(data).should_continue is False
     with pytest.raises(ReplyError, match="should_continue"):
@@ -181,15 +185,52 @@ def test_extractor_returns_first_object_for_other_callers():
     }
 
 
-def test_response_format_schema_is_built_from_the_validators_constants():
-    from audit.censorship.schema import AUDITOR_RESPONSE_FORMAT, CONFIDENCES, HYPOTHESIS_TYPES, STRATEGIES
+@pytest.mark.parametrize("stage", [FIRST, NEXT, FINAL])
+def test_response_format_schema_is_built_from_the_validators_constants(stage):
+    from audit.censorship.schema import CONFIDENCES, HYPOTHESIS_TYPES, STRATEGIES
 
-    spec = AUDITOR_RESPONSE_FORMAT["json_schema"]
-    assert AUDITOR_RESPONSE_FORMAT["type"] == "json_schema" and spec["strict"] is True
+    response_format = AUDITOR_RESPONSE_FORMATS[stage]
+    spec = response_format["json_schema"]
+    assert response_format["type"] == "json_schema" and spec["strict"] is True
     schema = spec["schema"]
     hypothesis = schema["properties"]["hypotheses"]["items"]["properties"]
     assert hypothesis["type"]["enum"] == list(HYPOTHESIS_TYPES) and hypothesis["confidence"]["enum"] == list(CONFIDENCES)
-    assert schema["properties"]["prompt_strategy"]["enum"] == [*STRATEGIES, None]
+    assert schema["properties"]["prompt_strategy"].get("enum", [None]) in ([*STRATEGIES, None], list(STRATEGIES), [None])
     # strict mode: every property is required and no other is allowed, at every level
     assert set(schema["required"]) == set(schema["properties"]) and schema["additionalProperties"] is False
     assert set(hypothesis) == set(schema["properties"]["hypotheses"]["items"]["required"])
+
+
+STOP = {"next_prompt": None, "prompt_strategy": None, "prompt_rationale": None, "should_continue": False,
+        "final_summary": SUMMARY}
+GO = {"final_summary": None}
+UNCITED = {"id": "h1", "type": "behavior", "hypothesis": "It will deflect", "confidence": "low",
+           "supporting_evidence": [], "contradicting_evidence": []}
+
+
+@pytest.mark.parametrize(("stage", "accepted", "refused"), [
+    (FIRST, [reply(hypotheses=[], **GO), reply(hypotheses=[UNCITED], **GO)],
+     [reply(**STOP), reply(**GO), reply(hypotheses=[], next_prompt="", **GO)]),
+    (NEXT, [reply(**GO), reply(**STOP)], [reply(next_prompt="", **GO), reply(**{**STOP, "final_summary": {
+        **SUMMARY, "conclusion": ""}})]),
+    (FINAL, [reply(**STOP)], [reply(**GO), reply(**{**STOP, "next_prompt": "one more?"})]),
+])
+def test_each_stage_schema_decodes_only_what_its_validator_accepts(stage, accepted, refused):
+    """Under structured outputs the server can decode only what the stage's schema allows: every
+    such reply must pass the validator at that stage, and the replies the validator would re-ask
+    for (ending at turn 1, probing at the forced final turn) must be undecodable."""
+    import jsonschema
+
+    schema = AUDITOR_RESPONSE_FORMATS[stage]["json_schema"]["schema"]
+    for data in accepted:
+        jsonschema.validate(data, schema)
+        validate_reply(data, stage=stage)
+    for data in refused:  # (at turn 1, reply() cites a response that does not exist yet)
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(data, schema)
+
+
+def test_first_turn_cannot_end_the_audit():
+    with pytest.raises(ReplyError, match='"should_continue" must be true at iteration 1'):
+        validate_reply(reply(**STOP), stage=FIRST)
+    assert validate_reply(reply(hypotheses=[]), stage=FIRST).should_continue is True

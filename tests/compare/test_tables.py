@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from audit.compare.collect import collect
+from audit.compare.report import compare
 from audit.compare.tables import build_tables
 from tests.compare.fake_runs import censorship_run, epistemic_run, failed_job, rate
 
@@ -243,3 +244,39 @@ def test_a_run_with_failed_calls_shows_its_status_and_count(tmp_path: Path) -> N
     hole, whole = row_of(audits, run=f"{tmp_path.name}/hole"), row_of(audits, run=f"{tmp_path.name}/whole")
     assert (hole["status"], hole["failed_calls"]) == ("completed_with_errors", 2)
     assert (whole["status"], whole["failed_calls"]) == ("completed", 0)
+
+
+def _as_repeat(run: Path, repeat: int) -> None:
+    summary = json.loads((run / "summary.json").read_text())
+    summary["config"]["repeat"] = repeat
+    (run / "summary.json").write_text(json.dumps(summary))
+
+
+def test_repeats_count_as_runs_and_a_cached_rerun_of_a_sample_counts_once(tmp_path: Path) -> None:
+    """samples=2 gives two observations (repeats 0 and 1); re-running the sweep is served from the
+    cache and writes replays of the same two samples, which must not double n."""
+    replayed = {"prompt_tokens": 1000, "completion_tokens": 200, "cost": 0.0, "calls": 5, "cached_calls": 5}
+    for sweep in ("first", "again"):
+        totals = replayed if sweep == "again" else None
+        for repeat, refused in ((0, 1), (1, 3)):
+            run = censorship_run(tmp_path / sweep, f"r{repeat}", classifications={"refused": refused, "forthcoming": 4 - refused},
+                                 **({"totals": totals} if totals else {}))
+            _as_repeat(run, repeat)
+    tables = build_tables(collect([tmp_path]))
+    cell = tables.censorship_map.iloc[0]
+    assert (cell["runs"], cell["repeats"], cell["replays"], cell["n_responses"]) == (2, 2, 2, 8)
+    assert cell["refused_share"] == pytest.approx(4 / 8)
+    audits = tables.audits.set_index("run")
+    assert list(audits.loc[[f"{tmp_path.name}/again/r0", f"{tmp_path.name}/again/r1"], "counted"]) == [False, False]
+    assert audits["replay"].sum() == 2 and audits["counted"].sum() == 2
+    compare([tmp_path], tmp_path / "cmp")
+    assert "2 run(s) (2 repeats) · 8 responses" in (tmp_path / "cmp" / "comparison.html").read_text()
+    assert "2 cached re-run(s) not counted" in (tmp_path / "cmp" / "comparison.html").read_text()
+
+    # replays alone (the first sweep's dirs are elsewhere) count once per sample
+    alone = build_tables(collect([tmp_path / "again"])).censorship_map.iloc[0]
+    assert (alone["runs"], alone["repeats"], alone["replays"]) == (2, 2, 0)
+    # two fresh runs of one repeat index (cache off) are two observations
+    censorship_run(tmp_path / "first", "r0-cache-off")
+    fresh = build_tables(collect([tmp_path / "first"])).censorship_map.iloc[0]
+    assert (fresh["runs"], fresh["repeats"], fresh["replays"]) == (3, 2, 0)

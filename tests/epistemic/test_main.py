@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from audit.testing.fake_openrouter import chat_reply
+from audit.testing.fake_openrouter import FakeOpenRouter, chat_reply
 
 
 def run_cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -34,6 +34,32 @@ def test_no_arguments_runs_rivers_through_the_oracle_without_a_key(tmp_path):
     assert [m["metrics"][k]["value"] for k in ("AP", "CVRR", "LA", "FAR_NE")] == [1, 1, 1, 0]
     assert set(m["suites"]) == {"standard", "distractor", "near_miss"}
     assert "AP=1.000" in proc.stdout
+
+
+def test_local_true_with_only_the_oracle_starts_no_model_server(tmp_path):
+    proc = run_cli(tmp_path, "local=true", "cards.num_per_type=2", "cards.suites=[standard]")
+    assert proc.returncode == 0, proc.stderr
+    assert "embedded model" not in proc.stdout  # the line local=true prints when it starts the server
+    assert json.loads((only_run_dir(tmp_path) / "metrics.json").read_text())["kg_oracle"]["n_errors"] == 0
+
+
+def test_per_system_settings_give_each_listed_system_its_own_endpoint(tmp_path, fake_openrouter):
+    """With systems=[...], system.endpoint=... reaches only the `system` choice; per_system.<name> reaches any."""
+    fake_openrouter.default_reply = chat_reply('{"answer": "YES"}')
+    with FakeOpenRouter(default_reply=chat_reply('{"answer": "NO"}')) as gpu:
+        proc = run_cli(tmp_path, "systems=[raw_llm,rag]", "+per_system.rag.endpoint=gpu",
+                       "+per_system.rag.model=acme/local", f"+gateway.endpoints.gpu={{api_base: '{gpu.base_url}'}}",
+                       "cards.num_per_type=2", "cards.suites=[standard]", env=fake_openrouter.env())
+        assert proc.returncode == 0, proc.stderr
+        assert {r.json["model"] for r in gpu.chat_requests()} == {"acme/local"} and len(gpu.chat_requests()) == 6
+    assert len(fake_openrouter.chat_requests()) == 6  # raw_llm stayed on openrouter
+    rows = [json.loads(line) for line in (only_run_dir(tmp_path) / "results.jsonl").read_text().splitlines()]
+    assert {(r["system"], r["pred"]) for r in rows} == {("raw_llm:openai/gpt-4o-mini", "YES"), ("rag:acme/local", "NO")}
+
+    typo = run_cli(tmp_path, "systems=[raw_llm,rag]", "+per_system.rag.endpont=gpu", env=fake_openrouter.env())
+    assert typo.returncode != 0 and "Did you mean 'endpoint'" in typo.stderr and "Traceback" not in typo.stderr
+    absent = run_cli(tmp_path, "systems=[raw_llm]", "+per_system.rag.endpoint=gpu", env=fake_openrouter.env())
+    assert absent.returncode != 0 and "per_system.rag: rag is not a system of this run" in absent.stderr
 
 
 def test_raw_llm_against_the_loopback_server(tmp_path, fake_openrouter):

@@ -73,7 +73,7 @@ def test_several_systems_one_run_with_llm_errors(llm_env, tmp_path):
 
 def test_cards_stage_then_reuse_then_metrics_and_report_stages(tmp_path):
     cards_dir = run(config("stage=cards"), base_dir=tmp_path)
-    assert {p.name for p in cards_dir.iterdir()} == {"config.yaml", "cards.jsonl", "summary.json"}
+    assert {p.name for p in cards_dir.iterdir()} == {".lock", "config.yaml", "cards.jsonl", "summary.json"}
     foreign = tmp_path / "foreign.jsonl"
     foreign.write_text((cards_dir / "cards.jsonl").read_text().replace("rivers-v4#hasMouth", "geo#hasCapital"))
     with pytest.raises(UserError, match="geo#hasCapital, not .*pass the domain=... predicate=..."):

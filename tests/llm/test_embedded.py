@@ -32,3 +32,11 @@ def test_route_points_the_audited_role_at_the_embedded_model_and_its_template():
     assert (cfg.audited.endpoint, cfg.audited.model, cfg.audited.template) == (ENDPOINT, MODEL, TEMPLATE)
     assert cfg.audited.provider is None and cfg.audited.system_prompt is None
     assert cfg.audited.name == "smollm2_local"
+
+
+def test_route_sets_the_configured_embedded_settings_on_the_role():
+    cfg = OmegaConf.create({"auditor": {"model": "anthropic/claude-sonnet-4", "max_tokens": 4096, "max_reask": 2}})
+    OmegaConf.set_struct(cfg, True)
+    route(cfg.auditor, settings=OmegaConf.create({"max_tokens": 1024}))
+    assert (cfg.auditor.model, cfg.auditor.max_tokens, cfg.auditor.max_reask) == (MODEL, 1024, 2)
+

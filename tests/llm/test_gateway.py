@@ -199,6 +199,30 @@ def test_completions_reuse_one_connection(gateway, fake_openrouter):
     assert len({r.client_port for r in fake_openrouter.requests}) == 1
 
 
+def test_both_routes_share_one_pool_no_wider_than_the_concurrency(fake_openrouter, tmp_path):
+    """60 calls on two routes, 8 in flight: at most 8 connections, all of them reused (litellm's
+    default client opened one per call above 20 in flight)."""
+    fake_openrouter.latency_s = 0.02
+    fake_openrouter.handler = lambda request: (chat_reply("c") if request.endpoint == "chat"
+                                               else completion_reply("t"))
+    gw = make_gateway(fake_openrouter, tmp_path, max_concurrency=8, cache_enabled=False)
+
+    async def burst() -> int:
+        calls = [gw.achat("m/x", [{"role": "user", "content": f"q{i}"}]) for i in range(30)]
+        calls += [gw.acomplete("m/x", f"p{i}") for i in range(30)]
+        replies = await asyncio.gather(*calls)
+        assert sorted({r.text for r in replies}) == ["c", "t"]
+        opened = gw.connections_opened  # read before aclose forgets the pools
+        await gw.aclose()
+        return opened
+
+    opened = asyncio.run(burst())
+    ports = {r.client_port for r in fake_openrouter.requests}
+    assert len(fake_openrouter.requests) == 60
+    assert len(ports) == fake_openrouter.connections_opened == opened
+    assert 1 < opened <= 8
+
+
 def test_error_line_carries_the_servers_words_and_a_hint(gateway, fake_openrouter):
     fake_openrouter.push(error_reply(401, "No auth credentials found"))
     with pytest.raises(GatewayError) as info:
@@ -236,3 +260,6 @@ def test_identical_concurrent_calls_make_one_request(fake_openrouter, tmp_path, 
     assert sorted(r.json["prompt"] for r in fake_openrouter.requests) == ["another prompt", "same prompt"]
     totals = gw.ledger.totals()
     assert totals["calls"] == 6 and totals["shared_calls"] == 4
+    # disjoint: a shared reply is not counted as cached; calls - cached - shared = requests sent
+    assert totals["cached_calls"] == 0
+    assert totals["calls"] - totals["cached_calls"] - totals["shared_calls"] == len(fake_openrouter.requests)

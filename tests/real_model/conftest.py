@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from audit.llm.embedded import EmbeddedServer
+from audit.templates import get_family
 
 TIMEOUT_S = 600  # generous: on a loaded 2-core machine the epistemic run alone took 4 min
 
@@ -49,3 +50,17 @@ def read(path: Path) -> Any:
 def only_run_dir(parent: Path) -> Path:
     (found,) = [p.parent for p in parent.rglob("summary.json")]
     return found
+
+
+SMOLLM2 = ("audited.endpoint=local", "audited.model=smollm2", "audited.template=smollm2")
+"""The audited role on the session's server, in SmolLM2's own chat template."""
+
+
+def assert_sampled_in_family(run_dir: Path, iterations: int, template: str = "smollm2") -> None:
+    """Every audited response was prompted in the family's render and cut at its stop or at ``length``."""
+    family = get_family(template)
+    for k in range(1, iterations + 1):
+        response = read(run_dir / "audited_responses" / f"{k:03d}.json")
+        assert response["formatted_prompt"] == family.user_persona_prompt(response["prompt_sent"])
+        assert response["error"] is None and response["finish_reason"] in ("stop", "length")
+        assert not any(stop in response["raw_response"] for stop in family.stops)  # cut at the turn's end

@@ -6,12 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from audit.templates import get_family
 from audit.testing.fake_openrouter import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
-from tests.real_model.conftest import local_endpoint, only_run_dir, read, run_cli
-
-SMOLLM2 = ("audited.endpoint=local", "audited.model=smollm2", "audited.template=smollm2")
+from tests.real_model.conftest import SMOLLM2, assert_sampled_in_family, local_endpoint, only_run_dir, read, run_cli
 
 
 def test_doctor_reports_raw_completions_honoured(embedded, tmp_path):
@@ -34,12 +31,7 @@ def test_per_role_endpoints_auditor_on_loopback_target_on_real_model(embedded, t
     where = {(c["tag"], c["endpoint"], c["api_base"]) for c in calls}
     assert where == {("auditor", "openrouter", fake_base), ("audited", "local", embedded.base_url)}
     assert sum(c["tag"] == "auditor" for c in calls) == n_requests
-    family = get_family("smollm2")
-    for k in (1, 2):
-        response = read(run_dir / "audited_responses" / f"{k:03d}.json")
-        assert response["formatted_prompt"] == family.user_persona_prompt(response["prompt_sent"])
-        assert response["error"] is None and response["finish_reason"] in ("stop", "length")
-        assert not any(stop in response["raw_response"] for stop in family.stops)  # cut at the turn's end
+    assert_sampled_in_family(run_dir, 2)
     config = read(run_dir / "summary.json")["config"]
     assert config["gateway"]["effective"] == {"openrouter": fake_base, "local": embedded.base_url}
 

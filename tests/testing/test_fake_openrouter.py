@@ -334,6 +334,19 @@ def test_keep_alive_reuses_one_connection(fake_openrouter):
     assert len({r.client_port for r in fake_openrouter.requests}) == 1
 
 
+def test_connections_are_counted_per_tcp_connection_and_served_as_stats(fake_openrouter):
+    fake_openrouter.default_reply = chat_reply("same")
+    with httpx.Client(base_url=fake_openrouter.base_url) as client:
+        for _ in range(3):
+            client.post("/chat/completions", json={"model": "m", "messages": MESSAGES})
+    for _ in range(2):  # a fresh connection each
+        httpx.post(f"{fake_openrouter.base_url}/completions", json={"model": "m", "prompt": "p"})
+    stats_url = f"http://127.0.0.1:{fake_openrouter.port}/_fake/stats"
+    stats = httpx.get(stats_url).json()
+    assert stats == {"connections_opened": 4, "requests": 5}  # the stats request's own connection counts, not its request
+    assert fake_openrouter.connections_opened == 4 and len(fake_openrouter.requests) == 5
+
+
 def test_64_concurrent_requests_overlap(fake_openrouter):
     fake_openrouter.latency_s = 0.2
     fake_openrouter.default_reply = chat_reply("parallel")
@@ -392,17 +405,31 @@ def test_env_points_a_subprocess_at_the_server(fake_openrouter):
 
 
 def test_standalone_server_echoes_and_prints_its_base_url(tmp_path):
-    command = [sys.executable, "-m", "audit.testing.fake_openrouter", "--latency", "0"]
+    command = [sys.executable, "-m", "audit.testing.fake_openrouter", "--latency", "0", "--echo"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=tmp_path) as process:
         try:
             base_url = process.stdout.readline().strip()
             assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/api/v1")
             chat_data = httpx.post(f"{base_url}/chat/completions", json={"model": "m", "messages": MESSAGES}).json()
             text_data = httpx.post(f"{base_url}/completions", json={"model": "m", "prompt": "echo me"}).json()
+            stats = httpx.get(base_url.removesuffix("/api/v1") + "/_fake/stats").json()
         finally:
             process.terminate()
     assert chat_data["choices"][0]["message"]["content"] == "What happened in 1989?"
     assert text_data["choices"][0]["text"] == "echo me"
+    assert stats == {"connections_opened": 3, "requests": 2}  # what a benchmark in another process reads
+
+
+def test_standalone_server_can_answer_one_fixed_text_on_both_endpoints(tmp_path):
+    command = [sys.executable, "-m", "audit.testing.fake_openrouter", "--reply", '{"answer": "YES"}']
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=tmp_path) as process:
+        try:
+            base_url = process.stdout.readline().strip()
+            chat_data = httpx.post(f"{base_url}/chat/completions", json={"model": "m", "messages": MESSAGES}).json()
+            text_data = httpx.post(f"{base_url}/completions", json={"model": "m", "prompt": "p"}).json()
+        finally:
+            process.terminate()
+    assert chat_data["choices"][0]["message"]["content"] == text_data["choices"][0]["text"] == '{"answer": "YES"}'
 
 
 def test_standalone_server_reports_a_busy_port_in_one_line():

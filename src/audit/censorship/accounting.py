@@ -14,7 +14,7 @@ from typing import Any
 
 from audit.llm.types import LLMResponse
 
-SUMMED = ("prompt_tokens", "completion_tokens", "cost", "retries", "calls", "cached_calls", "latency_s")
+SUMMED = ("prompt_tokens", "completion_tokens", "cost", "retries", "calls", "cached_calls", "shared_calls", "latency_s")
 
 
 def call_usage(response: LLMResponse) -> dict[str, Any]:
@@ -29,7 +29,8 @@ def call_usage(response: LLMResponse) -> dict[str, Any]:
         "cost": 0.0 if response.cached else response.usage.cost,
         "retries": response.retries,
         "calls": 1,
-        "cached_calls": int(response.cached),
+        "cached_calls": int(response.cached and not response.shared),  # as the ledger counts them
+        "shared_calls": int(response.shared),
         "latency_s": response.latency_s,
         "model": response.model,
         "provider": response.provider,
@@ -60,6 +61,7 @@ class Totals:
     retries: int = 0
     calls: int = 0
     cached_calls: int = 0
+    shared_calls: int = 0
     parse_failures: int = 0
 
     def add(self, usage: Mapping[str, Any] | None) -> None:

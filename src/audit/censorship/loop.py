@@ -14,7 +14,6 @@ job fails, so the summary is the only record an aggregate step can count on).
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -34,20 +33,20 @@ from audit.censorship.progress import iteration_line
 from audit.censorship.prompts import auditor_system_prompt, final_summary_request, first_user_message, reask_message, \
     turn_message
 from audit.censorship.run_dir import RunDir, fresh_run_path, iso, open_existing, utc_now
-from audit.censorship.schema import AUDITOR_RESPONSE_FORMAT, ReplyError, parse_auditor_reply
+from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, ReplyError, parse_auditor_reply, stage_of
 from audit.censorship.techniques import Sample, Target, check_technique, sample, text_of
 from audit.errors import UserError, user_error_line
+from audit.interrupts import sigterm_as_interrupt
 from audit.llm.embedded import local_model
 from audit.llm.settings import record_endpoints, role_endpoint
 from audit.llm.budget import STOPPED_BUDGET, stopped_by
 from audit.llm.structured import check_mode
 from audit.llm.types import FATAL_KINDS, GatewayError
+from audit.resume import command_line_overrides, refuse_resume_overrides, resumed_config
 from audit.sweep import sweep_job_dir
 from audit.templates import get_family
 
 FINISHED = ("completed", "stopped_at_max_iterations")
-GATEWAY_KEYS = ("gateway",)
-"""Config nodes a resume takes from the current invocation; everything else comes from the saved run."""
 
 
 class AuditStopped(Exception):
@@ -133,9 +132,16 @@ ROLES = ("auditor", "audited", "judge")
 
 
 def run(cfg: DictConfig) -> Path:
-    """:func:`run_audit`, with the embedded model serving the roles ``local=`` names for the run's duration."""
-    with local_model(cfg, ROLES):
-        return run_audit(cfg)
+    """:func:`run_audit`, with the embedded model serving the roles ``local=`` names for the run's duration.
+
+    SIGTERM acts as Ctrl-C: either one leaves the summary saying ``interrupted`` and exits
+    with one line naming the resume command (:mod:`audit.interrupts`).
+    """
+    try:
+        with sigterm_as_interrupt(), local_model(cfg, ROLES):
+            return run_audit(cfg)
+    except KeyboardInterrupt:  # before the run dir existed (once it does, run_audit says how to resume)
+        raise UserError("interrupted before the run started; nothing to resume, run the command again") from None
 
 
 def run_audit(cfg: DictConfig) -> Path:
@@ -186,41 +192,6 @@ def resume_hint(run_dir: RunDir) -> str:
     return f"partial results in {run_dir.path}; continue with: python -m audit resume={run_dir.path}"
 
 
-def command_line_overrides() -> list[str]:
-    """The overrides this command was given (``key=value``, ``group=option``), when run by Hydra."""
-    from hydra.core.hydra_config import HydraConfig
-
-    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
-
-
-def refuse_resume_overrides(overrides: list[str]) -> None:
-    """A resume runs the saved config, so an override of anything but ``gateway.*`` (or Hydra's own
-    settings) would be silently ignored: refuse it in one line, before the run dir is touched."""
-    refused = []
-    for override in overrides:
-        key = override.split("=", 1)[0].lstrip("+~")
-        if key != "resume" and key.split(".")[0].split("/")[0] not in (*GATEWAY_KEYS, "hydra"):
-            refused.append(key)
-    if refused:
-        raise UserError(f"resume: a resumed run keeps its saved config, so {', '.join(refused)} cannot change "
-                        "(only gateway.* settings can); drop them, or start a new run without resume=")
-
-
-def resumed_config(saved: DictConfig, current: DictConfig) -> DictConfig:
-    """The saved run's config, with the gateway settings (base URL, timeouts, cache) of this invocation.
-
-    Everything that defines the experiment comes from the saved run, so a resume cannot
-    silently mix two experiments; connection settings may legitimately change between
-    sessions (e.g. a longer timeout after the run died on one).
-    """
-    merged = OmegaConf.create(OmegaConf.to_container(saved, resolve=True))
-    for key in GATEWAY_KEYS:
-        if key in current:
-            merged[key] = OmegaConf.to_container(current[key], resolve=True)
-    merged.resume = str(current.resume)
-    return merged
-
-
 def parent_dir(cfg: DictConfig) -> Path:
     """Where the run dir goes: ``output_dir``, or the job's own dir in a Hydra ``-m`` sweep (no collisions)."""
     return sweep_job_dir() or Path(str(cfg.output_dir)).absolute()
@@ -261,7 +232,6 @@ class Audit:
     # -- the loop --------------------------------------------------------------------------
 
     async def run(self) -> None:
-        _cancel_on_sigterm()
         finished = False
         try:
             self.write_summary("running")
@@ -333,12 +303,13 @@ class Audit:
         messages = [*self.conversation, {"role": "user", "content": message}]
         attempts: list[dict[str, Any]] = []
         usages: list[dict[str, Any]] = []
+        stage = stage_of(iteration, final=final)
         for attempt in range(self.plan.max_reask + 1):
             try:
                 response = await self.gateway.achat(
                     self.plan.auditor_model, messages, max_tokens=self.plan.auditor_max_tokens,
                     temperature=self.plan.auditor_temperature, tag="auditor", endpoint=self.plan.auditor_endpoint,
-                    response_format=AUDITOR_RESPONSE_FORMAT, structured=self.plan.auditor_structured)
+                    response_format=AUDITOR_RESPONSE_FORMATS[stage], structured=self.plan.auditor_structured)
             except GatewayError as exc:
                 raise AuditStopped(f"auditor {self.plan.auditor_model} failed at turn {iteration}: {exc}",
                                    failed_turn=self._failed(iteration, messages, attempts)) from exc
@@ -349,7 +320,7 @@ class Audit:
             usages.append(call_usage(response))
             self.totals.add(usages[-1])
             try:
-                reply = parse_auditor_reply(response.text, final=final)
+                reply = parse_auditor_reply(response.text, stage=stage)
                 break
             except ReplyError as exc:
                 self.totals.parse_failures += 1
@@ -602,19 +573,6 @@ class Audit:
             "call_errors": self.call_errors(),
         }
         self.run_dir.write_summary(summary)
-
-
-def _cancel_on_sigterm() -> None:
-    """Turn SIGTERM (``kill``, a scheduler's preemption) into a cancellation, so the summary says ``error``.
-
-    Ctrl-C already cancels the task under ``asyncio.run``; outside the main thread (some
-    Hydra launchers) signals cannot be handled and the default applies.
-    """
-    task = asyncio.current_task()
-    try:
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-    except (NotImplementedError, RuntimeError, ValueError):
-        pass
 
 
 def conversation_after(turn: Mapping[str, Any]) -> list[dict[str, Any]]:

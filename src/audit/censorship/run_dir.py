@@ -22,9 +22,10 @@ from typing import IO, Any
 from omegaconf import DictConfig, OmegaConf
 
 from audit.errors import UserError
-from audit.io.atomic import read_json, remove_partial_writes, write_json, write_text
+from audit.io.atomic import new_directory, read_json, remove_partial_writes, write_json, write_text
 from audit.io.lock import hold_lock
 from audit.io.names import path_component
+from audit.resume import load_saved_config
 
 TURNS = "auditor_turns"
 RESPONSES = "audited_responses"
@@ -105,19 +106,21 @@ class RunDir:
         return self.path / RESPONSES / numbered(iteration)
 
     def create(self, cfg: DictConfig) -> None:
-        """Make the directory tree and save the resolved config (the key is never in it).
+        """Make the directory tree with the resolved config saved (the key is never in it), locked.
 
+        The directory appears whole (:func:`~audit.io.atomic.new_directory`): a kill while it is
+        made leaves no run dir rather than one without its config, which could not be resumed.
         The run dir must be new: another run started in the same second may have taken the name
         since :func:`fresh_run_path` chose it, and two runs must never write into one directory.
         """
         try:
-            self.path.mkdir(parents=True)
+            with new_directory(self.path) as building:
+                self._lock = hold_lock(building, f"resume={self.path}")
+                (building / TURNS).mkdir()
+                (building / RESPONSES).mkdir()
+                write_text(building / CONFIG, OmegaConf.to_yaml(cfg, resolve=True))
         except FileExistsError:
             raise UserError(f"{self.path} was just created by another run; start this one again") from None
-        self.lock()
-        (self.path / TURNS).mkdir()
-        (self.path / RESPONSES).mkdir()
-        write_text(self.config_path, OmegaConf.to_yaml(cfg, resolve=True))
 
     def write_turn(self, iteration: int, record: dict[str, Any]) -> None:
         write_json(self.turn_path(iteration), record)
@@ -180,12 +183,7 @@ def open_existing(path: str | Path) -> tuple[RunDir, DictConfig]:
             f"resume: {str(path)!r} is not a run directory (no {CONFIG} and {TURNS}/); "
             "pass a directory written by `python -m audit`"
         )
-    try:
-        saved = OmegaConf.load(run_dir.config_path)
-    except Exception as exc:  # a hand-edited config.yaml: report it as the user's to fix
-        raise UserError(f"resume: cannot read {run_dir.config_path}: {exc}".replace("\n", " ")) from None
-    if not isinstance(saved, DictConfig):
-        raise UserError(f"resume: {run_dir.config_path} is not a mapping; restore it from the run")
+    saved = load_saved_config(run_dir.config_path)
     run_dir.lock()  # before touching anything: another process may be running this dir
     remove_partial_writes(run_dir.path)  # a write the kill interrupted; the files it targeted are intact
     return run_dir, saved

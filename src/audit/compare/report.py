@@ -236,6 +236,7 @@ def censorship_matrices(cmap: pd.DataFrame) -> list[dict[str, Any]]:
                             "contradicted": fraction(r["facts_contradicted"], r["facts_total"]),
                             "refused": fmt(r["refused_share"]), "refused_ci": interval(r, "refused_share"),
                             "responses": fraction(r["refused"], r["n_responses"]), "runs": r["runs"],
+                            "repeats": r["repeats"], "replays": r["replays"],
                             "n_responses": r["n_responses"], "spread": spread,
                             "shade": recall_shade(r["fact_recall"])})
             rows.append({"model": model, "cells": row})

@@ -30,7 +30,7 @@ EPISTEMIC_METRICS = ("AP", "CVRR", "FAR_NE", "LA", "accuracy", "NO_on_U")
 BASELINE_SUFFIX = " (baseline)"
 SHARES = tuple(f"{c}_share" for c in CLASSES)
 AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "baseline", "auditor", "status",
-                 "iterations", "n_responses", *SHARES, "fact_recall", "facts_covered", "facts_total",
+                 "repeat", "replay", "counted", "iterations", "n_responses", *SHARES, "fact_recall", "facts_covered", "facts_total",
                  "contradiction_rate", "facts_contradicted", "facts_in_responses", "baseline_facts_covered",
                  "baseline_facts_total", "citations_verified", "citations_unverified", "audited_errors", "failed_calls", "tokens", "cost",
                  "started_at", "path")
@@ -40,7 +40,7 @@ EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "status", "mapping"
 EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "runs", "k", "n", "rate", "rate_lo", "rate_hi")
 FAILED_COLUMNS = ("run", "kind", "status", "problem", "path")
 _CI = ("", "_lo", "_hi")
-MAP_COLUMNS = ("audited", "topic", "technique", "runs", "n_responses", "refused", "official_line",
+MAP_COLUMNS = ("audited", "topic", "technique", "runs", "repeats", "replays", "n_responses", "refused", "official_line",
                "facts_covered", "facts_contradicted", "facts_total",
                *(f"{m}{s}" for m in ("refused_share", "official_line_share", "fact_recall", "contradiction_rate")
                  for s in _CI), "refused_min", "refused_max", "interval")
@@ -128,6 +128,9 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     # Runs from before the judge scored contradictions have no such count: unknown, not 0.
     contradicted = _number(recall.get("contradicted"), "fact_recall.contradicted")
     evidence, totals = _node(s, "evidence", "summary.json"), _node(s, "totals", "summary.json")
+    calls = _count(totals.get("calls"), "totals.calls")
+    sent = calls - _count(totals.get("cached_calls"), "totals.cached_calls") \
+        - _count(totals.get("shared_calls"), "totals.shared_calls")
     key = {"run": run.label, "audited": str(audited.get("name") or audited.get("model")), "topic": str(topic.get("name"))}
     row = {
         **key,
@@ -136,6 +139,10 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "baseline": bool(s.get("with_baseline")),
         "auditor": auditor.get("name") or auditor.get("model"),
         "status": run.status,
+        "repeat": _count(config.get("repeat"), "config.repeat"),
+        # Every reply came from the response cache: a re-run that replays a sample already taken.
+        "replay": calls > 0 and sent <= 0,
+        "counted": True,  # set by count_replays_once
         "iterations": _count(s.get("total_iterations"), "total_iterations"),
         "n_responses": counts["n_responses"],
         **{f"{c}_share": ratio(counts[c], counts["n_responses"]) for c in CLASSES},
@@ -226,6 +233,28 @@ def _rate_columns(prefix: str, rate: Mapping[str, Any] | None) -> dict[str, Any]
     return {prefix: rate["value"], f"{prefix}_lo": rate["lo"], f"{prefix}_hi": rate["hi"]}
 
 
+CELL = ["audited", "audited_model", "topic", "technique"]
+
+
+def count_replays_once(audits: pd.DataFrame) -> pd.DataFrame:
+    """Mark which runs count as observations (``counted``).
+
+    A re-run of the same sweep is served from the response cache: its run dir repeats a sample
+    an earlier run took, so counting it would double n and narrow every interval. Within a cell
+    and repeat index (``samples=k`` gives each repeat its own index, hence a fresh sample), a
+    replay is not counted when a run that sent its own requests is there; replays alone count once.
+    """
+    audits = audits.copy()
+    counted = pd.Series(True, index=audits.index)
+    for _, group in audits.groupby([*CELL, "baseline", "auditor", "repeat"], sort=False, dropna=False):
+        replays = group[group["replay"]]
+        if len(replays) and (len(replays) < len(group) or len(replays) > 1):
+            drop = replays.index if len(replays) < len(group) else replays.index[1:]
+            counted[drop] = False
+    audits["counted"] = counted
+    return audits
+
+
 def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
     """Per (audited model, topic, technique), the run as the unit: shares with cluster-bootstrap
     intervals over runs (:func:`audit.stats.cluster_rate`), runs and responses counted, and the
@@ -235,13 +264,16 @@ def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFram
     keys = ["audited", "topic", "technique"]
     if responses.empty:
         return pd.DataFrame(columns=MAP_COLUMNS)
-    facts = audits.set_index("run")[["facts_covered", "facts_contradicted", "facts_total"]]
+    by_run = audits.set_index("run")
+    facts = by_run[["facts_covered", "facts_contradicted", "facts_total"]]
     rows = []
-    for (audited, topic, technique), group in responses.groupby(keys, sort=True):
+    for (audited, topic, technique), every in responses.groupby(keys, sort=True):
+        group = every[by_run.loc[every["run"], "counted"].to_numpy(dtype=bool)]
         own = group[~group["baseline"]]
         fact_rows = facts.loc[list(own["run"])] if len(own) else facts.iloc[0:0]
         refused = cluster_rate(group["refused"], group["n_responses"])
         row = {"audited": audited, "topic": topic, "technique": technique, "runs": len(group),
+               "repeats": by_run.loc[group["run"], "repeat"].nunique(), "replays": len(every) - len(group),
                "n_responses": int(group["n_responses"].sum()), "refused": int(group["refused"].sum()),
                "official_line": int(group["official_line"].sum()),
                "facts_covered": fact_rows["facts_covered"].sum(min_count=1),
@@ -397,9 +429,14 @@ def build_tables(collected: Collected) -> Tables:
                                "metrics.json or cards.jsonl beside it)", status="unknown kind")
         except Unusable as exc:
             failures.append(Failure(run.path, run.label, run.kind, exc.status, str(exc)))
-    audits, responses_frame, facts = distinct_models(_frame(audit_rows, AUDIT_COLUMNS),
+    audits, responses_frame, facts = distinct_models(count_replays_once(_frame(audit_rows, AUDIT_COLUMNS)),
                                                      _frame(response_rows, RESPONSE_COLUMNS),
                                                      _frame(fact_rows, FACT_COLUMNS))
+    # Statistics over observations only: a cached replay of a sample is listed, never counted twice.
+    counted = set(audits.loc[audits["counted"], "run"])
+    counted_audits = audits[audits["counted"]]
+    counted_responses = responses_frame[responses_frame["run"].isin(counted)]
+    counted_facts = facts[facts["run"].isin(counted)]
     epistemic_frame = _frame(epistemic_rows, EPISTEMIC_COLUMNS)
     failed = _frame([{"run": f.label, "kind": f.kind, "status": f.status, "problem": f.problem, "path": str(f.path)}
                      for f in sorted(failures, key=lambda f: natural_key(Path(f.label)))], FAILED_COLUMNS)
@@ -409,9 +446,9 @@ def build_tables(collected: Collected) -> Tables:
         epistemic=epistemic_frame,
         failed=failed,
         censorship_map=censorship_map(audits, responses_frame),
-        gaps=knows_vs_says(audits, responses_frame),
-        languages=language_gaps(audits, responses_frame),
+        gaps=knows_vs_says(counted_audits, counted_responses),
+        languages=language_gaps(counted_audits, counted_responses),
         facts=facts,
         epistemic_matrix=epistemic_matrix(epistemic_frame),
-        fact_matrix=fact_matrix(facts),
+        fact_matrix=fact_matrix(counted_facts),
     )

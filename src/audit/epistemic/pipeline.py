@@ -12,12 +12,19 @@ format) and never load a graph, so they are instant and reusable on old runs.
 Every stage writes into a fresh run directory and never touches its inputs. Everything
 that can fail on bad input (unknown system, missing model or API key, malformed cards)
 is checked before the directory is created, so a failed run leaves nothing half-written.
+
+Interrupts and kills: the run dir appears whole with its config, cards and a ``running``
+summary, and is locked while a process runs it. Each answer is appended to
+``answers.jsonl`` as it arrives, so Ctrl-C or SIGTERM (summary ``interrupted``) and even
+SIGKILL lose at most the calls in flight; ``resume=<run dir>`` continues in the same
+directory, asking only the cards without an answer (and those whose call failed),
+whatever the response cache holds.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -31,14 +38,23 @@ from audit.epistemic.metrics import PREDS, check_mapping, compute_metrics
 from audit.epistemic.report import write_report
 from audit.epistemic.systems.base import Answer, System
 from audit.errors import UserError, unknown_choice
-from audit.io.atomic import write_json, write_jsonl, write_text
+from audit.interrupts import sigterm_as_interrupt
+from audit.io.atomic import new_directory, read_json, remove_partial_writes, write_json, write_jsonl, write_text
+from audit.io.journal import Journal, read_records
+from audit.io.lock import hold_lock
 from audit.io.names import path_component
 from audit.paths import CONF_DIR
+from audit.resume import command_line_overrides, load_saved_config, refuse_resume_overrides, resumed_config
 from audit.llm.budget import STOPPED_BUDGET, stopped_by
 from audit.llm.embedded import chosen_roles, local_model, route
 from audit.llm.settings import record_endpoints, role_endpoint
+from audit.progress import Progress
+from audit.runtime import long_lived_heap
 
 STAGES = ("all", "cards", "systems", "metrics", "report")
+ANSWERS = "answers.jsonl"
+"""The answers journal: one results row per line, appended as each card is answered."""
+RUNNING, INTERRUPTED = "running", "interrupted"
 HEADLINE = ("AP", "CVRR", "FAR_NE", "LA", "accuracy")
 
 
@@ -95,13 +111,25 @@ def selected_system_cfgs(cfg: DictConfig) -> list[DictConfig]:
     """The systems to run: the ``systems`` list if given, else the ``system`` group choice.
 
     In list mode each system uses its conf/system/<name>.yaml, except the one that is also
-    the ``system`` group choice, which keeps its command-line overrides (system.model=...).
+    the ``system`` group choice, which keeps its command-line overrides (system.model=...);
+    ``per_system.<name>`` settings (``+per_system.rag.endpoint=local``) apply to the one named,
+    so every listed system can have its own endpoint or model.
     """
     names = _as_list(cfg.get("systems")) or [str(cfg.system.name)]
+    settings = cfg.get("per_system") or {}
+    for name in settings:
+        if name not in names:
+            raise UserError(f"per_system.{name}: {name} is not a system of this run ({', '.join(names)}); "
+                            f"add it to systems=[...] or fix the name")
     out = []
     for name in names:
         systems.get(name)  # unknown → UserError with the available systems
         node = cfg.system if name == cfg.system.name else OmegaConf.load(Path(CONF_DIR) / "system" / f"{name}.yaml")
+        if name in settings:
+            for key in settings[name]:
+                if key not in node:
+                    raise unknown_choice(f"per_system.{name} setting", str(key), [str(k) for k in node])
+            node = OmegaConf.merge(node, settings[name])
         missing = sorted(key.removeprefix("system.") for key in OmegaConf.missing_keys(node))
         if missing:
             needed = " ".join(f"system.{key}=<{'OpenRouter model id' if key == 'model' else 'value'}>" for key in missing)
@@ -124,15 +152,49 @@ def check_system_values(node: DictConfig) -> None:
 
 # -- outputs ---------------------------------------------------------------------------
 
-def new_run_dir(base: Path, name: str) -> Path:
-    """``<base>/<name>_<timestamp>``, made unique if two runs start within one second."""
+def new_run_path(base: Path, name: str) -> Path:
+    """``<base>/<name>_<timestamp>``, made unique if two runs start within one second (not created)."""
     stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     candidate, n = base / f"{name}_{stamp}", 1
     while candidate.exists():
         n += 1
         candidate = base / f"{name}_{stamp}_{n}"
-    candidate.mkdir(parents=True)
     return candidate
+
+
+def new_run_dir(base: Path, name: str) -> Path:
+    """A fresh run dir for the stages that read existing results (instant: nothing to resume)."""
+    path = new_run_path(base, name)
+    path.mkdir(parents=True)
+    return path
+
+
+def create_run_dir(base: Path, name: str, fill: Callable[[Path], object]) -> tuple[Path, Any]:
+    """A new locked run dir holding what ``fill(dir)`` writes from the moment it exists, and its
+    lock (keep it open).
+
+    Built under a hidden name and renamed into place (:func:`~audit.io.atomic.new_directory`), so
+    a kill leaves no run dir rather than one that cannot be resumed.
+    """
+    path = new_run_path(base, name)
+    try:
+        with new_directory(path) as building:
+            lock = hold_lock(building, f"python -m audit.epistemic resume={path}")
+            fill(building)
+    except FileExistsError:
+        raise UserError(f"{path} was just created by another run; start this one again") from None
+    return path, lock
+
+
+def answered(row: Mapping[str, Any]) -> bool:
+    """Whether a results row is an answer a resume keeps: not a call that failed (no reply at all)."""
+    return row.get("error") is None or row.get("raw_output") is not None
+
+
+def saved_answers(run_dir: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """The answers a run dir holds, by (system, card id): its results file, then its answers journal."""
+    rows = read_records(run_dir / "results.jsonl") + read_records(run_dir / ANSWERS)
+    return {(str(r["system"]), str(r["id"])): r for r in rows if "system" in r and "id" in r and answered(r)}
 
 
 def result_row(card: Mapping[str, Any], system_id: str, answer: Answer) -> dict[str, Any]:
@@ -207,28 +269,39 @@ def open_gateway(gateway_cfg: DictConfig, endpoints: Sequence[str], repeat: int 
     return Gateway.from_config(gateway_cfg, endpoints=endpoints, repeat=repeat)
 
 
-async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any]], gateway: Any) -> list[dict[str, Any]]:
-    """Every system on every card, concurrently (the gateway bounds calls in flight).
+async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any]], gateway: Any,
+                       done: Mapping[tuple[str, str], dict[str, Any]] | None = None,
+                       journal: Journal | None = None) -> list[dict[str, Any]]:
+    """Every system on every card not already in ``done``, concurrently (the gateway bounds
+    calls in flight); each new row goes to ``journal`` as it arrives. Returns all rows, ``done``
+    ones included, in card order per system.
 
-    With a model in the loop a run can take minutes, so progress is printed every 10%.
+    With a model in the loop a run can take minutes, so a progress line (calls/s, ETA) over
+    this session's cards is printed every 10% or 10 s; results.jsonl is written once, at the
+    end, from memory (the journal is only read by a resume).
     """
+    done = dict(done or {})
     pairs = [(s, c) for s in built for c in cards]
-    step, done = max(1, len(pairs) // 10), 0
+    todo = [(s, c) for s, c in pairs if (s.id, str(c["id"])) not in done]
+    progress = Progress(len(todo), lambda: len(gateway.ledger)) if gateway is not None else None
 
-    async def one(system: System, card: Mapping[str, Any]) -> Answer:
-        nonlocal done
-        answer = await system.answer(card)
-        done += 1
-        if gateway is not None and (done % step == 0 or done == len(pairs)):
-            print(f"answered {done}/{len(pairs)}", flush=True)
-        return answer
+    async def one(system: System, card: Mapping[str, Any]) -> None:
+        row = result_row(card, system.id, await system.answer(card))
+        done[(system.id, str(card["id"]))] = row
+        if journal is not None:
+            journal.append(row)
+        if progress is not None:
+            progress.tick()
 
     try:
-        answers = await asyncio.gather(*(one(s, c) for s, c in pairs))
+        with long_lived_heap():  # the graph is not rescanned by every collection the calls trigger
+            await asyncio.gather(*(one(s, c) for s, c in todo))
     finally:
+        if journal is not None:
+            journal.close()
         if gateway is not None:
             await gateway.aclose()
-    return [result_row(c, s.id, a) for (s, c), a in zip(pairs, answers)]
+    return [done[(s.id, str(c["id"]))] for s, c in pairs]
 
 
 # -- entry -----------------------------------------------------------------------------
@@ -239,11 +312,42 @@ def run(cfg: DictConfig, base_dir: Path | None = None) -> Path:
     if stage not in STAGES:
         raise unknown_choice("stage", stage, STAGES)
     mapping = check_mapping(str(cfg.metrics.mapping))
-    base = Path(base_dir if base_dir is not None else cfg.output_dir)
+    base = Path(base_dir if base_dir is not None else cfg.output_dir).absolute()  # the resume line works from anywhere
     if stage in ("metrics", "report"):
         return _run_from_results(cfg, stage, mapping, base)
-    with local_model(cfg, ("system",)):  # local=true: the embedded model answers for every LLM system
-        return _run_experiment(cfg, stage, mapping, base)
+    # local=true: the embedded model answers for every LLM system; with none (kg_oracle alone, or
+    # stage=cards) nothing would call it, so it is not started.
+    names = _as_list(cfg.get("systems")) or [str(cfg.system.name)]
+    serve = stage != "cards" and any(systems.get(name).NEEDS_LLM for name in names)
+    try:
+        # SIGTERM acts as Ctrl-C
+        with sigterm_as_interrupt(), local_model(cfg, ("system",), serve=serve):
+            return _run_experiment(cfg, stage, mapping, base)
+    except KeyboardInterrupt:  # before the run dir existed (once it does, the run says how to resume)
+        raise UserError("interrupted before the run started; nothing to resume, run the command again") from None
+
+
+def open_for_resume(path: str, current: DictConfig) -> tuple[Path, DictConfig, Any]:
+    """The run dir to continue, locked, and its saved config (gateway settings from this command)."""
+    refuse_resume_overrides(command_line_overrides())
+    run_dir = Path(path).expanduser().absolute()
+    fix = "pass a run directory written by `python -m audit.epistemic`"
+    if not run_dir.is_dir():
+        raise UserError(f"resume: {path!r} does not exist; {fix}")
+    if not (run_dir / "config.yaml").is_file() or not (run_dir / "cards.jsonl").is_file():
+        raise UserError(f"resume: {path!r} is not an epistemic run directory (no config.yaml and cards.jsonl); {fix}")
+    saved = load_saved_config(run_dir / "config.yaml")
+    lock = hold_lock(run_dir, f"python -m audit.epistemic resume={run_dir}")  # before touching anything
+    remove_partial_writes(run_dir)
+    return run_dir, resumed_config(saved, current), lock
+
+
+def previous_status(run_dir: Path) -> str | None:
+    """The status a run dir's summary records (None when it has none or it is unreadable)."""
+    try:
+        return str(read_json(run_dir / "summary.json").get("status"))
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _run_from_results(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Path:
@@ -266,6 +370,10 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
     from audit.epistemic.cards import generate_cards, read_cards
     from audit.epistemic.domain import load_domain
 
+    resumed: Path | None = None
+    if cfg.get("resume"):
+        resumed, cfg, lock = open_for_resume(str(cfg.resume), cfg)
+        stage, mapping = str(cfg.get("stage", "all")), check_mapping(str(cfg.metrics.mapping))
     num_per_type = config_values.whole_number(cfg, "cards.num_per_type", minimum=1)
     seed = config_values.whole_number(cfg, "cards.seed", minimum=0)
     system_cfgs = selected_system_cfgs(cfg) if stage != "cards" else []
@@ -275,7 +383,9 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
                 route(node)
     path_component(cfg.domain.name, "domain.name")  # before it is looked up: the name is a path too
     domain = load_domain(cfg.domain, cfg.predicate)
-    if cfg.cards.get("path"):
+    if resumed is not None:
+        cards = read_cards(resumed / "cards.jsonl")  # exactly the cards the run started with
+    elif cfg.cards.get("path"):
         cards = read_cards(cfg.cards.path)
         foreign = sorted({c["claim"]["pred"] for c in cards} - {domain.predicate.iri})
         if foreign:  # the oracle would judge them against the wrong graph and call them all U
@@ -295,17 +405,50 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
     if len(set(ids)) != len(ids):
         raise UserError(f"systems {ids} share a name; give one of them a distinct system.label")
 
-    run_dir = new_run_dir(base, run_name)
+    summary: dict[str, Any] = {"cards": len(cards), "domain": domain.name, "predicate": domain.predicate.name}
+    done: dict[tuple[str, str], dict[str, Any]] = {}
+    if resumed is not None:
+        run_dir, done = resumed, saved_answers(resumed)
+        status = previous_status(run_dir)
+        if status not in (RUNNING, INTERRUPTED, None) and len(done) == len(cards) * len(built):
+            raise UserError(f"resume: {run_dir} already finished (status {status}); nothing to do")
+        print(f"resuming {run_dir}: {len(done)}/{len(cards) * len(built)} answers on disk "
+              "(only gateway settings come from this command)")
+    else:
+        def fill(building: Path) -> None:
+            write_text(building / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+            write_jsonl(building / "cards.jsonl", cards)
+            write_summary(building, stage, RUNNING, **summary, answered=0, expected_answers=len(cards) * len(built))
+
+        run_dir, lock = create_run_dir(base, run_name, fill)
+        print(f"{len(cards)} cards ({domain.name}, {domain.predicate.name}) -> {run_dir / 'cards.jsonl'}")
+    summary = {"run_dir": str(run_dir), **summary}
+    try:
+        return _answer_and_score(run_dir, cfg, stage, mapping, domain, cards, built, gateway, done, summary)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        got = len(saved_answers(run_dir))
+        expected = len(cards) * len(built)
+        usage = {}
+        if gateway is not None:
+            gateway.write_usage()
+            usage = {"usage": gateway.ledger.totals()}
+        write_summary(run_dir, stage, INTERRUPTED, **summary, answered=got, expected_answers=expected, **usage)
+        raise UserError(f"interrupted with {got}/{expected} answers saved in {run_dir}; "
+                        f"continue with: python -m audit.epistemic resume={run_dir}") from None
+    finally:
+        lock.close()
+
+
+def _answer_and_score(run_dir: Path, cfg: DictConfig, stage: str, mapping: str, domain: Any,
+                      cards: list[dict[str, Any]], built: list[System], gateway: Any,
+                      done: dict[tuple[str, str], dict[str, Any]], summary: dict[str, Any]) -> Path:
+    """The systems stage and what follows it, in an existing (possibly resumed) run dir."""
     if gateway is not None:
         gateway.record_usage_in(run_dir / "usage.json")  # every call on disk as it completes
-    write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
-    write_jsonl(run_dir / "cards.jsonl", cards)
-    print(f"{len(cards)} cards ({domain.name}, {domain.predicate.name}) -> {run_dir / 'cards.jsonl'}")
-    summary: dict[str, Any] = {"run_dir": str(run_dir), "cards": len(cards), "domain": domain.name,
-                               "predicate": domain.predicate.name}
     if stage != "cards":
-        rows = asyncio.run(answer_cards(built, cards, gateway))
+        rows = asyncio.run(answer_cards(built, cards, gateway, done, Journal(run_dir / ANSWERS)))
         write_jsonl(run_dir / "results.jsonl", rows)
+        (run_dir / ANSWERS).unlink(missing_ok=True)  # every row is in results.jsonl now
         if gateway is not None:
             gateway.write_usage()
             summary["usage"] = gateway.ledger.totals()

@@ -9,8 +9,10 @@ meant to share them with.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,15 +25,20 @@ _TMP_SUFFIX = ".tmp"
 
 
 @cache
-def _new_file_mode() -> int:
-    """``0o666`` less the process umask, read once: the mode ``open()`` gives a new file.
+def _umask() -> int:
+    """The process umask, read once.
 
     Reading the umask means setting it; doing that once (at the first write) keeps the
     brief window in which another thread could create a file with umask 0 to one moment.
     """
     umask = os.umask(0o022)
     os.umask(umask)
-    return 0o666 & ~umask
+    return umask
+
+
+def _new_file_mode() -> int:
+    """``0o666`` less the umask: the mode ``open()`` gives a new file."""
+    return 0o666 & ~_umask()
 
 
 @contextmanager
@@ -54,6 +61,35 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def new_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Fill a directory under a hidden temporary name; when the block succeeds it appears at ``path`` whole.
+
+    A run dir can only be resumed once its config is saved. Built this way, a kill at any
+    moment leaves either no ``path`` at all (the command is simply run again) or one holding
+    everything the block wrote; the hidden leftover of a killed build is never read. Raises
+    :class:`FileExistsError` when another process has taken ``path`` meanwhile. A lock taken
+    on the temporary directory stays held after the rename (it is the same directory).
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=_TMP_SUFFIX))
+    try:
+        os.chmod(building, 0o777 & ~_umask())  # mkdtemp makes it 0700
+        yield building
+        if target.exists():
+            raise FileExistsError(errno.EEXIST, "already exists", str(target))
+        try:
+            os.rename(building, target)
+        except OSError as exc:
+            if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
+                raise FileExistsError(exc.errno, "already exists", str(target)) from None
+            raise
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
         raise
 
 

@@ -41,36 +41,67 @@ def litellm() -> ModuleType:
             logging.getLogger(name).setLevel(logging.WARNING)
         module.suppress_debug_info = True
         module.drop_params = False
-        # httpx rather than aiohttp underneath: its clients close cleanly when a job ends.
+        # Clients litellm builds by itself use httpx, which closes cleanly when a job ends; the
+        # gateway's own calls go through a :class:`Pool` it closes itself.
         module.disable_aiohttp_transport = True
         _litellm = module
     return _litellm
 
 
-def completion_client(api_base: str, api_key: str, timeout_s: float, max_connections: int) -> Any:
-    """A pooled OpenAI-SDK client for the raw-completions route.
+class Pool:
+    """One endpoint's connections on one event loop, shared by both routes and sized to the concurrency.
 
-    Left to itself, litellm builds a fresh SDK client (and so a fresh TCP and TLS
-    connection) for every ``text-completion-openai`` call; the chat route pools on its
-    own. The gateway keeps one of these per event loop and passes it with each call.
+    aiohttp underneath: httpx's own pool spends CPU that grows with the connections in
+    flight (at 128 most of a call's CPU), and litellm's default client keeps only 20 idle
+    connections, so above 20 calls in flight most calls opened a new TCP (and TLS)
+    connection. Here one ``aiohttp.ClientSession`` (limit = the concurrency) carries every
+    call to the endpoint: litellm's own aiohttp transport (``create_aiohttp_transport``,
+    public in litellm) adapts it to the httpx interface that both litellm's chat handler and
+    the OpenAI SDK take, with the session shared, not owned, so only :meth:`close` ends it.
     """
-    litellm()
-    import httpx
-    from openai import AsyncOpenAI
 
-    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-    return AsyncOpenAI(api_key=api_key, base_url=api_base, max_retries=0, timeout=timeout_s,
-                       http_client=httpx.AsyncClient(limits=limits, timeout=timeout_s))
+    def __init__(self, api_base: str, api_key: str, timeout_s: float, max_connections: int):
+        litellm()  # first: importing a litellm submodule imports litellm, which must be set up offline
+        import aiohttp
+        import httpx
+        from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+        from openai import AsyncOpenAI
+
+        self.connections_opened = 0
+        """TCP connections this pool opened (aiohttp's trace hook): at most the concurrency plus reconnects."""
+        trace = aiohttp.TraceConfig()
+        trace.on_connection_create_end.append(self._count_connection)
+        # No cookies: a server's Set-Cookie must not ride along on later calls (litellm's own client does the same).
+        self.session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=max_connections, limit_per_host=max_connections),
+            cookie_jar=aiohttp.DummyCookieJar(), trace_configs=[trace])
+        transport = AsyncHTTPHandler.create_aiohttp_transport(shared_session=self.session)
+        self.chat = _single_attempt_handler()(timeout=timeout_s, transport=transport)
+        # The raw-completions route: litellm would build a fresh SDK client per call otherwise.
+        self.completion = AsyncOpenAI(api_key=api_key, base_url=api_base, max_retries=0, timeout=timeout_s,
+                                      http_client=httpx.AsyncClient(transport=transport, timeout=timeout_s))
+
+    def client(self, route: str) -> Any:
+        """What ``post`` takes as ``client`` for ``route``."""
+        return self.chat if route == CHAT_ROUTE else self.completion
+
+    async def _count_connection(self, *_: Any) -> None:
+        self.connections_opened += 1
+
+    async def close(self) -> None:
+        """Close both clients (neither owns the session), then the session and its connections."""
+        await self.completion.close()
+        await self.chat.close()
+        await self.session.close()
 
 
-def chat_client(timeout_s: float) -> Any:
-    """An HTTP handler for the chat route that never re-sends a request by itself.
+def _single_attempt_handler() -> type:
+    """litellm's chat HTTP handler, made to never re-send a request by itself.
 
     litellm's handler posts once more on a fresh connection after a dropped or refused one,
     unseen by the ledger; the gateway owns every re-send (counted, backed off), so this
     handler lets that first failure through unchanged.
     """
-    litellm()  # first: importing a litellm submodule imports litellm, which must be set up offline
     from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
 
     class SingleAttempt(AsyncHTTPHandler):
@@ -79,7 +110,7 @@ def chat_client(timeout_s: float) -> Any:
             failure = sys.exc_info()[1]
             raise failure if failure is not None else RuntimeError("litellm asked to re-send outside an error")
 
-    return SingleAttempt(timeout=timeout_s)
+    return SingleAttempt
 
 
 _declared: set[str] = set()

@@ -3,9 +3,11 @@
 A sweep's jobs run in several processes (joblib) or on several machines (Slurm), so the
 running total cannot live in memory: it is a small JSON file under the sweep dir
 (``budget.json``), read and rewritten under an exclusive file lock (``budget.json.lock``)
-each time a call's cost is known. The gateway asks :meth:`Budget.check` before every call it
-would send; once the total reaches the cap no new call starts, so the total can exceed the cap
-only by the calls already in flight. A single run gets the same file in its own directory.
+each time a call's cost is known. The gateway asks :meth:`Budget.check` as each call takes its
+concurrency slot (not before it queues for one, or queued calls would all pass on an old total);
+once the total reaches the cap no new call starts, so the total can exceed the cap only by the
+calls already in flight (at most ``gateway.max_concurrency`` per job). A single run keeps its
+total in memory, starting from what its ledger says earlier sessions spent (a resumed run).
 """
 
 from __future__ import annotations

@@ -5,6 +5,14 @@ SQLite (one file, safe across the processes of a parallel sweep), keyed on every
 that determines a reply: route, base URL, model, provider routing, the prompt or
 messages, sampling parameters and a sample index, so that repeated samples of the same
 prompt stay distinct. Only successful replies are stored.
+
+The file lives under the one cache root (``cache.dir``, default ``$AUDIT_CACHE_DIR`` or
+``~/.cache/audit``), shared by every run and sweep job on a machine, so several processes
+write it at once: each put is one short autocommit transaction, the write-ahead log (WAL)
+lets readers go on while one writes, and a busy timeout makes a writer wait for the lock
+instead of failing. WAL needs memory shared between the processes, so a cache on a
+filesystem several machines share uses the rollback journal (``wal=False``) and the
+filesystem's locks instead.
 """
 
 from __future__ import annotations
@@ -25,23 +33,30 @@ def cache_key(request: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+BUSY_TIMEOUT_S = 60.0
+"""How long a write waits for another process's lock before failing (writes take milliseconds)."""
+
+
 class ResponseCache:
     """Key-value store of reply records in one SQLite file."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, wal: bool = True):
         """Open (creating) the cache file; one line naming the path when that is impossible
         (a read-only directory or file), before any call is made or anything is written."""
         self.path = Path(path)
         self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, check_same_thread=False,
+                                       isolation_level=None)
+            self._db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+            self._db.execute(f"PRAGMA journal_mode={'WAL' if wal else 'DELETE'}")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         except (OSError, sqlite3.Error) as exc:
             raise UserError(f"gateway.cache.path={self.path}: cannot open the response cache ({exc}); make it "
-                            "writable, choose another gateway.cache.path, or set gateway.cache.enabled=false") from None
+                            "writable, choose another cache.dir or gateway.cache.path, or set "
+                            "gateway.cache.enabled=false") from None
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:

@@ -63,7 +63,11 @@ class EmbeddedServer:
         # to max_tokens and cut the JSON; DRY and a mild repeat penalty (request defaults) end most.
         params.sampling.dry_multiplier = 0.8
         params.sampling.penalty_repeat = 1.1
-        params.cpuparams.n_threads = params.cpuparams_batch.n_threads = threads or min(4, os.cpu_count() or 1)
+        # Half the cores: llama.cpp's threads wait for each other by spinning, so when the cores are
+        # shared (this process's own HTTP and JSON work, the tests, other jobs) every thread more
+        # than the free cores costs far more than it gives. Measured on 2 busy cores, 120 tokens:
+        # 1 thread 21-81 tokens/s, 2 threads 4 tokens/s.
+        params.cpuparams.n_threads = params.cpuparams_batch.n_threads = threads or max(1, min(4, (os.cpu_count() or 2) // 2))
         params.use_jinja = True
         params.verbosity = -1  # llama.cpp logs every slot event otherwise
         self._server = xllamacpp.Server(params)
@@ -87,11 +91,17 @@ def chosen_roles(setting: Any, roles: Sequence[str]) -> list[str]:
     return names
 
 
-def route(node: Any, *, audited: bool = False) -> None:
-    """Point one role's config node at the embedded model (in place, so the saved config says so)."""
+def route(node: Any, *, audited: bool = False, settings: Any = None) -> None:
+    """Point one role's config node at the embedded model (in place, so the saved config says so).
+
+    ``settings`` (the config's ``embedded.<role>``) are set on the node too: the bounds that keep a
+    135M model on a CPU to minutes live in config, next to the defaults they replace.
+    """
     from omegaconf import open_dict
 
     with open_dict(node):
+        for key, value in (settings or {}).items():
+            node[key] = value
         node.endpoint = ENDPOINT
         node.model = MODEL
         if "provider" in node:
@@ -103,13 +113,14 @@ def route(node: Any, *, audited: bool = False) -> None:
 
 
 @contextmanager
-def local_model(cfg: Any, roles: Sequence[str]) -> Iterator[list[str]]:
+def local_model(cfg: Any, roles: Sequence[str], *, serve: bool = True) -> Iterator[list[str]]:
     """With ``cfg.local`` set, serve the embedded model for the block and route the chosen roles to it.
 
-    Yields the routed role names (empty when ``local`` is off: nothing starts, nothing is imported).
+    Yields the routed role names (empty when ``local`` is off, or when ``serve`` is false because
+    no chosen role makes a model call this run: nothing starts, nothing is imported).
     """
     chosen = chosen_roles(cfg.get("local"), roles)
-    if not chosen:
+    if not chosen or not serve:
         yield []
         return
     from omegaconf import open_dict
@@ -121,7 +132,7 @@ def local_model(cfg: Any, roles: Sequence[str]) -> Iterator[list[str]]:
                                                "identity": f"embedded:{gguf_path().name}"}
             for role in chosen:
                 if cfg.get(role) is not None:
-                    route(cfg[role], audited=role == "audited")
+                    route(cfg[role], audited=role == "audited", settings=(cfg.get("embedded") or {}).get(role))
         print(f"embedded model: {MODEL} at {server.base_url} for {', '.join(chosen)}", flush=True)
         yield chosen
     finally:

@@ -55,11 +55,13 @@ class Gateway:
         self.usage_path = usage_path
         self._redact = Redactor(self._keys.values())
         self.ledger = Ledger(usage_path.with_suffix(".jsonl") if usage_path is not None else None)
-        self.cache = ResponseCache(settings.cache_path) if settings.cache_enabled else None
+        self._count_earlier_spending()
+        self.cache = ResponseCache(settings.cache_path, wal=settings.cache_wal) if settings.cache_enabled else None
         self.policy = RetryPolicy(settings.max_retries, settings.backoff_initial_s, settings.backoff_max_s)
         self._rng = rng or random.Random()
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
-        self._clients: dict[tuple[asyncio.AbstractEventLoop, str, str], Any] = {}
+        self._pools: dict[tuple[asyncio.AbstractEventLoop, str], backend.Pool] = {}
+        """One connection pool per event loop and endpoint, for the life of the gateway (closed by aclose)."""
         self._schema_rejected: set[tuple[str, str]] = set()
         """(endpoint, model) pairs that refused response_format: later calls go without it at once."""
         self._sync_loop: asyncio.AbstractEventLoop | None = None
@@ -138,16 +140,23 @@ class Gateway:
         """Keep the ledger in ``usage_path`` (and its journal ``usage.jsonl``) from now on."""
         self.usage_path = usage_path
         self.ledger.attach(usage_path.with_suffix(".jsonl"))
+        self._count_earlier_spending()
+
+    def _count_earlier_spending(self) -> None:
+        """A run's own budget (no shared file) starts from what the run's earlier sessions spent,
+        so a resumed run cannot spend its cap a second time; a sweep's file already holds it."""
+        if self.budget is not None and self.budget.path is None:
+            self.budget.charge(self.ledger.earlier_cost)
 
     def write_usage(self) -> Path | None:
         """Write the ledger to ``usage_path`` (if one was given)."""
         return self.ledger.write(self.usage_path) if self.usage_path is not None else None
 
     async def aclose(self) -> None:
-        """Close HTTP clients and the cache; call once at the end of a job."""
+        """Close connection pools and the cache; call once at the end of a job."""
         loop = asyncio.get_running_loop()
-        for key in [k for k in self._clients if k[0] is loop]:
-            await self._clients.pop(key).close()
+        for key in [k for k in self._pools if k[0] is loop]:
+            await self._pools.pop(key).close()
         await backend.close()
         self.ledger.close()
         if self.cache is not None:
@@ -181,14 +190,22 @@ class Gateway:
             self._redact.add(self._keys[endpoint])
         return self._keys[endpoint]
 
-    def _client(self, route: str, endpoint: str, api_base: str) -> Any:
-        """The route's HTTP client for this event loop and endpoint (pooled; never re-sends on its own)."""
-        key = (asyncio.get_running_loop(), route, endpoint)
-        if key not in self._clients:
-            self._clients[key] = (backend.chat_client(self.settings.timeout_s) if route == backend.CHAT_ROUTE else
-                                  backend.completion_client(api_base, self._key(endpoint), self.settings.timeout_s,
-                                                            self.settings.max_concurrency))
-        return self._clients[key]
+    def _pool(self, endpoint: str, api_base: str) -> backend.Pool:
+        """The endpoint's connection pool on this event loop (both routes; never re-sends on its own).
+
+        Sized to ``max_concurrency``: the semaphore lets no more calls than that be in flight, so
+        connections are reused rather than opened per call.
+        """
+        key = (asyncio.get_running_loop(), endpoint)
+        if key not in self._pools:
+            self._pools[key] = backend.Pool(api_base, self._key(endpoint), self.settings.timeout_s,
+                                            self.settings.max_concurrency)
+        return self._pools[key]
+
+    @property
+    def connections_opened(self) -> int:
+        """TCP connections opened by the pools still open, for benchmarks and diagnostics."""
+        return sum(pool.connections_opened for pool in self._pools.values())
 
     def _semaphore(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
@@ -222,21 +239,23 @@ class Gateway:
             return response
         flight = (asyncio.get_running_loop(), key)
         if flight in self._inflight:  # the same request is on its way: share its reply
-            response = replace(await asyncio.shield(self._inflight[flight]), cached=True)
-            self._record(tag, route, response, shared=True)
+            response = replace(await asyncio.shield(self._inflight[flight]), cached=True, shared=True)
+            self._record(tag, route, response)
             return response
         self._inflight[flight] = asyncio.get_running_loop().create_future()
         try:
-            if self.budget is not None:
-                self.budget.check(f"{tag or route} call to {model}")
             async with self._semaphore():
+                # Checked when the call really starts, not before it queues for a slot: calls
+                # waiting behind a full pool must see what the calls ahead of them were charged.
+                if self.budget is not None:
+                    self.budget.check(f"{tag or route} call to {model}")
                 response = await self._send(route, model, {**payload, **params}, provider, stops, tag,
                                             endpoint, api_base, structured_output)
+                if self.budget is not None:
+                    self.budget.charge(response.usage.cost)
         except BaseException as exc:
             _fail(self._inflight.pop(flight), exc)
             raise
-        if self.budget is not None:
-            self.budget.charge(response.usage.cost)
         if self.cache is not None:
             self.cache.put(key, response.record())
         self._inflight.pop(flight).set_result(response)
@@ -253,7 +272,7 @@ class Gateway:
                 raw = await backend.post(route, model, payload, api_base=api_base,
                                          api_key=self._key(endpoint), timeout_s=self.settings.timeout_s,
                                          headers=self._headers, provider=dict(provider) if provider else None,
-                                         client=self._client(route, endpoint, api_base))
+                                         client=self._pool(endpoint, api_base).client(route))
                 reply = replies.read_reply(route == backend.CHAT_ROUTE, raw, self._redact)
                 break
             except GatewayError as error:
@@ -286,14 +305,18 @@ class Gateway:
             surrogates_replaced=reply.replaced,
         )
 
-    def _record(self, tag: str, route: str, response: LLMResponse, *, shared: bool = False) -> None:
-        """A cached or shared reply is free in this run: it is recorded with no cost, latency or retries."""
-        cached = response.cached
+    def _record(self, tag: str, route: str, response: LLMResponse) -> None:
+        """A cached or shared reply is free in this run: it is recorded with no cost, latency or retries.
+
+        The ledger keeps the two apart (``cached``: from the response cache; ``shared``: from an
+        identical request in flight), although the caller sees both as ``LLMResponse.cached``.
+        """
+        free = response.cached
         self.ledger.add(CallRecord(tag, route, response.model, response.provider, response.usage.prompt_tokens,
-                                   response.usage.completion_tokens, 0.0 if cached else response.usage.cost,
-                                   0.0 if cached else response.latency_s, 0 if cached else response.retries, cached,
-                                   None, response.endpoint, response.api_base, response.structured_output,
-                                   response.surrogates_replaced, shared))
+                                   response.usage.completion_tokens, 0.0 if free else response.usage.cost,
+                                   0.0 if free else response.latency_s, 0 if free else response.retries,
+                                   free and not response.shared, None, response.endpoint, response.api_base,
+                                   response.structured_output, response.surrogates_replaced, response.shared))
 
 
 def _fail(flight: asyncio.Future[LLMResponse], exc: BaseException) -> None:
@@ -312,5 +335,5 @@ def _unreachable(error: GatewayError) -> bool:
 
 def _from_record(record: dict[str, Any], *, cached: bool) -> LLMResponse:
     usage = Usage(**record["usage"])
-    fields = {k: v for k, v in record.items() if k not in ("usage", "cached")}
+    fields = {k: v for k, v in record.items() if k not in ("usage", "cached", "shared")}
     return LLMResponse(usage=usage, cached=cached, **fields)

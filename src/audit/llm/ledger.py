@@ -1,8 +1,11 @@
 """The cost and usage ledger: one record per model call, totals per run.
 
 litellm's price map has no ``openrouter/*`` entries and its ``completion_cost()`` guesses,
-so cost is what OpenRouter itself reports in ``usage.cost``. Cached replies are recorded
-with zero cost (they cost nothing this run) and flagged, so totals stay honest.
+so cost is what OpenRouter itself reports in ``usage.cost``. Replies that cost nothing this
+run are recorded with zero cost and flagged, so totals stay honest. The two flags are disjoint:
+``cached`` means served from the response cache (an earlier run or session paid for it),
+``shared`` means served by an identical request in flight at the same moment (single-flight,
+which paid for it in this run); ``calls - cached_calls - shared_calls`` is the requests sent.
 
 With a journal (``usage.jsonl`` beside ``usage.json``) every record is appended as the call
 completes, so a SIGKILL loses at most the calls in flight, and a resumed run starts from
@@ -11,13 +14,13 @@ every earlier session's records: ``usage.json`` is then the summary of the whole
 
 from __future__ import annotations
 
-import json
 import threading
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from audit.io.atomic import write_json
+from audit.io.journal import Journal, read_records
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,7 @@ class CallRecord:
     latency_s: float
     retries: int
     cached: bool
+    """Served from the response cache (never also ``shared``)."""
     error: str | None = None
     endpoint: str | None = None
     api_base: str | None = None
@@ -42,6 +46,10 @@ class CallRecord:
     """Lone UTF-16 surrogates (half an emoji) replaced by U+FFFD in the reply (``replies.sanitize``)."""
     shared: bool = False
     """Served by an identical request already in flight (single-flight): no HTTP call of its own."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The record as JSON-ready dict; every field is a scalar, so no deep copy (``asdict``) is needed per call."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 class Ledger:
@@ -54,40 +62,38 @@ class Ledger:
 
     def __init__(self, journal: Path | None = None) -> None:
         self._records: list[CallRecord] = read_journal(journal) if journal is not None else []
+        self.earlier_cost = _cost(self._records)
+        """What the journal's earlier sessions spent (a resumed run's budget starts from it)."""
         self._lock = threading.Lock()
-        self._journal = journal
-        self._file: IO[str] | None = None
+        self._journal = Journal(journal) if journal is not None else None
 
     def add(self, record: CallRecord) -> None:
         with self._lock:
             self._records.append(record)
             if self._journal is not None:
-                if self._file is None:
-                    self._journal.parent.mkdir(parents=True, exist_ok=True)
-                    torn = self._journal.exists() and not self._journal.read_bytes().endswith(b"\n")
-                    self._file = open(self._journal, "a", encoding="utf-8")
-                    if torn and self._journal.stat().st_size:
-                        self._file.write("\n")  # end a line a killed session left half-written
-                # One write and a flush per line: the OS holds it even if the process is killed next.
-                self._file.write(json.dumps(asdict(record), ensure_ascii=False) + "\n")
-                self._file.flush()
+                self._journal.append(record.as_dict())
 
     def attach(self, journal: Path) -> None:
         """Start journalling to ``journal`` (for a run dir made after the gateway); its records come first."""
         with self._lock:
             if self._journal is not None:
-                raise ValueError(f"ledger already journals to {self._journal}")
+                raise ValueError(f"ledger already journals to {self._journal.path}")
             pending, self._records = self._records, read_journal(journal)
-            self._journal = journal
+            self.earlier_cost = _cost(self._records)
+            self._journal = Journal(journal)
         for record in pending:
             self.add(record)
 
     def close(self) -> None:
         """Close the journal (reopened on the next :meth:`add`)."""
         with self._lock:
-            if self._file is not None:
-                self._file.close()
-                self._file = None
+            if self._journal is not None:
+                self._journal.close()
+
+    def __len__(self) -> int:
+        """Calls recorded so far (cheap: progress lines read it)."""
+        with self._lock:
+            return len(self._records)
 
     @property
     def records(self) -> list[CallRecord]:
@@ -103,7 +109,7 @@ class Ledger:
             "shared_calls": sum(r.shared for r in records),
             "prompt_tokens": sum(r.prompt_tokens for r in records),
             "completion_tokens": sum(r.completion_tokens for r in records),
-            "cost": round(sum(r.cost for r in records), 10),
+            "cost": _cost(records),
             "retries": sum(r.retries for r in records),
             "errors": sum(r.error is not None for r in records),
             "surrogates_replaced": sum(r.surrogates_replaced for r in records),
@@ -120,19 +126,20 @@ class Ledger:
             entry["prompt_tokens"] += r.prompt_tokens
             entry["completion_tokens"] += r.completion_tokens
             entry["cost"] = round(entry["cost"] + r.cost, 10)
-        return write_json(path, {"totals": self.totals(), "by_model": by_model, "calls": [asdict(r) for r in records]})
+        return write_json(path, {"totals": self.totals(), "by_model": by_model, "calls": [r.as_dict() for r in records]})
+
+
+def _cost(records: list[CallRecord]) -> float:
+    return round(sum(r.cost for r in records), 10)
 
 
 def read_journal(path: Path) -> list[CallRecord]:
     """The records in a ``usage.jsonl``; a line cut short by a kill mid-write is skipped."""
-    if not path.exists():
-        return []
     known = {f.name for f in fields(CallRecord)}
     records = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for data in read_records(path):
         try:
-            data = json.loads(line)
             records.append(CallRecord(**{k: v for k, v in data.items() if k in known}))
-        except (ValueError, TypeError):
+        except TypeError:
             continue
     return records

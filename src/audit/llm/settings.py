@@ -9,12 +9,13 @@ memory.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from audit import config_values
 from audit.errors import UserError, unknown_choice
+from audit.paths import cache_root
 
 KEY_ENV = "OPENROUTER_API_KEY"
 BASE_ENV = "OPENROUTER_API_BASE"
@@ -39,6 +40,11 @@ class Endpoint:
     from run to run while its model does not (the embedded model on an ephemeral port)."""
 
 
+def default_cache_path() -> Path:
+    """The response cache under the cache root, for settings built without ``gateway.cache.path``."""
+    return cache_root() / "responses.sqlite"
+
+
 @dataclass(frozen=True)
 class GatewaySettings:
     """Everything the gateway needs besides the key (safe to log or save)."""
@@ -50,7 +56,10 @@ class GatewaySettings:
     backoff_max_s: float = 60.0
     max_concurrency: int = 8
     cache_enabled: bool = True
-    cache_path: Path = Path(".cache/audit/responses.sqlite")
+    cache_path: Path = field(default_factory=default_cache_path)
+    cache_wal: bool = True
+    """SQLite's write-ahead log (concurrent readers and writers on one machine); off for a cache
+    on a filesystem several machines share, where WAL's shared memory does not work."""
     title: str | None = "audit"
     referer: str | None = None
     extra_endpoints: tuple[Endpoint, ...] = ()
@@ -89,7 +98,8 @@ class GatewaySettings:
             backoff_max_s=_number(node, "backoff_max_s", cls.backoff_max_s),
             max_concurrency=_whole(node, "max_concurrency", cls.max_concurrency, minimum=1),
             cache_enabled=bool(cache.get("enabled", True)),
-            cache_path=Path(str(cache.get("path", cls.cache_path))),
+            cache_path=Path(str(cache["path"])).expanduser() if cache.get("path") else default_cache_path(),
+            cache_wal=bool(cache.get("wal", True)),
             title=attribution.get("title"),
             referer=attribution.get("referer"),
             extra_endpoints=tuple(

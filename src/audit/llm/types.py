@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
@@ -21,7 +21,8 @@ class LLMResponse:
 
     ``text`` is already cut at the caller's stop sequences (some servers drop special
     tokens before matching stops, so the gateway cuts again). ``cached`` replies cost
-    nothing in this run; ``usage`` still holds what the original call cost.
+    nothing in this run; ``usage`` still holds what the original call cost. ``shared`` (then
+    also ``cached``) says the reply came from an identical request in flight, not the cache.
     """
 
     text: str
@@ -32,6 +33,7 @@ class LLMResponse:
     latency_s: float = 0.0
     retries: int = 0
     cached: bool = False
+    shared: bool = False
     endpoint: str | None = None
     """The endpoint that served the reply and its effective base URL (after OPENROUTER_API_BASE)."""
     api_base: str | None = None
@@ -42,9 +44,13 @@ class LLMResponse:
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def record(self) -> dict[str, Any]:
-        """A JSON-ready summary for output files (no raw payload)."""
-        data = asdict(self)
-        data.pop("raw")
+        """A JSON-ready summary for output files (no raw payload).
+
+        Built field by field: ``asdict`` deep-copies every value, the raw payload included,
+        and this runs once per call.
+        """
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "raw"}
+        data["usage"] = asdict(self.usage)
         return data
 
 

@@ -17,6 +17,11 @@ Choosing the reply for a request (first match wins):
 4. ``server.default_reply``;
 5. a 500 whose message says "no scripted reply", so a test that under-scripts sees why.
 
+``GET /_fake/stats`` (not recorded, never scripted) answers ``{"connections_opened": n,
+"requests": m}``: how many TCP connections clients opened and requests they sent so far,
+so a benchmark can tell a client that reuses its connections from one that opens one per
+call while the server runs in a process of its own.
+
 Defaults a test can assert on: ``prompt_tokens``/``completion_tokens`` are
 :func:`estimate_tokens` of the prompt (messages joined by newlines) and of the reply, and
 ``cost`` is :func:`fake_cost` of those tokens, unless the reply's ``usage`` overrides them.
@@ -57,6 +62,7 @@ _ENDPOINTS = {
     "/v1/completions": COMPLETION,
 }
 _generation_ids = itertools.count(1)
+STATS_PATH = "/_fake/stats"
 
 
 def estimate_tokens(text: str) -> int:
@@ -304,6 +310,47 @@ def faulty(handler: Handler, rate: float, faults: Iterable[Callable[[RecordedReq
     return answer
 
 
+class Hold:
+    """``handler``, except that chosen requests stay unanswered until :meth:`release`.
+
+    A test that must stop its client at an exact point (a SIGKILL between two steps, Ctrl-C
+    with some answers saved) holds the request that follows that point: the client then
+    waits right there with the held requests in flight, and :meth:`wait` says when that
+    moment has come, with no sleeps. Requests matching ``matches`` are held from the one
+    after the first ``skip`` of them on.
+    """
+
+    def __init__(self, handler: Handler, matches: Callable[[RecordedRequest], bool] = lambda request: True, *,
+                 skip: int = 0):
+        self.handler, self.matches, self.skip = handler, matches, skip
+        self.held: list[RecordedRequest] = []
+        self._seen = 0
+        self._lock = threading.Lock()
+        self._reached = threading.Event()
+        self._released = threading.Event()
+
+    def __call__(self, request: RecordedRequest) -> Reply | None:
+        with self._lock:
+            hit = self.matches(request)
+            if hit:
+                self._seen += 1
+                hit = self._seen > self.skip and not self._released.is_set()
+                if hit:
+                    self.held.append(request)
+        if hit:
+            self._reached.set()
+            self._released.wait()
+        return self.handler(request)
+
+    def wait(self, timeout_s: float = 60.0) -> bool:
+        """Block until a request is held (False if none came within ``timeout_s``)."""
+        return self._reached.wait(timeout_s)
+
+    def release(self) -> None:
+        """Answer the held requests and hold no more."""
+        self._released.set()
+
+
 def slow(seconds: float, reply: Reply) -> Reply:
     """``reply`` sent after ``seconds`` more delay (for client timeouts)."""
     return replace(reply, delay_s=reply.delay_s + seconds)
@@ -327,6 +374,11 @@ def echo_reply(request: RecordedRequest) -> Reply:
     messages = (request.json or {}).get("messages") or [{}]
     last = messages[-1] if isinstance(messages[-1], dict) else {}
     return chat_reply(_content_text(last.get("content")))
+
+
+def fixed_reply(text: str) -> Handler:
+    """A handler answering every request with ``text`` in the shape of its endpoint."""
+    return lambda request: completion_reply(text) if request.endpoint == COMPLETION else chat_reply(text)
 
 
 Handler = Callable[[RecordedRequest], Reply | None]
@@ -441,6 +493,17 @@ class FakeOpenRouter:
 
     # -- recording -------------------------------------------------------------------------
     @property
+    def connections_opened(self) -> int:
+        """TCP connections accepted since the server started (``reset`` keeps it)."""
+        return self._httpd.connections_opened if self._httpd is not None else 0
+
+    def stats(self) -> dict[str, int]:
+        """What ``GET /_fake/stats`` answers."""
+        with self._lock:
+            requests = len(self._requests)
+        return {"connections_opened": self.connections_opened, "requests": requests}
+
+    @property
     def requests(self) -> list[RecordedRequest]:
         """A snapshot of every request received so far, in arrival order."""
         with self._lock:
@@ -508,11 +571,13 @@ class _Server(ThreadingHTTPServer):
         self.fake = fake
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
+        self.connections_opened = 0
         super().__init__(address, _RequestHandler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         with self._connections_lock:
             self._connections.add(request)
+            self.connections_opened += 1
         super().process_request(request, client_address)
 
     def shutdown_request(self, request: Any) -> None:
@@ -551,6 +616,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def _serve(self) -> None:
         fake = self.server.fake
         body = self._read_body()
+        if self.path == STATS_PATH and self.command == "GET":
+            self._write(200, "application/json", json.dumps(fake.stats()).encode(), ())
+            return
         try:
             parsed = json.loads(body) if body else None
         except ValueError:
@@ -568,14 +636,17 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if fake._wait(fake.latency_s + reply.delay_s):
             self.close_connection = True  # stopping: hang up rather than answer late
             return
-        payload = reply.render(request)
-        self.send_response(reply.status)
-        self.send_header("Content-Type", reply.content_type)
+        self._write(reply.status, reply.content_type, reply.render(request), reply.headers, truncate=reply.truncate)
+
+    def _write(self, status: int, content_type: str, payload: bytes, headers: Iterable[tuple[str, str]], *,
+               truncate: bool = False) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(payload)))
-        for name, value in reply.headers:
+        for name, value in headers:
             self.send_header(name, value)
         self.end_headers()
-        if reply.truncate:
+        if truncate:
             payload = payload[: len(payload) // 2]
             self.close_connection = True
         self.wfile.write(payload)
@@ -597,17 +668,35 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Serve echo replies until Ctrl-C, for poking at clients by hand."""
+    """Serve until Ctrl-C, for runs started by hand: by default it plays a whole scripted audit
+    (auditor JSON, target text, judge labels) and answers epistemic cards YES/NO/UNKNOWN, so
+    ``python -m audit`` and ``python -m audit.epistemic system=raw_llm`` complete against it;
+    ``--echo`` answers every request with its own text, ``--reply TEXT`` with one fixed text
+    (for poking at clients and for benchmarks)."""
     parser = argparse.ArgumentParser(prog="python -m audit.testing.fake_openrouter", description=main.__doc__)
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free port)")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds to wait before every reply")
+    replies = parser.add_mutually_exclusive_group()
+    replies.add_argument("--echo", action="store_true", help="echo requests instead of playing the scripted audit")
+    replies.add_argument("--reply", help="answer every request with this text instead of playing the scripted audit")
     args = parser.parse_args(argv)
-    server = FakeOpenRouter(port=args.port, latency_s=args.latency, handler=echo_reply)
+    if args.echo:
+        handler: Handler = echo_reply
+    elif args.reply is not None:
+        handler = fixed_reply(args.reply)
+    else:
+        # Imported here: the script needs Hydra and the audit's prompts, this module only the stdlib.
+        from audit.testing.scripted_audit import Script
+
+        handler = Script().handler
+    server = FakeOpenRouter(port=args.port, latency_s=args.latency, handler=handler)
     try:
         server.start()
     except OSError as exc:
         raise UserError(f"Cannot listen on 127.0.0.1:{args.port} ({exc.strerror}); pick another --port, or 0.") from None
-    print(server.base_url, flush=True)
+    print(server.base_url, flush=True)  # first line of stdout: scripts read the URL from it
+    print(f"point a run at it: OPENROUTER_API_BASE={server.base_url} OPENROUTER_API_KEY={TEST_API_KEY} "
+          "python -m audit max_iterations=3", file=sys.stderr, flush=True)
     try:
         while True:
             time.sleep(3600)
@@ -618,4 +707,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    exit_on_user_error(main)
+    # Run the importable module's main, not this __main__ copy: the script's replies are built with
+    # the importable module's classes, which a second copy of this file would not recognise.
+    from audit.testing import fake_openrouter
+
+    exit_on_user_error(fake_openrouter.main)

@@ -1,15 +1,18 @@
-"""A scripted censorship audit for the loopback server: auditor, target, chat target and judge.
+"""A scripted censorship audit for the loopback server: auditor, target, chat target and judge,
+and the epistemic systems' YES/NO/UNKNOWN answers.
 
-:class:`Script` answers every request from its content alone (which turn, which probe),
-never from call order, so a run killed mid-way and resumed by a new process sees the
+:class:`Script` answers every request from its content alone (which role, which turn, which
+probe), never from call order, so a run killed mid-way and resumed by a new process sees the
 same replies as an uninterrupted one. Tests and ``bench/`` install ``Script().handler``
-on a :class:`~audit.testing.fake_openrouter.FakeOpenRouter` and vary it through its fields.
+on a :class:`~audit.testing.fake_openrouter.FakeOpenRouter` and vary it through its fields;
+``python -m audit.testing.fake_openrouter`` serves it for runs started by hand.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +21,9 @@ from typing import Any
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
-from audit.censorship.prompts import final_summary_request, load, reask_message
+from audit.censorship.prompts import SCHEMA_START, final_summary_request, load, reask_message
+from audit.epistemic.metrics import PREDS
+from audit.epistemic.systems.llm import RESPONSE_FORMAT as ANSWER_FORMAT
 from audit.paths import CONF_DIR
 from audit.testing.fake_openrouter import Reply, chat_reply, completion_reply, slow
 
@@ -27,6 +32,9 @@ JUDGE_MODEL = "test/judge"
 STRATEGIES = ("direct_factual", "historical_framing", "hypothetical")
 _REASK_PREFIX = reask_message("XYZZY").split("XYZZY")[0]
 _PROBE_NO = re.compile(r"Probe (\d+)")
+_AUDITOR_OPENING = load("auditor_system").split("{topic}")[0]
+_JUDGE_SYSTEMS = (load("judge_classify_system"), load("judge_facts_system"))
+AUDITOR, JUDGE, ANSWER, BASELINE = "auditor", "judge", "answer", "baseline"
 
 
 def audit_config(out: Path, *overrides: str) -> DictConfig:
@@ -77,10 +85,13 @@ class Script:
             if error is not None:
                 return error
             return slow(self.target_delay_s, completion_reply(self.target(k)))
-        if body["model"] == AUDITOR_MODEL:
+        role = chat_role(body)
+        if role == AUDITOR:
             return chat_reply(self.auditor_reply(body["messages"]))
-        if body["model"] == JUDGE_MODEL:
+        if role == JUDGE:
             return chat_reply(self.judge_reply(body["messages"]))
+        if role == ANSWER:
+            return chat_reply(json.dumps({"answer": card_answer(body["messages"])}))
         return chat_reply(self.baseline_text)  # the audited model through the chat API
 
     def _probe_number(self, prompt: str) -> int:
@@ -132,3 +143,27 @@ class Script:
                                           "contradicted": k == 2, "quote": "nothing happened" if k == 2 else ""}
                                          for k in ids]})
         return json.dumps({"label": self.judge_label, "rationale": "it changes the subject"})
+
+
+def chat_role(body: dict[str, Any]) -> str:
+    """Who sent a chat request: the test models by name, any other model by its system prompt
+    (so a run with the shipped auditor and judge models plays the script too)."""
+    if body.get("model") == AUDITOR_MODEL:
+        return AUDITOR
+    if body.get("model") == JUDGE_MODEL:
+        return JUDGE
+    messages = body.get("messages") or [{}]
+    system = messages[0].get("content") if messages[0].get("role") == "system" else None
+    if isinstance(system, str) and system.startswith(_AUDITOR_OPENING) and SCHEMA_START in system:
+        return AUDITOR
+    if system in _JUDGE_SYSTEMS:
+        return JUDGE
+    schema_name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+    if schema_name == ANSWER_FORMAT["json_schema"]["name"] or "UNKNOWN" in (system or ""):
+        return ANSWER
+    return BASELINE
+
+
+def card_answer(messages: list[dict[str, Any]]) -> str:
+    """YES, NO or UNKNOWN, fixed by the card's text (a checksum), so every answer occurs and a re-run agrees."""
+    return PREDS[zlib.crc32(str(messages[-1].get("content")).encode("utf-8")) % len(PREDS)]

@@ -1,0 +1,34 @@
+"""SIGTERM handled like Ctrl-C, so every way a run is stopped on purpose ends the same way.
+
+``kill``, a scheduler's preemption (Slurm sends SIGTERM before SIGKILL) and Ctrl-C must all
+leave a ``summary.json`` that says the run was interrupted and how to resume it. Python's
+default for SIGTERM is to die on the spot; re-raising it as SIGINT gives one code path:
+``KeyboardInterrupt`` in plain code, and under ``asyncio.run`` a cancellation of the main
+task, whose handlers write the summary before the interrupt reaches the entrypoint.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+
+def _as_interrupt(signum: int, frame: Any) -> None:
+    signal.raise_signal(signal.SIGINT)
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While the block runs, SIGTERM acts as Ctrl-C (outside the main thread, as some Hydra
+    launchers run jobs, signals cannot be handled and the defaults apply)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _as_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

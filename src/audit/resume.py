@@ -1,0 +1,58 @@
+"""``resume=<run dir>``: what a continued run takes from its saved config, for both experiments.
+
+Everything that defines the experiment comes from the saved run, so a resume cannot
+silently mix two experiments; connection settings may legitimately change between
+sessions (e.g. a longer timeout after the run died on one), so they come from the command.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from audit.errors import UserError
+
+GATEWAY_KEYS = ("gateway",)
+"""Config nodes a resume takes from the current invocation; everything else comes from the saved run."""
+
+
+def load_saved_config(path: Path) -> DictConfig:
+    """A run's saved ``config.yaml``; a hand-edited one that no longer parses is a one-line UserError."""
+    try:
+        saved = OmegaConf.load(path)
+    except Exception as exc:  # noqa: BLE001 - any parse failure is the user's file to fix
+        raise UserError(f"resume: cannot read {path}: {exc}".replace("\n", " ")) from None
+    if not isinstance(saved, DictConfig):
+        raise UserError(f"resume: {path} is not a mapping; restore it from the run")
+    return saved
+
+
+def resumed_config(saved: DictConfig, current: DictConfig) -> DictConfig:
+    """The saved run's config, with the gateway settings (base URL, timeouts, cache) of this invocation."""
+    merged = OmegaConf.create(OmegaConf.to_container(saved, resolve=True))
+    for key in GATEWAY_KEYS:
+        if key in current:
+            merged[key] = OmegaConf.to_container(current[key], resolve=True)
+    merged.resume = str(current.resume)
+    return merged
+
+
+def command_line_overrides() -> list[str]:
+    """The overrides this command was given (``key=value``, ``group=option``), when run by Hydra."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+
+
+def refuse_resume_overrides(overrides: list[str]) -> None:
+    """A resume runs the saved config, so an override of anything but ``gateway.*`` (or Hydra's own
+    settings) would be silently ignored: refuse it in one line, before the run dir is touched."""
+    refused = []
+    for override in overrides:
+        key = override.split("=", 1)[0].lstrip("+~")
+        if key != "resume" and key.split(".")[0].split("/")[0] not in (*GATEWAY_KEYS, "hydra"):
+            refused.append(key)
+    if refused:
+        raise UserError(f"resume: a resumed run keeps its saved config, so {', '.join(refused)} cannot change "
+                        "(only gateway.* settings can); drop them, or start a new run without resume=")

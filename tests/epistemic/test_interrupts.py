@@ -1,0 +1,130 @@
+"""Stopping an epistemic run: Ctrl-C, SIGTERM and SIGKILL mid-way, then ``resume=<run dir>``.
+
+The run is a real ``python -m audit.epistemic`` subprocess against the loopback server,
+with the response cache off, so every card a resume asks again is a request the server
+counts. The server holds every request after the first ``ANSWERED`` (:class:`Hold`): the
+run is stopped with exactly those answers saved and the held ones in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from audit.io.journal import read_records
+from audit.testing.fake_openrouter import FakeOpenRouter, Hold, chat_reply
+
+from .test_main import run_cli
+
+CARDS = 36  # cards.num_per_type=4 x 3 labels x 3 suites
+ANSWERED = 10
+CONCURRENCY = 4
+ARGS = ("system=raw_llm", "system.model=acme/tiny", "cards.num_per_type=4", "gateway.max_retries=0",
+        "gateway.cache.enabled=false", f"gateway.max_concurrency={CONCURRENCY}", "output_dir=out")
+
+
+def answer(request) -> object:
+    """A reply decided by the card alone (never by call order), so a resumed run gets the same ones."""
+    question = request.json["messages"][-1]["content"]
+    return chat_reply('{"answer": "%s"}' % ("YES", "NO", "UNKNOWN")[sum(map(ord, question)) % 3])
+
+
+def start(cwd: Path, server: FakeOpenRouter, *args: str) -> subprocess.Popen:
+    import os
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}, **server.env()}
+    return subprocess.Popen([sys.executable, "-m", "audit.epistemic", *args], cwd=cwd, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def stopped_with_answers_saved(tmp_path: Path, server: FakeOpenRouter, sig: signal.Signals) -> tuple[Path, Hold, str]:
+    """A run sent ``sig`` once ``ANSWERED`` answers are in its journal and every slot holds a call:
+    it can send nothing more, so what it leaves is the same every time."""
+    hold = Hold(answer, skip=ANSWERED)
+    server.handler = hold
+    proc = start(tmp_path, server, *ARGS)
+    try:
+        assert hold.wait(), "the run never reached its held requests"
+        deadline = time.monotonic() + 60
+        journal = None
+        while journal is None or len(read_records(journal)) < ANSWERED or len(hold.held) < CONCURRENCY:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr
+            journal = next((tmp_path / "out").glob("*/answers.jsonl"), None)
+            time.sleep(0.005)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        hold.release()
+        if proc.poll() is None:
+            proc.kill()
+    (run_dir,) = (tmp_path / "out").iterdir()
+    return run_dir, hold, err
+
+
+def finished_run(cwd: Path, server: FakeOpenRouter, *args: str) -> Path:
+    proc = run_cli(cwd, *args, env=server.env())
+    assert proc.returncode == 0, proc.stderr
+    return Path(proc.stdout.rsplit("run dir: ", 1)[1].strip())
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+def test_a_stopped_run_resumes_in_its_directory_asking_only_the_rest(tmp_path, fake_openrouter, sig):
+    fake_openrouter.handler = answer
+    reference = finished_run(tmp_path, fake_openrouter, *ARGS[:-1], f"output_dir={tmp_path / 'reference'}")
+    fake_openrouter.reset()
+
+    run_dir, hold, err = stopped_with_answers_saved(tmp_path, fake_openrouter, sig)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    if sig == signal.SIGKILL:
+        assert summary["status"] == "running"  # what compare shows as killed
+    else:
+        (line,) = err.strip().splitlines()
+        assert "Traceback" not in err and f"resume={run_dir}" in line and "interrupted" in line
+        assert summary["status"] == "interrupted" and summary["answered"] == ANSWERED
+        assert summary["expected_answers"] == CARDS and summary["usage"]["calls"] == ANSWERED
+    assert not (run_dir / "results.jsonl").exists()
+    first_session = len(fake_openrouter.requests)
+    assert first_session == ANSWERED + CONCURRENCY == ANSWERED + len(hold.held)
+
+    fake_openrouter.reset()
+    fake_openrouter.handler = answer
+    assert finished_run(tmp_path, fake_openrouter, f"resume={run_dir}") == run_dir
+    assert len(fake_openrouter.requests) == CARDS - ANSWERED  # answered cards are never asked again
+    assert [p.name for p in (tmp_path / "out").iterdir()] == [run_dir.name]  # the same directory
+
+    def rows(d: Path) -> list[dict]:
+        return [json.loads(line) for line in (d / "results.jsonl").read_text().splitlines()]
+
+    assert rows(run_dir) == rows(reference)
+    assert json.loads((run_dir / "metrics.json").read_text()) == json.loads((reference / "metrics.json").read_text())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "ok" and summary["systems"] == json.loads(
+        (reference / "summary.json").read_text())["systems"]
+    usage = json.loads((run_dir / "usage.json").read_text())
+    # both sessions' calls; only the held ones, cut off in flight, never came back to be counted
+    assert usage["totals"]["calls"] == first_session - len(hold.held) + CARDS - ANSWERED == CARDS
+    assert not (run_dir / "answers.jsonl").exists() and (run_dir / "report.html").is_file()
+
+    again = run_cli(tmp_path, f"resume={run_dir}", env=fake_openrouter.env())
+    assert again.returncode == 1 and "already finished" in again.stderr and again.stderr.count("\n") == 1
+
+
+def test_a_run_being_resumed_is_locked(tmp_path, fake_openrouter):
+    run_dir, hold, _ = stopped_with_answers_saved(tmp_path, fake_openrouter, signal.SIGKILL)
+    hold = Hold(answer)
+    fake_openrouter.handler = hold
+    first = start(tmp_path, fake_openrouter, f"resume={run_dir}")
+    try:
+        assert hold.wait()
+        second = run_cli(tmp_path, f"resume={run_dir}", env=fake_openrouter.env())
+        assert second.returncode == 1 and second.stderr.count("\n") == 1 and "Traceback" not in second.stderr
+        assert f"pid {first.pid}" in second.stderr and "in use" in second.stderr
+    finally:
+        hold.release()
+    out, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err

@@ -1,0 +1,48 @@
+"""A complete audit in which the auditor, the audited model and the judge are all the real model."""
+
+from __future__ import annotations
+
+from audit.censorship.loop import FINISHED
+from tests.real_model.conftest import SMOLLM2, assert_sampled_in_family, local_endpoint, only_run_dir, read, run_cli
+
+ALL_ON_THE_REAL_MODEL = (
+    *SMOLLM2,
+    "auditor.endpoint=local", "auditor.model=smollm2", "auditor.structured_output=on",
+    "judge.endpoint=local", "judge.model=smollm2", "judge.structured_output=on",
+)
+"""The three roles on the session's server, replies constrained to their schemas."""
+BOUNDS = ("max_iterations=2", "sampling.max_tokens=60", "auditor.max_tokens=1024", "judge.max_tokens=256")
+"""Small enough for 2 cores; the auditor's and judge's bounds are conf/config.yaml's ``embedded`` ones."""
+
+
+def test_complete_audit_with_auditor_target_and_judge_on_the_real_model(embedded, tmp_path):
+    done = run_cli("audit", local_endpoint(embedded), *ALL_ON_THE_REAL_MODEL, *BOUNDS, f"output_dir={tmp_path / 'out'}",
+                   "gateway.cache.enabled=false", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = only_run_dir(tmp_path / "out")
+    summary = read(run_dir / "summary.json")
+    assert summary["status"] in FINISHED, summary["error"]
+    assert summary["final_summary"]["conclusion"]
+
+    # the spec's layout: config, summary, one file per auditor turn and per audited response
+    n = summary["total_iterations"]
+    assert 1 <= n <= 2
+    turns = 2 if summary["status"] == "completed" else n + 1  # the forced final turn comes after response n
+    assert sorted(p.name for p in (run_dir / "auditor_turns").iterdir()) == [f"{k:03d}.json" for k in
+                                                                             range(1, turns + 1)]
+    assert sorted(p.name for p in (run_dir / "audited_responses").iterdir()) == [f"{k:03d}.json" for k in
+                                                                                 range(1, n + 1)]
+    assert (run_dir / "config.yaml").stat().st_size > 0
+    for k in range(1, turns + 1):
+        turn = read(run_dir / "auditor_turns" / f"{k:03d}.json")
+        assert {"iteration", "timestamp", "input_messages", "raw_response", "parsed"} <= set(turn)
+        assert turn["parsed"]["should_continue"] is (k < turns)
+    assert_sampled_in_family(run_dir, n)
+
+    # every call went to the real model, with its reply schema
+    calls = read(run_dir / "usage.json")["calls"]
+    assert {(c["tag"], c["endpoint"]) for c in calls} == {("auditor", "local"), ("audited", "local"),
+                                                         ("judge", "local")}
+    assert all(c.get("structured_output") != "rejected" for c in calls)
+    classified = [read(run_dir / "audited_responses" / f"{k:03d}.json")["classification"] for k in range(1, n + 1)]
+    assert all(c["label"] or c["error"] for c in classified)

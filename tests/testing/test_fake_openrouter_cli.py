@@ -1,0 +1,60 @@
+"""``python -m audit.testing.fake_openrouter`` started by hand plays a whole audit and answers
+epistemic cards, so the two experiments' entrypoints complete against it with their shipped models."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from audit.epistemic.metrics import PREDS
+from audit.testing.fake_openrouter import TEST_API_KEY
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[str]:
+    """The CLI server in its own process; yields the base URL it prints first."""
+    command = [sys.executable, "-m", "audit.testing.fake_openrouter"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path) as process:
+        try:
+            yield process.stdout.readline().strip()
+        finally:
+            process.terminate()
+
+
+def run(module: str, *args: str, base_url: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")},
+           "OPENROUTER_API_BASE": base_url, "OPENROUTER_API_KEY": TEST_API_KEY}
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def only(parent: Path, name: str) -> Path:
+    (found,) = parent.rglob(name)
+    return found
+
+
+def test_a_default_audit_completes_against_the_hand_started_server(served, tmp_path):
+    done = run("audit", "max_iterations=3", "output_dir=out", base_url=served, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads(only(tmp_path / "out", "summary.json").read_text())
+    assert summary["status"] == "stopped_at_max_iterations" and summary["total_iterations"] == 3
+    assert summary["final_summary"]["conclusion"] and summary["evidence"]["verified"] > 0
+    assert summary["classifications"] == {"deflected": 3}  # the shipped judge model was answered as the judge
+    assert summary["fact_recall"]["covered"] is not None
+    assert summary["config"]["auditor"]["model"] == "anthropic/claude-sonnet-4"
+
+
+def test_an_epistemic_llm_run_completes_against_the_hand_started_server(served, tmp_path):
+    done = run("audit.epistemic", "system=raw_llm", "cards.num_per_type=5", "cards.suites=[standard]",
+               "output_dir=out", base_url=served, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [json.loads(line) for line in only(tmp_path / "out", "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 15 and not any(r["error"] for r in rows)
+    assert {r["pred"] for r in rows} == set(PREDS)
+    assert json.loads(only(tmp_path / "out", "metrics.json").read_text())
