@@ -45,14 +45,16 @@ def command_line_overrides() -> list[str]:
     return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
 
 
+RESUME_OVERRIDES = (*GATEWAY_KEYS, "budget", "hydra", "resume")
+"""What a resume's command line may set: connection settings, the spending cap (applied to the
+command, not saved with the run), Hydra's own settings and ``resume`` itself."""
+
+
 def refuse_resume_overrides(overrides: list[str]) -> None:
-    """A resume runs the saved config, so an override of anything but ``gateway.*`` (or Hydra's own
-    settings) would be silently ignored: refuse it in one line, before the run dir is touched."""
-    refused = []
-    for override in overrides:
-        key = override.split("=", 1)[0].lstrip("+~")
-        if key != "resume" and key.split(".")[0].split("/")[0] not in (*GATEWAY_KEYS, "hydra"):
-            refused.append(key)
+    """A resume runs the saved config, so any other override would be silently ignored: refuse
+    it in one line, naming it, before the run dir is touched."""
+    refused = [key for key in (o.split("=", 1)[0].lstrip("+~") for o in overrides)
+               if key.split(".")[0].split("/")[0] not in RESUME_OVERRIDES]
     if refused:
         raise UserError(f"resume: a resumed run keeps its saved config, so {', '.join(refused)} cannot change "
-                        "(only gateway.* settings can); drop them, or start a new run without resume=")
+                        "(only gateway.* and budget.* can); drop them, or start a new run without resume=")
