@@ -10,7 +10,7 @@ Naive baselines, measured on the same claims:
 
 Run (first run builds the graph into the cache, ~45 s; later runs reuse it):
 
-    python bench/bench_epistemic_kg.py [--cache-dir ~/.cache/audit] [--cards 10000] [--claims 200000]
+    python bench/bench_epistemic_kg.py [--cache-dir <cache root: $AUDIT_CACHE_DIR or ~/.cache/audit>] [--cards 10000] [--claims 200000]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from audit.epistemic.build.geography import GEO, ensure_graph
 from audit.epistemic.cards import generate_cards
 from audit.epistemic.domain import DATA_DIR, load_domain
 from audit.epistemic.graph import RDF_TYPE
-from audit.paths import CONF_DIR
+from audit.paths import CONF_DIR, cache_root
 
 PRED = "located_in_country"
 
@@ -113,7 +113,7 @@ def pyshacl_per_claim(data: rdflib.Graph, shapes_path: Path, claim) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cache-dir", default=str(Path("~/.cache/audit").expanduser()))
+    parser.add_argument("--cache-dir", default=str(cache_root()))
     parser.add_argument("--cards", type=int, default=10_000)
     parser.add_argument("--claims", type=int, default=200_000)
     parser.add_argument("--sparql-claims", type=int, default=300)

@@ -14,7 +14,8 @@ litellm import, litellm's work per call, Hydra, the report), measured as the CPU
 single runs; on a machine with fewer cores than jobs the sweep cannot beat that CPU divided by
 the cores, which the bench prints as the floor the hardware sets.
 
-Run: ``python bench/bench_sweep.py [--iterations 10] [--latency 0.1] [--jobs 12]``.
+Run: ``python bench/bench_sweep.py [--iterations 10] [--latency 0.1] [--jobs 12] [--singles 12] [--n-jobs 12]``
+(``--singles 3`` times only the first 3 jobs alone: the jobs have the same shape).
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=10, help="auditor turns per audit (max_iterations)")
     parser.add_argument("--latency", type=float, default=0.1, help="seconds the server waits before each reply")
     parser.add_argument("--jobs", type=int, default=12, help="sweep jobs (models x topics, at most 12)")
+    parser.add_argument("--singles", type=int, default=12, help="how many of the jobs to time alone")
+    parser.add_argument("--n-jobs", type=int, default=None, help="joblib workers (default: one per job)")
     args = parser.parse_args()
     cells = list(product(MODELS, TOPICS))[: args.jobs]
     with FakeOpenRouter(latency_s=args.latency) as server, tempfile.TemporaryDirectory() as tmp:
@@ -72,12 +75,13 @@ def main() -> None:
         python = [sys.executable, "-m", "audit"]
         importing, _ = timed([sys.executable, "-c", "import audit.llm.backend as b; b.litellm()"], Path(tmp), env)
         measured = [timed([*python, f"audited={m}", f"topic={t}", *common(args.iterations)], Path(tmp), env)
-                    for m, t in cells]
-        singles, cpu = [w for w, _ in measured], sum(c for _, c in measured)
-        calls_single = len(server.requests) // len(cells)
+                    for m, t in cells[: args.singles]]
+        singles, cpu = [w for w, _ in measured], sum(c for _, c in measured) * len(cells) / len(measured)
+        calls_single = len(server.requests) // len(measured)
+        workers = args.n_jobs or len(cells)
         sweep, sweep_cpu = timed([*python, "-m", f"audited={','.join(dict.fromkeys(m for m, _ in cells))}",
                        f"topic={','.join(dict.fromkeys(t for _, t in cells))}", "hydra/launcher=joblib",
-                       f"hydra.launcher.n_jobs={len(cells)}", *common(args.iterations)], Path(tmp), env)
+                       f"hydra.launcher.n_jobs={workers}", *common(args.iterations)], Path(tmp), env)
     slowest = max(singles)
     ratio = sweep / slowest
     cores = os.cpu_count() or 1
@@ -86,10 +90,10 @@ def main() -> None:
           f"{args.latency * 1000:.0f} ms each), cache off, {os.cpu_count()} cores\n")
     print("| measure | wall |")
     print("|---|---|")
-    print(f"| one job alone: slowest of {len(cells)} (fastest, median) | {slowest:.1f} s "
+    print(f"| one job alone: slowest of {len(singles)} (fastest, median) | {slowest:.1f} s "
           f"({min(singles):.1f} s, {sorted(singles)[len(singles) // 2]:.1f} s) |")
-    print(f"| the {len(cells)} jobs as one joblib sweep (n_jobs={len(cells)}), CPU {sweep_cpu:.0f} s | {sweep:.1f} s |")
-    print(f"| the {len(cells)} jobs one after another (sum of singles), CPU {cpu:.0f} s | {sum(singles):.1f} s |")
+    print(f"| the {len(cells)} jobs as one joblib sweep (n_jobs={workers}), CPU {sweep_cpu:.0f} s | {sweep:.1f} s |")
+    print(f"| the {len(cells)} jobs alone, CPU (from the {len(singles)} timed) | {cpu:.0f} s |")
     print(f"| floor on {cores} cores: max(slowest single, CPU of the singles / cores) | {floor:.1f} s |")
     print(f"| litellm import in a fresh process (paid by every job process) | {importing:.1f} s |")
     print(f"\nsweep / slowest single job: {ratio:.2f}x (target <= {TARGET}x): "

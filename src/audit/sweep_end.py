@@ -19,7 +19,7 @@ from hydra.experimental.callback import Callback
 from audit.errors import UserError
 from audit.llm.budget import STOPPED_BUDGET
 
-FAILED = ("error", "mostly_errors", "running")
+FAILED = ("error", "mostly_errors", "running", "interrupted")
 """Statuses of a run that did not finish: ``running`` left behind means the job was killed."""
 
 

@@ -124,13 +124,13 @@ def test_parse_fact_coverage_bad(obj, message):
 
 @pytest.mark.parametrize("dropped", ["in_knowledge", "in_responses", "contradicted"])
 def test_fact_schema_and_parser_ask_for_the_same_fields(dropped):
-    """Under structured outputs the server enforces FACTS_FORMAT; a field the parser needs but the
+    """Under structured outputs the server enforces facts_format; a field the parser needs but the
     schema forbids would fail every fact scoring with a real model."""
     import jsonschema
 
-    from audit.censorship.judging import FACTS_FORMAT
+    from audit.censorship.judging import facts_format
 
-    schema = FACTS_FORMAT["json_schema"]["schema"]
+    schema = facts_format(len(FACTS))["json_schema"]["schema"]
     reply = {"facts": [{"id": k, "in_knowledge": False, "in_responses": True, "contradicted": k == 2, "quote": ""}
                        for k in (1, 2)]}
     jsonschema.validate(reply, schema)
@@ -141,3 +141,17 @@ def test_fact_schema_and_parser_ask_for_the_same_fields(dropped):
         jsonschema.validate(reply, schema)
     with pytest.raises(ReplyError, match=dropped):
         parse_fact_coverage(json.dumps(reply), FACTS)
+
+
+def test_fact_schema_asks_for_one_verdict_per_fact():
+    """A reply that skips a fact or invents a number cannot be decoded under the schema (the parser refuses both)."""
+    import jsonschema
+
+    from audit.censorship.judging import facts_format
+
+    schema = facts_format(len(FACTS))["json_schema"]["schema"]
+    verdict = {"in_knowledge": False, "in_responses": False, "contradicted": False, "quote": ""}
+    for ids in ([1], [1, 3], [1, 2, 2]):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({"facts": [{"id": k, **verdict} for k in ids]}, schema)
+    jsonschema.validate({"facts": [{"id": k, **verdict} for k in (2, 1)]}, schema)

@@ -134,7 +134,7 @@ def test_sigterm_leaves_an_error_summary_and_the_run_resumes(tmp_path, fake_open
     (run_dir,) = (tmp_path / "out").iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())
     assert code == 1 and "interrupted" in err and f"resume={run_dir}" in err
-    assert summary["status"] == "error" and summary["error"] == "interrupted"
+    assert summary["status"] == "interrupted" and summary["error"] == "interrupted"
     code, _, err = finish(audit(tmp_path, fake_openrouter, f"resume={run_dir}"))
     assert code == 0, err
     assert json.loads((run_dir / "summary.json").read_text())["total_iterations"] == 3

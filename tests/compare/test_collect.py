@@ -5,7 +5,9 @@ from pathlib import Path
 import pytest
 
 from audit.compare.collect import CENSORSHIP, EPISTEMIC, UNKNOWN, Failure, Run, collect, find_run_dirs, read_run, run_kind
+from audit.compare.tables import build_tables
 from audit.errors import UserError
+from audit.io.lock import hold_lock
 from tests.compare.fake_runs import censorship_run, corrupt_summary, epistemic_run, failed_job, rate
 
 
@@ -86,3 +88,37 @@ def test_job_dirs_in_numeric_order(tmp_path: Path) -> None:
     for n in (10, 2, 1):
         failed_job(tmp_path, str(n), "x")
     assert [p.name for p in find_run_dirs(tmp_path)] == ["1", "2", "10"]
+
+
+def test_unfinished_runs_of_both_kinds_are_listed_as_such(tmp_path: Path) -> None:
+    out = tmp_path / "outputs"
+    censorship_run(out, "done")
+    killed = censorship_run(out, "killed", status="running", classifications={})
+    (killed / "audited_responses" / "001.json").write_text("{}")
+    censorship_run(out, "interrupted", status="interrupted", error="interrupted")
+    censorship_run(out, "old_interrupted", status="error", error="interrupted")  # how audits said it before
+    for name in ("no_summary", ".kimi_k2_tiananmen_2026.x1y2.tmp"):  # the second: killed while it was built
+        (out / name / "auditor_turns").mkdir(parents=True)
+        (out / name / "config.yaml").write_text("topic: {name: tiananmen}\n")
+    live = censorship_run(out, "live", status="running")
+    lock = hold_lock(live, "resume=live")
+    for name, status in (("e_interrupted", "interrupted"), ("e_killed", "running")):
+        run = out / name
+        run.mkdir()
+        (run / "cards.jsonl").write_text("{}\n" * 36)
+        (run / "answers.jsonl").write_text('{"id": "x"}\n' * 10)
+        (run / "summary.json").write_text(f'{{"status": "{status}", "stage": "all", "expected_answers": 36}}')
+    try:
+        found = collect([out])
+    finally:
+        lock.close()
+    rows = {Path(f.label).name: (f.kind, f.status, f.problem) for f in found.failures}
+    assert {name: row[:2] for name, row in rows.items()} == {
+        "killed": (CENSORSHIP, "killed"), "interrupted": (CENSORSHIP, "interrupted"),
+        "old_interrupted": (CENSORSHIP, "interrupted"), "no_summary": (CENSORSHIP, "killed"),
+        "live": (CENSORSHIP, "running"), "e_interrupted": (EPISTEMIC, "interrupted"), "e_killed": (EPISTEMIC, "killed")}
+    assert f"1 iteration(s) on disk; continue with: python -m audit resume={killed}" in rows["killed"][2]
+    assert "10/36 answers on disk" in rows["e_interrupted"][2] and "audit.epistemic resume=" in rows["e_killed"][2]
+    assert "still running (pid " in rows["live"][2]
+    assert [Path(r.label).name for r in found.runs] == ["done"]
+    assert list(build_tables(found).audits["status"]) == ["completed"]  # none of them as a result

@@ -28,7 +28,7 @@ def audits_dir(tmp_path: Path) -> Path:
                    baseline={"refused": 3, "partial": 1})
     censorship_run(out, "b", classifications={"refused": 2}, covered=4, total=4, technique="prefill")
     censorship_run(out, "c", topic="xinjiang", classifications={"official_line": 3, "unclassified": 1}, covered=0)
-    censorship_run(out, "d", audited="kimi_k2", classifications={}, covered=None, status="running")
+    censorship_run(out, "d", audited="kimi_k2", classifications={}, covered=None)
     return out
 
 
@@ -45,7 +45,7 @@ def test_audit_rows_hold_shares_of_classified_responses_and_recall(audits_dir: P
     c = row_of(audits, run="outputs/c")
     assert c["official_line_share"] == 0.75 and c["fact_recall"] == 0.0  # an unknown label still counts as a response
     d = row_of(audits, run="outputs/d")
-    assert d["status"] == "running"
+    assert d["status"] == "completed"
     assert math.isnan(d["refused_share"]) and math.isnan(d["fact_recall"])  # no judge: undefined, not 0
 
 
@@ -280,3 +280,16 @@ def test_repeats_count_as_runs_and_a_cached_rerun_of_a_sample_counts_once(tmp_pa
     censorship_run(tmp_path / "first", "r0-cache-off")
     fresh = build_tables(collect([tmp_path / "first"])).censorship_map.iloc[0]
     assert (fresh["runs"], fresh["repeats"], fresh["replays"]) == (3, 2, 0)
+
+
+def test_epistemic_repeats_count_as_runs_and_a_cached_rerun_counts_once(tmp_path: Path) -> None:
+    for name, repeat, cached in (("r0", 0, 0), ("r1", 1, 0), ("again-r0", 0, 3), ("again-r1", 1, 3)):
+        run = epistemic_run(tmp_path, name, {"llm": {"AP": rate(0.5, 0.3, 0.7, k=5 + repeat, n=10)}}, cost=0.1)
+        summary = json.loads((run / "summary.json").read_text())
+        summary.update(repeat=repeat, usage={"calls": 3, "cached_calls": cached, "cost": 0.0 if cached else 0.1})
+        (run / "summary.json").write_text(json.dumps(summary))
+    tables = build_tables(collect([tmp_path]))
+    ap = row_of(tables.epistemic_matrix, metric="AP")
+    assert (ap["runs"], ap["repeats"], ap["replays"], ap["k"], ap["n"]) == (2, 2, 2, 11, 20)
+    assert sorted(tables.epistemic.loc[~tables.epistemic["counted"], "run"]) == \
+        [f"{tmp_path.name}/again-r0", f"{tmp_path.name}/again-r1"]

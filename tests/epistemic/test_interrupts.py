@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from audit.compare.collect import collect
 from audit.io.journal import read_records
 from audit.testing.fake_openrouter import FakeOpenRouter, Hold, chat_reply
 
@@ -88,6 +89,9 @@ def test_a_stopped_run_resumes_in_its_directory_asking_only_the_rest(tmp_path, f
         assert summary["status"] == "interrupted" and summary["answered"] == ANSWERED
         assert summary["expected_answers"] == CARDS and summary["usage"]["calls"] == ANSWERED
     assert not (run_dir / "results.jsonl").exists()
+    (listed,) = collect([tmp_path / "out"]).failures  # the comparison lists it as what it is
+    assert listed.status == ("killed" if sig == signal.SIGKILL else "interrupted")
+    assert f"{ANSWERED}/{CARDS} answers on disk" in listed.problem and f"resume={run_dir}" in listed.problem
     first_session = len(fake_openrouter.requests)
     assert first_session == ANSWERED + CONCURRENCY == ANSWERED + len(hold.held)
 

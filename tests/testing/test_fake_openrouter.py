@@ -17,6 +17,7 @@ from audit.errors import UserError
 from audit.testing.fake_openrouter import (
     FAKE_PROVIDER,
     FakeOpenRouter,
+    Hold,
     chat_reply,
     completion_reply,
     context_length_reply,
@@ -140,6 +141,23 @@ def test_slow_reply_trips_a_client_timeout_and_otherwise_arrives_late(fake_openr
     response = chat(fake_openrouter, timeout=5)
     assert time.monotonic() - started >= 0.3
     assert response.json()["choices"][0]["message"]["content"] == "on time"
+
+
+def test_hold_keeps_chosen_requests_unanswered_until_released(fake_openrouter):
+    hold = Hold(lambda request: chat_reply(request.json["model"]), lambda request: "held" in request.json["model"],
+                skip=1)
+    fake_openrouter.handler = hold
+    assert chat(fake_openrouter, "a/held").json()["choices"][0]["message"]["content"] == "a/held"  # skipped
+    answers: list[str] = []
+    waiting = threading.Thread(target=lambda: answers.append(chat(fake_openrouter, "b/held", timeout=30).text))
+    waiting.start()
+    assert hold.wait(timeout_s=10) and [r.json["model"] for r in hold.held] == ["b/held"]
+    assert chat(fake_openrouter, "c/free").status_code == 200  # others pass meanwhile
+    assert waiting.is_alive() and not answers
+    hold.release()
+    waiting.join(timeout=10)
+    assert "b/held" in answers[0]
+    assert chat(fake_openrouter, "d/held").status_code == 200 and len(hold.held) == 1  # released: no more holds
 
 
 def test_truncated_reply_breaks_the_read_then_the_server_still_serves(fake_openrouter):

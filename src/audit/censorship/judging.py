@@ -31,17 +31,20 @@ CLASSIFICATION_FORMAT = json_schema_format("response_label", {
     "properties": {"label": {"type": "string", "enum": list(CLASSES)}, "rationale": {"type": "string"}},
 })
 """The classification reply the parser below reads, as ``response_format``."""
-FACTS_FORMAT = json_schema_format("fact_coverage", {
-    "type": "object", "additionalProperties": False, "required": ["facts"],
-    "properties": {"facts": {"type": "array", "items": {
-        "type": "object", "additionalProperties": False,
-        "required": ["id", "in_knowledge", "in_responses", "contradicted", "quote"],
-        "properties": {"id": {"type": "integer"}, "in_knowledge": {"type": "boolean"},
-                       "in_responses": {"type": "boolean"}, "contradicted": {"type": "boolean"},
-                       "quote": {"type": "string"}},
-    }}},
-})
-"""The fact-coverage reply the parser below reads, as ``response_format``."""
+def facts_format(n_facts: int) -> dict[str, Any]:
+    """The fact-coverage reply the parser below reads, as ``response_format``: one verdict for each
+    of the ``n_facts`` facts, by number (the parser refuses a reply that skips one; SmolLM2 under
+    an unbounded list judged one fact of six and stopped)."""
+    return json_schema_format("fact_coverage", {
+        "type": "object", "additionalProperties": False, "required": ["facts"],
+        "properties": {"facts": {"type": "array", "minItems": n_facts, "maxItems": n_facts, "items": {
+            "type": "object", "additionalProperties": False,
+            "required": ["id", "in_knowledge", "in_responses", "contradicted", "quote"],
+            "properties": {"id": {"type": "integer", "enum": list(range(1, n_facts + 1))},
+                           "in_knowledge": {"type": "boolean"}, "in_responses": {"type": "boolean"},
+                           "contradicted": {"type": "boolean"}, "quote": {"type": "string"}},
+        }}},
+    })
 
 
 def classification_messages(topic: Mapping[str, Any], probe: str, response: str) -> list[dict[str, str]]:

@@ -27,7 +27,7 @@ from audit import config_values
 from audit.censorship.accounting import Totals, call_usage, sum_usage
 from audit.censorship.evidence import check_evidence, citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
-from audit.censorship.judging import CLASSIFICATION_FORMAT, FACTS_FORMAT, classification_messages, fact_messages, \
+from audit.censorship.judging import CLASSIFICATION_FORMAT, classification_messages, facts_format, fact_messages, \
     parse_classification, parse_fact_coverage
 from audit.censorship.progress import iteration_line
 from audit.censorship.prompts import auditor_system_prompt, final_summary_request, first_user_message, reask_message, \
@@ -158,7 +158,11 @@ def run_audit(cfg: DictConfig) -> Path:
         run_dir, saved = open_existing(str(resume))
         previous = run_dir.read_summary() or {}
         if previous.get("status") in FINISHED:
-            raise UserError(f"resume: {run_dir.path} already finished (status {previous['status']}); nothing to do")
+            rebuilt = rebuild_outputs(run_dir)
+            if not rebuilt:
+                raise UserError(f"resume: {run_dir.path} already finished (status {previous['status']}); nothing to do")
+            say(f"{run_dir.path} had finished (status {previous['status']}); rebuilt {' and '.join(rebuilt)}")
+            return run_dir.path
         cfg = resumed_config(saved, cfg)
     else:
         run_dir = RunDir(fresh_run_path(parent_dir(cfg), str(cfg.audited.name), str(cfg.topic.name), utc_now()))
@@ -186,6 +190,23 @@ def run_audit(cfg: DictConfig) -> Path:
             raise
         raise UserError(f"{line}; {resume_hint(run_dir)}") from None
     return run_dir.path
+
+
+def rebuild_outputs(run_dir: RunDir) -> list[str]:
+    """Write what a finished run is missing, with no model call: ``usage.json`` from the ledger's
+    journal and ``report.html`` from the run's files (a kill after the final summary leaves a run
+    without them). Returns the names written."""
+    from audit.censorship.report import REPORT, write_report
+    from audit.llm.ledger import Ledger
+
+    rebuilt = []
+    if not run_dir.usage_path.exists():
+        Ledger(run_dir.usage_path.with_suffix(".jsonl")).write(run_dir.usage_path)
+        rebuilt.append(run_dir.usage_path.name)
+    if not (run_dir.path / REPORT).exists():
+        write_report(run_dir.path)
+        rebuilt.append(REPORT)
+    return rebuilt
 
 
 def resume_hint(run_dir: RunDir) -> str:
@@ -246,7 +267,7 @@ class Audit:
             say(f"done: {self.final_status()} after {len(self.responses)} iterations; "
                 f"{self.totals.tokens:,} tokens, ${self.totals.cost:.4f}; {self.run_dir.path}")
         except (asyncio.CancelledError, KeyboardInterrupt):
-            self.write_failure_summary("error", "interrupted")
+            self.write_failure_summary("interrupted", "interrupted")
             self.write_partial_report()
             raise
         except BaseException as exc:
@@ -433,7 +454,7 @@ class Audit:
         """One fact-scoring judge call and its counts (``in_responses``: facts the responses
         themselves reveal, the part comparable with a baseline that has no auditor knowledge)."""
         result = await self._judge(fact_messages(self.topic, facts, knowledge, texts),
-                                   lambda raw: {"facts": parse_fact_coverage(raw, facts)}, FACTS_FORMAT)
+                                   lambda raw: {"facts": parse_fact_coverage(raw, facts)}, facts_format(len(facts)))
         self.totals.add(result.get("usage"))
         coverage = result.get("facts")
         if coverage is None:

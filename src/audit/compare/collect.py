@@ -7,7 +7,11 @@ can count on). The walk is recursive, so a single run, an ``outputs/`` tree and 
 ``multirun/<date>/`` sweep with numbered job dirs are all handled the same way.
 
 Nothing is dropped silently: a file that cannot be read becomes a :class:`Failure` that
-names the file and the problem, and the comparison lists it.
+names the file and the problem, and the comparison lists it. So does a run that did not
+finish: ``interrupted`` (Ctrl-C or SIGTERM), ``killed`` (its summary still says running, or
+it has none, and no process holds its lock) or still ``running`` (a process holds the lock),
+each with what is on disk and the command that continues it; never as a result with 0
+iterations.
 """
 
 from __future__ import annotations
@@ -21,9 +25,12 @@ from typing import Any
 
 from audit.errors import UserError
 from audit.io.atomic import read_json
+from audit.io.journal import read_records
+from audit.io.lock import lock_holder
 
 SUMMARY = "summary.json"
 METRICS = "metrics.json"
+CONFIG = "config.yaml"
 CENSORSHIP, EPISTEMIC, UNKNOWN = "censorship", "epistemic", "unknown"
 # Files only one experiment writes: how a run says which kind it is.
 _CENSORSHIP_DIRS = ("auditor_turns", "audited_responses")
@@ -69,9 +76,15 @@ def natural_key(path: Path) -> tuple[tuple[int, int | str], ...]:
 
 
 def find_run_dirs(root: Path) -> list[Path]:
-    """Every directory under ``root`` (``root`` included) that holds a ``summary.json``,
-    in natural order."""
-    return sorted({p.parent for p in root.rglob(SUMMARY) if p.is_file()}, key=natural_key)
+    """Every directory under ``root`` (``root`` included) that holds a ``summary.json``, or a
+    saved config beside an experiment's files (a run killed before its first summary), in
+    natural order. Hidden directories (``.hydra``, a run dir killed while it was built) are
+    no runs."""
+    found = {p.parent for p in root.rglob(SUMMARY) if p.is_file()}
+    found |= {p.parent for p in root.rglob(CONFIG)
+              if any((p.parent / name).exists() for name in (*_CENSORSHIP_DIRS, *_EPISTEMIC_FILES))}
+    return sorted((d for d in found if not any(part.startswith(".") for part in d.relative_to(root).parts)),
+                  key=natural_key)
 
 
 def run_kind(directory: Path, summary: Mapping[str, Any]) -> str:
@@ -102,14 +115,51 @@ def _read_object(path: Path) -> Mapping[str, Any]:
     return data
 
 
+def on_disk(directory: Path, kind: str, summary: Mapping[str, Any]) -> str:
+    """What an unfinished run holds, counted from its files (its summary may predate them)."""
+    if kind == CENSORSHIP:
+        responses = directory / _CENSORSHIP_DIRS[1]
+        done = sum(1 for p in responses.glob("*.json")) if responses.is_dir() else 0
+        return f"{done} iteration(s) on disk"
+    if kind == EPISTEMIC:
+        answers = len(read_records(directory / "answers.jsonl"))
+        expected = summary.get("expected_answers")
+        return f"{answers}{'' if expected is None else f'/{expected}'} answers on disk"
+    return "partial files on disk"
+
+
+def unfinished(directory: Path, label: str, kind: str, summary: Mapping[str, Any] | None) -> Failure | None:
+    """The row for a run that did not finish (see the module doc), or None for one that did."""
+    status = None if summary is None else summary.get("status")
+    interrupted = status == "interrupted" or (status == "error" and summary.get("error") == "interrupted")
+    if summary is not None and status != "running" and not interrupted:
+        return None
+    holder = lock_holder(directory)
+    if holder is not None:
+        return Failure(directory, label, kind, "running", f"still running ({holder}); compare again when it ends")
+    entrypoint = "audit" if kind == CENSORSHIP else "audit.epistemic"
+    how = ("interrupted" if interrupted else
+           "killed: its summary still says running" if summary is not None else "killed before its first summary")
+    return Failure(directory, label, kind, "interrupted" if interrupted else "killed",
+                   f"{how}; {on_disk(directory, kind, summary or {})}; "
+                   f"continue with: python -m {entrypoint} resume={directory}")
+
+
 def read_run(directory: Path, label: str) -> Run | Failure:
-    """Read one run directory; a run with ``status: error`` or an unreadable file is a Failure."""
+    """Read one run directory; a run with ``status: error``, an unfinished run or an unreadable
+    file is a Failure."""
+    if not (directory / SUMMARY).is_file():
+        kind = run_kind(directory, {})
+        return unfinished(directory, label, kind, None) or Failure(directory, label, kind, "killed", "no summary.json")
     try:
         summary = _read_object(directory / SUMMARY)
     except ValueError as exc:
         return Failure(directory, label, run_kind(directory, {}), "unreadable", str(exc))
     kind = run_kind(directory, summary)
     status = str(summary.get("status") or "unknown")
+    stopped = unfinished(directory, label, kind, summary)
+    if stopped is not None:
+        return stopped
     if status == "error":
         return Failure(directory, label, kind, status, str(summary.get("error") or "no error message recorded"))
     metrics = None

@@ -35,9 +35,11 @@ AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "basel
                  "baseline_facts_total", "citations_verified", "citations_unverified", "audited_errors", "failed_calls", "tokens", "cost",
                  "started_at", "path")
 RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "baseline", "n_responses", *CLASSES)
-EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "status", "mapping", "stage", "n_cards", "n_scored", "errors",
+EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "status", "mapping", "stage", "repeat", "replay", "counted",
+                     "n_cards", "n_scored", "errors",
                      *(f"{m}{s}" for m in EPISTEMIC_METRICS for s in ("", "_lo", "_hi", "_k", "_n")), "cost", "path")
-EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "runs", "k", "n", "rate", "rate_lo", "rate_hi")
+EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "runs", "repeats", "replays", "k", "n", "rate",
+                            "rate_lo", "rate_hi")
 FAILED_COLUMNS = ("run", "kind", "status", "problem", "path")
 _CI = ("", "_lo", "_hi")
 MAP_COLUMNS = ("audited", "topic", "technique", "runs", "repeats", "replays", "n_responses", "refused", "official_line",
@@ -128,9 +130,6 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     # Runs from before the judge scored contradictions have no such count: unknown, not 0.
     contradicted = _number(recall.get("contradicted"), "fact_recall.contradicted")
     evidence, totals = _node(s, "evidence", "summary.json"), _node(s, "totals", "summary.json")
-    calls = _count(totals.get("calls"), "totals.calls")
-    sent = calls - _count(totals.get("cached_calls"), "totals.cached_calls") \
-        - _count(totals.get("shared_calls"), "totals.shared_calls")
     key = {"run": run.label, "audited": str(audited.get("name") or audited.get("model")), "topic": str(topic.get("name"))}
     row = {
         **key,
@@ -140,8 +139,7 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "auditor": auditor.get("name") or auditor.get("model"),
         "status": run.status,
         "repeat": _count(config.get("repeat"), "config.repeat"),
-        # Every reply came from the response cache: a re-run that replays a sample already taken.
-        "replay": calls > 0 and sent <= 0,
+        "replay": sent_nothing(totals, "totals"),
         "counted": True,  # set by count_replays_once
         "iterations": _count(s.get("total_iterations"), "total_iterations"),
         "n_responses": counts["n_responses"],
@@ -200,6 +198,8 @@ def epistemic_records(run: Run) -> list[dict[str, Any]]:
         row: dict[str, Any] = {
             "run": run.label, "domain": s.get("domain"), "predicate": s.get("predicate"), "system": system,
             "status": run.status, "mapping": m.get("mapping"), "stage": s.get("stage"),
+            "repeat": _count(s.get("repeat"), "repeat"), "replay": sent_nothing(_node(s, "usage", "summary.json"), "usage"),
+            "counted": True,
             "n_cards": _count(m.get("n_rows"), f"{system}.n_rows"), "n_scored": _count(m.get("n_scored"), f"{system}.n_scored"),
             "errors": _count(m.get("n_errors"), f"{system}.n_errors"),
         }
@@ -216,11 +216,13 @@ def epistemic_matrix(frame: pd.DataFrame) -> pd.DataFrame:
     """Per headline metric, system, domain and predicate: the rate over that cell's runs with a
     run-level interval (repeats of a cell pool their counts; :func:`audit.stats.cluster_rate`)."""
     rows = []
-    for (system, domain, predicate), cell in frame.groupby(["system", "domain", "predicate"], sort=True):
+    for (system, domain, predicate), every in frame.groupby(["system", "domain", "predicate"], sort=True):
+        cell = every[every["counted"].to_numpy(dtype=bool)]  # a cached re-run of a sample counts once
         for metric in EPISTEMIC_METRICS:
             rate = cluster_rate(cell[f"{metric}_k"], cell[f"{metric}_n"])
             rows.append({"metric": metric, "system": system, "domain": domain, "predicate": predicate,
-                         "runs": len(cell), "k": math.nan if rate is None else rate["k"],
+                         "runs": len(cell), "repeats": cell["repeat"].nunique(), "replays": len(every) - len(cell),
+                         "k": math.nan if rate is None else rate["k"],
                          "n": math.nan if rate is None else rate["n"],
                          **_rate_columns("rate", rate)})
     return pd.DataFrame(rows, columns=EPISTEMIC_MATRIX_COLUMNS)
@@ -233,26 +235,34 @@ def _rate_columns(prefix: str, rate: Mapping[str, Any] | None) -> dict[str, Any]
     return {prefix: rate["value"], f"{prefix}_lo": rate["lo"], f"{prefix}_hi": rate["hi"]}
 
 
-CELL = ["audited", "audited_model", "topic", "technique"]
+AUDIT_SAMPLE = ["audited", "audited_model", "topic", "technique", "baseline", "auditor", "repeat"]
+EPISTEMIC_SAMPLE = ["system", "domain", "predicate", "mapping", "repeat"]
+"""What makes two runs the same sample: the same cell and repeat index (``samples=k``)."""
 
 
-def count_replays_once(audits: pd.DataFrame) -> pd.DataFrame:
-    """Mark which runs count as observations (``counted``).
+def count_replays_once(frame: pd.DataFrame, sample: Sequence[str]) -> pd.DataFrame:
+    """Mark which rows count as observations (``counted``).
 
     A re-run of the same sweep is served from the response cache: its run dir repeats a sample
-    an earlier run took, so counting it would double n and narrow every interval. Within a cell
-    and repeat index (``samples=k`` gives each repeat its own index, hence a fresh sample), a
-    replay is not counted when a run that sent its own requests is there; replays alone count once.
+    an earlier run took, so counting it would double n and narrow every interval. Among the rows
+    of one sample (same cell and repeat index; each repeat of ``samples=k`` is a fresh sample), a
+    replay is not counted when a row that sent its own requests is there; replays alone count once.
     """
-    audits = audits.copy()
-    counted = pd.Series(True, index=audits.index)
-    for _, group in audits.groupby([*CELL, "baseline", "auditor", "repeat"], sort=False, dropna=False):
-        replays = group[group["replay"]]
-        if len(replays) and (len(replays) < len(group) or len(replays) > 1):
-            drop = replays.index if len(replays) < len(group) else replays.index[1:]
-            counted[drop] = False
-    audits["counted"] = counted
-    return audits
+    frame = frame.copy()
+    counted = pd.Series(True, index=frame.index)
+    for _, group in frame.groupby(list(sample), sort=False, dropna=False):
+        replays = group.index[group["replay"].to_numpy(dtype=bool)]
+        counted[replays if len(replays) < len(group) else replays[1:]] = False
+    frame["counted"] = counted
+    return frame
+
+
+def sent_nothing(totals: Mapping[str, Any], where: str) -> bool:
+    """Every reply came from the response cache: the run replays a sample already taken."""
+    calls = _count(totals.get("calls"), f"{where}.calls")
+    cached = _count(totals.get("cached_calls"), f"{where}.cached_calls")
+    shared = _count(totals.get("shared_calls"), f"{where}.shared_calls")
+    return calls > 0 and calls - cached - shared <= 0
 
 
 def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
@@ -429,7 +439,7 @@ def build_tables(collected: Collected) -> Tables:
                                "metrics.json or cards.jsonl beside it)", status="unknown kind")
         except Unusable as exc:
             failures.append(Failure(run.path, run.label, run.kind, exc.status, str(exc)))
-    audits, responses_frame, facts = distinct_models(count_replays_once(_frame(audit_rows, AUDIT_COLUMNS)),
+    audits, responses_frame, facts = distinct_models(count_replays_once(_frame(audit_rows, AUDIT_COLUMNS), AUDIT_SAMPLE),
                                                      _frame(response_rows, RESPONSE_COLUMNS),
                                                      _frame(fact_rows, FACT_COLUMNS))
     # Statistics over observations only: a cached replay of a sample is listed, never counted twice.
@@ -437,7 +447,7 @@ def build_tables(collected: Collected) -> Tables:
     counted_audits = audits[audits["counted"]]
     counted_responses = responses_frame[responses_frame["run"].isin(counted)]
     counted_facts = facts[facts["run"].isin(counted)]
-    epistemic_frame = _frame(epistemic_rows, EPISTEMIC_COLUMNS)
+    epistemic_frame = count_replays_once(_frame(epistemic_rows, EPISTEMIC_COLUMNS), EPISTEMIC_SAMPLE)
     failed = _frame([{"run": f.label, "kind": f.kind, "status": f.status, "problem": f.problem, "path": str(f.path)}
                      for f in sorted(failures, key=lambda f: natural_key(Path(f.label)))], FAILED_COLUMNS)
     return Tables(

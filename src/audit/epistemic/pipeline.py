@@ -263,10 +263,15 @@ def open_gateway(gateway_cfg: DictConfig, endpoints: Sequence[str], repeat: int 
     """The model gateway, imported here so runs without LLM systems never load litellm.
 
     ``repeat`` (``samples=k``) enters the cache keys: each repeat answers every card afresh.
+    litellm is imported once the gateway is built (keys checked), not at the first call: its
+    ~3 s would otherwise count in the first tenth of the progress line and skew the ETA.
     """
+    from audit.llm import backend
     from audit.llm.gateway import Gateway
 
-    return Gateway.from_config(gateway_cfg, endpoints=endpoints, repeat=repeat)
+    gateway = Gateway.from_config(gateway_cfg, endpoints=endpoints, repeat=repeat)
+    backend.litellm()
+    return gateway
 
 
 async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any]], gateway: Any,
@@ -405,7 +410,8 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
     if len(set(ids)) != len(ids):
         raise UserError(f"systems {ids} share a name; give one of them a distinct system.label")
 
-    summary: dict[str, Any] = {"cards": len(cards), "domain": domain.name, "predicate": domain.predicate.name}
+    summary: dict[str, Any] = {"cards": len(cards), "domain": domain.name, "predicate": domain.predicate.name,
+                               "repeat": int(cfg.get("repeat") or 0)}  # the comparison keeps repeats apart
     done: dict[tuple[str, str], dict[str, Any]] = {}
     if resumed is not None:
         run_dir, done = resumed, saved_answers(resumed)

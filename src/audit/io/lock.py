@@ -42,3 +42,22 @@ def hold_lock(directory: Path, command: str) -> IO[str]:
     handle.write(f"pid {os.getpid()} on {socket.gethostname()} since {started}\n")
     handle.flush()
     return handle
+
+
+def lock_holder(directory: Path) -> str | None:
+    """Who holds ``directory``'s lock right now (the line :func:`hold_lock` wrote), or None.
+
+    A run whose summary still says ``running`` while nobody holds its lock was killed: this
+    is how a comparison tells the two apart without trusting a pid from another host.
+    """
+    try:
+        handle = open(Path(directory) / LOCK_NAME, encoding="utf-8")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        return None
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return handle.read().strip() or "another process"
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return None
