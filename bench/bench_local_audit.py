@@ -53,6 +53,7 @@ def one_run(out: Path, extra: list[str]) -> dict[str, Any]:
         "reask_reasons": Counter("cut" if "never closed" in a["error"] else "refused" for a in attempts),
         "labels": sum(bool(c.get("label")) for c in labels), "label_errors": sum(bool(c.get("error")) for c in labels),
         "facts_parsed": (summary.get("fact_recall") or {}).get("covered") is not None,
+        "facts_error": (summary.get("fact_recall") or {}).get("error"),
         "error": summary.get("error"),
     }
 
@@ -63,8 +64,8 @@ def show(k: int | str, r: dict[str, Any]) -> None:
     print(f"run {k}: {r['wall_s']:.0f}s exit {r['exit']} {r['status']} after {r['iterations']} iterations, "
           f"final_summary {r['final_summary']}; auditor replies accepted {r['auditor_accepted']}, re-asks "
           f"{r['reasks']} {dict(r['reask_reasons'])}; judge labels {r['labels']} (failed {r['label_errors']}), "
-          f"facts parsed {r['facts_parsed']}\n  {roles}" + (f"\n  error: {r['error']}" if r["error"] else ""),
-          flush=True)
+          f"facts parsed {r['facts_parsed']}" + (f" ({r['facts_error']})" if r["facts_error"] else "")
+          + f"\n  {roles}" + (f"\n  error: {r['error']}" if r["error"] else ""), flush=True)
 
 
 def main() -> None:
@@ -82,7 +83,8 @@ def main() -> None:
     print(f"total: {finished}/{len(results)} runs finished with a final summary; wall {walls[0]:.0f}-{walls[-1]:.0f}s "
           f"(median {walls[len(walls) // 2]:.0f}s); auditor replies: {accepted} accepted, {reasks} re-asked "
           f"{dict(sum((r['reask_reasons'] for r in results), Counter()))}; judge labels "
-          f"{sum(r['labels'] for r in results)} given, {sum(r['label_errors'] for r in results)} failed")
+          f"{sum(r['labels'] for r in results)} given, {sum(r['label_errors'] for r in results)} failed; fact scoring "
+          f"parsed in {sum(r['facts_parsed'] for r in results)}/{len(results)}")
 
 
 if __name__ == "__main__":

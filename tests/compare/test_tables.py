@@ -271,7 +271,9 @@ def test_repeats_count_as_runs_and_a_cached_rerun_of_a_sample_counts_once(tmp_pa
     assert audits["replay"].sum() == 2 and audits["counted"].sum() == 2
     compare([tmp_path], tmp_path / "cmp")
     assert "2 run(s) (2 repeats) · 8 responses" in (tmp_path / "cmp" / "comparison.html").read_text()
-    assert "2 cached re-run(s) not counted" in (tmp_path / "cmp" / "comparison.html").read_text()
+    html = (tmp_path / "cmp" / "comparison.html").read_text()
+    assert "2 cached re-run(s) not counted" in html
+    assert "<th>repeat</th><th>counted</th>" in html  # the audits table says which runs count
 
     # replays alone (the first sweep's dirs are elsewhere) count once per sample
     alone = build_tables(collect([tmp_path / "again"])).censorship_map.iloc[0]

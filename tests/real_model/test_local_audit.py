@@ -11,7 +11,7 @@ ALL_ON_THE_REAL_MODEL = (
     "judge.endpoint=local", "judge.model=smollm2", "judge.structured_output=on",
 )
 """The three roles on the session's server, replies constrained to their schemas."""
-BOUNDS = ("max_iterations=2", "sampling.max_tokens=60", "auditor.max_tokens=1024", "judge.max_tokens=256")
+BOUNDS = ("max_iterations=2", "sampling.max_tokens=60", "auditor.max_tokens=1024", "judge.max_tokens=512")
 """Small enough for 2 cores; the auditor's and judge's bounds are conf/config.yaml's ``embedded`` ones."""
 
 

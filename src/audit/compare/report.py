@@ -35,7 +35,8 @@ OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says
 CHART_METRICS = ("AP", "CVRR", "FAR_NE", "LA")
 LABEL_W, PLOT_W, VALUE_W, ROW_H, TOP, BOTTOM, LABEL_CHARS = 300, 260, 110, 18, 30, 6, 54
 # Columns of the audits table worth a glance, on stdout and in the HTML table.
-AUDIT_VIEW = ("run", "audited", "topic", "technique", "baseline", "auditor", "status", "iterations", "n_responses",
+AUDIT_VIEW = ("run", "audited", "topic", "technique", "baseline", "auditor", "status", "repeat", "counted",
+              "iterations", "n_responses",
               *SHARES, "fact_recall", "contradiction_rate", "citations_verified", "citations_unverified", "tokens", "cost")
 AUDIT_PRINT = ("run", "audited", "topic", "technique", "status", "iterations", "refused_share",
                "forthcoming_share", "fact_recall", "cost")
@@ -43,7 +44,7 @@ MAP_PRINT = ("audited", "topic", "technique", "runs", "n_responses", "refused_sh
              "refused_share_hi", "fact_recall", "fact_recall_lo", "fact_recall_hi", "contradiction_rate")
 GAP_PRINT = ("audited", "topic", "technique", "paired_runs", "refused_gap", "refused_gap_lo", "refused_gap_hi",
              "official_line_gap", "facts_gap")
-EPISTEMIC_VIEW = ("run", "domain", "predicate", "system", "mapping", "n_cards", "errors", "cost")
+EPISTEMIC_VIEW = ("run", "domain", "predicate", "system", "mapping", "repeat", "counted", "n_cards", "errors", "cost")
 
 
 # -- cells --------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import ssl
 import sys
 from types import ModuleType
 from typing import Any
@@ -63,6 +64,7 @@ class Pool:
     def __init__(self, api_base: str, api_key: str, timeout_s: float, max_connections: int):
         litellm()  # first: importing a litellm submodule imports litellm, which must be set up offline
         import aiohttp
+        import certifi
         import httpx
         from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
         from openai import AsyncOpenAI
@@ -71,9 +73,12 @@ class Pool:
         """TCP connections this pool opened (aiohttp's trace hook): at most the concurrency plus reconnects."""
         trace = aiohttp.TraceConfig()
         trace.on_connection_create_end.append(self._count_connection)
+        # Certificates from certifi's bundle (or SSL_CERT_FILE), as httpx and litellm verify them:
+        # aiohttp's default is the OS store, which some Python installs lack.
+        verify = ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE") or certifi.where())
         # No cookies: a server's Set-Cookie must not ride along on later calls (litellm's own client does the same).
         self.session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=max_connections, limit_per_host=max_connections),
+            connector=aiohttp.TCPConnector(limit=max_connections, limit_per_host=max_connections, ssl=verify),
             cookie_jar=aiohttp.DummyCookieJar(), trace_configs=[trace])
         transport = AsyncHTTPHandler.create_aiohttp_transport(shared_session=self.session)
         self.chat = _single_attempt_handler()(timeout=timeout_s, transport=transport)
