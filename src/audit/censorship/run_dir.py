@@ -119,7 +119,9 @@ class RunDir:
                 (building / TURNS).mkdir()
                 (building / RESPONSES).mkdir()
                 write_text(building / CONFIG, OmegaConf.to_yaml(cfg, resolve=True))
-        except FileExistsError:
+        except FileExistsError as exc:
+            if exc.filename != str(self.path):  # a file where output_dir should be: reported as such
+                raise
             raise UserError(f"{self.path} was just created by another run; start this one again") from None
 
     def write_turn(self, iteration: int, record: dict[str, Any]) -> None:

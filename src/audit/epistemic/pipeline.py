@@ -181,7 +181,9 @@ def create_run_dir(base: Path, name: str, fill: Callable[[Path], object]) -> tup
         with new_directory(path) as building:
             lock = hold_lock(building, f"python -m audit.epistemic resume={path}")
             fill(building)
-    except FileExistsError:
+    except FileExistsError as exc:
+        if exc.filename != str(path):  # a file where output_dir should be: reported as such
+            raise
         raise UserError(f"{path} was just created by another run; start this one again") from None
     return path, lock
 
