@@ -31,19 +31,20 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from audit import config_values
 from audit.epistemic import systems
 from audit.epistemic.jsonl import read_jsonl
-from audit.epistemic.metrics import check_mapping, compute_metrics
+from audit.epistemic.metrics import PREDS, check_mapping, compute_metrics
 from audit.epistemic.report import write_report
 from audit.epistemic.systems.base import Answer, System
-from audit.errors import UserError, unknown_choice
+from audit.errors import Interrupted, UserError, unknown_choice
 from audit.interrupts import sigterm_as_interrupt
 from audit.io.atomic import new_directory, read_json, remove_partial_writes, write_json, write_jsonl, write_text
 from audit.io.journal import Journal, read_records
 from audit.io.lock import hold_lock
 from audit.io.names import path_component
 from audit.paths import CONF_DIR
-from audit.resume import load_saved_config, resumed_config
+from audit.resume import command_line_overrides, load_saved_config, refuse_resume_overrides, resumed_config
 from audit.llm.budget import STOPPED_BUDGET, stopped_by
 from audit.llm.embedded import chosen_roles, local_model, route
 from audit.llm.settings import record_endpoints, role_endpoint
@@ -68,17 +69,6 @@ def _as_list(value: Any) -> list[str]:
     return [part.strip() for part in str(value).split(",") if part.strip()]
 
 
-def config_int(cfg: DictConfig, key: str) -> int:
-    """An integer setting; a typo such as ``cards.seed=x`` is a one-line UserError, not a traceback."""
-    value = OmegaConf.select(cfg, key)
-    if isinstance(value, bool):
-        value = None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise UserError(f"{key}={value!r} is not a whole number; pass e.g. {key}=3") from None
-
-
 def read_results(paths: Sequence[Path]) -> list[dict[str, Any]]:
     """Rows of one or more results files; a card answered twice by one system is an error
     (two runs of the same system would otherwise be silently pooled)."""
@@ -89,6 +79,12 @@ def read_results(paths: Sequence[Path]) -> list[dict[str, Any]]:
             for key in ("id", "gold", "system"):
                 if key not in row:
                     raise UserError(f"{path.name} line {n}: missing {key!r}; {fix}")
+            if row["gold"] not in PREDS or not (row.get("pred") in (None, *PREDS) or row.get("error") is not None):
+                # A pred outside YES/NO/UNKNOWN with no error recorded is not a failed call but a bad
+                # file: scoring it as an error would turn a typo into "every rate n/a", exit 0.
+                bad = "gold" if row["gold"] not in PREDS else "pred"
+                raise UserError(f"{path.name} line {n}: {bad} {row[bad]!r} is not YES, NO or UNKNOWN"
+                                f"{' (or null for a failed call)' if bad == 'pred' else ''}; {fix}")
             key = (row["system"], row["id"])
             if key in seen:
                 raise UserError(
@@ -138,8 +134,20 @@ def selected_system_cfgs(cfg: DictConfig) -> list[DictConfig]:
         if missing:
             needed = " ".join(f"system.{key}=<{'OpenRouter model id' if key == 'model' else 'value'}>" for key in missing)
             raise UserError(f"system={name} needs a value for {', '.join(missing)}: add {needed}")
+        check_system_values(node)
         out.append(node)
     return out
+
+
+def check_system_values(node: DictConfig) -> None:
+    """The numbers an LLM system sends (temperature, max_tokens, top_k), checked before any call."""
+    wrapped = {"system": node}
+    if systems.get(str(node.name)).NEEDS_LLM:
+        config_values.model_id(wrapped, "system.model")
+        config_values.temperature(wrapped, "system.temperature")
+        config_values.max_tokens(wrapped, "system.max_tokens")
+    if "top_k" in node:
+        config_values.whole_number(wrapped, "system.top_k", minimum=1)
 
 
 # -- outputs ---------------------------------------------------------------------------
@@ -173,7 +181,9 @@ def create_run_dir(base: Path, name: str, fill: Callable[[Path], object]) -> tup
         with new_directory(path) as building:
             lock = hold_lock(building, f"python -m audit.epistemic resume={path}")
             fill(building)
-    except FileExistsError:
+    except FileExistsError as exc:
+        if exc.filename != str(path):  # a file where output_dir should be: reported as such
+            raise
         raise UserError(f"{path} was just created by another run; start this one again") from None
     return path, lock
 
@@ -305,6 +315,10 @@ async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any
 
 def run(cfg: DictConfig, base_dir: Path | None = None) -> Path:
     """Run ``cfg.stage`` and return the run directory (under ``base_dir`` or ``cfg.output_dir``)."""
+    resumed = None
+    if cfg.get("resume"):  # the saved run's config decides everything below (stage, systems, local=)
+        resumed = open_for_resume(str(cfg.resume), cfg)
+        cfg = resumed[1]
     stage = str(cfg.get("stage", "all"))
     if stage not in STAGES:
         raise unknown_choice("stage", stage, STAGES)
@@ -319,13 +333,14 @@ def run(cfg: DictConfig, base_dir: Path | None = None) -> Path:
     try:
         # SIGTERM acts as Ctrl-C
         with sigterm_as_interrupt(), local_model(cfg, ("system",), serve=serve):
-            return _run_experiment(cfg, stage, mapping, base)
-    except KeyboardInterrupt:  # before the run dir existed (once it does, the run says how to resume)
-        raise UserError("interrupted before the run started; nothing to resume, run the command again") from None
+            return _run_experiment(cfg, stage, mapping, base, resumed)
+    except KeyboardInterrupt:  # before any card was asked (from then on, the run says how to resume)
+        raise Interrupted("interrupted before any card was asked; nothing changed, run the command again") from None
 
 
 def open_for_resume(path: str, current: DictConfig) -> tuple[Path, DictConfig, Any]:
     """The run dir to continue, locked, and its saved config (gateway settings from this command)."""
+    refuse_resume_overrides(command_line_overrides())
     run_dir = Path(path).expanduser().absolute()
     fix = "pass a run directory written by `python -m audit.epistemic`"
     if not run_dir.is_dir():
@@ -362,23 +377,24 @@ def _run_from_results(cfg: DictConfig, stage: str, mapping: str, base: Path) -> 
     return run_dir
 
 
-def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Path:
+def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
+                    resumed: tuple[Path, DictConfig, Any] | None) -> Path:
+    """Cards, then the systems stage and what follows, in a new run dir or the ``resumed`` one
+    (:func:`open_for_resume`)."""
     from audit.epistemic.cards import generate_cards, read_cards
     from audit.epistemic.domain import load_domain
 
-    resumed: Path | None = None
-    if cfg.get("resume"):
-        resumed, cfg, lock = open_for_resume(str(cfg.resume), cfg)
-        stage, mapping = str(cfg.get("stage", "all")), check_mapping(str(cfg.metrics.mapping))
-    num_per_type, seed = config_int(cfg, "cards.num_per_type"), config_int(cfg, "cards.seed")
+    num_per_type = config_values.whole_number(cfg, "cards.num_per_type", minimum=1)
+    seed = config_values.whole_number(cfg, "cards.seed", minimum=0)
     system_cfgs = selected_system_cfgs(cfg) if stage != "cards" else []
     if chosen_roles(cfg.get("local"), ("system",)):
         for node in system_cfgs:
             if systems.get(node.name).NEEDS_LLM:
                 route(node)
+    path_component(cfg.domain.name, "domain.name")  # before it is looked up: the name is a path too
     domain = load_domain(cfg.domain, cfg.predicate)
     if resumed is not None:
-        cards = read_cards(resumed / "cards.jsonl")  # exactly the cards the run started with
+        cards = read_cards(resumed[0] / "cards.jsonl")  # exactly the cards the run started with
     elif cfg.cards.get("path"):
         cards = read_cards(cfg.cards.path)
         foreign = sorted({c["claim"]["pred"] for c in cards} - {domain.predicate.iri})
@@ -403,7 +419,8 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
                                "repeat": int(cfg.get("repeat") or 0)}  # the comparison keeps repeats apart
     done: dict[tuple[str, str], dict[str, Any]] = {}
     if resumed is not None:
-        run_dir, done = resumed, saved_answers(resumed)
+        run_dir, _, lock = resumed
+        done = saved_answers(run_dir)
         status = previous_status(run_dir)
         if status not in (RUNNING, INTERRUPTED, None) and len(done) == len(cards) * len(built):
             raise UserError(f"resume: {run_dir} already finished (status {status}); nothing to do")
@@ -428,7 +445,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
             gateway.write_usage()
             usage = {"usage": gateway.ledger.totals()}
         write_summary(run_dir, stage, INTERRUPTED, **summary, answered=got, expected_answers=expected, **usage)
-        raise UserError(f"interrupted with {got}/{expected} answers saved in {run_dir}; "
+        raise Interrupted(f"interrupted with {got}/{expected} answers saved in {run_dir}; "
                         f"continue with: python -m audit.epistemic resume={run_dir}") from None
     finally:
         lock.close()
