@@ -23,6 +23,14 @@ class UserError(Exception):
     """A problem the user can fix; its message is a single line that says how."""
 
 
+class Interrupted(UserError):
+    """The user stopped the run (Ctrl-C, SIGTERM); its message says how to continue it.
+
+    A sweep stops at once on it rather than going on to the next job: whoever pressed Ctrl-C
+    meant the whole command.
+    """
+
+
 def unknown_choice(kind: str, value: str, available: Iterable[str]) -> UserError:
     """Build the registry-style error: Unknown 'x'. Did you mean ...? Available: ..."""
     options = sorted(available)

@@ -35,7 +35,7 @@ from audit.censorship.prompts import auditor_system_prompt, final_summary_reques
 from audit.censorship.run_dir import RunDir, fresh_run_path, iso, open_existing, utc_now
 from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, ReplyError, parse_auditor_reply, stage_of
 from audit.censorship.techniques import Sample, Target, check_technique, sample, text_of
-from audit.errors import UserError, user_error_line
+from audit.errors import Interrupted, UserError, user_error_line
 from audit.interrupts import sigterm_as_interrupt
 from audit.llm.embedded import local_model
 from audit.llm.settings import record_endpoints, role_endpoint
@@ -141,7 +141,7 @@ def run(cfg: DictConfig) -> Path:
         with sigterm_as_interrupt(), local_model(cfg, ROLES):
             return run_audit(cfg)
     except KeyboardInterrupt:  # before the run dir existed (once it does, run_audit says how to resume)
-        raise UserError("interrupted before the run started; nothing to resume, run the command again") from None
+        raise Interrupted("interrupted before the run started; nothing to resume, run the command again") from None
 
 
 def run_audit(cfg: DictConfig) -> Path:
@@ -183,7 +183,7 @@ def run_audit(cfg: DictConfig) -> Path:
     except AuditStopped as exc:
         raise UserError(f"{exc}; {resume_hint(run_dir)}") from None
     except (asyncio.CancelledError, KeyboardInterrupt):
-        raise UserError(f"interrupted; {resume_hint(run_dir)}") from None
+        raise Interrupted(f"interrupted; {resume_hint(run_dir)}") from None
     except OSError as exc:  # a full disk, a directory made read-only mid-run: the saved steps are intact
         line = user_error_line(exc)
         if line is None:

@@ -163,6 +163,11 @@ def _consecutive(folder: Path) -> dict[int, dict[str, Any]]:
     return records
 
 
+def _saved_files(path: Path) -> list[Path]:
+    """Files a run has written, leaving out the lock and the temporary files of cut writes."""
+    return [p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")]
+
+
 def _read_saved(path: Path, fix: str) -> dict[str, Any]:
     """A JSON object the run saved; a file damaged outside the program (every write is atomic, so
     a kill cannot truncate one) is a one-line :class:`UserError` naming it and ``fix``."""
@@ -180,6 +185,10 @@ def open_existing(path: str | Path) -> tuple[RunDir, DictConfig]:
     run_dir = RunDir(Path(path).expanduser().absolute())
     if not run_dir.path.is_dir():
         raise UserError(f"resume: {str(path)!r} does not exist; pass a run directory written by `python -m audit`")
+    if not run_dir.config_path.is_file() and (run_dir.path / ".lock").is_file() and not _saved_files(run_dir.path):
+        # made by a version that created the dir before saving its config, and killed in between
+        raise UserError(f"resume: {str(path)!r} was stopped before its {CONFIG} was saved, so nothing ran in it; "
+                        "delete it and start the run again")
     if not run_dir.config_path.is_file() or not (run_dir.path / TURNS).is_dir():
         raise UserError(
             f"resume: {str(path)!r} is not a run directory (no {CONFIG} and {TURNS}/); "
