@@ -33,7 +33,8 @@ from audit.censorship.progress import iteration_line
 from audit.censorship.prompts import auditor_system_prompt, final_summary_request, first_user_message, reask_message, \
     turn_message
 from audit.censorship.run_dir import RunDir, fresh_run_path, iso, open_existing, utc_now
-from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, ReplyError, parse_auditor_reply, stage_of
+from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, ReplyError, parse_auditor_reply, reask_stage, \
+    stage_of
 from audit.censorship.techniques import Sample, Target, check_technique, sample, text_of
 from audit.errors import Interrupted, UserError, user_error_line
 from audit.interrupts import sigterm_as_interrupt
@@ -335,13 +336,13 @@ class Audit:
         messages = [*self.conversation, {"role": "user", "content": message}]
         attempts: list[dict[str, Any]] = []
         usages: list[dict[str, Any]] = []
-        stage = stage_of(iteration, final=final)
+        stage = schema = stage_of(iteration, final=final)
         for attempt in range(self.plan.max_reask + 1):
             try:
                 response = await self.gateway.achat(
                     self.plan.auditor_model, messages, max_tokens=self.plan.auditor_max_tokens,
                     temperature=self.plan.auditor_temperature, tag="auditor", endpoint=self.plan.auditor_endpoint,
-                    response_format=AUDITOR_RESPONSE_FORMATS[stage], structured=self.plan.auditor_structured)
+                    response_format=AUDITOR_RESPONSE_FORMATS[schema], structured=self.plan.auditor_structured)
             except GatewayError as exc:
                 raise AuditStopped(f"auditor {self.plan.auditor_model} failed at turn {iteration}: {exc}",
                                    failed_turn=self._failed(iteration, messages, attempts)) from exc
@@ -363,6 +364,7 @@ class Audit:
                         failed_turn=self._failed(iteration, messages, attempts)) from None
                 messages = [*messages, {"role": "assistant", "content": response.text},
                             {"role": "user", "content": reask_message(str(exc))}]
+                schema = reask_stage(stage, response.text)
         parsed = reply.as_dict()
         parsed["hypotheses"], counts = check_evidence(parsed["hypotheses"], self.response_texts())
         record = {
