@@ -419,6 +419,7 @@ def test_bad_input_is_one_line_exit_1_and_leaves_nothing_half_written(case: Case
     lines = out.stderr.splitlines()
     assert len(lines) == 1 and out.stderr.endswith("\n") and lines[0].startswith("error: "), shown
     assert case.says.lower() in lines[0].lower(), shown
+    assert "cannot write a file" not in lines[0], f"the line must name the file\n{shown}"
     changed = [name for name, digest in out.before.items() if out.after.get(name) != digest]
     assert not changed, f"files that were there before changed or vanished: {changed}\n{shown}"
     for name, summary in out.summaries.items():

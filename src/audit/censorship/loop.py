@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from audit import config_values
 from audit.censorship.accounting import Totals, call_usage, sum_usage
@@ -43,7 +43,7 @@ from audit.llm.settings import record_endpoints, role_endpoint
 from audit.llm.budget import STOPPED_BUDGET, stopped_by
 from audit.llm.structured import check_mode
 from audit.llm.types import FATAL_KINDS, GatewayError
-from audit.resume import command_line_overrides, refuse_resume_overrides, resumed_config
+from audit.resume import command_line_overrides, load_saved_config, refuse_resume_overrides, resumed_config
 from audit.sweep import sweep_job_dir
 from audit.templates import get_family
 
@@ -139,10 +139,21 @@ def run(cfg: DictConfig) -> Path:
     with one line naming the resume command (:mod:`audit.interrupts`).
     """
     try:
-        with sigterm_as_interrupt(), local_model(cfg, ROLES):
+        with sigterm_as_interrupt(), local_model(with_saved_local(cfg), ROLES):
             return run_audit(cfg)
     except KeyboardInterrupt:  # before the run dir existed (once it does, run_audit says how to resume)
         raise Interrupted("interrupted before the run started; nothing to resume, run the command again") from None
+
+
+def with_saved_local(cfg: DictConfig) -> DictConfig:
+    """``cfg``, with ``local=`` taken from the saved run on a resume: its roles were routed to the
+    embedded model, which must serve them again (on a new port, in this command's gateway), and a
+    resume's command line cannot say ``local=``. An unreadable run dir is left to :func:`open_existing`."""
+    saved_path = Path(str(cfg.get("resume"))).expanduser() / "config.yaml" if cfg.get("resume") else None
+    if saved_path is not None and saved_path.is_file():
+        with open_dict(cfg):
+            cfg.local = load_saved_config(saved_path).get("local", False)
+    return cfg
 
 
 def run_audit(cfg: DictConfig) -> Path:
