@@ -12,7 +12,7 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
-from audit.cli_help import maybe_help
+from audit.hydra_app import run_app
 from audit.paths import CONF_DIR
 from audit.sweep import exit_if_any_failed, run_job
 
@@ -25,6 +25,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    maybe_help("config")
-    main()
+    run_app(main, "config")
     exit_if_any_failed()

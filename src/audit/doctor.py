@@ -9,7 +9,7 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
-from audit.cli_help import maybe_help
+from audit.hydra_app import run_app
 from audit.errors import exit_on_user_error
 from audit.paths import CONF_DIR
 
@@ -23,5 +23,4 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    maybe_help("doctor")
-    main()
+    run_app(main, "doctor")

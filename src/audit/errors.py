@@ -2,11 +2,14 @@
 
 Anything the user can fix (a missing key, a bad file, an unknown option) raises
 :class:`UserError`; entrypoints run their job under :func:`exit_on_user_error` so the user
-sees that line instead of a traceback.
+sees that line instead of a traceback. An operating-system error on a file (a full disk, a
+read-only or missing directory, a file where a directory should be) is the user's to fix
+too, and wherever it happens it is reported the same way by :func:`os_error_line`.
 """
 
 from __future__ import annotations
 
+import errno
 import sys
 from collections.abc import Callable, Iterable
 from difflib import get_close_matches
@@ -18,8 +21,6 @@ T = TypeVar("T")
 class UserError(Exception):
     """A problem the user can fix; its message is a single line that says how."""
 
-    exit_code = 1
-
 
 def unknown_choice(kind: str, value: str, available: Iterable[str]) -> UserError:
     """Build the registry-style error: Unknown 'x'. Did you mean ...? Available: ..."""
@@ -29,10 +30,43 @@ def unknown_choice(kind: str, value: str, available: Iterable[str]) -> UserError
     return UserError(f"Unknown {kind} {value!r}.{hint} Available: {', '.join(options)}")
 
 
+_OS_CAUSES: dict[int, tuple[str, str]] = {
+    **dict.fromkeys((errno.ENOSPC, errno.EFBIG, errno.EDQUOT), (
+        "disk full or file too large", "free some space (or raise the file-size limit) and run again")),
+    **dict.fromkeys((errno.EACCES, errno.EPERM, errno.EROFS), (
+        "not writable", "make it writable or choose another directory")),
+    **dict.fromkeys((errno.ENOTDIR, errno.EEXIST, errno.EISDIR), (
+        "a file is in the way", "remove it or choose another directory")),
+    errno.ENOENT: ("no such file or directory", "check the path"),
+}
+
+
+def os_error_line(exc: OSError) -> str | None:
+    """One line for an OS error on a file: the path, the cause in plain words, and the fix.
+
+    None for an OSError that carries no errno (not a file-system problem: let it surface).
+    """
+    if exc.errno is None:
+        return None
+    cause, fix = _OS_CAUSES.get(exc.errno, (exc.strerror or "failed", "check the path and the disk"))
+    where = f"{exc.filename}" + (f" -> {exc.filename2}" if exc.filename2 else "") if exc.filename else "a file"
+    return f"cannot write {where}: {cause} ({exc.strerror}); {fix}"
+
+
+def user_error_line(exc: BaseException) -> str | None:
+    """The one line for an error the user can fix (:class:`UserError` or a file-system error), else None."""
+    if isinstance(exc, UserError):
+        return str(exc)
+    return os_error_line(exc) if isinstance(exc, OSError) else None
+
+
 def exit_on_user_error(job: Callable[[], T]) -> T:
-    """Run ``job``; on a :class:`UserError` print its line to stderr and exit non-zero."""
+    """Run ``job``; on a :class:`UserError` or a file-system error print its line to stderr and exit 1."""
     try:
         return job()
-    except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        raise SystemExit(exc.exit_code) from None
+    except (UserError, OSError) as exc:
+        line = user_error_line(exc)
+        if line is None:
+            raise
+        print(f"error: {line}", file=sys.stderr)
+        raise SystemExit(1) from None

@@ -36,3 +36,25 @@ def resumed_config(saved: DictConfig, current: DictConfig) -> DictConfig:
             merged[key] = OmegaConf.to_container(current[key], resolve=True)
     merged.resume = str(current.resume)
     return merged
+
+
+def command_line_overrides() -> list[str]:
+    """The overrides this command was given (``key=value``, ``group=option``), when run by Hydra."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+
+
+RESUME_OVERRIDES = (*GATEWAY_KEYS, "budget", "hydra", "resume")
+"""What a resume's command line may set: connection settings, the spending cap (applied to the
+command, not saved with the run), Hydra's own settings and ``resume`` itself."""
+
+
+def refuse_resume_overrides(overrides: list[str]) -> None:
+    """A resume runs the saved config, so any other override would be silently ignored: refuse
+    it in one line, naming it, before the run dir is touched."""
+    refused = [key for key in (o.split("=", 1)[0].lstrip("+~") for o in overrides)
+               if key.split(".")[0].split("/")[0] not in RESUME_OVERRIDES]
+    if refused:
+        raise UserError(f"resume: a resumed run keeps its saved config, so {', '.join(refused)} cannot change "
+                        "(only gateway.* and budget.* can); drop them, or start a new run without resume=")

@@ -27,7 +27,7 @@ from typing import IO, Any
 
 from omegaconf import DictConfig, open_dict
 
-from audit.errors import UserError, exit_on_user_error
+from audit.errors import UserError, exit_on_user_error, user_error_line
 from audit.io.atomic import write_json
 from audit.llm import budget as budgets
 
@@ -90,12 +90,13 @@ def run_job(cfg: DictConfig, job: Callable[[DictConfig], object], experiment: st
             budgets.activate(job_budget(cfg, Path(hydra.sweep.dir)))
             for repeat in repeats(cfg):
                 job(with_repeat(cfg, repeat))
-        except UserError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            record_failure(job_dir, experiment, str(exc))
-        except Exception as exc:  # a bug: print the traceback, but never raise past the sweep (see module doc)
-            traceback.print_exc()
-            record_failure(job_dir, experiment, f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - never raise past the sweep (see module doc)
+            line = user_error_line(exc)
+            if line is None:  # a bug: print the traceback
+                traceback.print_exc()
+            else:
+                print(f"error: {line}", file=sys.stderr)
+            record_failure(job_dir, experiment, line or f"{type(exc).__name__}: {exc}")
 
 
 def record_failure(job_dir: Path, experiment: str, error: str) -> None:

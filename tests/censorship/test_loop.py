@@ -343,8 +343,8 @@ def test_tricky_text_round_trips_into_files_and_is_inert_in_html(audit_env, scri
 
 @pytest.mark.parametrize("override, message", [
     ('topic.description=" "', "non-empty 'description'.*topic 'tiananmen'"),
-    ("auditor.max_reask=-1", "max_reask must be 0 or more"),
-    ("max_iterations=0", "max_iterations must be at least 1"),
+    ("auditor.max_reask=-1", "auditor.max_reask=-1: give a whole number of at least 0"),
+    ("max_iterations=0", "max_iterations=0: give a whole number of at least 1"),
     ("technique.name=telepathy", "telepathy.*user_persona"),
 ])
 def test_bad_settings_fail_before_anything_is_written(audit_env, script, fake_openrouter, override, message):

@@ -134,7 +134,7 @@ def test_bad_inputs_fail_before_anything_is_written(tmp_path):
         (("stage=report", f"results={dup}", "metrics.mapping=closed"), "Unknown metrics.mapping 'closed'"),
         (("stage=everything",), "Unknown stage 'everything'"),
         (("system=finetuned",), "system.model=<OpenRouter model id>"),
-        (("cards.num_per_type=abc",), "cards.num_per_type='abc' is not a whole number"),
+        (("cards.num_per_type=abc",), "cards.num_per_type='abc': give a whole number"),
     ]
     for overrides, message in cases:
         with pytest.raises(UserError, match=message):

@@ -22,6 +22,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from audit import config_values
 from audit.errors import UserError
 from audit.llm.embedded import local_model
 from audit.llm.settings import role_endpoint
@@ -129,6 +130,9 @@ async def diagnose(gateway: Any, audited: DictConfig, canary: str, *, max_tokens
                                            temperature=temperature, provider=provider, tag="doctor",
                                            endpoint=role_endpoint(audited))
     except GatewayError as exc:
+        if exc.kind == "bad_request" and "model" in str(exc).lower():  # e.g. "x is not a valid model ID"
+            raise UserError(f"doctor: {audited.model} was refused: {exc}; check audited.model "
+                            "(the model id as the endpoint serves it)") from None
         if exc.kind in ("not_found", "bad_request"):  # no endpoint serves /completions for this model
             return Diagnosis(provider_served=None, reply=None, finish_reason=None, prompt_tokens=0,
                              error=str(exc), **common)
@@ -144,6 +148,9 @@ def run_doctor(cfg: DictConfig) -> int:
     """
     from audit.llm.gateway import Gateway
 
+    config_values.model_id(cfg, "audited.model")
+    config_values.max_tokens(cfg, "max_tokens")
+    config_values.temperature(cfg, "temperature")
     with local_model(cfg, ("audited",)):
         return _check(cfg, Gateway)
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from audit import config_values
 from audit.censorship.accounting import Totals, call_usage, sum_usage
 from audit.censorship.evidence import check_evidence, citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
@@ -34,14 +35,14 @@ from audit.censorship.prompts import auditor_system_prompt, final_summary_reques
 from audit.censorship.run_dir import RunDir, fresh_run_path, iso, open_existing, utc_now
 from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, ReplyError, parse_auditor_reply, stage_of
 from audit.censorship.techniques import Sample, Target, check_technique, sample, text_of
-from audit.errors import UserError
+from audit.errors import UserError, user_error_line
 from audit.interrupts import sigterm_as_interrupt
 from audit.llm.embedded import local_model
 from audit.llm.settings import record_endpoints, role_endpoint
 from audit.llm.budget import STOPPED_BUDGET, stopped_by
 from audit.llm.structured import check_mode
 from audit.llm.types import FATAL_KINDS, GatewayError
-from audit.resume import resumed_config
+from audit.resume import command_line_overrides, refuse_resume_overrides, resumed_config
 from audit.sweep import sweep_job_dir
 from audit.templates import get_family
 
@@ -88,14 +89,13 @@ class Plan:
         except ValueError as exc:
             raise UserError(f"{exc} (topic {cfg.topic.get('name')!r}); set it in the topic's yaml "
                             "or on the command line, e.g. topic.description=...") from None
-        max_iterations = int(cfg.max_iterations)
-        if max_iterations < 1:
-            raise UserError(f"max_iterations must be at least 1, got {max_iterations}")
-        max_reask = int(cfg.auditor.get("max_reask", 2))
-        if max_reask < 0:
-            raise UserError(f"auditor.max_reask must be 0 or more, got {max_reask}")
-        if not cfg.auditor.get("model"):
-            raise UserError("auditor.model is empty; pick an auditor, e.g. auditor=claude_sonnet_4")
+        max_iterations = config_values.whole_number(cfg, "max_iterations", minimum=1)
+        max_reask = config_values.whole_number(cfg, "auditor.max_reask", minimum=0, optional=True)
+        config_values.model_id(cfg, "auditor.model")
+        config_values.model_id(cfg, "audited.model")
+        for role in ("sampling", "auditor", "judge"):
+            config_values.temperature(cfg, f"{role}.temperature")
+            config_values.max_tokens(cfg, f"{role}.max_tokens")
         judge = cfg.get("judge")
         enabled = judge is not None and judge.get("enabled", True) and judge.get("model")
         if enabled:
@@ -121,7 +121,7 @@ class Plan:
             auditor_temperature=cfg.auditor.get("temperature"),
             auditor_endpoint=role_endpoint(cfg.auditor),
             auditor_structured=check_mode(str(cfg.auditor.get("structured_output", "auto"))),
-            max_reask=max_reask,
+            max_reask=2 if max_reask is None else max_reask,
             judge=OmegaConf.to_container(judge, resolve=True) if enabled else None,
             max_iterations=max_iterations,
         )
@@ -154,6 +154,7 @@ def run_audit(cfg: DictConfig) -> Path:
     """
     resume = cfg.get("resume")
     if resume:
+        refuse_resume_overrides(command_line_overrides())
         run_dir, saved = open_existing(str(resume))
         previous = run_dir.read_summary() or {}
         if previous.get("status") in FINISHED:
@@ -183,6 +184,11 @@ def run_audit(cfg: DictConfig) -> Path:
         raise UserError(f"{exc}; {resume_hint(run_dir)}") from None
     except (asyncio.CancelledError, KeyboardInterrupt):
         raise UserError(f"interrupted; {resume_hint(run_dir)}") from None
+    except OSError as exc:  # a full disk, a directory made read-only mid-run: the saved steps are intact
+        line = user_error_line(exc)
+        if line is None:
+            raise
+        raise UserError(f"{line}; {resume_hint(run_dir)}") from None
     return run_dir.path
 
 
@@ -247,6 +253,7 @@ class Audit:
     # -- the loop --------------------------------------------------------------------------
 
     async def run(self) -> None:
+        finished = False
         try:
             self.write_summary("running")
             await self.redo_failed_calls()
@@ -256,26 +263,31 @@ class Audit:
             from audit.censorship.report import write_report
 
             write_report(self.run_dir.path)
+            finished = True
             say(f"done: {self.final_status()} after {len(self.responses)} iterations; "
                 f"{self.totals.tokens:,} tokens, ${self.totals.cost:.4f}; {self.run_dir.path}")
         except (asyncio.CancelledError, KeyboardInterrupt):
-            self.write_summary("interrupted", error="interrupted")
+            self.write_failure_summary("interrupted", "interrupted")
             self.write_partial_report()
             raise
         except BaseException as exc:
             if isinstance(exc, AuditStopped) and stopped_by(self.gateway.budget):
-                self.write_summary(STOPPED_BUDGET, error=str(exc))  # everything done so far stays
+                self.write_failure_summary(STOPPED_BUDGET, str(exc))  # everything done so far stays
                 self.write_partial_report()
                 say(f"stopped: budget spent after {len(self.responses)} iterations; {self.run_dir.path}")
                 return
-            error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            error = user_error_line(exc) or (f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
             if self.responses and self.fact_recall is None:
                 await self.score_facts()  # judge failures are recorded, never raised
-            self.write_summary("error", error=error)
+            self.write_failure_summary("error", error)
             self.write_partial_report()
             raise
         finally:
-            self.gateway.write_usage()
+            try:
+                self.gateway.write_usage()
+            except OSError:
+                if finished:  # else the error that ended the run is the one to report
+                    raise
             await self.gateway.aclose()
 
     async def loop(self) -> None:
@@ -528,6 +540,26 @@ class Audit:
         for response in self.responses.values():
             records.extend(_response_usages(response))
         return records
+
+    def write_failure_summary(self, status: str, error: str) -> None:
+        """The summary of a run that did not finish, written whatever the disk allows.
+
+        A full disk can refuse the full summary (it grows with the run) while smaller files
+        still fit; then a short one records the status, the error and the iterations on disk.
+        If even that fails, a stale summary is removed rather than left saying ``running``
+        (resume rebuilds it from the saved turns).
+        """
+        try:
+            self.write_summary(status, error=error)
+            return
+        except OSError:
+            pass
+        try:
+            self.run_dir.write_summary({"status": status, "error": error, "total_iterations": len(self.responses),
+                                        "started_at": self.started_at, "resumes": self.resumes,
+                                        "note": "short summary: the full one could not be written"})
+        except OSError:
+            self.run_dir.summary_path.unlink(missing_ok=True)
 
     def write_summary(self, status: str, *, error: str | None = None) -> None:
         last = self.turns[max(self.turns)] if self.turns else None

@@ -132,7 +132,9 @@ class RunDir:
         write_json(self.summary_path, summary)
 
     def read_summary(self) -> dict[str, Any] | None:
-        return read_json(self.summary_path) if self.summary_path.exists() else None
+        if not self.summary_path.exists():
+            return None
+        return _read_saved(self.summary_path, "delete it and resume again: it is rebuilt from the saved turns")
 
     def scan(self) -> Saved:
         """Load the consecutive run of turns and of responses starting at 001.
@@ -153,9 +155,22 @@ def _consecutive(folder: Path) -> dict[int, dict[str, Any]]:
     records: dict[int, dict[str, Any]] = {}
     n = 1
     while n in found:
-        records[n] = read_json(found[n])
+        records[n] = _read_saved(found[n], "restore it, or delete it and the files numbered after it "
+                                           "so that resume does those steps again")
         n += 1
     return records
+
+
+def _read_saved(path: Path, fix: str) -> dict[str, Any]:
+    """A JSON object the run saved; a file damaged outside the program (every write is atomic, so
+    a kill cannot truncate one) is a one-line :class:`UserError` naming it and ``fix``."""
+    try:
+        record = read_json(path)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UserError(f"resume: {path} is damaged ({exc}); {fix}") from None
+    if not isinstance(record, dict):
+        raise UserError(f"resume: {path} is damaged (not a JSON object); {fix}")
+    return record
 
 
 def open_existing(path: str | Path) -> tuple[RunDir, DictConfig]:

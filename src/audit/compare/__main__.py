@@ -6,12 +6,21 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
-from audit.errors import exit_on_user_error
+from audit.errors import UserError, exit_on_user_error
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad command line as one line and exit 1, like every entrypoint
+    (its default is the usage text plus the message, exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UserError(f"{message}; see {self.prog} --help")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m audit.compare",
         description="Compare finished runs: censorship audits (model x topic x technique) and epistemic "
                     "runs (system x domain x predicate). Writes comparison.html, audits.csv and "
@@ -24,7 +33,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = parse_args(argv)
+    args = exit_on_user_error(lambda: parse_args(argv))
     from audit.compare.report import compare  # after argparse, so --help stays instant
 
     exit_on_user_error(lambda: compare(args.dirs, args.out))

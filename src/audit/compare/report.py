@@ -393,7 +393,15 @@ def compare(dirs: Sequence[Path], out: Path | None = None) -> Tables:
     target = Path(out) if out is not None else Path(dirs[0])
     if target.exists() and not target.is_dir():
         raise UserError(f"--out {target} is a file; pass a directory")
-    tables = build_tables(collect([Path(d) for d in dirs]))
+    collected = collect([Path(d) for d in dirs])
+    unreadable = [f for f in collected.failures if f.status == "unreadable"]
+    if not collected.runs and unreadable and len(unreadable) == len(collected.failures):
+        # Damaged files beside good runs are listed in the comparison; with nothing else there
+        # would be no comparison at all, only a page saying so.
+        more = f" (and {len(unreadable) - 1} more)" if len(unreadable) > 1 else ""
+        raise UserError(f"no readable run under {', '.join(map(str, dirs))}: {unreadable[0].label}: "
+                        f"{unreadable[0].problem}{more}; restore or remove the damaged summary.json")
+    tables = build_tables(collected)
     html = render_html(tables, dirs, target)
     csvs = {"audits.csv": tables.audits, "censorship_map.csv": tables.censorship_map,
             "knows_vs_says.csv": tables.gaps, "language_gap.csv": tables.languages,

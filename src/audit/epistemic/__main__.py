@@ -11,7 +11,7 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
-from audit.cli_help import maybe_help
+from audit.hydra_app import run_app
 from audit.epistemic.pipeline import run
 from audit.paths import CONF_DIR
 from audit.sweep import exit_if_any_failed, run_job, sweep_job_dir
@@ -23,6 +23,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    maybe_help("epistemic")
-    main()
+    run_app(main, "epistemic")
     exit_if_any_failed()

@@ -19,7 +19,12 @@ def read_jsonl(path: Path, what: str, fix: str) -> Iterator[tuple[int, dict[str,
     JSON object raises a one-line UserError naming file and line and ending with ``fix``."""
     if not path.is_file():
         raise UserError(f"{path}: {what} file not found; {fix}")
-    for n, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, raw in enumerate(path.read_bytes().splitlines(), 1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UserError(f"{path.name} line {n}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                            f"save it as UTF-8; {fix}") from None
         if not text.strip():
             continue
         try:

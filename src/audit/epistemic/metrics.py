@@ -70,7 +70,7 @@ def check_mapping(mapping: str) -> str:
 def gold_label(row: Mapping[str, Any]) -> str:
     """E/C/U of a row from its gold answer; UserError naming the row when gold is bad."""
     gold = row.get("gold")
-    if gold not in GOLD_TO_LABEL:
+    if not isinstance(gold, str) or gold not in GOLD_TO_LABEL:
         raise UserError(
             f"results row {row.get('id', '?')!r}: gold {gold!r} is not YES, NO or UNKNOWN;"
             " fix the results file or regenerate it with stage=systems"
@@ -85,7 +85,7 @@ def table_3x3(rows: Iterable[Mapping[str, Any]]) -> tuple[dict[str, dict[str, in
     for row in rows:
         label = gold_label(row)
         pred = row.get("pred")
-        if pred in table:
+        if isinstance(pred, str) and pred in table:
             table[pred][label] += 1
         else:
             errors[label] += 1

@@ -31,9 +31,10 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from audit import config_values
 from audit.epistemic import systems
 from audit.epistemic.jsonl import read_jsonl
-from audit.epistemic.metrics import check_mapping, compute_metrics
+from audit.epistemic.metrics import PREDS, check_mapping, compute_metrics
 from audit.epistemic.report import write_report
 from audit.epistemic.systems.base import Answer, System
 from audit.errors import UserError, unknown_choice
@@ -43,7 +44,7 @@ from audit.io.journal import Journal, read_records
 from audit.io.lock import hold_lock
 from audit.io.names import path_component
 from audit.paths import CONF_DIR
-from audit.resume import load_saved_config, resumed_config
+from audit.resume import command_line_overrides, load_saved_config, refuse_resume_overrides, resumed_config
 from audit.llm.budget import STOPPED_BUDGET, stopped_by
 from audit.llm.embedded import chosen_roles, local_model, route
 from audit.llm.settings import record_endpoints, role_endpoint
@@ -68,17 +69,6 @@ def _as_list(value: Any) -> list[str]:
     return [part.strip() for part in str(value).split(",") if part.strip()]
 
 
-def config_int(cfg: DictConfig, key: str) -> int:
-    """An integer setting; a typo such as ``cards.seed=x`` is a one-line UserError, not a traceback."""
-    value = OmegaConf.select(cfg, key)
-    if isinstance(value, bool):
-        value = None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise UserError(f"{key}={value!r} is not a whole number; pass e.g. {key}=3") from None
-
-
 def read_results(paths: Sequence[Path]) -> list[dict[str, Any]]:
     """Rows of one or more results files; a card answered twice by one system is an error
     (two runs of the same system would otherwise be silently pooled)."""
@@ -89,6 +79,12 @@ def read_results(paths: Sequence[Path]) -> list[dict[str, Any]]:
             for key in ("id", "gold", "system"):
                 if key not in row:
                     raise UserError(f"{path.name} line {n}: missing {key!r}; {fix}")
+            if row["gold"] not in PREDS or not (row.get("pred") in (None, *PREDS) or row.get("error") is not None):
+                # A pred outside YES/NO/UNKNOWN with no error recorded is not a failed call but a bad
+                # file: scoring it as an error would turn a typo into "every rate n/a", exit 0.
+                bad = "gold" if row["gold"] not in PREDS else "pred"
+                raise UserError(f"{path.name} line {n}: {bad} {row[bad]!r} is not YES, NO or UNKNOWN"
+                                f"{' (or null for a failed call)' if bad == 'pred' else ''}; {fix}")
             key = (row["system"], row["id"])
             if key in seen:
                 raise UserError(
@@ -138,8 +134,20 @@ def selected_system_cfgs(cfg: DictConfig) -> list[DictConfig]:
         if missing:
             needed = " ".join(f"system.{key}=<{'OpenRouter model id' if key == 'model' else 'value'}>" for key in missing)
             raise UserError(f"system={name} needs a value for {', '.join(missing)}: add {needed}")
+        check_system_values(node)
         out.append(node)
     return out
+
+
+def check_system_values(node: DictConfig) -> None:
+    """The numbers an LLM system sends (temperature, max_tokens, top_k), checked before any call."""
+    wrapped = {"system": node}
+    if systems.get(str(node.name)).NEEDS_LLM:
+        config_values.model_id(wrapped, "system.model")
+        config_values.temperature(wrapped, "system.temperature")
+        config_values.max_tokens(wrapped, "system.max_tokens")
+    if "top_k" in node:
+        config_values.whole_number(wrapped, "system.top_k", minimum=1)
 
 
 # -- outputs ---------------------------------------------------------------------------
@@ -326,6 +334,7 @@ def run(cfg: DictConfig, base_dir: Path | None = None) -> Path:
 
 def open_for_resume(path: str, current: DictConfig) -> tuple[Path, DictConfig, Any]:
     """The run dir to continue, locked, and its saved config (gateway settings from this command)."""
+    refuse_resume_overrides(command_line_overrides())
     run_dir = Path(path).expanduser().absolute()
     fix = "pass a run directory written by `python -m audit.epistemic`"
     if not run_dir.is_dir():
@@ -370,12 +379,14 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
     if cfg.get("resume"):
         resumed, cfg, lock = open_for_resume(str(cfg.resume), cfg)
         stage, mapping = str(cfg.get("stage", "all")), check_mapping(str(cfg.metrics.mapping))
-    num_per_type, seed = config_int(cfg, "cards.num_per_type"), config_int(cfg, "cards.seed")
+    num_per_type = config_values.whole_number(cfg, "cards.num_per_type", minimum=1)
+    seed = config_values.whole_number(cfg, "cards.seed", minimum=0)
     system_cfgs = selected_system_cfgs(cfg) if stage != "cards" else []
     if chosen_roles(cfg.get("local"), ("system",)):
         for node in system_cfgs:
             if systems.get(node.name).NEEDS_LLM:
                 route(node)
+    path_component(cfg.domain.name, "domain.name")  # before it is looked up: the name is a path too
     domain = load_domain(cfg.domain, cfg.predicate)
     if resumed is not None:
         cards = read_cards(resumed / "cards.jsonl")  # exactly the cards the run started with

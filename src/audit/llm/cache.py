@@ -24,6 +24,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from audit.errors import UserError
+
 
 def cache_key(request: dict[str, Any]) -> str:
     """Stable digest of a request description (canonical JSON, sorted keys)."""
@@ -39,14 +41,22 @@ class ResponseCache:
     """Key-value store of reply records in one SQLite file."""
 
     def __init__(self, path: Path, *, wal: bool = True):
+        """Open (creating) the cache file; one line naming the path when that is impossible
+        (a read-only directory or file), before any call is made or anything is written."""
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None)
-        self._db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-        self._db.execute(f"PRAGMA journal_mode={'WAL' if wal else 'DELETE'}")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, check_same_thread=False,
+                                       isolation_level=None)
+            self._db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+            self._db.execute(f"PRAGMA journal_mode={'WAL' if wal else 'DELETE'}")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        except (OSError, sqlite3.Error) as exc:
+            raise UserError(f"gateway.cache.path={self.path}: cannot open the response cache ({exc}); make it "
+                            "writable, choose another cache.dir or gateway.cache.path, or set "
+                            "gateway.cache.enabled=false") from None
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:

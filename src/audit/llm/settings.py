@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from audit import config_values
 from audit.errors import UserError, unknown_choice
 from audit.paths import cache_root
 
@@ -91,11 +92,11 @@ class GatewaySettings:
         endpoints = node.get("endpoints") or {}
         settings = cls(
             api_base=str(os.environ.get(BASE_ENV) or node.get("api_base", cls.api_base)).rstrip("/"),
-            timeout_s=float(node.get("timeout_s", cls.timeout_s)),
-            max_retries=int(node.get("max_retries", cls.max_retries)),
-            backoff_initial_s=float(node.get("backoff_initial_s", cls.backoff_initial_s)),
-            backoff_max_s=float(node.get("backoff_max_s", cls.backoff_max_s)),
-            max_concurrency=int(node.get("max_concurrency", cls.max_concurrency)),
+            timeout_s=_number(node, "timeout_s", cls.timeout_s, above=True),
+            max_retries=_whole(node, "max_retries", cls.max_retries, minimum=0),
+            backoff_initial_s=_number(node, "backoff_initial_s", cls.backoff_initial_s),
+            backoff_max_s=_number(node, "backoff_max_s", cls.backoff_max_s),
+            max_concurrency=_whole(node, "max_concurrency", cls.max_concurrency, minimum=1),
             cache_enabled=bool(cache.get("enabled", True)),
             cache_path=Path(str(cache["path"])).expanduser() if cache.get("path") else default_cache_path(),
             cache_wal=bool(cache.get("wal", True)),
@@ -125,6 +126,23 @@ class GatewaySettings:
             raise UserError("gateway.max_concurrency must be at least 1")
         if self.timeout_s <= 0 or self.max_retries < 0:
             raise UserError("gateway.timeout_s must be > 0 and gateway.max_retries >= 0")
+
+
+def _number(node: Any, key: str, default: float, *, above: bool = False) -> float:
+    """``gateway.<key>`` as a number (a one-line error for ``gateway.timeout_s=soon``); unset: the default."""
+    value = node.get(key)
+    if value is None:
+        return default
+    return config_values.number({"gateway": {key: value}}, f"gateway.{key}", minimum=0.0, above=above,
+                                example=default)
+
+
+def _whole(node: Any, key: str, default: int, *, minimum: int) -> int:
+    """``gateway.<key>`` as a whole number of at least ``minimum``; unset: the default."""
+    value = node.get(key)
+    if value is None:
+        return default
+    return config_values.whole_number({"gateway": {key: value}}, f"gateway.{key}", minimum=minimum)
 
 
 def role_endpoint(role: Any) -> str:

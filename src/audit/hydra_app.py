@@ -1,0 +1,55 @@
+"""Start a Hydra entrypoint so that a bad command line is one line and exit 1.
+
+Hydra reports a config it cannot compose (an unknown group option, an unknown key, an
+override it cannot parse) over several lines: the list of options one per line, the config
+search path, a hint about ``HYDRA_FULL_ERROR``. Our rule for bad input is one line naming
+the problem and the fix, so each entrypoint runs its ``@hydra.main`` function through
+:func:`run_app`: it sets ``HYDRA_FULL_ERROR=1`` (Hydra's documented switch to re-raise
+instead of printing its report) and turns Hydra's and OmegaConf's exceptions into that
+line. Bugs still raise with their full traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping
+from difflib import get_close_matches
+
+from hydra.errors import HydraException, MissingConfigException
+from omegaconf.errors import OmegaConfBaseException
+
+from audit.cli_help import maybe_help
+from audit.errors import unknown_choice
+
+
+def run_app(main: Callable[[], None], config_name: str) -> None:
+    """Answer ``--help`` fast, else run ``main`` (a ``@hydra.main`` function); a config Hydra
+    cannot compose exits 1 with :func:`config_error_line`."""
+    maybe_help(config_name)
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    try:
+        main()
+    except (HydraException, OmegaConfBaseException) as exc:
+        print(f"error: {config_error_line(exc)}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def config_error_line(exc: BaseException) -> str:
+    """One line for a composition error: the group's options with a did-you-mean, the keys
+    an unknown key could have meant, else Hydra's own message joined onto one line."""
+    if isinstance(exc, MissingConfigException) and exc.missing_cfg_file and exc.options:
+        group, _, choice = exc.missing_cfg_file.rpartition("/")
+        return str(unknown_choice(f"{group} option", choice, exc.options))
+    cause = exc.__cause__
+    if isinstance(cause, OmegaConfBaseException) and "not in struct" in str(cause) and cause.full_key:
+        parent = cause.parent_node
+        keys = [str(k) for k in parent.keys() if k != "hydra"] if isinstance(parent, Mapping) else []
+        where = cause.full_key.rpartition(".")[0]
+        close = get_close_matches(str(cause.key), keys, n=3)
+        hint = f" Did you mean {', '.join(repr(f'{where}.{k}' if where else k) for k in close)}?" if close else ""
+        return (f"Unknown config key {cause.full_key!r}.{hint} Known keys here: {', '.join(keys)}; "
+                f"add a new key with +{cause.full_key}=...")
+    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip()
+                    and not line.startswith("See https://hydra.cc"))
+    return f"bad command line: {text}" if isinstance(exc, HydraException) else f"bad config value: {text}"
