@@ -175,10 +175,11 @@ CASES: list[Case] = [
     Case("audit-endpoint-key-unset", AUDIT, (*FAST, *gpu_endpoint("audited")), "AUDIT_TEST_UNSET_KEY"),
     Case("audit-no-key", AUDIT, FAST, "OPENROUTER_API_KEY", key=False),
     # python -m audit: where it writes
-    Case("audit-output-dir-is-file", AUDIT, (*FAST, "output_dir={dir}/taken"), "taken", setup=write("taken", "x")),
-    Case("audit-output-dir-under-file", AUDIT, (*FAST, "output_dir={dir}/taken/out"), "taken",
+    Case("audit-output-dir-is-file", AUDIT, (*FAST, "output_dir={dir}/taken"), "taken: a file is in the way",
          setup=write("taken", "x")),
-    Case("audit-output-dir-read-only", AUDIT, (*FAST, "output_dir={dir}/ro/out"), "ro",
+    Case("audit-output-dir-under-file", AUDIT, (*FAST, "output_dir={dir}/taken/out"), "taken: a file is in the way",
+         setup=write("taken", "x")),
+    Case("audit-output-dir-read-only", AUDIT, (*FAST, "output_dir={dir}/ro/out"), "ro/out: not writable",
          setup=read_only_dir("ro"), read_only=True),
     Case("audit-cache-read-only", AUDIT, (*FAST, "gateway.cache.enabled=true", "gateway.cache.path={dir}/ro/c.sqlite"),
          "gateway.cache", setup=read_only_dir("ro"), read_only=True),
@@ -234,8 +235,9 @@ CASES: list[Case] = [
          setup=write("cards.jsonl", b'{"id": "c\xff\xfe1"}\n')),
     Case("epistemic-cards-truncated", EPISTEMIC, ("cards.path={dir}/cards.jsonl",), "line 1",
          setup=write("cards.jsonl", '{"id": "c1", "label": "E", "go')),
-    Case("epistemic-output-dir-is-file", EPISTEMIC, ("output_dir={dir}/taken",), "taken", setup=write("taken", "x")),
-    Case("epistemic-output-dir-read-only", EPISTEMIC, ("output_dir={dir}/ro/out",), "ro",
+    Case("epistemic-output-dir-is-file", EPISTEMIC, ("output_dir={dir}/taken",), "taken: a file is in the way",
+         setup=write("taken", "x")),
+    Case("epistemic-output-dir-read-only", EPISTEMIC, ("output_dir={dir}/ro/out",), "ro/out: not writable",
          setup=read_only_dir("ro"), read_only=True),
     Case("epistemic-metrics-no-results", EPISTEMIC, ("stage=metrics",), "results="),
     Case("epistemic-metrics-results-missing", EPISTEMIC, ("stage=metrics", "results={dir}/none.jsonl"), "none.jsonl"),
@@ -250,7 +252,7 @@ CASES: list[Case] = [
     Case("epistemic-metrics-results-not-json", EPISTEMIC, ("stage=metrics", "results={dir}/results.jsonl"),
          "line 2", setup=write("results.jsonl", json.dumps(row()) + "\n{oops\n")),
     Case("epistemic-metrics-output-read-only", EPISTEMIC,
-         ("stage=metrics", "results={dir}/results.jsonl", "output_dir={dir}/ro"), "ro",
+         ("stage=metrics", "results={dir}/results.jsonl", "output_dir={dir}/ro"), "not writable",
          setup=both(results(row()), read_only_dir("ro")), read_only=True),
     # python -m audit.compare
     Case("compare-no-args", COMPARE, (), "DIR"),
@@ -261,9 +263,9 @@ CASES: list[Case] = [
     Case("compare-a-file", COMPARE, ("{dir}/notes.txt",), "notes.txt", setup=write("notes.txt", "hello")),
     Case("compare-only-malformed-summary", COMPARE, ("{dir}/bad",), "summary.json",
          setup=write("bad/run/summary.json", '{"status": "compl')),
-    Case("compare-out-is-file", COMPARE, ("{dir}/erun", "--out", "{dir}/taken"), "taken",
+    Case("compare-out-is-file", COMPARE, ("{dir}/erun", "--out", "{dir}/taken"), "--out",
          setup=both(epistemic_run, write("taken", "x"))),
-    Case("compare-out-read-only", COMPARE, ("{dir}/erun", "--out", "{dir}/ro"), "ro",
+    Case("compare-out-read-only", COMPARE, ("{dir}/erun", "--out", "{dir}/ro"), "not writable",
          setup=both(epistemic_run, read_only_dir("ro")), read_only=True),
     Case("compare-out-disk-full", COMPARE, ("{dir}/erun", "--out", "{dir}/cmp"), "disk full or file too large",
          setup=epistemic_run, fsize=2000),
@@ -417,6 +419,7 @@ def test_bad_input_is_one_line_exit_1_and_leaves_nothing_half_written(case: Case
     lines = out.stderr.splitlines()
     assert len(lines) == 1 and out.stderr.endswith("\n") and lines[0].startswith("error: "), shown
     assert case.says.lower() in lines[0].lower(), shown
+    assert "cannot write a file" not in lines[0], f"the line must name the file\n{shown}"
     changed = [name for name, digest in out.before.items() if out.after.get(name) != digest]
     assert not changed, f"files that were there before changed or vanished: {changed}\n{shown}"
     for name, summary in out.summaries.items():

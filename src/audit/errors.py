@@ -13,6 +13,7 @@ import errno
 import sys
 from collections.abc import Callable, Iterable
 from difflib import get_close_matches
+from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -20,6 +21,14 @@ T = TypeVar("T")
 
 class UserError(Exception):
     """A problem the user can fix; its message is a single line that says how."""
+
+
+class Interrupted(UserError):
+    """The user stopped the run (Ctrl-C, SIGTERM); its message says how to continue it.
+
+    A sweep stops at once on it rather than going on to the next job: whoever pressed Ctrl-C
+    meant the whole command.
+    """
 
 
 def unknown_choice(kind: str, value: str, available: Iterable[str]) -> UserError:
@@ -50,6 +59,10 @@ def os_error_line(exc: OSError) -> str | None:
         return None
     cause, fix = _OS_CAUSES.get(exc.errno, (exc.strerror or "failed", "check the path and the disk"))
     where = f"{exc.filename}" + (f" -> {exc.filename2}" if exc.filename2 else "") if exc.filename else "a file"
+    if exc.errno == errno.ENOTDIR and exc.filename:  # name the file in the way, not the path below it
+        blocker = next((p for p in Path(str(exc.filename)).parents if p.exists() and not p.is_dir()), None)
+        if blocker is not None:
+            where = str(blocker)
     return f"cannot write {where}: {cause} ({exc.strerror}); {fix}"
 
 

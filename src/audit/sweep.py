@@ -27,7 +27,7 @@ from typing import IO, Any
 
 from omegaconf import DictConfig, open_dict
 
-from audit.errors import UserError, exit_on_user_error, user_error_line
+from audit.errors import Interrupted, UserError, exit_on_user_error, user_error_line
 from audit.io.atomic import write_json
 from audit.llm import budget as budgets
 
@@ -90,6 +90,10 @@ def run_job(cfg: DictConfig, job: Callable[[DictConfig], object], experiment: st
             budgets.activate(job_budget(cfg, Path(hydra.sweep.dir)))
             for repeat in repeats(cfg):
                 job(with_repeat(cfg, repeat))
+        except Interrupted as exc:  # the user meant the whole sweep: no further job starts
+            print(f"error: {exc}", file=sys.stderr)
+            record_failure(job_dir, experiment, str(exc))
+            raise SystemExit(1) from None
         except Exception as exc:  # noqa: BLE001 - never raise past the sweep (see module doc)
             line = user_error_line(exc)
             if line is None:  # a bug: print the traceback

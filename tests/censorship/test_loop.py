@@ -10,6 +10,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from audit.censorship.loop import run
+from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, FINAL, FIRST, NEXT
 from audit.errors import UserError
 from audit.templates import get_family
 from audit.testing.fake_openrouter import TEST_API_KEY, error_reply
@@ -147,6 +148,17 @@ def test_fenced_and_malformed_replies_are_reasked_and_saved(audit_env, script, f
     assert not any(m["content"] in script.bad_replies[1] for m in second["input_messages"])
     summary = read(run_dir / "summary.json")
     assert summary["totals"]["parse_failures"] == 3 and summary["status"] == "completed"
+
+
+def test_each_turn_is_asked_under_its_stage_schema_and_a_stop_without_summary_under_the_final_one(
+        audit_env, script, fake_openrouter):
+    stop_without_summary = json.dumps({"reasoning": "done", "hypotheses": [], "should_continue": False})
+    script.bad_replies = {2: [stop_without_summary]}
+    run(audit_config(audit_env / "out", "max_iterations=2", "auditor.structured_output=on"))
+    sent = [r.json["response_format"] for r in fake_openrouter.chat_requests()]
+    # turn 1; turn 2, re-asked under the final schema after it stopped without a summary (the
+    # script then continues); turn 3, the forced final turn at max_iterations
+    assert sent == [AUDITOR_RESPONSE_FORMATS[stage] for stage in (FIRST, NEXT, FINAL, FINAL)]
 
 
 def test_auditor_that_never_answers_usably_ends_in_error_summary_and_resume_keeps_it(audit_env, script,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timezone
 
 import pytest
@@ -71,3 +72,26 @@ def test_open_existing_rejects_what_is_not_a_run_dir(tmp_path):
     rd.config_path.write_text("- a\n- b\n")
     with pytest.raises(UserError, match="not a mapping"):
         open_existing(rd.path)
+
+
+def test_a_run_dir_appears_whole_with_its_config_and_lock(tmp_path):
+    rd = RunDir(tmp_path / "out" / "run")
+    rd.create(OmegaConf.create({"topic": {"name": "t"}}))
+    assert sorted(p.name for p in rd.path.iterdir()) == [".lock", "audited_responses", "auditor_turns", "config.yaml"]
+    assert [p.name for p in rd.path.parent.iterdir()] == ["run"]  # no hidden build dir left behind
+    assert f"pid {os.getpid()} " in (rd.path / ".lock").read_text()  # the lock taken while building is held
+    with pytest.raises(UserError, match="in use by pid"):
+        open_existing(rd.path)
+    rd._lock.close()
+    with pytest.raises(UserError, match="just created by another run"):
+        RunDir(rd.path).create(OmegaConf.create({"topic": {"name": "t"}}))
+    assert [p.name for p in rd.path.parent.iterdir()] == ["run"]
+
+
+def test_a_dir_an_older_version_left_without_its_config_says_so(tmp_path):
+    killed = tmp_path / "run"
+    (killed / "auditor_turns").mkdir(parents=True)
+    (killed / ".lock").write_text("pid 1 on host since 2026-11-22T10:00:00Z\n")
+    (killed / ".config.yaml.x1y2.tmp").write_text("topic: {na")
+    with pytest.raises(UserError, match="stopped before its config.yaml was saved, so nothing ran in it; delete it"):
+        open_existing(killed)

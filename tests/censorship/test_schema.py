@@ -234,3 +234,13 @@ def test_first_turn_cannot_end_the_audit():
     with pytest.raises(ReplyError, match='"should_continue" must be true at iteration 1'):
         validate_reply(reply(**STOP), stage=FIRST)
     assert validate_reply(reply(hypotheses=[]), stage=FIRST).should_continue is True
+
+
+def test_a_stop_without_summary_is_reasked_under_the_final_schema():
+    from audit.censorship.schema import reask_stage
+
+    stopped = json.dumps(reply(should_continue=False, next_prompt=None, final_summary=None))
+    assert reask_stage(NEXT, stopped) == FINAL  # the auditor chose to stop: the re-ask can only be a stop with a summary
+    assert reask_stage(NEXT, json.dumps(reply(next_prompt=""))) == NEXT
+    assert reask_stage(NEXT, "no JSON at all") == NEXT
+    assert reask_stage(FIRST, stopped) == FIRST  # turn 1 may not stop, whatever it says

@@ -132,3 +132,24 @@ def test_a_run_being_resumed_is_locked(tmp_path, fake_openrouter):
         hold.release()
     out, err = first.communicate(timeout=60)
     assert first.returncode == 0, err
+
+
+def test_ctrl_c_stops_a_sweep_instead_of_starting_the_next_job(tmp_path, fake_openrouter):
+    hold = Hold(answer)
+    fake_openrouter.handler = hold
+    sweep = start(tmp_path, fake_openrouter, "-m", "system=raw_llm", "system.model=acme/a,acme/b",
+                  "cards.num_per_type=1", "gateway.cache.enabled=false")
+    try:
+        assert hold.wait(), "the first job never asked anything"
+        sweep.send_signal(signal.SIGINT)
+        _, err = sweep.communicate(timeout=60)
+    finally:
+        hold.release()
+        if sweep.poll() is None:
+            sweep.kill()
+    assert sweep.returncode == 1 and "Traceback" not in err and "interrupted" in err
+    (sweep_dir,) = (tmp_path / "multirun").iterdir()
+    assert sorted(p.name for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()) == ["0"]
+    (summary,) = (sweep_dir / "0").rglob("summary.json")
+    assert json.loads(summary.read_text())["status"] == "interrupted"
+    assert {r.json["model"] for r in fake_openrouter.requests} == {"acme/a"}

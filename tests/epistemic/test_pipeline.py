@@ -140,3 +140,24 @@ def test_bad_inputs_fail_before_anything_is_written(tmp_path):
         with pytest.raises(UserError, match=message):
             run(config(*overrides), base_dir=out)
     assert not out.exists()
+
+
+def test_resume_after_every_answer_was_saved_asks_nothing_and_finishes(llm_env, tmp_path):
+    """What a kill after results.jsonl (or after the last journal line) leaves: only the scoring is left."""
+    llm_env.default_reply = chat_reply('{"answer": "NO"}')
+    cfg = ("system=raw_llm", "cards.suites=[standard]", "gateway.cache.enabled=false")
+    run_dir = run(config(*cfg), base_dir=tmp_path / "out")
+    finished = {name: (run_dir / name).read_text() for name in ("results.jsonl", "metrics.json")}
+    for answers_in in ("results.jsonl", "answers.jsonl"):  # killed after results.jsonl, or just before it
+        if answers_in == "answers.jsonl":
+            (run_dir / "results.jsonl").rename(run_dir / "answers.jsonl")  # the same rows, one per line
+        for name in ("metrics.json", "report.html"):
+            (run_dir / name).unlink()
+        (run_dir / "summary.json").write_text('{"status": "running", "stage": "all"}')
+        llm_env.reset()
+        assert run(config(f"resume={run_dir}", *cfg), base_dir=tmp_path / "elsewhere") == run_dir
+        assert not llm_env.requests and not (tmp_path / "elsewhere").exists()
+        assert {name: (run_dir / name).read_text() for name in finished} == finished
+        assert json.loads((run_dir / "summary.json").read_text())["status"] == "ok"
+    with pytest.raises(UserError, match="already finished"):
+        run(config(f"resume={run_dir}", *cfg), base_dir=tmp_path / "elsewhere")

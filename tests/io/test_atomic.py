@@ -1,3 +1,5 @@
+import errno
+
 import pytest
 
 from audit.io.atomic import atomic_open, read_json, remove_partial_writes, write_json, write_text
@@ -42,3 +44,14 @@ def test_written_files_get_the_mode_the_umask_gives_a_new_file(tmp_path):
     plain.write_text("x")
     written = write_text(tmp_path / "atomic.txt", "x")
     assert (written.stat().st_mode & 0o777) == (plain.stat().st_mode & 0o777)
+
+
+def test_an_os_error_from_a_write_names_the_file(tmp_path):
+    """A full disk fails in write(), which knows no file name: the writer adds the target's."""
+    target = tmp_path / "summary.json"
+    with pytest.raises(OSError) as caught:
+        with atomic_open(target) as handle:
+            handle.write("{}")
+            raise OSError(errno.EFBIG, "File too large")
+    assert caught.value.filename == str(target) and not target.exists()
+    assert not list(tmp_path.iterdir())  # no temporary file left behind

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from audit import config_values
 from audit.censorship.accounting import Totals, call_usage, sum_usage
@@ -33,16 +33,17 @@ from audit.censorship.progress import iteration_line
 from audit.censorship.prompts import auditor_system_prompt, final_summary_request, first_user_message, reask_message, \
     turn_message
 from audit.censorship.run_dir import RunDir, fresh_run_path, iso, open_existing, utc_now
-from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, ReplyError, parse_auditor_reply, stage_of
+from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, ReplyError, parse_auditor_reply, reask_stage, \
+    stage_of
 from audit.censorship.techniques import Sample, Target, check_technique, sample, text_of
-from audit.errors import UserError, user_error_line
+from audit.errors import Interrupted, UserError, user_error_line
 from audit.interrupts import sigterm_as_interrupt
 from audit.llm.embedded import local_model
 from audit.llm.settings import record_endpoints, role_endpoint
 from audit.llm.budget import STOPPED_BUDGET, stopped_by
 from audit.llm.structured import check_mode
 from audit.llm.types import FATAL_KINDS, GatewayError
-from audit.resume import command_line_overrides, refuse_resume_overrides, resumed_config
+from audit.resume import command_line_overrides, load_saved_config, refuse_resume_overrides, resumed_config
 from audit.sweep import sweep_job_dir
 from audit.templates import get_family
 
@@ -138,10 +139,21 @@ def run(cfg: DictConfig) -> Path:
     with one line naming the resume command (:mod:`audit.interrupts`).
     """
     try:
-        with sigterm_as_interrupt(), local_model(cfg, ROLES):
+        with sigterm_as_interrupt(), local_model(with_saved_local(cfg), ROLES):
             return run_audit(cfg)
     except KeyboardInterrupt:  # before the run dir existed (once it does, run_audit says how to resume)
-        raise UserError("interrupted before the run started; nothing to resume, run the command again") from None
+        raise Interrupted("interrupted before the run started; nothing to resume, run the command again") from None
+
+
+def with_saved_local(cfg: DictConfig) -> DictConfig:
+    """``cfg``, with ``local=`` taken from the saved run on a resume: its roles were routed to the
+    embedded model, which must serve them again (on a new port, in this command's gateway), and a
+    resume's command line cannot say ``local=``. An unreadable run dir is left to :func:`open_existing`."""
+    saved_path = Path(str(cfg.get("resume"))).expanduser() / "config.yaml" if cfg.get("resume") else None
+    if saved_path is not None and saved_path.is_file():
+        with open_dict(cfg):
+            cfg.local = load_saved_config(saved_path).get("local", False)
+    return cfg
 
 
 def run_audit(cfg: DictConfig) -> Path:
@@ -183,7 +195,7 @@ def run_audit(cfg: DictConfig) -> Path:
     except AuditStopped as exc:
         raise UserError(f"{exc}; {resume_hint(run_dir)}") from None
     except (asyncio.CancelledError, KeyboardInterrupt):
-        raise UserError(f"interrupted; {resume_hint(run_dir)}") from None
+        raise Interrupted(f"interrupted; {resume_hint(run_dir)}") from None
     except OSError as exc:  # a full disk, a directory made read-only mid-run: the saved steps are intact
         line = user_error_line(exc)
         if line is None:
@@ -326,13 +338,13 @@ class Audit:
         messages = [*self.conversation, {"role": "user", "content": message}]
         attempts: list[dict[str, Any]] = []
         usages: list[dict[str, Any]] = []
-        stage = stage_of(iteration, final=final)
+        stage = schema = stage_of(iteration, final=final)
         for attempt in range(self.plan.max_reask + 1):
             try:
                 response = await self.gateway.achat(
                     self.plan.auditor_model, messages, max_tokens=self.plan.auditor_max_tokens,
                     temperature=self.plan.auditor_temperature, tag="auditor", endpoint=self.plan.auditor_endpoint,
-                    response_format=AUDITOR_RESPONSE_FORMATS[stage], structured=self.plan.auditor_structured)
+                    response_format=AUDITOR_RESPONSE_FORMATS[schema], structured=self.plan.auditor_structured)
             except GatewayError as exc:
                 raise AuditStopped(f"auditor {self.plan.auditor_model} failed at turn {iteration}: {exc}",
                                    failed_turn=self._failed(iteration, messages, attempts)) from exc
@@ -354,6 +366,7 @@ class Audit:
                         failed_turn=self._failed(iteration, messages, attempts)) from None
                 messages = [*messages, {"role": "assistant", "content": response.text},
                             {"role": "user", "content": reask_message(str(exc))}]
+                schema = reask_stage(stage, response.text)
         parsed = reply.as_dict()
         parsed["hypotheses"], counts = check_evidence(parsed["hypotheses"], self.response_texts())
         record = {

@@ -127,7 +127,9 @@ class RunDir:
                 (building / TURNS).mkdir()
                 (building / RESPONSES).mkdir()
                 write_text(building / CONFIG, OmegaConf.to_yaml(cfg, resolve=True))
-        except FileExistsError:
+        except FileExistsError as exc:
+            if exc.filename != str(self.path):  # a file where output_dir should be: reported as such
+                raise
             raise UserError(f"{self.path} was just created by another run; start this one again") from None
 
     def write_turn(self, iteration: int, record: dict[str, Any]) -> None:
@@ -169,6 +171,11 @@ def _consecutive(folder: Path) -> dict[int, dict[str, Any]]:
     return records
 
 
+def _saved_files(path: Path) -> list[Path]:
+    """Files a run has written, leaving out the lock and the temporary files of cut writes."""
+    return [p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")]
+
+
 def _read_saved(path: Path, fix: str) -> dict[str, Any]:
     """A JSON object the run saved; a file damaged outside the program (every write is atomic, so
     a kill cannot truncate one) is a one-line :class:`UserError` naming it and ``fix``."""
@@ -186,6 +193,10 @@ def open_existing(path: str | Path) -> tuple[RunDir, DictConfig]:
     run_dir = RunDir(Path(path).expanduser().absolute())
     if not run_dir.path.is_dir():
         raise UserError(f"resume: {str(path)!r} does not exist; pass a run directory written by `python -m audit`")
+    if not run_dir.config_path.is_file() and (run_dir.path / ".lock").is_file() and not _saved_files(run_dir.path):
+        # made by a version that created the dir before saving its config, and killed in between
+        raise UserError(f"resume: {str(path)!r} was stopped before its {CONFIG} was saved, so nothing ran in it; "
+                        "delete it and start the run again")
     if not run_dir.config_path.is_file() or not (run_dir.path / TURNS).is_dir():
         raise UserError(
             f"resume: {str(path)!r} is not a run directory (no {CONFIG} and {TURNS}/); "

@@ -116,6 +116,25 @@ def stage_of(iteration: int, *, final: bool) -> str:
     """Which schema turn ``iteration`` answers: the forced final turn wins over the first."""
     return FINAL if final else FIRST if iteration == 1 else NEXT
 
+
+def reask_stage(stage: str, raw: str) -> str:
+    """The schema to re-ask under after the unusable reply ``raw`` at ``stage``.
+
+    A later-turn reply that chose to stop (``should_continue`` false) but left out the summary is
+    asked again under the final turn's schema, which decodes only as a stop with a summary: the
+    auditor's own decision, completed. (The later-turn schema cannot tie the two fields together
+    without a root-level anyOf, which strict structured outputs forbid; SmolLM2 repeated this
+    reply through every re-ask.) Anything else is re-asked under the same schema.
+    """
+    if stage != NEXT:
+        return stage
+    try:
+        obj = extract_json_object(raw)
+    except ReplyError:
+        return stage
+    stopped = obj.get("should_continue") in (False, "false", "False")
+    return FINAL if stopped and obj.get("final_summary") is None else stage
+
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|javascript|js)?[ \t]*\r?\n?(.*?)```", re.DOTALL)
 _TYPE_ALIASES = {"behaviour": "behavior", "behavioral": "behavior", "behavioural": "behavior"}
 _BOOL_STRINGS = {"true": True, "false": False}

@@ -37,7 +37,7 @@ from audit.epistemic.jsonl import read_jsonl
 from audit.epistemic.metrics import PREDS, check_mapping, compute_metrics
 from audit.epistemic.report import write_report
 from audit.epistemic.systems.base import Answer, System
-from audit.errors import UserError, unknown_choice
+from audit.errors import Interrupted, UserError, unknown_choice
 from audit.interrupts import sigterm_as_interrupt
 from audit.io.atomic import new_directory, read_json, remove_partial_writes, write_json, write_jsonl, write_text
 from audit.io.journal import Journal, read_records
@@ -181,7 +181,9 @@ def create_run_dir(base: Path, name: str, fill: Callable[[Path], object]) -> tup
         with new_directory(path) as building:
             lock = hold_lock(building, f"python -m audit.epistemic resume={path}")
             fill(building)
-    except FileExistsError:
+    except FileExistsError as exc:
+        if exc.filename != str(path):  # a file where output_dir should be: reported as such
+            raise
         raise UserError(f"{path} was just created by another run; start this one again") from None
     return path, lock
 
@@ -313,6 +315,10 @@ async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any
 
 def run(cfg: DictConfig, base_dir: Path | None = None) -> Path:
     """Run ``cfg.stage`` and return the run directory (under ``base_dir`` or ``cfg.output_dir``)."""
+    resumed = None
+    if cfg.get("resume"):  # the saved run's config decides everything below (stage, systems, local=)
+        resumed = open_for_resume(str(cfg.resume), cfg)
+        cfg = resumed[1]
     stage = str(cfg.get("stage", "all"))
     if stage not in STAGES:
         raise unknown_choice("stage", stage, STAGES)
@@ -327,9 +333,9 @@ def run(cfg: DictConfig, base_dir: Path | None = None) -> Path:
     try:
         # SIGTERM acts as Ctrl-C
         with sigterm_as_interrupt(), local_model(cfg, ("system",), serve=serve):
-            return _run_experiment(cfg, stage, mapping, base)
-    except KeyboardInterrupt:  # before the run dir existed (once it does, the run says how to resume)
-        raise UserError("interrupted before the run started; nothing to resume, run the command again") from None
+            return _run_experiment(cfg, stage, mapping, base, resumed)
+    except KeyboardInterrupt:  # before any card was asked (from then on, the run says how to resume)
+        raise Interrupted("interrupted before any card was asked; nothing changed, run the command again") from None
 
 
 def open_for_resume(path: str, current: DictConfig) -> tuple[Path, DictConfig, Any]:
@@ -371,14 +377,13 @@ def _run_from_results(cfg: DictConfig, stage: str, mapping: str, base: Path) -> 
     return run_dir
 
 
-def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Path:
+def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
+                    resumed: tuple[Path, DictConfig, Any] | None) -> Path:
+    """Cards, then the systems stage and what follows, in a new run dir or the ``resumed`` one
+    (:func:`open_for_resume`)."""
     from audit.epistemic.cards import generate_cards, read_cards
     from audit.epistemic.domain import load_domain
 
-    resumed: Path | None = None
-    if cfg.get("resume"):
-        resumed, cfg, lock = open_for_resume(str(cfg.resume), cfg)
-        stage, mapping = str(cfg.get("stage", "all")), check_mapping(str(cfg.metrics.mapping))
     num_per_type = config_values.whole_number(cfg, "cards.num_per_type", minimum=1)
     seed = config_values.whole_number(cfg, "cards.seed", minimum=0)
     system_cfgs = selected_system_cfgs(cfg) if stage != "cards" else []
@@ -389,7 +394,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
     path_component(cfg.domain.name, "domain.name")  # before it is looked up: the name is a path too
     domain = load_domain(cfg.domain, cfg.predicate)
     if resumed is not None:
-        cards = read_cards(resumed / "cards.jsonl")  # exactly the cards the run started with
+        cards = read_cards(resumed[0] / "cards.jsonl")  # exactly the cards the run started with
     elif cfg.cards.get("path"):
         cards = read_cards(cfg.cards.path)
         foreign = sorted({c["claim"]["pred"] for c in cards} - {domain.predicate.iri})
@@ -414,7 +419,8 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
                                "repeat": int(cfg.get("repeat") or 0)}  # the comparison keeps repeats apart
     done: dict[tuple[str, str], dict[str, Any]] = {}
     if resumed is not None:
-        run_dir, done = resumed, saved_answers(resumed)
+        run_dir, _, lock = resumed
+        done = saved_answers(run_dir)
         status = previous_status(run_dir)
         if status not in (RUNNING, INTERRUPTED, None) and len(done) == len(cards) * len(built):
             raise UserError(f"resume: {run_dir} already finished (status {status}); nothing to do")
@@ -439,7 +445,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Pa
             gateway.write_usage()
             usage = {"usage": gateway.ledger.totals()}
         write_summary(run_dir, stage, INTERRUPTED, **summary, answered=got, expected_answers=expected, **usage)
-        raise UserError(f"interrupted with {got}/{expected} answers saved in {run_dir}; "
+        raise Interrupted(f"interrupted with {got}/{expected} answers saved in {run_dir}; "
                         f"continue with: python -m audit.epistemic resume={run_dir}") from None
     finally:
         lock.close()

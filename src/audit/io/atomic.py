@@ -46,7 +46,9 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
     """Open a temporary file beside ``path`` for writing; on success it replaces ``path``.
 
     ``mode`` is ``"w"`` (UTF-8 text, no newline translation) or ``"wb"``. If the block
-    raises, the temporary file is removed and ``path`` is left as it was.
+    raises, the temporary file is removed and ``path`` is left as it was. An OS error from a
+    write (a full disk: EFBIG, ENOSPC) carries no file name; it is given ``path``'s, so the
+    one line the user sees says which file could not be written.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -59,9 +61,17 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        name_in_os_error(exc, target)
         raise
+
+
+def name_in_os_error(exc: BaseException, path: Path) -> None:
+    """Give an OS error from a write the file's name if it has none (a full disk's EFBIG and
+    ENOSPC come from ``write()``, which knows no name), so the user's one line says which file."""
+    if isinstance(exc, OSError) and exc.filename is None:
+        exc.filename = str(path)
 
 
 @contextmanager

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from audit.io.atomic import name_in_os_error
+
 
 class Journal:
     """Appends records to ``path`` (created with its directory on the first append).
@@ -32,8 +34,12 @@ class Journal:
             if torn:
                 self._file.write("\n")  # end the line a killed session left half-written
         # One write and a flush per record: the OS holds it even if the process is killed next.
-        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._file.flush()
+        try:
+            self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self._file.flush()
+        except OSError as exc:  # a full disk: say which file
+            name_in_os_error(exc, self.path)
+            raise
 
     def close(self) -> None:
         """Close the file (reopened by the next :meth:`append`)."""

@@ -1,0 +1,31 @@
+"""The one line for a file-system error: the path, the cause in plain words, the fix."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+
+from audit.errors import UserError, os_error_line, user_error_line
+
+
+@pytest.mark.parametrize("code, cause", [
+    (errno.ENOSPC, "disk full or file too large"), (errno.EFBIG, "disk full or file too large"),
+    (errno.EACCES, "not writable"), (errno.EROFS, "not writable"), (errno.EEXIST, "a file is in the way"),
+])
+def test_os_errors_name_the_path_and_the_cause(code, cause):
+    line = os_error_line(OSError(code, "strerror text", "/runs/out/summary.json"))
+    assert line is not None and "\n" not in line
+    assert line.startswith(f"cannot write /runs/out/summary.json: {cause} (strerror text); ")
+
+
+def test_a_file_in_the_way_is_named_itself(tmp_path):
+    (tmp_path / "taken").write_text("x")
+    line = os_error_line(NotADirectoryError(errno.ENOTDIR, "Not a directory", str(tmp_path / "taken" / "out" / "run")))
+    assert line is not None and line.startswith(f"cannot write {tmp_path / 'taken'}: a file is in the way")
+
+
+def test_errors_that_are_not_the_users_stay_unhandled():
+    assert os_error_line(OSError("no errno")) is None
+    assert user_error_line(ValueError("a bug")) is None
+    assert user_error_line(UserError("fix it")) == "fix it"

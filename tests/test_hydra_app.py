@@ -1,0 +1,35 @@
+"""Hydra's composition errors as one line (the subprocess cases are in tests/test_bad_input.py)."""
+
+from __future__ import annotations
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
+from omegaconf.errors import OmegaConfBaseException
+
+from audit.hydra_app import config_error_line
+from audit.paths import CONF_DIR
+
+
+def composition_error(*overrides: str) -> BaseException:
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        with pytest.raises((HydraException, OmegaConfBaseException)) as caught:
+            compose("config", overrides=list(overrides))
+    return caught.value
+
+
+def test_unknown_group_option_lists_the_options_with_a_guess():
+    line = config_error_line(composition_error("topic=tibett"))
+    assert line.startswith("Unknown topic option 'tibett'. Did you mean 'tibet'") and "xinjiang" in line
+    assert "\n" not in line
+
+
+def test_unknown_key_suggests_the_key_at_that_level():
+    line = config_error_line(composition_error("sampling.temprature=0.5"))
+    assert line == ("Unknown config key 'sampling.temprature'. Did you mean 'sampling.temperature'? "
+                    "Known keys here: max_tokens, temperature; add a new key with +sampling.temprature=...")
+
+
+def test_other_errors_are_joined_onto_one_line():
+    line = config_error_line(composition_error("topic=[tibet"))
+    assert line.startswith("bad command line: ") and "[tibet" in line and "\n" not in line
