@@ -54,6 +54,15 @@ def test_redactor_removes_key_and_authorization_values(text):
     assert MASK in out and "]]" not in out
 
 
+@pytest.mark.parametrize(("secret", "text", "expected"), [
+    ("x", "OpenrouterException: bad key x", "OpenrouterException: bad key [REDACTED]"),
+    ("x", "key=x; next", "key=[REDACTED]; next"),
+    ("local", "localhost refused local-model", "localhost refused local-model"),
+])
+def test_a_short_placeholder_key_is_masked_as_a_token_not_inside_words(secret, text, expected):
+    assert Redactor([secret])(text) == expected
+
+
 def _gateway(server: FakeOpenRouter, tmp_path: Path, max_retries: int = 2) -> Gateway:
     settings = GatewaySettings(api_base=server.base_url, timeout_s=5.0, max_retries=max_retries,
                                backoff_initial_s=0.01, backoff_max_s=0.02, cache_path=tmp_path / "cache.sqlite")

@@ -201,6 +201,8 @@ def run_audit(cfg: DictConfig) -> Path:
         if line is None:
             raise
         raise UserError(f"{line}; {resume_hint(run_dir)}") from None
+    finally:
+        run_dir.release()
     return run_dir.path
 
 

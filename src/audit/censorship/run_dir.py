@@ -87,6 +87,14 @@ class RunDir:
         """Hold the run dir for this process (see :mod:`audit.io.lock`); a second runner gets one line."""
         self._lock = hold_lock(self.path, f"resume={self.path}")
 
+    def release(self) -> None:
+        """Let go of the run dir once this process is done with it, whatever the outcome. Waiting
+        for the object to be collected is not enough: a failed run's traceback keeps it alive, so
+        a resume in the same process (samples=k, a notebook, a test) would find it still locked."""
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
     @property
     def config_path(self) -> Path:
         return self.path / CONFIG

@@ -5,6 +5,11 @@ provider repeating the key it rejected). That text goes into ``summary.json``, t
 reports and the next auditor prompt, which another provider reads; so every error text
 passes through a :class:`Redactor` first. It removes the run's own keys wherever they
 appear and any ``Bearer``/``Authorization`` value, whoever's key it is.
+
+A short key (a placeholder such as ``x`` that a keyless local server accepts) is masked
+only where it stands as a token of its own: masked as a substring, it would garble every
+word that contains it ("OpenrouterE[REDACTED]ception") and make the error unreadable.
+No provider issues keys that short, so no real key is left in the text.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ import re
 from collections.abc import Iterable
 
 MASK = "[REDACTED]"
+SHORT_SECRET = 12
+"""Keys shorter than this are masked as whole tokens only (see the module docstring)."""
 
 # "Bearer <token>" and "Authorization: <value>" / "'authorization': '<value>'" / authorization=<value>.
 _BEARER = re.compile(r"(?i)\bbearer\s+(?!\[REDACTED\])[^\s\"',;}\]]+")
@@ -35,5 +42,8 @@ class Redactor:
         text = _AUTHORIZATION.sub(rf"\g<1>{MASK}", text)
         text = _BEARER.sub(f"Bearer {MASK}", text)
         for secret in self._secrets:
-            text = text.replace(secret, MASK)
+            if len(secret) >= SHORT_SECRET:
+                text = text.replace(secret, MASK)
+            else:
+                text = re.sub(rf"(?<![\w-]){re.escape(secret)}(?![\w-])", MASK, text)
         return text
