@@ -525,8 +525,11 @@ class Audit:
         """On a resume, sample again every iteration with a failed call (its good calls come from the
         cache, free) and check later turns' citations again; fact scoring is redone at the end anyway.
         Later auditor turns keep what they were told (the redone response records ``redone_after``)."""
-        for k in sorted({e["iteration"] for e in self.call_errors() if e["iteration"] is not None}):
-            previous = [e["error"] for e in self.call_errors() if e["iteration"] == k]
+        failed: dict[int, list[str]] = {}
+        for error in self.call_errors():
+            if error["iteration"] is not None:
+                failed.setdefault(error["iteration"], []).append(error["error"])
+        for k, previous in sorted(failed.items()):
             await self.sample(k)
             self.responses[k]["redone_after"] = previous
             self.run_dir.write_response(k, self.responses[k])

@@ -107,6 +107,11 @@ def cards_for_report(cfg: DictConfig, results_paths: Sequence[Path]) -> dict[str
     return {str(c["id"]): c for p in dict.fromkeys(paths) for _, c in read_jsonl(p, "cards", fix) if "id" in c}
 
 
+def system_names(cfg: DictConfig) -> list[str]:
+    """The names of the systems a run answers with: the ``systems`` list, else the ``system`` choice."""
+    return _as_list(cfg.get("systems")) or [str(cfg.system.name)]
+
+
 def selected_system_cfgs(cfg: DictConfig) -> list[DictConfig]:
     """The systems to run: the ``systems`` list if given, else the ``system`` group choice.
 
@@ -115,7 +120,7 @@ def selected_system_cfgs(cfg: DictConfig) -> list[DictConfig]:
     ``per_system.<name>`` settings (``+per_system.rag.endpoint=local``) apply to the one named,
     so every listed system can have its own endpoint or model.
     """
-    names = _as_list(cfg.get("systems")) or [str(cfg.system.name)]
+    names = system_names(cfg)
     settings = cfg.get("per_system") or {}
     for name in settings:
         if name not in names:
@@ -328,7 +333,7 @@ def run(cfg: DictConfig, base_dir: Path | None = None) -> Path:
         return _run_from_results(cfg, stage, mapping, base)
     # local=true: the embedded model answers for every LLM system; with none (kg_oracle alone, or
     # stage=cards) nothing would call it, so it is not started.
-    names = _as_list(cfg.get("systems")) or [str(cfg.system.name)]
+    names = system_names(cfg)
     serve = stage != "cards" and any(systems.get(name).NEEDS_LLM for name in names)
     try:
         # SIGTERM acts as Ctrl-C
