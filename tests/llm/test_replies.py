@@ -75,6 +75,16 @@ def _call(gateway: Gateway, route: str):
     return gateway.complete("m/x", "q")
 
 
+def _failure(gateway: Gateway, route: str) -> GatewayError:
+    """The error one call raises (the call must fail); the gateway is closed either way."""
+    try:
+        with pytest.raises(GatewayError) as info:
+            _call(gateway, route)
+    finally:
+        gateway.close()
+    return info.value
+
+
 def _answer(route: str, text: str) -> Reply:
     return chat_reply(text) if route == CHAT else completion_reply(text)
 
@@ -110,12 +120,8 @@ def test_fault_shapes_are_retried_then_reported_with_their_kind(fake_openrouter,
     make, kind, status = FAULTS[fault]
     fake_openrouter.handler = lambda request: make(route)
     gateway = _gateway(fake_openrouter, tmp_path, max_retries=2)
-    try:
-        with pytest.raises(GatewayError) as info:
-            _call(gateway, route)
-    finally:
-        gateway.close()
-    assert (info.value.kind, info.value.status) == (kind, status), str(info.value)
+    error = _failure(gateway, route)
+    assert (error.kind, error.status) == (kind, status), str(error)
     assert len(fake_openrouter.requests) == 3  # retried: 1 + max_retries, every one the gateway's
     totals = gateway.ledger.totals()
     assert totals["errors"] == 1 and totals["retries"] == 2
@@ -137,13 +143,8 @@ def test_refused_connection_is_labelled_connection(tmp_path):
     for route in ROUTES:
         settings = GatewaySettings(api_base=settings_base, timeout_s=5.0, max_retries=0,
                                    cache_path=tmp_path / "cache.sqlite")
-        gateway = Gateway(settings, KEY)
-        try:
-            with pytest.raises(GatewayError) as info:
-                _call(gateway, route)
-        finally:
-            gateway.close()
-        assert info.value.kind == "connection" and info.value.status is None, str(info.value)
+        error = _failure(Gateway(settings, KEY), route)
+        assert error.kind == "connection" and error.status is None, str(error)
 
 
 @pytest.mark.parametrize("route", ROUTES)
@@ -169,10 +170,5 @@ def test_a_dropped_connection_is_resent_only_by_the_gateway(fake_openrouter, tmp
     from audit.testing.fake_openrouter import truncated
     fake_openrouter.handler = lambda request: truncated(_answer(route, "never whole"))
     gateway = _gateway(fake_openrouter, tmp_path, max_retries=1)
-    try:
-        with pytest.raises(GatewayError) as info:
-            _call(gateway, route)
-    finally:
-        gateway.close()
-    assert info.value.kind == "connection"
+    assert _failure(gateway, route).kind == "connection"
     assert len(fake_openrouter.requests) == 1 + gateway.ledger.totals()["retries"] == 2
