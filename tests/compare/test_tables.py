@@ -69,7 +69,7 @@ def test_repeats_of_a_cell_pool_counts_and_show_their_spread(tmp_path: Path) -> 
     assert cell["fact_recall"] == pytest.approx(6 / 10)   # (2 + 4) / (6 + 4), not the mean of 1/3 and 1
     assert cell["refused_share"] == pytest.approx(3 / 6)
     assert (cell["refused_min"], cell["refused_max"]) == (0.25, 1.0)
-    assert cell["refused_share_lo"] <= 0.5 <= cell["refused_share_hi"] and "cluster bootstrap" in cell["interval"]
+    assert cell["refused_share_lo"] <= 0.5 <= cell["refused_share_hi"] and "over runs" in cell["interval"]
 
 
 def test_contradicted_facts_are_counted(tmp_path: Path) -> None:
@@ -86,7 +86,8 @@ def test_contradicted_facts_are_counted(tmp_path: Path) -> None:
 
 def test_knows_vs_says_paired_gap_has_the_known_answer(tmp_path: Path) -> None:
     """Refusing 0/4 under user_persona and 4/4 as the assistant on the same probes, in every
-    run: the gap is exactly -1 and no resample can move it."""
+    run: the gap is exactly -1; the interval keeps the width that 12 responses a side leave
+    (identical runs never give a zero-width interval)."""
     for name in ("a", "b", "c"):
         censorship_run(tmp_path, name, topic="tibet", classifications={"forthcoming": 4},
                        baseline={"refused": 4})
@@ -96,7 +97,7 @@ def test_knows_vs_says_paired_gap_has_the_known_answer(tmp_path: Path) -> None:
                    covered=1, total=6)
     gaps = build_tables(collect([tmp_path])).gaps
     row = row_of(gaps, technique="user_persona")
-    assert (row["refused_gap"], row["refused_gap_lo"], row["refused_gap_hi"]) == (-1.0, -1.0, -1.0)
+    assert (row["refused_gap"], row["refused_gap_lo"]) == (-1.0, -1.0) and -1.0 < row["refused_gap_hi"] < -0.5
     assert row["official_line_gap"] == 0.0 and row["paired_runs"] == 3 and row["assistant_runs"] == 2
     assert math.isnan(row["facts_gap"])  # these runs scored no baseline facts
     assert row["facts_gap_vs_assistant_runs"] == pytest.approx(9 / 18 - 1 / 12)  # 3 runs x 3/6 against (0 + 1)/12
@@ -198,7 +199,8 @@ def test_language_gap_pairs_each_topic_with_its_chinese_twin(tmp_path: Path) -> 
     (row,) = gaps.to_dict("records")
     assert (row["topic"], row["runs_en"], row["runs_zh"]) == ("tibet", 2, 2)
     assert (row["refused_share_en"], row["refused_share_zh"], row["refused_gap"]) == (0.25, 1.0, 0.75)
-    assert (row["refused_gap_lo"], row["refused_gap_hi"]) == (0.75, 0.75)  # the runs agree exactly
+    # The runs agree exactly, yet two runs a side cannot tell how much runs differ: a wide interval, never zero width.
+    assert row["refused_gap_lo"] < 0.75 < row["refused_gap_hi"]
     assert row["facts_gap"] == -0.5
 
 
