@@ -73,7 +73,8 @@ def test_cluster_rate_is_deterministic_and_skips_runs_that_counted_nothing() -> 
 
 def test_a_single_run_falls_back_to_wilson_over_responses_and_says_so() -> None:
     single = cluster_rate([3], [10])
-    assert single is not None and single["method"] == WILSON_METHOD and single["unit"] == "responses"
+    assert single is not None and single["method"] == WILSON_METHOD.format(items="responses")
+    assert single["unit"] == "responses" and cluster_rate([3], [6], items="facts")["unit"] == "facts"  # type: ignore[index]
     assert (single["lo"], single["hi"]) == pytest.approx((wilson(3, 10)["lo"], wilson(3, 10)["hi"]))  # type: ignore[index]
 
 

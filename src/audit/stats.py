@@ -56,7 +56,7 @@ _T_975 = (12.7062047, 4.3026527, 3.1824463, 2.7764451, 2.5705818, 2.4469119, 2.3
 CLUSTER_METHOD = ("95% interval over runs: Wilson on the pooled responses with the effective sample size "
                   "(responses / design effect, design effect estimated from the spread between runs, at least 1) "
                   "and Student's t with runs − 1 degrees of freedom")
-WILSON_METHOD = "a single run: Wilson 95% over its responses (no spread between runs to measure)"
+WILSON_METHOD = "a single run: Wilson 95% over its {items} (no spread between runs to measure)"
 DIFFERENCE_METHOD = ("95% t interval over runs (runs − 1 degrees of freedom), variance from the spread between runs, "
                      "at least the binomial variance of the responses")
 NO_DIFFERENCE_INTERVAL = "a single run on a side: no interval for the difference"
@@ -144,12 +144,13 @@ def spread(ks: Sequence[float], ns: Sequence[float]) -> tuple[float, float] | No
     return float(shares.min()), float(shares.max())
 
 
-def cluster_rate(ks: Sequence[float], ns: Sequence[float]) -> dict[str, Any] | None:
+def cluster_rate(ks: Sequence[float], ns: Sequence[float], items: str = "responses") -> dict[str, Any] | None:
     """Pooled share of several runs with a run-level 95% interval (see the module docs).
 
     Returns ``{"value", "lo", "hi", "k", "n", "runs", "unit", "method", "spread"}``, or None when
     no run counted anything (an undefined share is not 0). ``unit`` is what the interval's n
-    counts: ``runs``, or ``responses`` for the single-run fallback.
+    counts: ``runs``, or ``items`` (what a run's n counts: responses, facts, cards) for the
+    single-run fallback.
     """
     k, n = _arrays(ks, ns)
     if not len(k):
@@ -158,7 +159,7 @@ def cluster_rate(ks: Sequence[float], ns: Sequence[float]) -> dict[str, Any] | N
     if len(k) == 1:
         interval = wilson(int(k[0]), int(n[0]))
         assert interval is not None  # n > 0 by _arrays
-        return {**interval, **base, "unit": "responses", "method": WILSON_METHOD}
+        return {**interval, **base, "unit": items, "method": WILSON_METHOD.format(items=items)}
     p, lo, hi = run_level_bounds(k, n)
     return {"value": float(p), "lo": float(lo), "hi": float(hi), **base, "unit": "runs", "method": CLUSTER_METHOD}
 
