@@ -28,7 +28,7 @@ from audit.epistemic.metrics import LOWER_IS_BETTER
 from audit.errors import UserError
 from audit.io.atomic import write_text
 from audit.pages import SORT_FILTER_JS
-from audit.stats import CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE, WILSON_METHOD
+from audit.stats import CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says.csv", "language_gap.csv",
@@ -383,7 +383,7 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path) -> dict[str, 
                                {"refused_gap": "refusal gap (zh − en)", "facts_gap": "facts gap (zh − en)"},
                                lambda r: r["runs_en"] + r["runs_zh"])
         if not tables.languages.empty else None,
-        "cluster_method": CLUSTER_METHOD, "wilson_method": WILSON_METHOD.format(items="responses (or facts)"),
+        "cluster_method": CLUSTER_METHOD,
         "difference_method": DIFFERENCE_METHOD, "coverage_note": COVERAGE_NOTE,
         "unlabelled_mark": f"{UNLABELLED_MARK:.0%}",
         "unlabelled_total": int(tables.audits["unlabelled"].sum() + tables.audits["baseline_unlabelled"].fillna(0).sum())
