@@ -318,7 +318,8 @@ def epistemic_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
             for column in columns:
                 r = by_cell.get((system, column))
                 row.append(None if r is None else {"value": fmt(r["rate"]), "ci": interval(r, "rate"),
-                                                   "detail": f"{fraction(r['k'], r['n'])} · {r['runs']} run(s)"
+                                                   "detail": f"{fraction(r['k'], r['n'])} cards · interval "
+                                                             f"{over(r['runs'], r['n'], 'cards')}"
                                                              + (f" ({r['repeats']} repeats)" if r["repeats"] > 1 else "")
                                                              + (f" · {r['replays']} cached re-run(s) not counted"
                                                                 if r["replays"] else ""),

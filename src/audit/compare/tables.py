@@ -222,7 +222,7 @@ def epistemic_matrix(frame: pd.DataFrame) -> pd.DataFrame:
     for (system, domain, predicate), every in frame.groupby(["system", "domain", "predicate"], sort=True):
         cell = every[every["counted"].to_numpy(dtype=bool)]  # a cached re-run of a sample counts once
         for metric in EPISTEMIC_METRICS:
-            rate = cluster_rate(cell[f"{metric}_k"], cell[f"{metric}_n"])
+            rate = cluster_rate(cell[f"{metric}_k"], cell[f"{metric}_n"], items="cards")
             rows.append({"metric": metric, "system": system, "domain": domain, "predicate": predicate,
                          "runs": len(cell), "repeats": cell["repeat"].nunique(), "replays": len(every) - len(cell),
                          "k": math.nan if rate is None else rate["k"],
