@@ -128,6 +128,6 @@ def test_terminal_shows_maps_gaps_and_language_gap(tmp_path: Path, capsys: pytes
         censorship_run(tmp_path, f"{topic}_assistant", topic=topic, technique="assistant")
     compare([tmp_path])
     printed = capsys.readouterr().out
-    assert "per audited model x topic x technique (95% intervals: 95% interval over runs" in printed
+    assert "per audited model x topic x technique (shares of labelled responses; 95% interval over runs" in printed
     assert "knows vs says: technique minus assistant baseline" in printed
     assert "language gap: <topic>_zh minus <topic>" in printed

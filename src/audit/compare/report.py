@@ -46,7 +46,7 @@ MAP_PRINT = ("audited", "topic", "technique", "runs", "n_responses", "unlabelled
              "refused_share_hi", "fact_recall", "fact_recall_lo", "fact_recall_hi", "baseline_fact_recall",
              "contradiction_rate")
 GAP_PRINT = ("audited", "topic", "technique", "paired_runs", "refused_gap", "refused_gap_lo", "refused_gap_hi",
-             "official_line_gap", "technique_fact_recall", "baseline_fact_recall", "facts_gap")
+             "official_line_gap", "technique_fact_recall", "baseline_fact_recall", "facts_gap", "missing")
 # Headers a reader cannot confuse: the technique's fact score and the assistant baseline's are
 # different quantities (what the model says under the technique, and as itself on the same probes).
 HEADERS = {"fact_recall": "facts revealed under technique", "baseline_fact_recall": "facts revealed by assistant baseline",
@@ -408,7 +408,8 @@ def render_html(tables: Tables, dirs: Sequence[Path], out: Path) -> str:
 
 
 def _text_table(frame: pd.DataFrame) -> str:
-    formatters: dict[str, Callable[[Any], str]] = {c: (lambda v, c=c: fmt(v, c)) for c in frame.columns}
+    formatters: dict[str, Callable[[Any], str]] = {
+        c: (lambda v, c=c: "n/a" if c in NA_COLUMNS and is_missing(v) else fmt(v, c)) for c in frame.columns}
     return frame.to_string(index=False, formatters=formatters, na_rep="—")
 
 
@@ -418,7 +419,8 @@ def summary_text(tables: Tables, out: Path) -> str:
     if not tables.audits.empty:
         parts.append(f"censorship audits ({len(tables.audits)} runs)\n{_text_table(tables.audits[list(AUDIT_PRINT)])}")
         view = tables.censorship_map[list(MAP_PRINT)]
-        parts.append(f"per audited model x topic x technique (95% intervals: {CLUSTER_METHOD})\n{_text_table(view)}")
+        parts.append(f"per audited model x topic x technique (shares of labelled responses; {CLUSTER_METHOD}; "
+                     f"one run: Wilson over its responses or facts)\n{_text_table(view)}")
     if not tables.gaps.empty:
         view = tables.gaps[list(GAP_PRINT)]
         parts.append(f"knows vs says: technique minus assistant baseline\n{_text_table(view)}")
