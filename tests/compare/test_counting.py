@@ -108,6 +108,7 @@ def test_a_technique_without_baseline_says_what_is_missing(tmp_path: Path) -> No
     assert gaps.loc["prefill", "missing"] == "" and gaps.loc["prefill", "baseline_fact_recall"] == pytest.approx(1 / 6)
     compare([tmp_path], tmp_path / "cmp")
     html = (tmp_path / "cmp" / "comparison.html").read_text(encoding="utf-8")
+    assert "1 technique run(s) sampled no assistant baseline" in html
     assert "sample it with technique.with_baseline=true" in html
     assert "facts revealed by assistant baseline 0.167" in html and "facts revealed under technique 0.500" in html
     csv = pd.read_csv(tmp_path / "cmp" / "censorship_map.csv").set_index("technique")

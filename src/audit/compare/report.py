@@ -23,7 +23,7 @@ import pandas as pd
 
 from audit.compare.collect import collect
 from audit.compare.counting import UNLABELLED_MARK
-from audit.compare.tables import EPISTEMIC_METRICS, NO_BASELINE, SHARES, Tables, build_tables
+from audit.compare.tables import EPISTEMIC_METRICS, SHARES, Tables, build_tables
 from audit.epistemic.metrics import LOWER_IS_BETTER
 from audit.errors import UserError
 from audit.io.atomic import write_text
@@ -378,7 +378,7 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path) -> dict[str, 
         "gaps_vs_assistant": gap_cells(tables.gaps, ("audited", "topic", "technique", "runs", "assistant_runs"),
                                        {"facts_gap_vs_assistant_runs": "facts gap vs assistant-technique runs"},
                                        lambda r: r["runs"] + r["assistant_runs"]) if not tables.gaps.empty else None,
-        "no_baseline": NO_BASELINE if (not tables.gaps.empty and tables.gaps["runs_without_baseline"].sum()) else "",
+        "no_baseline_runs": 0 if tables.gaps.empty else int(tables.gaps["runs_without_baseline"].sum()),
         "languages": gap_cells(tables.languages, ("audited", "topic", "technique", "runs_en", "runs_zh",
                                                   "unlabelled_en", "unlabelled_zh", "refused_share_en", "refused_share_zh"),
                                {"refused_gap": "refusal gap (zh − en)", "facts_gap": "facts gap (zh − en)"},
