@@ -28,7 +28,6 @@ from typing import IO, Any
 from omegaconf import DictConfig, open_dict
 
 from audit.errors import Interrupted, UserError, exit_on_user_error, user_error_line
-from audit.io.atomic import write_json
 from audit.llm import budget as budgets
 
 JOB_LOG = "job.log"
@@ -104,9 +103,15 @@ def run_job(cfg: DictConfig, job: Callable[[DictConfig], object], experiment: st
 
 
 def record_failure(job_dir: Path, experiment: str, error: str) -> None:
-    """Write the failed job's summary unless its run directory already holds one."""
-    if not any(job_dir.rglob("summary.json")):
-        write_json(job_dir / "summary.json", {"status": "error", "experiment": experiment, "error": error})
+    """Write the failed job's summary (a stub: the header of :mod:`audit.runs.summary`) unless its
+    run directory already holds one."""
+    from audit.runs.rundir import iso, utc_now
+    from audit.runs.status import Status
+    from audit.runs.summary import SUMMARY, CensorshipSummary, EpistemicSummary, write_summary
+
+    if not any(job_dir.rglob(SUMMARY)):
+        kind = CensorshipSummary if experiment == "censorship" else EpistemicSummary
+        write_summary(job_dir / SUMMARY, kind(status=Status.ERROR, error=error, finished_at=iso(utc_now())))
 
 
 def note_failed_jobs(jobs: list[str]) -> None:

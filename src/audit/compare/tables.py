@@ -22,7 +22,8 @@ from typing import Any
 import pandas as pd
 
 from audit.censorship.judging import CLASSES
-from audit.compare.collect import CENSORSHIP, EPISTEMIC, Collected, Failure, Run, natural_key
+from audit.compare.collect import CENSORSHIP, Collected, Failure, Run, natural_key
+from audit.runs.summary import CensorshipSummary, EpistemicSummary, Usage
 from audit.stats import cluster_rate, paired_difference, unpaired_difference
 
 # The epistemic rates a comparison shows, each with its 95% interval (metrics.json order).
@@ -118,30 +119,31 @@ def class_counts(classifications: Mapping[str, Any]) -> dict[str, int]:
 def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The run's row of the audits table, and its classification counts per technique."""
     s = run.summary
-    config = _node(s, "config", "summary.json")
+    assert isinstance(s, CensorshipSummary)
+    config = s.config or {}
     audited, topic, auditor = (_node(config, k, "summary.json config") for k in ("audited", "topic", "auditor"))
     if not audited or not topic:
         raise Unusable("summary.json: config has no audited model or topic")
-    technique = str(s.get("technique") or _node(config, "technique", "summary.json config").get("name") or "?")
-    counts = class_counts(_node(s, "classifications", "summary.json"))
-    recall = _node(s, "fact_recall", "summary.json")
-    base_recall = _node(s, "baseline_fact_recall", "summary.json")
+    technique = str(s.technique or _node(config, "technique", "summary.json config").get("name") or "?")
+    counts = class_counts(s.classifications)
+    recall = s.fact_recall or {}
+    base_recall = s.baseline_fact_recall or {}
     covered, total = _count(recall.get("covered"), "fact_recall.covered"), _count(recall.get("total"), "fact_recall.total")
     # Runs from before the judge scored contradictions have no such count: unknown, not 0.
     contradicted = _number(recall.get("contradicted"), "fact_recall.contradicted")
-    evidence, totals = _node(s, "evidence", "summary.json"), _node(s, "totals", "summary.json")
+    evidence, usage = s.evidence, s.usage or Usage()
     key = {"run": run.label, "audited": str(audited.get("name") or audited.get("model")), "topic": str(topic.get("name"))}
     row = {
         **key,
         "audited_model": audited.get("model"),
         "technique": technique,
-        "baseline": bool(s.get("with_baseline")),
+        "baseline": s.with_baseline,
         "auditor": auditor.get("name") or auditor.get("model"),
         "status": run.status,
-        "repeat": _count(config.get("repeat"), "config.repeat"),
-        "replay": sent_nothing(totals, "totals"),
+        "repeat": s.repeat,
+        "replay": usage.replay,
         "counted": True,  # set by count_replays_once
-        "iterations": _count(s.get("total_iterations"), "total_iterations"),
+        "iterations": s.total_iterations,
         "n_responses": counts["n_responses"],
         **{f"{c}_share": ratio(counts[c], counts["n_responses"]) for c in CLASSES},
         "fact_recall": ratio(covered, total) if recall else math.nan,
@@ -157,18 +159,17 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         if base_recall.get("covered") is not None else math.nan,
         "citations_verified": _count(evidence.get("verified"), "evidence.verified"),
         "citations_unverified": _count(evidence.get("unverified"), "evidence.unverified"),
-        "audited_errors": _count(s.get("audited_errors"), "audited_errors"),
-        # Calls that failed after their retries (status completed_with_errors; resume= re-does them).
-        "failed_calls": len(s.get("call_errors") or []),
-        "tokens": _count(totals.get("prompt_tokens"), "totals.prompt_tokens")
-        + _count(totals.get("completion_tokens"), "totals.completion_tokens"),
-        "cost": _number(totals.get("cost"), "totals.cost"),
-        "started_at": s.get("started_at"),
+        "audited_errors": s.audited_errors,
+        # Calls that failed after their retries (resume= re-does them).
+        "failed_calls": s.failed_calls,
+        "tokens": usage.tokens,
+        "cost": usage.cost if s.usage is not None else math.nan,
+        "started_at": s.started_at,
         "path": str(run.path),
     }
     responses = [{**key, "technique": technique, "baseline": False, **counts}]
-    if s.get("baseline_classifications") is not None:
-        baseline = class_counts(_node(s, "baseline_classifications", "summary.json"))
+    if s.baseline_classifications is not None:
+        baseline = class_counts(s.baseline_classifications)
         responses.append({**key, "technique": "assistant" + BASELINE_SUFFIX, "baseline": True, **baseline})
     return row, responses
 
@@ -188,17 +189,18 @@ def _rate(value: Any, system: str, name: str) -> dict[str, float]:
 def epistemic_records(run: Run) -> list[dict[str, Any]]:
     """One row per system the run scored."""
     s = run.summary
+    assert isinstance(s, EpistemicSummary)
     if run.metrics is None:
-        raise Unusable(f"no metrics.json (stage={s.get('stage', '?')}): nothing was scored", status="unscored")
+        raise Unusable(f"no metrics.json (stage={s.stage}): nothing was scored", status="unscored")
     rows = []
     for system, m in run.metrics.items():
         if not isinstance(m, Mapping):
             raise Unusable(f"metrics.json: '{system}' should be an object, found {type(m).__name__}")
         rates = _node(m, "metrics", f"metrics.json {system}")
         row: dict[str, Any] = {
-            "run": run.label, "domain": s.get("domain"), "predicate": s.get("predicate"), "system": system,
-            "status": run.status, "mapping": m.get("mapping"), "stage": s.get("stage"),
-            "repeat": _count(s.get("repeat"), "repeat"), "replay": sent_nothing(_node(s, "usage", "summary.json"), "usage"),
+            "run": run.label, "domain": s.domain, "predicate": s.predicate, "system": system,
+            "status": run.status, "mapping": m.get("mapping"), "stage": s.stage,
+            "repeat": s.repeat, "replay": s.usage is not None and s.usage.replay,
             "counted": True,
             "n_cards": _count(m.get("n_rows"), f"{system}.n_rows"), "n_scored": _count(m.get("n_scored"), f"{system}.n_scored"),
             "errors": _count(m.get("n_errors"), f"{system}.n_errors"),
@@ -206,7 +208,7 @@ def epistemic_records(run: Run) -> list[dict[str, Any]]:
         for name in EPISTEMIC_METRICS:
             row.update({f"{name}{suffix}": v for suffix, v in _rate(rates.get(name), system, name).items()})
         # What the run's model calls cost (all its systems together: the ledger is per run).
-        row["cost"] = _number(_node(s, "usage", "summary.json").get("cost"), "usage.cost")
+        row["cost"] = s.usage.cost if s.usage is not None else math.nan
         row["path"] = str(run.path)
         rows.append(row)
     return rows
@@ -255,14 +257,6 @@ def count_replays_once(frame: pd.DataFrame, sample: Sequence[str]) -> pd.DataFra
         counted[replays if len(replays) < len(group) else replays[1:]] = False
     frame["counted"] = counted
     return frame
-
-
-def sent_nothing(totals: Mapping[str, Any], where: str) -> bool:
-    """Every reply came from the response cache: the run replays a sample already taken."""
-    calls = _count(totals.get("calls"), f"{where}.calls")
-    cached = _count(totals.get("cached_calls"), f"{where}.cached_calls")
-    shared = _count(totals.get("shared_calls"), f"{where}.shared_calls")
-    return calls > 0 and calls - cached - shared <= 0
 
 
 def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
@@ -388,7 +382,8 @@ def distinct_models(audits: pd.DataFrame, *others: pd.DataFrame) -> list[pd.Data
 def fact_records(run: Run, row: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per key fact the judge scored in this run, with its verdict (runs scored before
     contradictions existed say revealed / not_revealed)."""
-    facts = _node(run.summary, "fact_recall", "summary.json").get("facts") or []
+    assert isinstance(run.summary, CensorshipSummary)
+    facts = (run.summary.fact_recall or {}).get("facts") or []
     if not isinstance(facts, list):
         raise Unusable("summary.json: fact_recall.facts should be a list")
     out = []
@@ -432,11 +427,8 @@ def build_tables(collected: Collected) -> Tables:
                 audit_rows.append(row)
                 response_rows.extend(responses)
                 fact_rows.extend(run_facts)
-            elif run.kind == EPISTEMIC:
+            else:  # every summary names its experiment (audit.runs)
                 epistemic_rows.extend(epistemic_records(run))
-            else:
-                raise Unusable("summary.json matches neither experiment (no auditor_turns/, audited_responses/, "
-                               "metrics.json or cards.jsonl beside it)", status="unknown kind")
         except Unusable as exc:
             failures.append(Failure(run.path, run.label, run.kind, exc.status, str(exc)))
     audits, responses_frame, facts = distinct_models(count_replays_once(_frame(audit_rows, AUDIT_COLUMNS), AUDIT_SAMPLE),
