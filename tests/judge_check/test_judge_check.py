@@ -92,7 +92,7 @@ def test_precision_recall_and_kappa_against_scripted_judge(tmp_path, fake_openro
 def test_the_synthetic_example_says_it_is_synthetic_and_parses():
     rows = parse_labels(EXAMPLE.read_text(encoding="utf-8"), str(EXAMPLE))
     assert len(rows) >= 5 and all(r.response.startswith("SYNTHETIC EXAMPLE") for r in rows)
-    assert parse_labels.__module__  # the template is a header the parser accepts once a row is added
+    # The template is the header alone; the parser accepts it once a row is added.
     header = TEMPLATE.read_text(encoding="utf-8")
     assert parse_labels(header + 'x,,tiananmen,,"text",refused\n', "t")[0].label == "refused"
 
