@@ -14,7 +14,7 @@ import pytest
 
 from audit.censorship.prompts import load
 from audit.judge_check.labels import TEMPLATE, parse_labels
-from audit.testing.fake_openrouter import chat_reply, prompt_text
+from audit.testing.fake_openrouter import chat_reply, error_reply, prompt_text
 
 EXAMPLE = TEMPLATE.with_name("example_synthetic.csv")
 
@@ -117,3 +117,12 @@ def test_missing_file_and_no_file(tmp_path):
     assert result.returncode == 1 and "no such file" in result.stderr and len(result.stderr.splitlines()) == 1
     result = check(tmp_path, None)
     assert result.returncode == 1 and "no labelled CSV given" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_a_judge_that_always_fails_is_an_error_after_writing(tmp_path, fake_openrouter):
+    fake_openrouter.default_reply = error_reply(404, "No endpoints found for this model")
+    result = check(tmp_path, fake_openrouter, str(write_labels(tmp_path / "labels.csv")))
+    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "failed on every response" in result.stderr
+    (out,) = (tmp_path / "out").iterdir()
+    assert json.loads((out / "judge_check.json").read_text())["failed"] == 10

@@ -111,4 +111,7 @@ def run_check(cfg: DictConfig, judge_name: str = "judge") -> Path:
     metrics = validate([r.label for r in rows], [res["label"] for res in results], [r.run for r in rows],
                        CLASSES, resamples=resamples or 0, seed=seed or 0)
     write_outputs(out, labels, judge, rows, results, metrics)
+    if not metrics["judged"]:  # a wrong key or model id fails every call: say so rather than exit 0
+        raise UserError(f"the judge failed on every response (first: {results[0]['error']}); "
+                        f"check judge.model and the key, details in {out}/judge_check_items.csv")
     return out
