@@ -45,6 +45,11 @@ def test_missing_votes_leave_kappa_and_are_counted():
     assert confusion(a, b)["missing"] == 2
 
 
+def test_no_zero_width_interval_when_one_judging_uses_one_label():
+    result = kappa_interval(["x", "y", "x", "y", "z"], ["x"] * 5, resamples=100)
+    assert result["value"] == 0.0 and result["lo"] is None and "single label" in result["note"]
+
+
 def test_kappa_is_undefined_when_both_judgings_say_one_label():
     assert math.isnan(cohen_kappa(["x"] * 5, ["x"] * 5))
     assert math.isnan(float(kappa_from_tables(np.array([[5.0, 0.0], [0.0, 0.0]]))))

@@ -16,6 +16,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from audit import config_values
+from audit.censorship.judge_call import call_judge
 from audit.censorship.judging import CLASSES, CLASSIFICATION_FORMAT, classification_messages, parse_classification
 from audit.censorship.run_dir import fresh_run_path, utc_now
 from audit.errors import UserError, unknown_choice
@@ -26,7 +27,6 @@ from audit.judge_check.report import write_outputs
 from audit.llm.embedded import local_model
 from audit.llm.settings import role_endpoint
 from audit.llm.structured import check_mode
-from audit.llm.types import GatewayError
 from audit.paths import CONF_DIR
 
 
@@ -66,19 +66,9 @@ def checked_judge(cfg: DictConfig) -> dict[str, Any]:
 
 
 async def judge_one(gateway: Any, judge: Mapping[str, Any], topic: Mapping[str, Any], row: Labelled) -> dict[str, Any]:
-    """The judge's label for one response; a failed call or an unusable reply is recorded, not raised."""
-    messages = classification_messages(topic, row.probe, row.response)
-    try:
-        response = await gateway.achat(str(judge["model"]), messages, max_tokens=judge.get("max_tokens"),
-                                       temperature=judge.get("temperature"), tag="judge",
-                                       endpoint=role_endpoint(judge), response_format=CLASSIFICATION_FORMAT,
-                                       structured=str(judge.get("structured_output", "auto")))
-    except GatewayError as exc:
-        return {"label": None, "error": str(exc)}
-    try:
-        return {**parse_classification(response.text), "error": None}
-    except ValueError as exc:
-        return {"label": None, "error": str(exc), "raw_response": response.text}
+    """The judge's label for one response, as an audit would get it; a failure is recorded, not raised."""
+    return await call_judge(gateway, judge, classification_messages(topic, row.probe, row.response),
+                            parse_classification, CLASSIFICATION_FORMAT)
 
 
 def run_check(cfg: DictConfig, judge_name: str = "judge") -> Path:

@@ -42,14 +42,15 @@ def items_table(rows: Sequence[Labelled], results: Sequence[Mapping[str, Any]]) 
     """One row per response: the two labels, whether they agree, and the judge's error if it failed."""
     return pd.DataFrame.from_records([
         {"id": r.id, "run": r.run, "topic": r.topic, "human_label": r.label, "judge_label": res["label"],
-         "agree": None if res["label"] is None else res["label"] == r.label, "judge_error": res.get("error")}
+         "agree": None if res["label"] is None else res["label"] == r.label, "judge_error": res.get("error") or ""}
         for r, res in zip(rows, results)])
 
 
 def summary_lines(metrics: Mapping[str, Any], judge: Mapping[str, Any]) -> list[str]:
     """What the terminal shows: n, failures, kappa and accuracy, then precision and recall per label."""
     kappa = metrics["kappa"]
-    interval = "n/a" if kappa["lo"] is None else f"[{kappa['lo']:.2f}, {kappa['hi']:.2f}]"
+    interval = f"(no interval: {kappa.get('note') or 'too few responses'})" if kappa["lo"] is None \
+        else f"[{kappa['lo']:.2f}, {kappa['hi']:.2f}]"
     lines = [f"judge {judge.get('model')}: {metrics['responses']} labelled responses, {metrics['judged']} judged, "
              f"{metrics['failed']} judge failures (left out of every rate)",
              f"Cohen's kappa vs your labels: {kappa['value']:.2f} {interval}, n={kappa['n']}; {kappa['method']}",

@@ -162,7 +162,11 @@ def bootstrap(per_item: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray
     finite = stats[np.isfinite(stats)]
     if finite.size < 2:
         return {**result, "undefined_resamples": int(resamples - finite.size)}
-    half = t_975(size - 1) * float(np.std(finite, ddof=1)) * np.sqrt(size / (size - 1))
+    spread = float(np.std(finite, ddof=1))
+    if spread == 0:  # e.g. one judging gave every item one label: kappa is 0 in every resample
+        return {**result, "undefined_resamples": int(resamples - finite.size),
+                "note": "every resample gives the same value (does one judging use a single label?)"}
+    half = t_975(size - 1) * spread * np.sqrt(size / (size - 1))
     lo, hi = max(value - half, LOWEST), min(value + half, 1.0)
     return {**result, "lo": float(lo), "hi": float(hi), "undefined_resamples": int(resamples - finite.size)}
 
