@@ -27,7 +27,7 @@ from audit.epistemic.metrics import LOWER_IS_BETTER
 from audit.errors import UserError
 from audit.io.atomic import write_text
 from audit.pages import SORT_FILTER_JS
-from audit.stats import CLUSTER_METHOD, PALETTE, WILSON_METHOD
+from audit.stats import CARD_METHOD, CLUSTER_METHOD, PALETTE, WILSON_METHOD
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says.csv", "language_gap.csv",
@@ -69,6 +69,13 @@ def fmt(value: Any, column: str = "") -> str:
 def fraction(k: Any, n: Any) -> str:
     """'3/6' from pooled counts (floats after a pandas sum), '—' when nothing was counted."""
     return "—" if is_missing(k) or is_missing(n) or not n else f"{int(k)}/{int(n)}"
+
+
+def _card_fraction(k: Any, n: Any) -> str:
+    """'41/62' from card-level counts; '40.7/62' when repeats disagreed (sums of per-card means)."""
+    if is_missing(k) or is_missing(n) or not n:
+        return "—"
+    return fraction(k, n) if float(k).is_integer() and float(n).is_integer() else f"{k:.1f}/{n:.1f}"
 
 
 def cells(frame: pd.DataFrame, columns: Sequence[str], links: Sequence[str | None] | None = None) -> dict[str, Any]:
@@ -281,7 +288,7 @@ def epistemic_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
             for column in columns:
                 r = by_cell.get((system, column))
                 row.append(None if r is None else {"value": fmt(r["rate"]), "ci": interval(r, "rate"),
-                                                   "detail": f"{fraction(r['k'], r['n'])} · {r['runs']} run(s)"
+                                                   "detail": f"{_card_fraction(r['k'], r['n'])} · {r['runs']} run(s)"
                                                              + (f" ({r['repeats']} repeats)" if r["repeats"] > 1 else "")
                                                              + (f" · {r['replays']} cached re-run(s) not counted"
                                                                 if r["replays"] else ""),
@@ -334,7 +341,7 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path) -> dict[str, 
                                                   "refused_share_en", "refused_share_zh"),
                                {"refused_gap": "refusal gap (zh − en)", "facts_gap": "facts gap (zh − en)"})
         if not tables.languages.empty else None,
-        "cluster_method": CLUSTER_METHOD, "wilson_method": WILSON_METHOD,
+        "cluster_method": CLUSTER_METHOD, "wilson_method": WILSON_METHOD, "card_method": CARD_METHOD,
         "audits": cells(tables.audits, AUDIT_VIEW, report_links(tables.audits["path"], out))
         if not tables.audits.empty else None,
         "epistemic": epistemic_cells(tables.epistemic, out) if not tables.epistemic.empty else None,

@@ -23,7 +23,7 @@ import pandas as pd
 
 from audit.censorship.judging import CLASSES
 from audit.compare.collect import CENSORSHIP, EPISTEMIC, Collected, Failure, Run, natural_key
-from audit.stats import cluster_rate, paired_difference, unpaired_difference
+from audit.stats import card_rate, cluster_rate, paired_difference, unpaired_difference
 
 # The epistemic rates a comparison shows, each with its 95% interval (metrics.json order).
 EPISTEMIC_METRICS = ("AP", "CVRR", "FAR_NE", "LA", "accuracy", "NO_on_U")
@@ -36,7 +36,7 @@ AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "basel
                  "started_at", "path")
 RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "baseline", "n_responses", *CLASSES)
 EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "status", "mapping", "stage", "repeat", "replay", "counted",
-                     "n_cards", "n_scored", "errors",
+                     "card_set", "n_cards", "n_scored", "errors",
                      *(f"{m}{s}" for m in EPISTEMIC_METRICS for s in ("", "_lo", "_hi", "_k", "_n")), "cost", "path")
 EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "runs", "repeats", "replays", "k", "n", "rate",
                             "rate_lo", "rate_hi")
@@ -200,6 +200,10 @@ def epistemic_records(run: Run) -> list[dict[str, Any]]:
             "status": run.status, "mapping": m.get("mapping"), "stage": s.get("stage"),
             "repeat": _count(s.get("repeat"), "repeat"), "replay": sent_nothing(_node(s, "usage", "summary.json"), "usage"),
             "counted": True,
+            # which cards the run asked: runs of one card set are repeats of the same cards (older runs
+            # without a digest: those of one cell with the same card count are taken to be, which can
+            # only widen an interval)
+            "card_set": str(s.get("cards_digest") or f"{s.get('cards')} cards"),
             "n_cards": _count(m.get("n_rows"), f"{system}.n_rows"), "n_scored": _count(m.get("n_scored"), f"{system}.n_scored"),
             "errors": _count(m.get("n_errors"), f"{system}.n_errors"),
         }
@@ -214,12 +218,13 @@ def epistemic_records(run: Run) -> list[dict[str, Any]]:
 
 def epistemic_matrix(frame: pd.DataFrame) -> pd.DataFrame:
     """Per headline metric, system, domain and predicate: the rate over that cell's runs with a
-    run-level interval (repeats of a cell pool their counts; :func:`audit.stats.cluster_rate`)."""
+    card-level interval: repeats of one card set are averaged card by card and distinct card
+    sets add their cards (:func:`audit.stats.card_rate`), so repeats never shrink the interval."""
     rows = []
     for (system, domain, predicate), every in frame.groupby(["system", "domain", "predicate"], sort=True):
         cell = every[every["counted"].to_numpy(dtype=bool)]  # a cached re-run of a sample counts once
         for metric in EPISTEMIC_METRICS:
-            rate = cluster_rate(cell[f"{metric}_k"], cell[f"{metric}_n"])
+            rate = card_rate(list(cell[f"{metric}_k"]), list(cell[f"{metric}_n"]), list(cell["card_set"]))
             rows.append({"metric": metric, "system": system, "domain": domain, "predicate": predicate,
                          "runs": len(cell), "repeats": cell["repeat"].nunique(), "replays": len(every) - len(cell),
                          "k": math.nan if rate is None else rate["k"],

@@ -24,6 +24,8 @@ whatever the response cache holds.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -259,6 +261,14 @@ def cost_line(usage: Mapping[str, Any]) -> str:
     return f"${usage.get('cost', 0.0):.4f} over {usage.get('calls', 0)} calls ({tokens:,} tokens)"
 
 
+def cards_digest(cards: Sequence[Mapping[str, Any]]) -> str:
+    """A short hash of the cards a run asked: runs with the same digest answered the same cards,
+    so a comparison averages them card by card (:func:`audit.stats.card_rate`) instead of
+    counting a repeated card as a new one."""
+    text = json.dumps(list(cards), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def write_summary(directory: Path, stage: str, status: str, **extra: Any) -> None:
     """summary.json: what ran and its headline numbers (or the error), for sweep aggregation."""
     write_json(directory / "summary.json", {"status": status, "stage": stage, **extra})
@@ -421,7 +431,8 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
         raise UserError(f"systems {ids} share a name; give one of them a distinct system.label")
 
     summary: dict[str, Any] = {"cards": len(cards), "domain": domain.name, "predicate": domain.predicate.name,
-                               "repeat": int(cfg.get("repeat") or 0)}  # the comparison keeps repeats apart
+                               "repeat": int(cfg.get("repeat") or 0),  # the comparison keeps repeats apart
+                               "cards_digest": cards_digest(cards)}  # ... and averages repeats of one card set
     done: dict[tuple[str, str], dict[str, Any]] = {}
     if resumed is not None:
         run_dir, _, lock = resumed
