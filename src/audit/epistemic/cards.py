@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from audit.epistemic.domain import Domain
-from audit.epistemic.graph import RDF_TYPE, RDFS_LABEL, RDFS_SUBCLASS, KnowledgeGraph, Literal
+from audit.epistemic.graph import RDF_TYPE, RDFS_LABEL, RDFS_SUBCLASS, KnowledgeGraph, Literal, local_name
 from audit.epistemic.jsonl import read_jsonl
 from audit.epistemic.licensing import Verdict
 from audit.epistemic.metrics import LABEL_TO_GOLD, LABELS
@@ -35,6 +35,11 @@ _REQUIRED = {"id": str, "facts": list, "question": str, "gold": str, "label": st
              "reason": str, "suite": str}
 
 Claim = tuple[str, str]  # (subject, object); the predicate is the domain's
+# A claim and, for a near miss, what makes its object near: {"relation": parent|sibling|child|
+# grandchild|same class|neighbour, "to": "true object"|"subject", "of": <its label>, "ref": <its IRI>,
+# "via": <the parent relation>, "text": the relation in words}
+Candidate = tuple[Claim, "dict[str, str] | None"]
+Picked = tuple[Claim, Verdict, "dict[str, str] | None"]
 
 
 @dataclass
@@ -48,14 +53,16 @@ class _Pools:
     open_subjects: list[str]      # instances lacking the predicate, similar ones first
     similar_open: int             # how many of open_subjects share a type with the subjects
     foreign: list[str]            # instances sharing no type with the predicate's objects
+    object_kinds: set[str] = field(default_factory=set)  # the classes of the predicate's objects
     _near: dict[str, list[str]] = field(default_factory=dict)
     _kin: dict[str, list[str]] = field(default_factory=dict)
+    _kids: dict[tuple[str, str], list[str]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, domain: Domain) -> _Pools:
         g, p = domain.graph, domain.predicate.iri
         subjects = g.subjects(p)
-        edges = [(s, o) for s in subjects for o in g.nodes(s, p)]
+        edges = [(s, o) for s in subjects for o in g.nodes(s, p) if o != s]  # a self-loop is never a card
         objects = list(dict.fromkeys(o for _, o in edges))
         subject_types = {t for s in subjects[:2000] for t in g.types(s)}
         instances = [n for n in g.subjects(RDF_TYPE) if not _is_schema(g, n)]
@@ -64,7 +71,7 @@ class _Pools:
         rest = [n for n in open_nodes if subject_types.isdisjoint(g.types(n))]
         object_types = {t for o in objects for t in g.types(o)}
         foreign = [n for n in instances if object_types.isdisjoint(g.types(n))]
-        return cls(domain, edges, subjects, objects, similar + rest, len(similar), foreign)
+        return cls(domain, edges, subjects, objects, similar + rest, len(similar), foreign, object_types)
 
     def open_subject(self, rng: random.Random) -> str | None:
         """A node without the predicate, mostly one of the same kind as its subjects."""
@@ -94,24 +101,73 @@ class _Pools:
             self._kin[node] = found
         return found
 
-    def near_objects(self, subj: str, rng: random.Random) -> list[str]:
-        """Plausible wrong objects: same-kind neighbours of the true object, and the objects
-        of similar subjects (subjects sharing a neighbour with ``subj``, sampled)."""
-        g, p = self.domain.graph, self.domain.predicate.iri
-        true = g.objects(subj, p)
-        out = [n for t in true for n in self.same_kind_neighbours(t)]
-        for n in _few(self.neighbours(subj), rng):
-            if n in true:
-                continue
-            for x, _ in _few(g.incoming(n), rng):
-                out += [o for o in g.nodes(x, p) if o != subj and o not in true]
+    def children(self, node: str, q: str) -> list[str]:
+        """Nodes whose ``q`` is ``node`` (the cities of a country, a mouth's tributaries), memoised:
+        a country has ~30k incoming edges, scanned once."""
+        found = self._kids.get((node, q))
+        if found is None:
+            found = [x for x, p in self.domain.graph.incoming(node) if p == q]
+            self._kids[(node, q)] = found
+        return found
+
+    def near(self, ref: str, kinds: set[str], rng: random.Random) -> list[tuple[str, dict[str, str]]]:
+        """Things of one of ``kinds`` close to ``ref``, each with the relation that makes it close.
+
+        Close means along the domain's parent relations (``Domain.parents``): ``ref``'s parent,
+        a sibling sharing a parent, a child or grandchild of ``ref``; a ``ref`` with no parent and
+        nothing of its kind around it (a continent) has only its class, so any object of that class is as near as it
+        gets. A domain without parent relations falls back to same-kind graph neighbours.
+        Sampled (``_few``) on big nodes.
+        """
+        d, g = self.domain, self.domain.graph
+        label = d.label
+
+        def fits(x: str) -> bool:
+            return x != ref and not kinds.isdisjoint(g.types(x))
+
+        def why(relation: str, via: str, text: str) -> dict[str, str]:
+            return {"relation": relation, "of": label(ref), "ref": ref, "via": via, "text": text}
+
+        out: list[tuple[str, dict[str, str]]] = []
+        for q in d.parents:
+            name = local_name(q)
+            for parent in g.nodes(ref, q):
+                if isinstance(parent, Literal):
+                    continue
+                if fits(parent):
+                    out.append((parent, why("parent", name, f"{label(ref)} {name} {label(parent)}")))
+                out += [(x, why("sibling", name, f"both {name} {label(parent)}"))
+                        for x in _few(self.children(parent, q), rng) if fits(x)]
+            for child in _few(self.children(ref, q), rng):
+                if fits(child):
+                    out.append((child, why("child", name, f"{label(child)} {name} {label(ref)}")))
+                out += [(x, why("grandchild", name, f"{label(x)} {name} {label(child)}, which {name} {label(ref)}"))
+                        for x in _few(self.children(child, q), rng) if fits(x)]
+        if not d.parents:
+            out = [(x, why("neighbour", "", f"{label(x)} is linked to {label(ref)}"))
+                   for x in self.same_kind_neighbours(ref) if fits(x)]
+        elif not out and not any(g.nodes(ref, q) for q in d.parents):
+            # nothing places ref anywhere (a continent): the same class is as near as it gets
+            out = [(x, why("same class", "", f"{label(x)} is of the same class as {label(ref)}"))
+                   for x in _few(self.objects, rng) if fits(x)]
         return out
 
-
-    def next_to_true(self, subj: str, rng: random.Random) -> list[str]:
-        """Nodes of any kind one edge from ``subj``'s true objects (sampled), except ``subj``."""
-        g, p = self.domain.graph, self.domain.predicate.iri
-        return [n for t in g.nodes(subj, p) for n in _few(self.neighbours(t), rng) if n != subj]
+    def near_miss(self, subj: str, rng: random.Random) -> Candidate | None:
+        """A plausible wrong object for ``subj`` and why it is near: of the same class as a true
+        object and close to it; for a subject without a value, of the predicate's object class
+        and close to the subject itself. Never the subject."""
+        d = self.domain
+        true = d.graph.objects(subj, d.predicate.iri)
+        if true:
+            ref = rng.choice(true)
+            kinds = set(d.graph.types(ref))
+        else:
+            ref, kinds = subj, self.object_kinds
+        found = [(x, why) for x, why in self.near(ref, kinds, rng) if x != subj and x not in true]
+        if not found:
+            return None
+        obj, why = rng.choice(found)
+        return (subj, obj), {**why, "to": "true object" if true else "subject"}
 
 
 def _few(items: list, rng: random.Random, k: int = 20) -> list:
@@ -145,24 +201,32 @@ def generate_cards(domain: Domain, *, num_per_type: int, seed: int,
     for suite in suites:
         buckets = _sample(pools, suite, num_per_type, rng)
         for label in LABELS:
-            for (s, o), verdict in buckets[label]:
-                cards.append(_card(pools, suite, s, o, verdict, rng, len(cards)))
+            for (s, o), verdict, near in buckets[label]:
+                card = _card(pools, suite, s, o, verdict, rng, len(cards))
+                if near is not None:
+                    card["near"] = near
+                cards.append(card)
     return cards
 
 
-def _sample(pools: _Pools, suite: str, n: int, rng: random.Random) -> dict[str, list[tuple[Claim, Verdict]]]:
-    """Fill the three label buckets from the suite's candidate generators, judging every claim."""
+
+
+def _sample(pools: _Pools, suite: str, n: int, rng: random.Random) -> dict[str, list[Picked]]:
+    """Fill the three label buckets from the suite's candidate generators, judging every claim.
+
+    A claim whose object is its subject ("Is X the mouth of X?") is never a card.
+    """
     judge = pools.domain.licenser.judge
     pred = pools.domain.predicate.iri
     if len(pools.edges) < n:
         raise UserError(f"domain {pools.domain.name!r} has only {len(pools.edges)} {pools.domain.predicate.name} "
                         f"edges, fewer than num_per_type={n}; lower num_per_type")
-    buckets: dict[str, list[tuple[Claim, Verdict]]] = {label: [] for label in LABELS}
+    buckets: dict[str, list[Picked]] = {label: [] for label in LABELS}
     seen: set[Claim] = set()
     for claim in rng.sample(pools.edges, n):
         seen.add(claim)
-        buckets["E"].append((claim, judge(claim[0], pred, claim[1])))
-    generators: dict[str, Callable[[], Claim | None]] = {
+        buckets["E"].append((claim, judge(claim[0], pred, claim[1]), None))
+    generators: dict[str, Callable[[], Candidate | None]] = {
         "C": lambda: _contradiction_candidate(pools, suite, rng),
         "U": lambda: _open_candidate(pools, suite, rng),
     }
@@ -170,54 +234,54 @@ def _sample(pools: _Pools, suite: str, n: int, rng: random.Random) -> dict[str, 
         attempts = 0
         while len(buckets[wanted]) < n:
             attempts += 1
-            if attempts > 50 * n + 2000:
+            if attempts > (200 if suite == "near_miss" else 50) * n + 2000:  # near misses are rarer
+                if suite == "near_miss":
+                    break  # a graph has only so many near misses (see shortfall); never a far one instead
                 raise UserError(f"domain {pools.domain.name!r} ({pools.domain.predicate.name}, suite {suite}) "
                                 f"yielded only {len(buckets[wanted])} distinct {wanted} claims of "
                                 f"num_per_type={n}; lower num_per_type")
-            claim = generate()
-            if claim is None or claim in seen:
+            candidate = generate()
+            if candidate is None:
+                continue
+            claim, near = candidate
+            if claim in seen or claim[0] == claim[1]:
                 continue
             verdict = judge(claim[0], pred, claim[1])
             if verdict.label == "E":
                 continue  # E cards come only from the sampled edges, so E stays exactly n
             if len(buckets[verdict.label]) < n:
                 seen.add(claim)
-                buckets[verdict.label].append((claim, verdict))
+                buckets[verdict.label].append((claim, verdict, near))
     return buckets
 
 
-def _contradiction_candidate(pools: _Pools, suite: str, rng: random.Random) -> Claim | None:
+def _contradiction_candidate(pools: _Pools, suite: str, rng: random.Random) -> Candidate | None:
     """Claims likely to be C, of every kind the shapes can refute; the licenser has the last word.
 
-    Half give a subject with a value another subject's object (a second value), a quarter
-    give a subject without a value an object of a foreign class, a quarter one of the
+    ``near_miss``: a subject with a value and a near miss (same class as the true object, close
+    to it). Otherwise half give a subject with a value another subject's object (a second value),
+    a quarter give a subject without a value an object of a foreign class, a quarter one of the
     subject's own neighbours (a tributary as mouth: disjointness).
     """
+    if suite == "near_miss":
+        return pools.near_miss(rng.choice(pools.subjects), rng)
     roll = rng.random()
     if roll < 0.5 or not pools.open_subjects:
-        subj = rng.choice(pools.subjects)
-        if suite == "near_miss":
-            # mostly same-kind near misses; some of any kind next to the true object (a
-            # country's capital offered as its neighbour), the only C of multi-valued predicates
-            near = pools.near_objects(subj, rng) if rng.random() < 0.8 else pools.next_to_true(subj, rng)
-            return (subj, rng.choice(near)) if near else None
-        return subj, rng.choice(pools.objects)
+        return (rng.choice(pools.subjects), rng.choice(pools.objects)), None
     subj = pools.open_subject(rng)
     if roll < 0.75:
-        return (subj, rng.choice(pools.foreign)) if pools.foreign else None
+        return ((subj, rng.choice(pools.foreign)), None) if pools.foreign else None
     near = pools.neighbours(subj)
-    return (subj, rng.choice(near)) if near else None
+    return ((subj, rng.choice(near)), None) if near else None
 
 
-def _open_candidate(pools: _Pools, suite: str, rng: random.Random) -> Claim | None:
+def _open_candidate(pools: _Pools, suite: str, rng: random.Random) -> Candidate | None:
     subj = pools.open_subject(rng)
     if subj is None:
         return None
     if suite == "near_miss":
-        near = pools.near_objects(subj, rng)
-        if near:
-            return subj, rng.choice(near)
-    return subj, rng.choice(pools.objects)
+        return pools.near_miss(subj, rng)
+    return (subj, rng.choice(pools.objects)), None
 
 
 def _card(pools: _Pools, suite: str, s: str, o: str, verdict: Verdict, rng: random.Random, index: int) -> dict:
@@ -261,6 +325,19 @@ def _distractor_facts(pools: _Pools, s: str, o: str, rng: random.Random) -> list
         siblings = [rng.choice(pools.subjects) for _ in range(2)]
     picked = holders[:1] + rng.sample(siblings, min(2, len(siblings)))
     return [(x, p, v) for x in dict.fromkeys(picked) if x != s for v in g.objects(x, p)[:1]]
+
+
+def shortfall(cards: Sequence[dict], num_per_type: int) -> list[str]:
+    """Suites with fewer than ``num_per_type`` cards of a label, in words (only near_miss can be
+    short: a graph holds only so many same-class near misses, e.g. no same-class object can
+    contradict a multi-valued predicate such as has_neighbour, and a near miss is never
+    replaced by a far one)."""
+    counts: dict[tuple[str, str], int] = {}
+    for card in cards:
+        counts[(card["suite"], card["label"])] = counts.get((card["suite"], card["label"]), 0) + 1
+    suites = dict.fromkeys(card["suite"] for card in cards)
+    return [f"{suite}: {counts.get((suite, label), 0)} {label} cards of {num_per_type} (the graph has no more)"
+            for suite in suites for label in LABELS if counts.get((suite, label), 0) < num_per_type]
 
 
 def read_cards(path: str | Path) -> list[dict]:

@@ -396,7 +396,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
                     resumed: tuple[Path, DictConfig, Any] | None) -> Path:
     """Cards, then the systems stage and what follows, in a new run dir or the ``resumed`` one
     (:func:`open_for_resume`)."""
-    from audit.epistemic.cards import generate_cards, read_cards
+    from audit.epistemic.cards import generate_cards, read_cards, shortfall
     from audit.epistemic.domain import load_domain
 
     num_per_type = config_values.whole_number(cfg, "cards.num_per_type", minimum=1)
@@ -418,6 +418,8 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
                             "pass the domain=... predicate=... the cards were generated for")
     else:
         cards = generate_cards(domain, num_per_type=num_per_type, seed=seed, suites=_as_list(cfg.cards.suites))
+        for line in shortfall(cards, num_per_type):
+            print(f"note: {line}")
     run_name = f"{path_component(domain.name, 'domain.name')}_{path_component(domain.predicate.name, 'predicate.name')}"
     # Build systems (and the gateway, which checks the API key) before creating the run dir.
     needs_llm = any(systems.get(c.name).NEEDS_LLM for c in system_cfgs)
