@@ -26,9 +26,12 @@ from audit.epistemic.graph import RDF_TYPE, RDFS_LABEL, RDFS_SUBCLASS, Knowledge
 from audit.epistemic.jsonl import read_jsonl
 from audit.epistemic.licensing import Verdict
 from audit.epistemic.metrics import LABEL_TO_GOLD, LABELS
+from audit.epistemic.rules import negation, rules
 from audit.errors import UserError, unknown_choice
 
-SUITES = ("standard", "distractor", "near_miss")
+DEFAULT_SUITES = ("standard", "distractor", "near_miss")
+# grounded: standard + the predicate's constraints in words; negation: an explicit negative fact.
+SUITES = (*DEFAULT_SUITES, "grounded", "negation")
 GOLD = LABEL_TO_GOLD
 MAX_SUBJECT_FACTS = 6
 _REQUIRED = {"id": str, "facts": list, "question": str, "gold": str, "label": str, "claim": dict,
@@ -185,7 +188,7 @@ def _is_schema(g: KnowledgeGraph, node: str) -> bool:
 
 
 def generate_cards(domain: Domain, *, num_per_type: int, seed: int,
-                   suites: Sequence[str] = SUITES) -> list[dict]:
+                   suites: Sequence[str] = DEFAULT_SUITES) -> list[dict]:
     """``num_per_type`` cards of each label per suite, seeded, no claim twice within a suite.
 
     Raises UserError when the graph cannot supply that many distinct claims of a label.
@@ -198,15 +201,41 @@ def generate_cards(domain: Domain, *, num_per_type: int, seed: int,
     rng = random.Random(seed)
     pools = _Pools.build(domain)
     cards: list[dict] = []
+    stated = [r.sentence for r in rules(domain)]
     for suite in suites:
         buckets = _sample(pools, suite, num_per_type, rng)
+        if suite == "negation":
+            buckets = _negated(pools, buckets, num_per_type, rng)
         for label in LABELS:
             for (s, o), verdict, near in buckets[label]:
                 card = _card(pools, suite, s, o, verdict, rng, len(cards))
-                if near is not None:
+                if near is not None and "negation" in near:
+                    card["facts"].append(near["negation"])
+                    rng.shuffle(card["facts"])
+                elif near is not None:
                     card["near"] = near
+                if suite == "grounded":
+                    card["facts"] += stated
                 cards.append(card)
     return cards
+
+
+def _negated(pools: _Pools, buckets: dict[str, list[Picked]], n: int, rng: random.Random) -> dict[str, list[Picked]]:
+    """The negation suite from 2n open-world claims and n true ones: the first n open claims are
+    negated in the context (C by that fact, the fact as reason); every other card carries one
+    negative fact about another object, so a "not" in the facts is no label marker."""
+    d = pools.domain
+    negated, others = buckets["U"][:n], buckets["U"][n:]
+    out: dict[str, list[Picked]] = {"E": [], "C": [], "U": []}
+    for (s, o), _, _ in negated:
+        fact = negation(d, s, o)
+        out["C"].append(((s, o), Verdict("C", f"negated in context: {fact}"), {"negation": fact}))
+    for label, picked in (("E", buckets["E"]), ("U", others)):
+        for (s, o), verdict, _ in picked:
+            true = set(d.graph.objects(s, d.predicate.iri))
+            other = next((x for x in (rng.choice(pools.objects) for _ in range(20)) if x not in true | {s, o}), None)
+            out[label].append(((s, o), verdict, None if other is None else {"negation": negation(d, s, other)}))
+    return out
 
 
 
@@ -230,11 +259,13 @@ def _sample(pools: _Pools, suite: str, n: int, rng: random.Random) -> dict[str, 
         "C": lambda: _contradiction_candidate(pools, suite, rng),
         "U": lambda: _open_candidate(pools, suite, rng),
     }
+    # negation: 2n open-world claims (n to negate in context, n left open) and no shape-made C
+    targets = {"C": 0, "U": 2 * n} if suite == "negation" else {"C": n, "U": n}
     for wanted, generate in generators.items():
         attempts = 0
-        while len(buckets[wanted]) < n:
+        while len(buckets[wanted]) < targets[wanted]:
             attempts += 1
-            if attempts > (200 if suite == "near_miss" else 50) * n + 2000:  # near misses are rarer
+            if attempts > (200 if suite == "near_miss" else 50) * targets[wanted] + 2000:  # near misses are rarer
                 if suite == "near_miss":
                     break  # a graph has only so many near misses (see shortfall); never a far one instead
                 raise UserError(f"domain {pools.domain.name!r} ({pools.domain.predicate.name}, suite {suite}) "
@@ -249,7 +280,7 @@ def _sample(pools: _Pools, suite: str, n: int, rng: random.Random) -> dict[str, 
             verdict = judge(claim[0], pred, claim[1])
             if verdict.label == "E":
                 continue  # E cards come only from the sampled edges, so E stays exactly n
-            if len(buckets[verdict.label]) < n:
+            if len(buckets[verdict.label]) < targets[verdict.label]:
                 seen.add(claim)
                 buckets[verdict.label].append((claim, verdict, near))
     return buckets

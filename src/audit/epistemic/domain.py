@@ -52,6 +52,7 @@ class Domain:
     # Relations that place a thing under a parent or in a region (a river's mouth, a city's
     # country): near-miss objects are chosen close along these (conf/domain/<name>.yaml `parents`).
     parents: tuple[str, ...] = ()
+    shapes: Shapes | None = None  # what the licenser judges by; cards state its constraints in words
 
     def label(self, iri: str) -> str:
         """Human label for an IRI (rdfs:label, else its local name)."""
@@ -109,7 +110,8 @@ def load_domain(domain_cfg: DictConfig, predicate_cfg: DictConfig | None = None)
     shapes = load_shapes(_data_path(domain_cfg.shapes))
     violations = _validated(graph, graph_path, shapes, predicate.iri, cache=built)
     parents = tuple(str(p) for p in (domain_cfg.get("parents") or ()))
-    return Domain(name, graph, Licenser(graph, shapes), predicate, violations, domain_cfg.provenance, parents)
+    return Domain(name, graph, Licenser(graph, shapes), predicate, violations, domain_cfg.provenance, parents,
+                  shapes)
 
 
 def _validated(graph: KnowledgeGraph, graph_path: Path, shapes: Shapes, pred: str, *, cache: bool) -> list[dict]:
