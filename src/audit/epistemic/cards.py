@@ -17,8 +17,9 @@ Suites:
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
 from audit.epistemic.domain import Domain
@@ -30,8 +31,15 @@ from audit.epistemic.rules import negation, rules
 from audit.errors import UserError, unknown_choice
 
 DEFAULT_SUITES = ("standard", "distractor", "near_miss")
-# grounded: standard + the predicate's constraints in words; negation: an explicit negative fact.
-SUITES = (*DEFAULT_SUITES, "grounded", "negation")
+# grounded: standard + the predicate's constraints in words; negation: an explicit negative fact;
+# held_out and nonexistent: U cards only, of the two other kinds of unknown (U_KINDS).
+SUITES = (*DEFAULT_SUITES, "grounded", "negation", "held_out", "nonexistent")
+# What a U card's UNKNOWN rests on: open_world (absent from the graph, usually false in the
+# world), held_out (true: in the full graph, withheld from the context and from every system's
+# view), nonexistent (an invented entity no graph holds).
+U_KINDS = ("open_world", "held_out", "nonexistent")
+U_ONLY_SUITES = ("held_out", "nonexistent")
+INVENTED = "urn:audit:invented#"
 GOLD = LABEL_TO_GOLD
 MAX_SUBJECT_FACTS = 6
 _REQUIRED = {"id": str, "facts": list, "question": str, "gold": str, "label": str, "claim": dict,
@@ -202,7 +210,13 @@ def generate_cards(domain: Domain, *, num_per_type: int, seed: int,
     pools = _Pools.build(domain)
     cards: list[dict] = []
     stated = [r.sentence for r in rules(domain)]
-    for suite in suites:
+    # held_out last: it withholds triples from the graph, which must not change other suites' cards
+    for suite in sorted(suites, key=lambda name: name == "held_out"):
+        if suite in U_ONLY_SUITES:
+            make = _held_out if suite == "held_out" else _nonexistent
+            for claim, verdict, facts, withheld in make(pools, cards, num_per_type, rng):
+                cards.append(_unknown_card(pools, suite, claim, verdict, facts, withheld, len(cards)))
+            continue
         buckets = _sample(pools, suite, num_per_type, rng)
         if suite == "negation":
             buckets = _negated(pools, buckets, num_per_type, rng)
@@ -218,6 +232,102 @@ def generate_cards(domain: Domain, *, num_per_type: int, seed: int,
                     card["facts"] += stated
                 cards.append(card)
     return cards
+
+
+Unknown = tuple[Claim, Verdict, list[tuple[str, str, str]], list[list[str]]]  # + facts, withheld triples
+
+
+def _unknown_card(pools: _Pools, suite: str, claim: Claim, verdict: Verdict, facts: list[tuple[str, str, str]],
+                  withheld: list[list[str]], index: int) -> dict:
+    d = pools.domain
+    s, o = claim
+    card = {
+        "id": f"CARD_U_{index:06d}",
+        "facts": [d.verbalise(*f) for f in facts],
+        "question": d.predicate.question.format(subj=d.label(s), obj=d.label(o)),
+        "gold": GOLD["U"], "label": "U",
+        "claim": {"subj": s, "pred": d.predicate.iri, "obj": o},
+        "reason": verdict.reason, "suite": suite, "u_kind": suite,
+    }
+    if withheld:
+        card["withheld"] = withheld
+    return card
+
+
+def _inverse(g: KnowledgeGraph, s: str, o: str) -> list[str]:
+    """Predicates of (o, q, s) edges: a held-out fact is withheld in both directions (a river's
+    mouth and the mouth's tributary), or a system could read it back."""
+    return [q for x, q in g.incoming(s) if x == o]
+
+
+def withhold(domain: Domain, cards: Sequence[Mapping[str, Any]]) -> int:
+    """Remove the held-out triples ``cards`` name from the domain's graph (the view every system
+    answers from); idempotent, so reused cards withhold the same facts. Returns how many went."""
+    gone = 0
+    for card in cards:
+        for s, p, o in card.get("withheld") or ():
+            gone += domain.graph.discard(s, p, o)
+    return gone
+
+
+def _held_out(pools: _Pools, cards: list[dict], n: int, rng: random.Random) -> list[Unknown]:
+    """n true triples withheld from the graph and from the card: labelled U by the licenser on
+    what is left. An edge qualifies when no other card's claim has its subject or object as
+    subject and no other card's facts mention the pair, and withholding it changes no other
+    card's label (checked, else it is put back)."""
+    d, g, p = pools.domain, pools.domain.graph, pools.domain.predicate.iri
+    judge = d.licenser.judge
+    busy = {c["claim"]["subj"] for c in cards} | {c["claim"]["obj"] for c in cards}
+    text = "\n".join(f for c in cards for f in c["facts"])
+    out: list[Unknown] = []
+    for s, o in rng.sample(pools.edges, len(pools.edges)):
+        if len(out) == n:
+            break
+        if s in busy or o in busy or (d.label(s) in text and d.label(o) in text):
+            continue
+        inverse = _inverse(g, s, o)
+        g.discard(s, p, o)
+        for q in inverse:
+            g.discard(o, q, s)
+        verdict = judge(s, p, o)
+        if verdict.label != "U":
+            g.add(s, p, o)
+            for q in inverse:
+                g.add(o, q, s)
+            continue
+        busy.update((s, o))
+        reason = f"held out: true in the full graph, withheld from the context and every system's view ({verdict.reason})"
+        facts = _subject_facts(d, s) + [(o, RDF_TYPE, t) for t in g.types(o)[:1]]
+        out.append(((s, o), Verdict("U", reason), facts, [[s, p, o], *([o, q, s] for q in inverse)]))
+    if len(out) < n:
+        raise UserError(f"domain {d.name!r} ({d.predicate.name}) has only {len(out)} edges to hold out of "
+                        f"num_per_type={n}; lower num_per_type")
+    return out
+
+
+def _nonexistent(pools: _Pools, cards: list[dict], n: int, rng: random.Random) -> list[Unknown]:
+    """n claims about invented subjects (names no node of the graph carries) with a real object."""
+    d, g = pools.domain, pools.domain.graph
+    taken = {d.label(x).casefold() for x in pools.subjects} | {d.label(x).casefold() for x in pools.objects}
+    tails = [w for w in (d.label(x).split()[-1] for x in pools.subjects[:2000]) if w.isalpha() and w[0].isupper()]
+    out: list[Unknown] = []
+    seen: set[str] = set()
+    while len(out) < n:
+        stem = "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 3))).capitalize()
+        name = f"{stem} {rng.choice(tails)}" if tails and rng.random() < 0.7 else stem
+        if name.casefold() in taken or name in seen:
+            continue
+        seen.add(name)
+        subj = INVENTED + name.replace(" ", "_")
+        assert not g.types(subj) and not any(True for _ in g.outgoing(subj)) and not g.incoming(subj)
+        obj = rng.choice(pools.objects)
+        verdict = d.licenser.judge(subj, d.predicate.iri, obj)
+        reason = f"nonexistent: {name} is an invented name, in no graph ({verdict.reason})"
+        out.append(((subj, obj), Verdict("U", reason), [(obj, RDF_TYPE, t) for t in g.types(obj)[:1]], []))
+    return out
+
+
+_SYLLABLES = ("ka", "lo", "ven", "dri", "mar", "tes", "ul", "no", "bra", "sel", "quo", "fi", "ran", "dov", "el", "tor")
 
 
 def _negated(pools: _Pools, buckets: dict[str, list[Picked]], n: int, rng: random.Random) -> dict[str, list[Picked]]:

@@ -175,5 +175,12 @@ def compute_metrics(rows: Iterable[Mapping[str, Any]], mapping: str = "licensing
                 suites.setdefault(str(row["suite"]), []).append(row)
         result = group_metrics(system_rows, mapping)
         result["suites"] = {name: group_metrics(r, mapping) for name, r in sorted(suites.items())}
+        # U cards by what their UNKNOWN rests on (open_world / held_out / nonexistent), apart:
+        # NO on a held-out claim denies a true fact, NO on an open-world one is closed-world denial
+        kinds: dict[str, list[Mapping[str, Any]]] = {}
+        for row in system_rows:
+            if gold_label(row) == "U":
+                kinds.setdefault(str(row.get("u_kind") or "open_world"), []).append(row)
+        result["u_kinds"] = {name: group_metrics(r, mapping) for name, r in sorted(kinds.items())}
         out[system] = result
     return out

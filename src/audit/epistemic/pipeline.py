@@ -206,12 +206,19 @@ def saved_answers(run_dir: Path) -> dict[tuple[str, str], dict[str, Any]]:
     return {(str(r["system"]), str(r["id"])): r for r in rows if "system" in r and "id" in r and answered(r)}
 
 
+def u_kind(card: Mapping[str, Any]) -> str | None:
+    """What a U card's UNKNOWN rests on (cards.U_KINDS); cards before the kinds existed are open_world."""
+    if card.get("label") != "U":
+        return None
+    return str(card.get("u_kind") or "open_world")
+
+
 def result_row(card: Mapping[str, Any], system_id: str, answer: Answer) -> dict[str, Any]:
     """The original's row (id, gold, pred, pass, system, label) plus suite, raw output,
     reason, error and the system's extras."""
     return {
         "id": card["id"], "gold": card["gold"], "pred": answer.pred, "pass": answer.pred == card["gold"],
-        "system": system_id, "label": card["label"], "suite": card.get("suite"),
+        "system": system_id, "label": card["label"], "suite": card.get("suite"), "u_kind": u_kind(card),
         "raw_output": answer.raw_output, "reason": answer.reason, "error": answer.error, **answer.extra,
     }
 
@@ -396,7 +403,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
                     resumed: tuple[Path, DictConfig, Any] | None) -> Path:
     """Cards, then the systems stage and what follows, in a new run dir or the ``resumed`` one
     (:func:`open_for_resume`)."""
-    from audit.epistemic.cards import generate_cards, read_cards, shortfall
+    from audit.epistemic.cards import generate_cards, read_cards, shortfall, withhold
     from audit.epistemic.domain import load_domain
 
     num_per_type = config_values.whole_number(cfg, "cards.num_per_type", minimum=1)
@@ -420,6 +427,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
         cards = generate_cards(domain, num_per_type=num_per_type, seed=seed, suites=_as_list(cfg.cards.suites))
         for line in shortfall(cards, num_per_type):
             print(f"note: {line}")
+    withhold(domain, cards)  # held-out facts leave every system's view (again, for reused cards)
     run_name = f"{path_component(domain.name, 'domain.name')}_{path_component(domain.predicate.name, 'predicate.name')}"
     # Build systems (and the gateway, which checks the API key) before creating the run dir.
     needs_llm = any(systems.get(c.name).NEEDS_LLM for c in system_cfgs)
