@@ -272,30 +272,35 @@ def withhold(domain: Domain, cards: Sequence[Mapping[str, Any]]) -> int:
 
 def _held_out(pools: _Pools, cards: list[dict], n: int, rng: random.Random) -> list[Unknown]:
     """n true triples withheld from the graph and from the card: labelled U by the licenser on
-    what is left. An edge qualifies when no other card's claim has its subject or object as
-    subject and no other card's facts mention the pair, and withholding it changes no other
-    card's label (checked, else it is put back)."""
+    what is left. An edge qualifies when its subject is in no other card's claim, no other card
+    states it (either direction), and withholding it changes no other card's label (re-judged;
+    else it is put back)."""
     d, g, p = pools.domain, pools.domain.graph, pools.domain.predicate.iri
     judge = d.licenser.judge
     busy = {c["claim"]["subj"] for c in cards} | {c["claim"]["obj"] for c in cards}
-    text = "\n".join(f for c in cards for f in c["facts"])
+    stated = {f for c in cards for f in c["facts"]}
+    by_subject: dict[str, list[dict]] = {}
+    for c in cards:
+        by_subject.setdefault(c["claim"]["subj"], []).append(c)
     out: list[Unknown] = []
     for s, o in rng.sample(pools.edges, len(pools.edges)):
         if len(out) == n:
             break
-        if s in busy or o in busy or (d.label(s) in text and d.label(o) in text):
-            continue
         inverse = _inverse(g, s, o)
+        if s in busy or d.verbalise(s, p, o) in stated or any(d.verbalise(o, q, s) in stated for q in inverse):
+            continue
         g.discard(s, p, o)
         for q in inverse:
             g.discard(o, q, s)
         verdict = judge(s, p, o)
-        if verdict.label != "U":
+        others = by_subject.get(s, []) + by_subject.get(o, [])
+        if verdict.label != "U" or any(judge(c["claim"]["subj"], p, c["claim"]["obj"]).label != c["label"]
+                                       for c in others if c["suite"] != "negation"):
             g.add(s, p, o)
             for q in inverse:
                 g.add(o, q, s)
             continue
-        busy.update((s, o))
+        busy.add(s)
         reason = f"held out: true in the full graph, withheld from the context and every system's view ({verdict.reason})"
         facts = _subject_facts(d, s) + [(o, RDF_TYPE, t) for t in g.types(o)[:1]]
         out.append(((s, o), Verdict("U", reason), facts, [[s, p, o], *([o, q, s] for q in inverse)]))

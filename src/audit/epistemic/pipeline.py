@@ -39,6 +39,7 @@ from audit.epistemic.jsonl import read_jsonl
 from audit.epistemic.metrics import PREDS, check_mapping, compute_metrics
 from audit.epistemic.report import write_report
 from audit.epistemic.systems.base import Answer, System
+from audit.epistemic.systems.llm import load_prompt, with_prompts
 from audit.errors import Interrupted, UserError, unknown_choice
 from audit.interrupts import sigterm_as_interrupt
 from audit.io.atomic import new_directory, read_json, remove_partial_writes, write_json, write_jsonl, write_text
@@ -142,6 +143,10 @@ def selected_system_cfgs(cfg: DictConfig) -> list[DictConfig]:
             needed = " ".join(f"system.{key}=<{'OpenRouter model id' if key == 'model' else 'value'}>" for key in missing)
             raise UserError(f"system={name} needs a value for {', '.join(missing)}: add {needed}")
         check_system_values(node)
+        node = with_prompts(node, cfg.get("prompt"))
+        if systems.get(name).NEEDS_LLM:
+            load_prompt(str(node.prompt.system))  # a missing prompt file fails before the run dir exists
+            load_prompt(str(node.prompt.user))
         out.append(node)
     return out
 
