@@ -4,6 +4,8 @@ axis, ``python -m audit.epistemic`` in a subprocess against the loopback server.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from audit.testing.fake_openrouter import chat_reply
@@ -49,3 +51,27 @@ def test_a_users_own_prompt_file_and_a_missing_one(tmp_path: Path, fake_openrout
     missing = run_cli(tmp_path, "system=raw_llm", f"prompt.system={tmp_path / 'nope.txt'}", env=fake_openrouter.env())
     assert missing.returncode == 1 and "does not exist" in missing.stderr and "Traceback" not in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_a_sweep_over_condition_and_prompt_is_an_axis_of_the_comparison(tmp_path: Path, fake_openrouter) -> None:
+    fake_openrouter.default_reply = chat_reply('{"answer": "YES"}')
+    proc = run_cli(tmp_path, "-m", "cards.conditions=[closed_book],[in_context,counterfactual]",
+                   "prompt=default,abstain_encouraged", "system=raw_llm", "system.model=acme/tiny",
+                   "cards.num_per_type=2", "cards.suites=[standard]", env=fake_openrouter.env())
+    assert proc.returncode == 0, proc.stderr
+    (sweep,) = (tmp_path / "multirun").iterdir()
+    runs = sorted(run for job in sweep.iterdir() if job.is_dir() for run in job.glob("rivers_has_mouth_*"))
+    assert len(runs) == 4
+    conditions = set()
+    for run_dir in runs:
+        rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+        conditions |= {r["condition"] for r in rows}
+    assert conditions == {"closed_book", "in_context", "counterfactual"}
+    compared = subprocess.run([sys.executable, "-m", "audit.compare", str(sweep), "--out", str(tmp_path / "cmp")],
+                              capture_output=True, text=True, timeout=120)
+    assert compared.returncode == 0, compared.stderr
+    matrix = (tmp_path / "cmp" / "epistemic_matrix.csv").read_text()
+    header = matrix.splitlines()[0].split(",")
+    assert "condition" in header
+    found = {line.split(",")[header.index("condition")] for line in matrix.splitlines()[1:]}
+    assert found == {"closed_book", "in_context", "counterfactual"}

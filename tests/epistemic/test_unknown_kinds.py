@@ -86,3 +86,15 @@ def test_metrics_report_each_u_kind_apart(run) -> None:
     assert sorted(kinds) == ["held_out", "nonexistent", "open_world"]
     assert collections.Counter({k: v["n_rows"] for k, v in kinds.items()}) == {"held_out": N, "nonexistent": N, "open_world": N}
     assert all(v["metrics"]["NO_on_U"]["value"] == 1.0 for v in kinds.values())
+
+
+def test_held_out_is_short_rather_than_stated_and_says_so() -> None:
+    """When other cards state every fact of a small predicate, none can be held out: the suite is
+    short (a printed note), never made of facts some card states."""
+    from audit.epistemic.cards import shortfall
+
+    domain = fresh()
+    cards = generate_cards(domain, num_per_type=3000, seed=0, suites=("held_out",))
+    assert 0 < len(cards) < 3000 and all(c["suite"] == "held_out" for c in cards)
+    assert shortfall(cards, 3000, ["held_out"]) == [f"held_out: {len(cards)} U cards of 3000 (the graph has no more)"]
+    assert shortfall([], 5, ["held_out"]) == ["held_out: 0 U cards of 5 (the graph has no more)"]

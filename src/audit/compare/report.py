@@ -44,7 +44,7 @@ MAP_PRINT = ("audited", "topic", "technique", "runs", "n_responses", "refused_sh
              "refused_share_hi", "fact_recall", "fact_recall_lo", "fact_recall_hi", "contradiction_rate")
 GAP_PRINT = ("audited", "topic", "technique", "paired_runs", "refused_gap", "refused_gap_lo", "refused_gap_hi",
              "official_line_gap", "facts_gap")
-EPISTEMIC_VIEW = ("run", "domain", "predicate", "system", "mapping", "repeat", "counted", "n_cards", "errors", "cost")
+EPISTEMIC_VIEW = ("run", "domain", "predicate", "system", "condition", "mapping", "repeat", "counted", "n_cards", "errors", "cost")
 
 
 # -- cells --------------------------------------------------------------------------------
@@ -272,6 +272,13 @@ def fact_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def _cell_column(r: Mapping[str, Any]) -> str:
+    """A matrix column: domain/predicate, plus the condition when it is not the default in_context."""
+    condition = r.get("condition")
+    tail = f" ({condition})" if isinstance(condition, str) and condition != "in_context" else ""
+    return f"{r['domain']}/{r['predicate']}{tail}"
+
+
 def epistemic_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
     """One system x (domain/predicate) matrix per headline metric, each cell the rate, its
     interval, the runs and the cards behind it."""
@@ -280,8 +287,8 @@ def epistemic_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
         frame = matrix[matrix["metric"] == metric]
         if frame.empty:
             continue
-        columns = sorted({f"{d}/{p}" for d, p in zip(frame["domain"], frame["predicate"])})
-        by_cell = {(r["system"], f"{r['domain']}/{r['predicate']}"): r for r in frame.to_dict("records")}
+        columns = sorted({_cell_column(r) for r in frame.to_dict("records")})
+        by_cell = {(r["system"], _cell_column(r)): r for r in frame.to_dict("records")}
         rows = []
         for system in sorted(set(frame["system"])):
             row = []

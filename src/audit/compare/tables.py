@@ -35,10 +35,10 @@ AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "basel
                  "baseline_facts_total", "citations_verified", "citations_unverified", "audited_errors", "failed_calls", "tokens", "cost",
                  "started_at", "path")
 RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "baseline", "n_responses", *CLASSES)
-EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "status", "mapping", "stage", "repeat", "replay", "counted",
+EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "condition", "status", "mapping", "stage", "repeat", "replay", "counted",
                      "card_set", "n_cards", "n_scored", "errors",
                      *(f"{m}{s}" for m in EPISTEMIC_METRICS for s in ("", "_lo", "_hi", "_k", "_n")), "cost", "path")
-EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "runs", "repeats", "replays", "k", "n", "rate",
+EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "condition", "runs", "repeats", "replays", "k", "n", "rate",
                             "rate_lo", "rate_hi")
 FAILED_COLUMNS = ("run", "kind", "status", "problem", "path")
 _CI = ("", "_lo", "_hi")
@@ -186,34 +186,47 @@ def _rate(value: Any, system: str, name: str) -> dict[str, float]:
 
 
 def epistemic_records(run: Run) -> list[dict[str, Any]]:
-    """One row per system the run scored."""
+    """One row per system the run scored (per system and condition when it asked several)."""
     s = run.summary
     if run.metrics is None:
         raise Unusable(f"no metrics.json (stage={s.get('stage', '?')}): nothing was scored", status="unscored")
     rows = []
-    for system, m in run.metrics.items():
-        if not isinstance(m, Mapping):
-            raise Unusable(f"metrics.json: '{system}' should be an object, found {type(m).__name__}")
-        rates = _node(m, "metrics", f"metrics.json {system}")
-        row: dict[str, Any] = {
-            "run": run.label, "domain": s.get("domain"), "predicate": s.get("predicate"), "system": system,
-            "status": run.status, "mapping": m.get("mapping"), "stage": s.get("stage"),
-            "repeat": _count(s.get("repeat"), "repeat"), "replay": sent_nothing(_node(s, "usage", "summary.json"), "usage"),
-            "counted": True,
-            # which cards the run asked: runs of one card set are repeats of the same cards (older runs
-            # without a digest: those of one cell with the same card count are taken to be, which can
-            # only widen an interval)
-            "card_set": str(s.get("cards_digest") or f"{s.get('cards')} cards"),
-            "n_cards": _count(m.get("n_rows"), f"{system}.n_rows"), "n_scored": _count(m.get("n_scored"), f"{system}.n_scored"),
-            "errors": _count(m.get("n_errors"), f"{system}.n_errors"),
-        }
-        for name in EPISTEMIC_METRICS:
-            row.update({f"{name}{suffix}": v for suffix, v in _rate(rates.get(name), system, name).items()})
-        # What the run's model calls cost (all its systems together: the ledger is per run).
-        row["cost"] = _number(_node(s, "usage", "summary.json").get("cost"), "usage.cost")
-        row["path"] = str(run.path)
-        rows.append(row)
+    for system, whole in run.metrics.items():
+        if not isinstance(whole, Mapping):
+            raise Unusable(f"metrics.json: '{system}' should be an object, found {type(whole).__name__}")
+        # one row per condition (closed_book / in_context / counterfactual): never pooled
+        by_condition = whole.get("conditions")
+        split = by_condition if isinstance(by_condition, Mapping) and len(by_condition) > 1 else None
+        for condition, m in (split.items() if split else [(next(iter(by_condition or {"in_context": 0})), whole)]):
+            if not isinstance(m, Mapping):
+                raise Unusable(f"metrics.json: '{system}' condition '{condition}' should be an object")
+            rows.append(_epistemic_row(run, system, str(condition), m))
     return rows
+
+
+def _epistemic_row(run: Run, system: str, condition: str, m: Mapping[str, Any]) -> dict[str, Any]:
+    """One (run, system, condition) row of the epistemic table."""
+    s = run.summary
+    rates = _node(m, "metrics", f"metrics.json {system}")
+    row: dict[str, Any] = {
+        "run": run.label, "domain": s.get("domain"), "predicate": s.get("predicate"), "system": system,
+        "condition": condition,
+        "status": run.status, "mapping": m.get("mapping"), "stage": s.get("stage"),
+        "repeat": _count(s.get("repeat"), "repeat"), "replay": sent_nothing(_node(s, "usage", "summary.json"), "usage"),
+        "counted": True,
+        # which cards the run asked: runs of one card set are repeats of the same cards (older runs
+        # without a digest: those of one cell with the same card count are taken to be, which can
+        # only widen an interval)
+        "card_set": str(s.get("cards_digest") or f"{s.get('cards')} cards"),
+        "n_cards": _count(m.get("n_rows"), f"{system}.n_rows"), "n_scored": _count(m.get("n_scored"), f"{system}.n_scored"),
+        "errors": _count(m.get("n_errors"), f"{system}.n_errors"),
+    }
+    for name in EPISTEMIC_METRICS:
+        row.update({f"{name}{suffix}": v for suffix, v in _rate(rates.get(name), system, name).items()})
+    # What the run's model calls cost (all its systems together: the ledger is per run).
+    row["cost"] = _number(_node(s, "usage", "summary.json").get("cost"), "usage.cost")
+    row["path"] = str(run.path)
+    return row
 
 
 def epistemic_matrix(frame: pd.DataFrame) -> pd.DataFrame:
@@ -221,11 +234,13 @@ def epistemic_matrix(frame: pd.DataFrame) -> pd.DataFrame:
     card-level interval: repeats of one card set are averaged card by card and distinct card
     sets add their cards (:func:`audit.stats.card_rate`), so repeats never shrink the interval."""
     rows = []
-    for (system, domain, predicate), every in frame.groupby(["system", "domain", "predicate"], sort=True):
+    for (system, domain, predicate, condition), every in frame.groupby(["system", "domain", "predicate", "condition"],
+                                                                        sort=True):
         cell = every[every["counted"].to_numpy(dtype=bool)]  # a cached re-run of a sample counts once
         for metric in EPISTEMIC_METRICS:
             rate = card_rate(list(cell[f"{metric}_k"]), list(cell[f"{metric}_n"]), list(cell["card_set"]))
             rows.append({"metric": metric, "system": system, "domain": domain, "predicate": predicate,
+                         "condition": condition,
                          "runs": len(cell), "repeats": cell["repeat"].nunique(), "replays": len(every) - len(cell),
                          "k": math.nan if rate is None else rate["k"],
                          "n": math.nan if rate is None else rate["n"],
@@ -241,7 +256,7 @@ def _rate_columns(prefix: str, rate: Mapping[str, Any] | None) -> dict[str, Any]
 
 
 AUDIT_SAMPLE = ["audited", "audited_model", "topic", "technique", "baseline", "auditor", "repeat"]
-EPISTEMIC_SAMPLE = ["system", "domain", "predicate", "mapping", "repeat"]
+EPISTEMIC_SAMPLE = ["system", "domain", "predicate", "condition", "mapping", "repeat"]
 """What makes two runs the same sample: the same cell and repeat index (``samples=k``)."""
 
 

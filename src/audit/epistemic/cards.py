@@ -271,13 +271,12 @@ def withhold(domain: Domain, cards: Sequence[Mapping[str, Any]]) -> int:
 
 
 def _held_out(pools: _Pools, cards: list[dict], n: int, rng: random.Random) -> list[Unknown]:
-    """n true triples withheld from the graph and from the card: labelled U by the licenser on
-    what is left. An edge qualifies when its subject is in no other card's claim, no other card
-    states it (either direction), and withholding it changes no other card's label (re-judged;
-    else it is put back)."""
+    """Up to n true triples withheld from the graph and from the card: labelled U by the licenser
+    on what is left. An edge qualifies when no other card states it (either direction) and
+    withholding it changes no other card's label (re-judged; else it is put back); one per subject."""
     d, g, p = pools.domain, pools.domain.graph, pools.domain.predicate.iri
     judge = d.licenser.judge
-    busy = {c["claim"]["subj"] for c in cards} | {c["claim"]["obj"] for c in cards}
+    held: set[str] = set()  # one held-out fact per subject
     stated = {f for c in cards for f in c["facts"]}
     by_subject: dict[str, list[dict]] = {}
     for c in cards:
@@ -287,7 +286,7 @@ def _held_out(pools: _Pools, cards: list[dict], n: int, rng: random.Random) -> l
         if len(out) == n:
             break
         inverse = _inverse(g, s, o)
-        if s in busy or d.verbalise(s, p, o) in stated or any(d.verbalise(o, q, s) in stated for q in inverse):
+        if s in held or d.verbalise(s, p, o) in stated or any(d.verbalise(o, q, s) in stated for q in inverse):
             continue
         g.discard(s, p, o)
         for q in inverse:
@@ -300,14 +299,11 @@ def _held_out(pools: _Pools, cards: list[dict], n: int, rng: random.Random) -> l
             for q in inverse:
                 g.add(o, q, s)
             continue
-        busy.add(s)
+        held.add(s)
         reason = f"held out: true in the full graph, withheld from the context and every system's view ({verdict.reason})"
         facts = _subject_facts(d, s) + [(o, RDF_TYPE, t) for t in g.types(o)[:1]]
         out.append(((s, o), Verdict("U", reason), facts, [[s, p, o], *([o, q, s] for q in inverse)]))
-    if len(out) < n:
-        raise UserError(f"domain {d.name!r} ({d.predicate.name}) has only {len(out)} edges to hold out of "
-                        f"num_per_type={n}; lower num_per_type")
-    return out
+    return out  # possibly fewer than n: shortfall() says so (every edge other cards state stays)
 
 
 def _nonexistent(pools: _Pools, cards: list[dict], n: int, rng: random.Random) -> list[Unknown]:
@@ -473,17 +469,18 @@ def _distractor_facts(pools: _Pools, s: str, o: str, rng: random.Random) -> list
     return [(x, p, v) for x in dict.fromkeys(picked) if x != s for v in g.objects(x, p)[:1]]
 
 
-def shortfall(cards: Sequence[dict], num_per_type: int) -> list[str]:
-    """Suites with fewer than ``num_per_type`` cards of a label, in words (only near_miss can be
-    short: a graph holds only so many same-class near misses, e.g. no same-class object can
-    contradict a multi-valued predicate such as has_neighbour, and a near miss is never
-    replaced by a far one)."""
+def shortfall(cards: Sequence[dict], num_per_type: int, suites: Sequence[str] = ()) -> list[str]:
+    """Suites with fewer than ``num_per_type`` cards of a label, in words. Only near_miss and
+    held_out can be short: a graph holds only so many same-class near misses (no same-class
+    object contradicts a multi-valued predicate such as has_neighbour), and only so many true
+    facts no other card states; neither is ever replaced by a far or a stated one."""
     counts: dict[tuple[str, str], int] = {}
     for card in cards:
         counts[(card["suite"], card["label"])] = counts.get((card["suite"], card["label"]), 0) + 1
-    suites = dict.fromkeys(card["suite"] for card in cards)
+    suites = dict.fromkeys([*suites, *(card["suite"] for card in cards)])  # a suite with no card at all too
     return [f"{suite}: {counts.get((suite, label), 0)} {label} cards of {num_per_type} (the graph has no more)"
-            for suite in suites for label in LABELS if counts.get((suite, label), 0) < num_per_type]
+            for suite in suites for label in (("U",) if suite in U_ONLY_SUITES else LABELS)
+            if counts.get((suite, label), 0) < num_per_type]
 
 
 def read_cards(path: str | Path) -> list[dict]:

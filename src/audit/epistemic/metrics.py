@@ -156,6 +156,17 @@ def group_metrics(rows: list[Mapping[str, Any]], mapping: str) -> dict[str, Any]
     }
 
 
+def _with_prior(result: dict[str, Any], rows: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """Add ``prior_answer``: of the scored counterfactual rows, the share answered with the graph's
+    (prior) label rather than the context's gold: falling back on the prior, not following the card."""
+    flipped = [r for r in rows if r.get("prior_label") in LABEL_TO_GOLD and r.get("prior_label") != r.get("label")
+               and r.get("pred") in PREDS]
+    if flipped:
+        hits = sum(r["pred"] == LABEL_TO_GOLD[r["prior_label"]] for r in flipped)
+        result["prior_answer"] = wilson(hits, len(flipped))
+    return result
+
+
 def compute_metrics(rows: Iterable[Mapping[str, Any]], mapping: str = "licensing") -> dict[str, Any]:
     """Metrics keyed by system, each with a ``suites`` breakdown (rows that name a suite)."""
     check_mapping(mapping)
@@ -182,5 +193,10 @@ def compute_metrics(rows: Iterable[Mapping[str, Any]], mapping: str = "licensing
             if gold_label(row) == "U":
                 kinds.setdefault(str(row.get("u_kind") or "open_world"), []).append(row)
         result["u_kinds"] = {name: group_metrics(r, mapping) for name, r in sorted(kinds.items())}
+        # closed_book / in_context / counterfactual apart (rows without one are in_context)
+        conditions: dict[str, list[Mapping[str, Any]]] = {}
+        for row in system_rows:
+            conditions.setdefault(str(row.get("condition") or "in_context"), []).append(row)
+        result["conditions"] = {name: _with_prior(group_metrics(r, mapping), r) for name, r in sorted(conditions.items())}
         out[system] = result
     return out

@@ -35,6 +35,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from audit import config_values
 from audit.epistemic import systems
+from audit.epistemic.conditions import condition_of
 from audit.epistemic.jsonl import read_jsonl
 from audit.epistemic.metrics import PREDS, check_mapping, compute_metrics
 from audit.epistemic.report import write_report
@@ -224,6 +225,7 @@ def result_row(card: Mapping[str, Any], system_id: str, answer: Answer) -> dict[
     return {
         "id": card["id"], "gold": card["gold"], "pred": answer.pred, "pass": answer.pred == card["gold"],
         "system": system_id, "label": card["label"], "suite": card.get("suite"), "u_kind": u_kind(card),
+        "condition": condition_of(card), "prior_label": card.get("prior_label"),
         "raw_output": answer.raw_output, "reason": answer.reason, "error": answer.error, **answer.extra,
     }
 
@@ -409,6 +411,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
     """Cards, then the systems stage and what follows, in a new run dir or the ``resumed`` one
     (:func:`open_for_resume`)."""
     from audit.epistemic.cards import generate_cards, read_cards, shortfall, withhold
+    from audit.epistemic.conditions import DEFAULT as DEFAULT_CONDITION, apply_conditions
     from audit.epistemic.domain import load_domain
 
     num_per_type = config_values.whole_number(cfg, "cards.num_per_type", minimum=1)
@@ -430,8 +433,9 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
                             "pass the domain=... predicate=... the cards were generated for")
     else:
         cards = generate_cards(domain, num_per_type=num_per_type, seed=seed, suites=_as_list(cfg.cards.suites))
-        for line in shortfall(cards, num_per_type):
+        for line in shortfall(cards, num_per_type, _as_list(cfg.cards.suites)):
             print(f"note: {line}")
+        cards = apply_conditions(domain, cards, _as_list(cfg.cards.get("conditions")) or [DEFAULT_CONDITION])
     withhold(domain, cards)  # held-out facts leave every system's view (again, for reused cards)
     run_name = f"{path_component(domain.name, 'domain.name')}_{path_component(domain.predicate.name, 'predicate.name')}"
     # Build systems (and the gateway, which checks the API key) before creating the run dir.

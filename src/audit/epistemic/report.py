@@ -131,6 +131,8 @@ def build_context(metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mappi
         "suite_columns": SUITE_COLUMNS,
         "cards": drilldown(rows, cards, systems),
         "u_kinds": any(m.get("u_kinds") for m in metrics.values()),
+        "conditions": any(len(m.get("conditions") or {}) > 1 or "in_context" not in (m.get("conditions") or {"in_context": 0})
+                          for m in metrics.values()),
         "glossary": GLOSSARY,
         "gated": [s for s in systems if s.split(":")[0] in GATED],
     }
