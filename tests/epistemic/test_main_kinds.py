@@ -75,3 +75,14 @@ def test_a_sweep_over_condition_and_prompt_is_an_axis_of_the_comparison(tmp_path
     assert "condition" in header
     found = {line.split(",")[header.index("condition")] for line in matrix.splitlines()[1:]}
     assert found == {"closed_book", "in_context", "counterfactual"}
+
+
+def test_a_systems_extra_body_reaches_the_request(tmp_path: Path, fake_openrouter) -> None:
+    """A reasoning-effort (or any extra request field) per system passes through to the model."""
+    fake_openrouter.default_reply = chat_reply('{"answer": "YES"}')
+    proc = run_cli(tmp_path, "system=raw_llm", "system.extra_body={reasoning: {effort: low}}", "cards.num_per_type=1",
+                   "cards.suites=[standard]", env=fake_openrouter.env())
+    assert proc.returncode == 0, proc.stderr
+    bodies = [r.json for r in fake_openrouter.chat_requests()]
+    assert len(bodies) == 3 and all(b.get("reasoning") == {"effort": "low"} for b in bodies)
+    assert all("extra_body" not in b for b in bodies)

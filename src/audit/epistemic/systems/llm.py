@@ -106,6 +106,8 @@ class Asker:
         self.max_tokens = cfg.get("max_tokens")
         provider = cfg.get("provider")
         self.provider = OmegaConf.to_container(provider, resolve=True) if provider is not None else None
+        extra = cfg.get("extra_body")  # e.g. {reasoning: {effort: low}}: passed through to the request
+        self.extra_body = OmegaConf.to_container(extra, resolve=True) if extra else None
         self.system_prompt = load_prompt(cfg.prompt.system)
         self.user_template = load_prompt(cfg.prompt.user)
         self.tag = tag
@@ -124,7 +126,7 @@ class Asker:
             reply = await self.gateway.achat(
                 self.model, self.messages(**fields), max_tokens=self.max_tokens,
                 temperature=self.temperature, response_format=RESPONSE_FORMAT, structured=self.structured,
-                provider=self.provider, tag=self.tag, endpoint=self.endpoint,
+                provider=self.provider, tag=self.tag, endpoint=self.endpoint, extra_body=self.extra_body,
             )
         except GatewayError as exc:
             if exc.fatal:
