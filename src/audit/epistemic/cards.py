@@ -1,17 +1,26 @@
 """Context cards: balanced E/C/U claims with the facts a system sees, labelled by the licenser.
 
 Candidate claims are drawn from the graph (true edges, other subjects' objects, neighbours
-of the true object, ...) and each one's label is whatever ``Licenser.judge`` says: the
-generator never decides a label itself, and card text never carries one (no "DOES NOT",
-"not in database" markers: facts are only verbalised true triples).
+of the true object, ...) and each one's label is whatever ``Licenser.judge`` says (the
+negation suite's C, decided by the negative fact it puts in the card, is the one exception),
+and card text never carries a label marker: what a suite adds (rules, a negative fact) is on
+every card of the suite, whatever its label.
 
 Suites:
 - ``standard``: facts about the subject (its values for the predicate included, so a
   contradiction is inferable) and the object's type.
 - ``distractor``: the same plus true facts about similar subjects (siblings sharing a
   neighbour, and another subject holding the asked-about object), shuffled in.
-- ``near_miss``: the asked-about object is plausible: a same-class neighbour of the true
-  object (a sibling river, a neighbouring country) or a similar subject's true object.
+- ``near_miss``: the asked-about object is plausible: of the true object's class and close
+  to it along the domain's parent relations (a sibling river sharing the mouth, a city of
+  the same country); the card's ``near`` records the relation. Short rather than far.
+- ``grounded``: ``standard`` plus the predicate's shape constraints in words (every card).
+- ``negation``: one explicit negative fact per card; C exactly when it negates the claim
+  (this label comes from the card's own fact, not from the licenser).
+- ``held_out`` / ``nonexistent``: U cards only, on a true fact withheld from the card and
+  from the graph every system sees, or on an invented subject (``U_KINDS``).
+
+No card's object is its subject.
 """
 
 from __future__ import annotations

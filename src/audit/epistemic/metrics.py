@@ -168,7 +168,9 @@ def _with_prior(result: dict[str, Any], rows: list[Mapping[str, Any]]) -> dict[s
 
 
 def compute_metrics(rows: Iterable[Mapping[str, Any]], mapping: str = "licensing") -> dict[str, Any]:
-    """Metrics keyed by system, each with a ``suites`` breakdown (rows that name a suite)."""
+    """Metrics keyed by system, each with ``suites`` (rows that name a suite), ``u_kinds`` (U rows
+    by what their UNKNOWN rests on) and ``conditions`` (closed_book / in_context / counterfactual)
+    breakdowns."""
     check_mapping(mapping)
     by_system: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
