@@ -145,6 +145,7 @@ class EpistemicSummary(Header):
     stage: str = "all"
     run_dir: str | None = None
     cards: int | None = None
+    cards_digest: str | None = Field(None, description="hash of the cards asked: runs with one digest answered the same cards")
     domain: str | None = None
     predicate: str | None = None
     answered: int | None = None
