@@ -485,5 +485,6 @@ def _answer_and_score(run_dir: RunDir, cfg: DictConfig, stage: str, mapping: str
                   **({"answer_errors": errors} if errors else {}))
     print(f"run dir: {run_dir.path}")
     if mostly is not None:
-        raise UserError(f"{mostly}; status error (mostly_errors) in {run_dir.summary_path}; fix the cause and run again")
+        raise UserError(f"{mostly}; status error (mostly_errors) in {run_dir.summary_path}; "
+                        "fix the cause and run again")
     return run_dir.path

@@ -150,7 +150,8 @@ class EpistemicSummary(Header):
     predicate: str | None = None
     answered: int | None = None
     expected_answers: int | None = None
-    systems: dict[str, dict[str, Any]] = Field(default_factory=dict, description="per system: rows, errors, headline rates")
+    systems: dict[str, dict[str, Any]] = Field(default_factory=dict,
+                                               description="per system: rows, errors, headline rates")
     answer_errors: dict[str, list[int]] = Field(default_factory=dict, description="per system: [errors, answers]")
     results: str | None = Field(None, description="stage=metrics|report: the results files scored")
 
