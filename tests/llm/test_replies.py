@@ -22,6 +22,7 @@ from audit.testing.fake_openrouter import (
     BROKEN_EMOJI,
     CHAT,
     COMPLETION,
+    KEY_ENCODINGS,
     FakeOpenRouter,
     Reply,
     chat_reply,
@@ -61,6 +62,24 @@ def test_redactor_removes_key_and_authorization_values(text):
 ])
 def test_a_short_placeholder_key_is_masked_as_a_token_not_inside_words(secret, text, expected):
     assert Redactor([secret])(text) == expected
+
+
+@pytest.mark.parametrize("encoding", list(KEY_ENCODINGS))
+def test_the_key_is_masked_in_every_encoding_a_server_echoes_it(encoding):
+    echoed = KEY_ENCODINGS[encoding](KEY)
+    decoded = json.loads(f'"{echoed}"')  # what the message reads after the server's JSON is parsed
+    for text in (echoed, decoded, f"prefix {decoded} suffix", " ".join(decoded.split())):
+        out = Redactor([KEY]).keys(text)
+        assert MASK in out and KEY not in json.loads(f'"{out}"'.replace("\n", " ")), out
+
+
+def test_base64_is_masked_at_every_alignment_and_prose_is_left_alone():
+    import base64
+    for prefix in (b"", b"u:", b"Bearer ", b"Basic user:"):
+        out = Redactor([KEY]).keys(base64.b64encode(prefix + KEY.encode() + b" tail").decode())
+        assert MASK in out
+    prose = "Bearer bonds and the authorization of 1989"
+    assert Redactor([KEY]).keys(prose) == prose
 
 
 def _gateway(server: FakeOpenRouter, tmp_path: Path, max_retries: int = 2) -> Gateway:

@@ -33,6 +33,8 @@ from audit.llm.types import GatewayError, LLMResponse, Usage
 from audit.templates import cut_at_stops
 
 T = TypeVar("T")
+MESSAGE_CHARS = 500
+"""A server's error text is kept to this many characters (after redaction)."""
 
 
 class Gateway:
@@ -273,29 +275,35 @@ class Gateway:
                                          api_key=self._key(endpoint), timeout_s=self.settings.timeout_s,
                                          headers=self._headers, provider=dict(provider) if provider else None,
                                          client=self._pool(endpoint, api_base).client(route))
-                reply = replies.read_reply(route == backend.CHAT_ROUTE, raw, self._redact)
+                reply = replies.read_reply(route == backend.CHAT_ROUTE, raw)
                 break
             except GatewayError as error:
                 failure, retry_after = error, None
             except Exception as exc:  # litellm raises many types; classify maps them all
-                failure, retry_after = replies.classify_failure(exc, self._redact)
+                failure, retry_after = replies.classify_failure(exc)
             if not is_retryable(failure.kind) or retries >= self.settings.max_retries:
+                # The server's words leave the gateway here: masked now that every decoding step
+                # is done, and only then cut to length (a cut first could leave half a key).
+                said = self._redact(str(failure.args[0]))[:MESSAGE_CHARS]
                 self.ledger.add(CallRecord(tag, route, model, None, 0, 0, 0.0,
-                                           time.perf_counter() - started, retries, False, str(failure),
+                                           time.perf_counter() - started, retries, False,
+                                           str(GatewayError(failure.kind, said, status=failure.status)),
                                            endpoint, api_base, structured_output))
                 hint = (f"; is a server running at {api_base}? Start one (README: 'Run against your own GPU') "
                         f"or run with local=true" if endpoint != DEFAULT_ENDPOINT and _unreachable(failure) else "")
-                raise GatewayError(failure.kind, f"{model} via {endpoint} ({api_base}): {failure.args[0]}{hint}",
+                raise GatewayError(failure.kind, f"{model} via {endpoint} ({api_base}): {said}{hint}",
                                    status=failure.status, retries=retries) from None
             retries += 1
             await asyncio.sleep(self.policy.delay(retries, retry_after, self._rng))
         cut = cut_at_stops(reply.text, stops)
         return LLMResponse(
-            text=cut,
+            # Model text is stored and shown to other models too: the run's keys are masked in it
+            # (only the keys: credential-shaped prose is the model's own words).
+            text=self._redact.keys(cut),
             finish_reason="stop" if cut != reply.text else reply.finish_reason,
             usage=reply.usage,
-            model=reply.model or model,
-            provider=reply.provider,
+            model=self._redact.keys(reply.model or model),
+            provider=self._redact.keys(reply.provider) if reply.provider else reply.provider,
             latency_s=time.perf_counter() - started,
             retries=retries,
             cached=False,

@@ -30,6 +30,7 @@ Defaults a test can assert on: ``prompt_tokens``/``completion_tokens`` are
 from __future__ import annotations
 
 import argparse
+import base64
 import itertools
 import json
 import random
@@ -285,6 +286,38 @@ def no_choices(kind: str = CHAT) -> Reply:
 def key_echo(request: RecordedRequest, status: int = 401) -> Reply:
     """An error quoting the request's Authorization header back, as some proxies do."""
     return error_reply(status, f"Invalid credentials in header Authorization: {request.headers.get('authorization', '')}")
+
+
+KEY_ENCODINGS: dict[str, Callable[[str], str]] = {
+    "plain": lambda key: key,
+    "json_escaped_dash": lambda key: key.replace("-", "\\u002d"),
+    "json_escaped": lambda key: "".join(f"\\u{ord(c):04x}" for c in key),
+    "json_escaped_upper": lambda key: "".join(f"\\u{ord(c):04X}" for c in key),
+    "url": lambda key: "".join(f"%{b:02X}" for b in key.encode()),
+    "html_entities": lambda key: "".join(f"&#{ord(c)};" for c in key),
+    "base64_bearer": lambda key: base64.b64encode(f"Bearer {key}".encode()).decode(),
+    "base64_key": lambda key: base64.b64encode(key.encode()).decode(),
+    "split_across_lines": lambda key: key[: len(key) // 2] + "\\n  " + key[len(key) // 2:],
+}
+"""How a hostile or careless server can echo the key, as it appears inside a JSON string in the
+raw body (``\\u002d`` is JSON's escape for ``-``; ``\\n`` a line break once decoded)."""
+
+
+def encoded_key_echo(encoding: str, status: int = 401) -> Callable[[RecordedRequest], Reply]:
+    """A handler quoting the request's key back in an error, encoded as ``KEY_ENCODINGS[encoding]``.
+
+    The body is built by hand: ``json.dumps`` would decode nothing and escape nothing the
+    way a server's own serializer might, and the point is the exact bytes on the wire.
+    """
+    encode = KEY_ENCODINGS[encoding]
+
+    def answer(request: RecordedRequest) -> Reply:
+        key = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        body = ('{"error": {"code": %d, "message": "Invalid credentials (%s): %s", "metadata": {}}}'
+                % (status, encoding, encode(key)))
+        return Reply(status=status, body=body.encode())
+
+    return answer
 
 
 BROKEN_EMOJI = "\ud83d"
