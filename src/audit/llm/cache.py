@@ -68,6 +68,11 @@ class ResponseCache:
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", (key, payload))
 
+    def delete(self, key: str) -> None:
+        """Forget one reply (a caller found it unusable; see ``Gateway.forget``)."""
+        with self._lock:
+            self._db.execute("DELETE FROM responses WHERE key = ?", (key,))
+
     def close(self) -> None:
         with self._lock:
             self._db.close()

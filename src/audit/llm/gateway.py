@@ -136,6 +136,14 @@ class Gateway:
         """Synchronous :meth:`acomplete`."""
         return self._run_sync(self.acomplete(*args, **kwargs))
 
+    def forget(self, *responses: LLMResponse) -> None:
+        """Drop replies their caller could not use from the cache, so the same request is sent
+        afresh next time: a resume must not replay the reply that made its turn fail."""
+        if self.cache is not None:
+            for response in responses:
+                if response.cache_key is not None:
+                    self.cache.delete(response.cache_key)
+
     # -- bookkeeping ---------------------------------------------------------------------
 
     def record_usage_in(self, usage_path: Path) -> None:
@@ -236,7 +244,7 @@ class Gateway:
                          "sample_index": sample_index,
                          **({"repeat": self.repeat} if self.repeat else {})})  # repeat 0 keeps older caches valid
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
-            response = _from_record(hit, cached=True)
+            response = _from_record(hit, cached=True, key=key)
             self._record(tag, route, response)
             return response
         flight = (asyncio.get_running_loop(), key)
@@ -251,8 +259,8 @@ class Gateway:
                 # waiting behind a full pool must see what the calls ahead of them were charged.
                 if self.budget is not None:
                     self.budget.check(f"{tag or route} call to {model}")
-                response = await self._send(route, model, {**payload, **params}, provider, stops, tag,
-                                            endpoint, api_base, structured_output)
+                response = replace(await self._send(route, model, {**payload, **params}, provider, stops, tag,
+                                                    endpoint, api_base, structured_output), cache_key=key)
                 if self.budget is not None:
                     self.budget.charge(response.usage.cost)
         except BaseException as exc:
@@ -341,7 +349,7 @@ def _unreachable(error: GatewayError) -> bool:
     return error.kind == "connection" or "connection error" in str(error.args[0]).lower()
 
 
-def _from_record(record: dict[str, Any], *, cached: bool) -> LLMResponse:
+def _from_record(record: dict[str, Any], *, cached: bool, key: str) -> LLMResponse:
     usage = Usage(**record["usage"])
     fields = {k: v for k, v in record.items() if k not in ("usage", "cached", "shared")}
-    return LLMResponse(usage=usage, cached=cached, **fields)
+    return LLMResponse(usage=usage, cached=cached, cache_key=key, **fields)

@@ -13,12 +13,11 @@ key the server echoed JSON-escaped only becomes the key after this module decode
 
 from __future__ import annotations
 
-import ast
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from audit import model_json
 from audit.llm.retry import parse_retry_after
 from audit.llm.types import GatewayError, Usage
 
@@ -97,7 +96,7 @@ def provider_message(text: str) -> str:
     text = _WRAPPING.sub("", " ".join(text.split()))
     body = text[text.find("{"):] if "{" in text else ""
     error = None
-    for parse in (json.loads, ast.literal_eval):
+    for parse in (model_json.loads, model_json.python_literal):  # size and depth checked before decoding
         try:
             error = parse(body).get("error")
             break

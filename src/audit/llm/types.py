@@ -42,6 +42,9 @@ class LLMResponse:
     surrogates_replaced: int = 0
     """Lone UTF-16 surrogates (half an emoji) replaced by U+FFFD in ``text``; see ``replies.sanitize``."""
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    cache_key: str | None = field(default=None, compare=False, repr=False)
+    """The request's key in the response cache, so a caller can :meth:`~audit.llm.gateway.Gateway.forget`
+    a reply it found unusable (not stored: it is the key, not part of the value)."""
 
     def record(self) -> dict[str, Any]:
         """A JSON-ready summary for output files (no raw payload).
@@ -49,7 +52,7 @@ class LLMResponse:
         Built field by field: ``asdict`` deep-copies every value, the raw payload included,
         and this runs once per call.
         """
-        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "raw"}
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("raw", "cache_key")}
         data["usage"] = asdict(self.usage)
         return data
 

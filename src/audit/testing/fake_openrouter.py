@@ -320,6 +320,11 @@ def encoded_key_echo(encoding: str, status: int = 401) -> Callable[[RecordedRequ
     return answer
 
 
+def nested_json(depth: int = 5000) -> str:
+    """A model reply holding JSON nested ``depth`` levels deep (``json.loads`` recurses once per level)."""
+    return '{"answer": ' + "[" * depth + "]" * depth + "}"
+
+
 BROKEN_EMOJI = "\ud83d"
 """Half of an emoji: JSON ``"\ud83d"`` (a lone UTF-16 surrogate). ``chat_reply``/``completion_reply``
 send any text containing it as exactly that escape."""
