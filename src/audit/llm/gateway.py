@@ -209,7 +209,7 @@ class Gateway:
         key = (asyncio.get_running_loop(), endpoint)
         if key not in self._pools:
             self._pools[key] = backend.Pool(api_base, self._key(endpoint), self.settings.timeout_s,
-                                            self.settings.max_concurrency)
+                                            self.settings.max_concurrency, self.settings.max_reply_bytes)
         return self._pools[key]
 
     @property
@@ -279,14 +279,21 @@ class Gateway:
         retries = 0
         while True:
             try:
-                raw = await backend.post(route, model, payload, api_base=api_base,
-                                         api_key=self._key(endpoint), timeout_s=self.settings.timeout_s,
-                                         headers=self._headers, provider=dict(provider) if provider else None,
-                                         client=self._pool(endpoint, api_base).client(route))
+                # The attempt's wall-clock deadline: litellm's timeout is per read, so a server
+                # trickling a byte a second kept one attempt alive for as long as it liked.
+                raw = await asyncio.wait_for(
+                    backend.post(route, model, payload, api_base=api_base, api_key=self._key(endpoint),
+                                 timeout_s=self.settings.timeout_s, headers=self._headers,
+                                 provider=dict(provider) if provider else None,
+                                 client=self._pool(endpoint, api_base).client(route)),
+                    self.settings.timeout_s)
                 reply = replies.read_reply(route == backend.CHAT_ROUTE, raw)
                 break
             except GatewayError as error:
                 failure, retry_after = error, None
+            except asyncio.TimeoutError:  # the deadline above (litellm's own timeouts are classified below)
+                failure, retry_after = GatewayError(
+                    "timeout", f"no whole reply within {self.settings.timeout_s:g} s (gateway.timeout_s)"), None
             except Exception as exc:  # litellm raises many types; classify maps them all
                 failure, retry_after = replies.classify_failure(exc)
             if not is_retryable(failure.kind) or retries >= self.settings.max_retries:

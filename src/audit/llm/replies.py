@@ -19,7 +19,7 @@ from typing import Any
 
 from audit import model_json
 from audit.llm.retry import parse_retry_after
-from audit.llm.types import GatewayError, Usage
+from audit.llm.types import GatewayError, ReplyTooLarge, Usage
 
 REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -148,6 +148,8 @@ def classify_failure(exc: BaseException) -> tuple[GatewayError, float | None]:
     headers = getattr(exc, "litellm_response_headers", None) or {}
     retry_after = parse_retry_after(headers.get("retry-after") if hasattr(headers, "get") else None)
     chain = _chain(exc)
+    if too_large := [e for e in chain if isinstance(e, ReplyTooLarge)]:
+        return GatewayError("too_large", str(too_large[0])), None
     if _named(chain, "ContextWindowExceededError") or (
         status == 400 and any(h in message.lower() for h in _CONTEXT_HINTS)
     ):

@@ -57,12 +57,17 @@ class LLMResponse:
         return data
 
 
+class ReplyTooLarge(Exception):
+    """A reply body over ``gateway.max_reply_bytes``: cut off where it crossed the limit, never read whole."""
+
+
 class GatewayError(Exception):
     """A model call that failed for good (after retries where retrying makes sense).
 
     ``kind`` is one of: ``auth`` (401/403), ``bad_request`` (400), ``not_found`` (404,
     unknown model), ``context_length``, ``rate_limit`` (429), ``server`` (5xx),
-    ``timeout``, ``connection``, ``bad_response`` (unparseable body), ``budget`` (not sent:
+    ``timeout`` (no whole reply within ``timeout_s``), ``connection``, ``bad_response``
+    (unparseable body), ``too_large`` (a body over ``max_reply_bytes``), ``budget`` (not sent:
     ``budget.max_cost_usd`` is spent).
     """
 
@@ -93,4 +98,5 @@ _HINTS = {
     "auth": "check OPENROUTER_API_KEY in .env or the environment, and the account's credits",
     "not_found": "check the model id in the config against the provider's model list",
     "context_length": "shorten the prompt or lower max_tokens",
+    "too_large": "the server sent more than gateway.max_reply_bytes; raise it if the replies are real",
 }

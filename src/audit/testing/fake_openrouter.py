@@ -193,7 +193,10 @@ class Reply:
 
     ``body`` is a generated answer, a JSON object, or raw bytes sent as is. ``delay_s`` is
     waited before answering (on top of the server's ``latency_s``). ``truncate`` declares
-    the full Content-Length, sends half the body and closes the connection.
+    the full Content-Length, sends half the body and closes the connection. ``trickle_s``
+    sends the body one byte at a time, that many seconds apart (a server that never stalls
+    long enough for a read timeout). ``endless`` sends a chunked body that never ends, until
+    the client hangs up.
     """
 
     status: int = 200
@@ -202,6 +205,8 @@ class Reply:
     content_type: str = "application/json"
     delay_s: float = 0.0
     truncate: bool = False
+    trickle_s: float = 0.0
+    endless: bool = False
 
     def render(self, request: RecordedRequest) -> bytes:
         if isinstance(self.body, _Generation):
@@ -399,6 +404,16 @@ def truncated(reply: Reply) -> Reply:
     return replace(reply, truncate=True)
 
 
+def trickle(reply: Reply, interval_s: float = 1.0) -> Reply:
+    """``reply`` with its body sent one byte every ``interval_s`` seconds."""
+    return replace(reply, trickle_s=interval_s)
+
+
+def endless_body() -> Reply:
+    """A 200 whose chunked body starts like a reply and never ends (the server streams until the client hangs up)."""
+    return Reply(body=b'{"id": "gen-endless", "choices": [{"message": {"content": "', endless=True)
+
+
 def garbage(status: int = 200, body: bytes = b"<html><body>502 Bad Gateway</body></html>") -> Reply:
     """A non-JSON body, as a misbehaving proxy returns."""
     return Reply(status=status, body=body, content_type="text/html")
@@ -445,6 +460,8 @@ class FakeOpenRouter:
         self._requests: list[RecordedRequest] = []
         self._queues: dict[str | None, deque[Reply]] = {None: deque(), CHAT: deque(), COMPLETION: deque()}
         self._stopping = threading.Event()
+        self.streamed_bytes = 0
+        """Body bytes sent by ``endless`` replies so far (how much a client read before hanging up)."""
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -674,20 +691,54 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if fake._wait(fake.latency_s + reply.delay_s):
             self.close_connection = True  # stopping: hang up rather than answer late
             return
+        if reply.endless or reply.trickle_s:
+            self._stream(reply, reply.render(request))
+            return
         self._write(reply.status, reply.content_type, reply.render(request), reply.headers, truncate=reply.truncate)
 
     def _write(self, status: int, content_type: str, payload: bytes, headers: Iterable[tuple[str, str]], *,
                truncate: bool = False) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(payload)))
-        for name, value in headers:
-            self.send_header(name, value)
-        self.end_headers()
+        self._head(status, content_type, headers, len(payload))
         if truncate:
             payload = payload[: len(payload) // 2]
             self.close_connection = True
         self.wfile.write(payload)
+
+    def _head(self, status: int, content_type: str, headers: Iterable[tuple[str, str]], length: int | None) -> None:
+        """Status line and headers; ``length`` None sends a chunked body."""
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        if length is None:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(length))
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+
+    def _stream(self, reply: Reply, payload: bytes) -> None:
+        """A trickled or endless body, until it is sent, the client hangs up or the server stops."""
+        fake = self.server.fake
+        self.close_connection = True
+        try:
+            if reply.trickle_s:
+                self._head(reply.status, reply.content_type, reply.headers, len(payload))
+                for i in range(len(payload)):
+                    self.wfile.write(payload[i:i + 1])
+                    self.wfile.flush()
+                    if fake._wait(reply.trickle_s):
+                        return
+                return
+            self._head(reply.status, reply.content_type, reply.headers, None)
+            filler = b" " * 65536
+            for chunk in itertools.chain([payload], itertools.repeat(filler)):
+                if fake._stopping.is_set():
+                    return
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                with fake._lock:
+                    fake.streamed_bytes += len(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            return
 
     def _read_body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
