@@ -17,6 +17,8 @@ from difflib import get_close_matches
 from pathlib import Path
 from typing import TypeVar
 
+from audit.io.neutral import terminal_text
+
 T = TypeVar("T")
 
 
@@ -84,7 +86,8 @@ def exit_on_user_error(job: Callable[[], T]) -> T:
             raise
         if isinstance(exc, Interrupted):
             _drop_abandoned_call_warnings()
-        print(f"error: {line}", file=sys.stderr)
+        # Server and model text reaches these lines: no escape sequence may act on the terminal.
+        print(f"error: {' '.join(terminal_text(line).split())}", file=sys.stderr)
         raise SystemExit(1) from None
 
 

@@ -25,7 +25,8 @@ from audit.compare.collect import collect
 from audit.compare.tables import EPISTEMIC_METRICS, SHARES, Tables, build_tables
 from audit.epistemic.metrics import LOWER_IS_BETTER
 from audit.errors import UserError
-from audit.io.atomic import write_text
+from audit.io.atomic import write_texts
+from audit.io.neutral import csv_frame
 from audit.pages import SORT_FILTER_JS
 from audit.stats import CLUSTER_METHOD, PALETTE, WILSON_METHOD
 
@@ -406,9 +407,8 @@ def compare(dirs: Sequence[Path], out: Path | None = None) -> Tables:
     csvs = {"audits.csv": tables.audits, "censorship_map.csv": tables.censorship_map,
             "knows_vs_says.csv": tables.gaps, "language_gap.csv": tables.languages,
             "facts.csv": tables.facts, "epistemic_matrix.csv": tables.epistemic_matrix, "epistemic.csv": tables.epistemic}
-    texts = {name: frame.to_csv(index=False) for name, frame in csvs.items()}
-    for name, text in texts.items():
-        write_text(target / name, text)
-    write_text(target / "comparison.html", html)
+    # Model text reaches these cells (facts, hypotheses): no cell may run as a spreadsheet formula.
+    texts = {target / name: csv_frame(frame).to_csv(index=False) for name, frame in csvs.items()}
+    write_texts({**texts, target / "comparison.html": html})  # all or none: never CSVs without their page
     print(summary_text(tables, target))
     return tables
