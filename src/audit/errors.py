@@ -84,20 +84,19 @@ def exit_on_user_error(job: Callable[[], T]) -> T:
         line = user_error_line(exc)
         if line is None:
             raise
-        if isinstance(exc, Interrupted):
-            _drop_abandoned_call_warnings()
+        _drop_abandoned_call_warnings()
         # Server and model text reaches these lines: no escape sequence may act on the terminal.
         print(f"error: {' '.join(terminal_text(line).split())}", file=sys.stderr)
         raise SystemExit(1) from None
 
 
 def _drop_abandoned_call_warnings() -> None:
-    """Keep the one line the only line after an interrupt.
+    """Keep the one line the only line when a run stops with calls in flight (an interrupt, a fatal 401).
 
     litellm builds each call's coroutine in a worker thread (``run_in_executor``) and awaits
     it back on the loop; a call cancelled while that thread runs leaves the coroutine
     unawaited, and Python reports it at exit (``RuntimeWarning: coroutine ... was never
     awaited`` plus a tracemalloc hint) in about half the interrupted runs. Those calls were
-    cut off on purpose and are redone by the resume, so after an interrupt the report is noise.
+    cut off on purpose and are redone by the resume, so once the run is stopping it is noise.
     """
     warnings.filterwarnings("ignore", message=r"coroutine '.*' was never awaited", category=RuntimeWarning)

@@ -37,7 +37,7 @@ from audit.epistemic.jsonl import read_jsonl
 from audit.epistemic.metrics import PREDS, check_mapping, compute_metrics
 from audit.epistemic.report import write_report
 from audit.epistemic.systems.base import Answer, System
-from audit.errors import Interrupted, UserError, unknown_choice
+from audit.errors import Interrupted, UserError, unknown_choice, user_error_line
 from audit.interrupts import sigterm_as_interrupt
 from audit.io.atomic import new_directory, read_json, remove_partial_writes, write_json, write_jsonl, write_text
 from audit.io.journal import Journal, read_records
@@ -451,6 +451,21 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
             usage = {"usage": gateway.ledger.totals()}
         write_summary(run_dir, stage, INTERRUPTED, **summary, answered=got, expected_answers=expected, **usage)
         raise Interrupted(f"interrupted with {got}/{expected} answers saved in {run_dir}; "
+                        f"continue with: python -m audit.epistemic resume={run_dir}") from None
+    except (UserError, OSError) as exc:
+        # A fatal 401/404 or a full disk: the summary must not stay "running" (compare would call
+        # the run killed) but say error, with the answers on disk; or the line names the summary
+        # it could not write. A final status already written (mostly_errors) is left as it is.
+        line = user_error_line(exc)
+        if line is None or previous_status(run_dir) not in (RUNNING, INTERRUPTED, None):
+            raise
+        got, expected = len(saved_answers(run_dir)), len(cards) * len(built)
+        try:
+            write_summary(run_dir, stage, "error", **summary, answered=got, expected_answers=expected, error=line)
+        except OSError as unwritten:
+            raise UserError(f"{line}; could not write {run_dir / 'summary.json'} either ({unwritten.strerror}); "
+                            f"{got}/{expected} answers are on disk in {run_dir}") from None
+        raise UserError(f"{line}; {got}/{expected} answers saved in {run_dir}; "
                         f"continue with: python -m audit.epistemic resume={run_dir}") from None
     finally:
         lock.close()
