@@ -194,13 +194,14 @@ async def per_call_overhead(base_url: str, calls: int, chat: bool) -> tuple[floa
     import httpx
 
     from audit.llm import backend
+    from audit.llm.settings import GatewaySettings
 
     path, payload = ("/chat/completions", body(True, 0)) if chat else ("/completions", body(False, 0))
     payload["max_tokens"] = 8
     async with httpx.AsyncClient(headers={"Authorization": "Bearer x"}) as client:
         bare = await median_latency(lambda: client.post(base_url + path, json={"model": "m/x", **payload}), calls)
     route = backend.CHAT_ROUTE if chat else backend.COMPLETION_ROUTE
-    pool = backend.Pool(base_url, "bench-key", 30, 1)
+    pool = backend.Pool(base_url, "bench-key", 30, 1, GatewaySettings.max_reply_bytes)
     lite = await median_latency(
         lambda: backend.post(route, "m/x", dict(payload), api_base=base_url, api_key="bench-key", timeout_s=30,
                              headers={}, provider=None, client=pool.client(route)), calls)

@@ -32,7 +32,8 @@ from pathlib import Path
 
 import pytest
 
-from audit.testing.fake_openrouter import FakeOpenRouter, Reply, error_reply
+from audit.testing.fake_openrouter import (TEST_API_KEY, FakeOpenRouter, Reply, chat_reply, encoded_key_echo,
+                                           error_reply, nested_json)
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
 
 AUDIT, EPISTEMIC, COMPARE, DOCTOR = "audit", "audit.epistemic", "audit.compare", "audit.doctor"
@@ -40,6 +41,13 @@ FAST = (f"auditor.model={AUDITOR_MODEL}", "judge=off", "gateway.max_retries=0", 
         "max_iterations=5", "output_dir=out")
 """A scripted audit against the loopback server (used where a case needs to get as far as a model call)."""
 MISSING_MODEL = "nope/no-such-model"
+HOSTILE = {
+    "test/echoes-key": encoded_key_echo("json_escaped_dash"),  # the key JSON-escaped in a 401
+    "test/deep-json": lambda request: chat_reply(nested_json()),  # every reply nested 5,000 deep
+    "test/escapes": lambda request: error_reply(401, "bad key\x1b]0;pwned\x07\x1b[2J\x1b[1;1H"),
+    "test/revoked": lambda request: error_reply(401, "key revoked"),
+}
+"""Models the loopback server answers with hostile replies, by name."""
 FINISHED = {"success", "started", "cancelled"}
 AS_ROOT = os.geteuid() == 0
 PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH = 24, 1, 2
@@ -185,6 +193,13 @@ CASES: list[Case] = [
          "gateway.cache", setup=read_only_dir("ro"), read_only=True),
     Case("audit-disk-full-early", AUDIT, FAST, "disk full or file too large", fsize=4000),
     Case("audit-disk-full-mid-run", AUDIT, FAST, "disk full or file too large", fsize=7000),
+    Case("audit-auditor-echoes-key-escaped", AUDIT, ("auditor.model=test/echoes-key", *FAST[1:]), "[REDACTED]"),
+    Case("audit-auditor-json-too-deep", AUDIT, ("auditor.model=test/deep-json", *FAST[1:]), "nests deeper than"),
+    Case("audit-server-escape-sequences", AUDIT, ("auditor.model=test/escapes", *FAST[1:]), "bad key"),
+    Case("epistemic-key-revoked-mid-run", EPISTEMIC, ("system=raw_llm", "system.model=test/revoked",
+                                                      "cards.num_per_type=2", "gateway.max_retries=0",
+                                                      "gateway.cache.enabled=false"),
+         "key revoked"),
     # python -m audit resume=
     Case("audit-resume-missing", AUDIT, ("resume={dir}/nowhere",), "does not exist"),
     Case("audit-resume-not-a-run", AUDIT, ("resume={dir}/plain",), "not a run directory",
@@ -359,6 +374,8 @@ def server_handler(script: Script) -> Callable[..., Reply | None]:
     def handler(request: object) -> Reply | None:
         if request.json.get("model") == MISSING_MODEL:  # type: ignore[attr-defined]
             return error_reply(400, f"{MISSING_MODEL} is not a valid model ID")
+        if request.json.get("model") in HOSTILE:  # type: ignore[attr-defined]
+            return HOSTILE[request.json["model"]](request)  # type: ignore[attr-defined]
         return script.handler(request)
     return handler
 
@@ -423,6 +440,7 @@ def test_bad_input_is_one_line_exit_1_and_leaves_nothing_half_written(case: Case
     lines = out.stderr.splitlines()
     assert len(lines) == 1 and out.stderr.endswith("\n") and lines[0].startswith("error: "), shown
     assert case.says.lower() in lines[0].lower(), shown
+    assert "\x1b" not in out.stderr and TEST_API_KEY not in out.stderr + out.stdout, shown  # no escapes, no key
     assert "cannot write a file" not in lines[0], f"the line must name the file\n{shown}"
     changed = [name for name, digest in out.before.items() if out.after.get(name) != digest]
     assert not changed, f"files that were there before changed or vanished: {changed}\n{shown}"

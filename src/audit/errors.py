@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import errno
 import sys
+import warnings
 from collections.abc import Callable, Iterable
 from difflib import get_close_matches
 from pathlib import Path
 from typing import TypeVar
+
+from audit.io.neutral import terminal_text
 
 T = TypeVar("T")
 
@@ -81,5 +84,23 @@ def exit_on_user_error(job: Callable[[], T]) -> T:
         line = user_error_line(exc)
         if line is None:
             raise
-        print(f"error: {line}", file=sys.stderr)
+        _drop_abandoned_call_warnings()
+        # Server and model text reaches these lines: no escape sequence may act on the terminal.
+        print(f"error: {' '.join(terminal_text(line).split())}", file=sys.stderr)
         raise SystemExit(1) from None
+
+
+def _drop_abandoned_call_warnings() -> None:
+    """Keep the one line the only line when a run stops with calls in flight (an interrupt, a fatal 401).
+
+    litellm builds each call's coroutine in a worker thread (``run_in_executor``) and awaits
+    it back on the loop; a call cancelled while that thread runs leaves the coroutine
+    unawaited, and Python reports it at exit (``RuntimeWarning: coroutine ... was never
+    awaited`` plus a tracemalloc hint) in about half the interrupted runs. Those calls were
+    cut off on purpose and are redone by the resume, so once the run is stopping it is noise.
+    """
+    warnings.filterwarnings("ignore", message=r"coroutine '.*' was never awaited", category=RuntimeWarning)
+    # An interrupt that lands while asyncio is still building its event loop leaves a half-made
+    # loop whose destructor fails at exit ("Exception ignored in ... BaseEventLoop.__del__");
+    # destructors of objects abandoned by the stop have nothing left to report to the user.
+    sys.unraisablehook = lambda _unraisable: None

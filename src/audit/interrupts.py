@@ -17,7 +17,17 @@ from typing import Any
 
 
 def _as_interrupt(signum: int, frame: Any) -> None:
-    signal.raise_signal(signal.SIGINT)
+    """Do what Ctrl-C would: call SIGINT's handler (``asyncio.run``'s cancels the main task).
+
+    Not by re-raising SIGINT: a process started with SIGINT ignored (``cmd &`` in a script,
+    some batch schedulers) would then ignore SIGTERM too and run on to ``completed``. With
+    SIGINT ignored or left to the C default, SIGTERM interrupts as Python's own Ctrl-C does.
+    """
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, frame)
+    else:
+        signal.default_int_handler(signal.SIGINT, frame)
 
 
 @contextmanager

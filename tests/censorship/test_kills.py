@@ -16,7 +16,6 @@ held in flight at the kill (and a journal line cut by it) are missing.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess

@@ -148,3 +148,24 @@ def test_half_an_emoji_in_every_answer_is_stored(tmp_path, fake_openrouter):
     assert proc.returncode == 0, proc.stderr
     rows = [json.loads(line) for line in (only_run_dir(tmp_path) / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 18 and all(r["error"] is None and r["raw_output"].endswith("\ufffd") for r in rows)
+
+
+def test_a_401_mid_run_leaves_an_error_summary_not_running(tmp_path, fake_openrouter):
+    """Before: the summary stayed "running" and compare called the run killed, offering a resume."""
+    from audit.compare.collect import collect
+    from audit.testing.fake_openrouter import error_reply
+    calls = []
+
+    def handler(request):
+        calls.append(request)
+        return chat_reply('{"answer": "YES"}') if len(calls) <= 3 else error_reply(401, "key revoked")
+
+    fake_openrouter.handler = handler
+    proc = run_cli(tmp_path, "system=raw_llm", "cards.num_per_type=2", "gateway.max_retries=0",
+                   "gateway.cache.enabled=false", "gateway.max_concurrency=1", env=fake_openrouter.env())
+    assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1 and "key revoked" in proc.stderr
+    run_dir = only_run_dir(tmp_path)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "error" and summary["answered"] == 3 and "key revoked" in summary["error"]
+    (listed,) = collect([tmp_path / "outputs"]).failures
+    assert listed.status == "error"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from audit.testing.fake_openrouter import (
     BROKEN_EMOJI,
     CHAT,
     COMPLETION,
+    KEY_ENCODINGS,
     FakeOpenRouter,
     Reply,
     chat_reply,
@@ -61,6 +63,24 @@ def test_redactor_removes_key_and_authorization_values(text):
 ])
 def test_a_short_placeholder_key_is_masked_as_a_token_not_inside_words(secret, text, expected):
     assert Redactor([secret])(text) == expected
+
+
+@pytest.mark.parametrize("encoding", list(KEY_ENCODINGS))
+def test_the_key_is_masked_in_every_encoding_a_server_echoes_it(encoding):
+    echoed = KEY_ENCODINGS[encoding](KEY)
+    decoded = json.loads(f'"{echoed}"')  # what the message reads after the server's JSON is parsed
+    for text in (echoed, decoded, f"prefix {decoded} suffix", " ".join(decoded.split())):
+        out = Redactor([KEY]).keys(text)
+        assert MASK in out and KEY not in json.loads(f'"{out}"'.replace("\n", " ")), out
+
+
+def test_base64_is_masked_at_every_alignment_and_prose_is_left_alone():
+    import base64
+    for prefix in (b"", b"u:", b"Bearer ", b"Basic user:"):
+        out = Redactor([KEY]).keys(base64.b64encode(prefix + KEY.encode() + b" tail").decode())
+        assert MASK in out
+    prose = "Bearer bonds and the authorization of 1989"
+    assert Redactor([KEY]).keys(prose) == prose
 
 
 def _gateway(server: FakeOpenRouter, tmp_path: Path, max_retries: int = 2) -> Gateway:
@@ -172,3 +192,39 @@ def test_a_dropped_connection_is_resent_only_by_the_gateway(fake_openrouter, tmp
     gateway = _gateway(fake_openrouter, tmp_path, max_retries=1)
     assert _failure(gateway, route).kind == "connection"
     assert len(fake_openrouter.requests) == 1 + gateway.ledger.totals()["retries"] == 2
+
+
+def _bounded_gateway(server: FakeOpenRouter, tmp_path: Path, **settings) -> Gateway:
+    return Gateway(GatewaySettings(api_base=server.base_url, max_retries=0, cache_enabled=False,
+                                   cache_path=tmp_path / "cache.sqlite", **settings), KEY, rng=random.Random(0))
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_a_trickling_body_ends_at_the_attempts_deadline(fake_openrouter, tmp_path, route):
+    """One byte every 0.2 s never stalls a read long enough for a read timeout; the deadline covers the body."""
+    from audit.testing.fake_openrouter import trickle
+    fake_openrouter.handler = lambda request: trickle(_answer(route, "a slow answer " * 10), 0.2)
+    error = _failure(_bounded_gateway(fake_openrouter, tmp_path, timeout_s=1.0), route)
+    assert error.kind == "timeout" and "gateway.timeout_s" in str(error), str(error)
+    assert time.monotonic() - fake_openrouter.requests[0].received_at < 4  # the whole body would take over 60 s
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_an_endless_body_is_cut_off_at_the_size_limit(fake_openrouter, tmp_path, route):
+    from audit.testing.fake_openrouter import endless_body
+    fake_openrouter.handler = lambda request: endless_body()
+    gateway = _bounded_gateway(fake_openrouter, tmp_path, timeout_s=30.0, max_reply_bytes=1_000_000)
+    error = _failure(gateway, route)
+    assert error.kind == "too_large" and "gateway.max_reply_bytes" in str(error), str(error)
+    assert time.monotonic() - fake_openrouter.requests[0].received_at < 10
+    # The client hung up right after the limit: what the server got out is the limit plus socket buffers.
+    assert fake_openrouter.streamed_bytes < 1_000_000 + 16_000_000
+    (record,) = gateway.ledger.records
+    assert record.error.startswith("too_large")
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_a_declared_length_over_the_limit_is_refused_before_reading(fake_openrouter, tmp_path, route):
+    fake_openrouter.handler = lambda request: _answer(route, "x" * 2_000)
+    error = _failure(_bounded_gateway(fake_openrouter, tmp_path, max_reply_bytes=1_000), route)
+    assert error.kind == "too_large" and "over 1,000" in str(error), str(error)

@@ -43,7 +43,7 @@ from audit.llm.embedded import local_model
 from audit.llm.settings import record_endpoints, role_endpoint
 from audit.llm.budget import stopped_by
 from audit.llm.structured import check_mode
-from audit.llm.types import FATAL_KINDS, GatewayError
+from audit.llm.types import FATAL_KINDS, GatewayError, LLMResponse
 from audit.resume import command_line_overrides, load_saved_config, refuse_resume_overrides, resumed_config
 from audit.runs.rundir import iso, utc_now
 from audit.runs.status import Status, StopReason
@@ -388,6 +388,7 @@ class Audit:
         assert self.conversation is not None
         messages = [*self.conversation, {"role": "user", "content": message}]
         attempts: list[dict[str, Any]] = []
+        unusable: list[LLMResponse] = []
         usages: list[dict[str, Any]] = []
         stage = schema = stage_of(iteration, final=final)
         for attempt in range(self.plan.max_reask + 1):
@@ -411,7 +412,9 @@ class Audit:
             except ReplyError as exc:
                 self.totals.parse_failures += 1
                 attempts.append({"raw_response": response.text, "error": str(exc), "usage": usages[-1]})
+                unusable.append(response)
                 if attempt == self.plan.max_reask:
+                    self.gateway.forget(*unusable)  # a resume asks afresh instead of replaying the failed turn
                     raise AuditStopped(
                         f"auditor gave no usable reply at turn {iteration} after {attempt} re-asks: {exc}",
                         failed_turn=self._failed(iteration, messages, attempts)) from None
@@ -494,6 +497,7 @@ class Audit:
         try:
             result = parse(response.text)
         except ValueError as exc:
+            self.gateway.forget(response)  # never served again from the cache
             return {"label": None, "error": str(exc), "raw_response": response.text, "usage": usage}
         return {**result, "raw_response": response.text, "usage": usage}
 

@@ -6,29 +6,15 @@ also carries tokens and cost so far, which is what a user watching a paid run wa
 
 from __future__ import annotations
 
-import re
-import unicodedata
-
 from audit.censorship.accounting import Totals
+from audit.io.neutral import terminal_text
 
 PREVIEW_CHARS = 100
-
-# ANSI escape sequences: CSI (colours, cursor moves), OSC (window titles, hyperlinks; ended
-# by BEL or ST) and the two-byte forms. A model's reply must not recolour, move or retitle
-# the user's terminal.
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
-
-
-def _printable(text: str) -> str:
-    """``text`` without escape sequences and control/format characters (C0, C1, DEL, bidi overrides)."""
-    text = _ANSI.sub("", text)
-    return "".join(ch for ch in text if ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cf"))
-
 
 def preview(text: str | None, limit: int = PREVIEW_CHARS) -> str:
     """``text`` on one line (whitespace collapsed, terminal controls removed), cut to ``limit``
     characters with an ellipsis."""
-    flat = " ".join(_printable(text or "").split())
+    flat = " ".join(terminal_text(text or "").split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 

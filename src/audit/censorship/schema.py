@@ -13,12 +13,12 @@ not worth a re-ask, and :func:`is_known_strategy` lets reports mark it.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from audit.llm.structured import json_schema_format
+from audit.model_json import ReplyError, extract_json_object
 
 HYPOTHESIS_TYPES = ("knowledge", "behavior")
 CONFIDENCES = ("low", "medium", "high")
@@ -135,13 +135,8 @@ def reask_stage(stage: str, raw: str) -> str:
     stopped = obj.get("should_continue") in (False, "false", "False")
     return FINAL if stopped and obj.get("final_summary") is None else stage
 
-_FENCE = re.compile(r"```[ \t]*(?:json|JSON|javascript|js)?[ \t]*\r?\n?(.*?)```", re.DOTALL)
 _TYPE_ALIASES = {"behaviour": "behavior", "behavioral": "behavior", "behavioural": "behavior"}
 _BOOL_STRINGS = {"true": True, "false": False}
-
-
-class ReplyError(ValueError):
-    """An unusable model reply; the message tells the model exactly what to fix."""
 
 
 @dataclass
@@ -177,112 +172,6 @@ def is_known_strategy(strategy: str | None) -> bool:
 
 
 # --------------------------------------------------------------------------- extraction
-
-
-def _top_level_spans(text: str) -> tuple[list[tuple[int, int]], int | None]:
-    """Spans of balanced ``{...}`` objects at top level, and the start of an unclosed one.
-
-    Strings are tracked only inside braces, so apostrophes or quotes in surrounding prose
-    cannot unbalance the scan; braces inside JSON strings are ignored.
-    """
-    spans: list[tuple[int, int]] = []
-    depth = 0
-    start = 0
-    in_string = escaped = False
-    for i, ch in enumerate(text):
-        if depth == 0:
-            if ch == "{":
-                depth, start = 1, i
-            continue
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                spans.append((start, i + 1))
-    return spans, (start if depth else None)
-
-
-def _without_trailing_commas(text: str) -> str:
-    """Drop commas directly before ``}`` or ``]`` outside strings (a frequent LLM slip)."""
-    out: list[str] = []
-    in_string = escaped = False
-    for i, ch in enumerate(text):
-        if in_string:
-            out.append(ch)
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-            continue
-        if ch == '"':
-            in_string = True
-        elif ch == ",":
-            rest = text[i + 1 :].lstrip()
-            if rest[:1] in ("}", "]"):
-                continue
-        out.append(ch)
-    return "".join(out)
-
-
-def _loads_object(candidate: str) -> dict[str, Any]:
-    """Parse one candidate as a JSON object (raw newlines in strings and trailing commas allowed)."""
-    try:
-        value = json.loads(candidate, strict=False)
-    except json.JSONDecodeError:
-        value = json.loads(_without_trailing_commas(candidate), strict=False)
-    if not isinstance(value, dict):
-        raise ReplyError(f"expected a JSON object {{...}} but found a JSON {type(value).__name__}")
-    return value
-
-
-def _describe_decode_error(exc: json.JSONDecodeError) -> str:
-    snippet = exc.doc[max(0, exc.pos - 30) : exc.pos + 30].replace("\n", "\\n")
-    return f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno} (near: ...{snippet}...)"
-
-
-def extract_json_object(raw: str) -> dict[str, Any]:
-    """Return the JSON object in a model reply: fenced, bare, or after/before prose.
-
-    Order: each code fence, then each balanced top-level ``{...}`` in the text; the first
-    candidate that parses to an object wins. No ``eval``; only ``json``.
-    """
-    if not isinstance(raw, str) or not raw.strip():
-        raise ReplyError("your reply was empty; reply with one JSON object")
-    candidates = [m.group(1).strip() for m in _FENCE.finditer(raw)]
-    spans, unclosed = _top_level_spans(raw)
-    candidates += [raw[a:b] for a, b in spans]
-    failures: list[tuple[int, str]] = []
-    for candidate in candidates:
-        if not candidate.startswith("{"):
-            continue
-        try:
-            return _loads_object(candidate)
-        except json.JSONDecodeError as exc:
-            failures.append((len(candidate), _describe_decode_error(exc)))
-        except ReplyError as exc:
-            failures.append((len(candidate), str(exc)))
-    # The longest candidate is the intended reply, not a stray "{x}" in the prose.
-    longest = max(failures) if failures else (0, "")
-    if unclosed is not None and len(raw) - unclosed > longest[0]:
-        raise ReplyError(
-            "your JSON object is never closed (unbalanced braces); the reply was probably cut off."
-            " Reply with one complete JSON object and keep the text fields shorter"
-        )
-    if failures:
-        raise ReplyError(f"{longest[1]}. Fix the syntax and reply with one valid JSON object")
-    raise ReplyError("your reply contains no JSON object; reply with exactly one JSON object {...}")
 
 
 # --------------------------------------------------------------------------- validation

@@ -26,7 +26,8 @@ from audit.compare.counting import UNLABELLED_MARK
 from audit.compare.tables import EPISTEMIC_METRICS, SHARES, Tables, build_tables
 from audit.epistemic.metrics import LOWER_IS_BETTER
 from audit.errors import UserError
-from audit.io.atomic import write_text
+from audit.io.atomic import write_texts
+from audit.io.neutral import csv_frame
 from audit.pages import SORT_FILTER_JS
 from audit.stats import CARD_METHOD, CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE
 
@@ -476,9 +477,8 @@ def compare(dirs: Sequence[Path], out: Path | None = None) -> Tables:
     csvs = {"audits.csv": tables.audits, "censorship_map.csv": tables.censorship_map,
             "knows_vs_says.csv": tables.gaps, "language_gap.csv": tables.languages,
             "facts.csv": tables.facts, "epistemic_matrix.csv": tables.epistemic_matrix, "epistemic.csv": tables.epistemic}
-    texts = {name: frame.to_csv(index=False) for name, frame in csvs.items()}
-    for name, text in texts.items():
-        write_text(target / name, text)
-    write_text(target / "comparison.html", html)
+    # Model text reaches these cells (facts, hypotheses): no cell may run as a spreadsheet formula.
+    texts = {target / name: csv_frame(frame).to_csv(index=False) for name, frame in csvs.items()}
+    write_texts({**texts, target / "comparison.html": html})  # all or none: never CSVs without their page
     print(summary_text(tables, target))
     return tables

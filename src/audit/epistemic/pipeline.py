@@ -40,7 +40,7 @@ from audit.epistemic.metrics import PREDS, check_mapping, compute_metrics
 from audit.epistemic.report import write_report
 from audit.epistemic.systems.base import Answer, System
 from audit.epistemic.systems.llm import load_prompt, with_prompts
-from audit.errors import Interrupted, UserError, unknown_choice
+from audit.errors import Interrupted, UserError, unknown_choice, user_error_line
 from audit.interrupts import sigterm_as_interrupt
 from audit.io.atomic import write_json, write_jsonl, write_text
 from audit.io.journal import Journal, read_records
@@ -174,6 +174,15 @@ def saved_answers(run_dir: Path) -> dict[tuple[str, str], dict[str, Any]]:
     """The answers a run dir holds, by (system, card id): its results file, then its answers journal."""
     rows = read_records(run_dir / "results.jsonl") + read_records(run_dir / ANSWERS)
     return {(str(r["system"]), str(r["id"])): r for r in rows if "system" in r and "id" in r and answered(r)}
+
+
+def _status_on_disk(run_dir: RunDir) -> Status | None:
+    """The status the run's summary says now (None when there is none or it cannot be read)."""
+    try:
+        previous = run_dir.read_summary()
+    except UserError:
+        return None
+    return None if previous is None else previous.status
 
 
 def u_kind(card: Mapping[str, Any]) -> str | None:
@@ -446,6 +455,21 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
                       answered=got, expected_answers=expected, **usage)
         raise Interrupted(f"interrupted with {got}/{expected} answers saved in {run_dir.path}; "
                           f"continue with: {run_dir.resume_command}") from None
+    except (UserError, OSError) as exc:
+        # A fatal 401/404 or a full disk: the summary must not stay "started" (compare would call
+        # the run killed) but say error, with the answers on disk; or the line names the summary
+        # it could not write. A final status already written (mostly_errors) is left as it is.
+        line = user_error_line(exc)
+        if line is None or _status_on_disk(run_dir) not in (Status.STARTED, Status.CANCELLED, None):
+            raise
+        got, expected = len(saved_answers(run_dir.path)), len(cards) * len(built)
+        try:
+            write_summary(run_dir, stage, Status.ERROR, **summary, answered=got, expected_answers=expected, error=line)
+        except OSError as unwritten:
+            raise UserError(f"{line}; could not write {run_dir.summary_path} either ({unwritten.strerror}); "
+                            f"{got}/{expected} answers are on disk in {run_dir.path}") from None
+        raise UserError(f"{line}; {got}/{expected} answers saved in {run_dir.path}; "
+                        f"continue with: {run_dir.resume_command}") from None
     finally:
         run_dir.release()
 

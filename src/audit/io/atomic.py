@@ -14,7 +14,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
@@ -121,6 +121,32 @@ def write_text(path: str | os.PathLike[str], text: str) -> Path:
     with atomic_open(path) as handle:
         handle.write(text)
     return Path(path)
+
+
+def write_texts(files: Mapping[Path, str]) -> list[Path]:
+    """Write several files as one set: every one is written whole beside its target first, and
+    only then are they all renamed into place. A write that fails (a full disk) leaves every
+    target as it was: never some outputs new and others missing or old."""
+    written: list[tuple[Path, Path]] = []
+    path = Path(".")
+    try:
+        for path, text in files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=_TMP_SUFFIX)
+            written.append((Path(tmp), path))
+            os.fchmod(fd, _new_file_mode())
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+    except BaseException as exc:
+        for tmp, path in written:
+            tmp.unlink(missing_ok=True)
+        name_in_os_error(exc, path)
+        raise
+    for tmp, target in written:
+        os.replace(tmp, target)
+    return [target for _, target in written]
 
 
 def write_json(path: str | os.PathLike[str], data: Any) -> Path:

@@ -18,6 +18,8 @@ import sys
 from types import ModuleType
 from typing import Any
 
+from audit.llm.types import ReplyTooLarge
+
 CHAT_ROUTE = "openrouter/"
 COMPLETION_ROUTE = "text-completion-openai/"
 
@@ -61,7 +63,7 @@ class Pool:
     the OpenAI SDK take, with the session shared, not owned, so only :meth:`close` ends it.
     """
 
-    def __init__(self, api_base: str, api_key: str, timeout_s: float, max_connections: int):
+    def __init__(self, api_base: str, api_key: str, timeout_s: float, max_connections: int, max_reply_bytes: int):
         litellm()  # first: importing a litellm submodule imports litellm, which must be set up offline
         import aiohttp
         import certifi
@@ -80,7 +82,7 @@ class Pool:
         self.session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=max_connections, limit_per_host=max_connections, ssl=verify),
             cookie_jar=aiohttp.DummyCookieJar(), trace_configs=[trace])
-        transport = AsyncHTTPHandler.create_aiohttp_transport(shared_session=self.session)
+        transport = _capped(AsyncHTTPHandler.create_aiohttp_transport(shared_session=self.session), max_reply_bytes)
         self.chat = _single_attempt_handler()(timeout=timeout_s, transport=transport)
         # The raw-completions route: litellm would build a fresh SDK client per call otherwise.
         self.completion = AsyncOpenAI(api_key=api_key, base_url=api_base, max_retries=0, timeout=timeout_s,
@@ -98,6 +100,48 @@ class Pool:
         await self.completion.close()
         await self.chat.close()
         await self.session.close()
+
+
+def _capped(transport: Any, max_bytes: int) -> Any:
+    """``transport`` (httpx interface) with every response body cut off past ``max_bytes``.
+
+    The cap sits at the transport the gateway builds, under both routes' clients: the body is
+    counted as it streams in and the read fails with :class:`ReplyTooLarge` the moment it
+    crosses the limit (or at once when Content-Length says it will), so an endless body costs
+    at most ``max_bytes`` of memory and the connection is dropped.
+    """
+    import httpx
+
+    class CappedStream(httpx.AsyncByteStream):
+        def __init__(self, inner: Any):
+            self._inner = inner
+
+        async def __aiter__(self) -> Any:
+            read = 0
+            async for chunk in self._inner:
+                read += len(chunk)
+                if read > max_bytes:
+                    raise ReplyTooLarge(f"reply body over {max_bytes:,} bytes (gateway.max_reply_bytes); cut off")
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+    class CappedTransport(httpx.AsyncBaseTransport):
+        async def handle_async_request(self, request: Any) -> Any:
+            response = await transport.handle_async_request(request)
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > max_bytes:
+                await response.aclose()
+                raise ReplyTooLarge(f"reply body of {int(declared):,} bytes, over {max_bytes:,} "
+                                    "(gateway.max_reply_bytes)")
+            response.stream = CappedStream(response.stream)
+            return response
+
+        async def aclose(self) -> None:
+            await transport.aclose()
+
+    return CappedTransport()
 
 
 def _single_attempt_handler() -> type:

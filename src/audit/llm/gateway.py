@@ -33,6 +33,8 @@ from audit.llm.types import GatewayError, LLMResponse, Usage
 from audit.templates import cut_at_stops
 
 T = TypeVar("T")
+MESSAGE_CHARS = 500
+"""A server's error text is kept to this many characters (after redaction)."""
 
 
 class Gateway:
@@ -139,6 +141,14 @@ class Gateway:
         """Synchronous :meth:`acomplete`."""
         return self._run_sync(self.acomplete(*args, **kwargs))
 
+    def forget(self, *responses: LLMResponse) -> None:
+        """Drop replies their caller could not use from the cache, so the same request is sent
+        afresh next time: a resume must not replay the reply that made its turn fail."""
+        if self.cache is not None:
+            for response in responses:
+                if response.cache_key is not None:
+                    self.cache.delete(response.cache_key)
+
     # -- bookkeeping ---------------------------------------------------------------------
 
     def record_usage_in(self, usage_path: Path) -> None:
@@ -204,7 +214,7 @@ class Gateway:
         key = (asyncio.get_running_loop(), endpoint)
         if key not in self._pools:
             self._pools[key] = backend.Pool(api_base, self._key(endpoint), self.settings.timeout_s,
-                                            self.settings.max_concurrency)
+                                            self.settings.max_concurrency, self.settings.max_reply_bytes)
         return self._pools[key]
 
     @property
@@ -239,7 +249,7 @@ class Gateway:
                          "sample_index": sample_index,
                          **({"repeat": self.repeat} if self.repeat else {})})  # repeat 0 keeps older caches valid
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
-            response = _from_record(hit, cached=True)
+            response = _from_record(hit, cached=True, key=key)
             self._record(tag, route, response)
             return response
         flight = (asyncio.get_running_loop(), key)
@@ -254,8 +264,8 @@ class Gateway:
                 # waiting behind a full pool must see what the calls ahead of them were charged.
                 if self.budget is not None:
                     self.budget.check(f"{tag or route} call to {model}")
-                response = await self._send(route, model, {**payload, **params}, provider, stops, tag,
-                                            endpoint, api_base, structured_output)
+                response = replace(await self._send(route, model, {**payload, **params}, provider, stops, tag,
+                                                    endpoint, api_base, structured_output), cache_key=key)
                 if self.budget is not None:
                     self.budget.charge(response.usage.cost)
         except BaseException as exc:
@@ -274,33 +284,46 @@ class Gateway:
         retries = 0
         while True:
             try:
-                raw = await backend.post(route, model, payload, api_base=api_base,
-                                         api_key=self._key(endpoint), timeout_s=self.settings.timeout_s,
-                                         headers=self._headers, provider=dict(provider) if provider else None,
-                                         client=self._pool(endpoint, api_base).client(route))
-                reply = replies.read_reply(route == backend.CHAT_ROUTE, raw, self._redact)
+                # The attempt's wall-clock deadline: litellm's timeout is per read, so a server
+                # trickling a byte a second kept one attempt alive for as long as it liked.
+                raw = await asyncio.wait_for(
+                    backend.post(route, model, payload, api_base=api_base, api_key=self._key(endpoint),
+                                 timeout_s=self.settings.timeout_s, headers=self._headers,
+                                 provider=dict(provider) if provider else None,
+                                 client=self._pool(endpoint, api_base).client(route)),
+                    self.settings.timeout_s)
+                reply = replies.read_reply(route == backend.CHAT_ROUTE, raw)
                 break
             except GatewayError as error:
                 failure, retry_after = error, None
+            except asyncio.TimeoutError:  # the deadline above (litellm's own timeouts are classified below)
+                failure, retry_after = GatewayError(
+                    "timeout", f"no whole reply within {self.settings.timeout_s:g} s (gateway.timeout_s)"), None
             except Exception as exc:  # litellm raises many types; classify maps them all
-                failure, retry_after = replies.classify_failure(exc, self._redact)
+                failure, retry_after = replies.classify_failure(exc)
             if not is_retryable(failure.kind) or retries >= self.settings.max_retries:
+                # The server's words leave the gateway here: masked now that every decoding step
+                # is done, and only then cut to length (a cut first could leave half a key).
+                said = self._redact(str(failure.args[0]))[:MESSAGE_CHARS]
                 self.ledger.add(CallRecord(tag, route, model, None, 0, 0, 0.0,
-                                           time.perf_counter() - started, retries, False, str(failure),
+                                           time.perf_counter() - started, retries, False,
+                                           str(GatewayError(failure.kind, said, status=failure.status)),
                                            endpoint, api_base, structured_output))
                 hint = (f"; is a server running at {api_base}? Start one (README: 'Run against your own GPU') "
                         f"or run with local=true" if endpoint != DEFAULT_ENDPOINT and _unreachable(failure) else "")
-                raise GatewayError(failure.kind, f"{model} via {endpoint} ({api_base}): {failure.args[0]}{hint}",
+                raise GatewayError(failure.kind, f"{model} via {endpoint} ({api_base}): {said}{hint}",
                                    status=failure.status, retries=retries) from None
             retries += 1
             await asyncio.sleep(self.policy.delay(retries, retry_after, self._rng))
         cut = cut_at_stops(reply.text, stops)
         return LLMResponse(
-            text=cut,
+            # Model text is stored and shown to other models too: the run's keys are masked in it
+            # (only the keys: credential-shaped prose is the model's own words).
+            text=self._redact.keys(cut),
             finish_reason="stop" if cut != reply.text else reply.finish_reason,
             usage=reply.usage,
-            model=reply.model or model,
-            provider=reply.provider,
+            model=self._redact.keys(reply.model or model),
+            provider=self._redact.keys(reply.provider) if reply.provider else reply.provider,
             latency_s=time.perf_counter() - started,
             retries=retries,
             cached=False,
@@ -338,7 +361,7 @@ def _unreachable(error: GatewayError) -> bool:
     return error.kind == "connection" or "connection error" in str(error.args[0]).lower()
 
 
-def _from_record(record: dict[str, Any], *, cached: bool) -> LLMResponse:
+def _from_record(record: dict[str, Any], *, cached: bool, key: str) -> LLMResponse:
     usage = Usage(**record["usage"])
     fields = {k: v for k, v in record.items() if k not in ("usage", "cached", "shared")}
-    return LLMResponse(usage=usage, cached=cached, **fields)
+    return LLMResponse(usage=usage, cached=cached, cache_key=key, **fields)

@@ -6,27 +6,23 @@ errors here, never an empty answer: an error object inside an HTTP 200 (OpenRout
 when a provider fails mid-generation, ``{"error": {"code": 502, ...}}``), ``choices: []``,
 a body without any text or finish reason, an empty or non-UTF-8 body. Every text that
 leaves this module is sanitised (lone UTF-16 surrogates replaced, so no JSON writer, cache
-or report chokes on half an emoji) and error text is redacted (no key, no Authorization
-value), because both are stored, printed and shown to other models.
+or report chokes on half an emoji) and fully decoded (the server's JSON parsed, its escapes
+resolved). Redaction is not done here but by the gateway, on the text that leaves it: a
+key the server echoed JSON-escaped only becomes the key after this module decodes it.
 """
 
 from __future__ import annotations
 
-import ast
-import json
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from audit import model_json
 from audit.llm.retry import parse_retry_after
-from audit.llm.types import GatewayError, Usage
+from audit.llm.types import GatewayError, ReplyTooLarge, Usage
 
 REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-Redact = Callable[[str], str]
-
 
 def sanitize(text: str) -> tuple[str, int]:
     """``text`` with lone UTF-16 surrogates replaced by U+FFFD, and how many were replaced.
@@ -36,11 +32,6 @@ def sanitize(text: str) -> tuple[str, int]:
     """
     count = len(_SURROGATE.findall(text))
     return (_SURROGATE.sub(REPLACEMENT, text), count) if count else (text, 0)
-
-
-def clean(text: str, redact: Redact) -> str:
-    """Server text fit to store and show: redacted, sanitised."""
-    return sanitize(redact(text))[0]
 
 
 @dataclass(frozen=True)
@@ -55,7 +46,7 @@ class Generation:
     replaced: int = 0
 
 
-def read_reply(route_is_chat: bool, response: Any, redact: Redact) -> Generation:
+def read_reply(route_is_chat: bool, response: Any) -> Generation:
     """The generation in a parsed response object, or the retryable error it really is."""
     error = getattr(response, "error", None)
     if error:
@@ -63,7 +54,7 @@ def read_reply(route_is_chat: bool, response: Any, redact: Redact) -> Generation
         message = error.get("message") if isinstance(error, dict) else error
         status = status if isinstance(status, int) else None
         kind = _kind_of_status(status) if status else "server"
-        raise GatewayError(kind, f"error object in a 200 reply: {clean(str(message), redact)}"[:500], status=status)
+        raise GatewayError(kind, f"error object in a 200 reply: {sanitize(str(message))[0]}", status=status)
     try:
         choice = response.choices[0]
         text = choice.message.content if route_is_chat else choice.text
@@ -95,7 +86,7 @@ _WRAPPING = re.compile(r"^(?:litellm\.\w+:\s*)?(?:\w+Error:\s*)?(?:\w+Exception\
 
 
 def provider_message(text: str) -> str:
-    """The server's own words from a litellm exception text, on one line.
+    """The server's own words from a litellm exception text, on one line, decoded (not yet redacted).
 
     litellm wraps them (``litellm.AuthenticationError: AuthenticationError: OpenrouterException
     - {"error": {"message": ...}}``; the raw-completion route, through the OpenAI SDK, shows a
@@ -105,17 +96,17 @@ def provider_message(text: str) -> str:
     text = _WRAPPING.sub("", " ".join(text.split()))
     body = text[text.find("{"):] if "{" in text else ""
     error = None
-    for parse in (json.loads, ast.literal_eval):
+    for parse in (model_json.loads, model_json.python_literal):  # size and depth checked before decoding
         try:
             error = parse(body).get("error")
             break
         except (ValueError, SyntaxError, AttributeError, MemoryError, RecursionError):
             continue
     if not isinstance(error, dict) or not error.get("message"):
-        return text[:500]
+        return text
     metadata = error.get("metadata")
     raw = metadata.get("raw") if isinstance(metadata, dict) else None
-    return (str(error["message"]) + (f" ({raw})" if raw else ""))[:500]
+    return str(error["message"]) + (f" ({raw})" if raw else "")
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -145,7 +136,7 @@ def _kind_of_status(status: int) -> str:
     return "server"
 
 
-def classify_failure(exc: BaseException, redact: Redact) -> tuple[GatewayError, float | None]:
+def classify_failure(exc: BaseException) -> tuple[GatewayError, float | None]:
     """Map a litellm/openai/httpx exception to a GatewayError and the server's Retry-After.
 
     The cause chain decides before the status litellm reports: litellm labels a refused
@@ -153,10 +144,12 @@ def classify_failure(exc: BaseException, redact: Redact) -> tuple[GatewayError, 
     which would read as the server failing.
     """
     status = getattr(exc, "status_code", None)
-    message = provider_message(clean(str(getattr(exc, "message", None) or exc), redact))
+    message = sanitize(provider_message(str(getattr(exc, "message", None) or exc)))[0]
     headers = getattr(exc, "litellm_response_headers", None) or {}
     retry_after = parse_retry_after(headers.get("retry-after") if hasattr(headers, "get") else None)
     chain = _chain(exc)
+    if too_large := [e for e in chain if isinstance(e, ReplyTooLarge)]:
+        return GatewayError("too_large", str(too_large[0])), None
     if _named(chain, "ContextWindowExceededError") or (
         status == 400 and any(h in message.lower() for h in _CONTEXT_HINTS)
     ):

@@ -51,6 +51,9 @@ class GatewaySettings:
 
     api_base: str = "https://openrouter.ai/api/v1"
     timeout_s: float = 120.0
+    """Wall-clock deadline of one attempt: connect, headers and the whole body."""
+    max_reply_bytes: int = 8_000_000
+    """A reply body longer than this is cut off and fails the call as ``too_large`` (memory stays bounded)."""
     max_retries: int = 5
     backoff_initial_s: float = 1.0
     backoff_max_s: float = 60.0
@@ -93,6 +96,7 @@ class GatewaySettings:
         settings = cls(
             api_base=str(os.environ.get(BASE_ENV) or node.get("api_base", cls.api_base)).rstrip("/"),
             timeout_s=_number(node, "timeout_s", cls.timeout_s, above=True),
+            max_reply_bytes=_whole(node, "max_reply_bytes", cls.max_reply_bytes, minimum=1),
             max_retries=_whole(node, "max_retries", cls.max_retries, minimum=0),
             backoff_initial_s=_number(node, "backoff_initial_s", cls.backoff_initial_s),
             backoff_max_s=_number(node, "backoff_max_s", cls.backoff_max_s),

@@ -42,6 +42,9 @@ class LLMResponse:
     surrogates_replaced: int = 0
     """Lone UTF-16 surrogates (half an emoji) replaced by U+FFFD in ``text``; see ``replies.sanitize``."""
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    cache_key: str | None = field(default=None, compare=False, repr=False)
+    """The request's key in the response cache, so a caller can :meth:`~audit.llm.gateway.Gateway.forget`
+    a reply it found unusable (not stored: it is the key, not part of the value)."""
 
     def record(self) -> dict[str, Any]:
         """A JSON-ready summary for output files (no raw payload).
@@ -49,9 +52,13 @@ class LLMResponse:
         Built field by field: ``asdict`` deep-copies every value, the raw payload included,
         and this runs once per call.
         """
-        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "raw"}
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("raw", "cache_key")}
         data["usage"] = asdict(self.usage)
         return data
+
+
+class ReplyTooLarge(Exception):
+    """A reply body over ``gateway.max_reply_bytes``: cut off where it crossed the limit, never read whole."""
 
 
 class GatewayError(Exception):
@@ -59,7 +66,8 @@ class GatewayError(Exception):
 
     ``kind`` is one of: ``auth`` (401/403), ``bad_request`` (400), ``not_found`` (404,
     unknown model), ``context_length``, ``rate_limit`` (429), ``server`` (5xx),
-    ``timeout``, ``connection``, ``bad_response`` (unparseable body), ``budget`` (not sent:
+    ``timeout`` (no whole reply within ``timeout_s``), ``connection``, ``bad_response``
+    (unparseable body), ``too_large`` (a body over ``max_reply_bytes``), ``budget`` (not sent:
     ``budget.max_cost_usd`` is spent).
     """
 
@@ -90,4 +98,5 @@ _HINTS = {
     "auth": "check OPENROUTER_API_KEY in .env or the environment, and the account's credits",
     "not_found": "check the model id in the config against the provider's model list",
     "context_length": "shorten the prompt or lower max_tokens",
+    "too_large": "the server sent more than gateway.max_reply_bytes; raise it if the replies are real",
 }

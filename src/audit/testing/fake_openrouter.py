@@ -30,6 +30,7 @@ Defaults a test can assert on: ``prompt_tokens``/``completion_tokens`` are
 from __future__ import annotations
 
 import argparse
+import base64
 import itertools
 import json
 import random
@@ -192,7 +193,10 @@ class Reply:
 
     ``body`` is a generated answer, a JSON object, or raw bytes sent as is. ``delay_s`` is
     waited before answering (on top of the server's ``latency_s``). ``truncate`` declares
-    the full Content-Length, sends half the body and closes the connection.
+    the full Content-Length, sends half the body and closes the connection. ``trickle_s``
+    sends the body one byte at a time, that many seconds apart (a server that never stalls
+    long enough for a read timeout). ``endless`` sends a chunked body that never ends, until
+    the client hangs up.
     """
 
     status: int = 200
@@ -201,6 +205,8 @@ class Reply:
     content_type: str = "application/json"
     delay_s: float = 0.0
     truncate: bool = False
+    trickle_s: float = 0.0
+    endless: bool = False
 
     def render(self, request: RecordedRequest) -> bytes:
         if isinstance(self.body, _Generation):
@@ -287,6 +293,43 @@ def key_echo(request: RecordedRequest, status: int = 401) -> Reply:
     return error_reply(status, f"Invalid credentials in header Authorization: {request.headers.get('authorization', '')}")
 
 
+KEY_ENCODINGS: dict[str, Callable[[str], str]] = {
+    "plain": lambda key: key,
+    "json_escaped_dash": lambda key: key.replace("-", "\\u002d"),
+    "json_escaped": lambda key: "".join(f"\\u{ord(c):04x}" for c in key),
+    "json_escaped_upper": lambda key: "".join(f"\\u{ord(c):04X}" for c in key),
+    "url": lambda key: "".join(f"%{b:02X}" for b in key.encode()),
+    "html_entities": lambda key: "".join(f"&#{ord(c)};" for c in key),
+    "base64_bearer": lambda key: base64.b64encode(f"Bearer {key}".encode()).decode(),
+    "base64_key": lambda key: base64.b64encode(key.encode()).decode(),
+    "split_across_lines": lambda key: key[: len(key) // 2] + "\\n  " + key[len(key) // 2:],
+}
+"""How a hostile or careless server can echo the key, as it appears inside a JSON string in the
+raw body (``\\u002d`` is JSON's escape for ``-``; ``\\n`` a line break once decoded)."""
+
+
+def encoded_key_echo(encoding: str, status: int = 401) -> Callable[[RecordedRequest], Reply]:
+    """A handler quoting the request's key back in an error, encoded as ``KEY_ENCODINGS[encoding]``.
+
+    The body is built by hand: ``json.dumps`` would decode nothing and escape nothing the
+    way a server's own serializer might, and the point is the exact bytes on the wire.
+    """
+    encode = KEY_ENCODINGS[encoding]
+
+    def answer(request: RecordedRequest) -> Reply:
+        key = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        body = ('{"error": {"code": %d, "message": "Invalid credentials (%s): %s", "metadata": {}}}'
+                % (status, encoding, encode(key)))
+        return Reply(status=status, body=body.encode())
+
+    return answer
+
+
+def nested_json(depth: int = 5000) -> str:
+    """A model reply holding JSON nested ``depth`` levels deep (``json.loads`` recurses once per level)."""
+    return '{"answer": ' + "[" * depth + "]" * depth + "}"
+
+
 BROKEN_EMOJI = "\ud83d"
 """Half of an emoji: JSON ``"\ud83d"`` (a lone UTF-16 surrogate). ``chat_reply``/``completion_reply``
 send any text containing it as exactly that escape."""
@@ -361,6 +404,16 @@ def truncated(reply: Reply) -> Reply:
     return replace(reply, truncate=True)
 
 
+def trickle(reply: Reply, interval_s: float = 1.0) -> Reply:
+    """``reply`` with its body sent one byte every ``interval_s`` seconds."""
+    return replace(reply, trickle_s=interval_s)
+
+
+def endless_body() -> Reply:
+    """A 200 whose chunked body starts like a reply and never ends (the server streams until the client hangs up)."""
+    return Reply(body=b'{"id": "gen-endless", "choices": [{"message": {"content": "', endless=True)
+
+
 def garbage(status: int = 200, body: bytes = b"<html><body>502 Bad Gateway</body></html>") -> Reply:
     """A non-JSON body, as a misbehaving proxy returns."""
     return Reply(status=status, body=body, content_type="text/html")
@@ -407,6 +460,8 @@ class FakeOpenRouter:
         self._requests: list[RecordedRequest] = []
         self._queues: dict[str | None, deque[Reply]] = {None: deque(), CHAT: deque(), COMPLETION: deque()}
         self._stopping = threading.Event()
+        self.streamed_bytes = 0
+        """Body bytes sent by ``endless`` replies so far (how much a client read before hanging up)."""
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -636,20 +691,54 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if fake._wait(fake.latency_s + reply.delay_s):
             self.close_connection = True  # stopping: hang up rather than answer late
             return
+        if reply.endless or reply.trickle_s:
+            self._stream(reply, reply.render(request))
+            return
         self._write(reply.status, reply.content_type, reply.render(request), reply.headers, truncate=reply.truncate)
 
     def _write(self, status: int, content_type: str, payload: bytes, headers: Iterable[tuple[str, str]], *,
                truncate: bool = False) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(payload)))
-        for name, value in headers:
-            self.send_header(name, value)
-        self.end_headers()
+        self._head(status, content_type, headers, len(payload))
         if truncate:
             payload = payload[: len(payload) // 2]
             self.close_connection = True
         self.wfile.write(payload)
+
+    def _head(self, status: int, content_type: str, headers: Iterable[tuple[str, str]], length: int | None) -> None:
+        """Status line and headers; ``length`` None sends a chunked body."""
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        if length is None:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(length))
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+
+    def _stream(self, reply: Reply, payload: bytes) -> None:
+        """A trickled or endless body, until it is sent, the client hangs up or the server stops."""
+        fake = self.server.fake
+        self.close_connection = True
+        try:
+            if reply.trickle_s:
+                self._head(reply.status, reply.content_type, reply.headers, len(payload))
+                for i in range(len(payload)):
+                    self.wfile.write(payload[i:i + 1])
+                    self.wfile.flush()
+                    if fake._wait(reply.trickle_s):
+                        return
+                return
+            self._head(reply.status, reply.content_type, reply.headers, None)
+            filler = b" " * 65536
+            for chunk in itertools.chain([payload], itertools.repeat(filler)):
+                if fake._stopping.is_set():
+                    return
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                with fake._lock:
+                    fake.streamed_bytes += len(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            return
 
     def _read_body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():

@@ -7,9 +7,7 @@ error must never be read as the model abstaining.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from audit.errors import UserError, unknown_choice
 from audit.llm.settings import role_endpoint
 from audit.llm.structured import check_mode, json_schema_format
 from audit.llm.types import GatewayError
+from audit.model_json import ReplyError, check_size, json_objects
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 RESPONSE_FORMAT = json_schema_format("answer", {
@@ -29,8 +28,6 @@ RESPONSE_FORMAT = json_schema_format("answer", {
     "properties": {"answer": {"type": "string", "enum": list(PREDS)}},
 })
 """``{"answer": "YES|NO|UNKNOWN"}`` as ``response_format``; :func:`parse_answer` reads the same shape."""
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
-_OBJECT = re.compile(r"\{.*?\}", re.DOTALL)
 
 
 def load_prompt(name: str) -> str:
@@ -78,17 +75,14 @@ def parse_answer(text: str) -> str:
     Deliberately no substring guessing ("NO" inside "UNKNOWN" or "NOT"): a reply we
     cannot read is an error, not an answer.
     """
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    for chunk in candidates:
-        for obj in [chunk.strip(), *(m.group(0) for m in _OBJECT.finditer(chunk))]:
-            try:
-                data = json.loads(obj)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(data, dict):
-                answer = next((v for k, v in data.items() if str(k).lower() == "answer"), None)
-                if answer is not None and _word(answer):
-                    return _word(answer)  # type: ignore[return-value]
+    check_size(text)
+    try:
+        for data in json_objects(text):  # the one reader of model JSON: depth and size checked first
+            answer = next((v for k, v in data.items() if str(k).lower() == "answer"), None)
+            if answer is not None and _word(answer):
+                return _word(answer)  # type: ignore[return-value]
+    except ReplyError:
+        pass  # an empty reply: no object, maybe still no word
     word = _word(text)
     if word:
         return word
@@ -135,5 +129,6 @@ class Asker:
         try:
             pred = parse_answer(reply.text)
         except ValueError as exc:
+            self.gateway.forget(reply)  # never served again from the cache
             return Answer(pred=None, reason="reply not understood", raw_output=reply.text, error=str(exc))
         return Answer(pred=pred, reason=f"{self.model} answered {pred}", raw_output=reply.text)

@@ -1,0 +1,54 @@
+"""Model and server text neutralised where it lands: CSV cells, terminal lines, a set of outputs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from audit.io.atomic import write_texts
+from audit.io.neutral import csv_cell, csv_frame, terminal_text
+from audit.testing.fake_openrouter import error_reply
+from audit.testing.scripted_audit import AUDITOR_MODEL
+
+
+@pytest.mark.parametrize("text", ["=HYPERLINK(\"http://x\",\"y\")", "+1+cmd", "-2+3", "@SUM(A1)", "\t=1", "\r=1"])
+def test_a_cell_a_spreadsheet_would_evaluate_is_shown_as_text(text):
+    assert csv_cell(text) == "'" + text
+
+
+def test_ordinary_cells_and_numbers_are_left_alone():
+    assert csv_cell("Tank Man") == "Tank Man" and csv_cell(-0.5) == -0.5 and csv_cell(None) is None
+    frame = pd.DataFrame({"fact": ["=HYPERLINK(1)", "ok"], "share": [-0.25, 0.5]})
+    out = csv_frame(frame).to_csv(index=False)
+    assert "'=HYPERLINK(1)" in out and "-0.25" in out and "'-0.25" not in out
+
+
+def test_escape_sequences_and_controls_are_removed_from_terminal_text():
+    hostile = "bad key\x1b]0;pwned\x07 \x1b[2J\x1b[31mred\x1b[0m \u202eevil\x9b"
+    assert terminal_text(hostile) == "bad key red evil"
+
+
+def test_a_set_of_outputs_is_written_all_or_none(tmp_path):
+    (tmp_path / "a.csv").write_text("old a")
+    (tmp_path / "blocker").write_text("a file where a directory should be")
+    with pytest.raises(OSError):
+        write_texts({tmp_path / "a.csv": "new a", tmp_path / "blocker" / "page.html": "new page"})
+    assert (tmp_path / "a.csv").read_text() == "old a"  # the first file was written, but never put in place
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "blocker"]  # no temporary left
+    write_texts({tmp_path / "a.csv": "new a", tmp_path / "b.html": "page"})
+    assert (tmp_path / "a.csv").read_text() == "new a" and (tmp_path / "b.html").read_text() == "page"
+
+
+def test_a_servers_escape_sequences_never_reach_the_terminal(tmp_path, fake_openrouter):
+    fake_openrouter.handler = lambda request: error_reply(401, "bad key\x1b]0;pwned\x07\x1b[2J\x1b[1;1H")
+    base = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}
+    proc = subprocess.run([sys.executable, "-m", "audit", f"auditor.model={AUDITOR_MODEL}", "judge=off",
+                           "gateway.max_retries=0", "gateway.cache.enabled=false", "output_dir=out"],
+                          cwd=tmp_path, env={**base, **fake_openrouter.env()}, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 1 and "bad key" in proc.stderr, proc.stderr
+    assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr and len(proc.stderr.splitlines()) == 1

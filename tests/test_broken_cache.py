@@ -1,0 +1,69 @@
+"""A response cache that breaks after it was opened (damaged pages, a lock held past the busy
+timeout) costs one warning line and the cache, never the run: before, each gave a ~70-100 line
+``sqlite3`` traceback and a summary left ``running``."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from audit.llm.cache import ResponseCache
+from audit.testing.fake_openrouter import FakeOpenRouter
+from audit.testing.scripted_audit import AUDITOR_MODEL, Script
+
+
+def damaged_cache(path: Path) -> Path:
+    """A cache whose header and schema are intact but whose table pages are garbage."""
+    cache = ResponseCache(path, wal=False)
+    for k in range(300):
+        cache.put(f"key-{k}", {"text": "x" * 200})
+    cache.close()
+    data = bytearray(path.read_bytes())
+    page = 4096
+    data[2 * page:] = b"\xa5" * (len(data) - 2 * page)
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_damaged_pages_turn_the_cache_off_with_one_warning(tmp_path, capsys):
+    cache = ResponseCache(damaged_cache(tmp_path / "c.sqlite"))
+    assert cache.get("key-7") is None  # a miss, not an exception
+    cache.put("key-new", {"text": "y"})
+    assert cache.get("key-new") is None  # off for the rest of the run
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("warning: response cache") and str(tmp_path / "c.sqlite") in line and "enabled=false" in line
+    cache.close()
+
+
+def test_a_lock_held_past_the_busy_timeout_turns_the_cache_off(tmp_path, capsys):
+    path = tmp_path / "c.sqlite"
+    cache = ResponseCache(path, busy_timeout_s=0.2)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        cache.put("k", {"text": "y"})  # waits 0.2 s for the lock, then gives the cache up
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert cache.failed is not None and "locked" in cache.failed
+    assert "warning: response cache" in capsys.readouterr().err
+    cache.close()
+
+
+def test_an_audit_on_a_damaged_cache_completes_uncached(tmp_path, fake_openrouter: FakeOpenRouter):
+    path = damaged_cache(tmp_path / "cache.sqlite")
+    fake_openrouter.handler = Script(stop_at_turn=3).handler
+    base = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}
+    proc = subprocess.run([sys.executable, "-m", "audit", f"auditor.model={AUDITOR_MODEL}", "judge=off",
+                           "gateway.max_retries=0", "gateway.cache.enabled=true", f"gateway.cache.path={path}",
+                           "gateway.cache.wal=false", "max_iterations=4", "output_dir=out"],
+                          cwd=tmp_path, env={**base, **fake_openrouter.env()}, capture_output=True, text=True,
+                          timeout=180)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert [line for line in proc.stderr.splitlines() if line.startswith("warning: response cache")]
+    (run_dir,) = (tmp_path / "out").iterdir()
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "success"

@@ -1,0 +1,130 @@
+"""End to end: a server that echoes the key in any encoding gets it into no file, no terminal line
+and no prompt, on every path an error text takes (auditor, judge, epistemic answers).
+
+The loopback server quotes the key back in each encoding of ``KEY_ENCODINGS`` (JSON escapes, URL
+encoding, HTML entities, base64 of ``Bearer <key>``, split across lines). The check does not trust
+the redactor: it decodes every file and every stream itself (JSON escapes, URL encoding, HTML
+entities, base64 at every alignment, whitespace removed) and looks for the key in each view.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import html
+import itertools
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from audit.testing.fake_openrouter import KEY_ENCODINGS, TEST_API_KEY, FakeOpenRouter, encoded_key_echo
+from audit.testing.scripted_audit import AUDITOR_MODEL, JUDGE, Script, chat_role
+
+_JSON_ESCAPE = re.compile(r"\\+u([0-9a-fA-F]{4})")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]{8,}={0,2}")
+
+
+def _views(text: str) -> Iterator[str]:
+    """``text`` as every reader could decode it, one layer and two layers deep."""
+    from urllib.parse import unquote
+    decoders = (lambda t: _JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), t), unquote, html.unescape,
+                lambda t: re.sub(r"\s+|\\+[nrt]", "", t))
+    for first, second in itertools.product((lambda t: t, *decoders), repeat=2):
+        yield second(first(text))
+
+
+def _base64_payloads(text: str) -> Iterator[bytes]:
+    for token in _BASE64.findall(re.sub(r"\s+|\\+[nrt]", "", text)):
+        for start in range(4):
+            chunk = token[start:]
+            chunk = chunk[: len(chunk) - len(chunk) % 4]
+            try:
+                yield base64.b64decode(chunk)
+            except (binascii.Error, ValueError):
+                continue
+
+
+def leaks(text: str, key: str = TEST_API_KEY) -> bool:
+    """Whether ``key`` can be read out of ``text`` by any decoding a reader might apply."""
+    return (any(key in view for view in _views(text))
+            or any(key.encode() in payload for payload in _base64_payloads(text)))
+
+
+def test_the_leak_detector_sees_every_encoding_the_server_sends():
+    for name, encode in KEY_ENCODINGS.items():
+        assert leaks(f'{{"message": "x {encode(TEST_API_KEY)} y"}}'), name
+    assert not leaks("Invalid credentials: [REDACTED]")
+
+
+def _cycle():
+    """A handler answering each call with the next encoding of the key, in order, as a 502: a server
+    error fails only that call, so the run goes on and meets every encoding."""
+    encodings = itertools.cycle(KEY_ENCODINGS)
+    lock = threading.Lock()
+
+    def answer(request):
+        with lock:
+            name = next(encodings)
+        return encoded_key_echo(name, 502)(request)
+    return answer
+
+
+def _run(module: str, cwd: Path, server: FakeOpenRouter, *args: str) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env={**base, **server.env()},
+                          capture_output=True, text=True, timeout=180)
+
+
+def _written(cwd: Path) -> list[Path]:
+    return [p for p in cwd.rglob("*") if p.is_file()]
+
+
+def _assert_nothing_leaks(cwd: Path, proc: subprocess.CompletedProcess, server: FakeOpenRouter) -> None:
+    leaked = [p.name for p in _written(cwd) if leaks(p.read_bytes().decode("utf-8", "replace"))]
+    assert not leaked, (f"{len(leaked)} of {len(_written(cwd))} files", leaked)
+    assert not leaks(proc.stderr) and not leaks(proc.stdout), proc.stderr
+    prompts = [r.body.decode("utf-8", "replace") for r in server.requests]
+    assert not [p for p in prompts if leaks(p)]  # no model was shown the key
+
+
+def test_answers_echoing_the_key_in_every_encoding_reach_no_file(tmp_path, fake_openrouter):
+    echo = _cycle()
+    fake_openrouter.handler = echo
+    proc = _run("audit.epistemic", tmp_path, fake_openrouter, "system=raw_llm", "cards.num_per_type=2",
+                "gateway.max_retries=0", "gateway.cache.enabled=false")
+    assert len(fake_openrouter.requests) >= len(KEY_ENCODINGS)  # every encoding was sent at least once
+    assert "[REDACTED]" in "".join(p.read_text(errors="replace") for p in _written(tmp_path))  # errors were kept
+    _assert_nothing_leaks(tmp_path, proc, fake_openrouter)
+
+
+def test_a_judge_echoing_the_key_in_every_encoding_leaks_it_nowhere(tmp_path, fake_openrouter):
+    script = Script()
+    echo = _cycle()
+    fake_openrouter.handler = lambda r: echo(r) if chat_role(r.json or {}) == JUDGE else script.handler(r)
+    proc = _run("audit", tmp_path, fake_openrouter, f"auditor.model={AUDITOR_MODEL}", "judge=default",
+                "judge.model=test/judge", "gateway.max_retries=0", "gateway.cache.enabled=false",
+                f"max_iterations={len(KEY_ENCODINGS)}", "output_dir=out")
+    judged = [r for r in fake_openrouter.chat_requests() if chat_role(r.json or {}) == JUDGE]
+    assert len(judged) >= len(KEY_ENCODINGS), proc.stderr
+    _assert_nothing_leaks(tmp_path, proc, fake_openrouter)
+
+
+def test_an_auditor_echoing_the_key_stops_each_run_with_a_clean_line(tmp_path):
+    """One run per encoding (the first auditor call fails, so each run meets one), a few at a time."""
+    def one(encoding: str) -> None:
+        cwd = tmp_path / encoding
+        cwd.mkdir()
+        with FakeOpenRouter(handler=encoded_key_echo(encoding)) as server:
+            proc = _run("audit", cwd, server, f"auditor.model={AUDITOR_MODEL}", "judge=off",
+                        "gateway.max_retries=0", "gateway.cache.enabled=false", "max_iterations=2",
+                        "output_dir=out")
+            assert proc.returncode == 1 and "[REDACTED]" in proc.stderr, (encoding, proc.stderr)
+            _assert_nothing_leaks(cwd, proc, server)
+
+    with ThreadPoolExecutor(3) as pool:
+        list(pool.map(one, KEY_ENCODINGS))
