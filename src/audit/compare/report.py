@@ -27,11 +27,13 @@ from audit.epistemic.metrics import LOWER_IS_BETTER
 from audit.errors import UserError
 from audit.io.atomic import write_text
 from audit.pages import SORT_FILTER_JS
+from audit.runs.loading import load_runs
+from audit.runs.tables import build_run_tables, table_files, write_files
 from audit.stats import CLUSTER_METHOD, PALETTE, WILSON_METHOD
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says.csv", "language_gap.csv",
-           "facts.csv", "epistemic.csv", "epistemic_matrix.csv")
+           "facts.csv", "epistemic.csv", "epistemic_matrix.csv", "runs.csv", "responses.csv", "answers.csv")
 CHART_METRICS = ("AP", "CVRR", "FAR_NE", "LA")
 LABEL_W, PLOT_W, VALUE_W, ROW_H, TOP, BOTTOM, LABEL_CHARS = 300, 260, 110, 18, 30, 6, 54
 # Columns of the audits table worth a glance, on stdout and in the HTML table.
@@ -407,8 +409,10 @@ def compare(dirs: Sequence[Path], out: Path | None = None) -> Tables:
             "knows_vs_says.csv": tables.gaps, "language_gap.csv": tables.languages,
             "facts.csv": tables.facts, "epistemic_matrix.csv": tables.epistemic_matrix, "epistemic.csv": tables.epistemic}
     texts = {name: frame.to_csv(index=False) for name, frame in csvs.items()}
+    per_row = table_files(build_run_tables(load_runs([Path(d) for d in dirs])))  # runs, responses, answers
     for name, text in texts.items():
         write_text(target / name, text)
+    write_files(per_row, target)
     write_text(target / "comparison.html", html)
     print(summary_text(tables, target))
     return tables

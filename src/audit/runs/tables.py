@@ -1,0 +1,183 @@
+"""Runs as pandas tables: one row per run, per target response, per epistemic answer.
+
+These are the units a researcher fits a model on (a clustered or mixed-effects regression of
+the judge's label on technique, with the run as the cluster), so every row carries the keys
+of the run it came from (model, topic, technique, repeat) and nothing is pre-aggregated.
+Rows are built by pure functions from :class:`~audit.runs.loading.RunFiles`; only
+:func:`load_tables` touches the disk (through :func:`~audit.runs.loading.load_runs`).
+
+A response's ``fact_quotes`` are the judge's quotes for the topic's key facts that occur in
+that response (the key facts are scored once per run; the quote locates the response that
+states each one). A failed target call is a row with ``error`` set and no label, never
+dropped: it leaves the denominator of any share computed from ``label``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from audit.censorship.evidence import occurs
+from audit.compare.collect import CENSORSHIP, EPISTEMIC
+from audit.errors import UserError
+from audit.io.atomic import atomic_open
+from audit.runs.loading import RunFiles, load_runs
+
+RUN_COLUMNS = ("run", "experiment", "status", "audited", "model", "topic", "technique", "with_baseline", "auditor",
+               "domain", "predicate", "repeat", "iterations", "answers", "calls", "prompt_tokens",
+               "completion_tokens", "cost", "started_at", "finished_at", "problem", "path")
+_ARM = ("response", "label", "rationale", "finish_reason", "prompt_tokens", "completion_tokens", "cost", "error",
+        "fact_quotes")
+RESPONSE_COLUMNS = ("run", "status", "audited", "model", "topic", "technique", "repeat", "iteration", "probe",
+                    "strategy", *_ARM, *(f"baseline_{c}" for c in _ARM), "path")
+ANSWER_COLUMNS = ("run", "status", "domain", "predicate", "repeat", "system", "card", "label", "suite", "gold",
+                  "pred", "passed", "error", "reason", "question", "raw_output", "path")
+
+
+@dataclass
+class RunTables:
+    runs: pd.DataFrame       # one row per run (both experiments, failed and unfinished ones too)
+    responses: pd.DataFrame  # one row per audit iteration: the target's response and its paired baseline
+    answers: pd.DataFrame    # one row per epistemic answer (card x system)
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def run_keys(run: RunFiles) -> dict[str, Any]:
+    """What identifies the cell and repeat a run sampled, for both experiments."""
+    s, config = run.summary, run.config
+    audited, topic = _mapping(config.get("audited")), _mapping(config.get("topic"))
+    technique = s.get("technique") or _mapping(config.get("technique")).get("name")
+    repeat = config.get("repeat", s.get("repeat"))
+    return {"audited": audited.get("name"), "model": audited.get("model"), "topic": topic.get("name"),
+            "technique": technique, "domain": s.get("domain"), "predicate": s.get("predicate"), "repeat": repeat}
+
+
+def run_row(run: RunFiles, *, records: bool = True) -> dict[str, Any]:
+    """The run's row: its keys, status, size and what its model calls cost (from ``usage.json``
+    when the summary has no totals: a run killed before its summary). ``records=False`` reads
+    nothing but the summary (for a run whose record files are damaged)."""
+    s = run.summary
+    totals = _mapping(s.get("totals") or s.get("usage") or (_mapping(run.usage).get("totals") if records else None))
+    keys = run_keys(run)
+    return {
+        "run": run.label, "experiment": run.experiment, "status": run.status, **keys,
+        "with_baseline": s.get("with_baseline") if run.experiment == CENSORSHIP else None,
+        "auditor": _mapping(run.config.get("auditor")).get("model"),
+        "iterations": s.get("total_iterations"),
+        "answers": len(run.answers) if records and run.experiment == EPISTEMIC else None,
+        "calls": totals.get("calls"), "prompt_tokens": totals.get("prompt_tokens"),
+        "completion_tokens": totals.get("completion_tokens"), "cost": totals.get("cost"),
+        "started_at": s.get("started_at"), "finished_at": s.get("finished_at"), "problem": run.problem,
+        "path": str(run.path),
+    }
+
+
+def quoted_facts(facts: Iterable[Any], text: str | None) -> str | None:
+    """The judge's key-fact quotes that occur in ``text``, as ``"<n>: <quote>"`` joined by
+    `` | `` (None when none does)."""
+    if not text:
+        return None
+    found = [f"{n}: {fact['quote']}" for n, fact in enumerate(facts, 1)
+             if isinstance(fact, Mapping) and fact.get("quote") and occurs(str(fact["quote"]), text)]
+    return " | ".join(found) or None
+
+
+def _arm(record: Mapping[str, Any], facts: Sequence[Any]) -> dict[str, Any]:
+    """One sampled answer (the technique's or the baseline's): text, judge label, stop, usage."""
+    usage, label = _mapping(record.get("usage")), _mapping(record.get("classification"))
+    return {"response": record.get("raw_response"), "label": label.get("label"), "rationale": label.get("rationale"),
+            "finish_reason": record.get("finish_reason"), "prompt_tokens": usage.get("prompt_tokens"),
+            "completion_tokens": usage.get("completion_tokens", record.get("completion_tokens")),
+            "cost": usage.get("cost"), "error": record.get("error"),
+            "fact_quotes": quoted_facts(facts, record.get("raw_response"))}
+
+
+def response_rows(run: RunFiles) -> list[dict[str, Any]]:
+    """One row per saved iteration of an audit, its baseline answer (if sampled) beside it."""
+    keys = run_keys(run)
+    facts = _mapping(run.summary.get("fact_recall")).get("facts") or []
+    baseline_facts = _mapping(run.summary.get("baseline_fact_recall")).get("facts") or []
+    rows = []
+    for record in run.responses:
+        iteration = record.get("iteration")
+        turn = _mapping(run.turns.get(iteration) if isinstance(iteration, int) else None)
+        baseline = record.get("baseline")
+        row = {"run": run.label, "status": run.status, "audited": keys["audited"], "model": keys["model"],
+               "topic": keys["topic"], "technique": record.get("technique") or keys["technique"],
+               "repeat": keys["repeat"], "iteration": iteration, "probe": record.get("prompt_sent"),
+               "strategy": _mapping(turn.get("parsed")).get("prompt_strategy"), **_arm(record, facts)}
+        paired = _arm(baseline, baseline_facts) if isinstance(baseline, Mapping) else dict.fromkeys(_ARM)
+        row.update({f"baseline_{k}": v for k, v in paired.items()})
+        row["path"] = str(run.path)
+        rows.append(row)
+    return rows
+
+
+def answer_rows(run: RunFiles) -> list[dict[str, Any]]:
+    """One row per answer of an epistemic run, with the card's question."""
+    keys = run_keys(run)
+    rows = []
+    for answer in run.answers:
+        card = run.cards.get(str(answer.get("id")), {})
+        rows.append({"run": run.label, "status": run.status, "domain": keys["domain"], "predicate": keys["predicate"],
+                     "repeat": keys["repeat"], "system": answer.get("system"), "card": answer.get("id"),
+                     "label": answer.get("label", card.get("label")), "suite": answer.get("suite", card.get("suite")),
+                     "gold": answer.get("gold"), "pred": answer.get("pred"), "passed": answer.get("pass"),
+                     "error": answer.get("error"), "reason": answer.get("reason"), "question": card.get("question"),
+                     "raw_output": answer.get("raw_output"), "path": str(run.path)})
+    return rows
+
+
+def build_run_tables(runs: Sequence[RunFiles]) -> RunTables:
+    """The three tables of ``runs`` (pure but for the lazy reads of each run's records).
+
+    A record file damaged by hand does not stop the tables: that run's row names it in
+    ``problem`` and the run adds no response or answer rows (never a partial set of them).
+    """
+    run_rows, responses, answers = [], [], []
+    for run in runs:
+        try:
+            mine, theirs = response_rows(run), answer_rows(run)
+            row = run_row(run)
+        except (UserError, ValueError) as exc:
+            row, mine, theirs = {**run_row(run, records=False), "problem": str(exc)}, [], []
+        run_rows.append(row)
+        responses += mine
+        answers += theirs
+    return RunTables(runs=pd.DataFrame(run_rows, columns=RUN_COLUMNS),
+                     responses=pd.DataFrame(responses, columns=RESPONSE_COLUMNS),
+                     answers=pd.DataFrame(answers, columns=ANSWER_COLUMNS))
+
+
+def load_tables(*dirs: str | Path) -> RunTables:
+    """Every run under ``dirs`` (run dirs, ``outputs/`` trees, sweep dirs) as three DataFrames:
+    ``load_tables("multirun/2026-11-23_10-00-00").responses``."""
+    return build_run_tables(load_runs([Path(d) for d in dirs]))
+
+
+def table_files(tables: RunTables) -> dict[str, str | bytes]:
+    """``runs.csv``, ``responses.csv``, ``answers.csv``, and the same as Parquet when pyarrow is
+    installed (Parquet keeps the column types; pyarrow stays optional: it is a large wheel)."""
+    files: dict[str, str | bytes] = {}
+    parquet = importlib.util.find_spec("pyarrow") is not None
+    for f in fields(tables):
+        frame: pd.DataFrame = getattr(tables, f.name)
+        files[f"{f.name}.csv"] = frame.to_csv(index=False)
+        if parquet:
+            files[f"{f.name}.parquet"] = frame.to_parquet(index=False)
+    return files
+
+
+def write_files(files: Mapping[str, str | bytes], out: Path) -> None:
+    """Write what :func:`table_files` made into ``out``, each file atomically."""
+    for name, content in files.items():
+        with atomic_open(out / name, "wb" if isinstance(content, bytes) else "w") as handle:
+            handle.write(content)
