@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from audit.censorship.run_dir import RunDir
-from audit.compare.collect import CENSORSHIP, EPISTEMIC, SUMMARY, find_run_dirs, run_kind, unfinished
+from audit.compare.collect import CENSORSHIP, CONFIG, EPISTEMIC, SUMMARY, find_run_dirs, run_kind, unfinished
 from audit.errors import UserError
 from audit.io.atomic import read_json
 from audit.io.journal import read_records
@@ -40,6 +41,18 @@ class RunFiles:
         """The resolved config an audit saved in its summary ({} for an epistemic run)."""
         config = self.summary.get("config")
         return config if isinstance(config, Mapping) else {}
+
+    @cached_property
+    def started_at(self) -> str | None:
+        """When the run started: its summary's ``started_at`` or, for a run whose summary has none
+        (epistemic runs, runs killed before their summary), when its config was saved (UTC, ISO)."""
+        stamp = self.summary.get("started_at")
+        if isinstance(stamp, str) and stamp:
+            return stamp
+        config = self.path / CONFIG
+        if not config.is_file():
+            return None
+        return datetime.fromtimestamp(config.stat().st_mtime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     @cached_property
     def responses(self) -> list[dict[str, Any]]:

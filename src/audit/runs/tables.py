@@ -75,7 +75,7 @@ def run_row(run: RunFiles, *, records: bool = True) -> dict[str, Any]:
         "answers": len(run.answers) if records and run.experiment == EPISTEMIC else None,
         "calls": totals.get("calls"), "prompt_tokens": totals.get("prompt_tokens"),
         "completion_tokens": totals.get("completion_tokens"), "cost": totals.get("cost"),
-        "started_at": s.get("started_at"), "finished_at": s.get("finished_at"), "problem": run.problem,
+        "started_at": run.started_at if records else s.get("started_at"), "finished_at": s.get("finished_at"), "problem": run.problem,
         "path": str(run.path),
     }
 
