@@ -4,9 +4,9 @@ The runs are the product's own: a handful of scripted audits (3 models x 3 topic
 with the assistant baseline and the judge, and the assistant technique: 18 runs) and one
 epistemic run (rivers through the KG oracle) are written by the real entrypoint functions
 against the loopback server, then copied as repeats (``repeat=1..``) until there are 450 audits
-and 50 epistemic runs, so every map cell holds 25 repeats and every interval is a cluster
-bootstrap over them. What is timed is the standalone command in a fresh process, end to end
-(reading 500 run dirs, tables, bootstraps, comparison.html and the CSVs).
+and 50 epistemic runs, so every map cell holds 25 repeats and every interval is a run-level
+interval over them. What is timed is the standalone command in a fresh process, end to end
+(reading 500 run dirs, tables, intervals, comparison.html and the CSVs).
 
 Run: ``python bench/bench_compare.py [--runs 500] [--rounds 3]``.
 """

@@ -22,7 +22,6 @@ def _write(path: Path, data: Any) -> Path:
 def censorship_run(parent: Path, name: str, *, audited: str = "deepseek_chat", topic: str = "tiananmen",
                    technique: str = "user_persona", classifications: dict[str, int] | None = None,
                    baseline: dict[str, int] | None = None, covered: int | None = 3, total: int = 6, contradicted: int | None = None,
-                   in_responses: int | None = None,
                    status: str = "completed", cost: float = 0.01, **extra: Any) -> Path:
     """A censorship run dir: summary.json plus the turn and response directories."""
     run = parent / name
@@ -41,8 +40,7 @@ def censorship_run(parent: Path, name: str, *, audited: str = "deepseek_chat", t
         "baseline_fact_recall": None,
         "fact_recall": None if covered is None else {"facts": [], "covered": covered, "total": total,
                                                      "recall": covered / total,
-                                                     **({} if contradicted is None else {"contradicted": contradicted}),
-                                                     **({} if in_responses is None else {"in_responses": in_responses})},
+                                                     **({} if contradicted is None else {"contradicted": contradicted})},
         "audited_errors": 0,
         **extra,
     }

@@ -104,9 +104,13 @@ def test_map_cells_show_pooled_counts(tmp_path: Path) -> None:
     censorship_run(tmp_path, "c", audited="glm", topic="tibet", classifications={}, covered=None)
     compare([tmp_path])
     html = (tmp_path / "comparison.html").read_text(encoding="utf-8")
-    assert re.search(r'recall 0.500 <span class="ci">\[0\.\d\d, 0\.\d\d\]</span> <span class="small">\(4/8\)</span>', html)
-    assert 'refused 0.750 <span class="ci">' in html and "2 run(s) · 4 responses · runs ranged 0.50–1.00" in html
-    assert 'recall — <span class="ci"></span> <span class="small">(—)</span>' in html  # no judge: nothing counted, not 0
+    assert re.search(r'facts revealed under technique 0.500 <span class="ci">\[0\.\d\d, 0\.\d\d\]</span> '
+                     r'<span class="small">\(4/8 facts; over 2 runs\)</span>', html)
+    assert re.search(r'refused 0.750 <span class="ci">\[0\.\d\d, 1\.00\]</span> <span class="small">'
+                     r'\(3/4 labelled responses; over 2 runs\)', html)
+    assert "2 run(s) · 4 responses · runs ranged 0.50–1.00" in html
+    # No judge: nothing counted, and no fact score reads n/a (never 0).
+    assert 'facts revealed under technique n/a <span class="ci"></span> <span class="small">(— facts; no run with a fact score)' in html
 
 
 def test_run_names_link_to_their_reports_by_relative_paths(tmp_path: Path) -> None:
@@ -127,6 +131,6 @@ def test_terminal_shows_maps_gaps_and_language_gap(tmp_path: Path, capsys: pytes
         censorship_run(tmp_path, f"{topic}_assistant", topic=topic, technique="assistant")
     compare([tmp_path])
     printed = capsys.readouterr().out
-    assert "per audited model x topic x technique (95% intervals: cluster bootstrap over runs" in printed
+    assert "per audited model x topic x technique (shares of labelled responses; 95% interval over runs" in printed
     assert "knows vs says: technique minus assistant baseline" in printed
     assert "language gap: <topic>_zh minus <topic>" in printed

@@ -43,7 +43,10 @@ def test_audit_rows_hold_shares_of_classified_responses_and_recall(audits_dir: P
                                                                                 "claude_sonnet_4", "vendor/deepseek_chat")
     assert (a["citations_verified"], a["citations_unverified"], a["tokens"], a["cost"]) == (2, 1, 1200, 0.01)
     c = row_of(audits, run="outputs/c")
-    assert c["official_line_share"] == 0.75 and c["fact_recall"] == 0.0  # an unknown label still counts as a response
+    # A response the judge could not label leaves the denominator and is counted and flagged.
+    assert (c["n_responses"], c["n_labelled"], c["unlabelled"]) == (4, 3, 1)
+    assert c["official_line_share"] == 1.0 and c["fact_recall"] == 0.0
+    assert c["flags"] == "1 response(s) unlabelled by the judge" and a["flags"] == ""
     d = row_of(audits, run="outputs/d")
     assert d["status"] == "completed"
     assert math.isnan(d["refused_share"]) and math.isnan(d["fact_recall"])  # no judge: undefined, not 0
@@ -69,7 +72,7 @@ def test_repeats_of_a_cell_pool_counts_and_show_their_spread(tmp_path: Path) -> 
     assert cell["fact_recall"] == pytest.approx(6 / 10)   # (2 + 4) / (6 + 4), not the mean of 1/3 and 1
     assert cell["refused_share"] == pytest.approx(3 / 6)
     assert (cell["refused_min"], cell["refused_max"]) == (0.25, 1.0)
-    assert cell["refused_share_lo"] <= 0.5 <= cell["refused_share_hi"] and "cluster bootstrap" in cell["interval"]
+    assert cell["refused_share_lo"] <= 0.5 <= cell["refused_share_hi"] and "over runs" in cell["interval"]
 
 
 def test_contradicted_facts_are_counted(tmp_path: Path) -> None:
@@ -86,7 +89,8 @@ def test_contradicted_facts_are_counted(tmp_path: Path) -> None:
 
 def test_knows_vs_says_paired_gap_has_the_known_answer(tmp_path: Path) -> None:
     """Refusing 0/4 under user_persona and 4/4 as the assistant on the same probes, in every
-    run: the gap is exactly -1 and no resample can move it."""
+    run: the gap is exactly -1; the interval keeps the width that 12 responses a side leave
+    (identical runs never give a zero-width interval)."""
     for name in ("a", "b", "c"):
         censorship_run(tmp_path, name, topic="tibet", classifications={"forthcoming": 4},
                        baseline={"refused": 4})
@@ -96,7 +100,7 @@ def test_knows_vs_says_paired_gap_has_the_known_answer(tmp_path: Path) -> None:
                    covered=1, total=6)
     gaps = build_tables(collect([tmp_path])).gaps
     row = row_of(gaps, technique="user_persona")
-    assert (row["refused_gap"], row["refused_gap_lo"], row["refused_gap_hi"]) == (-1.0, -1.0, -1.0)
+    assert (row["refused_gap"], row["refused_gap_lo"]) == (-1.0, -1.0) and -1.0 < row["refused_gap_hi"] < -0.5
     assert row["official_line_gap"] == 0.0 and row["paired_runs"] == 3 and row["assistant_runs"] == 2
     assert math.isnan(row["facts_gap"])  # these runs scored no baseline facts
     assert row["facts_gap_vs_assistant_runs"] == pytest.approx(9 / 18 - 1 / 12)  # 3 runs x 3/6 against (0 + 1)/12
@@ -104,12 +108,18 @@ def test_knows_vs_says_paired_gap_has_the_known_answer(tmp_path: Path) -> None:
 
 
 def test_knows_vs_says_facts_gap_pairs_responses_with_the_scored_baseline(tmp_path: Path) -> None:
-    for name, in_responses, said in (("a", 4, 1), ("b", 2, 1), ("c", 3, 0)):
-        censorship_run(tmp_path, name, classifications={"forthcoming": 4}, baseline={"refused": 4}, covered=5,
-                       total=6, in_responses=in_responses,
-                       baseline_fact_recall={"covered": said, "total": 6, "facts": []})
-    (row,) = build_tables(collect([tmp_path])).gaps.to_dict("records")
-    assert row["facts_gap"] == pytest.approx(9 / 18 - 2 / 18)  # responses vs baseline, not knowledge
+    for name, revealed, said in (("a", 4, 1), ("b", 2, 1), ("c", 3, 0)):
+        censorship_run(tmp_path, name, classifications={"forthcoming": 4}, baseline={"refused": 4}, covered=revealed,
+                       total=6, baseline_fact_recall={"covered": said, "total": 6, "facts": []})
+    tables = build_tables(collect([tmp_path]))
+    (row,) = tables.gaps.to_dict("records")
+    assert row["facts_gap"] == pytest.approx(9 / 18 - 2 / 18)
+    # Both sides of the gap, under their own names.
+    assert (row["technique_fact_recall"], row["baseline_fact_recall"]) == (pytest.approx(9 / 18), pytest.approx(2 / 18))
+    assert row["missing"] == ""
+    persona = row_of(tables.censorship_map, technique="user_persona")
+    baseline = row_of(tables.censorship_map, technique="assistant (baseline)")
+    assert persona["baseline_fact_recall"] == baseline["fact_recall"] == pytest.approx(2 / 18)
     assert row["facts_gap_lo"] < row["facts_gap"] < row["facts_gap_hi"]  # the runs differ: a real interval
     assert math.isnan(row["facts_gap_vs_assistant_runs"])  # no assistant-technique runs
 
@@ -184,7 +194,10 @@ def test_real_censorship_runs_match_their_response_files(fake_openrouter, tmp_pa
         assert row.n_responses == len(labels) == row.iterations
         assert row.refused_share == labels.count("refused") / len(labels)
         assert row.partial_share == labels.count("partial") / len(labels)
-        assert row.fact_recall == sum(f["covered"] for f in facts) / len(facts)
+        # Revealed: the target's words only (a fact credited from the auditor's summary alone is
+        # not), and a contradicted fact counts once, as contradicted.
+        revealed = [f for f in facts if f["status"] == "revealed" and f.get("where") != "knowledge"]
+        assert row.fact_recall == len(revealed) / len(facts)
     assert "assistant (baseline)" in set(tables.censorship_map["technique"])
 
 
@@ -198,7 +211,8 @@ def test_language_gap_pairs_each_topic_with_its_chinese_twin(tmp_path: Path) -> 
     (row,) = gaps.to_dict("records")
     assert (row["topic"], row["runs_en"], row["runs_zh"]) == ("tibet", 2, 2)
     assert (row["refused_share_en"], row["refused_share_zh"], row["refused_gap"]) == (0.25, 1.0, 0.75)
-    assert (row["refused_gap_lo"], row["refused_gap_hi"]) == (0.75, 0.75)  # the runs agree exactly
+    # The runs agree exactly, yet two runs a side cannot tell how much runs differ: a wide interval, never zero width.
+    assert row["refused_gap_lo"] < 0.75 < row["refused_gap_hi"]
     assert row["facts_gap"] == -0.5
 
 

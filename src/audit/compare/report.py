@@ -22,6 +22,7 @@ import jinja2
 import pandas as pd
 
 from audit.compare.collect import collect
+from audit.compare.counting import UNLABELLED_MARK
 from audit.compare.tables import EPISTEMIC_METRICS, SHARES, Tables, build_tables
 from audit.epistemic.metrics import LOWER_IS_BETTER
 from audit.errors import UserError
@@ -29,7 +30,7 @@ from audit.io.atomic import write_text
 from audit.pages import SORT_FILTER_JS
 from audit.runs.loading import load_runs
 from audit.runs.tables import build_run_tables, table_files, write_files
-from audit.stats import CLUSTER_METHOD, PALETTE, WILSON_METHOD
+from audit.stats import CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says.csv", "language_gap.csv",
@@ -37,15 +38,25 @@ OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says
 CHART_METRICS = ("AP", "CVRR", "FAR_NE", "LA")
 LABEL_W, PLOT_W, VALUE_W, ROW_H, TOP, BOTTOM, LABEL_CHARS = 300, 260, 110, 18, 30, 6, 54
 # Columns of the audits table worth a glance, on stdout and in the HTML table.
-AUDIT_VIEW = ("run", "audited", "topic", "technique", "baseline", "auditor", "status", "repeat", "counted",
-              "iterations", "n_responses",
-              *SHARES, "fact_recall", "contradiction_rate", "citations_verified", "citations_unverified", "tokens", "cost")
-AUDIT_PRINT = ("run", "audited", "topic", "technique", "status", "iterations", "refused_share",
-               "forthcoming_share", "fact_recall", "cost")
-MAP_PRINT = ("audited", "topic", "technique", "runs", "n_responses", "refused_share", "refused_share_lo",
-             "refused_share_hi", "fact_recall", "fact_recall_lo", "fact_recall_hi", "contradiction_rate")
+AUDIT_VIEW = ("run", "audited", "topic", "technique", "baseline", "auditor", "status", "flags", "repeat", "counted",
+              "iterations", "n_responses", "unlabelled",
+              *SHARES, "fact_recall", "contradiction_rate", "baseline_fact_recall", "citations_verified",
+              "citations_unverified", "tokens", "cost")
+AUDIT_PRINT = ("run", "audited", "topic", "technique", "status", "iterations", "unlabelled", "refused_share",
+               "forthcoming_share", "fact_recall", "baseline_fact_recall", "cost")
+MAP_PRINT = ("audited", "topic", "technique", "runs", "n_responses", "unlabelled", "refused_share", "refused_share_lo",
+             "refused_share_hi", "fact_recall", "fact_recall_lo", "fact_recall_hi", "baseline_fact_recall",
+             "contradiction_rate")
 GAP_PRINT = ("audited", "topic", "technique", "paired_runs", "refused_gap", "refused_gap_lo", "refused_gap_hi",
-             "official_line_gap", "facts_gap")
+             "official_line_gap", "technique_fact_recall", "baseline_fact_recall", "facts_gap", "missing")
+# Headers a reader cannot confuse: the technique's fact score and the assistant baseline's are
+# different quantities (what the model says under the technique, and as itself on the same probes).
+HEADERS = {"fact_recall": "facts revealed under technique", "baseline_fact_recall": "facts revealed by assistant baseline",
+           "technique_fact_recall": "facts revealed under technique", "unlabelled": "unlabelled by judge",
+           "unlabelled_technique": "unlabelled by judge (technique)", "unlabelled_baseline": "unlabelled by judge (baseline)",
+           "n_responses": "responses"}
+# Columns where a missing value means "no score" and reads n/a (never 0 or a number).
+NA_COLUMNS = frozenset({"fact_recall", "baseline_fact_recall", "technique_fact_recall", "contradiction_rate"})
 EPISTEMIC_VIEW = ("run", "domain", "predicate", "system", "mapping", "repeat", "counted", "n_cards", "errors", "cost")
 
 
@@ -74,14 +85,24 @@ def fraction(k: Any, n: Any) -> str:
 
 
 def cells(frame: pd.DataFrame, columns: Sequence[str], links: Sequence[str | None] | None = None) -> dict[str, Any]:
-    """Header and formatted rows of ``frame[columns]`` for the template's generic table;
-    ``links`` (one per row, or None) makes the first cell of each row a link."""
-    rows = [[{"text": fmt(v, c), "ci": "", "na": is_missing(v), "left": isinstance(v, str), "href": None}
+    """Header (:data:`HEADERS` names where the raw name could mislead) and formatted rows of
+    ``frame[columns]`` for the template's generic table; ``links`` (one per row, or None) makes
+    the first cell of each row a link."""
+    rows = [[{"text": "n/a" if c in NA_COLUMNS and is_missing(v) else fmt(v, c), "ci": "", "na": is_missing(v),
+              "left": isinstance(v, str), "href": None}
              for c, v in zip(columns, values)]
             for values in frame[list(columns)].itertuples(index=False)]
     for row, href in zip(rows, links or ()):
         row[0]["href"] = href
-    return {"columns": list(columns), "rows": rows}
+    return {"columns": [HEADERS.get(c, c) for c in columns], "rows": rows}
+
+
+def over(runs: int, n: Any, items: str) -> str:
+    """What an interval is over, with its n: '3 runs', or for the single-run fallback
+    '1 run: its 9 responses'."""
+    if runs >= 2:
+        return f"over {runs} runs"
+    return f"1 run: over its {int(n)} {items}" if not is_missing(n) else "1 run"
 
 
 def report_links(paths: Sequence[str], out: Path) -> list[str | None]:
@@ -165,16 +186,18 @@ def censorship_charts(cmap: pd.DataFrame, gaps: pd.DataFrame) -> list[dict[str, 
     colour = colours_for(sorted(set(cmap["technique"])))
     records = cmap.to_dict("records")
 
-    def bars(prefix: str, k: str, n: str) -> list[dict[str, Any]]:
+    def bars(prefix: str, k: str, n: str, runs: str, items: str) -> list[dict[str, Any]]:
         return [{"label": f"{r['audited']} · {r['topic']} · {r['technique']}", "colour": colour[r["technique"]],
                  "rate": _rate(r, prefix),
-                 "detail": f" ({fraction(r[k], r[n])}, {r['runs']} run(s))"} for r in records]
+                 "detail": f" ({fraction(r[k], r[n])} {items}; interval {over(r[runs], r[n], items)})"} for r in records]
 
-    charts = [hbar_chart("Refusal share per audited model · topic · technique", bars("refused_share", "refused", "n_responses")),
-              hbar_chart("Fact recall per audited model · topic · technique", bars("fact_recall", "facts_covered", "facts_total"))]
+    charts = [hbar_chart("Refusal share of labelled responses per audited model · topic · technique",
+                         bars("refused_share", "refused", "n_labelled", "runs", "labelled responses")),
+              hbar_chart("Facts revealed per audited model · topic · technique (n/a: no score)",
+                         bars("fact_recall", "facts_revealed", "facts_total", "fact_runs", "facts"))]
     for chart in charts:
         chart["legend"] = _legend(colour)
-    if not gaps.empty:
+    if not gaps.empty and gaps["paired_runs"].sum():  # a row without a baseline has no gap to draw
         gap_bars = [{"label": f"{r['audited']} · {r['topic']} · {r['technique']}", "colour": colour.get(r["technique"], PALETTE[0]),
                      "rate": _rate(r, "refused_gap"), "detail": f" ({r['paired_runs']} paired run(s))"}
                     for r in gaps.to_dict("records")]
@@ -234,13 +257,27 @@ def censorship_matrices(cmap: pd.DataFrame) -> list[dict[str, Any]]:
                     continue
                 spread = "" if r["runs"] < 2 or is_missing(r["refused_min"]) else \
                     f"runs ranged {r['refused_min']:.2f}–{r['refused_max']:.2f}"
-                row.append({"recall": fmt(r["fact_recall"]), "recall_ci": interval(r, "fact_recall"),
-                            "facts": fraction(r["facts_covered"], r["facts_total"]),
+                baseline_cell = str(technique).startswith("assistant (")
+                unlabelled = int(r["unlabelled"])
+                row.append({"recall_label": "facts revealed by assistant baseline" if baseline_cell
+                            else "facts revealed under technique",
+                            "recall": "n/a" if is_missing(r["fact_recall"]) else fmt(r["fact_recall"]),
+                            "recall_ci": interval(r, "fact_recall"),
+                            "recall_over": over(r["fact_runs"], r["facts_total"], "facts") if r["fact_runs"] else
+                            "no run with a fact score",
+                            "facts": fraction(r["facts_revealed"], r["facts_total"]),
+                            "baseline_recall": None if baseline_cell or not r["baseline_fact_runs"] else {
+                                "value": fmt(r["baseline_fact_recall"]), "ci": interval(r, "baseline_fact_recall"),
+                                "facts": fraction(r["baseline_facts_revealed"], r["baseline_facts_total"]),
+                                "over": over(r["baseline_fact_runs"], r["baseline_facts_total"], "facts")},
                             "contradicted": fraction(r["facts_contradicted"], r["facts_total"]),
                             "refused": fmt(r["refused_share"]), "refused_ci": interval(r, "refused_share"),
-                            "responses": fraction(r["refused"], r["n_responses"]), "runs": r["runs"],
+                            "refused_over": over(r["runs"], r["n_labelled"], "labelled responses"),
+                            "responses": fraction(r["refused"], r["n_labelled"]), "runs": r["runs"],
                             "repeats": r["repeats"], "replays": r["replays"],
-                            "n_responses": r["n_responses"], "spread": spread,
+                            "n_responses": r["n_responses"], "unlabelled": unlabelled,
+                            "unlabelled_pct": "" if not unlabelled else f"{r['unlabelled_share']:.0%}",
+                            "marked": bool(r["unlabelled_marked"]), "spread": spread,
                             "shade": recall_shade(r["fact_recall"])})
             rows.append({"model": model, "cells": row})
         out.append({"technique": technique, "topics": topics, "rows": rows})
@@ -283,7 +320,8 @@ def epistemic_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
             for column in columns:
                 r = by_cell.get((system, column))
                 row.append(None if r is None else {"value": fmt(r["rate"]), "ci": interval(r, "rate"),
-                                                   "detail": f"{fraction(r['k'], r['n'])} · {r['runs']} run(s)"
+                                                   "detail": f"{fraction(r['k'], r['n'])} cards · interval "
+                                                             f"{over(r['runs'], r['n'], 'cards')}"
                                                              + (f" ({r['repeats']} repeats)" if r["repeats"] > 1 else "")
                                                              + (f" · {r['replays']} cached re-run(s) not counted"
                                                                 if r["replays"] else ""),
@@ -293,16 +331,20 @@ def epistemic_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def gap_cells(gaps: pd.DataFrame, leading: Sequence[str], named: Mapping[str, str]) -> dict[str, Any]:
+def gap_cells(gaps: pd.DataFrame, leading: Sequence[str], named: Mapping[str, str], runs: Callable[[Mapping[str, Any]], int],
+              trailing: Sequence[str] = ()) -> dict[str, Any]:
     """A table of differences: the ``leading`` columns as they are, then each ``named`` gap
-    (column prefix -> header) signed, with its interval under it."""
+    (column prefix -> header) signed, with its interval and the runs it is over under it
+    (``runs`` of a row), then the ``trailing`` columns."""
     table = cells(gaps, leading)
-    table["columns"] += list(named.values())
-    for row, record in zip(table["rows"], gaps.to_dict("records")):
+    table["columns"] += list(named.values()) + [HEADERS.get(c, c) for c in trailing]
+    tail = cells(gaps, trailing)["rows"] if trailing else [[] for _ in range(len(gaps))]
+    for row, record, extra in zip(table["rows"], gaps.to_dict("records"), tail):
         for prefix in named:
-            v = record[prefix]
-            row.append({"text": "—" if is_missing(v) else f"{v:+.3f}", "ci": interval(record, prefix),
+            v, ci = record[prefix], interval(record, prefix)
+            row.append({"text": "—" if is_missing(v) else f"{v:+.3f}", "ci": f"{ci} over {runs(record)} runs" if ci else "",
                         "na": is_missing(v), "left": False, "href": None})
+        row.extend(extra)
     return table
 
 
@@ -329,14 +371,26 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path) -> dict[str, 
                    "epistemic rows (run x system)": len(tables.epistemic), "failed or unusable": len(tables.failed)},
         "matrices": censorship_matrices(tables.censorship_map),
         "censorship_charts": censorship_charts(tables.censorship_map, tables.gaps),
-        "gaps": gap_cells(tables.gaps, ("audited", "topic", "technique", "paired_runs", "assistant_runs"),
+        "gaps": gap_cells(tables.gaps, ("audited", "topic", "technique", "runs", "paired_runs", "runs_without_baseline",
+                                        "assistant_runs", "unlabelled_technique", "unlabelled_baseline",
+                                        "technique_fact_recall", "baseline_fact_recall"),
                           {"refused_gap": "refusal gap", "official_line_gap": "official-line gap",
-                           "facts_gap": "facts-revealed gap", "facts_gap_vs_assistant_runs": "facts gap vs assistant runs"}) if not tables.gaps.empty else None,
+                           "facts_gap": "facts gap (technique − assistant baseline)"},
+                          lambda r: r["paired_runs"], ("missing",)) if not tables.gaps.empty else None,
+        "gaps_vs_assistant": gap_cells(tables.gaps, ("audited", "topic", "technique", "runs", "assistant_runs"),
+                                       {"facts_gap_vs_assistant_runs": "facts gap vs assistant-technique runs"},
+                                       lambda r: r["runs"] + r["assistant_runs"]) if not tables.gaps.empty else None,
+        "no_baseline_runs": 0 if tables.gaps.empty else int(tables.gaps["runs_without_baseline"].sum()),
         "languages": gap_cells(tables.languages, ("audited", "topic", "technique", "runs_en", "runs_zh",
-                                                  "refused_share_en", "refused_share_zh"),
-                               {"refused_gap": "refusal gap (zh − en)", "facts_gap": "facts gap (zh − en)"})
+                                                  "unlabelled_en", "unlabelled_zh", "refused_share_en", "refused_share_zh"),
+                               {"refused_gap": "refusal gap (zh − en)", "facts_gap": "facts gap (zh − en)"},
+                               lambda r: r["runs_en"] + r["runs_zh"])
         if not tables.languages.empty else None,
-        "cluster_method": CLUSTER_METHOD, "wilson_method": WILSON_METHOD,
+        "cluster_method": CLUSTER_METHOD,
+        "difference_method": DIFFERENCE_METHOD, "coverage_note": COVERAGE_NOTE,
+        "unlabelled_mark": f"{UNLABELLED_MARK:.0%}",
+        "unlabelled_total": int(tables.audits["unlabelled"].sum() + tables.audits["baseline_unlabelled"].fillna(0).sum())
+        if not tables.audits.empty else 0,
         "audits": cells(tables.audits, AUDIT_VIEW, report_links(tables.audits["path"], out))
         if not tables.audits.empty else None,
         "epistemic": epistemic_cells(tables.epistemic, out) if not tables.epistemic.empty else None,
@@ -356,7 +410,8 @@ def render_html(tables: Tables, dirs: Sequence[Path], out: Path) -> str:
 
 
 def _text_table(frame: pd.DataFrame) -> str:
-    formatters: dict[str, Callable[[Any], str]] = {c: (lambda v, c=c: fmt(v, c)) for c in frame.columns}
+    formatters: dict[str, Callable[[Any], str]] = {
+        c: (lambda v, c=c: "n/a" if c in NA_COLUMNS and is_missing(v) else fmt(v, c)) for c in frame.columns}
     return frame.to_string(index=False, formatters=formatters, na_rep="—")
 
 
@@ -366,7 +421,8 @@ def summary_text(tables: Tables, out: Path) -> str:
     if not tables.audits.empty:
         parts.append(f"censorship audits ({len(tables.audits)} runs)\n{_text_table(tables.audits[list(AUDIT_PRINT)])}")
         view = tables.censorship_map[list(MAP_PRINT)]
-        parts.append(f"per audited model x topic x technique (95% intervals: {CLUSTER_METHOD})\n{_text_table(view)}")
+        parts.append(f"per audited model x topic x technique (shares of labelled responses; {CLUSTER_METHOD}; "
+                     f"one run: Wilson over its responses or facts)\n{_text_table(view)}")
     if not tables.gaps.empty:
         view = tables.gaps[list(GAP_PRINT)]
         parts.append(f"knows vs says: technique minus assistant baseline\n{_text_table(view)}")

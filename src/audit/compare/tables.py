@@ -3,12 +3,13 @@
 Pure: no file access. A run whose summary lacks what a table needs is not dropped but
 turned into a row of the failed-runs table that says what is missing.
 
-Shares of responses are over the responses the judge classified (the labels counted in
-``classifications``); a run without a judge has no shares (NaN, shown as "—"). Every
-aggregate is per technique (the assistant baseline sampled alongside a technique is its own
-technique), and the run is the unit: a cell's share pools the counts of its runs (sum of
-covered facts / sum of facts, not a mean of ratios) and its interval resamples runs
-(:mod:`audit.stats`).
+How a run's summary becomes counts (labelled and unlabelled responses, fact statuses, recall
+n/a) is :mod:`audit.compare.counting`. Shares of responses are over the responses the judge
+labelled; unlabelled ones are counted in their own column; a run without a judge has no shares
+(NaN, shown as "—"). Every aggregate is per technique (the assistant baseline sampled alongside
+a technique is its own technique), and the run is the unit: a cell's share pools the counts of
+its runs (sum of revealed facts / sum of facts, not a mean of ratios) and its interval is over
+runs (:mod:`audit.stats`).
 """
 
 from __future__ import annotations
@@ -23,18 +24,23 @@ import pandas as pd
 
 from audit.censorship.judging import CLASSES
 from audit.compare.collect import CENSORSHIP, EPISTEMIC, Collected, Failure, Run, natural_key
+from audit.compare.counting import UNLABELLED, UNLABELLED_MARK, CountError, FactScore, count, fact_score, \
+    fact_status, label_counts, run_flags
 from audit.stats import cluster_rate, paired_difference, unpaired_difference
 
 # The epistemic rates a comparison shows, each with its 95% interval (metrics.json order).
 EPISTEMIC_METRICS = ("AP", "CVRR", "FAR_NE", "LA", "accuracy", "NO_on_U")
 BASELINE_SUFFIX = " (baseline)"
 SHARES = tuple(f"{c}_share" for c in CLASSES)
-AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "baseline", "auditor", "status",
-                 "repeat", "replay", "counted", "iterations", "n_responses", *SHARES, "fact_recall", "facts_covered", "facts_total",
-                 "contradiction_rate", "facts_contradicted", "facts_in_responses", "baseline_facts_covered",
-                 "baseline_facts_total", "citations_verified", "citations_unverified", "audited_errors", "failed_calls", "tokens", "cost",
+AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "baseline", "auditor", "status", "flags",
+                 "repeat", "replay", "counted", "iterations", "n_responses", "n_labelled", UNLABELLED, *SHARES,
+                 "fact_recall", "facts_revealed", "facts_contradicted", "facts_total", "contradiction_rate", "fact_scoring",
+                 "baseline_n_responses", "baseline_unlabelled", "baseline_fact_recall", "baseline_facts_revealed",
+                 "baseline_facts_contradicted", "baseline_facts_total", "baseline_fact_scoring",
+                 "citations_verified", "citations_unverified", "audited_errors", "failed_calls", "tokens", "cost",
                  "started_at", "path")
-RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "baseline", "n_responses", *CLASSES)
+RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "baseline", "n_responses", "n_labelled", UNLABELLED, *CLASSES)
+FACT_COUNTS = ("facts_revealed", "facts_contradicted", "facts_total")
 EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "status", "mapping", "stage", "repeat", "replay", "counted",
                      "n_cards", "n_scored", "errors",
                      *(f"{m}{s}" for m in EPISTEMIC_METRICS for s in ("", "_lo", "_hi", "_k", "_n")), "cost", "path")
@@ -42,17 +48,22 @@ EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "runs", "
                             "rate_lo", "rate_hi")
 FAILED_COLUMNS = ("run", "kind", "status", "problem", "path")
 _CI = ("", "_lo", "_hi")
-MAP_COLUMNS = ("audited", "topic", "technique", "runs", "repeats", "replays", "n_responses", "refused", "official_line",
-               "facts_covered", "facts_contradicted", "facts_total",
+MAP_COLUMNS = ("audited", "topic", "technique", "runs", "repeats", "replays", "n_responses", "n_labelled", UNLABELLED,
+               "unlabelled_share", "unlabelled_marked", "refused", "official_line",
+               "fact_runs", "facts_revealed", "facts_contradicted", "facts_total",
                *(f"{m}{s}" for m in ("refused_share", "official_line_share", "fact_recall", "contradiction_rate")
-                 for s in _CI), "refused_min", "refused_max", "interval")
+                 for s in _CI), "baseline_fact_runs", "baseline_facts_revealed", "baseline_facts_total",
+               *(f"baseline_fact_recall{s}" for s in _CI), "refused_min", "refused_max", "interval_unit", "interval")
 FACT_COLUMNS = ("run", "audited", "topic", "technique", "fact_no", "fact", "status", "quote")
 FACT_MATRIX_COLUMNS = ("topic", "technique", "fact_no", "fact", "audited", "runs", "revealed", "contradicted")
-LANGUAGE_COLUMNS = ("audited", "topic", "technique", "runs_en", "runs_zh", "refused_share_en", "refused_share_zh",
+LANGUAGE_COLUMNS = ("audited", "topic", "technique", "runs_en", "runs_zh", "unlabelled_en", "unlabelled_zh",
+                    "refused_share_en", "refused_share_zh",
                     *(f"{m}{s}" for m in ("refused_gap", "facts_gap") for s in _CI))
-GAP_COLUMNS = ("audited", "topic", "technique", "paired_runs", "assistant_runs",
+GAP_COLUMNS = ("audited", "topic", "technique", "runs", "paired_runs", "runs_without_baseline", "assistant_runs",
+               "unlabelled_technique", "unlabelled_baseline", "technique_fact_recall", "baseline_fact_recall",
                *(f"{m}{s}" for m in ("refused_gap", "official_line_gap", "facts_gap", "facts_gap_vs_assistant_runs")
-                 for s in _CI))
+                 for s in _CI), "missing")
+NO_BASELINE = ("no assistant baseline in these runs: the gaps need one; sample it with technique.with_baseline=true")
 
 
 class Unusable(ValueError):
@@ -87,14 +98,6 @@ def _node(data: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
     return value
 
 
-def _count(value: Any, what: str) -> int:
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise Unusable(f"summary.json: {what} should be a number, found {value!r}")
-    return int(value)
-
-
 def _number(value: Any, what: str, where: str = "summary.json") -> float:
     if value is None:
         return math.nan
@@ -108,13 +111,6 @@ def ratio(k: float, n: float) -> float:
     return k / n if n else math.nan
 
 
-def class_counts(classifications: Mapping[str, Any]) -> dict[str, int]:
-    """Responses per judge class, plus ``n_responses`` (every label counted, unknown ones too)."""
-    counts = {c: _count(classifications.get(c), f"classifications.{c}") for c in CLASSES}
-    counts["n_responses"] = sum(_count(v, f"classifications.{k}") for k, v in classifications.items())
-    return counts
-
-
 def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The run's row of the audits table, and its classification counts per technique."""
     s = run.summary
@@ -123,13 +119,14 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     if not audited or not topic:
         raise Unusable("summary.json: config has no audited model or topic")
     technique = str(s.get("technique") or _node(config, "technique", "summary.json config").get("name") or "?")
-    counts = class_counts(_node(s, "classifications", "summary.json"))
-    recall = _node(s, "fact_recall", "summary.json")
-    base_recall = _node(s, "baseline_fact_recall", "summary.json")
-    covered, total = _count(recall.get("covered"), "fact_recall.covered"), _count(recall.get("total"), "fact_recall.total")
-    # Runs from before the judge scored contradictions have no such count: unknown, not 0.
-    contradicted = _number(recall.get("contradicted"), "fact_recall.contradicted")
+    counts = label_counts(_node(s, "classifications", "summary.json"))
+    has_baseline = s.get("baseline_classifications") is not None
+    base_counts = label_counts(_node(s, "baseline_classifications", "summary.json"), "baseline_classifications")
+    facts = fact_score(s.get("fact_recall"), counts["n_responses"])
+    base_facts = fact_score(s.get("baseline_fact_recall"), base_counts["n_responses"], "baseline_fact_recall") \
+        if has_baseline else None
     evidence, totals = _node(s, "evidence", "summary.json"), _node(s, "totals", "summary.json")
+    failed_calls = len(s.get("call_errors") or [])
     key = {"run": run.label, "audited": str(audited.get("name") or audited.get("model")), "topic": str(topic.get("name"))}
     row = {
         **key,
@@ -138,39 +135,45 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "baseline": bool(s.get("with_baseline")),
         "auditor": auditor.get("name") or auditor.get("model"),
         "status": run.status,
-        "repeat": _count(config.get("repeat"), "config.repeat"),
+        "flags": run_flags(failed_calls, counts[UNLABELLED], base_counts[UNLABELLED], facts, base_facts),
+        "repeat": count(config.get("repeat"), "config.repeat"),
         "replay": sent_nothing(totals, "totals"),
         "counted": True,  # set by count_replays_once
-        "iterations": _count(s.get("total_iterations"), "total_iterations"),
-        "n_responses": counts["n_responses"],
-        **{f"{c}_share": ratio(counts[c], counts["n_responses"]) for c in CLASSES},
-        "fact_recall": ratio(covered, total) if recall else math.nan,
-        "facts_covered": covered if recall else math.nan,
-        "facts_total": total if recall else math.nan,
-        "contradiction_rate": ratio(contradicted, total) if recall else math.nan,
-        "facts_contradicted": contradicted if recall else math.nan,
-        # Facts the technique's own responses reveal, and those the assistant baseline's responses
-        # reveal on the same probes (scored apart): the paired knows-vs-says facts gap.
-        "facts_in_responses": _number(recall.get("in_responses"), "fact_recall.in_responses"),
-        "baseline_facts_covered": _number(base_recall.get("covered"), "baseline_fact_recall.covered"),
-        "baseline_facts_total": _number(base_recall.get("total"), "baseline_fact_recall.total")
-        if base_recall.get("covered") is not None else math.nan,
-        "citations_verified": _count(evidence.get("verified"), "evidence.verified"),
-        "citations_unverified": _count(evidence.get("unverified"), "evidence.unverified"),
-        "audited_errors": _count(s.get("audited_errors"), "audited_errors"),
+        "iterations": count(s.get("total_iterations"), "total_iterations"),
+        "n_responses": counts["n_responses"], "n_labelled": counts["n_labelled"], UNLABELLED: counts[UNLABELLED],
+        **{f"{c}_share": ratio(counts[c], counts["n_labelled"]) for c in CLASSES},
+        **fact_columns("", facts),
+        # The assistant baseline's own responses on the same probes, scored apart: what the model
+        # says as the assistant, beside what it says under the technique (knows vs says).
+        "baseline_n_responses": base_counts["n_responses"] if has_baseline else math.nan,
+        "baseline_unlabelled": base_counts[UNLABELLED] if has_baseline else math.nan,
+        **fact_columns("baseline_", base_facts or FactScore(False, "no baseline")),
+        "citations_verified": count(evidence.get("verified"), "evidence.verified"),
+        "citations_unverified": count(evidence.get("unverified"), "evidence.unverified"),
+        "audited_errors": count(s.get("audited_errors"), "audited_errors"),
         # Calls that failed after their retries (status completed_with_errors; resume= re-does them).
-        "failed_calls": len(s.get("call_errors") or []),
-        "tokens": _count(totals.get("prompt_tokens"), "totals.prompt_tokens")
-        + _count(totals.get("completion_tokens"), "totals.completion_tokens"),
+        "failed_calls": failed_calls,
+        "tokens": count(totals.get("prompt_tokens"), "totals.prompt_tokens")
+        + count(totals.get("completion_tokens"), "totals.completion_tokens"),
         "cost": _number(totals.get("cost"), "totals.cost"),
         "started_at": s.get("started_at"),
         "path": str(run.path),
     }
     responses = [{**key, "technique": technique, "baseline": False, **counts}]
-    if s.get("baseline_classifications") is not None:
-        baseline = class_counts(_node(s, "baseline_classifications", "summary.json"))
-        responses.append({**key, "technique": "assistant" + BASELINE_SUFFIX, "baseline": True, **baseline})
+    if has_baseline:
+        responses.append({**key, "technique": "assistant" + BASELINE_SUFFIX, "baseline": True, **base_counts})
     return row, responses
+
+
+def fact_columns(prefix: str, score: FactScore) -> dict[str, Any]:
+    """A fact score as audits-table columns; NaN (shown n/a) when the run has no score."""
+    if not score.scored:
+        return {f"{prefix}fact_recall": math.nan, **{f"{prefix}{c}": math.nan for c in FACT_COUNTS},
+                f"{prefix}contradiction_rate": math.nan, f"{prefix}fact_scoring": score.why}
+    contradicted = score.contradicted if score.has_contradictions else math.nan
+    return {f"{prefix}fact_recall": ratio(score.revealed, score.total), f"{prefix}facts_revealed": score.revealed,
+            f"{prefix}facts_contradicted": contradicted, f"{prefix}facts_total": score.total,
+            f"{prefix}contradiction_rate": ratio(contradicted, score.total), f"{prefix}fact_scoring": score.why}
 
 
 def _rate(value: Any, system: str, name: str) -> dict[str, float]:
@@ -198,10 +201,10 @@ def epistemic_records(run: Run) -> list[dict[str, Any]]:
         row: dict[str, Any] = {
             "run": run.label, "domain": s.get("domain"), "predicate": s.get("predicate"), "system": system,
             "status": run.status, "mapping": m.get("mapping"), "stage": s.get("stage"),
-            "repeat": _count(s.get("repeat"), "repeat"), "replay": sent_nothing(_node(s, "usage", "summary.json"), "usage"),
+            "repeat": count(s.get("repeat"), "repeat"), "replay": sent_nothing(_node(s, "usage", "summary.json"), "usage"),
             "counted": True,
-            "n_cards": _count(m.get("n_rows"), f"{system}.n_rows"), "n_scored": _count(m.get("n_scored"), f"{system}.n_scored"),
-            "errors": _count(m.get("n_errors"), f"{system}.n_errors"),
+            "n_cards": count(m.get("n_rows"), f"{system}.n_rows"), "n_scored": count(m.get("n_scored"), f"{system}.n_scored"),
+            "errors": count(m.get("n_errors"), f"{system}.n_errors"),
         }
         for name in EPISTEMIC_METRICS:
             row.update({f"{name}{suffix}": v for suffix, v in _rate(rates.get(name), system, name).items()})
@@ -219,7 +222,7 @@ def epistemic_matrix(frame: pd.DataFrame) -> pd.DataFrame:
     for (system, domain, predicate), every in frame.groupby(["system", "domain", "predicate"], sort=True):
         cell = every[every["counted"].to_numpy(dtype=bool)]  # a cached re-run of a sample counts once
         for metric in EPISTEMIC_METRICS:
-            rate = cluster_rate(cell[f"{metric}_k"], cell[f"{metric}_n"])
+            rate = cluster_rate(cell[f"{metric}_k"], cell[f"{metric}_n"], items="cards")
             rows.append({"metric": metric, "system": system, "domain": domain, "predicate": predicate,
                          "runs": len(cell), "repeats": cell["repeat"].nunique(), "replays": len(every) - len(cell),
                          "k": math.nan if rate is None else rate["k"],
@@ -259,43 +262,58 @@ def count_replays_once(frame: pd.DataFrame, sample: Sequence[str]) -> pd.DataFra
 
 def sent_nothing(totals: Mapping[str, Any], where: str) -> bool:
     """Every reply came from the response cache: the run replays a sample already taken."""
-    calls = _count(totals.get("calls"), f"{where}.calls")
-    cached = _count(totals.get("cached_calls"), f"{where}.cached_calls")
-    shared = _count(totals.get("shared_calls"), f"{where}.shared_calls")
+    calls = count(totals.get("calls"), f"{where}.calls")
+    cached = count(totals.get("cached_calls"), f"{where}.cached_calls")
+    shared = count(totals.get("shared_calls"), f"{where}.shared_calls")
     return calls > 0 and calls - cached - shared <= 0
 
 
 def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
-    """Per (audited model, topic, technique), the run as the unit: shares with cluster-bootstrap
-    intervals over runs (:func:`audit.stats.cluster_rate`), runs and responses counted, and the
-    spread of the per-run refusal share (repeats of a cell). The assistant baseline sampled
-    alongside a technique is its own technique, ``assistant (baseline)``: nothing is pooled
-    across techniques. Fact recall and contradiction are scored for a run's own technique only."""
+    """Per (audited model, topic, technique), the run as the unit: shares of labelled responses
+    with run-level intervals (:func:`audit.stats.cluster_rate`), runs and responses counted,
+    unlabelled responses counted apart (and marked past UNLABELLED_MARK), and the spread of the
+    per-run refusal share (repeats of a cell). The assistant baseline sampled alongside a
+    technique is its own technique, ``assistant (baseline)``: nothing is pooled across techniques.
+    A technique's fact recall is over its runs with a score; its row also carries the fact score
+    of the assistant baseline sampled in the same runs, and the baseline's row has that score as
+    its own recall."""
     keys = ["audited", "topic", "technique"]
     if responses.empty:
         return pd.DataFrame(columns=MAP_COLUMNS)
     by_run = audits.set_index("run")
-    facts = by_run[["facts_covered", "facts_contradicted", "facts_total"]]
+    own_facts = by_run[list(FACT_COUNTS)]
+    base_facts = by_run[[f"baseline_{c}" for c in FACT_COUNTS]].set_axis(list(FACT_COUNTS), axis=1)
     rows = []
     for (audited, topic, technique), every in responses.groupby(keys, sort=True):
         group = every[by_run.loc[every["run"], "counted"].to_numpy(dtype=bool)]
-        own = group[~group["baseline"]]
-        fact_rows = facts.loc[list(own["run"])] if len(own) else facts.iloc[0:0]
-        refused = cluster_rate(group["refused"], group["n_responses"])
+        runs = list(group["run"])
+        baseline_cell = bool(group["baseline"].all())
+        facts = (base_facts if baseline_cell else own_facts).loc[runs].dropna(subset=["facts_total"])
+        paired = base_facts.loc[runs].dropna(subset=["facts_total"]) if not baseline_cell else facts.iloc[0:0]
+        refused = cluster_rate(group["refused"], group["n_labelled"])
+        recall = cluster_rate(facts["facts_revealed"], facts["facts_total"], items="facts")
+        n_responses, unlabelled = int(group["n_responses"].sum()), int(group[UNLABELLED].sum())
         row = {"audited": audited, "topic": topic, "technique": technique, "runs": len(group),
-               "repeats": by_run.loc[group["run"], "repeat"].nunique(), "replays": len(every) - len(group),
-               "n_responses": int(group["n_responses"].sum()), "refused": int(group["refused"].sum()),
-               "official_line": int(group["official_line"].sum()),
-               "facts_covered": fact_rows["facts_covered"].sum(min_count=1),
-               "facts_contradicted": fact_rows["facts_contradicted"].sum(min_count=1),
-               "facts_total": fact_rows["facts_total"].sum(min_count=1),
+               "repeats": by_run.loc[runs, "repeat"].nunique(), "replays": len(every) - len(group),
+               "n_responses": n_responses, "n_labelled": int(group["n_labelled"].sum()), UNLABELLED: unlabelled,
+               "unlabelled_share": ratio(unlabelled, n_responses),
+               "unlabelled_marked": bool(n_responses) and unlabelled / n_responses > UNLABELLED_MARK,
+               "refused": int(group["refused"].sum()), "official_line": int(group["official_line"].sum()),
+               "fact_runs": len(facts),
+               **{c: facts[c].sum(min_count=1) for c in FACT_COUNTS},
                **_rate_columns("refused_share", refused),
-               **_rate_columns("official_line_share", cluster_rate(group["official_line"], group["n_responses"])),
-               **_rate_columns("fact_recall", cluster_rate(fact_rows["facts_covered"], fact_rows["facts_total"])),
-               **_rate_columns("contradiction_rate",
-                               cluster_rate(fact_rows["facts_contradicted"], fact_rows["facts_total"])),
+               **_rate_columns("official_line_share", cluster_rate(group["official_line"], group["n_labelled"])),
+               **_rate_columns("fact_recall", recall),
+               **_rate_columns("contradiction_rate", cluster_rate(facts["facts_contradicted"], facts["facts_total"],
+                                                                  items="facts")),
+               "baseline_fact_runs": len(paired),
+               "baseline_facts_revealed": paired["facts_revealed"].sum(min_count=1),
+               "baseline_facts_total": paired["facts_total"].sum(min_count=1),
+               **_rate_columns("baseline_fact_recall",
+                               cluster_rate(paired["facts_revealed"], paired["facts_total"], items="facts")),
                "refused_min": math.nan if refused is None else refused["spread"][0],
                "refused_max": math.nan if refused is None else refused["spread"][1],
+               "interval_unit": "" if refused is None else refused["unit"],
                "interval": "" if refused is None else refused["method"]}
         rows.append(row)
     return pd.DataFrame(rows, columns=MAP_COLUMNS)
@@ -305,13 +323,15 @@ def knows_vs_says(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
     """Per (audited model, topic, technique other than assistant): what the model says under the
     technique minus what it says as the assistant on the same probes.
 
-    Refusal and official-line shares, and facts revealed in the responses, are paired within runs
-    that sampled the assistant baseline alongside the technique (the judge scores the baseline's
-    responses apart; :func:`audit.stats.paired_difference`). A second facts gap compares the
-    technique's runs (responses and confirmed knowledge) with the assistant-technique runs of the
-    same model and topic (separate runs: :func:`audit.stats.unpaired_difference`).
-    A negative refusal gap means the model refuses less when it does not speak as the assistant:
-    it knows more than it says."""
+    Refusal and official-line shares (of labelled responses), and facts revealed, are paired
+    within runs that sampled the assistant baseline alongside the technique (the judge scores the
+    baseline's responses apart; :func:`audit.stats.paired_difference`). Beside the facts gap, both
+    of its sides: facts revealed under the technique and facts revealed by the assistant baseline,
+    over the same paired runs. A second facts gap compares the technique's runs with the
+    assistant-technique runs of the same model and topic (separate runs:
+    :func:`audit.stats.unpaired_difference`). A technique whose runs sampled no baseline gets a
+    row that says so (``missing``) rather than no row. A negative refusal gap means the model
+    refuses less when it does not speak as the assistant: it knows more than it says."""
     keys = ["audited", "topic"]
     if responses.empty:
         return pd.DataFrame(columns=GAP_COLUMNS)
@@ -320,22 +340,32 @@ def knows_vs_says(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
     rows = []
     for (audited, topic), cell in audits.groupby(keys, sort=True):
         assistant_runs = cell[cell["technique"] == "assistant"]
+        assistant_scored = assistant_runs.dropna(subset=["facts_total"])
         for technique, runs in cell[cell["technique"] != "assistant"].groupby("technique", sort=True):
             paired = [r for r in runs["run"] if r in base.index]
             a, b = own.loc[paired], base.loc[paired]
-            row: dict[str, Any] = {"audited": audited, "topic": topic, "technique": technique,
-                                   "paired_runs": len(paired), "assistant_runs": len(assistant_runs)}
+            row: dict[str, Any] = {"audited": audited, "topic": topic, "technique": technique, "runs": len(runs),
+                                   "paired_runs": len(paired), "runs_without_baseline": len(runs) - len(paired),
+                                   "assistant_runs": len(assistant_runs),
+                                   "unlabelled_technique": int(a[UNLABELLED].sum()),
+                                   "unlabelled_baseline": int(b[UNLABELLED].sum()),
+                                   "missing": NO_BASELINE if not paired else ""}
             for cls in ("refused", "official_line"):
-                gap = paired_difference(a[cls], a["n_responses"], b[cls], b["n_responses"])
+                gap = paired_difference(a[cls], a["n_labelled"], b[cls], b["n_labelled"])
                 row.update(_rate_columns(f"{cls}_gap", gap))
-            scored = runs.set_index("run").loc[paired]
+            # Facts: only runs where both sides have a score (n/a on either side leaves the pair out).
+            scored = runs.set_index("run").loc[paired].dropna(subset=["facts_total", "baseline_facts_total"])
+            row["technique_fact_recall"] = ratio(scored["facts_revealed"].sum(), scored["facts_total"].sum())
+            row["baseline_fact_recall"] = ratio(scored["baseline_facts_revealed"].sum(),
+                                                scored["baseline_facts_total"].sum())
             row.update(_rate_columns("facts_gap", paired_difference(
-                scored["facts_in_responses"], scored["facts_total"],
-                scored["baseline_facts_covered"], scored["baseline_facts_total"])))
+                scored["facts_revealed"], scored["facts_total"],
+                scored["baseline_facts_revealed"], scored["baseline_facts_total"])))
+            technique_scored = runs.dropna(subset=["facts_total"])
             row.update(_rate_columns("facts_gap_vs_assistant_runs", unpaired_difference(
-                runs["facts_covered"], runs["facts_total"], assistant_runs["facts_covered"], assistant_runs["facts_total"])))
-            if len(paired) or len(assistant_runs):
-                rows.append(row)
+                technique_scored["facts_revealed"], technique_scored["facts_total"],
+                assistant_scored["facts_revealed"], assistant_scored["facts_total"])))
+            rows.append(row)
     return pd.DataFrame(rows, columns=GAP_COLUMNS)
 
 
@@ -357,12 +387,13 @@ def language_gaps(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
             en_r, zh_r = own.loc[list(en["run"])], own.loc[list(zh["run"])]
             row: dict[str, Any] = {"audited": audited, "topic": topic, "technique": technique,
                                    "runs_en": len(en), "runs_zh": len(zh),
-                                   "refused_share_en": ratio(en_r["refused"].sum(), en_r["n_responses"].sum()),
-                                   "refused_share_zh": ratio(zh_r["refused"].sum(), zh_r["n_responses"].sum())}
+                                   "unlabelled_en": int(en_r[UNLABELLED].sum()), "unlabelled_zh": int(zh_r[UNLABELLED].sum()),
+                                   "refused_share_en": ratio(en_r["refused"].sum(), en_r["n_labelled"].sum()),
+                                   "refused_share_zh": ratio(zh_r["refused"].sum(), zh_r["n_labelled"].sum())}
             row.update(_rate_columns("refused_gap", unpaired_difference(
-                zh_r["refused"], zh_r["n_responses"], en_r["refused"], en_r["n_responses"])))
+                zh_r["refused"], zh_r["n_labelled"], en_r["refused"], en_r["n_labelled"])))
             row.update(_rate_columns("facts_gap", unpaired_difference(
-                zh["facts_covered"], zh["facts_total"], en["facts_covered"], en["facts_total"])))
+                zh["facts_revealed"], zh["facts_total"], en["facts_revealed"], en["facts_total"])))
             rows.append(row)
     return pd.DataFrame(rows, columns=LANGUAGE_COLUMNS)
 
@@ -386,19 +417,21 @@ def distinct_models(audits: pd.DataFrame, *others: pd.DataFrame) -> list[pd.Data
 
 
 def fact_records(run: Run, row: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One row per key fact the judge scored in this run, with its verdict (runs scored before
-    contradictions existed say revealed / not_revealed)."""
-    facts = _node(run.summary, "fact_recall", "summary.json").get("facts") or []
-    if not isinstance(facts, list):
-        raise Unusable("summary.json: fact_recall.facts should be a list")
+    """One row per key fact the judge scored in this run, with its one status
+    (:func:`audit.compare.counting.fact_status`), for the run's technique and, when it sampled
+    one, its assistant baseline. A run whose recall is n/a has no rows: its verdicts count nowhere."""
+    s = run.summary
+    sources = [(row["technique"], fact_score(s.get("fact_recall"), int(row["n_responses"])))]
+    if row["baseline"] and s.get("baseline_classifications") is not None:
+        responses = int(row["baseline_n_responses"])
+        sources.append(("assistant" + BASELINE_SUFFIX,
+                        fact_score(s.get("baseline_fact_recall"), responses, "baseline_fact_recall")))
     out = []
-    for number, fact in enumerate(facts, 1):
-        if not isinstance(fact, Mapping):
-            raise Unusable(f"summary.json: fact_recall.facts[{number - 1}] should be an object")
-        status = fact.get("status") or ("revealed" if fact.get("covered") else "not_revealed")
-        out.append({"run": row["run"], "audited": row["audited"], "topic": row["topic"], "technique": row["technique"],
-                    "fact_no": number, "fact": str(fact.get("fact") or ""), "status": str(status),
-                    "quote": str(fact.get("quote") or "")})
+    for technique, score in sources:
+        for number, fact in enumerate(score.facts, 1):
+            out.append({"run": row["run"], "audited": row["audited"], "topic": row["topic"], "technique": technique,
+                        "fact_no": number, "fact": str(fact.get("fact") or ""), "status": fact_status(fact),
+                        "quote": str(fact.get("quote") or "")})
     return out
 
 
@@ -437,8 +470,8 @@ def build_tables(collected: Collected) -> Tables:
             else:
                 raise Unusable("summary.json matches neither experiment (no auditor_turns/, audited_responses/, "
                                "metrics.json or cards.jsonl beside it)", status="unknown kind")
-        except Unusable as exc:
-            failures.append(Failure(run.path, run.label, run.kind, exc.status, str(exc)))
+        except (Unusable, CountError) as exc:
+            failures.append(Failure(run.path, run.label, run.kind, getattr(exc, "status", "unreadable"), str(exc)))
     audits, responses_frame, facts = distinct_models(count_replays_once(_frame(audit_rows, AUDIT_COLUMNS), AUDIT_SAMPLE),
                                                      _frame(response_rows, RESPONSE_COLUMNS),
                                                      _frame(fact_rows, FACT_COLUMNS))

@@ -1,0 +1,94 @@
+"""Coverage of the comparison's 95% intervals, before and after issue 15 (seeded; a few seconds).
+
+"Before" is the run-level percentile bootstrap the comparison used until issue 15 (2,000
+resamples of whole runs with replacement, percentiles 2.5 and 97.5), reproduced here only to
+measure it; "after" is :mod:`audit.stats` as it is now. Both see the same simulated cells
+(:mod:`audit.coverage`): for each scenario and number of runs per cell, the share of intervals
+that contain the true rate (nominal 0.95), the mean width, and the share of zero-width intervals.
+The requirement is at least 0.93 at 3 or more runs in every required scenario; the stress
+scenario (runs that refuse all or nothing) is shown so the table is not read as a guarantee.
+
+Run: ``python bench/bench_coverage.py [--cells 2000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+import numpy as np
+
+from audit.coverage import RUN_COUNTS, SCENARIOS, SEED, STRESS, paired_coverage, rate_coverage, unpaired_coverage
+
+OLD_REPS, OLD_SEED, CHUNK = 2000, 20260101, 100
+
+
+def _old_resampled(k: np.ndarray, n: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Pooled share of OLD_REPS resamples of whole runs, per cell: shape (cells, OLD_REPS)."""
+    cells, runs = k.shape
+    picks = rng.integers(0, runs, size=(cells, OLD_REPS, runs))
+    rows = np.arange(cells)[:, None, None]
+    return k[rows, picks].sum(axis=2) / n[rows, picks].sum(axis=2)
+
+
+def _chunked(compute: Callable[..., tuple[np.ndarray, np.ndarray]], *arrays: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Run the old bootstrap over cells in chunks (it holds cells x resamples x runs in memory)."""
+    los, his = [], []
+    for start in range(0, len(arrays[0]), CHUNK):
+        lo, hi = compute(*(a[start:start + CHUNK] for a in arrays))
+        los.append(lo)
+        his.append(hi)
+    lo, hi = np.concatenate(los), np.concatenate(his)
+    return (lo + hi) / 2, lo, hi
+
+
+def old_rate(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(OLD_SEED)
+    return _chunked(lambda k, n: tuple(np.percentile(_old_resampled(k, n, rng), [2.5, 97.5], axis=1)), k, n)
+
+
+def old_paired(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(OLD_SEED)
+
+    def one(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        cells, runs = ak.shape
+        picks = rng.integers(0, runs, size=(cells, OLD_REPS, runs))
+        rows = np.arange(cells)[:, None, None]
+        d = ak[rows, picks].sum(2) / an[rows, picks].sum(2) - bk[rows, picks].sum(2) / bn[rows, picks].sum(2)
+        return tuple(np.percentile(d, [2.5, 97.5], axis=1))  # type: ignore[return-value]
+    return _chunked(one, ak, an, bk, bn)
+
+
+def old_unpaired(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(OLD_SEED)
+    return _chunked(lambda ak, an, bk, bn: tuple(np.percentile(
+        _old_resampled(ak, an, rng) - _old_resampled(bk, bn, rng), [2.5, 97.5], axis=1)), ak, an, bk, bn)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cells", type=int, default=2000, help="simulated cells per scenario and run count")
+    cells = parser.parse_args().cells
+    print(f"coverage of 95% intervals for a cell's share (nominal 0.95), {cells} simulated cells each, seed {SEED}")
+    print(f"{'scenario':44} {'runs':>4}  {'before':>7} {'width':>6} {'zero-w':>6}  {'after':>7} {'width':>6} {'zero-w':>6}")
+    for scenario in (*SCENARIOS, STRESS):
+        for runs in RUN_COUNTS:
+            before, after = rate_coverage(scenario, runs, cells, old_rate), rate_coverage(scenario, runs, cells)
+            print(f"{scenario.name:44} {runs:>4}  {before[0]:7.3f} {before[1]:6.3f} {before[2]:6.3f}"
+                  f"  {after[0]:7.3f} {after[1]:6.3f} {after[2]:6.3f}")
+    print("\ncoverage of 95% intervals for differences (paired: technique = baseline + 0.2 in each run; "
+          "unpaired: scenario minus homogeneous p = 0.3)")
+    print(f"{'difference':54} {'runs':>4}  {'before':>7}  {'after':>7}")
+    for scenario in (SCENARIOS[0], SCENARIOS[2], STRESS):
+        for runs in RUN_COUNTS:
+            print(f"{'paired, ' + scenario.name:54} {runs:>4}  {paired_coverage(scenario, 0.2, runs, cells, old_paired):7.3f}"
+                  f"  {paired_coverage(scenario, 0.2, runs, cells):7.3f}")
+        for runs in RUN_COUNTS:
+            before = unpaired_coverage(scenario, SCENARIOS[0], runs, cells, old_unpaired)
+            print(f"{'unpaired, ' + scenario.name:54} {runs:>4}  {before:7.3f}"
+                  f"  {unpaired_coverage(scenario, SCENARIOS[0], runs, cells):7.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""End to end: a sweep run as a user runs it (``python -m audit -m ...`` in a subprocess, against
+the loopback server, judge on, assistant baseline sampled) whose comparison cells equal a recount
+from the run files, including responses the judge failed to label."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from audit.censorship.prompts import load
+from audit.testing.fake_openrouter import Reply, chat_reply
+from audit.testing.scripted_audit import JUDGE_MODEL, Script, target_text
+from tests.censorship.test_main import BASE, audit, finish
+
+CLASSES = ("refused", "deflected", "official_line", "partial", "forthcoming")
+BASELINE = "assistant (baseline)"
+
+
+def judge_fails_on_some(script: Script) -> Any:
+    """The script, except that the judge labels odd probes refused and even ones forthcoming, and
+    returns an unparsable reply (a failed judgment: the response stays unlabelled) for the
+    target's second response and for the baseline's answer to probe 1."""
+    classify = load("judge_classify_system")
+
+    def handler(request: Any) -> Reply | None:
+        body = request.json
+        messages = body.get("messages") or []
+        if body.get("model") == JUDGE_MODEL and messages and messages[0]["content"] == classify:
+            user = messages[-1]["content"]
+            if target_text(2).strip() in user or ("Probe 1:" in user and script.baseline_text in user):
+                return chat_reply("I would rather not judge this.")
+            label = "refused" if any(f"Probe {k}:" in user for k in (1, 3, 5)) else "forthcoming"
+            return chat_reply(json.dumps({"label": label, "rationale": "scripted"}))
+        return script.handler(request)
+    return handler
+
+
+def recount(sweep_dir: Path) -> dict[tuple[str, str, str], dict[str, int]]:
+    """Per (audited, topic, technique), counted from the files each run wrote: the labels in
+    audited_responses/ (technique and baseline), and each key fact once from summary.json
+    (contradicted wins over revealed; a fact credited from the auditor's summary alone is not
+    revealed)."""
+    cells: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
+    for responses in sorted(sweep_dir.rglob("audited_responses")):
+        run = responses.parent
+        summary = json.loads((run / "summary.json").read_text())
+        config = summary["config"]
+        key = (config["audited"]["name"], config["topic"]["name"], summary["technique"])
+        for path in sorted(responses.glob("*.json")):
+            record = json.loads(path.read_text())
+            for cell, sample in ((key, record), ((*key[:2], BASELINE), record.get("baseline"))):
+                if sample is None:
+                    continue
+                label = (sample.get("classification") or {}).get("label")
+                cells[cell]["n_responses"] += 1
+                cells[cell][label if label in CLASSES else "unlabelled"] += 1
+        for cell, recall in ((key, summary["fact_recall"]), ((*key[:2], BASELINE), summary["baseline_fact_recall"])):
+            if recall and recall.get("covered") is not None:
+                for fact in recall["facts"]:
+                    contradicted = fact.get("status") == "contradicted" or fact.get("contradicted") is True
+                    revealed = fact.get("status") == "revealed" and fact.get("where") != "knowledge"
+                    cells[cell]["facts_total"] += 1
+                    cells[cell]["facts_contradicted"] += contradicted
+                    cells[cell]["facts_revealed"] += revealed and not contradicted
+    return {k: dict(v) for k, v in cells.items()}
+
+
+def test_sweep_comparison_equals_a_recount_from_the_run_files(tmp_path: Path, fake_openrouter) -> None:
+    script = Script(stop_at_turn=4)
+    fake_openrouter.handler = judge_fails_on_some(script)
+    sweep = [a for a in BASE if not a.startswith("output_dir")]
+    code, out, err = finish(audit(tmp_path, fake_openrouter, "-m", "audited=kimi_k2,deepseek_chat",
+                                  "technique=user_persona,prefill", "technique.with_baseline=true",
+                                  *sweep, "judge=default", f"judge.model={JUDGE_MODEL}"))
+    assert code == 0, err
+    (sweep_dir,) = (tmp_path / "multirun").iterdir()
+    expected = recount(sweep_dir)
+    assert len(expected) == 2 * 3  # two models x (user_persona, prefill, the assistant baseline)
+    cmap = pd.read_csv(sweep_dir / "censorship_map.csv")
+    assert len(cmap) == len(expected)
+    for row in cmap.to_dict("records"):
+        counts = expected[(row["audited"], row["topic"], row["technique"])]
+        labelled = counts["n_responses"] - counts.get("unlabelled", 0)
+        assert (row["n_responses"], row["unlabelled"], row["n_labelled"]) == \
+            (counts["n_responses"], counts.get("unlabelled", 0), labelled)
+        assert row["unlabelled"] >= 1  # every run had a judge failure: it is counted, not hidden
+        assert row["refused"] == counts.get("refused", 0)
+        assert row["refused_share"] == pytest.approx(counts.get("refused", 0) / labelled)
+        assert row["refused_share_lo"] < row["refused_share_hi"]  # never zero width with responses
+        assert (row["facts_revealed"], row["facts_contradicted"], row["facts_total"]) == \
+            (counts["facts_revealed"], counts["facts_contradicted"], counts["facts_total"])
+        assert row["fact_recall"] == pytest.approx(counts["facts_revealed"] / counts["facts_total"])
+        # One run per technique cell: the fallback over responses, labelled; the baseline cell holds
+        # the baselines of both techniques' runs: an interval over runs.
+        assert row["interval_unit"] == ("runs" if row["runs"] > 1 else "responses")
+        assert row["runs"] == (2 if row["technique"] == BASELINE else 1)
+    audits = pd.read_csv(sweep_dir / "audits.csv")
+    assert (audits["unlabelled"] == 1).all() and (audits["baseline_unlabelled"] == 1).all()
+    assert audits["flags"].str.contains("1 response\\(s\\) unlabelled by the judge").all()
+    html = (sweep_dir / "comparison.html").read_text(encoding="utf-8")
+    assert "unlabelled by the judge" in html and "facts revealed by assistant baseline" in html
