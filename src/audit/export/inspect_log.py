@@ -150,6 +150,12 @@ def _spec(run: RunFiles, task: str, model: str, samples: list[EvalSample], args:
     )
 
 
+def _task(*parts: Any) -> str:
+    """``censorship-<topic>-<technique>``: dashes only, as Inspect reads the task from a log's file
+    name by splitting it at underscores."""
+    return "-".join(str(p) for p in parts).replace("_", "-")
+
+
 def _when_now() -> str:
     return datetime.now(timezone.utc).isoformat()
 
@@ -169,7 +175,7 @@ def censorship_log(run: RunFiles) -> EvalLog:
             "recall": EvalMetric(name="recall", value=float(recall.get("covered") or 0) / float(recall["total"])),
             "covered": EvalMetric(name="covered", value=int(recall.get("covered") or 0)),
             "total": EvalMetric(name="total", value=int(recall["total"]))}))
-    task = f"censorship_{keys['topic']}_{keys['technique']}"
+    task = _task("censorship", keys["topic"], keys["technique"])
     return EvalLog(
         status=_STATUS.get(run.status, "error"),
         eval=_spec(run, task, str(keys["model"] or "unknown"), samples,
@@ -210,7 +216,7 @@ def epistemic_log(run: RunFiles) -> EvalLog:
     scores = [EvalScore(name=str(system), scorer="licensing", scored_samples=rates.get("n_rows"), metrics={
         rate: EvalMetric(name=rate, value=rates[rate]) for rate in EPISTEMIC_RATES if rates.get(rate) is not None})
         for system, rates in systems.items() if isinstance(rates, Mapping)]
-    task = f"epistemic_{keys['domain']}_{keys['predicate']}"
+    task = _task("epistemic", keys["domain"], keys["predicate"])
     return EvalLog(
         status=_STATUS.get(run.status, "error"),
         eval=_spec(run, task, ", ".join(map(str, systems)) or "none", samples,
@@ -236,4 +242,4 @@ def log_file_name(log: EvalLog) -> str:
     """Inspect's own naming, ``<created>_<task>_<id>.eval``, so ``inspect view`` lists the task
     without opening the file."""
     created = datetime.fromisoformat(str(log.eval.created)).astimezone(timezone.utc)
-    return f"{created:%Y-%m-%dT%H-%M-%S+00-00}_{log.eval.task.replace('_', '-')}_{log.eval.eval_id}.eval"
+    return f"{created:%Y-%m-%dT%H-%M-%S+00-00}_{log.eval.task}_{log.eval.eval_id}.eval"
