@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from audit.testing.scripted_audit import Script
+from tests.censorship.test_main import BASE, audit, finish
 from tests.runs.test_tables import run_sweep
 
 inspect_log = pytest.importorskip("inspect_ai.log", reason="the Inspect export tests need inspect-ai (the test extra)")
@@ -108,3 +109,23 @@ def test_bad_input_is_one_line_and_exit_1(tmp_path, args, problem):
     done = export(*args, cwd=tmp_path)
     assert done.returncode == 1 and done.stderr.count("\n") == 1 and problem in done.stderr, done.stderr
     assert not list(tmp_path.rglob("*.eval"))
+
+
+def test_export_inspect_true_writes_the_log_when_the_run_ends(tmp_path, fake_openrouter):
+    fake_openrouter.handler = Script(stop_at_turn=2).handler
+    code, out, err = finish(audit(tmp_path, fake_openrouter, *BASE, "export.inspect=true"))
+    assert code == 0, err
+    (run_dir,) = (tmp_path / "out").iterdir()
+    (path,) = run_dir.glob("*.eval")
+    assert f"inspect log: {path}" in out
+    log = inspect_log.read_eval_log(str(path))
+    assert len(log.samples) == len(list((run_dir / "audited_responses").glob("*.json"))) == 1
+
+
+def test_export_inspect_true_without_inspect_ai_stops_before_the_run(tmp_path, fake_openrouter):
+    code = "import runpy, sys; sys.modules['inspect_ai'] = None; runpy.run_module('audit', run_name='__main__')"
+    env = {**os.environ, **fake_openrouter.env()}
+    done = subprocess.run([sys.executable, "-c", code, *BASE, "export.inspect=true"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and "pip install 'audit[inspect]'" in done.stderr
+    assert not fake_openrouter.requests and not (tmp_path / "out").exists()
