@@ -16,7 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from audit.censorship.run_dir import RunDir
+from audit.censorship.run_dir import RunDir, Saved
 from audit.compare.collect import CENSORSHIP, CONFIG, EPISTEMIC, SUMMARY, find_run_dirs, run_kind, unfinished
 from audit.errors import UserError
 from audit.io.atomic import read_json
@@ -55,17 +55,19 @@ class RunFiles:
         return datetime.fromtimestamp(config.stat().st_mtime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     @cached_property
+    def _saved(self) -> Saved:
+        """An audit's turns and responses, read once (empty for an epistemic run)."""
+        return RunDir(self.path).scan() if self.experiment == CENSORSHIP else Saved()
+
+    @property
     def responses(self) -> list[dict[str, Any]]:
         """An audit's saved target responses, iteration 1, 2, ... (none for an epistemic run)."""
-        if self.experiment != CENSORSHIP:
-            return []
-        saved = RunDir(self.path).scan().responses
-        return [saved[k] for k in sorted(saved)]
+        return [self._saved.responses[k] for k in sorted(self._saved.responses)]
 
-    @cached_property
+    @property
     def turns(self) -> dict[int, dict[str, Any]]:
         """An audit's saved auditor turns by iteration (turn k designed probe k)."""
-        return RunDir(self.path).scan().turns if self.experiment == CENSORSHIP else {}
+        return self._saved.turns
 
     @cached_property
     def answers(self) -> list[dict[str, Any]]:
