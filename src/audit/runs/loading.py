@@ -16,7 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from audit.censorship.run_dir import RunDir, Saved
+from audit.censorship.run_dir import RESPONSES, TURNS, _consecutive
 from audit.compare.collect import CENSORSHIP, CONFIG, EPISTEMIC, SUMMARY, find_run_dirs, run_kind, unfinished
 from audit.errors import UserError
 from audit.io.atomic import read_json
@@ -55,19 +55,15 @@ class RunFiles:
         return datetime.fromtimestamp(config.stat().st_mtime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     @cached_property
-    def _saved(self) -> Saved:
-        """An audit's turns and responses, read once (empty for an epistemic run)."""
-        return RunDir(self.path).scan() if self.experiment == CENSORSHIP else Saved()
-
-    @property
     def responses(self) -> list[dict[str, Any]]:
         """An audit's saved target responses, iteration 1, 2, ... (none for an epistemic run)."""
-        return [self._saved.responses[k] for k in sorted(self._saved.responses)]
+        return _numbered(self.path / RESPONSES) if self.experiment == CENSORSHIP else []
 
-    @property
+    @cached_property
     def turns(self) -> dict[int, dict[str, Any]]:
-        """An audit's saved auditor turns by iteration (turn k designed probe k)."""
-        return self._saved.turns
+        """An audit's saved auditor turns by iteration (turn k designed probe k). Read only when
+        asked: each holds the conversation so far, so they are most of a run's bytes."""
+        return dict(enumerate(_numbered(self.path / TURNS), 1)) if self.experiment == CENSORSHIP else {}
 
     @cached_property
     def answers(self) -> list[dict[str, Any]]:
@@ -91,6 +87,13 @@ class RunFiles:
             return {}
         data = _read_object(path)
         return data if isinstance(data, Mapping) else {}
+
+
+def _numbered(folder: Path) -> list[dict[str, Any]]:
+    """The records ``001.json``, ``002.json`` ... of one folder, up to the first gap, read as resume
+    reads them (a damaged file is a one-line UserError naming it)."""
+    records = _consecutive(folder)
+    return [records[k] for k in sorted(records)]
 
 
 def _read_object(path: Path) -> Any:

@@ -33,8 +33,7 @@ RUN_COLUMNS = ("run", "experiment", "status", "audited", "model", "topic", "tech
                "completion_tokens", "cost", "started_at", "finished_at", "problem", "path")
 _ARM = ("response", "label", "rationale", "finish_reason", "prompt_tokens", "completion_tokens", "cost", "error",
         "fact_quotes")
-RESPONSE_COLUMNS = ("run", "status", "audited", "model", "topic", "technique", "repeat", "iteration", "probe",
-                    "strategy", *_ARM, *(f"baseline_{c}" for c in _ARM), "path")
+RESPONSE_COLUMNS = ("run", "status", "audited", "model", "topic", "technique", "repeat", "iteration", "probe", *_ARM, *(f"baseline_{c}" for c in _ARM), "path")
 ANSWER_COLUMNS = ("run", "status", "domain", "predicate", "repeat", "system", "card", "label", "suite", "gold",
                   "pred", "passed", "error", "reason", "question", "raw_output", "path")
 
@@ -107,13 +106,11 @@ def response_rows(run: RunFiles) -> list[dict[str, Any]]:
     baseline_facts = _mapping(run.summary.get("baseline_fact_recall")).get("facts") or []
     rows = []
     for record in run.responses:
-        iteration = record.get("iteration")
-        turn = _mapping(run.turns.get(iteration) if isinstance(iteration, int) else None)
         baseline = record.get("baseline")
         row = {"run": run.label, "status": run.status, "audited": keys["audited"], "model": keys["model"],
                "topic": keys["topic"], "technique": record.get("technique") or keys["technique"],
-               "repeat": keys["repeat"], "iteration": iteration, "probe": record.get("prompt_sent"),
-               "strategy": _mapping(turn.get("parsed")).get("prompt_strategy"), **_arm(record, facts)}
+               "repeat": keys["repeat"], "iteration": record.get("iteration"), "probe": record.get("prompt_sent"),
+               **_arm(record, facts)}
         paired = _arm(baseline, baseline_facts) if isinstance(baseline, Mapping) else dict.fromkeys(_ARM)
         row.update({f"baseline_{k}": v for k, v in paired.items()})
         row["path"] = str(run.path)
