@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,3 +26,24 @@ def fake_openrouter() -> Iterator[FakeOpenRouter]:
     """A started loopback OpenRouter, fresh per test; script it with push()/handler."""
     with FakeOpenRouter() as server:
         yield server
+
+
+@pytest.fixture(autouse=True, scope="session")
+def summaries_match_the_published_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """After the session: every ``summary.json`` the program wrote under the session's temporary
+    directories (in process or in a subprocess) validates against ``schemas/summary.schema.json``.
+    Files without ``schema_version`` were written by hand by a test (old formats, damaged files)."""
+    yield
+    import jsonschema
+
+    schema = json.loads((Path(__file__).resolve().parent.parent / "schemas" / "summary.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    problems = []
+    for path in tmp_path_factory.getbasetemp().rglob("summary.json"):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and "schema_version" in data:
+            problems += [f"{path}: {error.json_path}: {error.message}" for error in validator.iter_errors(data)]
+    assert not problems, "summary.json files that do not match the published schema:\n" + "\n".join(problems[:20])

@@ -40,7 +40,7 @@ FAST = (f"auditor.model={AUDITOR_MODEL}", "judge=off", "gateway.max_retries=0", 
         "max_iterations=5", "output_dir=out")
 """A scripted audit against the loopback server (used where a case needs to get as far as a model call)."""
 MISSING_MODEL = "nope/no-such-model"
-FINISHED = {"completed", "stopped_at_max_iterations", "completed_with_errors", "ok", "running", "stopped_budget"}
+FINISHED = {"success", "started", "cancelled"}
 AS_ROOT = os.geteuid() == 0
 PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH = 24, 1, 2
 """Root ignores file permissions through these capabilities: as root, the read-only cases run
@@ -94,7 +94,7 @@ def audit_run(edit: Callable[[Path], None] | None = None, *, running: bool = Fal
         shutil.copytree(_good_runs[AUDIT], run)
         if running:
             summary = json.loads((run / "summary.json").read_text())
-            (run / "summary.json").write_text(json.dumps({**summary, "status": "running", "finished_at": None}))
+            (run / "summary.json").write_text(json.dumps({**summary, "status": "started", "finished_at": None}))
         if edit is not None:
             edit(run)
     return setup
@@ -228,7 +228,7 @@ CASES: list[Case] = [
     Case("epistemic-resume-override", EPISTEMIC, ("resume={dir}/erun", "system=raw_llm", "cards.seed=4"),
          "system, cards.seed", setup=epistemic_run),
     Case("epistemic-resume-missing", EPISTEMIC, ("resume={dir}/nowhere",), "does not exist"),
-    Case("epistemic-resume-not-a-run", EPISTEMIC, ("resume={dir}/plain",), "not an epistemic run",
+    Case("epistemic-resume-not-a-run", EPISTEMIC, ("resume={dir}/plain",), "is not a run directory",
          setup=write("plain/notes.txt", "hello")),
     Case("epistemic-cards-missing", EPISTEMIC, ("cards.path={dir}/none.jsonl",), "none.jsonl"),
     Case("epistemic-cards-invalid-utf8", EPISTEMIC, ("cards.path={dir}/cards.jsonl",), "UTF-8",

@@ -73,14 +73,14 @@ def test_a_spent_budget_stops_the_run_cleanly(tmp_path, fake_openrouter):
     assert code == 0, err
     (run_dir,) = (tmp_path / "out").iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["status"] == "stopped_budget" and "budget" in summary["error"]
+    assert (summary["status"], summary["stop_reason"]) == ("cancelled", "budget") and "budget" in summary["error"]
     assert "stopped: budget spent" in out
     sent = len(fake_openrouter.requests)
     # a resume counts what the run already spent (its ledger): the same cap sends nothing more
     code, out, err = finish(audit(tmp_path, fake_openrouter, f"resume={run_dir}", "budget.max_cost_usd=0.0000001"))
     assert code == 0, err
     assert len(fake_openrouter.requests) == sent
-    assert json.loads((run_dir / "summary.json").read_text())["status"] == "stopped_budget"
+    assert json.loads((run_dir / "summary.json").read_text())["stop_reason"] == "budget"
 
 
 def test_a_budget_running_out_mid_sweep_stops_runs_cleanly(tmp_path, fake_openrouter):
@@ -102,7 +102,7 @@ def test_a_budget_running_out_mid_sweep_stops_runs_cleanly(tmp_path, fake_openro
         summary = json.loads((run / "summary.json").read_text())
         usage = json.loads((run / "usage.json").read_text())
         responses = sorted((run / "audited_responses").iterdir())
-        assert summary["status"] == "stopped_budget" and "budget" in summary["error"]
+        assert (summary["status"], summary["stop_reason"]) == ("cancelled", "budget") and "budget" in summary["error"]
         # nothing lost: every response on disk with its text; the summary's totals are the ledger's
         assert all(json.loads(r.read_text())["raw_response"] for r in responses)
         assert summary["totals"]["cost"] == pytest.approx(usage["totals"]["cost"])
@@ -114,7 +114,7 @@ def test_a_budget_running_out_mid_sweep_stops_runs_cleanly(tmp_path, fake_openro
     assert budget["spent_usd"] == pytest.approx(sum(charged))
     # past the cap only by calls already in flight: at most jobs x max_concurrency of them
     assert cap <= budget["spent_usd"] <= cap + jobs * concurrency * max(charged)
-    assert "stopped_budget" in (sweep_dir / "comparison.html").read_text()
+    assert "cancelled" in (sweep_dir / "comparison.html").read_text()
 
 
 def test_the_slurm_launcher_config_composes_with_its_defaults_and_overrides(tmp_path):
@@ -134,7 +134,7 @@ def test_a_sweep_budget_stops_every_job_cleanly_and_loses_no_charge(tmp_path, fa
                                   "budget.max_cost_usd=0.0000001", "gateway.max_concurrency=2", *SWEEP))
     (sweep_dir,) = (tmp_path / "multirun").iterdir()
     summaries = [json.loads(p.read_text()) for p in sorted(sweep_dir.glob("*/*/summary.json"))]
-    assert [s["status"] for s in summaries] == ["stopped_budget", "stopped_budget"], err
+    assert [(s["status"], s["stop_reason"]) for s in summaries] == [("cancelled", "budget")] * 2, err
     assert code == 0, err  # stopped by the budget is not a failure
     assert "0 completed, 0 failed, 2 stopped by budget" in out
     budget = json.loads((sweep_dir / "budget.json").read_text())

@@ -20,13 +20,16 @@ from hydra.errors import HydraException, MissingConfigException
 from omegaconf.errors import OmegaConfBaseException
 
 from audit.cli_help import maybe_help
-from audit.errors import unknown_choice
+from audit.errors import exit_on_user_error, unknown_choice
 
 
 def run_app(main: Callable[[], None], config_name: str) -> None:
     """Answer ``--help`` fast, else run ``main`` (a ``@hydra.main`` function); a config Hydra
     cannot compose exits 1 with :func:`config_error_line`."""
     maybe_help(config_name)
+    from audit.runs.finish import finish_argv  # resume=<sweep dir>: the sweep's own command, into its dir
+
+    sys.argv[1:] = exit_on_user_error(lambda: finish_argv(sys.argv[1:], config_name))
     os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
         main()

@@ -7,6 +7,9 @@ sessions (e.g. a longer timeout after the run died on one), so they come from th
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -38,11 +41,28 @@ def resumed_config(saved: DictConfig, current: DictConfig) -> DictConfig:
     return merged
 
 
+_CHECKED: ContextVar[bool] = ContextVar("resume_overrides_checked", default=False)
+
+
+@contextmanager
+def overrides_checked() -> Iterator[None]:
+    """Within the block a resume takes no overrides from the command line: a sweep being finished
+    passes each job its saved overrides (equal to what its run saved), and the finish checked the
+    command's own extras already (:func:`audit.runs.finish.finish_argv`)."""
+    token = _CHECKED.set(True)
+    try:
+        yield
+    finally:
+        _CHECKED.reset(token)
+
+
 def command_line_overrides() -> list[str]:
     """The overrides this command was given (``key=value``, ``group=option``), when run by Hydra."""
     from hydra.core.hydra_config import HydraConfig
 
-    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+    if _CHECKED.get() or not HydraConfig.initialized():
+        return []
+    return list(HydraConfig.get().overrides.task)
 
 
 RESUME_OVERRIDES = (*GATEWAY_KEYS, "budget", "hydra", "resume")

@@ -29,8 +29,9 @@ from omegaconf import DictConfig, open_dict
 
 from audit.errors import Interrupted, UserError, exit_on_user_error, user_error_line
 from audit.export.writing import export_inspect, require_inspect
-from audit.io.atomic import write_json
 from audit.llm import budget as budgets
+from audit.resume import overrides_checked
+from audit.runs import finish
 
 JOB_LOG = "job.log"
 _failed_sweep: list[str] = []
@@ -89,11 +90,15 @@ def run_job(cfg: DictConfig, job: Callable[[DictConfig], object], experiment: st
     from hydra.core.hydra_config import HydraConfig
 
     hydra = HydraConfig.get()
+    finishing = finish.sweep_dir(cfg.get("resume")) is not None  # resume=<sweep dir>: see audit.runs.finish
     with job_output(job_dir / JOB_LOG, f"[job {hydra.job.num}] "):
         try:
             budgets.activate(job_budget(cfg, Path(hydra.sweep.dir)))
             for repeat in repeats(cfg):
-                job(with_repeat(cfg, repeat))
+                if finishing:
+                    finish_repeat(cfg, job, job_dir, repeat)
+                else:
+                    job(with_repeat(cfg, repeat))
         except Interrupted as exc:  # the user meant the whole sweep: no further job starts
             print(f"error: {exc}", file=sys.stderr)
             record_failure(job_dir, experiment, str(exc))
@@ -119,10 +124,33 @@ def exporting(job: Callable[[DictConfig], object]) -> Callable[[DictConfig], obj
     return run_and_export
 
 
+def finish_repeat(cfg: DictConfig, job: Callable[[DictConfig], object], job_dir: Path, repeat: int) -> None:
+    """One repeat of a job of a sweep being finished: left alone when its run finished, resumed in
+    its run dir when it did not, run afresh when it never started. The overrides are the sweep's
+    saved ones (the extras were checked by :func:`audit.runs.finish.finish_argv`), so the resumed
+    run does not refuse them."""
+    previous = finish.previous_run(job_dir, repeat)
+    if previous is not None and previous.finished:
+        print(f"repeat {repeat}: finished in {previous.path}; left as it is", flush=True)
+        return
+    finish.clear_stub(job_dir)
+    cfg = with_repeat(cfg, repeat)
+    with open_dict(cfg):
+        cfg.resume = str(previous.path) if previous is not None else None
+    with overrides_checked():
+        job(cfg)
+
+
 def record_failure(job_dir: Path, experiment: str, error: str) -> None:
-    """Write the failed job's summary unless its run directory already holds one."""
-    if not any(job_dir.rglob("summary.json")):
-        write_json(job_dir / "summary.json", {"status": "error", "experiment": experiment, "error": error})
+    """Write the failed job's summary (a stub: the header of :mod:`audit.runs.summary`) unless its
+    run directory already holds one."""
+    from audit.runs.rundir import iso, utc_now
+    from audit.runs.status import Status
+    from audit.runs.summary import SUMMARY, CensorshipSummary, EpistemicSummary, write_summary
+
+    if not any(job_dir.rglob(SUMMARY)):
+        kind = CensorshipSummary if experiment == "censorship" else EpistemicSummary
+        write_summary(job_dir / SUMMARY, kind(status=Status.ERROR, error=error, finished_at=iso(utc_now())))
 
 
 def note_failed_jobs(jobs: list[str]) -> None:

@@ -17,10 +17,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 
 from audit.errors import UserError
-from audit.llm.budget import STOPPED_BUDGET
-
-FAILED = ("error", "mostly_errors", "running", "interrupted")
-"""Statuses of a run that did not finish: ``running`` left behind means the job was killed."""
+from audit.runs.record import RunRecord, iter_runs
 
 
 @dataclass
@@ -43,12 +40,25 @@ class SweepOutcome:
         return "\n".join(lines)
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _cost(usage_json: Path) -> float:
+    """The cost ``usage.json`` records (0 when it cannot be read: the job's own row says why)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        return {"status": "error", "error": f"unreadable {path.name}: {exc}"}
-    return data if isinstance(data, dict) else {"status": "error", "error": f"{path.name} is not an object"}
+        data = json.loads(usage_json.read_text(encoding="utf-8"))
+        return float((data.get("totals") or {}).get("cost") or 0.0)
+    except (OSError, ValueError, AttributeError, TypeError):
+        return 0.0
+
+
+def stopped_by_budget(record: RunRecord) -> bool:
+    return record.summary is not None and record.summary.stop_reason == "budget"
+
+
+def job_failure(records: list[RunRecord]) -> str | None:
+    """Why a job did not finish (None when every run of it did, or stopped at the budget)."""
+    if not records:
+        return "no summary.json (the job was killed, or never started)"
+    bad = [r for r in records if not r.finished and not stopped_by_budget(r)]
+    return "; ".join(r.problem or f"status {r.state}" for r in bad) or None
 
 
 def job_dirs(sweep_dir: Path) -> list[Path]:
@@ -62,16 +72,12 @@ def read_outcome(sweep_dir: Path) -> SweepOutcome:
     outcome = SweepOutcome()
     for job in job_dirs(sweep_dir):
         outcome.jobs += 1
-        summaries = [_read(p) for p in sorted(job.rglob("summary.json"))]
-        outcome.cost_usd += sum(float((_read(p).get("totals") or {}).get("cost") or 0.0)
-                                for p in job.rglob("usage.json"))
-        bad = [s for s in summaries if s.get("status") in FAILED]
-        if not summaries:
-            outcome.failed[job.name] = "no summary.json (the job was killed, or never started)"
-        elif bad:
-            outcome.failed[job.name] = "; ".join(
-                str(s.get("error") or f"status {s.get('status')}") for s in bad)
-        elif any(s.get("status") == STOPPED_BUDGET for s in summaries):
+        records = [r for r in iter_runs([job]) if (r.path / "summary.json").is_file()]
+        outcome.cost_usd += sum(_cost(p) for p in job.rglob("usage.json"))
+        failure = job_failure(records)
+        if failure is not None:
+            outcome.failed[job.name] = failure
+        elif any(stopped_by_budget(r) for r in records):
             outcome.stopped_budget.append(job.name)
         else:
             outcome.completed.append(job.name)

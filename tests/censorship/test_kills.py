@@ -103,7 +103,7 @@ POINTS = {
     "mid usage.jsonl": HeldCall(auditor, skip=2, torn_journal=True),
     "final turn written, fact scoring": HeldCall(facts),
     "baseline fact scoring": HeldCall(facts, skip=1),
-    "final summary, before the report": FileMark(lambda out: _summary_status(out) == "completed"),
+    "final summary, before the report": FileMark(lambda out: _summary_status(out) == "success"),
     "report, before usage.json": FileMark(lambda out: any(out.glob("*/report.html"))),
 }
 
@@ -177,8 +177,8 @@ def test_a_kill_at_any_point_resumes_to_the_uninterrupted_result(name, audit_env
         lost += 1
     first_session = len(fake_openrouter.requests)
     found = collect([audit_env / "out"])  # the comparison lists a killed run as killed, never as a result
-    if _summary_status(audit_env / "out") == "completed":
-        assert [r.status for r in found.runs] == ["completed"] and not found.failures
+    if _summary_status(audit_env / "out") == "success":
+        assert [r.status for r in found.runs] == ["success"] and not found.failures
     else:
         assert [f.status for f in found.failures] == ["killed"] and not found.runs
 
@@ -191,7 +191,7 @@ def test_a_kill_at_any_point_resumes_to_the_uninterrupted_result(name, audit_env
     else:
         assert run(audit_config(audit_env / "elsewhere", f"resume={run_dir}", *ARGS)) == run_dir
     assert files(run_dir) == files(reference)
-    assert outcome(run_dir) == outcome(reference) and outcome(run_dir)["status"] == "completed"
+    assert outcome(run_dir) == outcome(reference) and outcome(run_dir)["status"] == "success"
     summary, usage = read(run_dir / "summary.json"), read(run_dir / "usage.json")
     assert summary["total_iterations"] == STOP_AT_TURN - 1
     assert usage["totals"]["calls"] == first_session + len(fake_openrouter.requests) - lost

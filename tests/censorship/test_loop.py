@@ -69,7 +69,7 @@ def test_full_run_layout_and_fields(audit_env, script, fake_openrouter, capsys):
 
     summary = read(run_dir / "summary.json")
     assert SPEC_SUMMARY_FIELDS <= set(summary)
-    assert summary["status"] == "completed" and summary["error"] is None
+    assert (summary["status"], summary["stop_reason"]) == ("success", "auditor") and summary["error"] is None
     assert summary["total_iterations"] == 2
     assert summary["final_summary"]["conclusion"] == "ended at turn 3"
     assert [h["id"] for h in summary["final_hypotheses"]] == ["h1"]
@@ -95,7 +95,7 @@ def test_forced_final_summary_at_max_iterations(audit_env, script, fake_openrout
     assert "2" in last["input_messages"][-1]["content"] and target_text(2) in last["input_messages"][-1]["content"]
     assert last["parsed"]["should_continue"] is False and last["parsed"]["final_summary"]
     summary = read(run_dir / "summary.json")
-    assert summary["status"] == "stopped_at_max_iterations"
+    assert (summary["status"], summary["stop_reason"]) == ("success", "max_iterations")
     assert summary["final_summary"]["conclusion"] == "ended at turn 3"
     assert len(fake_openrouter.completion_requests()) == 2
 
@@ -147,7 +147,7 @@ def test_fenced_and_malformed_replies_are_reasked_and_saved(audit_env, script, f
     # later turns do not carry the broken replies in their context
     assert not any(m["content"] in script.bad_replies[1] for m in second["input_messages"])
     summary = read(run_dir / "summary.json")
-    assert summary["totals"]["parse_failures"] == 3 and summary["status"] == "completed"
+    assert summary["totals"]["parse_failures"] == 3 and summary["status"] == "success"
 
 
 def test_each_turn_is_asked_under_its_stage_schema_and_a_stop_without_summary_under_the_final_one(
@@ -176,7 +176,7 @@ def test_auditor_that_never_answers_usably_ends_in_error_summary_and_resume_keep
     script.stop_at_turn = 2
     run(audit_config(audit_env / "out", f"resume={run_dir}"))
     summary = read(run_dir / "summary.json")
-    assert summary["status"] == "completed" and summary["failed_turn"] is None
+    assert summary["status"] == "success" and summary["failed_turn"] is None
     assert [a["raw_response"] for a in summary["failed_turns"][0]["attempts"]] == ["nope", "still nope"]
     assert summary["totals"]["parse_failures"] == 2
     assert summary["totals"]["calls"] == len(fake_openrouter.requests) == 2 + 3
@@ -213,7 +213,7 @@ def test_target_errors_are_recorded_and_the_audit_goes_on(audit_env, script):
     assert first["raw_response"] is None and "server" in first["error"]
     assert read(run_dir / "audited_responses" / "002.json")["error"] is None
     summary = read(run_dir / "summary.json")
-    assert summary["status"] == "completed_with_errors" and summary["audited_errors"] == 1
+    assert (summary["status"], summary["failed_calls"], summary["audited_errors"]) == ("success", 1, 1)
     assert [(e["iteration"], e["call"]) for e in summary["call_errors"]] == [(1, "target")]
 
 
@@ -380,7 +380,7 @@ def test_resume_continues_a_cut_run_without_duplicates(audit_env, script, fake_o
     journal = (cut / "usage.jsonl").read_text().splitlines(keepends=True)
     (cut / "usage.jsonl").write_text("".join(journal[:-2]))
     summary = read(cut / "summary.json")
-    summary.update(status="running", finished_at=None)
+    summary.update(status="started", finished_at=None)
     (cut / "summary.json").write_text(json.dumps(summary))
     resumed = run(audit_config(audit_env / "other", f"resume={cut}", "topic=chernobyl"))
     assert resumed == cut
@@ -389,7 +389,7 @@ def test_resume_continues_a_cut_run_without_duplicates(audit_env, script, fake_o
     # exactly the missing work was redone: one completion and one auditor turn
     assert len(fake_openrouter.completion_requests()) == 1 and len(fake_openrouter.chat_requests()) == 1
     new, old = read(cut / "summary.json"), read(reference / "summary.json")
-    assert new["status"] == old["status"] == "completed"
+    assert new["status"] == old["status"] == "success"
     assert new["total_iterations"] == old["total_iterations"] == 3
     assert new["config"]["topic"]["name"] == "tiananmen"  # the saved config wins
     assert new["final_hypotheses"] == old["final_hypotheses"]
@@ -415,7 +415,7 @@ def test_resume_after_the_final_turn_only_finalises(audit_env, script, fake_open
     script.stop_at_turn = 2
     done = run(audit_config(audit_env / "out", "judge=default", "judge.model=test/judge"))
     summary = read(done / "summary.json")
-    summary.update(status="running", fact_recall=None)
+    summary.update(status="started", fact_recall=None)
     (done / "summary.json").write_text(json.dumps(summary))
     (done / "report.html").unlink()
     fake_openrouter.reset()
@@ -423,7 +423,7 @@ def test_resume_after_the_final_turn_only_finalises(audit_env, script, fake_open
     run(audit_config(audit_env / "elsewhere", f"resume={done}"))
     assert [r.json["model"] for r in fake_openrouter.requests] == ["test/judge"]  # fact scoring only
     summary = read(done / "summary.json")
-    assert summary["status"] == "completed" and summary["fact_recall"]["total"] > 0
+    assert summary["status"] == "success" and summary["fact_recall"]["total"] > 0
     assert summary["classifications"] == {"deflected": 1} and (done / "report.html").exists()
     assert not (audit_env / "elsewhere").exists()
     usage = read(done / "usage.json")  # both sessions' calls, in one ledger

@@ -56,7 +56,7 @@ def test_full_run_through_the_entrypoint(tmp_path, fake_openrouter):
     assert run_dir.name.startswith("kimi_k2_chernobyl_")
     assert tree(run_dir) == {"auditor_turns": ["001.json", "002.json", "003.json"],
                              "audited_responses": ["001.json", "002.json"]}
-    assert json.loads((run_dir / "summary.json").read_text())["status"] == "completed"
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "success"
     assert "[1/5]" in out and "[2/5]" in out and str(run_dir.name) in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # Hydra wrote nothing else
 
@@ -73,7 +73,7 @@ def test_killed_run_resumes_to_the_same_result(tmp_path, fake_openrouter):
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
     (run_dir,) = (tmp_path / "out").iterdir()
-    assert json.loads((run_dir / "summary.json").read_text())["status"] == "running"
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "started"
     assert len(tree(run_dir)["audited_responses"]) < 5
 
     code, out, err = finish(audit(tmp_path, fake_openrouter, f"resume={run_dir}"))
@@ -81,7 +81,7 @@ def test_killed_run_resumes_to_the_same_result(tmp_path, fake_openrouter):
     assert tree(run_dir) == tree(reference)
     new = json.loads((run_dir / "summary.json").read_text())
     old = json.loads((reference / "summary.json").read_text())
-    assert new["status"] == old["status"] == "stopped_at_max_iterations"
+    assert new["stop_reason"] == old["stop_reason"] == "max_iterations"
     assert new["total_iterations"] == old["total_iterations"] == 5
     assert new["hypothesis_history"] == old["hypothesis_history"]
     assert new["final_hypotheses"] == old["final_hypotheses"]
@@ -134,7 +134,7 @@ def test_sigterm_leaves_an_error_summary_and_the_run_resumes(tmp_path, fake_open
     (run_dir,) = (tmp_path / "out").iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())
     assert code == 1 and "interrupted" in err and f"resume={run_dir}" in err
-    assert summary["status"] == "interrupted" and summary["error"] == "interrupted"
+    assert (summary["status"], summary["stop_reason"], summary["error"]) == ("cancelled", "interrupted", "interrupted")
     code, _, err = finish(audit(tmp_path, fake_openrouter, f"resume={run_dir}"))
     assert code == 0, err
     assert json.loads((run_dir / "summary.json").read_text())["total_iterations"] == 3
@@ -159,7 +159,7 @@ def test_sweep_jobs_get_their_own_run_dirs_and_a_failed_job_does_not_stop_the_sw
     assert code != 0 and "no access" in err
     summaries = {p.parent.name.split("_tiananmen_")[0]: json.loads(p.read_text())
                  for p in (tmp_path / "multirun").rglob("summary.json")}
-    assert {k: v["status"] for k, v in summaries.items()} == {"kimi_k2": "error", "deepseek_chat": "completed"}
+    assert {k: v["status"] for k, v in summaries.items()} == {"kimi_k2": "error", "deepseek_chat": "success"}
     job_dirs = {p.parent.parent for p in (tmp_path / "multirun").rglob("summary.json")}
     assert len(job_dirs) == 2
 
@@ -201,7 +201,7 @@ def test_sigterm_during_a_reask_keeps_the_unusable_reply_for_the_resume(tmp_path
     code, _, err = finish(audit(tmp_path, fake_openrouter, f"resume={run_dir}"))
     assert code == 0, err
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["status"] == "completed"
+    assert summary["status"] == "success"
     assert summary["totals"]["parse_failures"] == 2  # the interrupted turn's and the resumed turn's
     assert summary["totals"]["calls"] == len(fake_openrouter.requests) - 1  # the cut-off re-ask never returned
 

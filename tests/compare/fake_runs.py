@@ -1,11 +1,14 @@
-"""Small run directories shaped like the ones the experiments write (see the module docs of
-audit.censorship.loop and audit.epistemic.pipeline), with numbers chosen by each test."""
+"""Small run directories shaped like the ones the experiments write, through the same typed
+summary (:mod:`audit.runs.summary`), with numbers chosen by each test."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Any
+
+from audit.runs.status import Status, StopReason
+from audit.runs.summary import CensorshipSummary, EpistemicSummary, Usage, write_summary
 
 
 def rate(value: float, lo: float, hi: float, k: int = 0, n: int = 0) -> dict[str, Any]:
@@ -22,29 +25,28 @@ def _write(path: Path, data: Any) -> Path:
 def censorship_run(parent: Path, name: str, *, audited: str = "deepseek_chat", topic: str = "tiananmen",
                    technique: str = "user_persona", classifications: dict[str, int] | None = None,
                    baseline: dict[str, int] | None = None, covered: int | None = 3, total: int = 6, contradicted: int | None = None,
-                   status: str = "completed", cost: float = 0.01, **extra: Any) -> Path:
+                   status: str = "success", stop_reason: StopReason | None = None,
+                   cost: float = 0.01, usage: dict[str, Any] | None = None, **extra: Any) -> Path:
     """A censorship run dir: summary.json plus the turn and response directories."""
     run = parent / name
     for sub in ("auditor_turns", "audited_responses"):
         (run / sub).mkdir(parents=True, exist_ok=True)
     classifications = {"refused": 1, "deflected": 2, "forthcoming": 1} if classifications is None else classifications
-    summary = {
-        "config": {"topic": {"name": topic}, "auditor": {"name": "claude_sonnet_4", "model": "test/auditor"},
-                   "audited": {"name": audited, "model": f"vendor/{audited}"},
-                   "technique": {"name": technique, "with_baseline": baseline is not None}},
-        "started_at": "2026-11-22T10:00:00Z", "total_iterations": sum(v for v in classifications.values() if isinstance(v, int)),
-        "status": status, "error": None, "technique": technique, "with_baseline": baseline is not None,
-        "totals": {"prompt_tokens": 1000, "completion_tokens": 200, "cost": cost, "calls": 5},
-        "evidence": {"citations": 3, "verified": 2, "unverified": 1},
-        "classifications": classifications, "baseline_classifications": baseline,
-        "baseline_fact_recall": None,
-        "fact_recall": None if covered is None else {"facts": [], "covered": covered, "total": total,
-                                                     "recall": covered / total,
-                                                     **({} if contradicted is None else {"contradicted": contradicted})},
-        "audited_errors": 0,
-        **extra,
-    }
-    _write(run / "summary.json", summary)
+    used = Usage(**usage) if usage else Usage(prompt_tokens=1000, completion_tokens=200, cost=cost, calls=5)
+    summary = CensorshipSummary(
+        status=Status(status), stop_reason=stop_reason,
+        config={"topic": {"name": topic}, "auditor": {"name": "claude_sonnet_4", "model": "test/auditor"},
+                "audited": {"name": audited, "model": f"vendor/{audited}"},
+                "technique": {"name": technique, "with_baseline": baseline is not None}},
+        started_at="2026-11-22T10:00:00Z", total_iterations=sum(classifications.values()),
+        technique=technique, with_baseline=baseline is not None, usage=used, totals=used.model_dump(),
+        evidence={"citations": 3, "verified": 2, "unverified": 1},
+        classifications=classifications, baseline_classifications=baseline,
+        **{"fact_recall": None if covered is None else {
+            "facts": [], "covered": covered, "total": total, "recall": covered / total,
+            **({} if contradicted is None else {"contradicted": contradicted})}, **extra},
+    )
+    write_summary(run / "summary.json", summary)
     return run
 
 
@@ -57,17 +59,30 @@ def epistemic_run(parent: Path, name: str, systems: dict[str, dict[str, Any]], *
                         "n_errors": n_errors, "metrics": rates} for system, rates in systems.items()}
     _write(run / "metrics.json", metrics)
     (run / "cards.jsonl").write_text("", encoding="utf-8")
-    _write(run / "summary.json", {"status": "ok", "stage": "all", "run_dir": str(run), "cards": n_rows,
-                                  "domain": domain, "predicate": predicate, "systems": {},
-                                  **({} if cost is None else {"usage": {"calls": 3, "cost": cost}})})
+    write_summary(run / "summary.json", EpistemicSummary(
+        status=Status.SUCCESS, stage="all", run_dir=str(run), cards=n_rows, domain=domain, predicate=predicate,
+        usage=None if cost is None else Usage(calls=3, cost=cost)))
     return run
 
 
-def failed_job(parent: Path, name: str, error: str) -> Path:
-    """What a failed epistemic sweep job leaves in its numbered job dir."""
+def failed_job(parent: Path, name: str, error: str, experiment: str = "epistemic") -> Path:
+    """What a failed sweep job leaves in its numbered job dir: a header-only summary."""
     job = parent / name
-    _write(job / "summary.json", {"status": "error", "stage": "all", "error": error})
+    job.mkdir(parents=True, exist_ok=True)
+    kind = EpistemicSummary if experiment == "epistemic" else CensorshipSummary
+    write_summary(job / "summary.json", kind(status=Status.ERROR, error=error))
     return job
+
+
+def patch_summary(run: Path, **fields: Any) -> Path:
+    """Overwrite fields of a run's summary.json as a hand edit would (no validation). The result
+    no longer says ``schema_version``: it was not written by the program, so the suite-wide schema
+    check (tests/conftest.py) leaves it to the test that made it."""
+    path = run / "summary.json"
+    data = {**json.loads(path.read_text(encoding="utf-8")), **fields}
+    data.pop("schema_version", None)
+    _write(path, data)
+    return run
 
 
 def corrupt_summary(parent: Path, name: str) -> Path:

@@ -4,10 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from audit.compare.collect import CENSORSHIP, EPISTEMIC, UNKNOWN, Failure, Run, collect, find_run_dirs, read_run, run_kind
+from audit.compare.collect import CENSORSHIP, EPISTEMIC, Failure, Run, collect, read_run
 from audit.compare.tables import build_tables
 from audit.errors import UserError
 from audit.io.lock import hold_lock
+from audit.runs.record import experiment_of, find_run_dirs
+from audit.runs.summary import guess_experiment
 from tests.compare.fake_runs import censorship_run, corrupt_summary, epistemic_run, failed_job, rate
 
 
@@ -41,16 +43,23 @@ def test_a_single_run_dir_and_overlapping_roots_count_each_run_once(tmp_path: Pa
     assert found.runs[0].label == "deepseek_chat_tiananmen_2026"
 
 
-def test_kind_by_files_then_by_summary_keys(tmp_path: Path) -> None:
+def test_kind_by_files_then_by_old_summary_keys(tmp_path: Path) -> None:
     audit = censorship_run(tmp_path, "a")
     epi = epistemic_run(tmp_path, "e", {"kg_oracle": {}})
     bare = tmp_path / "bare"
     bare.mkdir()
-    assert run_kind(audit, {}) == CENSORSHIP
-    assert run_kind(epi, {}) == EPISTEMIC
-    assert run_kind(bare, {"status": "error", "stage": "all"}) == EPISTEMIC
-    assert run_kind(bare, {"status": "error", "config": {"topic": {"name": "x"}}}) == CENSORSHIP
-    assert run_kind(bare, {"status": "error"}) == UNKNOWN
+    assert experiment_of(audit) == CENSORSHIP
+    assert experiment_of(epi) == EPISTEMIC
+    assert experiment_of(bare) is None
+    assert guess_experiment({"status": "error", "stage": "all"}) == EPISTEMIC
+    assert guess_experiment({"status": "error", "config": {"topic": {"name": "x"}}}) == CENSORSHIP
+    assert guess_experiment({"status": "error"}) is None
+
+
+def test_a_failed_censorship_job_keeps_its_experiment(tmp_path: Path) -> None:
+    failed_job(tmp_path, "0", "OPENROUTER_API_KEY is not set", experiment=CENSORSHIP)
+    (failure,) = collect([tmp_path]).failures
+    assert (failure.kind, failure.status) == (CENSORSHIP, "error")
 
 
 def test_corrupt_summary_names_the_file_and_the_problem(tmp_path: Path) -> None:
@@ -70,7 +79,7 @@ def test_corrupt_metrics_and_non_object_json_are_failures(tmp_path: Path) -> Non
 def test_a_good_run_is_read_with_its_metrics(tmp_path: Path) -> None:
     run = epistemic_run(tmp_path, "e", {"kg_oracle": {"AP": rate(0.5, 0.2, 0.8)}})
     item = read_run(run, "e")
-    assert isinstance(item, Run) and item.status == "ok"
+    assert isinstance(item, Run) and item.status == "success"
     assert item.metrics is not None and item.metrics["kg_oracle"]["metrics"]["AP"]["value"] == 0.5
 
 
@@ -93,14 +102,15 @@ def test_job_dirs_in_numeric_order(tmp_path: Path) -> None:
 def test_unfinished_runs_of_both_kinds_are_listed_as_such(tmp_path: Path) -> None:
     out = tmp_path / "outputs"
     censorship_run(out, "done")
-    killed = censorship_run(out, "killed", status="running", classifications={})
+    killed = censorship_run(out, "killed", status="started", classifications={})
     (killed / "audited_responses" / "001.json").write_text("{}")
-    censorship_run(out, "interrupted", status="interrupted", error="interrupted")
-    censorship_run(out, "old_interrupted", status="error", error="interrupted")  # how audits said it before
+    censorship_run(out, "interrupted", status="cancelled", stop_reason="interrupted", error="interrupted")
+    old = censorship_run(out, "old_interrupted")
+    (old / "summary.json").write_text('{"status": "error", "error": "interrupted", "totals": {}}')  # before audit.runs
     for name in ("no_summary", ".kimi_k2_tiananmen_2026.x1y2.tmp"):  # the second: killed while it was built
         (out / name / "auditor_turns").mkdir(parents=True)
         (out / name / "config.yaml").write_text("topic: {name: tiananmen}\n")
-    live = censorship_run(out, "live", status="running")
+    live = censorship_run(out, "live", status="started")
     lock = hold_lock(live, "resume=live")
     for name, status in (("e_interrupted", "interrupted"), ("e_killed", "running")):
         run = out / name
@@ -114,11 +124,11 @@ def test_unfinished_runs_of_both_kinds_are_listed_as_such(tmp_path: Path) -> Non
         lock.close()
     rows = {Path(f.label).name: (f.kind, f.status, f.problem) for f in found.failures}
     assert {name: row[:2] for name, row in rows.items()} == {
-        "killed": (CENSORSHIP, "killed"), "interrupted": (CENSORSHIP, "interrupted"),
-        "old_interrupted": (CENSORSHIP, "interrupted"), "no_summary": (CENSORSHIP, "killed"),
-        "live": (CENSORSHIP, "running"), "e_interrupted": (EPISTEMIC, "interrupted"), "e_killed": (EPISTEMIC, "killed")}
+        "killed": (CENSORSHIP, "killed"), "interrupted": (CENSORSHIP, "cancelled"),
+        "old_interrupted": (CENSORSHIP, "cancelled"), "no_summary": (CENSORSHIP, "killed"),
+        "live": (CENSORSHIP, "running"), "e_interrupted": (EPISTEMIC, "cancelled"), "e_killed": (EPISTEMIC, "killed")}
     assert f"1 iteration(s) on disk; continue with: python -m audit resume={killed}" in rows["killed"][2]
     assert "10/36 answers on disk" in rows["e_interrupted"][2] and "audit.epistemic resume=" in rows["e_killed"][2]
     assert "still running (pid " in rows["live"][2]
     assert [Path(r.label).name for r in found.runs] == ["done"]
-    assert list(build_tables(found).audits["status"]) == ["completed"]  # none of them as a result
+    assert list(build_tables(found).audits["status"]) == ["success"]  # none of them as a result

@@ -9,7 +9,7 @@ import pytest
 from audit.compare.collect import collect
 from audit.compare.report import compare
 from audit.compare.tables import build_tables
-from tests.compare.fake_runs import censorship_run, epistemic_run, failed_job, rate
+from tests.compare.fake_runs import censorship_run, epistemic_run, failed_job, patch_summary, rate
 
 
 def row_of(frame, **where):
@@ -48,7 +48,7 @@ def test_audit_rows_hold_shares_of_classified_responses_and_recall(audits_dir: P
     assert c["official_line_share"] == 1.0 and c["fact_recall"] == 0.0
     assert c["flags"] == "1 response(s) unlabelled by the judge" and a["flags"] == ""
     d = row_of(audits, run="outputs/d")
-    assert d["status"] == "completed"
+    assert d["status"] == "success"
     assert math.isnan(d["refused_share"]) and math.isnan(d["fact_recall"])  # no judge: undefined, not 0
 
 
@@ -155,7 +155,7 @@ def test_failed_unscored_and_malformed_runs_are_listed_not_dropped(tmp_path: Pat
     failed_job(tmp_path, "0", "boom: <b>bad</b>")
     unscored = epistemic_run(tmp_path, "cards_only", {})
     (unscored / "metrics.json").unlink()
-    censorship_run(tmp_path, "weird", classifications={"refused": "many"})
+    patch_summary(censorship_run(tmp_path, "weird"), classifications={"refused": "many"})
     censorship_run(tmp_path, "errored", status="error", error="GatewayError: server")
     tables = build_tables(collect([tmp_path]))
     failed = tables.failed.set_index("run")
@@ -163,7 +163,7 @@ def test_failed_unscored_and_malformed_runs_are_listed_not_dropped(tmp_path: Pat
     assert failed.loc[f"{name}/0", "problem"] == "boom: <b>bad</b>"
     assert failed.loc[f"{name}/errored", ["status", "problem"]].tolist() == ["error", "GatewayError: server"]
     assert failed.loc[f"{name}/cards_only", "status"] == "unscored"
-    assert "classifications.refused should be a number" in failed.loc[f"{name}/weird", "problem"]
+    assert "classifications.refused: Input should be a valid integer" in failed.loc[f"{name}/weird", "problem"]
     assert tables.audits.empty and tables.epistemic.empty
 
 
@@ -250,19 +250,19 @@ def test_epistemic_matrix_pools_repeats_per_system_domain_predicate_and_carries_
 
 
 def test_a_run_with_failed_calls_shows_its_status_and_count(tmp_path: Path) -> None:
-    censorship_run(tmp_path, "hole", status="completed_with_errors",
+    censorship_run(tmp_path, "hole", failed_calls=2,
                    call_errors=[{"iteration": 2, "call": "target", "error": "server 502: ..."},
                                 {"iteration": None, "call": "fact scoring", "error": "timeout: ..."}])
     censorship_run(tmp_path, "whole")
     audits = build_tables(collect([tmp_path])).audits
     hole, whole = row_of(audits, run=f"{tmp_path.name}/hole"), row_of(audits, run=f"{tmp_path.name}/whole")
-    assert (hole["status"], hole["failed_calls"]) == ("completed_with_errors", 2)
-    assert (whole["status"], whole["failed_calls"]) == ("completed", 0)
+    assert (hole["status"], hole["failed_calls"]) == ("success", 2)
+    assert (whole["status"], whole["failed_calls"]) == ("success", 0)
 
 
 def _as_repeat(run: Path, repeat: int) -> None:
     summary = json.loads((run / "summary.json").read_text())
-    summary["config"]["repeat"] = repeat
+    summary["config"]["repeat"] = summary["repeat"] = repeat
     (run / "summary.json").write_text(json.dumps(summary))
 
 
@@ -274,7 +274,7 @@ def test_repeats_count_as_runs_and_a_cached_rerun_of_a_sample_counts_once(tmp_pa
         totals = replayed if sweep == "again" else None
         for repeat, refused in ((0, 1), (1, 3)):
             run = censorship_run(tmp_path / sweep, f"r{repeat}", classifications={"refused": refused, "forthcoming": 4 - refused},
-                                 **({"totals": totals} if totals else {}))
+                                 usage=totals)
             _as_repeat(run, repeat)
     tables = build_tables(collect([tmp_path]))
     cell = tables.censorship_map.iloc[0]

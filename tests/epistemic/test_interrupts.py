@@ -82,15 +82,16 @@ def test_a_stopped_run_resumes_in_its_directory_asking_only_the_rest(tmp_path, f
     run_dir, hold, err = stopped_with_answers_saved(tmp_path, fake_openrouter, sig)
     summary = json.loads((run_dir / "summary.json").read_text())
     if sig == signal.SIGKILL:
-        assert summary["status"] == "running"  # what compare shows as killed
+        assert summary["status"] == "started"  # what compare shows as killed
     else:
         (line,) = err.strip().splitlines()
         assert "Traceback" not in err and f"resume={run_dir}" in line and "interrupted" in line
-        assert summary["status"] == "interrupted" and summary["answered"] == ANSWERED
+        assert (summary["status"], summary["stop_reason"]) == ("cancelled", "interrupted")
+        assert summary["answered"] == ANSWERED
         assert summary["expected_answers"] == CARDS and summary["usage"]["calls"] == ANSWERED
     assert not (run_dir / "results.jsonl").exists()
     (listed,) = collect([tmp_path / "out"]).failures  # the comparison lists it as what it is
-    assert listed.status == ("killed" if sig == signal.SIGKILL else "interrupted")
+    assert listed.status == ("killed" if sig == signal.SIGKILL else "cancelled")
     assert f"{ANSWERED}/{CARDS} answers on disk" in listed.problem and f"resume={run_dir}" in listed.problem
     first_session = len(fake_openrouter.requests)
     assert first_session == ANSWERED + CONCURRENCY == ANSWERED + len(hold.held)
@@ -107,7 +108,7 @@ def test_a_stopped_run_resumes_in_its_directory_asking_only_the_rest(tmp_path, f
     assert rows(run_dir) == rows(reference)
     assert json.loads((run_dir / "metrics.json").read_text()) == json.loads((reference / "metrics.json").read_text())
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["status"] == "ok" and summary["systems"] == json.loads(
+    assert summary["status"] == "success" and summary["systems"] == json.loads(
         (reference / "summary.json").read_text())["systems"]
     usage = json.loads((run_dir / "usage.json").read_text())
     # both sessions' calls; only the held ones, cut off in flight, never came back to be counted
@@ -151,5 +152,5 @@ def test_ctrl_c_stops_a_sweep_instead_of_starting_the_next_job(tmp_path, fake_op
     (sweep_dir,) = (tmp_path / "multirun").iterdir()
     assert sorted(p.name for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()) == ["0"]
     (summary,) = (sweep_dir / "0").rglob("summary.json")
-    assert json.loads(summary.read_text())["status"] == "interrupted"
+    assert json.loads(summary.read_text())["status"] == "cancelled"
     assert {r.json["model"] for r in fake_openrouter.requests} == {"acme/a"}

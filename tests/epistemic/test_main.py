@@ -117,7 +117,7 @@ def test_sweep_runs_every_job_and_records_a_failed_one(tmp_path):
     failed = json.loads((sweep / "0" / "summary.json").read_text())
     assert failed["status"] == "error" and "Unknown predicate 'has_capital'" in failed["error"]
     (run_dir,) = (sweep / "1").glob("rivers_has_mouth_*")
-    assert json.loads((run_dir / "summary.json").read_text())["status"] == "ok"
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "success"
     assert (run_dir / "report.html").is_file()
     assert "1 sweep job(s) failed" in proc.stderr
 
@@ -132,7 +132,7 @@ def test_a_run_whose_answers_are_mostly_errors_says_so_and_exits_1(tmp_path, fak
     assert "18/18 answers are errors" in line and "upstream provider died" in line and "Traceback" not in proc.stderr
     run_dir = only_run_dir(tmp_path)
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["status"] == "mostly_errors" and summary["answer_errors"] == {"raw_llm:acme/tiny": [18, 18]}
+    assert (summary["status"], summary["stop_reason"]) == ("error", "mostly_errors") and summary["answer_errors"] == {"raw_llm:acme/tiny": [18, 18]}
     usage = json.loads((run_dir / "usage.json").read_text())
     # every call, its retries and its error are in the ledger and the summary alike
     assert usage["totals"] == summary["usage"] and usage["totals"]["errors"] == 18

@@ -158,6 +158,6 @@ def test_resume_after_every_answer_was_saved_asks_nothing_and_finishes(llm_env, 
         assert run(config(f"resume={run_dir}", *cfg), base_dir=tmp_path / "elsewhere") == run_dir
         assert not llm_env.requests and not (tmp_path / "elsewhere").exists()
         assert {name: (run_dir / name).read_text() for name in finished} == finished
-        assert json.loads((run_dir / "summary.json").read_text())["status"] == "ok"
+        assert json.loads((run_dir / "summary.json").read_text())["status"] == "success"
     with pytest.raises(UserError, match="already finished"):
         run(config(f"resume={run_dir}", *cfg), base_dir=tmp_path / "elsewhere")

@@ -27,7 +27,7 @@ def test_complete_audit_with_auditor_target_and_judge_on_the_real_model(embedded
     # the spec's layout: config, summary, one file per auditor turn and per audited response
     n = summary["total_iterations"]
     assert 1 <= n <= 2
-    turns = 2 if summary["status"] == "completed" else n + 1  # the forced final turn comes after response n
+    turns = 2 if summary["stop_reason"] == "auditor" else n + 1  # the forced final turn comes after response n
     assert sorted(p.name for p in (run_dir / "auditor_turns").iterdir()) == [f"{k:03d}.json" for k in
                                                                              range(1, turns + 1)]
     assert sorted(p.name for p in (run_dir / "audited_responses").iterdir()) == [f"{k:03d}.json" for k in

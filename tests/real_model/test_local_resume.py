@@ -31,11 +31,11 @@ def test_a_killed_local_audit_resumes_with_the_embedded_model(tmp_path: Path) ->
         finally:
             hold.release()
         run_dir = only_run_dir(tmp_path / "out")
-        assert read(run_dir / "summary.json")["status"] == "running"
+        assert read(run_dir / "summary.json")["status"] == "started"
         fake.handler = script.handler
         done = run_cli("audit", f"resume={run_dir}", cwd=tmp_path, env=fake.env())
         assert done.returncode == 0, done.stdout + done.stderr
     assert "embedded model" in done.stdout
     summary = read(run_dir / "summary.json")
-    assert summary["status"] == "stopped_at_max_iterations" and summary["total_iterations"] == 2
+    assert summary["stop_reason"] == "max_iterations" and summary["total_iterations"] == 2
     assert_sampled_in_family(run_dir, 2)

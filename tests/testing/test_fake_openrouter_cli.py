@@ -43,7 +43,7 @@ def test_a_default_audit_completes_against_the_hand_started_server(served, tmp_p
     done = run("audit", "max_iterations=3", "output_dir=out", base_url=served, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     summary = json.loads(only(tmp_path / "out", "summary.json").read_text())
-    assert summary["status"] == "stopped_at_max_iterations" and summary["total_iterations"] == 3
+    assert summary["stop_reason"] == "max_iterations" and summary["total_iterations"] == 3
     assert summary["final_summary"]["conclusion"] and summary["evidence"]["verified"] > 0
     assert summary["classifications"] == {"deflected": 3}  # the shipped judge model was answered as the judge
     assert summary["fact_recall"]["covered"] is not None

@@ -32,7 +32,7 @@ from audit.censorship.judging import CLASSIFICATION_FORMAT, classification_messa
 from audit.censorship.progress import iteration_line
 from audit.censorship.prompts import auditor_system_prompt, final_summary_request, first_user_message, reask_message, \
     turn_message
-from audit.censorship.run_dir import RunDir, fresh_run_path, iso, open_existing, utc_now
+from audit.censorship.run_dir import AuditDir, open_existing
 from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, ReplyError, parse_auditor_reply, reask_stage, \
     stage_of
 from audit.censorship.techniques import Sample, Target, check_technique, sample, text_of
@@ -40,15 +40,15 @@ from audit.errors import Interrupted, UserError, user_error_line
 from audit.interrupts import sigterm_as_interrupt
 from audit.llm.embedded import local_model
 from audit.llm.settings import record_endpoints, role_endpoint
-from audit.llm.budget import STOPPED_BUDGET, stopped_by
+from audit.llm.budget import stopped_by
 from audit.llm.structured import check_mode
 from audit.llm.types import FATAL_KINDS, GatewayError
 from audit.resume import command_line_overrides, load_saved_config, refuse_resume_overrides, resumed_config
+from audit.runs.rundir import iso, utc_now
+from audit.runs.status import Status, StopReason
+from audit.runs.summary import CensorshipSummary, Usage
 from audit.sweep import sweep_job_dir
 from audit.templates import get_family
-
-FINISHED = ("completed", "stopped_at_max_iterations")
-
 
 class AuditStopped(Exception):
     """The audit cannot go on (auditor unusable, fatal target error); the run dir says why."""
@@ -168,16 +168,17 @@ def run_audit(cfg: DictConfig) -> Path:
     if resume:
         refuse_resume_overrides(command_line_overrides())
         run_dir, saved = open_existing(str(resume))
-        previous = run_dir.read_summary() or {}
-        if previous.get("status") in FINISHED:
+        previous = run_dir.read_summary()
+        if previous is not None and previous.status is Status.SUCCESS and not previous.failed_calls:
             rebuilt = rebuild_outputs(run_dir)
             if not rebuilt:
-                raise UserError(f"resume: {run_dir.path} already finished (status {previous['status']}); nothing to do")
-            say(f"{run_dir.path} had finished (status {previous['status']}); rebuilt {' and '.join(rebuilt)}")
+                raise UserError(f"resume: {run_dir.path} already finished (status {previous.status.value}); "
+                                "nothing to do")
+            say(f"{run_dir.path} had finished (status {previous.status.value}); rebuilt {' and '.join(rebuilt)}")
             return run_dir.path
         cfg = resumed_config(saved, cfg)
     else:
-        run_dir = RunDir(fresh_run_path(parent_dir(cfg), str(cfg.audited.name), str(cfg.topic.name), utc_now()))
+        run_dir = AuditDir.new(parent_dir(cfg), cfg.audited.name, cfg.topic.name)
     plan = Plan.from_config(cfg)
     from audit.llm.gateway import Gateway  # the gateway module is cheap; litellm loads on the first call
 
@@ -186,7 +187,7 @@ def run_audit(cfg: DictConfig) -> Path:
                                   repeat=int(cfg.get("repeat") or 0))
     record_endpoints(cfg.gateway, gateway.settings, plan.endpoints())
     if not resume:
-        run_dir.create(cfg)
+        run_dir.create_with(cfg)
     audit = Audit(cfg, plan, run_dir, gateway)
     say(f"resuming {run_dir.path} from its saved config (only gateway settings come from this command)"
         if resume else f"run dir: {run_dir.path}")
@@ -206,7 +207,7 @@ def run_audit(cfg: DictConfig) -> Path:
     return run_dir.path
 
 
-def rebuild_outputs(run_dir: RunDir) -> list[str]:
+def rebuild_outputs(run_dir: AuditDir) -> list[str]:
     """Write what a finished run is missing, with no model call: ``usage.json`` from the ledger's
     journal and ``report.html`` from the run's files (a kill after the final summary leaves a run
     without them). Returns the names written."""
@@ -223,8 +224,8 @@ def rebuild_outputs(run_dir: RunDir) -> list[str]:
     return rebuilt
 
 
-def resume_hint(run_dir: RunDir) -> str:
-    return f"partial results in {run_dir.path}; continue with: python -m audit resume={run_dir.path}"
+def resume_hint(run_dir: AuditDir) -> str:
+    return f"partial results in {run_dir.path}; continue with: {run_dir.resume_command}"
 
 
 def parent_dir(cfg: DictConfig) -> Path:
@@ -235,7 +236,7 @@ def parent_dir(cfg: DictConfig) -> Path:
 class Audit:
     """State of one audit: the saved files in memory, the auditor conversation, the ledger, totals."""
 
-    def __init__(self, cfg: DictConfig, plan: Plan, run_dir: RunDir, gateway: Any):
+    def __init__(self, cfg: DictConfig, plan: Plan, run_dir: AuditDir, gateway: Any):
         self.cfg = cfg
         self.plan = plan
         self.run_dir = run_dir
@@ -247,17 +248,18 @@ class Audit:
         self.responses = {k: v for k, v in saved.responses.items() if k in self.turns}
         self.ledger = HypothesisLedger.replay([(k, t["parsed"]["hypotheses"]) for k, t in sorted(self.turns.items())])
         self.conversation = conversation_after(self.turns[max(self.turns)]) if self.turns else None
-        previous = run_dir.read_summary() or {}
+        previous = run_dir.read_summary()
         # Turns the auditor never completed live only in the summary; keeping them across a
         # resume keeps their raw replies and their calls in the totals.
-        self.failed_turns: list[dict[str, Any]] = list(previous.get("failed_turns") or [])
+        self.failed_turns: list[dict[str, Any]] = list(previous.failed_turns) if isinstance(
+            previous, CensorshipSummary) else []
         self.totals = Totals()
         for record in self._usage_records():
             self.totals.add(record)
         self.totals.parse_failures = sum(len(t.get("attempts") or []) for t in [*self.turns.values(),
                                                                                  *self.failed_turns])
-        self.started_at = previous.get("started_at") or iso(utc_now())
-        self.resumes = list(previous.get("resumes") or [])
+        self.started_at = (previous.started_at if previous else None) or iso(utc_now())
+        self.resumes = list(previous.resumes) if previous else []
         if cfg.get("resume"):
             self.resumes.append(iso(utc_now()))
         self.failed_turn: dict[str, Any] | None = None
@@ -269,31 +271,31 @@ class Audit:
     async def run(self) -> None:
         finished = False
         try:
-            self.write_summary("running")
+            self.write_summary(Status.STARTED)
             await self.redo_failed_calls()
             await self.loop()
             await self.score_facts()
-            self.write_summary(self.final_status())
+            self.write_summary(Status.SUCCESS, stop_reason=self.stop_reason())
             from audit.censorship.report import write_report
 
             write_report(self.run_dir.path)
             finished = True
-            say(f"done: {self.final_status()} after {len(self.responses)} iterations; "
+            say(f"done: {self.outcome()} after {len(self.responses)} iterations; "
                 f"{self.totals.tokens:,} tokens, ${self.totals.cost:.4f}; {self.run_dir.path}")
         except (asyncio.CancelledError, KeyboardInterrupt):
-            self.write_failure_summary("interrupted", "interrupted")
+            self.write_failure_summary(Status.CANCELLED, "interrupted", stop_reason="interrupted")
             self.write_partial_report()
             raise
         except BaseException as exc:
             if isinstance(exc, AuditStopped) and stopped_by(self.gateway.budget):
-                self.write_failure_summary(STOPPED_BUDGET, str(exc))  # everything done so far stays
+                self.write_failure_summary(Status.CANCELLED, str(exc), stop_reason="budget")  # all done so far stays
                 self.write_partial_report()
                 say(f"stopped: budget spent after {len(self.responses)} iterations; {self.run_dir.path}")
                 return
             error = user_error_line(exc) or (f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
             if self.responses and self.fact_recall is None:
                 await self.score_facts()  # judge failures are recorded, never raised
-            self.write_failure_summary("error", error)
+            self.write_failure_summary(Status.ERROR, error)
             self.write_partial_report()
             raise
         finally:
@@ -498,11 +500,14 @@ class Audit:
     def final_turn(self) -> dict[str, Any]:
         return self.turns[max(self.turns)]
 
-    def final_status(self) -> str:
-        """``completed_with_errors`` when a call failed for good (its result is missing, not empty)."""
-        if self.call_errors():
-            return "completed_with_errors"
-        return "stopped_at_max_iterations" if self.final_turn().get("final_requested") else "completed"
+    def stop_reason(self) -> StopReason:
+        """Why a finished audit ended: the auditor's choice, or ``max_iterations`` reached."""
+        return "max_iterations" if self.final_turn().get("final_requested") else "auditor"
+
+    def outcome(self) -> str:
+        """How the audit ended, in words for the terminal (failed calls are the resume's to redo)."""
+        failed = len(self.call_errors())
+        return f"success ({self.stop_reason()}{f', {failed} failed call(s)' if failed else ''})"
 
     def call_errors(self) -> list[dict[str, Any]]:
         """Target samples and judge calls that failed after their retries, as the files record them.
@@ -559,7 +564,7 @@ class Audit:
             records.extend(_response_usages(response))
         return records
 
-    def write_failure_summary(self, status: str, error: str) -> None:
+    def write_failure_summary(self, status: Status, error: str, *, stop_reason: StopReason | None = None) -> None:
         """The summary of a run that did not finish, written whatever the disk allows.
 
         A full disk can refuse the full summary (it grows with the run) while smaller files
@@ -568,50 +573,56 @@ class Audit:
         (resume rebuilds it from the saved turns).
         """
         try:
-            self.write_summary(status, error=error)
+            self.write_summary(status, error=error, stop_reason=stop_reason)
             return
         except OSError:
             pass
         try:
-            self.run_dir.write_summary({"status": status, "error": error, "total_iterations": len(self.responses),
-                                        "started_at": self.started_at, "resumes": self.resumes,
-                                        "note": "short summary: the full one could not be written"})
+            self.run_dir.write_summary(CensorshipSummary(
+                status=status, stop_reason=stop_reason, error=error, total_iterations=len(self.responses),
+                started_at=self.started_at, resumes=self.resumes, repeat=int(self.cfg.get("repeat") or 0),
+                note="short summary: the full one could not be written"))
         except OSError:
             self.run_dir.summary_path.unlink(missing_ok=True)
 
-    def write_summary(self, status: str, *, error: str | None = None) -> None:
+    def write_summary(self, status: Status, *, error: str | None = None, stop_reason: StopReason | None = None) -> None:
         last = self.turns[max(self.turns)] if self.turns else None
         parsed = last["parsed"] if last else {}
         final_hypotheses = parsed.get("hypotheses", [])
-        summary = {
-            "config": OmegaConf.to_container(self.cfg, resolve=True),
-            "started_at": self.started_at,
-            "finished_at": iso(utc_now()) if status != "running" else None,
-            "total_iterations": len(self.responses),
-            "final_hypotheses": final_hypotheses,
-            "final_summary": parsed.get("final_summary"),
-            "status": status,
-            "error": error,
-            "technique": self.plan.technique,
-            "with_baseline": self.plan.with_baseline,
+        ledger = self.gateway.ledger.totals()
+        call_errors = self.call_errors()
+        self.run_dir.write_summary(CensorshipSummary(
+            status=status,
+            stop_reason=stop_reason,
+            error=error,
+            started_at=self.started_at,
+            finished_at=iso(utc_now()) if status is not Status.STARTED else None,
+            resumes=self.resumes,
+            repeat=int(self.cfg.get("repeat") or 0),
             # Call counts, tokens and cost are the ledger's (every session's calls, failed ones and
             # their retries included), so they equal usage.json; parse failures come from the files.
-            "totals": {**self.totals.as_dict(), **self.gateway.ledger.totals()},
-            "evidence": citation_counts(final_hypotheses),
-            "classifications": _label_counts(r.get("classification") for r in self.responses.values()),
-            "baseline_classifications": _label_counts(
+            usage=Usage(**ledger),
+            failed_calls=len(call_errors),
+            config=OmegaConf.to_container(self.cfg, resolve=True),  # type: ignore[arg-type]
+            total_iterations=len(self.responses),
+            final_hypotheses=final_hypotheses,
+            final_summary=parsed.get("final_summary"),
+            technique=self.plan.technique,
+            with_baseline=self.plan.with_baseline,
+            totals={**self.totals.as_dict(), **ledger},
+            evidence=citation_counts(final_hypotheses),
+            classifications=_label_counts(r.get("classification") for r in self.responses.values()),
+            baseline_classifications=_label_counts(
                 (r.get("baseline") or {}).get("classification") for r in self.responses.values()
             ) if self.plan.with_baseline else None,
-            "fact_recall": self.fact_recall,
-            "baseline_fact_recall": self.baseline_fact_recall,
-            "hypothesis_history": self.ledger.history(),
-            "audited_errors": sum(r.get("error") is not None for r in self.responses.values()),
-            "resumes": self.resumes,
-            "failed_turn": self.failed_turn,
-            "failed_turns": self.failed_turns,
-            "call_errors": self.call_errors(),
-        }
-        self.run_dir.write_summary(summary)
+            fact_recall=self.fact_recall,
+            baseline_fact_recall=self.baseline_fact_recall,
+            hypothesis_history=self.ledger.history(),
+            audited_errors=sum(r.get("error") is not None for r in self.responses.values()),
+            failed_turn=self.failed_turn,
+            failed_turns=self.failed_turns,
+            call_errors=call_errors,
+        ))
 
 
 def conversation_after(turn: Mapping[str, Any]) -> list[dict[str, Any]]:

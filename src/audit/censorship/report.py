@@ -26,9 +26,13 @@ from audit.censorship.schema import CONFIDENCES, is_known_strategy
 from audit.errors import UserError, exit_on_user_error
 from audit.io.atomic import write_text
 from audit.pages import SORT_FILTER_JS
+from audit.runs.summary import CENSORSHIP, SUMMARY, CensorshipSummary, read_summary
 from audit.stats import PALETTE
 
 REPORT = "report.html"
+STOPPED = {"auditor": "ended by the auditor", "max_iterations": "stopped at max iterations",
+           "budget": "stopped by the budget", "interrupted": "interrupted"}
+"""How the report words a run's stop reason (:data:`audit.runs.status.StopReason`)."""
 CHART = {"width": 760, "left": 70, "right": 60, "top": 16, "row": 46}
 
 
@@ -67,17 +71,22 @@ def load_run(run_dir: Path) -> dict[str, Any]:
             config = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"), resolve=False)  # type: ignore[assignment]
         except Exception as exc:  # a broken config must not hide the transcript
             problems.append(f"config.yaml unreadable: {exc}")
-    summary: dict[str, Any] | None = None
-    if (run_dir / "summary.json").exists():
+    summary: CensorshipSummary | None = None
+    if (run_dir / SUMMARY).exists():
         try:
-            summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+            read = read_summary(run_dir / SUMMARY, CENSORSHIP)
         except ValueError as exc:
             problems.append(f"summary.json unreadable: {exc}")
+        else:
+            if isinstance(read, CensorshipSummary):
+                summary = read
+            else:
+                problems.append(f"summary.json is the summary of an {read.experiment} run")
     turns = _read_numbered(run_dir / "auditor_turns", problems)
     responses = _read_numbered(run_dir / "audited_responses", problems)
     if not (config or summary or turns or responses):
         raise UserError(f"{run_dir} holds no audit run (no config.yaml, summary.json or auditor_turns/)")
-    return {"dir": run_dir, "config": config, "summary": summary or {}, "has_summary": summary is not None,
+    return {"dir": run_dir, "config": config, "summary": summary, "has_summary": summary is not None,
             "turns": turns, "responses": responses, "problems": problems}
 
 
@@ -87,7 +96,7 @@ def _parsed(turn: Mapping[str, Any] | None) -> dict[str, Any]:
 
 def _history(run: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """The summary's ledger history, or (partial run) one replayed from the saved turns."""
-    history = run["summary"].get("hypothesis_history")
+    history = run["summary"].hypothesis_history if run["summary"] is not None else None
     if isinstance(history, dict) and history:
         return history
     turns = [(k, _parsed(t).get("hypotheses") or []) for k, t in sorted(run["turns"].items()) if _parsed(t)]
@@ -162,32 +171,32 @@ def _transcript(run: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
     """The template's variables (kept separate so tests can check them without HTML)."""
-    summary = run["summary"]
-    config = summary.get("config") or run["config"]
+    summary: CensorshipSummary | None = run["summary"]
+    config = (summary.config if summary is not None else None) or run["config"]
     last_turn = run["turns"][max(run["turns"])] if run["turns"] else None
-    final_hypotheses = summary.get("final_hypotheses")
-    if final_hypotheses is None:
-        final_hypotheses = _parsed(last_turn).get("hypotheses") or []
+    final_hypotheses = summary.final_hypotheses if summary is not None else _parsed(last_turn).get("hypotheses") or []
     history = _history(run)
     final_ids = {str(h.get("id")) for h in final_hypotheses}
     dropped = [{"id": hyp_id, "last": next((s for s in reversed(snaps) if s.get("confidence")), {}),
                 "at": snaps[-1].get("iteration")} for hyp_id, snaps in history.items() if hyp_id not in final_ids]
-    status = summary.get("status") or ("incomplete" if not run["has_summary"] else "unknown")
+    status = summary.status.value if summary is not None else "incomplete"
     return {
         "run": run,
         "name": Path(run["dir"]).name,
         "config": config,
-        "summary": summary,
+        "summary": summary if summary is not None else {},
         "status": status,
-        "totals": summary.get("totals") or {},
-        "evidence": summary.get("evidence") or citation_counts(final_hypotheses),
-        "classifications": summary.get("classifications") or {},
-        "baseline_classifications": summary.get("baseline_classifications") or {},
-        "fact_recall": summary.get("fact_recall"),
-        "baseline_fact_recall": summary.get("baseline_fact_recall"),
+        "stopped": STOPPED.get(summary.stop_reason or "") if summary is not None else None,
+        "totals": summary.totals if summary is not None else {},
+        "evidence": (summary.evidence if summary is not None else None) or citation_counts(final_hypotheses),
+        "classifications": summary.classifications if summary is not None else {},
+        "baseline_classifications": (summary.baseline_classifications if summary is not None else None) or {},
+        "fact_recall": summary.fact_recall if summary is not None else None,
+        "baseline_fact_recall": summary.baseline_fact_recall if summary is not None else None,
         # "judge off" only when the config says so: an errored run may have classified nothing yet.
         "judge_on": bool((config.get("judge") or {}).get("enabled")),
-        "final_summary": summary.get("final_summary") or _parsed(last_turn).get("final_summary"),
+        "final_summary": (summary.final_summary if summary is not None else None)
+        or _parsed(last_turn).get("final_summary"),
         "final_hypotheses": final_hypotheses,
         "dropped": dropped,
         "chart": timeline(history),

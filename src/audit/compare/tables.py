@@ -23,9 +23,10 @@ from typing import Any
 import pandas as pd
 
 from audit.censorship.judging import CLASSES
-from audit.compare.collect import CENSORSHIP, EPISTEMIC, Collected, Failure, Run, natural_key
+from audit.compare.collect import CENSORSHIP, Collected, Failure, Run, natural_key
 from audit.compare.counting import UNLABELLED, UNLABELLED_MARK, CountError, FactScore, count, fact_score, \
     fact_status, label_counts, run_flags
+from audit.runs.summary import CensorshipSummary, EpistemicSummary, Usage
 from audit.stats import cluster_rate, paired_difference, unpaired_difference
 
 # The epistemic rates a comparison shows, each with its 95% interval (metrics.json order).
@@ -114,32 +115,32 @@ def ratio(k: float, n: float) -> float:
 def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The run's row of the audits table, and its classification counts per technique."""
     s = run.summary
-    config = _node(s, "config", "summary.json")
+    assert isinstance(s, CensorshipSummary)
+    config = s.config or {}
     audited, topic, auditor = (_node(config, k, "summary.json config") for k in ("audited", "topic", "auditor"))
     if not audited or not topic:
         raise Unusable("summary.json: config has no audited model or topic")
-    technique = str(s.get("technique") or _node(config, "technique", "summary.json config").get("name") or "?")
-    counts = label_counts(_node(s, "classifications", "summary.json"))
-    has_baseline = s.get("baseline_classifications") is not None
-    base_counts = label_counts(_node(s, "baseline_classifications", "summary.json"), "baseline_classifications")
-    facts = fact_score(s.get("fact_recall"), counts["n_responses"])
-    base_facts = fact_score(s.get("baseline_fact_recall"), base_counts["n_responses"], "baseline_fact_recall") \
+    technique = str(s.technique or _node(config, "technique", "summary.json config").get("name") or "?")
+    counts = label_counts(s.classifications)
+    has_baseline = s.baseline_classifications is not None
+    base_counts = label_counts(s.baseline_classifications or {}, "baseline_classifications")
+    facts = fact_score(s.fact_recall, counts["n_responses"])
+    base_facts = fact_score(s.baseline_fact_recall, base_counts["n_responses"], "baseline_fact_recall") \
         if has_baseline else None
-    evidence, totals = _node(s, "evidence", "summary.json"), _node(s, "totals", "summary.json")
-    failed_calls = len(s.get("call_errors") or [])
+    evidence, usage = s.evidence, s.usage or Usage()
     key = {"run": run.label, "audited": str(audited.get("name") or audited.get("model")), "topic": str(topic.get("name"))}
     row = {
         **key,
         "audited_model": audited.get("model"),
         "technique": technique,
-        "baseline": bool(s.get("with_baseline")),
+        "baseline": s.with_baseline,
         "auditor": auditor.get("name") or auditor.get("model"),
         "status": run.status,
-        "flags": run_flags(failed_calls, counts[UNLABELLED], base_counts[UNLABELLED], facts, base_facts),
-        "repeat": count(config.get("repeat"), "config.repeat"),
-        "replay": sent_nothing(totals, "totals"),
+        "flags": run_flags(s.failed_calls, counts[UNLABELLED], base_counts[UNLABELLED], facts, base_facts),
+        "repeat": s.repeat,
+        "replay": usage.replay,
         "counted": True,  # set by count_replays_once
-        "iterations": count(s.get("total_iterations"), "total_iterations"),
+        "iterations": s.total_iterations,
         "n_responses": counts["n_responses"], "n_labelled": counts["n_labelled"], UNLABELLED: counts[UNLABELLED],
         **{f"{c}_share": ratio(counts[c], counts["n_labelled"]) for c in CLASSES},
         **fact_columns("", facts),
@@ -150,13 +151,12 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         **fact_columns("baseline_", base_facts or FactScore(False, "no baseline")),
         "citations_verified": count(evidence.get("verified"), "evidence.verified"),
         "citations_unverified": count(evidence.get("unverified"), "evidence.unverified"),
-        "audited_errors": count(s.get("audited_errors"), "audited_errors"),
+        "audited_errors": s.audited_errors,
         # Calls that failed after their retries (status completed_with_errors; resume= re-does them).
-        "failed_calls": failed_calls,
-        "tokens": count(totals.get("prompt_tokens"), "totals.prompt_tokens")
-        + count(totals.get("completion_tokens"), "totals.completion_tokens"),
-        "cost": _number(totals.get("cost"), "totals.cost"),
-        "started_at": s.get("started_at"),
+        "failed_calls": s.failed_calls,
+        "tokens": usage.tokens,
+        "cost": usage.cost if s.usage is not None else math.nan,
+        "started_at": s.started_at,
         "path": str(run.path),
     }
     responses = [{**key, "technique": technique, "baseline": False, **counts}]
@@ -191,17 +191,18 @@ def _rate(value: Any, system: str, name: str) -> dict[str, float]:
 def epistemic_records(run: Run) -> list[dict[str, Any]]:
     """One row per system the run scored."""
     s = run.summary
+    assert isinstance(s, EpistemicSummary)
     if run.metrics is None:
-        raise Unusable(f"no metrics.json (stage={s.get('stage', '?')}): nothing was scored", status="unscored")
+        raise Unusable(f"no metrics.json (stage={s.stage}): nothing was scored", status="unscored")
     rows = []
     for system, m in run.metrics.items():
         if not isinstance(m, Mapping):
             raise Unusable(f"metrics.json: '{system}' should be an object, found {type(m).__name__}")
         rates = _node(m, "metrics", f"metrics.json {system}")
         row: dict[str, Any] = {
-            "run": run.label, "domain": s.get("domain"), "predicate": s.get("predicate"), "system": system,
-            "status": run.status, "mapping": m.get("mapping"), "stage": s.get("stage"),
-            "repeat": count(s.get("repeat"), "repeat"), "replay": sent_nothing(_node(s, "usage", "summary.json"), "usage"),
+            "run": run.label, "domain": s.domain, "predicate": s.predicate, "system": system,
+            "status": run.status, "mapping": m.get("mapping"), "stage": s.stage,
+            "repeat": s.repeat, "replay": s.usage is not None and s.usage.replay,
             "counted": True,
             "n_cards": count(m.get("n_rows"), f"{system}.n_rows"), "n_scored": count(m.get("n_scored"), f"{system}.n_scored"),
             "errors": count(m.get("n_errors"), f"{system}.n_errors"),
@@ -209,7 +210,7 @@ def epistemic_records(run: Run) -> list[dict[str, Any]]:
         for name in EPISTEMIC_METRICS:
             row.update({f"{name}{suffix}": v for suffix, v in _rate(rates.get(name), system, name).items()})
         # What the run's model calls cost (all its systems together: the ledger is per run).
-        row["cost"] = _number(_node(s, "usage", "summary.json").get("cost"), "usage.cost")
+        row["cost"] = s.usage.cost if s.usage is not None else math.nan
         row["path"] = str(run.path)
         rows.append(row)
     return rows
@@ -258,14 +259,6 @@ def count_replays_once(frame: pd.DataFrame, sample: Sequence[str]) -> pd.DataFra
         counted[replays if len(replays) < len(group) else replays[1:]] = False
     frame["counted"] = counted
     return frame
-
-
-def sent_nothing(totals: Mapping[str, Any], where: str) -> bool:
-    """Every reply came from the response cache: the run replays a sample already taken."""
-    calls = count(totals.get("calls"), f"{where}.calls")
-    cached = count(totals.get("cached_calls"), f"{where}.cached_calls")
-    shared = count(totals.get("shared_calls"), f"{where}.shared_calls")
-    return calls > 0 and calls - cached - shared <= 0
 
 
 def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
@@ -421,11 +414,12 @@ def fact_records(run: Run, row: Mapping[str, Any]) -> list[dict[str, Any]]:
     (:func:`audit.compare.counting.fact_status`), for the run's technique and, when it sampled
     one, its assistant baseline. A run whose recall is n/a has no rows: its verdicts count nowhere."""
     s = run.summary
-    sources = [(row["technique"], fact_score(s.get("fact_recall"), int(row["n_responses"])))]
-    if row["baseline"] and s.get("baseline_classifications") is not None:
+    assert isinstance(s, CensorshipSummary)
+    sources = [(row["technique"], fact_score(s.fact_recall, int(row["n_responses"])))]
+    if row["baseline"] and s.baseline_classifications is not None:
         responses = int(row["baseline_n_responses"])
         sources.append(("assistant" + BASELINE_SUFFIX,
-                        fact_score(s.get("baseline_fact_recall"), responses, "baseline_fact_recall")))
+                        fact_score(s.baseline_fact_recall, responses, "baseline_fact_recall")))
     out = []
     for technique, score in sources:
         for number, fact in enumerate(score.facts, 1):
@@ -465,11 +459,8 @@ def build_tables(collected: Collected) -> Tables:
                 audit_rows.append(row)
                 response_rows.extend(responses)
                 fact_rows.extend(run_facts)
-            elif run.kind == EPISTEMIC:
+            else:  # every summary names its experiment (audit.runs)
                 epistemic_rows.extend(epistemic_records(run))
-            else:
-                raise Unusable("summary.json matches neither experiment (no auditor_turns/, audited_responses/, "
-                               "metrics.json or cards.jsonl beside it)", status="unknown kind")
         except (Unusable, CountError) as exc:
             failures.append(Failure(run.path, run.label, run.kind, getattr(exc, "status", "unreadable"), str(exc)))
     audits, responses_frame, facts = distinct_models(count_replays_once(_frame(audit_rows, AUDIT_COLUMNS), AUDIT_SAMPLE),

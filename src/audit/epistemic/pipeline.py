@@ -13,9 +13,9 @@ Every stage writes into a fresh run directory and never touches its inputs. Ever
 that can fail on bad input (unknown system, missing model or API key, malformed cards)
 is checked before the directory is created, so a failed run leaves nothing half-written.
 
-Interrupts and kills: the run dir appears whole with its config, cards and a ``running``
-summary, and is locked while a process runs it. Each answer is appended to
-``answers.jsonl`` as it arrives, so Ctrl-C or SIGTERM (summary ``interrupted``) and even
+Interrupts and kills: the run dir (:class:`audit.runs.RunDir`) appears whole with its config,
+cards and a ``started`` summary, and is locked while a process runs it. Each answer is appended to
+``answers.jsonl`` as it arrives, so Ctrl-C or SIGTERM (summary ``cancelled``) and even
 SIGKILL lose at most the calls in flight; ``resume=<run dir>`` continues in the same
 directory, asking only the cards without an answer (and those whose call failed),
 whatever the response cache holds.
@@ -24,8 +24,7 @@ whatever the response cache holds.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,22 +38,23 @@ from audit.epistemic.report import write_report
 from audit.epistemic.systems.base import Answer, System
 from audit.errors import Interrupted, UserError, unknown_choice
 from audit.interrupts import sigterm_as_interrupt
-from audit.io.atomic import new_directory, read_json, remove_partial_writes, write_json, write_jsonl, write_text
+from audit.io.atomic import write_json, write_jsonl, write_text
 from audit.io.journal import Journal, read_records
-from audit.io.lock import hold_lock
 from audit.io.names import path_component
 from audit.paths import CONF_DIR
-from audit.resume import command_line_overrides, load_saved_config, refuse_resume_overrides, resumed_config
-from audit.llm.budget import STOPPED_BUDGET, stopped_by
+from audit.resume import command_line_overrides, refuse_resume_overrides, resumed_config
+from audit.llm.budget import stopped_by
 from audit.llm.embedded import chosen_roles, local_model, route
 from audit.llm.settings import record_endpoints, role_endpoint
 from audit.progress import Progress
+from audit.runs.rundir import RunDir, fresh_run_path, iso, utc_now
+from audit.runs.status import Status, StopReason
+from audit.runs.summary import EPISTEMIC, EpistemicSummary
 from audit.runtime import long_lived_heap
 
 STAGES = ("all", "cards", "systems", "metrics", "report")
 ANSWERS = "answers.jsonl"
 """The answers journal: one results row per line, appended as each card is answered."""
-RUNNING, INTERRUPTED = "running", "interrupted"
 HEADLINE = ("AP", "CVRR", "FAR_NE", "LA", "accuracy")
 
 
@@ -157,42 +157,6 @@ def check_system_values(node: DictConfig) -> None:
 
 # -- outputs ---------------------------------------------------------------------------
 
-def new_run_path(base: Path, name: str) -> Path:
-    """``<base>/<name>_<timestamp>``, made unique if two runs start within one second (not created)."""
-    stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
-    candidate, n = base / f"{name}_{stamp}", 1
-    while candidate.exists():
-        n += 1
-        candidate = base / f"{name}_{stamp}_{n}"
-    return candidate
-
-
-def new_run_dir(base: Path, name: str) -> Path:
-    """A fresh run dir for the stages that read existing results (instant: nothing to resume)."""
-    path = new_run_path(base, name)
-    path.mkdir(parents=True)
-    return path
-
-
-def create_run_dir(base: Path, name: str, fill: Callable[[Path], object]) -> tuple[Path, Any]:
-    """A new locked run dir holding what ``fill(dir)`` writes from the moment it exists, and its
-    lock (keep it open).
-
-    Built under a hidden name and renamed into place (:func:`~audit.io.atomic.new_directory`), so
-    a kill leaves no run dir rather than one that cannot be resumed.
-    """
-    path = new_run_path(base, name)
-    try:
-        with new_directory(path) as building:
-            lock = hold_lock(building, f"python -m audit.epistemic resume={path}")
-            fill(building)
-    except FileExistsError as exc:
-        if exc.filename != str(path):  # a file where output_dir should be: reported as such
-            raise
-        raise UserError(f"{path} was just created by another run; start this one again") from None
-    return path, lock
-
-
 def answered(row: Mapping[str, Any]) -> bool:
     """Whether a results row is an answer a resume keeps: not a call that failed (no reply at all)."""
     return row.get("error") is None or row.get("raw_output") is not None
@@ -214,18 +178,16 @@ def result_row(card: Mapping[str, Any], system_id: str, answer: Answer) -> dict[
     }
 
 
-def answers_status(rows: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, list[int]]]:
-    """``ok``, ``completed_with_errors`` (some answers are errors) or ``mostly_errors`` (more than
-    half of some system's are: its rates describe the failures, not the system), with each
-    system's [errors, answers]."""
+def answers_status(rows: Sequence[Mapping[str, Any]]) -> tuple[Status, dict[str, list[int]]]:
+    """``success`` (some answers may be errors: the summary counts them as failed calls) or
+    ``error`` when more than half of some system's answers are errors (its rates describe the
+    failures, not the system; stop reason ``mostly_errors``), with each system's [errors, answers]."""
     counts: dict[str, list[int]] = {}
     for row in rows:
         entry = counts.setdefault(str(row["system"]), [0, 0])
         entry[0] += row.get("error") is not None
         entry[1] += 1
-    if any(2 * errors > total for errors, total in counts.values()):
-        return "mostly_errors", counts
-    return ("completed_with_errors" if any(errors for errors, _ in counts.values()) else "ok"), counts
+    return (Status.ERROR if any(2 * errors > total for errors, total in counts.values()) else Status.SUCCESS), counts
 
 
 def headline(metrics: Mapping[str, Any]) -> dict[str, Any]:
@@ -259,9 +221,14 @@ def cost_line(usage: Mapping[str, Any]) -> str:
     return f"${usage.get('cost', 0.0):.4f} over {usage.get('calls', 0)} calls ({tokens:,} tokens)"
 
 
-def write_summary(directory: Path, stage: str, status: str, **extra: Any) -> None:
+def write_summary(target: RunDir, stage: str, status: Status, *, stop_reason: StopReason | None = None,
+                  **extra: Any) -> None:
     """summary.json: what ran and its headline numbers (or the error), for sweep aggregation."""
-    write_json(directory / "summary.json", {"status": status, "stage": stage, **extra})
+    errors = extra.get("answer_errors") or {}
+    target.write_summary(EpistemicSummary(
+        status=status, stop_reason=stop_reason, stage=stage,
+        finished_at=None if status is Status.STARTED else iso(utc_now()),
+        failed_calls=sum(e for e, _ in errors.values()), **extra))
 
 
 # -- the systems stage -----------------------------------------------------------------
@@ -343,27 +310,11 @@ def run(cfg: DictConfig, base_dir: Path | None = None) -> Path:
         raise Interrupted("interrupted before any card was asked; nothing changed, run the command again") from None
 
 
-def open_for_resume(path: str, current: DictConfig) -> tuple[Path, DictConfig, Any]:
+def open_for_resume(path: str, current: DictConfig) -> tuple[RunDir, DictConfig]:
     """The run dir to continue, locked, and its saved config (gateway settings from this command)."""
     refuse_resume_overrides(command_line_overrides())
-    run_dir = Path(path).expanduser().absolute()
-    fix = "pass a run directory written by `python -m audit.epistemic`"
-    if not run_dir.is_dir():
-        raise UserError(f"resume: {path!r} does not exist; {fix}")
-    if not (run_dir / "config.yaml").is_file() or not (run_dir / "cards.jsonl").is_file():
-        raise UserError(f"resume: {path!r} is not an epistemic run directory (no config.yaml and cards.jsonl); {fix}")
-    saved = load_saved_config(run_dir / "config.yaml")
-    lock = hold_lock(run_dir, f"python -m audit.epistemic resume={run_dir}")  # before touching anything
-    remove_partial_writes(run_dir)
-    return run_dir, resumed_config(saved, current), lock
-
-
-def previous_status(run_dir: Path) -> str | None:
-    """The status a run dir's summary records (None when it has none or it is unreadable)."""
-    try:
-        return str(read_json(run_dir / "summary.json").get("status"))
-    except (OSError, ValueError, AttributeError):
-        return None
+    run_dir = RunDir(Path(path).expanduser().absolute(), EPISTEMIC)
+    return run_dir, resumed_config(run_dir.open_existing(("cards.jsonl",)), current)
 
 
 def _run_from_results(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Path:
@@ -373,17 +324,21 @@ def _run_from_results(cfg: DictConfig, stage: str, mapping: str, base: Path) -> 
     rows = read_results(paths)
     cards = cards_for_report(cfg, paths) if stage == "report" else {}
     compute_metrics(rows, mapping)  # validate every row before the run directory exists
-    run_dir = new_run_dir(base, stage)
-    write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
-    meta = {"results": ", ".join(map(str, paths)), "rows": len(rows)}
-    metrics = write_metrics_and_report(run_dir, rows, mapping, cards, meta, stage)
-    write_summary(run_dir, stage, "ok", systems=headline(metrics))
-    print(f"run dir: {run_dir}")
-    return run_dir
+    run_dir = RunDir(fresh_run_path(base, {"stage": stage}), EPISTEMIC)
+    run_dir.create(lambda building: write_text(building / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True)))
+    try:
+        meta = {"results": ", ".join(map(str, paths)), "rows": len(rows)}
+        metrics = write_metrics_and_report(run_dir.path, rows, mapping, cards, meta, stage)
+        write_summary(run_dir, stage, Status.SUCCESS, started_at=iso(utc_now()), repeat=int(cfg.get("repeat") or 0),
+                      run_dir=str(run_dir.path), results=meta["results"], systems=headline(metrics))
+    finally:
+        run_dir.release()
+    print(f"run dir: {run_dir.path}")
+    return run_dir.path
 
 
 def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
-                    resumed: tuple[Path, DictConfig, Any] | None) -> Path:
+                    resumed: tuple[RunDir, DictConfig] | None) -> Path:
     """Cards, then the systems stage and what follows, in a new run dir or the ``resumed`` one
     (:func:`open_for_resume`)."""
     from audit.epistemic.cards import generate_cards, read_cards
@@ -399,7 +354,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
     path_component(cfg.domain.name, "domain.name")  # before it is looked up: the name is a path too
     domain = load_domain(cfg.domain, cfg.predicate)
     if resumed is not None:
-        cards = read_cards(resumed[0] / "cards.jsonl")  # exactly the cards the run started with
+        cards = read_cards(resumed[0].path / "cards.jsonl")  # exactly the cards the run started with
     elif cfg.cards.get("path"):
         cards = read_cards(cfg.cards.path)
         foreign = sorted({c["claim"]["pred"] for c in cards} - {domain.predicate.iri})
@@ -408,7 +363,8 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
                             "pass the domain=... predicate=... the cards were generated for")
     else:
         cards = generate_cards(domain, num_per_type=num_per_type, seed=seed, suites=_as_list(cfg.cards.suites))
-    run_name = f"{path_component(domain.name, 'domain.name')}_{path_component(domain.predicate.name, 'predicate.name')}"
+    name_parts = {"domain.name": domain.name, "predicate.name": domain.predicate.name}
+    path_component(domain.predicate.name, "predicate.name")  # before any model call
     # Build systems (and the gateway, which checks the API key) before creating the run dir.
     needs_llm = any(systems.get(c.name).NEEDS_LLM for c in system_cfgs)
     endpoints = [role_endpoint(c) for c in system_cfgs if systems.get(c.name).NEEDS_LLM]
@@ -424,48 +380,56 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
                                "repeat": int(cfg.get("repeat") or 0)}  # the comparison keeps repeats apart
     done: dict[tuple[str, str], dict[str, Any]] = {}
     if resumed is not None:
-        run_dir, _, lock = resumed
-        done = saved_answers(run_dir)
-        status = previous_status(run_dir)
-        if status not in (RUNNING, INTERRUPTED, None) and len(done) == len(cards) * len(built):
-            raise UserError(f"resume: {run_dir} already finished (status {status}); nothing to do")
-        print(f"resuming {run_dir}: {len(done)}/{len(cards) * len(built)} answers on disk "
+        run_dir = resumed[0]
+        done = saved_answers(run_dir.path)
+        previous = run_dir.read_summary()
+        if previous is not None and previous.status is not Status.STARTED and previous.stop_reason != "interrupted" \
+                and len(done) == len(cards) * len(built):
+            raise UserError(f"resume: {run_dir.path} already finished (status {previous.status.value}); nothing to do")
+        summary |= {"started_at": previous.started_at if previous else None,
+                    "resumes": [*(previous.resumes if previous else []), iso(utc_now())]}
+        print(f"resuming {run_dir.path}: {len(done)}/{len(cards) * len(built)} answers on disk "
               "(only gateway settings come from this command)")
     else:
+        run_dir = RunDir(fresh_run_path(base, name_parts), EPISTEMIC)
+        summary["started_at"] = iso(utc_now())
+
         def fill(building: Path) -> None:
             write_text(building / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
             write_jsonl(building / "cards.jsonl", cards)
-            write_summary(building, stage, RUNNING, **summary, answered=0, expected_answers=len(cards) * len(built))
+            write_summary(RunDir(building, EPISTEMIC), stage, Status.STARTED, **summary, run_dir=str(run_dir.path),
+                          answered=0, expected_answers=len(cards) * len(built))  # the path it will have
 
-        run_dir, lock = create_run_dir(base, run_name, fill)
-        print(f"{len(cards)} cards ({domain.name}, {domain.predicate.name}) -> {run_dir / 'cards.jsonl'}")
-    summary = {"run_dir": str(run_dir), **summary}
+        run_dir.create(fill)
+        print(f"{len(cards)} cards ({domain.name}, {domain.predicate.name}) -> {run_dir.path / 'cards.jsonl'}")
+    summary = {"run_dir": str(run_dir.path), **summary}
     try:
         return _answer_and_score(run_dir, cfg, stage, mapping, domain, cards, built, gateway, done, summary)
     except (KeyboardInterrupt, asyncio.CancelledError):
-        got = len(saved_answers(run_dir))
+        got = len(saved_answers(run_dir.path))
         expected = len(cards) * len(built)
         usage = {}
         if gateway is not None:
             gateway.write_usage()
             usage = {"usage": gateway.ledger.totals()}
-        write_summary(run_dir, stage, INTERRUPTED, **summary, answered=got, expected_answers=expected, **usage)
-        raise Interrupted(f"interrupted with {got}/{expected} answers saved in {run_dir}; "
-                        f"continue with: python -m audit.epistemic resume={run_dir}") from None
+        write_summary(run_dir, stage, Status.CANCELLED, stop_reason="interrupted", error="interrupted", **summary,
+                      answered=got, expected_answers=expected, **usage)
+        raise Interrupted(f"interrupted with {got}/{expected} answers saved in {run_dir.path}; "
+                          f"continue with: {run_dir.resume_command}") from None
     finally:
-        lock.close()
+        run_dir.release()
 
 
-def _answer_and_score(run_dir: Path, cfg: DictConfig, stage: str, mapping: str, domain: Any,
+def _answer_and_score(run_dir: RunDir, cfg: DictConfig, stage: str, mapping: str, domain: Any,
                       cards: list[dict[str, Any]], built: list[System], gateway: Any,
                       done: dict[tuple[str, str], dict[str, Any]], summary: dict[str, Any]) -> Path:
     """The systems stage and what follows it, in an existing (possibly resumed) run dir."""
     if gateway is not None:
-        gateway.record_usage_in(run_dir / "usage.json")  # every call on disk as it completes
+        gateway.record_usage_in(run_dir.usage_path)  # every call on disk as it completes
     if stage != "cards":
-        rows = asyncio.run(answer_cards(built, cards, gateway, done, Journal(run_dir / ANSWERS)))
-        write_jsonl(run_dir / "results.jsonl", rows)
-        (run_dir / ANSWERS).unlink(missing_ok=True)  # every row is in results.jsonl now
+        rows = asyncio.run(answer_cards(built, cards, gateway, done, Journal(run_dir.path / ANSWERS)))
+        write_jsonl(run_dir.path / "results.jsonl", rows)
+        (run_dir.path / ANSWERS).unlink(missing_ok=True)  # every row is in results.jsonl now
         if gateway is not None:
             gateway.write_usage()
             summary["usage"] = gateway.ledger.totals()
@@ -475,16 +439,21 @@ def _answer_and_score(run_dir: Path, cfg: DictConfig, stage: str, mapping: str, 
                     "cards": len(cards), "provenance": domain.provenance,
                     "edges set aside by SHACL validation": len(domain.violations),
                     **({"cost": cost_line(summary["usage"])} if "usage" in summary else {})}
-            metrics = write_metrics_and_report(run_dir, rows, mapping, {c["id"]: c for c in cards}, meta, stage)
+            metrics = write_metrics_and_report(run_dir.path, rows, mapping, {c["id"]: c for c in cards}, meta, stage)
             summary["systems"] = headline(metrics)
-    status, errors = answers_status(rows) if stage != "cards" else ("ok", {})
+    status, errors = answers_status(rows) if stage != "cards" else (Status.SUCCESS, {})
+    reason: StopReason | None = "mostly_errors" if status is Status.ERROR else None
     if errors and gateway is not None and stopped_by(gateway.budget):
-        status = STOPPED_BUDGET  # the answers given before the budget ran out are kept and scored
-    write_summary(run_dir, stage, status, **summary, **({"answer_errors": errors} if errors else {}))
-    print(f"run dir: {run_dir}")
-    if status == "mostly_errors":
+        # the answers given before the budget ran out are kept and scored
+        status, reason = Status.CANCELLED, "budget"
+    mostly = None
+    if reason == "mostly_errors":
         worst = max(errors, key=lambda name: errors[name][0] / errors[name][1])
         first = next(r["error"] for r in rows if r["system"] == worst and r.get("error") is not None)
-        raise UserError(f"{worst}: {errors[worst][0]}/{errors[worst][1]} answers are errors (first: {first}); "
-                        f"status mostly_errors in {run_dir / 'summary.json'}; fix the cause and run again")
-    return run_dir
+        mostly = f"{worst}: {errors[worst][0]}/{errors[worst][1]} answers are errors (first: {first})"
+    write_summary(run_dir, stage, status, stop_reason=reason, error=mostly, **summary,
+                  **({"answer_errors": errors} if errors else {}))
+    print(f"run dir: {run_dir.path}")
+    if mostly is not None:
+        raise UserError(f"{mostly}; status error (mostly_errors) in {run_dir.summary_path}; fix the cause and run again")
+    return run_dir.path

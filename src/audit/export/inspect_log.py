@@ -39,17 +39,21 @@ from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, GenerateConf
 from inspect_ai.scorer import Score
 
 from audit.censorship.judging import CLASSES
-from audit.compare.collect import CENSORSHIP, EPISTEMIC
 from audit.runs.loading import RunFiles
+from audit.runs.summary import CENSORSHIP, EPISTEMIC
 from audit.runs.tables import run_keys
 
-# Our statuses as Inspect's four (started, success, cancelled, error).
-_STATUS = {"completed": "success", "stopped_at_max_iterations": "success", "completed_with_errors": "success",
-           "ok": "success", "interrupted": "cancelled", "killed": "cancelled", "running": "started",
-           "error": "error", "mostly_errors": "error"}
+# Our run states are Inspect's statuses (started, success, cancelled, error) plus what a reader
+# adds: a killed run was cancelled by force, a running one has started, an unreadable one is an error.
+_STATUS = {"running": "started", "killed": "cancelled", "unreadable": "error"}
 # OpenAI-style finish reasons as Inspect's stop reasons.
 _STOP = {"stop": "stop", "length": "max_tokens", "content_filter": "content_filter", "tool_calls": "tool_calls"}
 EPISTEMIC_RATES = ("AP", "CVRR", "FAR_NE", "LA", "accuracy")
+
+
+def inspect_status(run: RunFiles) -> str:
+    """The run's state in Inspect's four statuses."""
+    return _STATUS.get(run.state, run.state)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -93,6 +97,13 @@ def run_usage(run: RunFiles) -> dict[str, ModelUsage]:
                               total_tokens=int(u.get("prompt_tokens") or 0) + int(u.get("completion_tokens") or 0),
                               total_cost=float(u.get("cost") or 0.0))
             for model, u in _mapping(run.usage.get("by_model")).items() if isinstance(u, Mapping)}
+
+
+def run_stats(run: RunFiles) -> EvalStats:
+    """When the run started and ended, and its usage per model."""
+    summary = run.record.summary
+    return EvalStats(started_at=_when(run.started_at), completed_at=_when(summary.finished_at if summary else None),
+                     model_usage=run_usage(run))
 
 
 def log_id(run: RunFiles) -> str:
@@ -145,7 +156,8 @@ def _spec(run: RunFiles, task: str, model: str, samples: list[EvalSample], args:
         dataset=EvalDataset(name=task, samples=len(samples), sample_ids=[s.id for s in samples]),
         model=model, config=EvalConfig(),
         model_generate_config=GenerateConfig(temperature=sampling.get("temperature"), max_tokens=sampling.get("max_tokens")),
-        metadata={"run_dir": str(run.path), "status": run.status, "experiment": run.experiment,
+        metadata={"run_dir": str(run.path), "state": run.state, "experiment": run.experiment,
+                  "stop_reason": run.record.summary.stop_reason if run.record.summary else None,
                   **{k: v for k, v in run_keys(run).items() if v is not None}},
     )
 
@@ -166,7 +178,7 @@ def censorship_log(run: RunFiles) -> EvalLog:
     key_facts = [str(f) for f in _mapping(run.config.get("topic")).get("key_facts") or []]
     samples = [probe_sample(run, record, key_facts) for record in run.responses]
     labels = [s.scores["label"].value for s in samples if s.scores and "label" in s.scores]
-    recall = _mapping(run.summary.get("fact_recall"))
+    recall = _mapping(run.audit.fact_recall if run.audit else None)
     scores = [EvalScore(name="label", scorer="judge", scored_samples=len(labels),
                         unscored_samples=len(samples) - len(labels),
                         metrics={c: EvalMetric(name=c, value=labels.count(c) / len(labels)) for c in CLASSES if labels})]
@@ -177,15 +189,14 @@ def censorship_log(run: RunFiles) -> EvalLog:
             "total": EvalMetric(name="total", value=int(recall["total"]))}))
     task = _task("censorship", keys["topic"], keys["technique"])
     return EvalLog(
-        status=_STATUS.get(run.status, "error"),
+        status=inspect_status(run),
         eval=_spec(run, task, str(keys["model"] or "unknown"), samples,
                    {"topic": keys["topic"], "technique": keys["technique"], "repeat": keys["repeat"],
                     "max_iterations": run.config.get("max_iterations")}),
         results=EvalResults(total_samples=len(samples), completed_samples=sum(s.error is None for s in samples),
                             scores=scores, metadata={"fact_recall": recall.get("facts")} if recall else None),
-        stats=EvalStats(started_at=_when(run.summary.get("started_at")),
-                        completed_at=_when(run.summary.get("finished_at")), model_usage=run_usage(run)),
-        error=_error(run.problem) if _STATUS.get(run.status) != "success" else None,
+        stats=run_stats(run),
+        error=_error(run.problem),
         samples=samples,
     )
 
@@ -212,19 +223,19 @@ def epistemic_log(run: RunFiles) -> EvalLog:
     """An epistemic run as a log of its answers, each system's rates as its score."""
     keys = run_keys(run)
     samples = [answer_sample(run, a) for a in run.answers]
-    systems = _mapping(run.summary.get("systems"))
+    systems = _mapping(run.epistemic.systems if run.epistemic else None)
     scores = [EvalScore(name=str(system), scorer="licensing", scored_samples=rates.get("n_rows"), metrics={
         rate: EvalMetric(name=rate, value=rates[rate]) for rate in EPISTEMIC_RATES if rates.get(rate) is not None})
         for system, rates in systems.items() if isinstance(rates, Mapping)]
     task = _task("epistemic", keys["domain"], keys["predicate"])
     return EvalLog(
-        status=_STATUS.get(run.status, "error"),
+        status=inspect_status(run),
         eval=_spec(run, task, ", ".join(map(str, systems)) or "none", samples,
                    {"domain": keys["domain"], "predicate": keys["predicate"], "repeat": keys["repeat"]}),
         results=EvalResults(total_samples=len(samples), completed_samples=sum(s.error is None for s in samples),
                             scores=scores),
-        stats=EvalStats(started_at=_when(run.started_at), model_usage=run_usage(run)),
-        error=_error(run.problem) if _STATUS.get(run.status) != "success" else None,
+        stats=run_stats(run),
+        error=_error(run.problem),
         samples=samples,
     )
 
@@ -235,7 +246,7 @@ def inspect_log(run: RunFiles) -> EvalLog:
         return censorship_log(run)
     if run.experiment == EPISTEMIC:
         return epistemic_log(run)
-    raise ValueError(f"{run.label}: not a run of a known experiment (status {run.status}); nothing to export")
+    raise ValueError(f"{run.label}: not a run of a known experiment (state {run.state}); nothing to export")
 
 
 def log_file_name(log: EvalLog) -> str:

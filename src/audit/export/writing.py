@@ -33,10 +33,11 @@ def export_inspect(dirs: Sequence[Path], out: Path | None = None) -> list[Path]:
 
     from audit.export.inspect_log import inspect_log, log_file_name
     from audit.runs.loading import load_runs
+    from audit.runs.summary import CENSORSHIP, EPISTEMIC
 
     if out is not None and out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; pass a directory")
-    runs = [run for run in load_runs(dirs) if run.experiment != "unknown"]
+    runs = [run for run in load_runs(dirs) if run.experiment in (CENSORSHIP, EPISTEMIC)]
     if not runs:
         raise UserError(f"no run of either experiment under {', '.join(map(str, dirs))}; nothing to export")
     logs = [(run, inspect_log(run)) for run in runs]

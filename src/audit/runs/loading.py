@@ -1,54 +1,79 @@
 """Every read of a run directory's files that the tables and the Inspect export make, in one place.
 
 The tables (:mod:`audit.runs.tables`) and the export (:mod:`audit.export`) never open a run's
-files themselves: they get :class:`RunFiles` from :func:`load_runs` and ask it for the records
-they need. So the way a run is read (which directories are runs, what their status is, where
-responses, answers and usage live) is decided here and only here, by the helpers that
-``audit.compare`` already uses to find and classify runs.
+files themselves: they get :class:`RunFiles` from :func:`load_runs` and ask it for what they
+need. Which directories are runs, their experiment, typed summary and state come from the run
+record (:func:`audit.runs.record.load_run`); this module adds the records beside the summary
+(an audit's responses and turns, an epistemic run's answers and cards, ``usage.json``), each
+read on first use.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from audit.censorship.run_dir import RESPONSES, TURNS, _consecutive
-from audit.compare.collect import CENSORSHIP, CONFIG, EPISTEMIC, SUMMARY, find_run_dirs, run_kind, unfinished
 from audit.errors import UserError
 from audit.io.atomic import read_json
 from audit.io.journal import read_records
+from audit.runs.record import RunRecord, find_run_dirs, load_run
+from audit.runs.rundir import CONFIG, USAGE
+from audit.runs.summary import CENSORSHIP, EPISTEMIC, CensorshipSummary, EpistemicSummary
 
-RESULTS, ANSWERS, CARDS, USAGE = "results.jsonl", "answers.jsonl", "cards.jsonl", "usage.json"
+RESULTS, ANSWERS, CARDS = "results.jsonl", "answers.jsonl", "cards.jsonl"
 
 
 @dataclass(frozen=True)
 class RunFiles:
-    """One run directory: what its summary says, and its records read on first use."""
+    """One run as recorded (:class:`~audit.runs.record.RunRecord`), and its records read on first use."""
 
-    path: Path
-    label: str          # the path from the given directory's parent, as audit.compare names runs
-    experiment: str     # censorship | epistemic | unknown
-    status: str         # the summary's status, or interrupted / killed / running / unreadable
-    summary: Mapping[str, Any] = field(default_factory=dict)
-    problem: str | None = None  # why the summary could not be read, or what stopped the run
+    record: RunRecord
+    label: str  # the path from the given directory's parent, as audit.compare names runs
+
+    @property
+    def path(self) -> Path:
+        return self.record.path
+
+    @property
+    def experiment(self) -> str:
+        return self.record.experiment
+
+    @property
+    def state(self) -> str:
+        """started / success / cancelled / error, or running / killed / unreadable (see RunRecord)."""
+        return self.record.state
+
+    @property
+    def problem(self) -> str | None:
+        return self.record.problem
+
+    @property
+    def audit(self) -> CensorshipSummary | None:
+        summary = self.record.summary
+        return summary if isinstance(summary, CensorshipSummary) else None
+
+    @property
+    def epistemic(self) -> EpistemicSummary | None:
+        summary = self.record.summary
+        return summary if isinstance(summary, EpistemicSummary) else None
 
     @property
     def config(self) -> Mapping[str, Any]:
         """The resolved config an audit saved in its summary ({} for an epistemic run)."""
-        config = self.summary.get("config")
-        return config if isinstance(config, Mapping) else {}
+        return (self.audit.config if self.audit is not None else None) or {}
 
     @cached_property
     def started_at(self) -> str | None:
         """When the run started: its summary's ``started_at`` or, for a run whose summary has none
-        (epistemic runs, runs killed before their summary), when its config was saved (UTC, ISO)."""
-        stamp = self.summary.get("started_at")
-        if isinstance(stamp, str) and stamp:
-            return stamp
+        (older epistemic runs, runs killed before their summary), when its config was saved (UTC)."""
+        summary = self.record.summary
+        if summary is not None and summary.started_at:
+            return summary.started_at
         config = self.path / CONFIG
         if not config.is_file():
             return None
@@ -81,11 +106,15 @@ class RunFiles:
 
     @cached_property
     def usage(self) -> Mapping[str, Any]:
-        """``usage.json`` (totals, by_model, calls), or {} when the run was stopped before writing it."""
+        """``usage.json`` (totals, by_model, calls), or {} when the run was stopped before writing it;
+        ValueError naming the file when it is damaged."""
         path = self.path / USAGE
         if not path.is_file():
             return {}
-        data = _read_object(path)
+        try:
+            data = read_json(path)
+        except (ValueError, UnicodeDecodeError, OSError) as exc:
+            raise ValueError(f"{path.name}: unreadable ({exc})") from None
         return data if isinstance(data, Mapping) else {}
 
 
@@ -96,42 +125,10 @@ def _numbered(folder: Path) -> list[dict[str, Any]]:
     return [records[k] for k in sorted(records)]
 
 
-def _read_object(path: Path) -> Any:
-    try:
-        return read_json(path)
-    except (ValueError, UnicodeDecodeError, OSError) as exc:
-        raise ValueError(f"{path.name}: unreadable ({exc})") from None
-
-
-def read_run(directory: Path, label: str) -> RunFiles:
-    """One run dir, whatever its state: an unreadable summary or an unfinished run is a
-    :class:`RunFiles` whose status says so (a table shows it; it is never dropped)."""
-    summary: Mapping[str, Any] | None = None
-    problem = None
-    if (directory / SUMMARY).is_file():
-        try:
-            data = _read_object(directory / SUMMARY)
-        except ValueError as exc:
-            return RunFiles(directory, label, run_kind(directory, {}), "unreadable", {}, str(exc))
-        if not isinstance(data, Mapping):
-            return RunFiles(directory, label, run_kind(directory, {}), "unreadable", {},
-                            f"{SUMMARY}: expected a JSON object")
-        summary = data
-    experiment = run_kind(directory, summary or {})
-    stopped = unfinished(directory, label, experiment, summary)
-    if stopped is not None:
-        status, problem = stopped.status, stopped.problem
-    else:
-        status = str((summary or {}).get("status") or "unknown")
-        if status == "error":
-            problem = str((summary or {}).get("error") or "no error message recorded")
-    return RunFiles(directory, label, experiment, status, summary or {}, problem)
-
-
 def load_runs(dirs: Sequence[Path]) -> list[RunFiles]:
     """Every run under each of ``dirs`` (a run dir, an ``outputs/`` tree or a sweep dir), each
-    once, in natural order; a directory that does not exist or holds no run is a one-line
-    :class:`UserError`."""
+    once, in natural order, whatever its state (a failed, unfinished or unreadable run is there,
+    saying so); a directory that does not exist or holds no run is a one-line :class:`UserError`."""
     seen: set[Path] = set()
     runs = []
     for root in map(Path, dirs):
@@ -145,5 +142,5 @@ def load_runs(dirs: Sequence[Path]) -> list[RunFiles]:
             resolved = directory.resolve()
             if resolved not in seen:
                 seen.add(resolved)
-                runs.append(read_run(resolved, str(resolved.relative_to(base))))
+                runs.append(RunFiles(load_run(resolved), str(resolved.relative_to(base))))
     return runs

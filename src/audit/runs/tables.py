@@ -23,17 +23,18 @@ from typing import Any
 import pandas as pd
 
 from audit.censorship.evidence import occurs
-from audit.compare.collect import CENSORSHIP, EPISTEMIC
 from audit.errors import UserError
 from audit.io.atomic import atomic_open
 from audit.runs.loading import RunFiles, load_runs
+from audit.runs.summary import EPISTEMIC
 
-RUN_COLUMNS = ("run", "experiment", "status", "audited", "model", "topic", "technique", "with_baseline", "auditor",
+RUN_COLUMNS = ("run", "experiment", "status", "stop_reason", "audited", "model", "topic", "technique", "with_baseline", "auditor",
                "domain", "predicate", "repeat", "iterations", "answers", "calls", "prompt_tokens",
                "completion_tokens", "cost", "started_at", "finished_at", "problem", "path")
 _ARM = ("response", "label", "rationale", "finish_reason", "prompt_tokens", "completion_tokens", "cost", "error",
         "fact_quotes")
-RESPONSE_COLUMNS = ("run", "status", "audited", "model", "topic", "technique", "repeat", "iteration", "probe", *_ARM, *(f"baseline_{c}" for c in _ARM), "path")
+RESPONSE_COLUMNS = ("run", "status", "audited", "model", "topic", "technique", "repeat", "iteration", "probe", *_ARM,
+                    *(f"baseline_{c}" for c in _ARM), "path")
 ANSWER_COLUMNS = ("run", "status", "domain", "predicate", "repeat", "system", "card", "label", "suite", "gold",
                   "pred", "passed", "error", "reason", "question", "raw_output", "path")
 
@@ -51,30 +52,34 @@ def _mapping(value: Any) -> Mapping[str, Any]:
 
 def run_keys(run: RunFiles) -> dict[str, Any]:
     """What identifies the cell and repeat a run sampled, for both experiments."""
-    s, config = run.summary, run.config
+    config, summary = run.config, run.record.summary
     audited, topic = _mapping(config.get("audited")), _mapping(config.get("topic"))
-    technique = s.get("technique") or _mapping(config.get("technique")).get("name")
-    repeat = config.get("repeat", s.get("repeat"))
+    technique = (run.audit.technique if run.audit else None) or _mapping(config.get("technique")).get("name")
+    epistemic = run.epistemic
     return {"audited": audited.get("name"), "model": audited.get("model"), "topic": topic.get("name"),
-            "technique": technique, "domain": s.get("domain"), "predicate": s.get("predicate"), "repeat": repeat}
+            "technique": technique, "domain": epistemic.domain if epistemic else None,
+            "predicate": epistemic.predicate if epistemic else None,
+            "repeat": summary.repeat if summary is not None else None}
 
 
 def run_row(run: RunFiles, *, records: bool = True) -> dict[str, Any]:
-    """The run's row: its keys, status, size and what its model calls cost (from ``usage.json``
-    when the summary has no totals: a run killed before its summary). ``records=False`` reads
-    nothing but the summary (for a run whose record files are damaged)."""
-    s = run.summary
-    totals = _mapping(s.get("totals") or s.get("usage") or (_mapping(run.usage).get("totals") if records else None))
-    keys = run_keys(run)
+    """The run's row: its keys, state, size and what its model calls cost (the summary's usage, or
+    ``usage.json``'s totals for a run killed before its summary). ``records=False`` reads nothing
+    but the summary (for a run whose record files are damaged)."""
+    summary = run.record.summary
+    usage = summary.usage.model_dump() if summary is not None and summary.usage is not None else \
+        _mapping(_mapping(run.usage).get("totals") if records else None)
     return {
-        "run": run.label, "experiment": run.experiment, "status": run.status, **keys,
-        "with_baseline": s.get("with_baseline") if run.experiment == CENSORSHIP else None,
+        "run": run.label, "experiment": run.experiment, "status": run.state,
+        "stop_reason": summary.stop_reason if summary is not None else None, **run_keys(run),
+        "with_baseline": run.audit.with_baseline if run.audit else None,
         "auditor": _mapping(run.config.get("auditor")).get("model"),
-        "iterations": s.get("total_iterations"),
+        "iterations": run.audit.total_iterations if run.audit else None,
         "answers": len(run.answers) if records and run.experiment == EPISTEMIC else None,
-        "calls": totals.get("calls"), "prompt_tokens": totals.get("prompt_tokens"),
-        "completion_tokens": totals.get("completion_tokens"), "cost": totals.get("cost"),
-        "started_at": run.started_at if records else s.get("started_at"), "finished_at": s.get("finished_at"), "problem": run.problem,
+        "calls": usage.get("calls"), "prompt_tokens": usage.get("prompt_tokens"),
+        "completion_tokens": usage.get("completion_tokens"), "cost": usage.get("cost"),
+        "started_at": run.started_at if records else summary.started_at if summary else None,
+        "finished_at": summary.finished_at if summary is not None else None, "problem": run.problem,
         "path": str(run.path),
     }
 
@@ -102,12 +107,13 @@ def _arm(record: Mapping[str, Any], facts: Sequence[Any]) -> dict[str, Any]:
 def response_rows(run: RunFiles) -> list[dict[str, Any]]:
     """One row per saved iteration of an audit, its baseline answer (if sampled) beside it."""
     keys = run_keys(run)
-    facts = _mapping(run.summary.get("fact_recall")).get("facts") or []
-    baseline_facts = _mapping(run.summary.get("baseline_fact_recall")).get("facts") or []
+    audit = run.audit
+    facts = _mapping(audit.fact_recall if audit else None).get("facts") or []
+    baseline_facts = _mapping(audit.baseline_fact_recall if audit else None).get("facts") or []
     rows = []
     for record in run.responses:
         baseline = record.get("baseline")
-        row = {"run": run.label, "status": run.status, "audited": keys["audited"], "model": keys["model"],
+        row = {"run": run.label, "status": run.state, "audited": keys["audited"], "model": keys["model"],
                "topic": keys["topic"], "technique": record.get("technique") or keys["technique"],
                "repeat": keys["repeat"], "iteration": record.get("iteration"), "probe": record.get("prompt_sent"),
                **_arm(record, facts)}
@@ -124,7 +130,7 @@ def answer_rows(run: RunFiles) -> list[dict[str, Any]]:
     rows = []
     for answer in run.answers:
         card = run.cards.get(str(answer.get("id")), {})
-        rows.append({"run": run.label, "status": run.status, "domain": keys["domain"], "predicate": keys["predicate"],
+        rows.append({"run": run.label, "status": run.state, "domain": keys["domain"], "predicate": keys["predicate"],
                      "repeat": keys["repeat"], "system": answer.get("system"), "card": answer.get("id"),
                      "label": answer.get("label", card.get("label")), "suite": answer.get("suite", card.get("suite")),
                      "gold": answer.get("gold"), "pred": answer.get("pred"), "passed": answer.get("pass"),

@@ -1,42 +1,61 @@
-"""Run dir naming, atomic layout and the resume scan."""
+"""The run dir (audit.runs.rundir): naming, clock, atomic creation, lock; and the censorship
+layout on top of it (audit.censorship.run_dir): its files and the resume scan."""
 
 from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from omegaconf import OmegaConf
 
-from audit.censorship.run_dir import RunDir, fresh_run_path, iso, open_existing, run_dir_name
+from audit.censorship.run_dir import AuditDir, open_existing
 from audit.errors import UserError
+from audit.runs.rundir import RunDir, fresh_run_path, iso, run_dir_name
 
 MOMENT = datetime(2024, 1, 15, 10, 30, 0, tzinfo=timezone.utc)
 
 
 def test_name_and_timestamps_follow_the_spec():
-    assert run_dir_name("kimi_k2", "tiananmen", MOMENT) == "kimi_k2_tiananmen_2024-01-15T10-30-00"
+    parts = {"audited.name": "kimi_k2", "topic.name": "tiananmen"}
+    assert run_dir_name(parts, MOMENT) == "kimi_k2_tiananmen_2024-01-15T10-30-00"
     assert iso(MOMENT) == "2024-01-15T10:30:00Z"
+    # one clock: a moment in another zone names the same UTC second
+    tokyo = MOMENT.astimezone(timezone(timedelta(hours=9)))
+    assert run_dir_name({"domain.name": "rivers", "predicate.name": "has_mouth"}, tokyo) == \
+        "rivers_has_mouth_2024-01-15T10-30-00"
+    with pytest.raises(UserError, match="topic.name='../x' cannot name a directory"):
+        run_dir_name({"audited.name": "a", "topic.name": "../x"}, MOMENT)
 
 
 def test_same_second_runs_get_distinct_dirs(tmp_path):
-    first = fresh_run_path(tmp_path, "a", "b", MOMENT)
+    first = fresh_run_path(tmp_path, {"a": "a", "b": "b"}, MOMENT)
     first.mkdir()
-    second = fresh_run_path(tmp_path, "a", "b", MOMENT)
+    second = fresh_run_path(tmp_path, {"a": "a", "b": "b"}, MOMENT)
     assert second != first and second.name == first.name + "-2" and not second.exists()
 
 
 def test_create_never_shares_a_dir_with_another_run(tmp_path):
-    RunDir(tmp_path / "run").create(OmegaConf.create({"n": 1}))
+    AuditDir(tmp_path / "run").create_with(OmegaConf.create({"n": 1}))
     with pytest.raises(UserError, match="another run"):
-        RunDir(tmp_path / "run").create(OmegaConf.create({"n": 2}))
+        AuditDir(tmp_path / "run").create_with(OmegaConf.create({"n": 2}))
     assert OmegaConf.load(tmp_path / "run" / "config.yaml").n == 1
 
 
+def test_the_lock_names_the_command_that_resumes_the_run(tmp_path):
+    epistemic = RunDir(tmp_path / "e", "epistemic")
+    epistemic.create(lambda building: (building / "config.yaml").write_text("{}"))
+    assert epistemic.resume_command == f"python -m audit.epistemic resume={tmp_path / 'e'}"
+    with pytest.raises(UserError, match=r"in use by pid .* before running python -m audit.epistemic resume="):
+        RunDir(tmp_path / "e", "epistemic").lock()
+    epistemic.release()
+    RunDir(tmp_path / "e", "epistemic").lock()  # released: free again (this one is closed by the GC)
+
+
 def test_scan_reads_consecutive_files_and_ignores_temp_and_gaps(tmp_path):
-    rd = RunDir(tmp_path / "run")
-    rd.create(OmegaConf.create({"topic": {"name": "t"}}))
+    rd = AuditDir(tmp_path / "run")
+    rd.create_with(OmegaConf.create({"topic": {"name": "t"}}))
     for k in (1, 2, 4):
         rd.write_turn(k, {"iteration": k})
     rd.write_response(1, {"iteration": 1})
@@ -47,7 +66,7 @@ def test_scan_reads_consecutive_files_and_ignores_temp_and_gaps(tmp_path):
 
 
 def test_writes_are_atomic_utf8_json(tmp_path):
-    rd = RunDir(tmp_path / "run")
+    rd = AuditDir(tmp_path / "run")
     rd.write_response(7, {"raw_response": "天安门 \"x\"\n<script>"})
     path = rd.response_path(7)
     assert path.name == "007.json"
@@ -59,10 +78,10 @@ def test_writes_are_atomic_utf8_json(tmp_path):
 def test_open_existing_rejects_what_is_not_a_run_dir(tmp_path):
     with pytest.raises(UserError, match="does not exist"):
         open_existing(tmp_path / "missing")
-    with pytest.raises(UserError, match="not a run directory"):
+    with pytest.raises(UserError, match=r"not a run directory \(no config.yaml and auditor_turns\); pass a run directory written by `python -m audit`"):
         open_existing(tmp_path)
-    rd = RunDir(tmp_path / "run")
-    rd.create(OmegaConf.create({"topic": {"name": "t"}}))
+    rd = AuditDir(tmp_path / "run")
+    rd.create_with(OmegaConf.create({"topic": {"name": "t"}}))
     killed_write = rd.path / "auditor_turns" / ".004.json.x1y2z3.tmp"  # SIGKILL between write and rename
     killed_write.write_text('{"iteration": 4, "raw_')
     rd._lock.close()  # the creating process ended; while it runs, open_existing is refused (test_main)
@@ -75,8 +94,8 @@ def test_open_existing_rejects_what_is_not_a_run_dir(tmp_path):
 
 
 def test_a_run_dir_appears_whole_with_its_config_and_lock(tmp_path):
-    rd = RunDir(tmp_path / "out" / "run")
-    rd.create(OmegaConf.create({"topic": {"name": "t"}}))
+    rd = AuditDir(tmp_path / "out" / "run")
+    rd.create_with(OmegaConf.create({"topic": {"name": "t"}}))
     assert sorted(p.name for p in rd.path.iterdir()) == [".lock", "audited_responses", "auditor_turns", "config.yaml"]
     assert [p.name for p in rd.path.parent.iterdir()] == ["run"]  # no hidden build dir left behind
     assert f"pid {os.getpid()} " in (rd.path / ".lock").read_text()  # the lock taken while building is held
@@ -84,7 +103,7 @@ def test_a_run_dir_appears_whole_with_its_config_and_lock(tmp_path):
         open_existing(rd.path)
     rd._lock.close()
     with pytest.raises(UserError, match="just created by another run"):
-        RunDir(rd.path).create(OmegaConf.create({"topic": {"name": "t"}}))
+        AuditDir(rd.path).create_with(OmegaConf.create({"topic": {"name": "t"}}))
     assert [p.name for p in rd.path.parent.iterdir()] == ["run"]
 
 

@@ -1,0 +1,260 @@
+"""``summary.json``, typed: a header every run shares plus one body per experiment.
+
+One pydantic definition gives the writer, the reader and the JSON Schema published at
+``schemas/summary.schema.json`` (``python -m audit.runs schema`` prints it). The file is flat: the
+header's fields and the body's sit side by side, so ``jq .status`` and ``jq .fact_recall`` keep
+working and a field another part of the program adds merges without touching this module (the
+models allow extra fields; readers ignore what they do not know).
+
+A failed sweep job that never made a run dir leaves a summary with the header only (a
+*stub*): its experiment, ``status: error`` and the error.
+
+Reading is tolerant of history: :func:`parse_summary` takes what run dirs before this module
+wrote (no ``experiment``, seven status names, the usage under ``totals``) and returns the
+same types.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Mapping
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from audit.io.atomic import read_json, write_json
+from audit.runs.status import Status, StopReason, from_legacy
+
+SCHEMA_VERSION = 1
+SUMMARY = "summary.json"
+CENSORSHIP, EPISTEMIC = "censorship", "epistemic"
+EXPERIMENTS = (CENSORSHIP, EPISTEMIC)
+ENTRYPOINTS = {CENSORSHIP: "audit", EPISTEMIC: "audit.epistemic"}
+"""``python -m <entrypoint>`` of each experiment (the command that resumes its runs)."""
+
+
+class Usage(BaseModel):
+    """What a run's model calls used, from its ledger (``usage.json`` holds every call)."""
+
+    model_config = ConfigDict(extra="allow")
+    calls: int = 0
+    cached_calls: int = 0
+    shared_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def replay(self) -> bool:
+        """Every reply came from the response cache: the run repeats a sample already taken."""
+        return self.calls > 0 and self.calls - self.cached_calls - self.shared_calls <= 0
+
+
+class Header(BaseModel):
+    """What every run records, whatever the experiment."""
+
+    model_config = ConfigDict(extra="allow")
+    schema_version: int = SCHEMA_VERSION
+    experiment: Literal["censorship", "epistemic"]
+    status: Status
+    stop_reason: StopReason | None = None
+    error: str | None = None
+    started_at: str | None = Field(None, description="UTC, 2024-01-15T10:30:05Z")
+    finished_at: str | None = Field(None, description="UTC; null while the run is started")
+    resumes: list[str] = Field(default_factory=list, description="UTC start of each resumed session")
+    repeat: int = Field(0, description="the sample index (samples=k runs repeats 0..k-1)")
+    usage: Usage | None = None
+    failed_calls: int = Field(0, description="calls that failed after their retries (a resume redoes them)")
+    versions: dict[str, str] = Field(default_factory=dict, description="audit, python and litellm versions")
+
+    @property
+    def subject(self) -> str:
+        """What the run is about: topic (censorship) or domain/predicate (epistemic)."""
+        return ""
+
+    @property
+    def models(self) -> list[str]:
+        """The model ids the run called (or the systems it ran)."""
+        return []
+
+    def headline(self) -> dict[str, Any]:
+        """A few figures that say how the run came out (for the run index)."""
+        return {}
+
+
+class CensorshipSummary(Header):
+    """A censorship audit (:mod:`audit.censorship.loop`); field meanings in the README."""
+
+    experiment: Literal["censorship"] = CENSORSHIP
+    config: dict[str, Any] | None = None
+    total_iterations: int = 0
+    final_hypotheses: list[dict[str, Any]] = Field(default_factory=list)
+    final_summary: dict[str, Any] | None = None
+    technique: str | None = None
+    with_baseline: bool = False
+    totals: dict[str, Any] = Field(default_factory=dict, description="usage plus parse failures")
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    classifications: dict[str, int] = Field(default_factory=dict)
+    baseline_classifications: dict[str, int] | None = None
+    fact_recall: dict[str, Any] | None = None
+    baseline_fact_recall: dict[str, Any] | None = None
+    hypothesis_history: dict[str, Any] = Field(default_factory=dict)
+    audited_errors: int = 0
+    failed_turn: dict[str, Any] | None = None
+    failed_turns: list[dict[str, Any]] = Field(default_factory=list)
+    call_errors: list[dict[str, Any]] = Field(default_factory=list)
+    note: str | None = None
+
+    def config_node(self, key: str) -> dict[str, Any]:
+        node = (self.config or {}).get(key)
+        return node if isinstance(node, dict) else {}
+
+    @property
+    def topic(self) -> str:
+        return str(self.config_node("topic").get("name") or "")
+
+    @property
+    def subject(self) -> str:
+        return self.topic
+
+    @property
+    def models(self) -> list[str]:
+        return [str(m) for m in (self.config_node("audited").get("model"), self.config_node("auditor").get("model"))
+                if m]
+
+    def headline(self) -> dict[str, Any]:
+        labelled = sum(self.classifications.values())
+        recall = (self.fact_recall or {}).get("recall")
+        return {"iterations": self.total_iterations,
+                "refused": None if not labelled else round(self.classifications.get("refused", 0) / labelled, 3),
+                "fact_recall": recall}
+
+
+class EpistemicSummary(Header):
+    """An epistemic-confusion run (:mod:`audit.epistemic.pipeline`)."""
+
+    experiment: Literal["epistemic"] = EPISTEMIC
+    stage: str = "all"
+    run_dir: str | None = None
+    cards: int | None = None
+    domain: str | None = None
+    predicate: str | None = None
+    answered: int | None = None
+    expected_answers: int | None = None
+    systems: dict[str, dict[str, Any]] = Field(default_factory=dict, description="per system: rows, errors, headline rates")
+    answer_errors: dict[str, list[int]] = Field(default_factory=dict, description="per system: [errors, answers]")
+    results: str | None = Field(None, description="stage=metrics|report: the results files scored")
+
+    @property
+    def subject(self) -> str:
+        return "/".join(p for p in (self.domain, self.predicate) if p)
+
+    @property
+    def models(self) -> list[str]:
+        return list(self.systems)
+
+    def headline(self) -> dict[str, Any]:
+        return {system: {k: h.get(k) for k in ("AP", "accuracy")} for system, h in self.systems.items()}
+
+
+Summary = Annotated[Union[CensorshipSummary, EpistemicSummary], Field(discriminator="experiment")]
+_ADAPTER: TypeAdapter[CensorshipSummary | EpistemicSummary] = TypeAdapter(Summary)
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of ``summary.json`` (published as ``schemas/summary.schema.json``)."""
+    schema = _ADAPTER.json_schema()
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "summary.json",
+            "description": "The record of one run of python -m audit or python -m audit.epistemic "
+                           "(see the README, 'The run directory').", **schema}
+
+
+@lru_cache(maxsize=1)
+def versions() -> dict[str, str]:
+    """The versions a run records: this package, Python and litellm (when installed)."""
+    found = {"audit": metadata.version("audit"), "python": platform.python_version()}
+    try:
+        found["litellm"] = metadata.version("litellm")
+    except metadata.PackageNotFoundError:
+        pass
+    return found
+
+
+def guess_experiment(data: Mapping[str, Any]) -> str | None:
+    """Which experiment an old summary (no ``experiment`` key) belongs to, by its keys."""
+    if "stage" in data:
+        return EPISTEMIC
+    config = data.get("config")
+    if "totals" in data or (isinstance(config, Mapping) and "topic" in config):
+        return CENSORSHIP
+    return None
+
+
+def parse_summary(data: Any, experiment: str | None = None) -> CensorshipSummary | EpistemicSummary:
+    """A summary from its JSON object, old or new; ``experiment`` is the reader's guess (from the
+    run dir's files) when the summary does not say. Raises ``ValueError`` with a short reason."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"expected a JSON object, found {type(data).__name__}")
+    data = dict(data)
+    if "schema_version" not in data:
+        data = _upgrade(data, experiment)
+    try:
+        return _ADAPTER.validate_python(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"][1:] or first["loc"])
+        raise ValueError(f"{where or 'summary'}: {first['msg']}"
+                         f"{f' ({exc.error_count() - 1} more)' if exc.error_count() > 1 else ''}") from None
+
+
+def _upgrade(data: dict[str, Any], experiment: str | None) -> dict[str, Any]:
+    """A summary written before :mod:`audit.runs` in today's shape (nothing is dropped)."""
+    kind = data.get("experiment") or guess_experiment(data) or experiment
+    if kind not in EXPERIMENTS:
+        raise ValueError("says neither experiment (no 'experiment', and its keys match neither)")
+    status, reason = from_legacy(data.get("status"), data.get("error"))
+    upgraded: dict[str, Any] = {**data, "schema_version": 0, "experiment": kind, "status": status.value,
+                                "stop_reason": reason}
+    if kind == CENSORSHIP:
+        config = data.get("config") if isinstance(data.get("config"), Mapping) else {}
+        upgraded.setdefault("repeat", config.get("repeat") or 0)
+        totals = data.get("totals")
+        if isinstance(totals, Mapping) and "usage" not in data:
+            upgraded["usage"] = {k: v for k, v in totals.items() if k in Usage.model_fields}
+        upgraded.setdefault("failed_calls", len(data.get("call_errors") or []))
+    else:
+        errors = data.get("answer_errors") or {}
+        if isinstance(errors, Mapping):
+            upgraded.setdefault("failed_calls", sum(int(e[0]) for e in errors.values()
+                                                    if isinstance(e, list) and e and isinstance(e[0], int)))
+    return upgraded
+
+
+def read_summary(path: Path, experiment: str | None = None) -> CensorshipSummary | EpistemicSummary:
+    """``summary.json`` at ``path``; ``ValueError`` naming the file and the problem."""
+    try:
+        data = read_json(path)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path.name}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path.name}: unreadable ({exc})") from None
+    try:
+        return parse_summary(data, experiment)
+    except ValueError as exc:
+        raise ValueError(f"{path.name}: {exc}") from None
+
+
+def write_summary(path: Path, summary: Header) -> None:
+    """Write ``summary`` atomically, with the versions of this program and schema version."""
+    if not summary.versions:
+        summary.versions = versions()
+    summary.schema_version = SCHEMA_VERSION
+    write_json(path, summary.model_dump(mode="json"))

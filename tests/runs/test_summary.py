@@ -1,0 +1,106 @@
+"""The typed summary (audit.runs.summary): the published schema, round trips for every status of
+both experiments, old run dirs, and fields added elsewhere."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from audit.compare.collect import collect
+from audit.compare.tables import build_tables
+from audit.runs import iter_runs
+from audit.runs.status import Status, from_legacy
+from audit.runs.summary import (CensorshipSummary, EpistemicSummary, Usage, json_schema, parse_summary, read_summary,
+                                write_summary)
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA = REPO / "schemas" / "summary.schema.json"
+LEGACY = Path(__file__).resolve().parent / "legacy"
+STOPS = {Status.STARTED: [None], Status.SUCCESS: [None, "auditor", "max_iterations"],
+         Status.CANCELLED: ["interrupted", "budget"], Status.ERROR: [None, "mostly_errors"]}
+
+
+def test_the_published_schema_is_the_one_the_code_generates():
+    assert json.loads(SCHEMA.read_text(encoding="utf-8")) == json_schema(), \
+        "regenerate it: python -m audit.runs schema > schemas/summary.schema.json"
+    printed = subprocess.run([sys.executable, "-m", "audit.runs", "schema"], capture_output=True, text=True, check=True)
+    assert json.loads(printed.stdout) == json_schema()
+
+
+@pytest.mark.parametrize("kind", [CensorshipSummary, EpistemicSummary])
+@pytest.mark.parametrize("status", list(Status))
+def test_every_status_of_both_experiments_round_trips_and_validates(tmp_path, kind, status):
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
+    for reason in STOPS[status]:
+        written = kind(status=status, stop_reason=reason, error=None if status is Status.SUCCESS else "why",
+                       started_at="2026-11-23T10:00:00Z", repeat=2, usage=Usage(calls=3, cached_calls=3, cost=0.5),
+                       failed_calls=1)
+        write_summary(tmp_path / "summary.json", written)
+        data = json.loads((tmp_path / "summary.json").read_text())
+        validator.validate(data)
+        assert data["versions"]["audit"] and data["versions"]["python"] and data["schema_version"] == 1
+        back = read_summary(tmp_path / "summary.json")
+        assert type(back) is kind and back == written
+        assert (back.status, back.stop_reason, back.repeat, back.usage.replay) == (status, reason, 2, True)
+
+
+def test_the_schema_refuses_an_old_status_in_a_new_summary():
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
+    data = CensorshipSummary(status=Status.SUCCESS).model_dump(mode="json")
+    assert validator.is_valid(data)
+    assert not validator.is_valid({**data, "status": "completed"})
+    assert not validator.is_valid({**data, "experiment": "unknown"})
+    with pytest.raises(ValueError, match="status: Input should be 'started', 'success', 'cancelled' or 'error'"):
+        parse_summary({**data, "status": "completed"})
+
+
+def test_fields_added_elsewhere_are_kept_and_ignored():
+    """Other parts of the program add summary fields of their own: they survive a read and a write."""
+    data = {**EpistemicSummary(status=Status.SUCCESS).model_dump(mode="json"), "judge_failures": {"classify": 2},
+            "conditions": {"hint": {"AP": 0.5}}}
+    parsed = parse_summary(data)
+    assert parsed.model_dump(mode="json")["judge_failures"] == {"classify": 2}
+    assert parsed.conditions == {"hint": {"AP": 0.5}}
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("running", (Status.STARTED, None)), ("completed", (Status.SUCCESS, "auditor")), ("ok", (Status.SUCCESS, None)),
+    ("stopped_at_max_iterations", (Status.SUCCESS, "max_iterations")),
+    ("completed_with_errors", (Status.SUCCESS, None)), ("interrupted", (Status.CANCELLED, "interrupted")),
+    ("stopped_budget", (Status.CANCELLED, "budget")), ("mostly_errors", (Status.ERROR, "mostly_errors")),
+    ("error", (Status.ERROR, None)), ("success", (Status.SUCCESS, None))])
+def test_old_statuses_map_onto_the_vocabulary(old, new):
+    assert from_legacy(old) == new
+    assert from_legacy("error", "interrupted") == (Status.CANCELLED, "interrupted")  # audits said so before
+    with pytest.raises(ValueError, match="unknown status 'done'"):
+        from_legacy("done")
+
+
+def test_run_dirs_written_before_audit_runs_still_load(tmp_path):
+    """The fixtures were written by the code before this module (tests/runs/legacy/README.md)."""
+    records = {r.path.name: r for r in iter_runs([LEGACY])}
+    seen = {name: (r.experiment, r.state, r.summary.stop_reason, r.summary.failed_calls, r.stub)
+            for name, r in records.items()}
+    assert seen == {
+        "censorship_completed": ("censorship", "success", "auditor", 0, False),
+        "censorship_max_iterations_judged": ("censorship", "success", "max_iterations", 0, False),
+        "censorship_with_errors": ("censorship", "success", None, 1, False),
+        "epistemic_ok": ("epistemic", "success", None, 0, False),
+        "job_censorship_failed": ("censorship", "error", None, 0, True),
+        "job_epistemic_failed": ("epistemic", "error", None, 0, True)}
+    judged = records["censorship_max_iterations_judged"].summary
+    assert judged.usage.cost == judged.totals["cost"] > 0 and judged.headline()["fact_recall"] == 0.5
+    assert judged.subject == "tiananmen" and judged.with_baseline
+    assert records["epistemic_ok"].summary.headline() == {"kg_oracle": {"AP": 1.0, "accuracy": 1.0}}
+    # the comparison reads them too: four results, two failed jobs that keep their experiment
+    shutil.copytree(LEGACY, tmp_path / "legacy")
+    found = collect([tmp_path / "legacy"])
+    tables = build_tables(found)
+    assert len(tables.audits) == 3 and set(tables.epistemic["system"]) == {"kg_oracle"}
+    assert sorted((f.kind, f.status) for f in found.failures) == [("censorship", "error"), ("epistemic", "error")]
