@@ -28,7 +28,6 @@ from audit.epistemic.metrics import LOWER_IS_BETTER
 from audit.errors import UserError
 from audit.io.atomic import write_text
 from audit.pages import SORT_FILTER_JS
-from audit.runs.loading import load_runs
 from audit.runs.tables import build_run_tables, table_files, write_files
 from audit.stats import CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE
 
@@ -465,7 +464,7 @@ def compare(dirs: Sequence[Path], out: Path | None = None) -> Tables:
             "knows_vs_says.csv": tables.gaps, "language_gap.csv": tables.languages,
             "facts.csv": tables.facts, "epistemic_matrix.csv": tables.epistemic_matrix, "epistemic.csv": tables.epistemic}
     texts = {name: frame.to_csv(index=False) for name, frame in csvs.items()}
-    per_row = table_files(build_run_tables(load_runs([Path(d) for d in dirs])))  # runs, responses, answers
+    per_row = table_files(build_run_tables(collected.loaded))  # runs, responses, answers
     for name, text in texts.items():
         write_text(target / name, text)
     write_files(per_row, target)
