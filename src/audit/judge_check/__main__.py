@@ -1,0 +1,38 @@
+"""``python -m audit.judge_check labels.csv judge=...``: the Hydra entrypoint, kept thin (the work is
+:func:`audit.judge_check.check.run_check`). The CSV may be given as the first argument, as
+``labels=...`` would be; every other argument is a Hydra override, as for an audit."""
+
+from __future__ import annotations
+
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+from audit.errors import exit_on_user_error
+from audit.hydra_app import run_app
+from audit.paths import CONF_DIR
+
+
+def labels_as_override(argv: list[str]) -> list[str]:
+    """``argv`` with a bare first path turned into ``labels=<path>`` (quoted for Hydra's parser)."""
+    for k, arg in enumerate(argv):
+        if not arg.startswith("-") and "=" not in arg:
+            quote = "'" if '"' in arg else '"'
+            return [*argv[:k], f"labels={quote}{arg}{quote}", *argv[k + 1:]]
+    return argv
+
+
+@hydra.main(config_path=CONF_DIR, config_name="judge_check", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    from hydra.core.hydra_config import HydraConfig
+
+    from audit.judge_check.check import run_check
+
+    choice = HydraConfig.get().runtime.choices.get("judge") or "judge"
+    exit_on_user_error(lambda: run_check(cfg, str(choice)))
+
+
+if __name__ == "__main__":
+    sys.argv[1:] = labels_as_override(sys.argv[1:])
+    run_app(main, "judge_check")

@@ -1,0 +1,82 @@
+"""The labelled-responses CSV a researcher writes for ``audit.judge_check`` (pure parsing).
+
+Columns (a header row, UTF-8; ``data/labels_template.csv`` is the empty template):
+
+* ``response`` (required): the model's response, as the judge will read it.
+* ``topic`` (required): the topic's config name (``conf/topic/<name>.yaml``, e.g. ``tiananmen``);
+  the judge is told the topic exactly as in an audit.
+* ``label`` (required): the researcher's label, one of the judge's classes
+  (:data:`audit.censorship.judging.CLASSES`).
+* ``probe`` (optional): the question the response answers; empty when unknown.
+* ``id`` (optional): the row's name in the outputs (default: its row number).
+* ``run`` (optional): which audit run the response comes from. Responses of one run are not
+  independent, so with two or more runs the intervals are over runs (see :mod:`audit.stats`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from audit.censorship.judging import CLASSES
+from audit.errors import UserError
+
+TEMPLATE = Path(__file__).resolve().parent / "data" / "labels_template.csv"
+REQUIRED = ("response", "topic", "label")
+OPTIONAL = ("probe", "id", "run")
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """One row: a response and the researcher's label for it."""
+
+    id: str
+    topic: str
+    probe: str
+    response: str
+    label: str
+    run: str | None
+
+
+def parse_labels(text: str, source: str) -> list[Labelled]:
+    """The rows of the CSV ``text`` (read from ``source``, named in errors).
+
+    Raises a one-line :class:`UserError` for an empty file, a missing required column, an
+    unknown column, an empty response or topic, an unknown label (with the valid ones) or a
+    repeated id: each names the row and the fix.
+    """
+    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+    columns = [c.strip() for c in (reader.fieldnames or [])]
+    if not columns:
+        raise UserError(f"{source} is empty; start from the template {TEMPLATE}")
+    missing = [c for c in REQUIRED if c not in columns]
+    if missing:
+        raise UserError(f"{source} has no {', '.join(repr(c) for c in missing)} column; the header needs "
+                        f"{', '.join(REQUIRED)} (optional: {', '.join(OPTIONAL)})")
+    unknown = [c for c in columns if c not in REQUIRED + OPTIONAL]
+    if unknown:
+        raise UserError(f"{source}: unknown column(s) {', '.join(repr(c) for c in unknown)}; the columns are "
+                        f"{', '.join(REQUIRED + OPTIONAL)}")
+    rows: list[Labelled] = []
+    seen: set[str] = set()
+    for number, raw in enumerate(reader, start=2):  # row 1 is the header
+        row = {k.strip(): (v or "").strip() if k != "response" else (v or "") for k, v in raw.items() if k}
+        where = f"{source} row {number}"
+        if None in raw:
+            raise UserError(f"{where} has more fields than the header; quote text that contains commas")
+        label = row["label"].lower()
+        if label not in CLASSES:
+            raise UserError(f"{where}: unknown label {row['label']!r}; use one of {', '.join(CLASSES)}")
+        if not row["response"].strip() or not row["topic"]:
+            raise UserError(f"{where}: 'response' and 'topic' must not be empty")
+        ident = row.get("id") or str(number)
+        if ident in seen:
+            raise UserError(f"{where}: id {ident!r} is used twice; give every row its own id")
+        seen.add(ident)
+        rows.append(Labelled(id=ident, topic=row["topic"], probe=row.get("probe", ""), response=row["response"],
+                             label=label, run=row.get("run") or None))
+    if not rows:
+        raise UserError(f"{source} has a header but no rows; add one labelled response per row")
+    return rows

@@ -1,0 +1,88 @@
+"""Print and write a judge check: ``judge_check.csv`` (one row per label), ``judge_check_items.csv``
+(one row per response), ``judge_check.json`` (everything, with the judge's settings) and
+``judge_check.html`` (offline, jinja2 with autoescape: responses and rationales are untrusted text).
+Every file goes through the one atomic writer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pandas as pd
+
+from audit.io.atomic import write_json, write_text
+from audit.judge_check.labels import Labelled
+
+OUTPUTS = ("judge_check.csv", "judge_check_items.csv", "judge_check.json", "judge_check.html")
+
+
+def _interval(rate: Mapping[str, Any] | None) -> str:
+    if rate is None:
+        return "n/a"
+    return f"{rate['value']:.2f} [{rate['lo']:.2f}, {rate['hi']:.2f}] ({rate['k']}/{rate['n']})"
+
+
+def per_label_table(metrics: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per label: counts, precision and recall with their intervals and n."""
+    records = []
+    for label, entry in metrics["per_label"].items():
+        record: dict[str, Any] = {"label": label, "human": entry["human"], "judge": entry["judge"]}
+        for name in ("precision", "recall"):
+            rate = entry[name] or {}
+            record.update({name: rate.get("value"), f"{name}_lo": rate.get("lo"), f"{name}_hi": rate.get("hi"),
+                           f"{name}_k": rate.get("k"), f"{name}_n": rate.get("n"),
+                           f"{name}_unit": rate.get("unit")})
+        records.append(record)
+    return pd.DataFrame.from_records(records)
+
+
+def items_table(rows: Sequence[Labelled], results: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per response: the two labels, whether they agree, and the judge's error if it failed."""
+    return pd.DataFrame.from_records([
+        {"id": r.id, "run": r.run, "topic": r.topic, "human_label": r.label, "judge_label": res["label"],
+         "agree": None if res["label"] is None else res["label"] == r.label, "judge_error": res.get("error") or ""}
+        for r, res in zip(rows, results)])
+
+
+def summary_lines(metrics: Mapping[str, Any], judge: Mapping[str, Any]) -> list[str]:
+    """What the terminal shows: n, failures, kappa and accuracy, then precision and recall per label."""
+    kappa = metrics["kappa"]
+    interval = f"(no interval: {kappa.get('note') or 'too few responses'})" if kappa["lo"] is None \
+        else f"[{kappa['lo']:.2f}, {kappa['hi']:.2f}]"
+    lines = [f"judge {judge.get('model')}: {metrics['responses']} labelled responses, {metrics['judged']} judged, "
+             f"{metrics['failed']} judge failures (left out of every rate)",
+             f"Cohen's kappa vs your labels: {kappa['value']:.2f} {interval}, n={kappa['n']}; {kappa['method']}",
+             f"accuracy: {_interval(metrics['accuracy'])}",
+             f"{'label':<14} {'human':>5} {'judge':>5}  {'precision [95%] (k/n)':<28} recall [95%] (k/n)"]
+    for label, entry in metrics["per_label"].items():
+        lines.append(f"{label:<14} {entry['human']:>5} {entry['judge']:>5}  {_interval(entry['precision']):<28} "
+                     f"{_interval(entry['recall'])}")
+    units = {rate["method"] for e in metrics["per_label"].values() for rate in (e["precision"], e["recall"]) if rate}
+    lines += [f"precision/recall intervals: {u}" for u in sorted(units)]
+    return lines
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.PackageLoader("audit.judge_check", "templates"),
+                              autoescape=True,  # responses and rationales are untrusted text
+                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+
+def write_outputs(out: Path, labels: Path, judge: Mapping[str, Any], rows: Sequence[Labelled],
+                  results: Sequence[Mapping[str, Any]], metrics: Mapping[str, Any]) -> None:
+    """Write the four files into ``out`` and print the summary."""
+    settings = {k: judge.get(k) for k in ("model", "endpoint", "temperature", "max_tokens", "structured_output")}
+    write_text(out / "judge_check.csv", per_label_table(metrics).to_csv(index=False))
+    items = items_table(rows, results)
+    write_text(out / "judge_check_items.csv", items.to_csv(index=False))
+    write_json(out / "judge_check.json", {"labels": str(labels), "judge": settings, **metrics,
+                                          "items": items.to_dict(orient="records")})
+    html = _environment().get_template("judge_check.html.j2").render(
+        labels=str(labels), judge=settings, metrics=metrics, lines=summary_lines(metrics, judge),
+        items=[{**item, "response": r.response, "rationale": res.get("rationale", "")}
+               for item, r, res in zip(items.to_dict(orient="records"), rows, results)])
+    write_text(out / "judge_check.html", html)
+    print("\n".join(summary_lines(metrics, judge)), flush=True)
+    print(f"wrote {', '.join(OUTPUTS)} in {out}", flush=True)
