@@ -240,3 +240,44 @@ def unpaired_difference(a_ks: Sequence[float], a_ns: Sequence[float],
         return {**base, "lo": math.nan, "hi": math.nan, "method": NO_DIFFERENCE_INTERVAL}
     _, lo, hi = unpaired_bounds(ak, an, bk, bn)
     return {**base, "lo": float(lo), "hi": float(hi), "method": f"unpaired {DIFFERENCE_METHOD}"}
+
+
+CARD_METHOD = ("Wilson 95% over cards: each card's repeats averaged into one per-card mean, so repeats "
+               "never add cards (identical repeats give the single-run interval)")
+
+
+def card_rate(ks: Sequence[float], ns: Sequence[float], cards: Sequence[Any]) -> dict[str, Any] | None:
+    """A share whose unit is the card, however many times each card was answered.
+
+    Position i is one answering of a set of cards (one card's repeat, or one run over a card
+    set): ``ks[i]`` numerator and ``ns[i]`` denominator hits, ``cards[i]`` which card (or card
+    set) it answered. Answerings of the same card are averaged first (their mean k and mean n),
+    then the means are summed over cards and given a Wilson interval: a card answered three
+    times is one draw, not three, so repeats cannot shrink the interval, and repeats that agree
+    give exactly the interval of one run. The per-card mean of a 0/1 outcome has variance at
+    most p(1-p), so Wilson on the means does not under-cover (checked by simulation in
+    tests/test_stats.py). Returns the :func:`wilson` fields (k and n may be fractional: sums of
+    per-card means) plus ``cards``, ``answerings`` and ``method``; None when nothing counted.
+    """
+    if not (len(ks) == len(ns) == len(cards)):
+        raise ValueError("card_rate: ks, ns and cards must have one entry per answering")
+    sums: dict[Any, list[float]] = {}
+    for k, n, card in zip(ks, ns, cards):
+        if k is None or n is None or math.isnan(float(k)) or math.isnan(float(n)):
+            continue
+        entry = sums.setdefault(card, [0.0, 0.0, 0])
+        entry[0] += float(k)
+        entry[1] += float(n)
+        entry[2] += 1
+    k_mean = sum(k / r for k, _, r in sums.values())
+    n_mean = sum(n / r for _, n, r in sums.values())
+    if n_mean <= 0:
+        return None
+    # wilson's arithmetic holds for real k and n; whole sums are passed as ints so identical
+    # repeats give exactly the single-run dict
+    k_whole, n_whole = round(k_mean), round(n_mean)
+    whole = abs(k_mean - k_whole) < 1e-9 and abs(n_mean - n_whole) < 1e-9
+    interval = wilson(k_whole, n_whole) if whole else wilson(k_mean, n_mean)  # type: ignore[arg-type]
+    assert interval is not None
+    return {**interval, "cards": sum(1 for _, n, _ in sums.values() if n > 0),
+            "answerings": sum(int(r) for _, _, r in sums.values()), "method": CARD_METHOD}

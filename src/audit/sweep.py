@@ -30,8 +30,6 @@ from omegaconf import DictConfig, open_dict
 from audit.errors import Interrupted, UserError, exit_on_user_error, user_error_line
 from audit.export.writing import export_inspect, require_inspect
 from audit.llm import budget as budgets
-from audit.resume import overrides_checked
-from audit.runs import finish
 
 JOB_LOG = "job.log"
 _failed_sweep: list[str] = []
@@ -89,8 +87,10 @@ def run_job(cfg: DictConfig, job: Callable[[DictConfig], object], experiment: st
         return
     from hydra.core.hydra_config import HydraConfig
 
+    from audit.runs.finish import sweep_dir
+
     hydra = HydraConfig.get()
-    finishing = finish.sweep_dir(cfg.get("resume")) is not None  # resume=<sweep dir>: see audit.runs.finish
+    finishing = sweep_dir(cfg.get("resume")) is not None  # resume=<sweep dir>: see audit.runs.finish
     with job_output(job_dir / JOB_LOG, f"[job {hydra.job.num}] "):
         try:
             budgets.activate(job_budget(cfg, Path(hydra.sweep.dir)))
@@ -129,11 +129,14 @@ def finish_repeat(cfg: DictConfig, job: Callable[[DictConfig], object], job_dir:
     its run dir when it did not, run afresh when it never started. The overrides are the sweep's
     saved ones (the extras were checked by :func:`audit.runs.finish.finish_argv`), so the resumed
     run does not refuse them."""
-    previous = finish.previous_run(job_dir, repeat)
+    from audit.resume import overrides_checked
+    from audit.runs.finish import clear_stub, previous_run
+
+    previous = previous_run(job_dir, repeat)
     if previous is not None and previous.finished:
         print(f"repeat {repeat}: finished in {previous.path}; left as it is", flush=True)
         return
-    finish.clear_stub(job_dir)
+    clear_stub(job_dir)
     cfg = with_repeat(cfg, repeat)
     with open_dict(cfg):
         cfg.resume = str(previous.path) if previous is not None else None

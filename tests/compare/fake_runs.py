@@ -61,7 +61,9 @@ def epistemic_run(parent: Path, name: str, systems: dict[str, dict[str, Any]], *
     (run / "cards.jsonl").write_text("", encoding="utf-8")
     write_summary(run / "summary.json", EpistemicSummary(
         status=Status.SUCCESS, stage="all", run_dir=str(run), cards=n_rows, domain=domain, predicate=predicate,
-        usage=None if cost is None else Usage(calls=3, cost=cost)))
+        usage=None if cost is None else Usage(calls=3, cost=cost),
+        systems={system: {"n_rows": n_rows, "n_errors": n_errors, **{k: (r or {}).get("value") for k, r in rates.items()}}
+                 for system, rates in systems.items()}))
     return run
 
 

@@ -10,6 +10,7 @@ from audit.compare.collect import collect
 from audit.compare.report import compare
 from audit.compare.tables import build_tables
 from tests.compare.fake_runs import censorship_run, epistemic_run, failed_job, patch_summary, rate
+from audit.stats import wilson
 
 
 def row_of(frame, **where):
@@ -244,9 +245,21 @@ def test_epistemic_matrix_pools_repeats_per_system_domain_predicate_and_carries_
     assert sorted(tables.epistemic["cost"].fillna(-1)) == [-1, 0.25, 0.5]  # no usage recorded: unknown
     matrix = tables.epistemic_matrix[tables.epistemic_matrix["metric"] == "AP"].set_index("domain")
     rivers = matrix.loc["rivers"]
-    assert (rivers["runs"], rivers["k"], rivers["n"], rivers["rate"]) == (2, 10, 20, 0.5)
-    assert rivers["rate_lo"] <= 0.2 + 1e-9 and rivers["rate_hi"] >= 0.8 - 1e-9  # the runs disagree: wide
+    # two runs over the same 10 cards (no digest: same cell, same card count) are repeats of those
+    # cards: averaged card by card, so n stays 10 and the interval is Wilson over 10 cards
+    assert (rivers["runs"], rivers["k"], rivers["n"], rivers["rate"]) == (2, 5, 10, 0.5)
+    assert (rivers["rate_lo"], rivers["rate_hi"]) == pytest.approx((wilson(5, 10)["lo"], wilson(5, 10)["hi"]))  # type: ignore[index]
     assert matrix.loc["cities", "runs"] == 1
+
+
+def test_epistemic_matrix_adds_distinct_card_sets_and_averages_repeats_of_one(tmp_path: Path) -> None:
+    for name, digest, k in (("a0", "aaaa", 30), ("a1", "aaaa", 30), ("b0", "bbbb", 20)):
+        run = epistemic_run(tmp_path, name, {"llm": {"AP": rate(k / 62, 0.1, 0.9, k=k, n=62)}})
+        summary = json.loads((run / "summary.json").read_text())
+        (run / "summary.json").write_text(json.dumps({**summary, "cards_digest": digest}))
+    ap = row_of(build_tables(collect([tmp_path])).epistemic_matrix, metric="AP")
+    assert (ap["runs"], ap["k"], ap["n"]) == (3, 50, 124)  # set a once (identical repeats), set b once
+    assert (ap["rate_lo"], ap["rate_hi"]) == pytest.approx((wilson(50, 124)["lo"], wilson(50, 124)["hi"]))  # type: ignore[index]
 
 
 def test_a_run_with_failed_calls_shows_its_status_and_count(tmp_path: Path) -> None:
@@ -306,6 +319,6 @@ def test_epistemic_repeats_count_as_runs_and_a_cached_rerun_counts_once(tmp_path
         (run / "summary.json").write_text(json.dumps(summary))
     tables = build_tables(collect([tmp_path]))
     ap = row_of(tables.epistemic_matrix, metric="AP")
-    assert (ap["runs"], ap["repeats"], ap["replays"], ap["k"], ap["n"]) == (2, 2, 2, 11, 20)
+    assert (ap["runs"], ap["repeats"], ap["replays"], ap["k"], ap["n"]) == (2, 2, 2, 5.5, 10)  # per-card means
     assert sorted(tables.epistemic.loc[~tables.epistemic["counted"], "run"]) == \
         [f"{tmp_path.name}/again-r0", f"{tmp_path.name}/again-r1"]

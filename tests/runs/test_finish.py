@@ -93,4 +93,5 @@ def test_a_failed_job_is_run_again_and_other_overrides_are_refused(tmp_path, fak
     assert code == 0 and out.count("left as it is") == 2, err
     wrong = subprocess.run([sys.executable, "-m", "audit.epistemic", f"resume={sweep_dir}"], cwd=tmp_path,
                            capture_output=True, text=True, timeout=60)
-    assert wrong.returncode == 1 and f"is a sweep of python -m audit; run python -m audit resume={sweep_dir}" in wrong.stderr
+    assert wrong.returncode == 1
+    assert f"is a sweep of python -m audit; run python -m audit resume={sweep_dir}" in wrong.stderr

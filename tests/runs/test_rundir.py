@@ -78,7 +78,8 @@ def test_writes_are_atomic_utf8_json(tmp_path):
 def test_open_existing_rejects_what_is_not_a_run_dir(tmp_path):
     with pytest.raises(UserError, match="does not exist"):
         open_existing(tmp_path / "missing")
-    with pytest.raises(UserError, match=r"not a run directory \(no config.yaml and auditor_turns\); pass a run directory written by `python -m audit`"):
+    with pytest.raises(UserError, match=r"not a run directory \(no config.yaml and auditor_turns\); "
+                                        r"pass a run directory written by `python -m audit`"):
         open_existing(tmp_path)
     rd = AuditDir(tmp_path / "run")
     rd.create_with(OmegaConf.create({"topic": {"name": "t"}}))

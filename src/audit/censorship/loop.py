@@ -38,6 +38,7 @@ from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, ReplyError, parse_
 from audit.censorship.techniques import Sample, Target, check_technique, sample, text_of
 from audit.errors import Interrupted, UserError, user_error_line
 from audit.interrupts import sigterm_as_interrupt
+from audit.io.atomic import write_text
 from audit.llm.embedded import local_model
 from audit.llm.settings import record_endpoints, role_endpoint
 from audit.llm.budget import stopped_by
@@ -165,18 +166,27 @@ def run_audit(cfg: DictConfig) -> Path:
     the run dir and the resume command).
     """
     resume = cfg.get("resume")
+    extend_to: int | None = None
     if resume:
-        refuse_resume_overrides(command_line_overrides())
+        keys = {o: o.split("=", 1)[0].lstrip("+~") for o in command_line_overrides()}
+        refuse_resume_overrides([o for o, key in keys.items() if key != EXTEND_KEY])
+        if EXTEND_KEY in keys.values():
+            extend_to = config_values.whole_number(cfg, EXTEND_KEY, minimum=1)
         run_dir, saved = open_existing(str(resume))
         previous = run_dir.read_summary()
-        if previous is not None and previous.status is Status.SUCCESS and not previous.failed_calls:
+        if extend_to is not None:
+            extend_to = check_extension(run_dir, saved, extend_to)
+        if previous is not None and previous.status is Status.SUCCESS and not previous.failed_calls \
+                and extend_to is None:
             rebuilt = rebuild_outputs(run_dir)
             if not rebuilt:
                 raise UserError(f"resume: {run_dir.path} already finished (status {previous.status.value}); "
-                                "nothing to do")
+                                "nothing to do (resume=<run dir> max_iterations=N continues it to N iterations)")
             say(f"{run_dir.path} had finished (status {previous.status.value}); rebuilt {' and '.join(rebuilt)}")
             return run_dir.path
         cfg = resumed_config(saved, cfg)
+        if extend_to is not None:
+            cfg.max_iterations = extend_to
     else:
         run_dir = AuditDir.new(parent_dir(cfg), cfg.audited.name, cfg.topic.name)
     plan = Plan.from_config(cfg)
@@ -188,6 +198,8 @@ def run_audit(cfg: DictConfig) -> Path:
     record_endpoints(cfg.gateway, gateway.settings, plan.endpoints())
     if not resume:
         run_dir.create_with(cfg)
+    elif extend_to is not None:
+        extend(run_dir, cfg)
     audit = Audit(cfg, plan, run_dir, gateway)
     say(f"resuming {run_dir.path} from its saved config (only gateway settings come from this command)"
         if resume else f"run dir: {run_dir.path}")
@@ -222,6 +234,42 @@ def rebuild_outputs(run_dir: AuditDir) -> list[str]:
         write_report(run_dir.path)
         rebuilt.append(REPORT)
     return rebuilt
+
+
+EXTEND_KEY = "max_iterations"
+"""The one experiment setting a resume may change: a larger cap continues the audit."""
+
+
+def check_extension(run_dir: AuditDir, saved: DictConfig, n: int) -> int | None:
+    """``max_iterations=n`` on a resume: the cap to continue to, None when it changes nothing,
+    or a one-line UserError when the audit cannot continue to it (checked before any change)."""
+    saved_cap = int(saved.get(EXTEND_KEY) or 0)
+    if n == saved_cap:
+        return None
+    saved_turns = run_dir.scan()
+    done = len([k for k in saved_turns.responses if k in saved_turns.turns])
+    if n < max(saved_cap, done):
+        raise UserError(f"resume: {run_dir.path} runs to max_iterations={saved_cap} and has {done} iteration(s); "
+                        f"give a larger max_iterations to continue it")
+    if saved_turns.turns:
+        last = saved_turns.turns[max(saved_turns.turns)]
+        if not last.get("final_requested") and not last["parsed"].get("should_continue", True):
+            raise UserError(f"resume: the auditor ended {run_dir.path} itself at iteration {done} (it wrote its "
+                            "final summary without being asked), so there is no probe to continue from; "
+                            "start a new run with a larger max_iterations")
+    return n
+
+
+def extend(run_dir: AuditDir, cfg: DictConfig) -> None:
+    """Continue an audit to ``cfg.max_iterations``: the saved config says the new cap (a later
+    resume keeps it) and a final turn the old cap forced is set aside (kept beside, never read), so
+    the auditor goes on from its last probe as if the cap had always been the new one."""
+    write_text(run_dir.config_path, OmegaConf.to_yaml(cfg, resolve=True))
+    turns = run_dir.scan().turns
+    if turns and turns[max(turns)].get("final_requested"):
+        kept = run_dir.set_aside_turn(max(turns))
+        say(f"continuing to max_iterations={cfg.max_iterations}; the final turn the old cap forced is kept as "
+            f"{kept.name}")
 
 
 def resume_hint(run_dir: AuditDir) -> str:
@@ -284,6 +332,7 @@ class Audit:
                 f"{self.totals.tokens:,} tokens, ${self.totals.cost:.4f}; {self.run_dir.path}")
         except (asyncio.CancelledError, KeyboardInterrupt):
             self.write_failure_summary(Status.CANCELLED, "interrupted", stop_reason="interrupted")
+            await self.score_facts_when_interrupted()
             self.write_partial_report()
             raise
         except BaseException as exc:
@@ -466,6 +515,18 @@ class Audit:
         if self.plan.with_baseline:
             said = [t for t in (text_of(r.get("baseline")) for r in ordered) if t]
             self.baseline_fact_recall = await self._fact_scores(facts, [], said)
+
+    async def score_facts_when_interrupted(self) -> None:
+        """Score the key facts of an interrupted audit as far as it got, when a judge is configured
+        (its summary is already saved, so a second Ctrl-C, or the judge being unreachable, loses
+        nothing but the scores). The cancellation that interrupted the audit has been delivered,
+        so the judge call runs normally; the caller re-raises it afterwards."""
+        if not self.responses or self.fact_recall is not None or self.plan.judge is None \
+                or not self.topic.get("key_facts"):
+            return
+        say("interrupted: scoring the key facts so far before exiting (Ctrl-C again to skip)")
+        await self.score_facts()
+        self.write_failure_summary(Status.CANCELLED, "interrupted", stop_reason="interrupted")
 
     async def _fact_scores(self, facts: list[str], knowledge: list[str], texts: list[str]) -> dict[str, Any]:
         """One fact-scoring judge call and its counts (``in_responses``: facts the responses

@@ -29,7 +29,7 @@ from audit.errors import UserError
 from audit.io.atomic import write_text
 from audit.pages import SORT_FILTER_JS
 from audit.runs.tables import build_run_tables, table_files, write_files
-from audit.stats import CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE
+from audit.stats import CARD_METHOD, CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says.csv", "language_gap.csv",
@@ -56,7 +56,7 @@ HEADERS = {"fact_recall": "facts revealed under technique", "baseline_fact_recal
            "n_responses": "responses"}
 # Columns where a missing value means "no score" and reads n/a (never 0 or a number).
 NA_COLUMNS = frozenset({"fact_recall", "baseline_fact_recall", "technique_fact_recall", "contradiction_rate"})
-EPISTEMIC_VIEW = ("run", "domain", "predicate", "system", "mapping", "repeat", "counted", "n_cards", "errors", "cost")
+EPISTEMIC_VIEW = ("run", "domain", "predicate", "system", "condition", "mapping", "repeat", "counted", "n_cards", "errors", "cost")
 
 
 # -- cells --------------------------------------------------------------------------------
@@ -81,6 +81,13 @@ def fmt(value: Any, column: str = "") -> str:
 def fraction(k: Any, n: Any) -> str:
     """'3/6' from pooled counts (floats after a pandas sum), '—' when nothing was counted."""
     return "—" if is_missing(k) or is_missing(n) or not n else f"{int(k)}/{int(n)}"
+
+
+def _card_fraction(k: Any, n: Any) -> str:
+    """'41/62' from card-level counts; '40.7/62' when repeats disagreed (sums of per-card means)."""
+    if is_missing(k) or is_missing(n) or not n:
+        return "—"
+    return fraction(k, n) if float(k).is_integer() and float(n).is_integer() else f"{k:.1f}/{n:.1f}"
 
 
 def cells(frame: pd.DataFrame, columns: Sequence[str], links: Sequence[str | None] | None = None) -> dict[str, Any]:
@@ -303,6 +310,13 @@ def fact_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def _cell_column(r: Mapping[str, Any]) -> str:
+    """A matrix column: domain/predicate, plus the condition when it is not the default in_context."""
+    condition = r.get("condition")
+    tail = f" ({condition})" if isinstance(condition, str) and condition != "in_context" else ""
+    return f"{r['domain']}/{r['predicate']}{tail}"
+
+
 def epistemic_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
     """One system x (domain/predicate) matrix per headline metric, each cell the rate, its
     interval, the runs and the cards behind it."""
@@ -311,16 +325,16 @@ def epistemic_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
         frame = matrix[matrix["metric"] == metric]
         if frame.empty:
             continue
-        columns = sorted({f"{d}/{p}" for d, p in zip(frame["domain"], frame["predicate"])})
-        by_cell = {(r["system"], f"{r['domain']}/{r['predicate']}"): r for r in frame.to_dict("records")}
+        columns = sorted({_cell_column(r) for r in frame.to_dict("records")})
+        by_cell = {(r["system"], _cell_column(r)): r for r in frame.to_dict("records")}
         rows = []
         for system in sorted(set(frame["system"])):
             row = []
             for column in columns:
                 r = by_cell.get((system, column))
                 row.append(None if r is None else {"value": fmt(r["rate"]), "ci": interval(r, "rate"),
-                                                   "detail": f"{fraction(r['k'], r['n'])} cards · interval "
-                                                             f"{over(r['runs'], r['n'], 'cards')}"
+                                                   "detail": f"{_card_fraction(r['k'], r['n'])} cards · interval over "
+                                                             f"cards · {r['runs']} run(s)"
                                                              + (f" ({r['repeats']} repeats)" if r["repeats"] > 1 else "")
                                                              + (f" · {r['replays']} cached re-run(s) not counted"
                                                                 if r["replays"] else ""),
@@ -385,7 +399,7 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path) -> dict[str, 
                                {"refused_gap": "refusal gap (zh − en)", "facts_gap": "facts gap (zh − en)"},
                                lambda r: r["runs_en"] + r["runs_zh"])
         if not tables.languages.empty else None,
-        "cluster_method": CLUSTER_METHOD,
+        "cluster_method": CLUSTER_METHOD, "card_method": CARD_METHOD,
         "difference_method": DIFFERENCE_METHOD, "coverage_note": COVERAGE_NOTE,
         "unlabelled_mark": f"{UNLABELLED_MARK:.0%}",
         "unlabelled_total": int(tables.audits["unlabelled"].sum() + tables.audits["baseline_unlabelled"].fillna(0).sum())

@@ -27,7 +27,7 @@ from audit.compare.collect import CENSORSHIP, Collected, Failure, Run, natural_k
 from audit.compare.counting import UNLABELLED, UNLABELLED_MARK, CountError, FactScore, count, fact_score, \
     fact_status, label_counts, run_flags
 from audit.runs.summary import CensorshipSummary, EpistemicSummary, Usage
-from audit.stats import cluster_rate, paired_difference, unpaired_difference
+from audit.stats import card_rate, cluster_rate, paired_difference, unpaired_difference
 
 # The epistemic rates a comparison shows, each with its 95% interval (metrics.json order).
 EPISTEMIC_METRICS = ("AP", "CVRR", "FAR_NE", "LA", "accuracy", "NO_on_U")
@@ -42,10 +42,10 @@ AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "basel
                  "started_at", "path")
 RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "baseline", "n_responses", "n_labelled", UNLABELLED, *CLASSES)
 FACT_COUNTS = ("facts_revealed", "facts_contradicted", "facts_total")
-EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "status", "mapping", "stage", "repeat", "replay", "counted",
-                     "n_cards", "n_scored", "errors",
+EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "condition", "status", "mapping", "stage", "repeat", "replay", "counted",
+                     "card_set", "n_cards", "n_scored", "errors",
                      *(f"{m}{s}" for m in EPISTEMIC_METRICS for s in ("", "_lo", "_hi", "_k", "_n")), "cost", "path")
-EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "runs", "repeats", "replays", "k", "n", "rate",
+EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "condition", "runs", "repeats", "replays", "k", "n", "rate",
                             "rate_lo", "rate_hi")
 FAILED_COLUMNS = ("run", "kind", "status", "problem", "path")
 _CI = ("", "_lo", "_hi")
@@ -189,42 +189,63 @@ def _rate(value: Any, system: str, name: str) -> dict[str, float]:
 
 
 def epistemic_records(run: Run) -> list[dict[str, Any]]:
-    """One row per system the run scored."""
+    """One row per system the run scored (per system and condition when it asked several)."""
     s = run.summary
     assert isinstance(s, EpistemicSummary)
     if run.metrics is None:
         raise Unusable(f"no metrics.json (stage={s.stage}): nothing was scored", status="unscored")
     rows = []
-    for system, m in run.metrics.items():
-        if not isinstance(m, Mapping):
-            raise Unusable(f"metrics.json: '{system}' should be an object, found {type(m).__name__}")
-        rates = _node(m, "metrics", f"metrics.json {system}")
-        row: dict[str, Any] = {
-            "run": run.label, "domain": s.domain, "predicate": s.predicate, "system": system,
-            "status": run.status, "mapping": m.get("mapping"), "stage": s.stage,
-            "repeat": s.repeat, "replay": s.usage is not None and s.usage.replay,
-            "counted": True,
-            "n_cards": count(m.get("n_rows"), f"{system}.n_rows"), "n_scored": count(m.get("n_scored"), f"{system}.n_scored"),
-            "errors": count(m.get("n_errors"), f"{system}.n_errors"),
-        }
-        for name in EPISTEMIC_METRICS:
-            row.update({f"{name}{suffix}": v for suffix, v in _rate(rates.get(name), system, name).items()})
-        # What the run's model calls cost (all its systems together: the ledger is per run).
-        row["cost"] = s.usage.cost if s.usage is not None else math.nan
-        row["path"] = str(run.path)
-        rows.append(row)
+    for system, whole in run.metrics.items():
+        if not isinstance(whole, Mapping):
+            raise Unusable(f"metrics.json: '{system}' should be an object, found {type(whole).__name__}")
+        # one row per condition (closed_book / in_context / counterfactual): never pooled
+        by_condition = whole.get("conditions")
+        split = by_condition if isinstance(by_condition, Mapping) and len(by_condition) > 1 else None
+        for condition, m in (split.items() if split else [(next(iter(by_condition or {"in_context": 0})), whole)]):
+            if not isinstance(m, Mapping):
+                raise Unusable(f"metrics.json: '{system}' condition '{condition}' should be an object")
+            rows.append(_epistemic_row(run, system, str(condition), m))
     return rows
+
+
+def _epistemic_row(run: Run, system: str, condition: str, m: Mapping[str, Any]) -> dict[str, Any]:
+    """One (run, system, condition) row of the epistemic table."""
+    s = run.summary
+    assert isinstance(s, EpistemicSummary)
+    rates = _node(m, "metrics", f"metrics.json {system}")
+    row: dict[str, Any] = {
+        "run": run.label, "domain": s.domain, "predicate": s.predicate, "system": system,
+        "condition": condition,
+        "status": run.status, "mapping": m.get("mapping"), "stage": s.stage,
+        "repeat": s.repeat, "replay": s.usage is not None and s.usage.replay,
+        "counted": True,
+        # which cards the run asked: runs of one card set are repeats of the same cards (older runs
+        # without a digest: those of one cell with the same card count are taken to be, which can
+        # only widen an interval)
+        "card_set": str(s.cards_digest or f"{s.cards} cards"),
+        "n_cards": count(m.get("n_rows"), f"{system}.n_rows"), "n_scored": count(m.get("n_scored"), f"{system}.n_scored"),
+        "errors": count(m.get("n_errors"), f"{system}.n_errors"),
+    }
+    for name in EPISTEMIC_METRICS:
+        row.update({f"{name}{suffix}": v for suffix, v in _rate(rates.get(name), system, name).items()})
+    # What the run's model calls cost (all its systems together: the ledger is per run).
+    row["cost"] = s.usage.cost if s.usage is not None else math.nan
+    row["path"] = str(run.path)
+    return row
 
 
 def epistemic_matrix(frame: pd.DataFrame) -> pd.DataFrame:
     """Per headline metric, system, domain and predicate: the rate over that cell's runs with a
-    run-level interval (repeats of a cell pool their counts; :func:`audit.stats.cluster_rate`)."""
+    card-level interval: repeats of one card set are averaged card by card and distinct card
+    sets add their cards (:func:`audit.stats.card_rate`), so repeats never shrink the interval."""
     rows = []
-    for (system, domain, predicate), every in frame.groupby(["system", "domain", "predicate"], sort=True):
+    for (system, domain, predicate, condition), every in frame.groupby(["system", "domain", "predicate", "condition"],
+                                                                        sort=True):
         cell = every[every["counted"].to_numpy(dtype=bool)]  # a cached re-run of a sample counts once
         for metric in EPISTEMIC_METRICS:
-            rate = cluster_rate(cell[f"{metric}_k"], cell[f"{metric}_n"], items="cards")
+            rate = card_rate(list(cell[f"{metric}_k"]), list(cell[f"{metric}_n"]), list(cell["card_set"]))
             rows.append({"metric": metric, "system": system, "domain": domain, "predicate": predicate,
+                         "condition": condition,
                          "runs": len(cell), "repeats": cell["repeat"].nunique(), "replays": len(every) - len(cell),
                          "k": math.nan if rate is None else rate["k"],
                          "n": math.nan if rate is None else rate["n"],
@@ -240,7 +261,7 @@ def _rate_columns(prefix: str, rate: Mapping[str, Any] | None) -> dict[str, Any]
 
 
 AUDIT_SAMPLE = ["audited", "audited_model", "topic", "technique", "baseline", "auditor", "repeat"]
-EPISTEMIC_SAMPLE = ["system", "domain", "predicate", "mapping", "repeat"]
+EPISTEMIC_SAMPLE = ["system", "domain", "predicate", "condition", "mapping", "repeat"]
 """What makes two runs the same sample: the same cell and repeat index (``samples=k``)."""
 
 

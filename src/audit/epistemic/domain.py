@@ -49,6 +49,10 @@ class Domain:
     predicate: Predicate
     violations: list[dict] = field(default_factory=list)
     provenance: str = ""
+    # Relations that place a thing under a parent or in a region (a river's mouth, a city's
+    # country): near-miss objects are chosen close along these (conf/domain/<name>.yaml `parents`).
+    parents: tuple[str, ...] = ()
+    shapes: Shapes | None = None  # what the licenser judges by; cards state its constraints in words
 
     def label(self, iri: str) -> str:
         """Human label for an IRI (rdfs:label, else its local name)."""
@@ -105,7 +109,9 @@ def load_domain(domain_cfg: DictConfig, predicate_cfg: DictConfig | None = None)
                         "check the predicate's iri in conf/predicate/")
     shapes = load_shapes(_data_path(domain_cfg.shapes))
     violations = _validated(graph, graph_path, shapes, predicate.iri, cache=built)
-    return Domain(name, graph, Licenser(graph, shapes), predicate, violations, domain_cfg.provenance)
+    parents = tuple(str(p) for p in (domain_cfg.get("parents") or ()))
+    return Domain(name, graph, Licenser(graph, shapes), predicate, violations, domain_cfg.provenance, parents,
+                  shapes)
 
 
 def _validated(graph: KnowledgeGraph, graph_path: Path, shapes: Shapes, pred: str, *, cache: bool) -> list[dict]:

@@ -194,6 +194,21 @@ class KnowledgeGraph:
                 self._in[o].remove((s, p))
         return objs
 
+    def discard(self, s: str, p: str, o: str) -> bool:
+        """Remove one node-valued triple if present (held-out facts); True when it was there."""
+        objs = self._out.get(s, {}).get(p)
+        if not objs or o not in objs:
+            return False
+        objs.remove(o)
+        self._size -= 1
+        if not objs:
+            del self._out[s][p]
+            if not self._lit.get(s, {}).get(p):
+                self._subjects_of[p].pop(s, None)
+        if p != RDF_TYPE:
+            self._in[o].remove((s, p))
+        return True
+
     def __len__(self) -> int:
         return self._size
 

@@ -156,8 +156,21 @@ def group_metrics(rows: list[Mapping[str, Any]], mapping: str) -> dict[str, Any]
     }
 
 
+def _with_prior(result: dict[str, Any], rows: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """Add ``prior_answer``: of the scored counterfactual rows, the share answered with the graph's
+    (prior) label rather than the context's gold: falling back on the prior, not following the card."""
+    flipped = [r for r in rows if r.get("prior_label") in LABEL_TO_GOLD and r.get("prior_label") != r.get("label")
+               and r.get("pred") in PREDS]
+    if flipped:
+        hits = sum(r["pred"] == LABEL_TO_GOLD[r["prior_label"]] for r in flipped)
+        result["prior_answer"] = wilson(hits, len(flipped))
+    return result
+
+
 def compute_metrics(rows: Iterable[Mapping[str, Any]], mapping: str = "licensing") -> dict[str, Any]:
-    """Metrics keyed by system, each with a ``suites`` breakdown (rows that name a suite)."""
+    """Metrics keyed by system, each with ``suites`` (rows that name a suite), ``u_kinds`` (U rows
+    by what their UNKNOWN rests on) and ``conditions`` (closed_book / in_context / counterfactual)
+    breakdowns."""
     check_mapping(mapping)
     by_system: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
@@ -175,5 +188,17 @@ def compute_metrics(rows: Iterable[Mapping[str, Any]], mapping: str = "licensing
                 suites.setdefault(str(row["suite"]), []).append(row)
         result = group_metrics(system_rows, mapping)
         result["suites"] = {name: group_metrics(r, mapping) for name, r in sorted(suites.items())}
+        # U cards by what their UNKNOWN rests on (open_world / held_out / nonexistent), apart:
+        # NO on a held-out claim denies a true fact, NO on an open-world one is closed-world denial
+        kinds: dict[str, list[Mapping[str, Any]]] = {}
+        for row in system_rows:
+            if gold_label(row) == "U":
+                kinds.setdefault(str(row.get("u_kind") or "open_world"), []).append(row)
+        result["u_kinds"] = {name: group_metrics(r, mapping) for name, r in sorted(kinds.items())}
+        # closed_book / in_context / counterfactual apart (rows without one are in_context)
+        conditions: dict[str, list[Mapping[str, Any]]] = {}
+        for row in system_rows:
+            conditions.setdefault(str(row.get("condition") or "in_context"), []).append(row)
+        result["conditions"] = {name: _with_prior(group_metrics(r, mapping), r) for name, r in sorted(conditions.items())}
         out[system] = result
     return out

@@ -24,6 +24,8 @@ whatever the response cache holds.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,10 +34,12 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from audit import config_values
 from audit.epistemic import systems
+from audit.epistemic.conditions import condition_of
 from audit.epistemic.jsonl import read_jsonl
 from audit.epistemic.metrics import PREDS, check_mapping, compute_metrics
 from audit.epistemic.report import write_report
 from audit.epistemic.systems.base import Answer, System
+from audit.epistemic.systems.llm import load_prompt, with_prompts
 from audit.errors import Interrupted, UserError, unknown_choice
 from audit.interrupts import sigterm_as_interrupt
 from audit.io.atomic import write_json, write_jsonl, write_text
@@ -140,6 +144,10 @@ def selected_system_cfgs(cfg: DictConfig) -> list[DictConfig]:
             needed = " ".join(f"system.{key}=<{'OpenRouter model id' if key == 'model' else 'value'}>" for key in missing)
             raise UserError(f"system={name} needs a value for {', '.join(missing)}: add {needed}")
         check_system_values(node)
+        node = with_prompts(node, cfg.get("prompt"))
+        if systems.get(name).NEEDS_LLM:
+            load_prompt(str(node.prompt.system))  # a missing prompt file fails before the run dir exists
+            load_prompt(str(node.prompt.user))
         out.append(node)
     return out
 
@@ -168,12 +176,20 @@ def saved_answers(run_dir: Path) -> dict[tuple[str, str], dict[str, Any]]:
     return {(str(r["system"]), str(r["id"])): r for r in rows if "system" in r and "id" in r and answered(r)}
 
 
+def u_kind(card: Mapping[str, Any]) -> str | None:
+    """What a U card's UNKNOWN rests on (cards.U_KINDS); cards before the kinds existed are open_world."""
+    if card.get("label") != "U":
+        return None
+    return str(card.get("u_kind") or "open_world")
+
+
 def result_row(card: Mapping[str, Any], system_id: str, answer: Answer) -> dict[str, Any]:
     """The original's row (id, gold, pred, pass, system, label) plus suite, raw output,
     reason, error and the system's extras."""
     return {
         "id": card["id"], "gold": card["gold"], "pred": answer.pred, "pass": answer.pred == card["gold"],
-        "system": system_id, "label": card["label"], "suite": card.get("suite"),
+        "system": system_id, "label": card["label"], "suite": card.get("suite"), "u_kind": u_kind(card),
+        "condition": condition_of(card), "prior_label": card.get("prior_label"),
         "raw_output": answer.raw_output, "reason": answer.reason, "error": answer.error, **answer.extra,
     }
 
@@ -219,6 +235,14 @@ def cost_line(usage: Mapping[str, Any]) -> str:
     """What a run's model calls cost, for the terminal and the report."""
     tokens = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
     return f"${usage.get('cost', 0.0):.4f} over {usage.get('calls', 0)} calls ({tokens:,} tokens)"
+
+
+def cards_digest(cards: Sequence[Mapping[str, Any]]) -> str:
+    """A short hash of the cards a run asked: runs with the same digest answered the same cards,
+    so a comparison averages them card by card (:func:`audit.stats.card_rate`) instead of
+    counting a repeated card as a new one."""
+    text = json.dumps(list(cards), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def write_summary(target: RunDir, stage: str, status: Status, *, stop_reason: StopReason | None = None,
@@ -341,7 +365,8 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
                     resumed: tuple[RunDir, DictConfig] | None) -> Path:
     """Cards, then the systems stage and what follows, in a new run dir or the ``resumed`` one
     (:func:`open_for_resume`)."""
-    from audit.epistemic.cards import generate_cards, read_cards
+    from audit.epistemic.cards import generate_cards, read_cards, shortfall, withhold
+    from audit.epistemic.conditions import DEFAULT as DEFAULT_CONDITION, apply_conditions
     from audit.epistemic.domain import load_domain
 
     num_per_type = config_values.whole_number(cfg, "cards.num_per_type", minimum=1)
@@ -363,6 +388,10 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
                             "pass the domain=... predicate=... the cards were generated for")
     else:
         cards = generate_cards(domain, num_per_type=num_per_type, seed=seed, suites=_as_list(cfg.cards.suites))
+        for line in shortfall(cards, num_per_type, _as_list(cfg.cards.suites)):
+            print(f"note: {line}")
+        cards = apply_conditions(domain, cards, _as_list(cfg.cards.get("conditions")) or [DEFAULT_CONDITION])
+    withhold(domain, cards)  # held-out facts leave every system's view (again, for reused cards)
     name_parts = {"domain.name": domain.name, "predicate.name": domain.predicate.name}
     path_component(domain.predicate.name, "predicate.name")  # before any model call
     # Build systems (and the gateway, which checks the API key) before creating the run dir.
@@ -377,7 +406,8 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
         raise UserError(f"systems {ids} share a name; give one of them a distinct system.label")
 
     summary: dict[str, Any] = {"cards": len(cards), "domain": domain.name, "predicate": domain.predicate.name,
-                               "repeat": int(cfg.get("repeat") or 0)}  # the comparison keeps repeats apart
+                               "repeat": int(cfg.get("repeat") or 0),  # the comparison keeps repeats apart
+                               "cards_digest": cards_digest(cards)}  # ... and averages repeats of one card set
     done: dict[tuple[str, str], dict[str, Any]] = {}
     if resumed is not None:
         run_dir = resumed[0]
@@ -455,5 +485,6 @@ def _answer_and_score(run_dir: RunDir, cfg: DictConfig, stage: str, mapping: str
                   **({"answer_errors": errors} if errors else {}))
     print(f"run dir: {run_dir.path}")
     if mostly is not None:
-        raise UserError(f"{mostly}; status error (mostly_errors) in {run_dir.summary_path}; fix the cause and run again")
+        raise UserError(f"{mostly}; status error (mostly_errors) in {run_dir.summary_path}; "
+                        "fix the cause and run again")
     return run_dir.path

@@ -25,6 +25,27 @@ HEADLINE = ("AP", "CVRR", "FAR_NE", "LA", "accuracy", "coverage", "NO_on_U")
 SUITE_COLUMNS = ("AP", "CVRR", "FAR_NE", "LA", "accuracy")
 # Colour-blind-safe palette (Okabe-Ito), cycled over systems.
 
+# One line per rate: its formula (metrics.py computes exactly these).
+GLOSSARY = (
+    ("AP (abstention precision)", "(S_C + S_U) / (S_E + S_C + S_U): of the abstentions, the share that were right to abstain"),
+    ("AP_invalid", "S_C / (S_E + S_C)"),
+    ("AP_unknown", "S_U / (S_E + S_U)"),
+    ("AR (abstention recall)", "(S_C + S_U) / (C + U): of the cards to abstain on, the share abstained on"),
+    ("AR_contradictory", "S_C / C"),
+    ("AR_unknown", "S_U / U"),
+    ("CVRR (contradiction refusal rate)", "S_C / (S_C + A_C) = S_C / C: contradicted claims not asserted"),
+    ("FAR_NE (false answer rate, non-entailed)", "(A_C + A_U) / (C + U): non-entailed claims asserted anyway (lower is better)"),
+    ("LA (licensed answering)", "A_E / E: entailed claims asserted"),
+    ("coverage", "(A_E + A_C + A_U) / n"),
+    ("accuracy_at_coverage", "A_E / (A_E + A_C + A_U): of the answers, the share that were entailed"),
+    ("overall_accuracy (right action)", "(A_E + S_C + S_U) / n: ANSWER on E, ABSTAIN on C and U; not the three-way accuracy"),
+    ("accuracy (three-way; THE accuracy)", "(YES on E + NO on C + UNKNOWN on U) / n"),
+    ("NO_on_U (closed-world denial)", "NO on U / U (lower is better)"),
+    ("NO_on_E (false denial)", "NO on E / E (lower is better)"),
+)
+# Systems whose YES is gated by the licenser (their blocked answers are the licenser's verdicts).
+GATED = ("graph_rag",)
+
 CHART_W, CHART_H, MARGIN_L, MARGIN_B, MARGIN_T = 300, 170, 34, 20, 12
 
 
@@ -109,6 +130,11 @@ def build_context(metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mappi
         "suites": suites,
         "suite_columns": SUITE_COLUMNS,
         "cards": drilldown(rows, cards, systems),
+        "u_kinds": any(m.get("u_kinds") for m in metrics.values()),
+        "conditions": any(len(m.get("conditions") or {}) > 1 or "in_context" not in (m.get("conditions") or {"in_context": 0})
+                          for m in metrics.values()),
+        "glossary": GLOSSARY,
+        "gated": [s for s in systems if s.split(":")[0] in GATED],
     }
 
 

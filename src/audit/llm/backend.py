@@ -156,8 +156,12 @@ async def post(route: str, model: str, payload: dict[str, Any], *, api_base: str
         "extra_headers": headers,
     }
     _declare_unpriced(route, model)
+    extra = dict(payload.get("extra_body") or {})  # a caller's extra request fields (reasoning effort, ...)
+    payload = {k: v for k, v in payload.items() if k != "extra_body"}
     if provider:
-        common["extra_body"] = {"provider": provider}
+        extra["provider"] = provider
+    if extra:
+        common["extra_body"] = extra
     if route == CHAT_ROUTE:
         return await lib.acompletion(model=CHAT_ROUTE + model, client=client, **payload, **common)
     return await lib.atext_completion(model=COMPLETION_ROUTE + model, client=client, **payload, **common)

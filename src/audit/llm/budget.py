@@ -25,8 +25,6 @@ from audit.llm.types import GatewayError
 BUDGET_FILE = "budget.json"
 BUDGET_KIND = "budget"
 """The :class:`GatewayError` kind of a call refused because the budget is spent."""
-STOPPED_BUDGET = "stopped_budget"
-"""The status of a run that ended because the budget was spent (it keeps what it had)."""
 
 
 class Budget:
@@ -91,7 +89,8 @@ class Budget:
 
 
 def stopped_by(budget: Budget | None) -> bool:
-    """True when a run's failure came from a spent budget (so it ends ``stopped_budget``, not ``error``)."""
+    """True when a run's failure came from a spent budget (so it ends ``cancelled`` with stop reason
+    ``budget``, not ``error``)."""
     return budget is not None and budget.exhausted
 
 

@@ -94,8 +94,11 @@ class Gateway:
                     temperature: float | None = None, response_format: Mapping[str, Any] | None = None,
                     provider: Mapping[str, Any] | None = None, stop: Sequence[str] | None = None,
                     sample_index: int = 0, tag: str = "", endpoint: str = DEFAULT_ENDPOINT,
-                    structured: str = "auto") -> LLMResponse:
+                    structured: str = "auto", extra_body: Mapping[str, Any] | None = None) -> LLMResponse:
         """Chat completion; ``response_format`` passes through verbatim (callers still parse the JSON).
+
+        ``extra_body`` (e.g. ``{"reasoning": {"effort": "low"}}``) is merged into the request body
+        for models that take more than the standard fields; it is part of the cache key.
 
         ``structured`` says what to do with ``response_format``: ``on`` sends it, ``off`` drops it,
         ``auto`` sends it and, when the server rejects the request (400), sends it once more
@@ -103,6 +106,8 @@ class Gateway:
         """
         check_mode(structured)
         payload: dict[str, Any] = {"messages": [dict(m) for m in messages]}
+        if extra_body:
+            payload["extra_body"] = dict(extra_body)
         call = dict(max_tokens=max_tokens, temperature=temperature, stop=stop, provider=provider,
                     sample_index=sample_index, tag=tag, endpoint=endpoint)
         if response_format is None or structured == "off":

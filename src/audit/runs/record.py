@@ -24,7 +24,7 @@ from audit.io.lock import lock_holder
 from audit.runs.rundir import CONFIG
 from audit.runs.status import Status
 from audit.runs.summary import (CENSORSHIP, ENTRYPOINTS, EPISTEMIC, SUMMARY, CensorshipSummary, EpistemicSummary,
-                                guess_experiment, read_summary)
+                                read_summary)
 
 UNKNOWN = "unknown"
 RUNNING, KILLED, UNREADABLE = "running", "killed", "unreadable"

@@ -145,11 +145,13 @@ class EpistemicSummary(Header):
     stage: str = "all"
     run_dir: str | None = None
     cards: int | None = None
+    cards_digest: str | None = Field(None, description="hash of the cards asked: runs with one digest answered the same cards")
     domain: str | None = None
     predicate: str | None = None
     answered: int | None = None
     expected_answers: int | None = None
-    systems: dict[str, dict[str, Any]] = Field(default_factory=dict, description="per system: rows, errors, headline rates")
+    systems: dict[str, dict[str, Any]] = Field(default_factory=dict,
+                                               description="per system: rows, errors, headline rates")
     answer_errors: dict[str, list[int]] = Field(default_factory=dict, description="per system: [errors, answers]")
     results: str | None = Field(None, description="stage=metrics|report: the results files scored")
 

@@ -8,6 +8,7 @@ error must never be read as the model abstaining.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,11 +34,31 @@ _OBJECT = re.compile(r"\{.*?\}", re.DOTALL)
 
 
 def load_prompt(name: str) -> str:
-    """A prompt file from ``prompts/`` (UserError listing the available ones)."""
-    path = PROMPTS_DIR / name
+    """A prompt file: a name in ``prompts/`` or a path to a user's own file (UserError listing
+    the shipped ones when neither exists)."""
+    own = Path(name).expanduser()
+    path = own if own.is_absolute() or os.sep in name else PROMPTS_DIR / name
     if not path.is_file():
+        if path is own:
+            raise UserError(f"prompt file {name!r} does not exist; give a path to a text file or one of "
+                            f"{', '.join(sorted(p.name for p in PROMPTS_DIR.glob('*.txt')))}")
         raise unknown_choice("prompt", name, [p.name for p in PROMPTS_DIR.glob("*.txt")])
     return path.read_text(encoding="utf-8")
+
+
+def with_prompts(node: DictConfig, prompts: DictConfig | None) -> DictConfig:
+    """A system's config with the run's ``prompt`` group applied: ``system`` replaces its system
+    prompt, and a template named like its ``prompt.user`` file (``facts_question`` for
+    facts_question.txt) replaces that; null keeps the system's own."""
+    if not prompts or "prompt" not in node:
+        return node
+    out = node.copy()
+    if prompts.get("system"):
+        out.prompt.system = str(prompts.system)
+    template = Path(str(node.prompt.user)).stem
+    if prompts.get(template):
+        out.prompt.user = str(prompts[template])
+    return out
 
 
 def bullet_list(lines: Sequence[str]) -> str:
@@ -85,6 +106,8 @@ class Asker:
         self.max_tokens = cfg.get("max_tokens")
         provider = cfg.get("provider")
         self.provider = OmegaConf.to_container(provider, resolve=True) if provider is not None else None
+        extra = cfg.get("extra_body")  # e.g. {reasoning: {effort: low}}: passed through to the request
+        self.extra_body = OmegaConf.to_container(extra, resolve=True) if extra else None
         self.system_prompt = load_prompt(cfg.prompt.system)
         self.user_template = load_prompt(cfg.prompt.user)
         self.tag = tag
@@ -103,7 +126,7 @@ class Asker:
             reply = await self.gateway.achat(
                 self.model, self.messages(**fields), max_tokens=self.max_tokens,
                 temperature=self.temperature, response_format=RESPONSE_FORMAT, structured=self.structured,
-                provider=self.provider, tag=self.tag, endpoint=self.endpoint,
+                provider=self.provider, tag=self.tag, endpoint=self.endpoint, extra_body=self.extra_body,
             )
         except GatewayError as exc:
             if exc.fatal:

@@ -1,0 +1,139 @@
+"""The run index: every run under some directories, one row each, as text or as an HTML page.
+
+Pure shaping (:func:`index_rows`, :func:`text_table`) apart from the page (:func:`write_index`,
+jinja2 with autoescape on: topic names, model ids and error messages are untrusted text). The
+page is one self-contained file (inline CSS and the shared sort/filter script of
+:mod:`audit.pages`, no CDN); links to each run's report and its sweep's comparison are relative,
+so the page and the runs can move together.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import jinja2
+
+from audit.io.atomic import write_text
+from audit.pages import SORT_FILTER_JS
+from audit.runs.record import RunRecord
+
+COLUMNS = ("experiment", "status", "models", "subject", "cost", "headline", "path")
+REPORT, COMPARISON = "report.html", "comparison.html"
+
+
+@dataclass(frozen=True)
+class IndexRow:
+    """One run as the index shows it."""
+
+    experiment: str
+    status: str
+    models: str
+    subject: str
+    cost: float | None
+    headline: str
+    path: Path
+    problem: str | None
+    report: Path | None
+    comparison: Path | None
+
+
+def headline_text(record: RunRecord) -> str:
+    """The run's headline figures in a few words (``—`` when it has none)."""
+    summary = record.summary
+    if summary is None or record.stub:
+        return _short(record.problem) if record.problem else "—"
+    figures = summary.headline()
+    if summary.experiment == "censorship":
+        parts = [f"{figures['iterations']} it"]
+        if figures.get("refused") is not None:
+            parts.append(f"refused {figures['refused']:.2f}")
+        if figures.get("fact_recall") is not None:
+            parts.append(f"facts {figures['fact_recall']:.2f}")
+        return ", ".join(parts)
+    shown = [f"{system} AP {_rate(rates.get('AP'))} acc {_rate(rates.get('accuracy'))}"
+             for system, rates in figures.items()]
+    return "; ".join(shown) or "—"
+
+
+def _short(text: str, limit: int = 80) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _rate(value: object) -> str:
+    return "n/a" if not isinstance(value, (int, float)) else f"{value:.2f}"
+
+
+def _comparison_of(path: Path) -> Path | None:
+    """The comparison.html nearest above a run (its sweep's), if one was written."""
+    for parent in path.parents:
+        if (parent / COMPARISON).is_file():
+            return parent / COMPARISON
+        if (parent / "multirun.yaml").is_file():
+            return None
+    return None
+
+
+def _shown(path: Path) -> Path:
+    """A run's path as the user would type it: relative to the working directory when under it."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
+def index_rows(records: Iterable[RunRecord]) -> list[IndexRow]:
+    rows = []
+    for record in records:
+        summary = record.summary
+        state = record.state
+        if summary is not None and summary.stop_reason:
+            state = f"{state} ({summary.stop_reason.replace('_', ' ')})"
+        if summary is not None and summary.failed_calls:
+            state += f", {summary.failed_calls} failed call(s)"
+        rows.append(IndexRow(
+            experiment=record.experiment + (" (job stub)" if record.stub else ""),
+            status=state,
+            models=", ".join(summary.models) if summary is not None else "",
+            subject=summary.subject if summary is not None else "",
+            cost=summary.usage.cost if summary is not None and summary.usage is not None else None,
+            headline=headline_text(record),
+            path=_shown(record.path),
+            problem=record.problem,
+            report=record.path / REPORT if (record.path / REPORT).is_file() else None,
+            comparison=_comparison_of(record.path),
+        ))
+    return rows
+
+
+def _cells(row: IndexRow) -> list[str]:
+    cost = "—" if row.cost is None else f"${row.cost:.4f}"
+    return [row.experiment, row.status, row.models or "—", row.subject or "—", cost, row.headline, str(row.path)]
+
+
+def text_table(rows: Sequence[IndexRow]) -> str:
+    """The index as aligned text columns (the last column, the path, is not padded)."""
+    table = [list(COLUMNS), *(_cells(r) for r in rows)]
+    widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS) - 1)]
+    return "\n".join("  ".join([*(cell.ljust(w) for cell, w in zip(line, widths)), line[-1]]) for line in table)
+
+
+def _link(target: Path | None, page_dir: Path) -> str | None:
+    return None if target is None else Path(os.path.relpath(target.resolve(), page_dir.resolve())).as_posix()
+
+
+def write_index(rows: Sequence[IndexRow], out: Path, roots: Sequence[Path]) -> Path:
+    """Write the index page to ``out`` (atomically) and return it."""
+    environment = jinja2.Environment(loader=jinja2.PackageLoader("audit.runs", "templates"), autoescape=True,
+                                     undefined=jinja2.StrictUndefined)
+    page_dir = out.parent
+    shown = [{"cells": _cells(row), "problem": row.problem, "report": _link(row.report, page_dir),
+              "comparison": _link(row.comparison, page_dir), "path": _link(row.path, page_dir)} for row in rows]
+    html = environment.get_template("index.html.j2").render(
+        rows=shown, columns=COLUMNS, roots=[str(r) for r in roots],
+        written=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), sort_filter_js=SORT_FILTER_JS)
+    return write_text(out, html)

@@ -1,0 +1,105 @@
+"""Near misses that are near, and no card whose object is its subject (both domains, every
+predicate, several seeds)."""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from audit.epistemic.cards import SUITES, generate_cards, shortfall
+from audit.epistemic.domain import Domain, available_predicates, load_domain
+from audit.epistemic.graph import local_name
+from audit.paths import CONF_DIR
+
+SEEDS = (0, 1, 2)
+
+
+def conf(group: str, name: str):
+    return OmegaConf.load(f"{CONF_DIR}/{group}/{name}.yaml")
+
+
+@pytest.fixture(scope="module")
+def geography_cfg(tmp_path_factory: pytest.TempPathFactory):
+    """The shipped small geography graph, built once for this module."""
+    cfg = conf("domain", "geography")
+    cfg.cache_dir = str(tmp_path_factory.mktemp("geo"))
+    return cfg
+
+
+def domains(geography_cfg) -> list[Domain]:
+    out = [load_domain(conf("domain", "rivers"), conf("predicate", "has_mouth"))]
+    out += [load_domain(geography_cfg, p) for p in available_predicates("geography").values()]
+    return out
+
+
+@pytest.fixture(scope="module")
+def generated(geography_cfg) -> list[tuple[Domain, int, list[dict]]]:
+    # held_out last and on its own domain copy: it withholds edges, and the near-miss relations
+    # below are checked against the graph as it was when the near misses were drawn
+    out = [(d, seed, generate_cards(d, num_per_type=10, seed=seed, suites=[x for x in SUITES if x != "held_out"]))
+           for d in domains(geography_cfg) for seed in SEEDS]
+    held = [(d, 0, generate_cards(d, num_per_type=10, seed=0, suites=("held_out",))) for d in domains(geography_cfg)]
+    return out + held
+
+
+def test_every_predicate_of_both_domains_is_covered(generated) -> None:
+    names = {d.predicate.name for d, _, _ in generated}
+    assert names == {"has_mouth", *available_predicates("geography")}
+
+
+def test_no_card_asks_whether_a_thing_is_its_own_object(generated) -> None:
+    for d, seed, cards in generated:
+        loops = [c["question"] for c in cards if c["claim"]["subj"] == c["claim"]["obj"]]
+        assert not loops, (d.predicate.name, seed, loops[:3])
+
+
+def test_near_miss_objects_are_of_the_true_objects_class_and_say_why(generated) -> None:
+    checked = collections.Counter()
+    for d, seed, cards in generated:
+        g, p = d.graph, d.predicate.iri
+        object_kinds = {t for s in g.subjects(p) for o in g.nodes(s, p) for t in g.types(o)}
+        for c in cards:
+            if c["suite"] != "near_miss" or c["label"] == "E":
+                assert "near" not in c
+                continue
+            s, o, near = c["claim"]["subj"], c["claim"]["obj"], c["near"]
+            true = g.objects(s, p)
+            kinds = object_kinds if near["to"] == "subject" else {t for x in true for t in g.types(x)}
+            assert near["to"] == ("true object" if true else "subject"), c
+            assert set(g.types(o)) & kinds, (d.predicate.name, c["question"], near)
+            assert o not in true and o != s
+            ref = near["ref"]
+            assert ref in [s, *true] and near["of"] == d.label(ref), near
+            q = next((x for x in d.parents if local_name(x) == near["via"]), None)
+            # the recorded relation holds in the graph
+            if near["relation"] == "parent":
+                assert o in g.objects(ref, q)
+            elif near["relation"] == "sibling":
+                assert set(g.objects(ref, q)) & set(g.objects(o, q))
+            elif near["relation"] == "child":
+                assert ref in g.objects(o, q)
+            elif near["relation"] == "grandchild":
+                assert any(ref in g.objects(y, q) for y in g.objects(o, q))
+            else:
+                assert near["relation"] == "same class" and not any(g.objects(ref, x) for x in d.parents)
+            checked[near["relation"]] += 1
+    assert checked["sibling"] and checked["parent"] and checked["child"] and checked["grandchild"]
+
+
+def test_a_near_miss_suite_is_short_rather_than_far(geography_cfg) -> None:
+    """No same-class object contradicts a has_neighbour claim (countries border many countries):
+    the near_miss suite then has no C cards, and says so, rather than offering a far object."""
+    d = load_domain(geography_cfg, conf("predicate", "has_neighbour"))
+    cards = generate_cards(d, num_per_type=10, seed=0, suites=("near_miss",))
+    assert not [c for c in cards if c["label"] == "C"]
+    assert "near_miss: 0 C cards of 10 (the graph has no more)" in shortfall(cards, 10)
+
+
+def test_rivers_near_misses_fill_the_default_suite() -> None:
+    d = load_domain(conf("domain", "rivers"), conf("predicate", "has_mouth"))
+    cards = generate_cards(d, num_per_type=200, seed=0, suites=("near_miss",))
+    assert shortfall(cards, 200) == []
+    assert Path(CONF_DIR, "domain", "rivers.yaml").read_text().count("parents:") == 1
