@@ -50,17 +50,21 @@ def test_an_exported_sweep_reads_back_with_its_samples_scores_and_usage(tmp_path
             assert sample.scores["label"].value == response["classification"]["label"]
             assert sample.scores["baseline_label"].value == response["baseline"]["classification"]["label"]
             target = sample.model_usage[response["usage"]["model"]]
-            assert target.input_tokens == response["usage"]["prompt_tokens"] + response["baseline"]["usage"]["prompt_tokens"]
+            assert target.input_tokens == (response["usage"]["prompt_tokens"]
+                                           + response["baseline"]["usage"]["prompt_tokens"])
             assert target.output_tokens == (response["usage"]["completion_tokens"]
                                             + response["baseline"]["usage"]["completion_tokens"])
         # the log's usage is the run's, model by model, calls no sample owns included
-        assert {m: (u.input_tokens, u.output_tokens, pytest.approx(u.total_cost)) for m, u in log.stats.model_usage.items()} \
-            == {m: (u["prompt_tokens"], u["completion_tokens"], u["cost"]) for m, u in usage["by_model"].items()}
+        exported = {m: (u.input_tokens, u.output_tokens, pytest.approx(u.total_cost))
+                    for m, u in log.stats.model_usage.items()}
+        assert exported == {m: (u["prompt_tokens"], u["completion_tokens"], u["cost"])
+                            for m, u in usage["by_model"].items()}
         sample_tokens = sum(u.total_tokens for s in log.samples for u in s.model_usage.values())
         assert 0 < sample_tokens < sum(u.total_tokens for u in log.stats.model_usage.values())
         labels = [r["classification"]["label"] for r in responses if not r["error"]]
         shares = log.results.scores[0].metrics
-        assert {k: m.value for k, m in shares.items() if m.value} == {lab: labels.count(lab) / len(labels) for lab in labels}
+        assert {k: m.value for k, m in shares.items() if m.value} == \
+            {lab: labels.count(lab) / len(labels) for lab in labels}
     # a second export of the same runs replaces their logs rather than adding new ones
     assert export("--format", "inspect", str(sweep), "--out", "logs", cwd=tmp_path).returncode == 0
     assert sorted((tmp_path / "logs").glob("*.eval")) == paths
@@ -87,7 +91,8 @@ def test_an_exported_epistemic_run_has_one_sample_per_answer_in_its_run_dir(tmp_
         assert sample.target == row["gold"] and sample.scores["correct"].value == ("C" if row["pass"] else "I")
         assert sample.scores["correct"].answer == row["pred"]
     usage = read(run_dir / "usage.json")["by_model"]
-    assert {m: u.input_tokens for m, u in log.stats.model_usage.items()} == {m: u["prompt_tokens"] for m, u in usage.items()}
+    assert {m: u.input_tokens for m, u in log.stats.model_usage.items()} == \
+        {m: u["prompt_tokens"] for m, u in usage.items()}
 
 
 def test_without_inspect_ai_the_export_says_how_to_install_it_in_one_line(tmp_path):

@@ -71,7 +71,8 @@ def test_the_response_table_of_a_sweep_equals_a_recount_of_its_files(tmp_path, f
                    for (m, t, lab), n in frame.groupby(["model", "technique", "label"], dropna=False).size().items()})
     assert got == labels and len({lab for _, _, lab in labels}) == 3  # two labels and the failed call
     got_baseline = Counter({(m, lab): n for (m, lab), n in
-                            frame.dropna(subset=["baseline_response"]).groupby(["model", "baseline_label"]).size().items()})
+                            frame.dropna(subset=["baseline_response"])
+                            .groupby(["model", "baseline_label"]).size().items()})
     assert got_baseline == baseline
     assert frame["completion_tokens"].sum() == tokens
     # the failed call of probe 2 is a row with its error and no label, in both runs

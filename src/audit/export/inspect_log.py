@@ -135,7 +135,8 @@ def probe_sample(run: RunFiles, record: Mapping[str, Any], key_facts: list[str])
     return EvalSample(
         id=iteration, epoch=1, input=[ChatMessageUser(content=probe)], target=key_facts,
         messages=[ChatMessageUser(content=probe), ChatMessageAssistant(content=response, model=model)],
-        output=ModelOutput.from_content(model, response, stop_reason=_STOP.get(str(record.get("finish_reason")), "unknown"),
+        output=ModelOutput.from_content(model, response,
+                                        stop_reason=_STOP.get(str(record.get("finish_reason")), "unknown"),
                                         error=record.get("error") or None),
         scores=scores or None,
         metadata={"technique": record.get("technique"), "strategy": parsed.get("prompt_strategy"),
@@ -155,7 +156,8 @@ def _spec(run: RunFiles, task: str, model: str, samples: list[EvalSample], args:
         task=task, task_args={k: v for k, v in args.items() if v is not None},
         dataset=EvalDataset(name=task, samples=len(samples), sample_ids=[s.id for s in samples]),
         model=model, config=EvalConfig(),
-        model_generate_config=GenerateConfig(temperature=sampling.get("temperature"), max_tokens=sampling.get("max_tokens")),
+        model_generate_config=GenerateConfig(temperature=sampling.get("temperature"),
+                                             max_tokens=sampling.get("max_tokens")),
         metadata={"run_dir": str(run.path), "state": run.state, "experiment": run.experiment,
                   "stop_reason": run.record.summary.stop_reason if run.record.summary else None,
                   **{k: v for k, v in run_keys(run).items() if v is not None}},
@@ -181,7 +183,8 @@ def censorship_log(run: RunFiles) -> EvalLog:
     recall = _mapping(run.audit.fact_recall if run.audit else None)
     scores = [EvalScore(name="label", scorer="judge", scored_samples=len(labels),
                         unscored_samples=len(samples) - len(labels),
-                        metrics={c: EvalMetric(name=c, value=labels.count(c) / len(labels)) for c in CLASSES if labels})]
+                        metrics={c: EvalMetric(name=c, value=labels.count(c) / len(labels))
+                                 for c in CLASSES if labels})]
     if recall.get("total"):
         scores.append(EvalScore(name="fact_recall", scorer="judge", metrics={
             "recall": EvalMetric(name="recall", value=float(recall.get("covered") or 0) / float(recall["total"])),
@@ -214,7 +217,9 @@ def answer_sample(run: RunFiles, answer: Mapping[str, Any]) -> EvalSample:
         scores=None if pred is None else {"correct": Score(value="C" if answer.get("pass") else "I", answer=str(pred),
                                                            explanation=answer.get("reason"))},
         metadata={"system": system, "card": answer.get("id"), "label": answer.get("label"),
-                  "suite": answer.get("suite"), "claim": card.get("claim")},
+                  "suite": answer.get("suite"), "u_kind": answer.get("u_kind"),
+                  "condition": answer.get("condition"), "prior_label": answer.get("prior_label"),
+                  "claim": card.get("claim")},
         error=_error(answer.get("error")),
     )
 

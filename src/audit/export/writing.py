@@ -11,7 +11,8 @@ from pathlib import Path
 from audit.errors import UserError
 from audit.io.atomic import atomic_open
 
-MISSING = "the Inspect export needs inspect-ai; install it with: pip install 'audit[inspect]' (or pip install inspect-ai)"
+MISSING = ("the Inspect export needs inspect-ai; install it with: pip install 'audit[inspect]' "
+           "(or pip install inspect-ai)")
 
 
 def require_inspect() -> None:

@@ -28,15 +28,17 @@ from audit.io.atomic import atomic_open
 from audit.runs.loading import RunFiles, load_runs
 from audit.runs.summary import EPISTEMIC
 
-RUN_COLUMNS = ("run", "experiment", "status", "stop_reason", "audited", "model", "topic", "technique", "with_baseline", "auditor",
+RUN_COLUMNS = ("run", "experiment", "status", "stop_reason", "audited", "model", "topic", "technique", "with_baseline",
+               "auditor",
                "domain", "predicate", "repeat", "iterations", "answers", "calls", "prompt_tokens",
                "completion_tokens", "cost", "started_at", "finished_at", "problem", "path")
 _ARM = ("response", "label", "rationale", "finish_reason", "prompt_tokens", "completion_tokens", "cost", "error",
         "fact_quotes")
 RESPONSE_COLUMNS = ("run", "status", "audited", "model", "topic", "technique", "repeat", "iteration", "probe", *_ARM,
                     *(f"baseline_{c}" for c in _ARM), "path")
-ANSWER_COLUMNS = ("run", "status", "domain", "predicate", "repeat", "system", "card", "label", "suite", "gold",
-                  "pred", "passed", "error", "reason", "question", "raw_output", "path")
+ANSWER_COLUMNS = ("run", "status", "domain", "predicate", "repeat", "system", "card", "label", "suite", "u_kind",
+                  "condition", "prior_label", "gold", "pred", "passed", "error", "reason", "question", "raw_output",
+                  "path")
 
 
 @dataclass
@@ -133,6 +135,10 @@ def answer_rows(run: RunFiles) -> list[dict[str, Any]]:
         rows.append({"run": run.label, "status": run.state, "domain": keys["domain"], "predicate": keys["predicate"],
                      "repeat": keys["repeat"], "system": answer.get("system"), "card": answer.get("id"),
                      "label": answer.get("label", card.get("label")), "suite": answer.get("suite", card.get("suite")),
+                     "u_kind": answer.get("u_kind", card.get("u_kind")),
+                     # none means in_context (audit.epistemic.conditions.DEFAULT, which imports the graph stack)
+                     "condition": answer.get("condition") or card.get("condition") or "in_context",
+                     "prior_label": answer.get("prior_label", card.get("prior_label")),
                      "gold": answer.get("gold"), "pred": answer.get("pred"), "passed": answer.get("pass"),
                      "error": answer.get("error"), "reason": answer.get("reason"), "question": card.get("question"),
                      "raw_output": answer.get("raw_output"), "path": str(run.path)})
