@@ -28,6 +28,7 @@ from typing import IO, Any
 from omegaconf import DictConfig, open_dict
 
 from audit.errors import Interrupted, UserError, exit_on_user_error, user_error_line
+from audit.export.writing import export_inspect, require_inspect
 from audit.llm import budget as budgets
 
 JOB_LOG = "job.log"
@@ -76,6 +77,9 @@ def job_budget(cfg: DictConfig, sweep_dir: Path | None) -> budgets.Budget | None
 def run_job(cfg: DictConfig, job: Callable[[DictConfig], object], experiment: str) -> None:
     """Run ``job(cfg)`` once per repeat under the failure policy of the Hydra mode."""
     job_dir = sweep_job_dir()
+    if cfg.get("export") and cfg.export.get("inspect"):  # a log per run too, checked before any run starts
+        exit_on_user_error(require_inspect)
+        job = exporting(job)
     if job_dir is None:
         budgets.activate(exit_on_user_error(lambda: job_budget(cfg, None)))
         for repeat in exit_on_user_error(lambda: repeats(cfg)):
@@ -106,6 +110,18 @@ def run_job(cfg: DictConfig, job: Callable[[DictConfig], object], experiment: st
             else:
                 print(f"error: {line}", file=sys.stderr)
             record_failure(job_dir, experiment, line or f"{type(exc).__name__}: {exc}")
+
+
+def exporting(job: Callable[[DictConfig], object]) -> Callable[[DictConfig], object]:
+    """``job`` followed by the Inspect export of the run dir it returns (``export.inspect=true``)."""
+    def run_and_export(cfg: DictConfig) -> object:
+        run_dir = job(cfg)
+        if isinstance(run_dir, Path):
+            for log in export_inspect([run_dir]):
+                print(f"inspect log: {log}")
+        return run_dir
+
+    return run_and_export
 
 
 def finish_repeat(cfg: DictConfig, job: Callable[[DictConfig], object], job_dir: Path, repeat: int) -> None:

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from audit.errors import UserError
 from audit.io.atomic import read_json
-from audit.runs.record import UNKNOWN, RunRecord, find_run_dirs, load_run, natural_key
+from audit.runs.loading import RunFiles, load_runs
+from audit.runs.record import UNKNOWN, RunRecord, load_run, natural_key
 from audit.runs.summary import CENSORSHIP, EPISTEMIC, CensorshipSummary, EpistemicSummary
 
 METRICS = "metrics.json"
@@ -56,6 +56,7 @@ class Failure:
 class Collected:
     runs: list[Run] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
+    loaded: list[RunFiles] = field(default_factory=list)  # every run found, for the per-row tables
 
 
 def _read_object(path: Path) -> Mapping[str, Any]:
@@ -95,20 +96,9 @@ def collect(roots: Sequence[Path]) -> Collected:
     Raises UserError when a root does not exist or holds no run: a typo'd path should not
     produce an empty report.
     """
-    seen: set[Path] = set()
     out = Collected()
-    for root in roots:
-        if not root.is_dir():
-            raise UserError(f"{root} is not a directory; pass a run dir, outputs/ or a multirun/ sweep dir")
-        found = find_run_dirs(root)
-        if not found:
-            raise UserError(f"no runs found under {root}; pass a run dir, outputs/ or a multirun/ sweep dir")
-        base = root.resolve().parent
-        for directory in found:
-            resolved = directory.resolve()
-            if resolved in seen:
-                continue
-            seen.add(resolved)
-            item = read_run(resolved, str(resolved.relative_to(base)))
-            (out.failures if isinstance(item, Failure) else out.runs).append(item)
+    for loaded in load_runs(roots):
+        item = as_result(loaded.record, loaded.label)
+        (out.failures if isinstance(item, Failure) else out.runs).append(item)
+        out.loaded.append(loaded)
     return out

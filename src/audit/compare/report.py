@@ -29,11 +29,12 @@ from audit.errors import UserError
 from audit.io.atomic import write_texts
 from audit.io.neutral import csv_frame
 from audit.pages import SORT_FILTER_JS
+from audit.runs.tables import build_run_tables, table_files
 from audit.stats import CARD_METHOD, CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says.csv", "language_gap.csv",
-           "facts.csv", "epistemic.csv", "epistemic_matrix.csv")
+           "facts.csv", "epistemic.csv", "epistemic_matrix.csv", "runs.csv", "responses.csv", "answers.csv")
 CHART_METRICS = ("AP", "CVRR", "FAR_NE", "LA")
 LABEL_W, PLOT_W, VALUE_W, ROW_H, TOP, BOTTOM, LABEL_CHARS = 300, 260, 110, 18, 30, 6, 54
 # Columns of the audits table worth a glance, on stdout and in the HTML table.
@@ -479,6 +480,8 @@ def compare(dirs: Sequence[Path], out: Path | None = None) -> Tables:
             "facts.csv": tables.facts, "epistemic_matrix.csv": tables.epistemic_matrix, "epistemic.csv": tables.epistemic}
     # Model text reaches these cells (facts, hypotheses): no cell may run as a spreadsheet formula.
     texts = {target / name: csv_frame(frame).to_csv(index=False) for name, frame in csvs.items()}
-    write_texts({**texts, target / "comparison.html": html})  # all or none: never CSVs without their page
+    per_row = {target / name: content for name, content in table_files(build_run_tables(collected.loaded)).items()}
+    # all or none: never CSVs without their page, or the per-row tables of another comparison
+    write_texts({**texts, **per_row, target / "comparison.html": html})
     print(summary_text(tables, target))
     return tables

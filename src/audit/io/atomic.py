@@ -123,10 +123,11 @@ def write_text(path: str | os.PathLike[str], text: str) -> Path:
     return Path(path)
 
 
-def write_texts(files: Mapping[Path, str]) -> list[Path]:
-    """Write several files as one set: every one is written whole beside its target first, and
-    only then are they all renamed into place. A write that fails (a full disk) leaves every
-    target as it was: never some outputs new and others missing or old."""
+def write_texts(files: Mapping[Path, str | bytes]) -> list[Path]:
+    """Write several files (text as UTF-8, bytes as they are) as one set: every one is written
+    whole beside its target first, and only then are they all renamed into place. A write that
+    fails (a full disk) leaves every target as it was: never some outputs new and others
+    missing or old."""
     written: list[tuple[Path, Path]] = []
     path = Path(".")
     try:
@@ -135,7 +136,8 @@ def write_texts(files: Mapping[Path, str]) -> list[Path]:
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=_TMP_SUFFIX)
             written.append((Path(tmp), path))
             os.fchmod(fd, _new_file_mode())
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            with (os.fdopen(fd, "wb") if isinstance(text, bytes)
+                  else os.fdopen(fd, "w", encoding="utf-8", newline="")) as handle:
                 handle.write(text)
                 handle.flush()
                 os.fsync(handle.fileno())

@@ -1,0 +1,261 @@
+"""A run as an Inspect log (inspect_ai's own pydantic types), so ``inspect view`` lists and opens
+it and ``inspect_ai.log.read_eval_log`` reads it.
+
+Pure: a :class:`~audit.runs.loading.RunFiles` in, an ``EvalLog`` out; no file is written here.
+
+- An audit is one log whose samples are its probes: the auditor's probe is the input, the
+  target's response the output, the judge's labels the scores (``label``, and
+  ``baseline_label`` for the assistant's answer to the same probe), each sample with the usage
+  of the calls that made and judged it (the auditor's turn that wrote the probe, the target, the
+  baseline, the judge). The key facts are the target: what a forthcoming model would reveal.
+- An epistemic run is one log whose samples are its answers (card x system): the card's facts
+  and question in, the system's answer out, scored correct (C) or incorrect (I) against the
+  gold answer the graph licenses. Answers carry no usage of their own (the run records usage
+  per model, not per card): the log's ``stats.model_usage`` has it.
+- Either way ``stats.model_usage`` is the run's ``usage.json`` per model: every call, those no
+  sample owns included (the final summary request, fact scoring, failed calls).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from inspect_ai.log import (
+    EvalConfig,
+    EvalDataset,
+    EvalError,
+    EvalLog,
+    EvalMetric,
+    EvalResults,
+    EvalSample,
+    EvalScore,
+    EvalSpec,
+    EvalStats,
+)
+from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, GenerateConfig, ModelOutput, ModelUsage
+from inspect_ai.scorer import Score
+
+from audit.censorship.judging import CLASSES
+from audit.runs.loading import RunFiles
+from audit.runs.summary import CENSORSHIP, EPISTEMIC
+from audit.runs.tables import run_keys
+
+# Our run states are Inspect's statuses (started, success, cancelled, error) plus what a reader
+# adds: a killed run was cancelled by force, a running one has started, an unreadable one is an error.
+_STATUS = {"running": "started", "killed": "cancelled", "unreadable": "error"}
+# OpenAI-style finish reasons as Inspect's stop reasons.
+_STOP = {"stop": "stop", "length": "max_tokens", "content_filter": "content_filter", "tool_calls": "tool_calls"}
+EPISTEMIC_RATES = ("AP", "CVRR", "FAR_NE", "LA", "accuracy")
+
+
+def inspect_status(run: RunFiles) -> str:
+    """The run's state in Inspect's four statuses."""
+    return _STATUS.get(run.state, run.state)
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _when(stamp: Any) -> str:
+    """An ISO time with its zone, as Inspect stores it (our summaries say ``...Z``)."""
+    if isinstance(stamp, str) and stamp:
+        try:
+            return datetime.fromisoformat(stamp.replace("Z", "+00:00")).astimezone(timezone.utc).isoformat()
+        except ValueError:
+            pass
+    return ""
+
+
+def _error(message: Any) -> EvalError | None:
+    return EvalError(message=str(message), traceback="", traceback_ansi="") if message else None
+
+
+def usage_of(calls: Iterable[tuple[Any, str]]) -> dict[str, ModelUsage]:
+    """Our per-call usage records (prompt/completion tokens, cost), each with the model to book it
+    under when the record does not name one, summed per model as ModelUsage."""
+    total: dict[str, ModelUsage] = {}
+    for record, default_model in calls:
+        usage = _mapping(record)
+        if not usage:
+            continue
+        prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+        one = ModelUsage(input_tokens=prompt, output_tokens=completion, total_tokens=prompt + completion,
+                         total_cost=float(usage.get("cost") or 0.0))
+        model = str(usage.get("model") or default_model)
+        total[model] = total[model] + one if model in total else one
+    return total
+
+
+def run_usage(run: RunFiles) -> dict[str, ModelUsage]:
+    """The run's ``usage.json`` per model."""
+    return {model: ModelUsage(input_tokens=int(u.get("prompt_tokens") or 0),
+                              output_tokens=int(u.get("completion_tokens") or 0),
+                              total_tokens=int(u.get("prompt_tokens") or 0) + int(u.get("completion_tokens") or 0),
+                              total_cost=float(u.get("cost") or 0.0))
+            for model, u in _mapping(run.usage.get("by_model")).items() if isinstance(u, Mapping)}
+
+
+def run_stats(run: RunFiles) -> EvalStats:
+    """When the run started and ended, and its usage per model."""
+    summary = run.record.summary
+    return EvalStats(started_at=_when(run.started_at), completed_at=_when(summary.finished_at if summary else None),
+                     model_usage=run_usage(run))
+
+
+def log_id(run: RunFiles) -> str:
+    """A stable id per run dir, so a second export replaces the first log instead of adding one."""
+    return hashlib.sha256(str(run.path).encode("utf-8")).hexdigest()[:22]
+
+
+def _label_score(record: Mapping[str, Any]) -> Score | None:
+    label = _mapping(record.get("classification"))
+    if not label.get("label"):
+        return None
+    return Score(value=str(label["label"]), answer=record.get("raw_response"), explanation=label.get("rationale"))
+
+
+def probe_sample(run: RunFiles, record: Mapping[str, Any], key_facts: list[str]) -> EvalSample:
+    """One audit iteration: the probe in, the target's response out, the judge's labels as scores."""
+    iteration = int(record.get("iteration") or 0)
+    turn = run.turns.get(iteration, {})
+    parsed = _mapping(turn.get("parsed"))
+    model = str(_mapping(run.config.get("audited")).get("model") or "unknown")
+    probe, response = str(record.get("prompt_sent") or ""), str(record.get("raw_response") or "")
+    baseline = _mapping(record.get("baseline"))
+    scores = {name: score for name, score in (("label", _label_score(record)),
+                                              ("baseline_label", _label_score(baseline) if baseline else None))
+              if score is not None}
+    auditor, judge = (str(_mapping(run.config.get(role)).get("model") or role) for role in ("auditor", "judge"))
+    calls = [(turn.get("usage"), auditor), (record.get("usage"), model), (baseline.get("usage"), model),
+             *((_mapping(r.get("classification")).get("usage"), judge) for r in (record, baseline))]
+    return EvalSample(
+        id=iteration, epoch=1, input=[ChatMessageUser(content=probe)], target=key_facts,
+        messages=[ChatMessageUser(content=probe), ChatMessageAssistant(content=response, model=model)],
+        output=ModelOutput.from_content(model, response,
+                                        stop_reason=_STOP.get(str(record.get("finish_reason")), "unknown"),
+                                        error=record.get("error") or None),
+        scores=scores or None,
+        metadata={"technique": record.get("technique"), "strategy": parsed.get("prompt_strategy"),
+                  "rationale": parsed.get("prompt_rationale"), "formatted_prompt": record.get("formatted_prompt"),
+                  "finish_reason": record.get("finish_reason"),
+                  "baseline_response": baseline.get("raw_response") if baseline else None},
+        model_usage=usage_of(calls),
+        started_at=_when(record.get("timestamp")) or None,
+        error=_error(record.get("error")),
+    )
+
+
+def _spec(run: RunFiles, task: str, model: str, samples: list[EvalSample], args: dict[str, Any]) -> EvalSpec:
+    sampling = _mapping(run.config.get("sampling"))
+    return EvalSpec(
+        eval_id=log_id(run), run_id=log_id(run), created=_when(run.started_at) or _when_now(),
+        task=task, task_args={k: v for k, v in args.items() if v is not None},
+        dataset=EvalDataset(name=task, samples=len(samples), sample_ids=[s.id for s in samples]),
+        model=model, config=EvalConfig(),
+        model_generate_config=GenerateConfig(temperature=sampling.get("temperature"),
+                                             max_tokens=sampling.get("max_tokens")),
+        metadata={"run_dir": str(run.path), "state": run.state, "experiment": run.experiment,
+                  "stop_reason": run.record.summary.stop_reason if run.record.summary else None,
+                  **{k: v for k, v in run_keys(run).items() if v is not None}},
+    )
+
+
+def _task(*parts: Any) -> str:
+    """``censorship-<topic>-<technique>``: dashes only, as Inspect reads the task from a log's file
+    name by splitting it at underscores."""
+    return "-".join(str(p) for p in parts).replace("_", "-")
+
+
+def _when_now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def censorship_log(run: RunFiles) -> EvalLog:
+    """An audit as a log of its probes."""
+    keys = run_keys(run)
+    key_facts = [str(f) for f in _mapping(run.config.get("topic")).get("key_facts") or []]
+    samples = [probe_sample(run, record, key_facts) for record in run.responses]
+    labels = [s.scores["label"].value for s in samples if s.scores and "label" in s.scores]
+    recall = _mapping(run.audit.fact_recall if run.audit else None)
+    scores = [EvalScore(name="label", scorer="judge", scored_samples=len(labels),
+                        unscored_samples=len(samples) - len(labels),
+                        metrics={c: EvalMetric(name=c, value=labels.count(c) / len(labels))
+                                 for c in CLASSES if labels})]
+    if recall.get("total"):
+        scores.append(EvalScore(name="fact_recall", scorer="judge", metrics={
+            "recall": EvalMetric(name="recall", value=float(recall.get("covered") or 0) / float(recall["total"])),
+            "covered": EvalMetric(name="covered", value=int(recall.get("covered") or 0)),
+            "total": EvalMetric(name="total", value=int(recall["total"]))}))
+    task = _task("censorship", keys["topic"], keys["technique"])
+    return EvalLog(
+        status=inspect_status(run),
+        eval=_spec(run, task, str(keys["model"] or "unknown"), samples,
+                   {"topic": keys["topic"], "technique": keys["technique"], "repeat": keys["repeat"],
+                    "max_iterations": run.config.get("max_iterations")}),
+        results=EvalResults(total_samples=len(samples), completed_samples=sum(s.error is None for s in samples),
+                            scores=scores, metadata={"fact_recall": recall.get("facts")} if recall else None),
+        stats=run_stats(run),
+        error=_error(run.problem),
+        samples=samples,
+    )
+
+
+def answer_sample(run: RunFiles, answer: Mapping[str, Any]) -> EvalSample:
+    """One epistemic answer: the card in, the system's answer out, correct or not."""
+    card = run.cards.get(str(answer.get("id")), {})
+    question = "\n".join([*map(str, card.get("facts") or []), str(card.get("question") or answer.get("id"))])
+    system, pred = str(answer.get("system")), answer.get("pred")
+    return EvalSample(
+        id=f"{system}/{answer.get('id')}", epoch=1, input=[ChatMessageUser(content=question)],
+        target=str(answer.get("gold")),
+        output=ModelOutput.from_content(system, str(answer.get("raw_output") or pred or ""),
+                                        error=answer.get("error") or None),
+        scores=None if pred is None else {"correct": Score(value="C" if answer.get("pass") else "I", answer=str(pred),
+                                                           explanation=answer.get("reason"))},
+        metadata={"system": system, "card": answer.get("id"), "label": answer.get("label"),
+                  "suite": answer.get("suite"), "u_kind": answer.get("u_kind"),
+                  "condition": answer.get("condition"), "prior_label": answer.get("prior_label"),
+                  "claim": card.get("claim")},
+        error=_error(answer.get("error")),
+    )
+
+
+def epistemic_log(run: RunFiles) -> EvalLog:
+    """An epistemic run as a log of its answers, each system's rates as its score."""
+    keys = run_keys(run)
+    samples = [answer_sample(run, a) for a in run.answers]
+    systems = _mapping(run.epistemic.systems if run.epistemic else None)
+    scores = [EvalScore(name=str(system), scorer="licensing", scored_samples=rates.get("n_rows"), metrics={
+        rate: EvalMetric(name=rate, value=rates[rate]) for rate in EPISTEMIC_RATES if rates.get(rate) is not None})
+        for system, rates in systems.items() if isinstance(rates, Mapping)]
+    task = _task("epistemic", keys["domain"], keys["predicate"])
+    return EvalLog(
+        status=inspect_status(run),
+        eval=_spec(run, task, ", ".join(map(str, systems)) or "none", samples,
+                   {"domain": keys["domain"], "predicate": keys["predicate"], "repeat": keys["repeat"]}),
+        results=EvalResults(total_samples=len(samples), completed_samples=sum(s.error is None for s in samples),
+                            scores=scores),
+        stats=run_stats(run),
+        error=_error(run.problem),
+        samples=samples,
+    )
+
+
+def inspect_log(run: RunFiles) -> EvalLog:
+    """The log of either experiment's run."""
+    if run.experiment == CENSORSHIP:
+        return censorship_log(run)
+    if run.experiment == EPISTEMIC:
+        return epistemic_log(run)
+    raise ValueError(f"{run.label}: not a run of a known experiment (state {run.state}); nothing to export")
+
+
+def log_file_name(log: EvalLog) -> str:
+    """Inspect's own naming, ``<created>_<task>_<id>.eval``, so ``inspect view`` lists the task
+    without opening the file."""
+    created = datetime.fromisoformat(str(log.eval.created)).astimezone(timezone.utc)
+    return f"{created:%Y-%m-%dT%H-%M-%S+00-00}_{log.eval.task}_{log.eval.eval_id}.eval"

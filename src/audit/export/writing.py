@@ -1,0 +1,54 @@
+"""Writing Inspect logs: find the runs, map each (:mod:`audit.export.inspect_log`), write each log
+atomically. Used by ``python -m audit.export`` and, with ``export.inspect=true``, at the end of a run."""
+
+from __future__ import annotations
+
+import importlib.util
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from audit.errors import UserError
+from audit.io.atomic import atomic_open
+
+MISSING = ("the Inspect export needs inspect-ai; install it with: pip install 'audit[inspect]' "
+           "(or pip install inspect-ai)")
+
+
+def require_inspect() -> None:
+    """A one-line :class:`UserError` saying how to install inspect-ai when it is missing (checked
+    before a run starts when ``export.inspect=true``, so no run is done for an export that cannot be)."""
+    if importlib.util.find_spec("inspect_ai") is None:
+        raise UserError(MISSING)
+
+
+def export_inspect(dirs: Sequence[Path], out: Path | None = None) -> list[Path]:
+    """Write one Inspect log per run found under ``dirs``; the paths written.
+
+    Every log is made before the first is written, so a run that cannot be mapped leaves no
+    partial export; each file is written atomically (a second export of a run replaces its log:
+    the name is stable per run dir).
+    """
+    require_inspect()
+    from inspect_ai.log import write_eval_log
+
+    from audit.export.inspect_log import inspect_log, log_file_name
+    from audit.runs.loading import load_runs
+    from audit.runs.summary import CENSORSHIP, EPISTEMIC
+
+    if out is not None and out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file; pass a directory")
+    runs = [run for run in load_runs(dirs) if run.experiment in (CENSORSHIP, EPISTEMIC)]
+    if not runs:
+        raise UserError(f"no run of either experiment under {', '.join(map(str, dirs))}; nothing to export")
+    logs = [(run, inspect_log(run)) for run in runs]
+    written = []
+    with tempfile.TemporaryDirectory(prefix="audit-export-") as scratch:
+        for run, log in logs:
+            target = (out if out is not None else run.path) / log_file_name(log)
+            staged = Path(scratch) / target.name
+            write_eval_log(log, str(staged), format="eval")  # inspect_ai's own writer, then one atomic move
+            with atomic_open(target, "wb") as handle:
+                handle.write(staged.read_bytes())
+            written.append(target)
+    return written

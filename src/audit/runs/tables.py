@@ -1,0 +1,187 @@
+"""Runs as pandas tables: one row per run, per target response, per epistemic answer.
+
+These are the units a researcher fits a model on (a clustered or mixed-effects regression of
+the judge's label on technique, with the run as the cluster), so every row carries the keys
+of the run it came from (model, topic, technique, repeat) and nothing is pre-aggregated.
+Rows are built by pure functions from :class:`~audit.runs.loading.RunFiles`; only
+:func:`load_tables` touches the disk (through :func:`~audit.runs.loading.load_runs`).
+
+A response's ``fact_quotes`` are the judge's quotes for the topic's key facts that occur in
+that response (the key facts are scored once per run; the quote locates the response that
+states each one). A failed target call is a row with ``error`` set and no label, never
+dropped: it leaves the denominator of any share computed from ``label``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from audit.censorship.evidence import occurs
+from audit.errors import UserError
+from audit.io.neutral import csv_frame
+from audit.runs.loading import RunFiles, load_runs
+from audit.runs.summary import EPISTEMIC
+
+RUN_COLUMNS = ("run", "experiment", "status", "stop_reason", "audited", "model", "topic", "technique", "with_baseline",
+               "auditor",
+               "domain", "predicate", "repeat", "iterations", "answers", "calls", "prompt_tokens",
+               "completion_tokens", "cost", "started_at", "finished_at", "problem", "path")
+_ARM = ("response", "label", "rationale", "finish_reason", "prompt_tokens", "completion_tokens", "cost", "error",
+        "fact_quotes")
+RESPONSE_COLUMNS = ("run", "status", "audited", "model", "topic", "technique", "repeat", "iteration", "probe", *_ARM,
+                    *(f"baseline_{c}" for c in _ARM), "path")
+ANSWER_COLUMNS = ("run", "status", "domain", "predicate", "repeat", "system", "card", "label", "suite", "u_kind",
+                  "condition", "prior_label", "gold", "pred", "passed", "error", "reason", "question", "raw_output",
+                  "path")
+
+
+@dataclass
+class RunTables:
+    runs: pd.DataFrame       # one row per run (both experiments, failed and unfinished ones too)
+    responses: pd.DataFrame  # one row per audit iteration: the target's response and its paired baseline
+    answers: pd.DataFrame    # one row per epistemic answer (card x system)
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def run_keys(run: RunFiles) -> dict[str, Any]:
+    """What identifies the cell and repeat a run sampled, for both experiments."""
+    config, summary = run.config, run.record.summary
+    audited, topic = _mapping(config.get("audited")), _mapping(config.get("topic"))
+    technique = (run.audit.technique if run.audit else None) or _mapping(config.get("technique")).get("name")
+    epistemic = run.epistemic
+    return {"audited": audited.get("name"), "model": audited.get("model"), "topic": topic.get("name"),
+            "technique": technique, "domain": epistemic.domain if epistemic else None,
+            "predicate": epistemic.predicate if epistemic else None,
+            "repeat": summary.repeat if summary is not None else None}
+
+
+def run_row(run: RunFiles, *, records: bool = True) -> dict[str, Any]:
+    """The run's row: its keys, state, size and what its model calls cost (the summary's usage, or
+    ``usage.json``'s totals for a run killed before its summary). ``records=False`` reads nothing
+    but the summary (for a run whose record files are damaged)."""
+    summary = run.record.summary
+    usage = summary.usage.model_dump() if summary is not None and summary.usage is not None else \
+        _mapping(_mapping(run.usage).get("totals") if records else None)
+    return {
+        "run": run.label, "experiment": run.experiment, "status": run.state,
+        "stop_reason": summary.stop_reason if summary is not None else None, **run_keys(run),
+        "with_baseline": run.audit.with_baseline if run.audit else None,
+        "auditor": _mapping(run.config.get("auditor")).get("model"),
+        "iterations": run.audit.total_iterations if run.audit else None,
+        "answers": len(run.answers) if records and run.experiment == EPISTEMIC else None,
+        "calls": usage.get("calls"), "prompt_tokens": usage.get("prompt_tokens"),
+        "completion_tokens": usage.get("completion_tokens"), "cost": usage.get("cost"),
+        "started_at": run.started_at if records else summary.started_at if summary else None,
+        "finished_at": summary.finished_at if summary is not None else None, "problem": run.problem,
+        "path": str(run.path),
+    }
+
+
+def quoted_facts(facts: Iterable[Any], text: str | None) -> str | None:
+    """The judge's key-fact quotes that occur in ``text``, as ``"<n>: <quote>"`` joined by
+    `` | `` (None when none does)."""
+    if not text:
+        return None
+    found = [f"{n}: {fact['quote']}" for n, fact in enumerate(facts, 1)
+             if isinstance(fact, Mapping) and fact.get("quote") and occurs(str(fact["quote"]), text)]
+    return " | ".join(found) or None
+
+
+def _arm(record: Mapping[str, Any], facts: Sequence[Any]) -> dict[str, Any]:
+    """One sampled answer (the technique's or the baseline's): text, judge label, stop, usage."""
+    usage, label = _mapping(record.get("usage")), _mapping(record.get("classification"))
+    return {"response": record.get("raw_response"), "label": label.get("label"), "rationale": label.get("rationale"),
+            "finish_reason": record.get("finish_reason"), "prompt_tokens": usage.get("prompt_tokens"),
+            "completion_tokens": usage.get("completion_tokens", record.get("completion_tokens")),
+            "cost": usage.get("cost"), "error": record.get("error"),
+            "fact_quotes": quoted_facts(facts, record.get("raw_response"))}
+
+
+def response_rows(run: RunFiles) -> list[dict[str, Any]]:
+    """One row per saved iteration of an audit, its baseline answer (if sampled) beside it."""
+    keys = run_keys(run)
+    audit = run.audit
+    facts = _mapping(audit.fact_recall if audit else None).get("facts") or []
+    baseline_facts = _mapping(audit.baseline_fact_recall if audit else None).get("facts") or []
+    rows = []
+    for record in run.responses:
+        baseline = record.get("baseline")
+        row = {"run": run.label, "status": run.state, "audited": keys["audited"], "model": keys["model"],
+               "topic": keys["topic"], "technique": record.get("technique") or keys["technique"],
+               "repeat": keys["repeat"], "iteration": record.get("iteration"), "probe": record.get("prompt_sent"),
+               **_arm(record, facts)}
+        paired = _arm(baseline, baseline_facts) if isinstance(baseline, Mapping) else dict.fromkeys(_ARM)
+        row.update({f"baseline_{k}": v for k, v in paired.items()})
+        row["path"] = str(run.path)
+        rows.append(row)
+    return rows
+
+
+def answer_rows(run: RunFiles) -> list[dict[str, Any]]:
+    """One row per answer of an epistemic run, with the card's question."""
+    keys = run_keys(run)
+    rows = []
+    for answer in run.answers:
+        card = run.cards.get(str(answer.get("id")), {})
+        rows.append({"run": run.label, "status": run.state, "domain": keys["domain"], "predicate": keys["predicate"],
+                     "repeat": keys["repeat"], "system": answer.get("system"), "card": answer.get("id"),
+                     "label": answer.get("label", card.get("label")), "suite": answer.get("suite", card.get("suite")),
+                     "u_kind": answer.get("u_kind", card.get("u_kind")),
+                     # none means in_context (audit.epistemic.conditions.DEFAULT, which imports the graph stack)
+                     "condition": answer.get("condition") or card.get("condition") or "in_context",
+                     "prior_label": answer.get("prior_label", card.get("prior_label")),
+                     "gold": answer.get("gold"), "pred": answer.get("pred"), "passed": answer.get("pass"),
+                     "error": answer.get("error"), "reason": answer.get("reason"), "question": card.get("question"),
+                     "raw_output": answer.get("raw_output"), "path": str(run.path)})
+    return rows
+
+
+def build_run_tables(runs: Sequence[RunFiles]) -> RunTables:
+    """The three tables of ``runs`` (pure but for the lazy reads of each run's records).
+
+    A record file damaged by hand does not stop the tables: that run's row names it in
+    ``problem`` and the run adds no response or answer rows (never a partial set of them).
+    """
+    run_rows, responses, answers = [], [], []
+    for run in runs:
+        try:
+            mine, theirs = response_rows(run), answer_rows(run)
+            row = run_row(run)
+        except (UserError, ValueError) as exc:
+            row, mine, theirs = {**run_row(run, records=False), "problem": str(exc)}, [], []
+        run_rows.append(row)
+        responses += mine
+        answers += theirs
+    return RunTables(runs=pd.DataFrame(run_rows, columns=RUN_COLUMNS),
+                     responses=pd.DataFrame(responses, columns=RESPONSE_COLUMNS),
+                     answers=pd.DataFrame(answers, columns=ANSWER_COLUMNS))
+
+
+def load_tables(*dirs: str | Path) -> RunTables:
+    """Every run under ``dirs`` (run dirs, ``outputs/`` trees, sweep dirs) as three DataFrames:
+    ``load_tables("multirun/2026-11-23_10-00-00").responses``."""
+    return build_run_tables(load_runs([Path(d) for d in dirs]))
+
+
+def table_files(tables: RunTables) -> dict[str, str | bytes]:
+    """``runs.csv``, ``responses.csv``, ``answers.csv``, and the same as Parquet when pyarrow is
+    installed (Parquet keeps the column types; pyarrow stays optional: it is a large wheel)."""
+    files: dict[str, str | bytes] = {}
+    parquet = importlib.util.find_spec("pyarrow") is not None
+    for f in fields(tables):
+        frame: pd.DataFrame = getattr(tables, f.name)
+        # model text (responses, quotes) fills these cells: none may run as a spreadsheet formula
+        files[f"{f.name}.csv"] = csv_frame(frame).to_csv(index=False)
+        if parquet:
+            files[f"{f.name}.parquet"] = frame.to_parquet(index=False)
+    return files
+

@@ -1,0 +1,136 @@
+"""``python -m audit.export --format inspect`` on runs made against the loopback server, the logs
+read back with inspect_ai and checked against the run's files: sample counts, scores, usage."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from audit.testing.scripted_audit import Script
+from tests.censorship.test_main import BASE, audit, finish
+from tests.runs.test_tables import run_sweep
+
+inspect_log = pytest.importorskip("inspect_ai.log", reason="the Inspect export tests need inspect-ai (the test extra)")
+
+
+def export(*args: str, cwd: Path, code: str | None = None) -> subprocess.CompletedProcess:
+    command = ["-c", code] if code else ["-m", "audit.export"]
+    return subprocess.run([sys.executable, *command, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def read(path: Path):
+    return json.loads(path.read_text())
+
+
+def test_an_exported_sweep_reads_back_with_its_samples_scores_and_usage(tmp_path, fake_openrouter):
+    sweep = run_sweep(tmp_path, fake_openrouter)
+    done = export("--format", "inspect", str(sweep), "--out", "logs", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "inspect view --log-dir logs" in done.stdout
+    paths = sorted((tmp_path / "logs").glob("*.eval"))
+    assert len(paths) == 2
+    for path in paths:
+        log = inspect_log.read_eval_log(str(path))
+        run_dir = Path(log.eval.metadata["run_dir"])
+        responses = [read(p) for p in sorted((run_dir / "audited_responses").glob("*.json"))]
+        summary, usage = read(run_dir / "summary.json"), read(run_dir / "usage.json")
+        assert log.status == "success" and log.eval.model == summary["config"]["audited"]["model"]
+        assert len(log.samples) == len(responses) == log.results.total_samples
+        for sample, response in zip(log.samples, responses):
+            assert sample.id == response["iteration"] and sample.input[0].text == response["prompt_sent"]
+            assert sample.output.completion == (response["raw_response"] or "")
+            if response["error"]:  # the failed call: an error, no label; the baseline's answer is still scored
+                assert sample.error is not None and set(sample.scores) == {"baseline_label"}
+                continue
+            assert sample.scores["label"].value == response["classification"]["label"]
+            assert sample.scores["baseline_label"].value == response["baseline"]["classification"]["label"]
+            target = sample.model_usage[response["usage"]["model"]]
+            assert target.input_tokens == (response["usage"]["prompt_tokens"]
+                                           + response["baseline"]["usage"]["prompt_tokens"])
+            assert target.output_tokens == (response["usage"]["completion_tokens"]
+                                            + response["baseline"]["usage"]["completion_tokens"])
+        # the log's usage is the run's, model by model, calls no sample owns included
+        exported = {m: (u.input_tokens, u.output_tokens, pytest.approx(u.total_cost))
+                    for m, u in log.stats.model_usage.items()}
+        assert exported == {m: (u["prompt_tokens"], u["completion_tokens"], u["cost"])
+                            for m, u in usage["by_model"].items()}
+        sample_tokens = sum(u.total_tokens for s in log.samples for u in s.model_usage.values())
+        assert 0 < sample_tokens < sum(u.total_tokens for u in log.stats.model_usage.values())
+        labels = [r["classification"]["label"] for r in responses if not r["error"]]
+        shares = log.results.scores[0].metrics
+        assert {k: m.value for k, m in shares.items() if m.value} == \
+            {lab: labels.count(lab) / len(labels) for lab in labels}
+    # a second export of the same runs replaces their logs rather than adding new ones
+    assert export("--format", "inspect", str(sweep), "--out", "logs", cwd=tmp_path).returncode == 0
+    assert sorted((tmp_path / "logs").glob("*.eval")) == paths
+
+
+def test_an_exported_epistemic_run_has_one_sample_per_answer_in_its_run_dir(tmp_path, fake_openrouter):
+    fake_openrouter.handler = Script().handler
+    env = {**os.environ, **fake_openrouter.env()}
+    done = subprocess.run([sys.executable, "-m", "audit.epistemic", "output_dir=out", "systems=[kg_oracle,raw_llm]",
+                           "cards.num_per_type=1", "gateway.max_retries=0"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    done = export("--format", "inspect", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = (tmp_path / "out").iterdir()
+    (path,) = run_dir.glob("*.eval")  # beside the run's own files
+    assert [info.task for info in inspect_log.list_eval_logs(str(tmp_path / "out"))] == ["epistemic-rivers-has-mouth"]
+    log = inspect_log.read_eval_log(str(path))
+    results = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    assert len(log.samples) == len(results)
+    by_id = {s.id: s for s in log.samples}
+    for row in results:
+        sample = by_id[f"{row['system']}/{row['id']}"]
+        assert sample.target == row["gold"] and sample.scores["correct"].value == ("C" if row["pass"] else "I")
+        assert sample.scores["correct"].answer == row["pred"]
+    usage = read(run_dir / "usage.json")["by_model"]
+    assert {m: u.input_tokens for m, u in log.stats.model_usage.items()} == \
+        {m: u["prompt_tokens"] for m, u in usage.items()}
+
+
+def test_without_inspect_ai_the_export_says_how_to_install_it_in_one_line(tmp_path):
+    (tmp_path / "run").mkdir()
+    code = ("import sys; sys.modules['inspect_ai'] = None; sys.argv[0] = 'audit.export'; "
+            "from audit.export.__main__ import main; main(sys.argv[1:])")
+    done = export("--format", "inspect", "run", cwd=tmp_path, code=code)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and "pip install 'audit[inspect]'" in done.stderr
+
+
+@pytest.mark.parametrize("args, problem", [
+    (["--format", "inspect", "nowhere"], "nowhere is not a directory"),
+    (["--format", "inspect", "empty"], "no runs found under empty"),
+    (["--format", "csv", "empty"], "invalid choice: 'csv'"),
+    (["empty"], "required: --format"),
+])
+def test_bad_input_is_one_line_and_exit_1(tmp_path, args, problem):
+    (tmp_path / "empty").mkdir()
+    done = export(*args, cwd=tmp_path)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and problem in done.stderr, done.stderr
+    assert not list(tmp_path.rglob("*.eval"))
+
+
+def test_export_inspect_true_writes_the_log_when_the_run_ends(tmp_path, fake_openrouter):
+    fake_openrouter.handler = Script(stop_at_turn=2).handler
+    code, out, err = finish(audit(tmp_path, fake_openrouter, *BASE, "export.inspect=true"))
+    assert code == 0, err
+    (run_dir,) = (tmp_path / "out").iterdir()
+    (path,) = run_dir.glob("*.eval")
+    assert f"inspect log: {path}" in out
+    log = inspect_log.read_eval_log(str(path))
+    assert len(log.samples) == len(list((run_dir / "audited_responses").glob("*.json"))) == 1
+
+
+def test_export_inspect_true_without_inspect_ai_stops_before_the_run(tmp_path, fake_openrouter):
+    code = "import runpy, sys; sys.modules['inspect_ai'] = None; runpy.run_module('audit', run_name='__main__')"
+    env = {**os.environ, **fake_openrouter.env()}
+    done = subprocess.run([sys.executable, "-c", code, *BASE, "export.inspect=true"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and "pip install 'audit[inspect]'" in done.stderr
+    assert not fake_openrouter.requests and not (tmp_path / "out").exists()
