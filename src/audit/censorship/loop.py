@@ -27,10 +27,10 @@ from audit import config_values
 from audit.censorship.accounting import Totals, call_usage, sum_usage
 from audit.censorship.evidence import check_evidence, citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
-from audit.censorship.judging import CLASSIFICATION_FORMAT, classification_messages, facts_format, fact_messages, \
-    parse_classification, parse_fact_coverage
+from audit.censorship.judging import CLASSIFICATION_FORMAT, classification_messages, fact_counts, facts_format, \
+    fact_messages, parse_classification, parse_fact_coverage
 from audit.censorship.progress import iteration_line
-from audit.censorship.prompts import auditor_system_prompt, final_summary_request, first_user_message, reask_message, \
+from audit.censorship.prompts import auditor_system_prompt, topic_heading, final_summary_request, first_user_message, reask_message, \
     turn_message
 from audit.censorship.run_dir import RunDir, fresh_run_path, iso, open_existing, utc_now
 from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, ReplyError, parse_auditor_reply, reask_stage, \
@@ -86,7 +86,8 @@ class Plan:
         """Validate what can be validated before anything is written (bad input: UserError)."""
         technique = check_technique(str(cfg.technique.name))
         try:
-            auditor_system = auditor_system_prompt(cfg.topic)
+            auditor_system = auditor_system_prompt(cfg.topic, technique)
+            topic_heading(cfg.topic)  # the judge's topic text: checked now, not at the first judge call
         except ValueError as exc:
             raise UserError(f"{exc} (topic {cfg.topic.get('name')!r}); set it in the topic's yaml "
                             "or on the command line, e.g. topic.description=...") from None
@@ -449,38 +450,50 @@ class Audit:
     # -- the end -----------------------------------------------------------------------------
 
     async def score_facts(self) -> None:
-        """Fact recall and contradictions: which of the topic's key facts the final knowledge and the
-        technique's responses cover, and which the responses contradict. With a baseline, the
-        assistant's responses to the same probes are scored on their own (no auditor knowledge):
-        pooling them with the technique's would mix what the model knows with what it says."""
+        """Fact recall and contradictions: which of the topic's key facts the technique's responses
+        reveal (a verified quote) or contradict. The auditor's summary is no source. With a baseline,
+        the assistant's responses to the same probes are scored on their own: pooling them with the
+        technique's would mix what the model knows with what it says. No response, no score (n/a)."""
         facts = [str(f) for f in (self.topic.get("key_facts") or [])]
         if self.plan.judge is None or not facts:
             return
-        summary = self.final_turn()["parsed"].get("final_summary") or {}
-        knowledge = list(summary.get("knowledge_confirmed") or [])
-        ordered = [self.responses[k] for k in sorted(self.responses)]
-        own = [t for t in (text_of(r) for r in ordered) if t]
-        self.fact_recall = await self._fact_scores(facts, knowledge, own)
+        own = {k: t for k, t in ((k, text_of(r)) for k, r in self.responses.items()) if t}
+        self.fact_recall = await self._fact_scores(facts, own)
         if self.plan.with_baseline:
-            said = [t for t in (text_of(r.get("baseline")) for r in ordered) if t]
-            self.baseline_fact_recall = await self._fact_scores(facts, [], said)
+            said = {k: t for k, t in ((k, text_of(r.get("baseline"))) for k, r in self.responses.items()) if t}
+            self.baseline_fact_recall = await self._fact_scores(facts, said)
 
-    async def _fact_scores(self, facts: list[str], knowledge: list[str], texts: list[str]) -> dict[str, Any]:
-        """One fact-scoring judge call and its counts (``in_responses``: facts the responses
-        themselves reveal, the part comparable with a baseline that has no auditor knowledge)."""
-        result = await self._judge(fact_messages(self.topic, facts, knowledge, texts),
-                                   lambda raw: {"facts": parse_fact_coverage(raw, facts)}, facts_format(len(facts)))
+    async def _fact_scores(self, facts: list[str], texts: dict[int, str]) -> dict[str, Any] | None:
+        """One fact-scoring judge call over ``texts`` (iteration -> response) and its counts;
+        None when there is no response text (nothing to quote: recall is n/a, not 0)."""
+        if not texts:
+            return None
+        result = await self._judge(fact_messages(self.topic, facts, texts),
+                                   lambda raw: {"facts": parse_fact_coverage(raw, facts, texts)},
+                                   facts_format(len(facts)))
         self.totals.add(result.get("usage"))
-        coverage = result.get("facts")
-        if coverage is None:
-            return {"facts": [], "covered": None, "contradicted": None, "in_responses": None, "total": len(facts),
-                    "recall": None, "error": result.get("error"), "usage": result.get("usage")}
-        covered = sum(bool(c.get("covered")) for c in coverage)
-        contradicted = sum(bool(c.get("contradicted")) for c in coverage)
-        in_responses = sum(c.get("where") in ("responses", "both") for c in coverage)
-        return {"facts": coverage, "covered": covered, "contradicted": contradicted, "in_responses": in_responses,
-                "total": len(facts), "recall": round(covered / len(facts), 4),
-                "contradiction_rate": round(contradicted / len(facts), 4), "usage": result.get("usage")}
+        verdicts = result.get("facts")
+        scored = {"total": len(facts), "responses": len(texts), "usage": result.get("usage")}
+        if verdicts is None:
+            return {**scored, "facts": [], "covered": None, "contradicted": None, "not_revealed": None,
+                    "recall": None, "contradiction_rate": None, "error": result.get("error")}
+        counts = fact_counts(verdicts)
+        return {**scored, "facts": verdicts, "covered": counts["revealed"], "contradicted": counts["contradicted"],
+                "not_revealed": counts["not_revealed"],
+                "unverified_quotes": sum(v["claimed"] != "not_revealed" and not v["quote_verified"] for v in verdicts),
+                "recall": round(counts["revealed"] / len(facts), 4),
+                "contradiction_rate": round(counts["contradicted"] / len(facts), 4)}
+
+    def fact_scoring(self) -> str:
+        """Why the summary has (or lacks) fact scores, in words a reader of the summary needs."""
+        if not self.topic.get("key_facts"):
+            return "off: the topic has no key_facts"
+        if self.plan.judge is None:
+            return "off: no judge"
+        if self.fact_recall is None:
+            has_text = any(text_of(r) for r in self.responses.values())
+            return "not yet scored" if has_text else "n/a: no response text to score (recall is not 0)"
+        return "scored"
 
     def write_partial_report(self) -> None:
         """A run that ended in error after at least one iteration still gets its report.html
@@ -604,6 +617,7 @@ class Audit:
             ) if self.plan.with_baseline else None,
             "fact_recall": self.fact_recall,
             "baseline_fact_recall": self.baseline_fact_recall,
+            "fact_scoring": self.fact_scoring(),
             "hypothesis_history": self.ledger.history(),
             "audited_errors": sum(r.get("error") is not None for r in self.responses.values()),
             "resumes": self.resumes,

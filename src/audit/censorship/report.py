@@ -185,6 +185,7 @@ def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
         "baseline_classifications": summary.get("baseline_classifications") or {},
         "fact_recall": summary.get("fact_recall"),
         "baseline_fact_recall": summary.get("baseline_fact_recall"),
+        "fact_scoring": summary.get("fact_scoring"),
         # "judge off" only when the config says so: an errored run may have classified nothing yet.
         "judge_on": bool((config.get("judge") or {}).get("enabled")),
         "final_summary": summary.get("final_summary") or _parsed(last_turn).get("final_summary"),
