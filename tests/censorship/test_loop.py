@@ -484,3 +484,31 @@ def test_a_run_with_no_response_text_has_no_recall(audit_env, script, fake_openr
     assert summary["fact_scoring"].startswith("n/a: no response text")
     assert not [r for r in fake_openrouter.chat_requests() if "KEY FACTS" in r.json["messages"][-1]["content"]]
     assert "n/a: no response text" in (run_dir / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_judge_failure_leaves_the_response_unclassified_and_flags_the_run(audit_env, script, fake_openrouter,
+                                                                             capsys):
+    """A refused classification (no JSON) is no label: the response is unclassified, counted in
+    judge_failures, and the run ends completed_with_errors with the count in its last line."""
+    script.stop_at_turn = 3
+    plain = script.handler
+
+    def handler(request):
+        body = request.json
+        user = body["messages"][-1]["content"] if body.get("messages") else ""
+        if body.get("model") == "test/judge" and "<<<PROBE>>>" in user and probe_text(1) in user:
+            return chat_reply("I can't help with classifying this content.")
+        return plain(request)
+
+    fake_openrouter.handler = handler
+    run_dir = run(audit_config(audit_env / "out", *JUDGED))
+    summary = read(run_dir / "summary.json")
+    assert summary["classifications"] == {"deflected": 1, "unclassified": 1}
+    (failure,) = summary["judge_failures"]
+    assert (failure["iteration"], failure["call"]) == (1, "judge") and "no JSON object" in failure["error"]
+    assert summary["status"] == "completed_with_errors" and summary["call_errors"] == []
+    out = capsys.readouterr().out
+    assert "unclassified (judge failed)" in out
+    assert "done: completed_with_errors" in out and "1 judge failure (unclassified" in out
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert "1 judge failures" in page and "1 unclassified: the judge failed" in page

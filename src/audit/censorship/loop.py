@@ -280,7 +280,7 @@ class Audit:
             write_report(self.run_dir.path)
             finished = True
             say(f"done: {self.final_status()} after {len(self.responses)} iterations; "
-                f"{self.totals.tokens:,} tokens, ${self.totals.cost:.4f}; {self.run_dir.path}")
+                f"{self.totals.tokens:,} tokens, ${self.totals.cost:.4f}{self.failure_counts()}; {self.run_dir.path}")
         except (asyncio.CancelledError, KeyboardInterrupt):
             self.write_failure_summary("interrupted", "interrupted")
             self.write_partial_report()
@@ -401,7 +401,7 @@ class Audit:
                        sample_index=iteration)]
         if plan.with_baseline:
             jobs.append(sample(self.gateway, plan.target, "assistant", probe, sample_index=iteration,
-                               tag="baseline"))
+                               tag="baseline", run_technique=plan.technique))
         samples = await asyncio.gather(*jobs)
         main = samples[0]
         if main.error_kind in FATAL_KINDS:  # no later probe can avoid these; other failures are recorded
@@ -418,7 +418,7 @@ class Audit:
             self.totals.add(usage)
         say(iteration_line(iteration, plan.max_iterations, self.turns[iteration]["parsed"].get("prompt_strategy"),
                            main.text, self.totals, label=(labels[0] or {}).get("label"),
-                           error=main.record["error"]))
+                           error=main.record["error"], judge_failed=labels[0] is not None and not labels[0].get("label")))
 
     async def classify(self, probe: str, sampled: Sample) -> dict[str, Any] | None:
         """Judge label of one response; None when the judge is off or there is no text to judge."""
@@ -508,12 +508,20 @@ class Audit:
         except Exception as exc:  # noqa: BLE001 - the run's own error is what the caller sees
             say(f"could not write the partial report: {type(exc).__name__}: {exc}")
 
+    def failure_counts(self) -> str:
+        """The end-of-run line's failures, e.g. ``; 1 failed call, 2 judge failures (unclassified)``."""
+        calls, judged = len(self.call_errors()), len(self.judge_failures())
+        parts = ([f"{calls} failed call{'s' * (calls != 1)}"] if calls else []) + \
+            ([f"{judged} judge failure{'s' * (judged != 1)} (unclassified, out of every share)"] if judged else [])
+        return "; " + ", ".join(parts) if parts else ""
+
     def final_turn(self) -> dict[str, Any]:
         return self.turns[max(self.turns)]
 
     def final_status(self) -> str:
-        """``completed_with_errors`` when a call failed for good (its result is missing, not empty)."""
-        if self.call_errors():
+        """``completed_with_errors`` when a call failed for good or a judgment is missing (its result
+        is missing, not empty: an unclassified response is no "not refused")."""
+        if self.call_errors() or self.judge_failures():
             return "completed_with_errors"
         return "stopped_at_max_iterations" if self.final_turn().get("final_requested") else "completed"
 
@@ -533,6 +541,21 @@ class Audit:
             if _failed_call(recall):
                 errors.append({"iteration": None, "call": name, "error": recall["error"]})
         return errors
+
+    def judge_failures(self) -> list[dict[str, Any]]:
+        """Judgments the run lacks: a response the judge was asked to label and did not (a failed
+        call, a refusal, an unparsable reply: the response stays ``unclassified``), and a fact
+        scoring without verdicts. They leave every share's denominator, so they are counted apart."""
+        failures = []
+        for k, response in sorted(self.responses.items()):
+            for call, record in _iteration_calls(response):
+                if call.endswith("judge") and record is not None and record.get("label") is None:
+                    failures.append({"iteration": k, "call": call, "error": record.get("error")})
+        for name, recall in (("fact scoring", self.fact_recall), ("baseline fact scoring",
+                                                                  self.baseline_fact_recall)):
+            if recall is not None and recall.get("error") is not None:
+                failures.append({"iteration": None, "call": name, "error": recall["error"]})
+        return failures
 
     async def redo_failed_calls(self) -> None:
         """On a resume, sample again every iteration with a failed call (its good calls come from the
@@ -624,6 +647,7 @@ class Audit:
             "failed_turn": self.failed_turn,
             "failed_turns": self.failed_turns,
             "call_errors": self.call_errors(),
+            "judge_failures": self.judge_failures(),
         }
         self.run_dir.write_summary(summary)
 
