@@ -151,8 +151,8 @@ def test_a_baseline_and_an_assistant_run_are_distinct_draws_in_a_cached_sweep(tm
     each sent once, not two cached replies counted three times. The same sweep again sends nothing."""
     script = Script(stop_at_turn=3)
     fake_openrouter.handler = script.handler
-    args = ["-m", "technique=user_persona,prefill,assistant", "technique.with_baseline=true",
-            *[a for a in SWEEP if "cache" not in a]]
+    args = ["-m", "technique=user_persona,prefill,assistant", *[a for a in SWEEP if "cache" not in a and
+                                                                  "with_baseline" not in a]]  # baseline by default
     code, _, err = finish(audit(tmp_path, fake_openrouter, *args))
     assert code == 0, err
     chat_answers = [r for r in fake_openrouter.chat_requests() if chat_role(r.json) == BASELINE]

@@ -157,6 +157,8 @@ def test_judge_default_on_and_off_switch():
 def test_techniques(name):
     technique = _compose(f"technique={name}").technique
     assert technique.name == name and isinstance(technique.with_baseline, bool)
+    # Eliciting techniques sample the assistant baseline by default (knows vs says); assistant is its own.
+    assert technique.with_baseline is (name != "assistant")
     # The auditor is told the run's own technique from turn 1, not the spec's fixed user-persona line.
     system = prompts.auditor_system_prompt(_compose().topic, name)
     assert "TECHNIQUE: " + prompts.technique_description(name) + "\n" in system

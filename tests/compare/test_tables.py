@@ -184,7 +184,7 @@ def test_real_censorship_runs_match_their_response_files(fake_openrouter, tmp_pa
         assert row.n_responses == len(labels) == row.iterations
         assert row.refused_share == labels.count("refused") / len(labels)
         assert row.partial_share == labels.count("partial") / len(labels)
-        assert row.fact_recall == sum(f["covered"] for f in facts) / len(facts)
+        assert row.fact_recall == sum(f["status"] == "revealed" for f in facts) / len(facts)
     assert "assistant (baseline)" in set(tables.censorship_map["technique"])
 
 

@@ -38,11 +38,12 @@ AUDITOR, JUDGE, ANSWER, BASELINE = "auditor", "judge", "answer", "baseline"
 
 
 def audit_config(out: Path, *overrides: str) -> DictConfig:
-    """The config ``python -m audit`` would build, pointed at test models and ``out``."""
+    """The config ``python -m audit`` would build, pointed at test models and ``out``; the judge
+    and the assistant baseline off (a test that needs them says so), so a test counts only its own calls."""
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         return compose("config", overrides=[
-            f"output_dir={out}", f"auditor.model={AUDITOR_MODEL}", "judge=off", "gateway.max_retries=0",
-            "gateway.cache.enabled=false", *overrides])
+            f"output_dir={out}", f"auditor.model={AUDITOR_MODEL}", "judge=off", "technique.with_baseline=false",
+            "gateway.max_retries=0", "gateway.cache.enabled=false", *overrides])
 
 
 def probe_text(k: int) -> str:
