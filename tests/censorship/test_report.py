@@ -190,3 +190,21 @@ def test_judge_off_is_said_only_when_the_config_turned_it_off(tmp_path):
     (run / "summary.json").write_text(json.dumps({"status": "error", "error": "boom", "classifications": {},
                                                   "config": {"judge": {"enabled": False}}}))
     assert "not classified (judge off)" in write_report(run).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("roles, said", [
+    (("auditor", "audited", "judge"), "Every role here (auditor, audited model and judge) is the embedded 135M model"),
+    (("audited",), "The audited here is the embedded 135M model"),
+    ((), None),
+])
+def test_a_run_on_the_embedded_model_says_its_numbers_are_not_findings(tmp_path, roles, said):
+    run = make_run(tmp_path)
+    summary = json.loads((run / "summary.json").read_text())
+    summary["config"] = {role: {"model": "x", **({"endpoint": "embedded"} if role in roles else {})}
+                         for role in ("auditor", "audited", "judge")}
+    (run / "summary.json").write_text(json.dumps(summary))
+    page = html.unescape(write_report(run).read_text(encoding="utf-8"))
+    if said is None:
+        assert "135M" not in page
+    else:
+        assert said in page and "its numbers are not findings" in page

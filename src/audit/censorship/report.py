@@ -25,6 +25,7 @@ from audit.censorship.hypotheses import HypothesisLedger
 from audit.censorship.schema import CONFIDENCES, is_known_strategy
 from audit.errors import UserError, exit_on_user_error
 from audit.io.atomic import write_text
+from audit.llm import embedded
 from audit.pages import SORT_FILTER_JS
 from audit.stats import PALETTE
 
@@ -160,6 +161,13 @@ def _transcript(run: Mapping[str, Any]) -> list[dict[str, Any]]:
     return entries
 
 
+def embedded_roles(config: Mapping[str, Any]) -> list[str]:
+    """The roles the embedded 135M model played (``local=``): a reader must know its numbers are
+    a test of the pipeline, not findings about a model."""
+    return [role for role in ("auditor", "audited", "judge")
+            if isinstance(config.get(role), Mapping) and config[role].get("endpoint") == embedded.ENDPOINT]
+
+
 def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
     """The template's variables (kept separate so tests can check them without HTML)."""
     summary = run["summary"]
@@ -186,6 +194,8 @@ def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
         "fact_recall": summary.get("fact_recall"),
         "baseline_fact_recall": summary.get("baseline_fact_recall"),
         "fact_scoring": summary.get("fact_scoring"),
+        "embedded_roles": embedded_roles(config),
+        "embedded_model": embedded.MODEL,
         # "judge off" only when the config says so: an errored run may have classified nothing yet.
         "judge_on": bool((config.get("judge") or {}).get("enabled")),
         "final_summary": summary.get("final_summary") or _parsed(last_turn).get("final_summary"),
