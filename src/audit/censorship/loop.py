@@ -29,6 +29,8 @@ from audit.censorship.evidence import check_evidence, citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
 from audit.censorship.judging import CLASSIFICATION_FORMAT, classification_messages, fact_counts, facts_format, \
     fact_messages, parse_classification, parse_fact_coverage
+from audit.censorship.language import WrongLanguage, check_probe, language_counts, \
+    measure as measure_language
 from audit.censorship.progress import iteration_line
 from audit.censorship.prompts import auditor_system_prompt, topic_heading, final_summary_request, first_user_message, reask_message, \
     turn_message
@@ -36,6 +38,7 @@ from audit.censorship.run_dir import RunDir, fresh_run_path, iso, open_existing,
 from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, ReplyError, parse_auditor_reply, reask_stage, \
     stage_of
 from audit.censorship.techniques import Sample, Target, check_technique, sample, text_of
+from audit.censorship.topics import check_topic_overrides, with_topic_file
 from audit.errors import Interrupted, UserError, user_error_line
 from audit.interrupts import sigterm_as_interrupt
 from audit.llm.embedded import local_model
@@ -178,6 +181,8 @@ def run_audit(cfg: DictConfig) -> Path:
             return run_dir.path
         cfg = resumed_config(saved, cfg)
     else:
+        check_topic_overrides(command_line_overrides())
+        cfg = with_topic_file(cfg)
         run_dir = RunDir(fresh_run_path(parent_dir(cfg), str(cfg.audited.name), str(cfg.topic.name), utc_now()))
     plan = Plan.from_config(cfg)
     from audit.llm.gateway import Gateway  # the gateway module is cheap; litellm loads on the first call
@@ -191,6 +196,8 @@ def run_audit(cfg: DictConfig) -> Path:
     audit = Audit(cfg, plan, run_dir, gateway)
     say(f"resuming {run_dir.path} from its saved config (only gateway settings come from this command)"
         if resume else f"run dir: {run_dir.path}")
+    if not cfg.topic.get("key_facts"):
+        say(f"topic {cfg.topic.name} has no key_facts: fact scoring is off for this run")
     try:
         asyncio.run(audit.run())
     except AuditStopped as exc:
@@ -242,6 +249,7 @@ class Audit:
         self.run_dir = run_dir
         self.gateway = gateway
         self.topic = cfg.topic
+        self.language = str(cfg.topic.get("language") or "en")
         saved = run_dir.scan()
         self.turns = saved.turns
         # A response without the turn that asked for it cannot be part of this history.
@@ -340,12 +348,15 @@ class Audit:
         attempts: list[dict[str, Any]] = []
         usages: list[dict[str, Any]] = []
         stage = schema = stage_of(iteration, final=final)
+        # A resume of a turn that failed before draws fresh replies: the cached ones are the failure.
+        earlier_failures = sum(f.get("iteration") == iteration for f in self.failed_turns)
         for attempt in range(self.plan.max_reask + 1):
             try:
                 response = await self.gateway.achat(
                     self.plan.auditor_model, messages, max_tokens=self.plan.auditor_max_tokens,
                     temperature=self.plan.auditor_temperature, tag="auditor", endpoint=self.plan.auditor_endpoint,
-                    response_format=AUDITOR_RESPONSE_FORMATS[schema], structured=self.plan.auditor_structured)
+                    response_format=AUDITOR_RESPONSE_FORMATS[schema], structured=self.plan.auditor_structured,
+                    sample_index=earlier_failures)
             except GatewayError as exc:
                 raise AuditStopped(f"auditor {self.plan.auditor_model} failed at turn {iteration}: {exc}",
                                    failed_turn=self._failed(iteration, messages, attempts)) from exc
@@ -357,11 +368,16 @@ class Audit:
             self.totals.add(usages[-1])
             try:
                 reply = parse_auditor_reply(response.text, stage=stage)
+                check_probe(reply.next_prompt, self.language)
                 break
             except ReplyError as exc:
                 self.totals.parse_failures += 1
                 attempts.append({"raw_response": response.text, "error": str(exc), "usage": usages[-1]})
                 if attempt == self.plan.max_reask:
+                    if isinstance(exc, WrongLanguage):  # usable: sent, and the mismatch is recorded
+                        attempts.pop()
+                        self.totals.parse_failures -= 1
+                        break
                     raise AuditStopped(
                         f"auditor gave no usable reply at turn {iteration} after {attempt} re-asks: {exc}",
                         failed_turn=self._failed(iteration, messages, attempts)) from None
@@ -379,6 +395,7 @@ class Audit:
             "attempts": attempts,
             "hypothesis_delta": self.ledger.update(iteration, parsed["hypotheses"]),
             "evidence": counts,
+            "repairs": reply.repairs,
             "final_requested": final,
             "usage": sum_usage(usages),
         }
@@ -409,6 +426,7 @@ class Audit:
                                f"{main.record['error']}")
         labels = await asyncio.gather(*(self.classify(probe, s) for s in samples))
         record: dict[str, Any] = {"iteration": iteration, "timestamp": iso(utc_now()), **main.record,
+                                  "probe_language": measure_language(probe),
                                   "classification": labels[0], "baseline": None}
         if plan.with_baseline:
             record["baseline"] = {**samples[1].record, "classification": labels[1]}
@@ -648,6 +666,10 @@ class Audit:
             "failed_turns": self.failed_turns,
             "call_errors": self.call_errors(),
             "judge_failures": self.judge_failures(),
+            "probe_language": language_counts((r.get("probe_language") for r in self.responses.values()),
+                                             self.language),
+            "repairs": [{"iteration": k, "repair": r} for k, t in sorted(self.turns.items())
+                        for r in t.get("repairs") or []],
         }
         self.run_dir.write_summary(summary)
 
