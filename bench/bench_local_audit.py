@@ -77,7 +77,8 @@ def main() -> None:
         for k in range(1, args.runs + 1):
             results.append(one_run(Path(tmp) / str(k), extra))
             show(k, results[-1])
-    finished = sum(r["status"] in ("completed", "stopped_at_max_iterations") for r in results)
+    # completed_with_errors finished too (a judge failure or a failed call flags it; the summary is there)
+    finished = sum(r["status"] in ("completed", "stopped_at_max_iterations", "completed_with_errors") for r in results)
     accepted, reasks = sum(r["auditor_accepted"] for r in results), sum(r["reasks"] for r in results)
     walls = sorted(r["wall_s"] for r in results)
     print(f"total: {finished}/{len(results)} runs finished with a final summary; wall {walls[0]:.0f}-{walls[-1]:.0f}s "
