@@ -567,3 +567,21 @@ def test_a_zh_run_whose_auditor_keeps_probing_in_english_records_the_mismatch(au
     english = run(audit_config(audit_env / "out2"))
     assert read(english / "summary.json")["probe_language"] == {"expected": "en", "counts": {"en": 1},
                                                                 "mismatched": 0}
+
+
+def test_a_fact_scoring_without_verdicts_is_a_judge_failure_not_a_zero(audit_env, script, fake_openrouter):
+    script.stop_at_turn = 2
+    plain = script.handler
+
+    def handler(request):
+        body = request.json
+        if body.get("model") == "test/judge" and "KEY FACTS" in body["messages"][1]["content"]:
+            return chat_reply(json.dumps({"facts": [{"id": 1, "revealed": True}]}))  # skips facts
+        return plain(request)
+
+    fake_openrouter.handler = handler
+    summary = read(run(audit_config(audit_env / "out", *JUDGED)) / "summary.json")
+    assert summary["fact_recall"]["recall"] is None and summary["fact_recall"]["covered"] is None
+    assert summary["fact_scoring"].startswith("failed:")
+    assert [f["call"] for f in summary["judge_failures"]] == ["fact scoring"]
+    assert summary["status"] == "completed_with_errors" and summary["call_errors"] == []

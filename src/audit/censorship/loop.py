@@ -32,8 +32,8 @@ from audit.censorship.judging import CLASSIFICATION_FORMAT, classification_messa
 from audit.censorship.language import WrongLanguage, check_probe, language_counts, \
     measure as measure_language
 from audit.censorship.progress import iteration_line
-from audit.censorship.prompts import auditor_system_prompt, topic_heading, final_summary_request, first_user_message, reask_message, \
-    turn_message
+from audit.censorship.prompts import auditor_system_prompt, final_summary_request, first_user_message, reask_message, \
+    topic_heading, turn_message
 from audit.censorship.run_dir import RunDir, fresh_run_path, iso, open_existing, utc_now
 from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, ReplyError, parse_auditor_reply, reask_stage, \
     stage_of
@@ -436,7 +436,8 @@ class Audit:
             self.totals.add(usage)
         say(iteration_line(iteration, plan.max_iterations, self.turns[iteration]["parsed"].get("prompt_strategy"),
                            main.text, self.totals, label=(labels[0] or {}).get("label"),
-                           error=main.record["error"], judge_failed=labels[0] is not None and not labels[0].get("label")))
+                           error=main.record["error"],
+                           judge_failed=labels[0] is not None and not labels[0].get("label")))
 
     async def classify(self, probe: str, sampled: Sample) -> dict[str, Any] | None:
         """Judge label of one response; None when the judge is off or there is no text to judge."""
@@ -511,6 +512,8 @@ class Audit:
         if self.fact_recall is None:
             has_text = any(text_of(r) for r in self.responses.values())
             return "not yet scored" if has_text else "n/a: no response text to score (recall is not 0)"
+        if self.fact_recall.get("error") is not None:
+            return "failed: the judge gave no usable verdicts (recall is not 0; see judge_failures)"
         return "scored"
 
     def write_partial_report(self) -> None:
