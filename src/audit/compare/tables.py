@@ -151,7 +151,8 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "facts_contradicted": contradicted if recall else math.nan,
         # Facts the technique's own responses reveal, and those the assistant baseline's responses
         # reveal on the same probes (scored apart): the paired knows-vs-says facts gap.
-        "facts_in_responses": _number(recall.get("in_responses"), "fact_recall.in_responses"),
+        # (Runs scored from the target's quotes only have no in_responses: every revealed fact is.)
+        "facts_in_responses": _number(recall.get("in_responses", recall.get("covered")), "fact_recall.in_responses"),
         "baseline_facts_covered": _number(base_recall.get("covered"), "baseline_fact_recall.covered"),
         "baseline_facts_total": _number(base_recall.get("total"), "baseline_fact_recall.total")
         if base_recall.get("covered") is not None else math.nan,
