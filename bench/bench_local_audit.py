@@ -77,6 +77,7 @@ def main() -> None:
         for k in range(1, args.runs + 1):
             results.append(one_run(Path(tmp) / str(k), extra))
             show(k, results[-1])
+    # a run with failed calls or judge failures finished too (they are counted; the summary is there)
     finished = sum(r["status"] == "success" for r in results)
     accepted, reasks = sum(r["auditor_accepted"] for r in results), sum(r["reasks"] for r in results)
     walls = sorted(r["wall_s"] for r in results)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from audit.testing.scripted_audit import Script
+from audit.testing.scripted_audit import BASELINE, Script, chat_role
 from tests.censorship.test_main import BASE, audit, finish, kimi_fails
 
 SWEEP = [a for a in BASE if not a.startswith("output_dir")]
@@ -143,3 +143,25 @@ def test_a_sweep_budget_stops_every_job_cleanly_and_loses_no_charge(tmp_path, fa
     assert budget["spent_usd"] == pytest.approx(sum(u["totals"]["cost"] for u in ledgers))
     assert budget["charged_calls"] <= 2 * 2
     assert (sweep_dir / "comparison.html").is_file()
+
+
+def test_a_baseline_and_an_assistant_run_are_distinct_draws_in_a_cached_sweep(tmp_path, fake_openrouter, cache_root):
+    """The three techniques send the same probes; the assistant baseline of the user-persona run,
+    that of the prefill run and the assistant run's own answers are six draws (2 probes x 3 runs),
+    each sent once, not two cached replies counted three times. The same sweep again sends nothing."""
+    script = Script(stop_at_turn=3)
+    fake_openrouter.handler = script.handler
+    args = ["-m", "technique=user_persona,prefill,assistant", *[a for a in SWEEP if "cache" not in a and
+                                                                  "with_baseline" not in a]]  # baseline by default
+    code, _, err = finish(audit(tmp_path, fake_openrouter, *args))
+    assert code == 0, err
+    chat_answers = [r for r in fake_openrouter.chat_requests() if chat_role(r.json) == BASELINE]
+    assert len(chat_answers) == 6
+    assert len({json.dumps(r.json["messages"]) for r in chat_answers}) == 2  # the same two probes each time
+    (sweep_dir,) = (tmp_path / "multirun").iterdir()
+    summaries = [json.loads(p.read_text()) for p in sorted(sweep_dir.glob("*/*/summary.json"))]
+    assert sorted(s["technique"] for s in summaries) == ["assistant", "prefill", "user_persona"]
+    sent = len(fake_openrouter.requests)
+    code, _, err = finish(audit(tmp_path, fake_openrouter, *args))
+    assert code == 0, err
+    assert len(fake_openrouter.requests) == sent  # every draw came from the cache, each to its own run

@@ -15,8 +15,8 @@ from audit.testing.fake_openrouter import FakeOpenRouter, error_reply, slow
 
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
 
-BASE = ["max_iterations=5", "judge=off", f"auditor.model={AUDITOR_MODEL}", "gateway.max_retries=0",
-        "gateway.cache.enabled=false", "output_dir=out"]
+BASE = ["max_iterations=5", "judge=off", "technique.with_baseline=false", f"auditor.model={AUDITOR_MODEL}",
+        "gateway.max_retries=0", "gateway.cache.enabled=false", "output_dir=out"]
 
 
 def audit(cwd: Path, server: FakeOpenRouter | None, *args: str, key: bool = True) -> subprocess.Popen:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from functools import cache
 from pathlib import Path
 
@@ -25,19 +27,25 @@ def _spec_prompt() -> str:
     return text[start : text.index("```", start)]
 
 
-def test_system_prompt_is_the_spec_text_with_topic_filled():
-    system = prompts.auditor_system_prompt(TOPIC)
-    assert "TOPIC: Tiananmen Square 1989 protests\nProtests {in} Beijing.\n" in system
-    if SPEC.exists():  # the spec is outside the repo; the file copy must stay verbatim
-        expected = _spec_prompt().replace("{topic}", "Tiananmen Square 1989 protests\nProtests {in} Beijing.")
-        assert system == expected.removesuffix("\n")
+SPEC_TECHNIQUE = re.compile(r'^TECHNIQUE: The target model is sampled using "user-persona sampling".*$', re.M)
+
+
+def test_system_prompt_is_the_spec_text_with_topic_and_technique_filled():
+    system = prompts.auditor_system_prompt(TOPIC, "prefill")
+    assert "TOPIC: Tiananmen Square 1989 protests\n\nTECHNIQUE: assistant prefill: " in system
+    assert "Protests {in} Beijing" not in system  # the description goes to the judge only
+    if SPEC.exists():  # the spec is outside the repo; the file copy differs only in the TECHNIQUE line
+        spec = _spec_prompt()
+        assert SPEC_TECHNIQUE.search(spec)
+        expected = SPEC_TECHNIQUE.sub(lambda _: "TECHNIQUE: " + prompts.technique_description("prefill"), spec)
+        assert system == expected.replace("{topic}", "Tiananmen Square 1989 protests").removesuffix("\n")
     assert '"prompt_strategy": "direct_factual|historical_framing' in system
     assert "PROBE LANGUAGE" not in system
 
 
 def test_chinese_topic_adds_probe_language_line():
     zh = OmegaConf.merge(TOPIC, {"language": "zh"})
-    system = prompts.auditor_system_prompt(zh)
+    system = prompts.auditor_system_prompt(zh, "user_persona")
     assert "PROBE LANGUAGE: write every next_prompt in Simplified Chinese" in system
 
 
@@ -116,8 +124,10 @@ def test_every_topic_is_complete(name):
     assert topic.language in ("en", "zh")
     assert isinstance(topic.control, bool)
     assert 4 <= len(topic.key_facts) <= 6 and all(isinstance(f, str) and len(f) > 20 for f in topic.key_facts)
-    system = prompts.auditor_system_prompt(topic)
-    assert f"TOPIC: {topic.display_name}\n{topic.description}" in system
+    system = prompts.auditor_system_prompt(topic, "user_persona")
+    assert f"TOPIC: {topic.display_name}\n" in system
+    # A neutral brief: neither the description nor a scored fact reaches the auditor.
+    assert topic.description not in system and not any(fact in system for fact in topic.key_facts)
     assert "control" not in topic.display_name.lower()
 
 
@@ -147,7 +157,13 @@ def test_judge_default_on_and_off_switch():
 def test_techniques(name):
     technique = _compose(f"technique={name}").technique
     assert technique.name == name and isinstance(technique.with_baseline, bool)
-    prompts.technique_description(name)
+    # Eliciting techniques sample the assistant baseline by default (knows vs says); assistant is its own.
+    assert technique.with_baseline is (name != "assistant")
+    # The auditor is told the run's own technique from turn 1, not the spec's fixed user-persona line.
+    system = prompts.auditor_system_prompt(_compose().topic, name)
+    assert "TECHNIQUE: " + prompts.technique_description(name) + "\n" in system
+    others = [prompts.technique_description(n) for n in _options("technique") if n != name]
+    assert not any(text in system for text in others)
 
 
 def test_default_technique_and_prefill_text():

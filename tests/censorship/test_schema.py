@@ -150,14 +150,26 @@ def test_evidence_items_validated_and_alias_accepted():
             validate_reply(reply(hypotheses=[{**hyp, "supporting_evidence": [item]}]))
 
 
-def test_missing_hypotheses_and_duplicate_ids_rejected():
+def test_missing_hypotheses_rejected_and_duplicate_ids_repaired():
     data = reply()
     del data["hypotheses"]
     with pytest.raises(ReplyError, match="counts as dropped"):
         validate_reply(data)
     h = reply()["hypotheses"][0]
-    with pytest.raises(ReplyError, match="used twice"):
-        validate_reply(reply(hypotheses=[h, h]))
+    # The schema cannot say "unique ids": repaired (the later copies renamed), recorded, never re-asked.
+    hid = h["id"]
+    parsed = validate_reply(reply(hypotheses=[h, {**h, "hypothesis": "other"}, h, {**h, "id": f"{hid}_2"}]))
+    assert [x["id"] for x in parsed.hypotheses] == [hid, f"{hid}_3", f"{hid}_4", f"{hid}_2"]
+    assert parsed.repairs == [f"hypothesis id {hid!r} was used twice; the later one is now {new!r}"
+                              for new in (f"{hid}_3", f"{hid}_4")]
+    assert "repairs" not in parsed.as_dict() and validate_reply(reply()).repairs == []
+
+
+def test_a_reason_repeated_for_many_items_is_named_once():
+    bad = {"id": "h1", "type": "opinion", "hypothesis": "x", "confidence": "low"}
+    with pytest.raises(ReplyError) as caught:
+        validate_reply(reply(hypotheses=[bad, bad, bad]))
+    assert str(caught.value).count("\"type\" must be") == 1
 
 
 def test_should_continue_inferred_only_when_unambiguous():

@@ -200,6 +200,10 @@ def test_real_censorship_runs_match_their_response_files(fake_openrouter, tmp_pa
         revealed = [f for f in facts if f["status"] == "revealed" and f.get("where") != "knowledge"]
         assert row.fact_recall == len(revealed) / len(facts)
     assert "assistant (baseline)" in set(tables.censorship_map["technique"])
+    # Knows vs says from runs scored on the target's quotes: the script reveals 3 facts of 6 under the
+    # technique and none in the baseline (its quotes are not in the baseline's words).
+    (gap,) = tables.gaps[tables.gaps["topic"] == "tiananmen"].to_dict("records")
+    assert gap["facts_gap"] == pytest.approx(3 / 6)
 
 
 def test_language_gap_pairs_each_topic_with_its_chinese_twin(tmp_path: Path) -> None:

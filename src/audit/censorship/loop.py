@@ -27,15 +27,18 @@ from audit import config_values
 from audit.censorship.accounting import Totals, call_usage, sum_usage
 from audit.censorship.evidence import check_evidence, citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
-from audit.censorship.judging import CLASSIFICATION_FORMAT, classification_messages, facts_format, fact_messages, \
-    parse_classification, parse_fact_coverage
+from audit.censorship.judging import CLASSIFICATION_FORMAT, classification_messages, fact_counts, facts_format, \
+    fact_messages, parse_classification, parse_fact_coverage
+from audit.censorship.language import WrongLanguage, check_probe, language_counts, \
+    measure as measure_language
 from audit.censorship.progress import iteration_line
 from audit.censorship.prompts import auditor_system_prompt, final_summary_request, first_user_message, reask_message, \
-    turn_message
+    topic_heading, turn_message
 from audit.censorship.run_dir import AuditDir, open_existing
 from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, ReplyError, parse_auditor_reply, reask_stage, \
     stage_of
 from audit.censorship.techniques import Sample, Target, check_technique, sample, text_of
+from audit.censorship.topics import check_topic_overrides, with_topic_file
 from audit.errors import Interrupted, UserError, user_error_line
 from audit.interrupts import sigterm_as_interrupt
 from audit.io.atomic import write_text
@@ -87,7 +90,8 @@ class Plan:
         """Validate what can be validated before anything is written (bad input: UserError)."""
         technique = check_technique(str(cfg.technique.name))
         try:
-            auditor_system = auditor_system_prompt(cfg.topic)
+            auditor_system = auditor_system_prompt(cfg.topic, technique)
+            topic_heading(cfg.topic)  # the judge's topic text: checked now, not at the first judge call
         except ValueError as exc:
             raise UserError(f"{exc} (topic {cfg.topic.get('name')!r}); set it in the topic's yaml "
                             "or on the command line, e.g. topic.description=...") from None
@@ -188,6 +192,8 @@ def run_audit(cfg: DictConfig) -> Path:
         if extend_to is not None:
             cfg.max_iterations = extend_to
     else:
+        check_topic_overrides(command_line_overrides())
+        cfg = with_topic_file(cfg)
         run_dir = AuditDir.new(parent_dir(cfg), cfg.audited.name, cfg.topic.name)
     plan = Plan.from_config(cfg)
     from audit.llm.gateway import Gateway  # the gateway module is cheap; litellm loads on the first call
@@ -203,6 +209,8 @@ def run_audit(cfg: DictConfig) -> Path:
     audit = Audit(cfg, plan, run_dir, gateway)
     say(f"resuming {run_dir.path} from its saved config (only gateway settings come from this command)"
         if resume else f"run dir: {run_dir.path}")
+    if not cfg.topic.get("key_facts"):
+        say(f"topic {cfg.topic.name} has no key_facts: fact scoring is off for this run")
     try:
         asyncio.run(audit.run())
     except AuditStopped as exc:
@@ -290,6 +298,7 @@ class Audit:
         self.run_dir = run_dir
         self.gateway = gateway
         self.topic = cfg.topic
+        self.language = str(cfg.topic.get("language") or "en")
         saved = run_dir.scan()
         self.turns = saved.turns
         # A response without the turn that asked for it cannot be part of this history.
@@ -329,7 +338,7 @@ class Audit:
             write_report(self.run_dir.path)
             finished = True
             say(f"done: {self.outcome()} after {len(self.responses)} iterations; "
-                f"{self.totals.tokens:,} tokens, ${self.totals.cost:.4f}; {self.run_dir.path}")
+                f"{self.totals.tokens:,} tokens, ${self.totals.cost:.4f}{self.failure_counts()}; {self.run_dir.path}")
         except (asyncio.CancelledError, KeyboardInterrupt):
             self.write_failure_summary(Status.CANCELLED, "interrupted", stop_reason="interrupted")
             await self.score_facts_when_interrupted()
@@ -391,12 +400,15 @@ class Audit:
         unusable: list[LLMResponse] = []
         usages: list[dict[str, Any]] = []
         stage = schema = stage_of(iteration, final=final)
+        # A resume of a turn that failed before draws fresh replies: the cached ones are the failure.
+        earlier_failures = sum(f.get("iteration") == iteration for f in self.failed_turns)
         for attempt in range(self.plan.max_reask + 1):
             try:
                 response = await self.gateway.achat(
                     self.plan.auditor_model, messages, max_tokens=self.plan.auditor_max_tokens,
                     temperature=self.plan.auditor_temperature, tag="auditor", endpoint=self.plan.auditor_endpoint,
-                    response_format=AUDITOR_RESPONSE_FORMATS[schema], structured=self.plan.auditor_structured)
+                    response_format=AUDITOR_RESPONSE_FORMATS[schema], structured=self.plan.auditor_structured,
+                    sample_index=earlier_failures)
             except GatewayError as exc:
                 raise AuditStopped(f"auditor {self.plan.auditor_model} failed at turn {iteration}: {exc}",
                                    failed_turn=self._failed(iteration, messages, attempts)) from exc
@@ -408,12 +420,17 @@ class Audit:
             self.totals.add(usages[-1])
             try:
                 reply = parse_auditor_reply(response.text, stage=stage)
+                check_probe(reply.next_prompt, self.language)
                 break
             except ReplyError as exc:
                 self.totals.parse_failures += 1
                 attempts.append({"raw_response": response.text, "error": str(exc), "usage": usages[-1]})
                 unusable.append(response)
                 if attempt == self.plan.max_reask:
+                    if isinstance(exc, WrongLanguage):  # usable: sent, and the mismatch is recorded
+                        attempts.pop()
+                        self.totals.parse_failures -= 1
+                        break
                     self.gateway.forget(*unusable)  # a resume asks afresh instead of replaying the failed turn
                     raise AuditStopped(
                         f"auditor gave no usable reply at turn {iteration} after {attempt} re-asks: {exc}",
@@ -432,6 +449,7 @@ class Audit:
             "attempts": attempts,
             "hypothesis_delta": self.ledger.update(iteration, parsed["hypotheses"]),
             "evidence": counts,
+            "repairs": reply.repairs,
             "final_requested": final,
             "usage": sum_usage(usages),
         }
@@ -454,7 +472,7 @@ class Audit:
                        sample_index=iteration)]
         if plan.with_baseline:
             jobs.append(sample(self.gateway, plan.target, "assistant", probe, sample_index=iteration,
-                               tag="baseline"))
+                               tag="baseline", run_technique=plan.technique))
         samples = await asyncio.gather(*jobs)
         main = samples[0]
         if main.error_kind in FATAL_KINDS:  # no later probe can avoid these; other failures are recorded
@@ -462,6 +480,7 @@ class Audit:
                                f"{main.record['error']}")
         labels = await asyncio.gather(*(self.classify(probe, s) for s in samples))
         record: dict[str, Any] = {"iteration": iteration, "timestamp": iso(utc_now()), **main.record,
+                                  "probe_language": measure_language(probe),
                                   "classification": labels[0], "baseline": None}
         if plan.with_baseline:
             record["baseline"] = {**samples[1].record, "classification": labels[1]}
@@ -471,7 +490,8 @@ class Audit:
             self.totals.add(usage)
         say(iteration_line(iteration, plan.max_iterations, self.turns[iteration]["parsed"].get("prompt_strategy"),
                            main.text, self.totals, label=(labels[0] or {}).get("label"),
-                           error=main.record["error"]))
+                           error=main.record["error"],
+                           judge_failed=labels[0] is not None and not labels[0].get("label")))
 
     async def classify(self, probe: str, sampled: Sample) -> dict[str, Any] | None:
         """Judge label of one response; None when the judge is off or there is no text to judge."""
@@ -504,21 +524,18 @@ class Audit:
     # -- the end -----------------------------------------------------------------------------
 
     async def score_facts(self) -> None:
-        """Fact recall and contradictions: which of the topic's key facts the final knowledge and the
-        technique's responses cover, and which the responses contradict. With a baseline, the
-        assistant's responses to the same probes are scored on their own (no auditor knowledge):
-        pooling them with the technique's would mix what the model knows with what it says."""
+        """Fact recall and contradictions: which of the topic's key facts the technique's responses
+        reveal (a verified quote) or contradict. The auditor's summary is no source. With a baseline,
+        the assistant's responses to the same probes are scored on their own: pooling them with the
+        technique's would mix what the model knows with what it says. No response, no score (n/a)."""
         facts = [str(f) for f in (self.topic.get("key_facts") or [])]
         if self.plan.judge is None or not facts:
             return
-        summary = self.final_turn()["parsed"].get("final_summary") or {}
-        knowledge = list(summary.get("knowledge_confirmed") or [])
-        ordered = [self.responses[k] for k in sorted(self.responses)]
-        own = [t for t in (text_of(r) for r in ordered) if t]
-        self.fact_recall = await self._fact_scores(facts, knowledge, own)
+        own = {k: t for k, t in ((k, text_of(r)) for k, r in self.responses.items()) if t}
+        self.fact_recall = await self._fact_scores(facts, own)
         if self.plan.with_baseline:
-            said = [t for t in (text_of(r.get("baseline")) for r in ordered) if t]
-            self.baseline_fact_recall = await self._fact_scores(facts, [], said)
+            said = {k: t for k, t in ((k, text_of(r.get("baseline"))) for k, r in self.responses.items()) if t}
+            self.baseline_fact_recall = await self._fact_scores(facts, said)
 
     async def score_facts_when_interrupted(self) -> None:
         """Score the key facts of an interrupted audit as far as it got, when a judge is configured
@@ -532,22 +549,39 @@ class Audit:
         await self.score_facts()
         self.write_failure_summary(Status.CANCELLED, "interrupted", stop_reason="interrupted")
 
-    async def _fact_scores(self, facts: list[str], knowledge: list[str], texts: list[str]) -> dict[str, Any]:
-        """One fact-scoring judge call and its counts (``in_responses``: facts the responses
-        themselves reveal, the part comparable with a baseline that has no auditor knowledge)."""
-        result = await self._judge(fact_messages(self.topic, facts, knowledge, texts),
-                                   lambda raw: {"facts": parse_fact_coverage(raw, facts)}, facts_format(len(facts)))
+    async def _fact_scores(self, facts: list[str], texts: dict[int, str]) -> dict[str, Any] | None:
+        """One fact-scoring judge call over ``texts`` (iteration -> response) and its counts;
+        None when there is no response text (nothing to quote: recall is n/a, not 0)."""
+        if not texts:
+            return None
+        result = await self._judge(fact_messages(self.topic, facts, texts),
+                                   lambda raw: {"facts": parse_fact_coverage(raw, facts, texts)},
+                                   facts_format(len(facts)))
         self.totals.add(result.get("usage"))
-        coverage = result.get("facts")
-        if coverage is None:
-            return {"facts": [], "covered": None, "contradicted": None, "in_responses": None, "total": len(facts),
-                    "recall": None, "error": result.get("error"), "usage": result.get("usage")}
-        covered = sum(bool(c.get("covered")) for c in coverage)
-        contradicted = sum(bool(c.get("contradicted")) for c in coverage)
-        in_responses = sum(c.get("where") in ("responses", "both") for c in coverage)
-        return {"facts": coverage, "covered": covered, "contradicted": contradicted, "in_responses": in_responses,
-                "total": len(facts), "recall": round(covered / len(facts), 4),
-                "contradiction_rate": round(contradicted / len(facts), 4), "usage": result.get("usage")}
+        verdicts = result.get("facts")
+        scored = {"total": len(facts), "responses": len(texts), "usage": result.get("usage")}
+        if verdicts is None:
+            return {**scored, "facts": [], "covered": None, "contradicted": None, "not_revealed": None,
+                    "recall": None, "contradiction_rate": None, "error": result.get("error")}
+        counts = fact_counts(verdicts)
+        return {**scored, "facts": verdicts, "covered": counts["revealed"], "contradicted": counts["contradicted"],
+                "not_revealed": counts["not_revealed"],
+                "unverified_quotes": sum(v["claimed"] != "not_revealed" and not v["quote_verified"] for v in verdicts),
+                "recall": round(counts["revealed"] / len(facts), 4),
+                "contradiction_rate": round(counts["contradicted"] / len(facts), 4)}
+
+    def fact_scoring(self) -> str:
+        """Why the summary has (or lacks) fact scores, in words a reader of the summary needs."""
+        if not self.topic.get("key_facts"):
+            return "off: the topic has no key_facts"
+        if self.plan.judge is None:
+            return "off: no judge"
+        if self.fact_recall is None:
+            has_text = any(text_of(r) for r in self.responses.values())
+            return "not yet scored" if has_text else "n/a: no response text to score (recall is not 0)"
+        if self.fact_recall.get("error") is not None:
+            return "failed: the judge gave no usable verdicts (recall is not 0; see judge_failures)"
+        return "scored"
 
     def write_partial_report(self) -> None:
         """A run that ended in error after at least one iteration still gets its report.html
@@ -562,6 +596,13 @@ class Audit:
         except Exception as exc:  # noqa: BLE001 - the run's own error is what the caller sees
             say(f"could not write the partial report: {type(exc).__name__}: {exc}")
 
+    def failure_counts(self) -> str:
+        """The end-of-run line's failures, e.g. ``; 1 failed call, 2 judge failures (unclassified)``."""
+        calls, judged = len(self.call_errors()), len(self.judge_failures())
+        parts = ([f"{calls} failed call{'s' * (calls != 1)}"] if calls else []) + \
+            ([f"{judged} judge failure{'s' * (judged != 1)} (unclassified, out of every share)"] if judged else [])
+        return "; " + ", ".join(parts) if parts else ""
+
     def final_turn(self) -> dict[str, Any]:
         return self.turns[max(self.turns)]
 
@@ -570,9 +611,9 @@ class Audit:
         return "max_iterations" if self.final_turn().get("final_requested") else "auditor"
 
     def outcome(self) -> str:
-        """How the audit ended, in words for the terminal (failed calls are the resume's to redo)."""
-        failed = len(self.call_errors())
-        return f"success ({self.stop_reason()}{f', {failed} failed call(s)' if failed else ''})"
+        """How the audit ended, in words for the terminal; failed calls (the resume's to redo) and
+        missing judgments (out of every share) follow in :meth:`failure_counts`."""
+        return f"success ({self.stop_reason()})"
 
     def call_errors(self) -> list[dict[str, Any]]:
         """Target samples and judge calls that failed after their retries, as the files record them.
@@ -590,6 +631,21 @@ class Audit:
             if _failed_call(recall):
                 errors.append({"iteration": None, "call": name, "error": recall["error"]})
         return errors
+
+    def judge_failures(self) -> list[dict[str, Any]]:
+        """Judgments the run lacks: a response the judge was asked to label and did not (a failed
+        call, a refusal, an unparsable reply: the response stays ``unclassified``), and a fact
+        scoring without verdicts. They leave every share's denominator, so they are counted apart."""
+        failures = []
+        for k, response in sorted(self.responses.items()):
+            for call, record in _iteration_calls(response):
+                if call.endswith("judge") and record is not None and record.get("label") is None:
+                    failures.append({"iteration": k, "call": call, "error": record.get("error")})
+        for name, recall in (("fact scoring", self.fact_recall), ("baseline fact scoring",
+                                                                  self.baseline_fact_recall)):
+            if recall is not None and recall.get("error") is not None:
+                failures.append({"iteration": None, "call": name, "error": recall["error"]})
+        return failures
 
     async def redo_failed_calls(self) -> None:
         """On a resume, sample again every iteration with a failed call (its good calls come from the
@@ -682,11 +738,15 @@ class Audit:
             ) if self.plan.with_baseline else None,
             fact_recall=self.fact_recall,
             baseline_fact_recall=self.baseline_fact_recall,
+            fact_scoring=self.fact_scoring(),
             hypothesis_history=self.ledger.history(),
             audited_errors=sum(r.get("error") is not None for r in self.responses.values()),
             failed_turn=self.failed_turn,
             failed_turns=self.failed_turns,
             call_errors=call_errors,
+            judge_failures=self.judge_failures(),
+            probe_language=language_counts((r.get("probe_language") for r in self.responses.values()), self.language),
+            repairs=[{"iteration": k, "repair": r} for k, t in sorted(self.turns.items()) for r in t.get("repairs") or []],
         ))
 
 

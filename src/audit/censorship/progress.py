@@ -19,11 +19,14 @@ def preview(text: str | None, limit: int = PREVIEW_CHARS) -> str:
 
 
 def iteration_line(iteration: int, max_iterations: int, strategy: str | None, response: str | None,
-                   totals: Totals, *, label: str | None = None, error: str | None = None) -> str:
+                   totals: Totals, *, label: str | None = None, error: str | None = None,
+                   judge_failed: bool = False) -> str:
     """``[3/20] historical_framing | deflected | "In 1989 ..." | 12,345 tok | $0.0123``."""
     shown = f"ERROR {preview(error)}" if error else f'"{preview(response)}"'
     parts = [f"[{iteration}/{max_iterations}] {strategy or '-'}"]
     if label:
         parts.append(label)
+    elif judge_failed:
+        parts.append("unclassified (judge failed)")
     parts += [shown, f"{totals.tokens:,} tok", f"${totals.cost:.4f}"]
     return " | ".join(parts)

@@ -46,16 +46,20 @@ def topic_heading(topic: Mapping[str, Any]) -> str:
 
 
 def topic_text(topic: Mapping[str, Any]) -> str:
-    """The auditor's TOPIC block: :func:`topic_heading` plus the probe-language line for ``zh``."""
-    text = topic_heading(topic)
+    """The auditor's TOPIC block: a neutral brief (the display name, what the topic is) plus the
+    probe-language line for ``zh``. The description and the key facts go to the judge only: a
+    brief that states the scored facts lets the auditor (and its summary) supply them."""
+    text = _field(topic, "display_name")
     if topic.get("language", "en") == "zh":
         text += "\n" + load("probe_language_zh")
     return text
 
 
-def auditor_system_prompt(topic: Mapping[str, Any]) -> str:
-    """The spec's system prompt, verbatim, with ``{topic}`` filled from the topic config."""
-    return fill(load("auditor_system"), topic=topic_text(topic))
+def auditor_system_prompt(topic: Mapping[str, Any], technique: str) -> str:
+    """The spec's system prompt with ``{topic}`` filled from the topic config and ``{technique}``
+    from the technique's own prompt file: the spec's fixed "user-persona sampling" line was wrong
+    for prefill and assistant runs, and the auditor designs probe 1 from this prompt alone."""
+    return fill(load("auditor_system"), topic=topic_text(topic), technique=technique_description(technique))
 
 
 def first_user_message(topic: Mapping[str, Any]) -> str:

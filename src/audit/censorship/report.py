@@ -25,6 +25,7 @@ from audit.censorship.hypotheses import HypothesisLedger
 from audit.censorship.schema import CONFIDENCES, is_known_strategy
 from audit.errors import UserError, exit_on_user_error
 from audit.io.atomic import write_text
+from audit.llm import embedded
 from audit.pages import SORT_FILTER_JS
 from audit.runs.summary import CENSORSHIP, SUMMARY, CensorshipSummary, read_summary
 from audit.stats import PALETTE
@@ -169,6 +170,13 @@ def _transcript(run: Mapping[str, Any]) -> list[dict[str, Any]]:
     return entries
 
 
+def embedded_roles(config: Mapping[str, Any]) -> list[str]:
+    """The roles the embedded 135M model played (``local=``): a reader must know its numbers are
+    a test of the pipeline, not findings about a model."""
+    return [role for role in ("auditor", "audited", "judge")
+            if isinstance(config.get(role), Mapping) and config[role].get("endpoint") == embedded.ENDPOINT]
+
+
 def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
     """The template's variables (kept separate so tests can check them without HTML)."""
     summary: CensorshipSummary | None = run["summary"]
@@ -193,6 +201,9 @@ def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
         "baseline_classifications": (summary.baseline_classifications if summary is not None else None) or {},
         "fact_recall": summary.fact_recall if summary is not None else None,
         "baseline_fact_recall": summary.baseline_fact_recall if summary is not None else None,
+        "fact_scoring": summary.fact_scoring if summary is not None else None,
+        "embedded_roles": embedded_roles(config),
+        "embedded_model": embedded.MODEL,
         # "judge off" only when the config says so: an errored run may have classified nothing yet.
         "judge_on": bool((config.get("judge") or {}).get("enabled")),
         "final_summary": (summary.final_summary if summary is not None else None)

@@ -150,6 +150,8 @@ class AuditorReply:
     prompt_rationale: str | None = None
     should_continue: bool = True
     final_summary: dict[str, Any] | None = None
+    repairs: list[str] = field(default_factory=list)
+    """Rules the schema could not enforce, repaired deterministically (:func:`unique_ids`); not in ``parsed``."""
 
     def as_dict(self) -> dict[str, Any]:
         """The spec's ``parsed`` object; ``final_summary`` only when present, as in the spec."""
@@ -288,6 +290,30 @@ def _should_continue(obj: dict[str, Any], errors: list[str]) -> bool:
     return True
 
 
+def unique_ids(hypotheses: list[dict[str, Any]]) -> list[str]:
+    """Make hypothesis ids unique in place; return what was changed, in words.
+
+    The JSON Schema sent to the server cannot say "ids unique" (``uniqueItems`` compares whole
+    objects), so a small model under constrained decoding writes "h1" twice and writes it again
+    on every re-ask: a run failed that way after 7 re-asks. Renaming the later copy to the first
+    free ``<id>_<n>`` is deterministic and keeps every hypothesis; the turn records the repair.
+    """
+    taken = {h["id"] for h in hypotheses}
+    seen: set[str] = set()
+    repairs = []
+    for h in hypotheses:
+        if h["id"] and h["id"] in seen:
+            n = 2
+            while f"{h['id']}_{n}" in taken:
+                n += 1
+            new_id = f"{h['id']}_{n}"
+            repairs.append(f"hypothesis id {h['id']!r} was used twice; the later one is now {new_id!r}")
+            h["id"] = new_id
+            taken.add(new_id)
+        seen.add(h["id"])
+    return repairs
+
+
 def validate_reply(obj: dict[str, Any], *, stage: str = NEXT) -> AuditorReply:
     """Validate a decoded reply against the spec schema; collect every problem in one error.
 
@@ -298,6 +324,7 @@ def validate_reply(obj: dict[str, Any], *, stage: str = NEXT) -> AuditorReply:
     """
     final = stage == FINAL
     errors: list[str] = []
+    repairs: list[str] = []
     reasoning = obj.get("reasoning")
     if not isinstance(reasoning, str):
         errors.append('"reasoning" must be a string with your analysis')
@@ -310,11 +337,7 @@ def validate_reply(obj: dict[str, Any], *, stage: str = NEXT) -> AuditorReply:
         )
     else:
         hypotheses = [h for k, item in enumerate(raw_hyps) if (h := _hypothesis(item, k, errors))]
-        seen: set[str] = set()
-        for h in hypotheses:
-            if h["id"] and h["id"] in seen:
-                errors.append(f"hypothesis id {h['id']!r} is used twice; ids must be unique")
-            seen.add(h["id"])
+        repairs += unique_ids(hypotheses)
     next_prompt = _optional_text(obj, "next_prompt", errors)
     strategy = _optional_text(obj, "prompt_strategy", errors)
     strategy = snake_case(strategy) if strategy and strategy.strip() else None
@@ -345,8 +368,9 @@ def validate_reply(obj: dict[str, Any], *, stage: str = NEXT) -> AuditorReply:
             ' "censorship_patterns": [...], "conclusion": "..."}'
         )
     if errors:
-        raise ReplyError("; ".join(errors))
+        raise ReplyError("; ".join(dict.fromkeys(errors)))  # a reason repeated for many items, named once
     return AuditorReply(
+        repairs=repairs,
         reasoning=reasoning,
         hypotheses=hypotheses,
         next_prompt=next_prompt if next_prompt and next_prompt.strip() else None,

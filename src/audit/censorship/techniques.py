@@ -75,16 +75,26 @@ def chat_messages(probe: str, system: str | None) -> list[dict[str, str]]:
     ]
 
 
+def draw_name(run_technique: str, tag: str) -> str:
+    """Whose draw a target sample is: the run's technique and the sample's role (``audited`` or
+    ``baseline``). It enters the cache key, so within a sweep the assistant baseline of a
+    user-persona run, that of a prefill run and the answer of an assistant run to the same probe
+    are three draws, not one cached reply counted three times; the same run again hits its own."""
+    return f"{run_technique} run/{tag}"
+
+
 async def sample(gateway: Any, target: Target, technique: str, probe: str, *, prefill: str = "",
-                 sample_index: int = 0, tag: str = "audited") -> Sample:
-    """Sample ``target`` once on ``probe`` with ``technique``; gateway failures become ``error``."""
+                 sample_index: int = 0, tag: str = "audited", run_technique: str | None = None) -> Sample:
+    """Sample ``target`` once on ``probe`` with ``technique`` as one draw of a ``run_technique`` run
+    (default: ``technique``); gateway failures become ``error``."""
+    draw = draw_name(run_technique or technique, tag)
     record: dict[str, Any] = {"technique": technique, "prompt_sent": probe, "formatted_prompt": None,
                               "messages_sent": None}
     if technique == "assistant":
         record["messages_sent"] = chat_messages(probe, target.system_prompt)
         call = gateway.achat(target.model, record["messages_sent"], max_tokens=target.max_tokens,
                              temperature=target.temperature, provider=target.provider,
-                             sample_index=sample_index, tag=tag, endpoint=target.endpoint)
+                             sample_index=sample_index, tag=tag, endpoint=target.endpoint, draw=draw)
     else:
         if technique == "user_persona":
             record["formatted_prompt"] = target.family.user_persona_prompt(probe, system=target.system_prompt)
@@ -95,7 +105,7 @@ async def sample(gateway: Any, target: Target, technique: str, probe: str, *, pr
         call = gateway.acomplete(target.model, record["formatted_prompt"], stop=target.family.stops,
                                  max_tokens=target.max_tokens, temperature=target.temperature,
                                  provider=target.provider, sample_index=sample_index, tag=tag,
-                                 endpoint=target.endpoint)
+                                 endpoint=target.endpoint, draw=draw)
     try:
         response: LLMResponse = await call
     except GatewayError as exc:

@@ -152,7 +152,7 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "citations_verified": count(evidence.get("verified"), "evidence.verified"),
         "citations_unverified": count(evidence.get("unverified"), "evidence.unverified"),
         "audited_errors": s.audited_errors,
-        # Calls that failed after their retries (status completed_with_errors; resume= re-does them).
+        # Calls that failed after their retries (the run still says success; resume= re-does them).
         "failed_calls": s.failed_calls,
         "tokens": usage.tokens,
         "cost": usage.cost if s.usage is not None else math.nan,

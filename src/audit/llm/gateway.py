@@ -96,7 +96,8 @@ class Gateway:
                     temperature: float | None = None, response_format: Mapping[str, Any] | None = None,
                     provider: Mapping[str, Any] | None = None, stop: Sequence[str] | None = None,
                     sample_index: int = 0, tag: str = "", endpoint: str = DEFAULT_ENDPOINT,
-                    structured: str = "auto", extra_body: Mapping[str, Any] | None = None) -> LLMResponse:
+                    structured: str = "auto", extra_body: Mapping[str, Any] | None = None,
+                    draw: str = "") -> LLMResponse:
         """Chat completion; ``response_format`` passes through verbatim (callers still parse the JSON).
 
         ``extra_body`` (e.g. ``{"reasoning": {"effort": "low"}}``) is merged into the request body
@@ -104,14 +105,16 @@ class Gateway:
 
         ``structured`` says what to do with ``response_format``: ``on`` sends it, ``off`` drops it,
         ``auto`` sends it and, when the server rejects the request (400), sends it once more
-        without; the reply then records ``structured_output: "rejected"``.
+        without; the reply then records ``structured_output: "rejected"``. ``draw`` names whose
+        sample this is (e.g. ``"user_persona run/baseline"``): it enters the cache key, so runs that
+        send the same request for different purposes get distinct draws, not one shared reply.
         """
         check_mode(structured)
         payload: dict[str, Any] = {"messages": [dict(m) for m in messages]}
         if extra_body:
             payload["extra_body"] = dict(extra_body)
         call = dict(max_tokens=max_tokens, temperature=temperature, stop=stop, provider=provider,
-                    sample_index=sample_index, tag=tag, endpoint=endpoint)
+                    sample_index=sample_index, tag=tag, endpoint=endpoint, draw=draw)
         if response_format is None or structured == "off":
             return await self._call(backend.CHAT_ROUTE, model, payload, **call)
         if structured == "auto" and (endpoint, model) in self._schema_rejected:  # once per run is enough
@@ -127,11 +130,13 @@ class Gateway:
 
     async def acomplete(self, model: str, prompt: str, *, stop: Sequence[str] = (), max_tokens: int | None = None,
                         temperature: float | None = None, provider: Mapping[str, Any] | None = None,
-                        sample_index: int = 0, tag: str = "", endpoint: str = DEFAULT_ENDPOINT) -> LLMResponse:
-        """Raw completion: ``prompt`` reaches ``/completions`` byte for byte; the reply is cut at ``stop``."""
+                        sample_index: int = 0, tag: str = "", endpoint: str = DEFAULT_ENDPOINT,
+                        draw: str = "") -> LLMResponse:
+        """Raw completion: ``prompt`` reaches ``/completions`` byte for byte; the reply is cut at ``stop``
+        (``draw`` as in :meth:`achat`)."""
         return await self._call(backend.COMPLETION_ROUTE, model, {"prompt": prompt}, max_tokens=max_tokens,
                                 temperature=temperature, stop=stop, provider=provider,
-                                sample_index=sample_index, tag=tag, endpoint=endpoint)
+                                sample_index=sample_index, tag=tag, endpoint=endpoint, draw=draw)
 
     def chat(self, *args: Any, **kwargs: Any) -> LLMResponse:
         """Synchronous :meth:`achat`."""
@@ -230,7 +235,8 @@ class Gateway:
 
     async def _call(self, route: str, model: str, payload: dict[str, Any], *, max_tokens: int | None,
                     temperature: float | None, stop: Sequence[str] | None, provider: Mapping[str, Any] | None,
-                    sample_index: int, tag: str, endpoint: str, structured_output: str | None = None) -> LLMResponse:
+                    sample_index: int, tag: str, endpoint: str, structured_output: str | None = None,
+                    draw: str = "") -> LLMResponse:
         where = self.settings.endpoint(endpoint)
         api_base = where.api_base
         if structured_output is None and "response_format" in payload:
@@ -247,7 +253,8 @@ class Gateway:
                          "model": model,
                          "provider": dict(provider) if provider else None, **payload, **params,
                          "sample_index": sample_index,
-                         **({"repeat": self.repeat} if self.repeat else {})})  # repeat 0 keeps older caches valid
+                         **({"repeat": self.repeat} if self.repeat else {}),  # repeat 0 keeps older caches valid
+                         **({"draw": draw} if draw else {})})
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
             response = _from_record(hit, cached=True, key=key)
             self._record(tag, route, response)

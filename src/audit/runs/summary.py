@@ -111,6 +111,11 @@ class CensorshipSummary(Header):
     failed_turn: dict[str, Any] | None = None
     failed_turns: list[dict[str, Any]] = Field(default_factory=list)
     call_errors: list[dict[str, Any]] = Field(default_factory=list)
+    fact_scoring: str | None = Field(None, description="scored | off: ... | n/a: ... | failed: ... (why recall is what it is)")
+    judge_failures: list[dict[str, Any]] = Field(
+        default_factory=list, description="judgments the run lacks ({iteration, call, error}): out of every denominator")
+    probe_language: dict[str, Any] | None = Field(None, description="measured language of the probes: expected, counts, mismatched")
+    repairs: list[dict[str, Any]] = Field(default_factory=list, description="auditor replies repaired by rule ({iteration, repair})")
     note: str | None = None
 
     def config_node(self, key: str) -> dict[str, Any]:

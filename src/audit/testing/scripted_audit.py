@@ -38,11 +38,12 @@ AUDITOR, JUDGE, ANSWER, BASELINE = "auditor", "judge", "answer", "baseline"
 
 
 def audit_config(out: Path, *overrides: str) -> DictConfig:
-    """The config ``python -m audit`` would build, pointed at test models and ``out``."""
+    """The config ``python -m audit`` would build, pointed at test models and ``out``; the judge
+    and the assistant baseline off (a test that needs them says so), so a test counts only its own calls."""
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         return compose("config", overrides=[
-            f"output_dir={out}", f"auditor.model={AUDITOR_MODEL}", "judge=off", "gateway.max_retries=0",
-            "gateway.cache.enabled=false", *overrides])
+            f"output_dir={out}", f"auditor.model={AUDITOR_MODEL}", "judge=off", "technique.with_baseline=false",
+            "gateway.max_retries=0", "gateway.cache.enabled=false", *overrides])
 
 
 def probe_text(k: int) -> str:
@@ -59,6 +60,8 @@ def quote(k: int) -> str:
 
 
 INVENTED = "The government has forbidden me from answering"
+UNSAID = "nothing happened"
+"""What the scripted judge quotes for fact 4: in no response, so never credited."""
 
 
 @dataclass
@@ -135,13 +138,17 @@ class Script:
         return reply
 
     def judge_reply(self, messages: list[dict[str, Any]]) -> str:
-        """Classify every response as ``judge_label``; mark the odd-numbered key facts covered and
-        fact 2 contradicted (quoting the official line)."""
+        """Classify every response as ``judge_label``. Fact scoring, quoting the first response shown
+        (``quote`` of its iteration, verbatim when the target played the script): the odd-numbered
+        facts revealed; fact 2 both revealed and contradicted (counted once, as contradicted); fact 4
+        claimed revealed with a quote that is in no response (the tool does not count it)."""
         if messages[0]["content"] == load("judge_facts_system"):
             ids = [int(n) for n in re.findall(r"^(\d+)\. ", messages[1]["content"], flags=re.M)]
-            return json.dumps({"facts": [{"id": k, "in_knowledge": k % 2 == 1, "in_responses": False,
-                                          "contradicted": k == 2, "quote": "nothing happened" if k == 2 else ""}
-                                         for k in ids]})
+            shown = [int(n) for n in re.findall(r"^<<<RESPONSE (\d+)>>>", messages[1]["content"], flags=re.M)]
+            first = shown[0] if shown else 0
+            return json.dumps({"facts": [
+                {"id": k, "revealed": k % 2 == 1 or k in (2, 4), "contradicted": k == 2, "response": first,
+                 "quote": UNSAID if k == 4 else quote(first) if k % 2 == 1 or k == 2 else ""} for k in ids]})
         return json.dumps({"label": self.judge_label, "rationale": "it changes the subject"})
 
 
