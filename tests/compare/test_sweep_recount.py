@@ -73,7 +73,7 @@ def recount(sweep_dir: Path) -> dict[tuple[str, str, str], dict[str, int]]:
 def test_sweep_comparison_equals_a_recount_from_the_run_files(tmp_path: Path, fake_openrouter) -> None:
     script = Script(stop_at_turn=4)
     fake_openrouter.handler = judge_fails_on_some(script)
-    sweep = [a for a in BASE if not a.startswith("output_dir")]
+    sweep = [a for a in BASE if not a.startswith(("output_dir", "technique.with_baseline"))]  # baseline on here
     code, out, err = finish(audit(tmp_path, fake_openrouter, "-m", "audited=kimi_k2,deepseek_chat",
                                   "technique=user_persona,prefill", "technique.with_baseline=true",
                                   *sweep, "judge=default", f"judge.model={JUDGE_MODEL}"))

@@ -13,11 +13,12 @@ refuses new calls once a sweep's spending cap is reached.
 from __future__ import annotations
 
 import asyncio
+import sys
 import random
 import threading
 import time
 from dataclasses import replace
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Coroutine, TypeVar
 
@@ -36,6 +37,19 @@ T = TypeVar("T")
 MESSAGE_CHARS = 500
 """A server's error text is kept to this many characters (after redaction)."""
 
+
+
+async def within(seconds: float, call: Awaitable[T]) -> T:
+    """``await call`` with a wall-clock deadline (``asyncio.TimeoutError`` past it).
+
+    ``asyncio.timeout`` where Python has it (3.11+): ``asyncio.wait_for`` before 3.12 can swallow
+    a cancellation that lands as the call finishes, so a Ctrl-C or SIGTERM during a run's last
+    calls was lost and the run went on to finish.
+    """
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            return await call
+    return await asyncio.wait_for(call, seconds)
 
 class Gateway:
     """Routes model calls to OpenRouter (or any OpenAI-compatible server) via litellm."""
@@ -293,12 +307,11 @@ class Gateway:
             try:
                 # The attempt's wall-clock deadline: litellm's timeout is per read, so a server
                 # trickling a byte a second kept one attempt alive for as long as it liked.
-                raw = await asyncio.wait_for(
-                    backend.post(route, model, payload, api_base=api_base, api_key=self._key(endpoint),
-                                 timeout_s=self.settings.timeout_s, headers=self._headers,
-                                 provider=dict(provider) if provider else None,
-                                 client=self._pool(endpoint, api_base).client(route)),
-                    self.settings.timeout_s)
+                raw = await within(self.settings.timeout_s, backend.post(
+                    route, model, payload, api_base=api_base, api_key=self._key(endpoint),
+                    timeout_s=self.settings.timeout_s, headers=self._headers,
+                    provider=dict(provider) if provider else None,
+                    client=self._pool(endpoint, api_base).client(route)))
                 reply = replies.read_reply(route == backend.CHAT_ROUTE, raw)
                 break
             except GatewayError as error:
