@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from audit.censorship.loop import FINISHED
+from audit.runs.status import FINISHED
 from tests.real_model.conftest import SMOLLM2, assert_sampled_in_family, local_endpoint, only_run_dir, read, run_cli
 
 ALL_ON_THE_REAL_MODEL = (
@@ -21,7 +21,7 @@ def test_complete_audit_with_auditor_target_and_judge_on_the_real_model(embedded
     assert done.returncode == 0, done.stdout + done.stderr
     run_dir = only_run_dir(tmp_path / "out")
     summary = read(run_dir / "summary.json")
-    assert summary["status"] in FINISHED, summary["error"]
+    assert summary["status"] in {s.value for s in FINISHED}, summary["error"]
     assert summary["final_summary"]["conclusion"]
 
     # the spec's layout: config, summary, one file per auditor turn and per audited response
