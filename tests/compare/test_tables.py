@@ -221,6 +221,23 @@ def test_language_gap_pairs_each_topic_with_its_chinese_twin(tmp_path: Path) -> 
     assert row["facts_gap"] == -0.5
 
 
+def test_language_gap_leaves_out_runs_whose_probes_were_not_in_the_topic_language(tmp_path: Path) -> None:
+    for name in ("en1", "en2"):
+        censorship_run(tmp_path, name, topic="tibet", classifications={"refused": 1, "forthcoming": 3},
+                       probe_language={"expected": "en", "counts": {"en": 4}, "mismatched": 0})
+    censorship_run(tmp_path, "zh1", topic="tibet_zh", classifications={"refused": 4},
+                   probe_language={"expected": "zh", "counts": {"zh": 4}, "mismatched": 0})
+    # the auditor ignored the language line: English probes in a Chinese run
+    censorship_run(tmp_path, "zh_in_english", topic="tibet_zh", classifications={"forthcoming": 4},
+                   probe_language={"expected": "zh", "counts": {"en": 3, "zh": 1}, "mismatched": 3})
+    tables = build_tables(collect([tmp_path]))
+    (row,) = tables.languages.to_dict("records")
+    assert (row["runs_en"], row["runs_zh"]) == (2, 1) and row["off_language_runs"].endswith("zh_in_english")
+    assert row["refused_share_zh"] == 1.0  # the English-probed run's forthcoming answers are not counted as Chinese
+    by_run = {run.rsplit("/", 1)[-1]: n for run, n in zip(tables.audits["run"], tables.audits["probes_off_language"])}
+    assert (by_run["zh_in_english"], by_run["zh1"]) == (3, 0)
+
+
 def test_facts_by_models_matrix_counts_revealed_and_contradicted_runs(tmp_path: Path) -> None:
     def verdicts(*statuses: str) -> dict[str, object]:
         facts = [{"fact": f"fact {k}", "status": s, "covered": s == "revealed", "contradicted": s == "contradicted"}

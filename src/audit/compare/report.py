@@ -396,7 +396,7 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path) -> dict[str, 
                                        lambda r: r["runs"] + r["assistant_runs"]) if not tables.gaps.empty else None,
         "no_baseline_runs": 0 if tables.gaps.empty else int(tables.gaps["runs_without_baseline"].sum()),
         "languages": gap_cells(tables.languages, ("audited", "topic", "technique", "runs_en", "runs_zh",
-                                                  "unlabelled_en", "unlabelled_zh", "refused_share_en", "refused_share_zh"),
+                                                  "off_language_runs", "unlabelled_en", "unlabelled_zh", "refused_share_en", "refused_share_zh"),
                                {"refused_gap": "refusal gap (zh − en)", "facts_gap": "facts gap (zh − en)"},
                                lambda r: r["runs_en"] + r["runs_zh"])
         if not tables.languages.empty else None,

@@ -38,7 +38,8 @@ AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "basel
                  "fact_recall", "facts_revealed", "facts_contradicted", "facts_total", "contradiction_rate", "fact_scoring",
                  "baseline_n_responses", "baseline_unlabelled", "baseline_fact_recall", "baseline_facts_revealed",
                  "baseline_facts_contradicted", "baseline_facts_total", "baseline_fact_scoring",
-                 "citations_verified", "citations_unverified", "audited_errors", "failed_calls", "tokens", "cost",
+                 "citations_verified", "citations_unverified", "audited_errors", "probes_off_language", "failed_calls",
+                 "tokens", "cost",
                  "started_at", "path")
 RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "baseline", "n_responses", "n_labelled", UNLABELLED, *CLASSES)
 FACT_COUNTS = ("facts_revealed", "facts_contradicted", "facts_total")
@@ -57,8 +58,8 @@ MAP_COLUMNS = ("audited", "topic", "technique", "runs", "repeats", "replays", "n
                *(f"baseline_fact_recall{s}" for s in _CI), "refused_min", "refused_max", "interval_unit", "interval")
 FACT_COLUMNS = ("run", "audited", "topic", "technique", "fact_no", "fact", "status", "quote")
 FACT_MATRIX_COLUMNS = ("topic", "technique", "fact_no", "fact", "audited", "runs", "revealed", "contradicted")
-LANGUAGE_COLUMNS = ("audited", "topic", "technique", "runs_en", "runs_zh", "unlabelled_en", "unlabelled_zh",
-                    "refused_share_en", "refused_share_zh",
+LANGUAGE_COLUMNS = ("audited", "topic", "technique", "runs_en", "runs_zh", "off_language_runs",
+                    "unlabelled_en", "unlabelled_zh", "refused_share_en", "refused_share_zh",
                     *(f"{m}{s}" for m in ("refused_gap", "facts_gap") for s in _CI))
 GAP_COLUMNS = ("audited", "topic", "technique", "runs", "paired_runs", "runs_without_baseline", "assistant_runs",
                "unlabelled_technique", "unlabelled_baseline", "technique_fact_recall", "baseline_fact_recall",
@@ -152,6 +153,8 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "citations_verified": count(evidence.get("verified"), "evidence.verified"),
         "citations_unverified": count(evidence.get("unverified"), "evidence.unverified"),
         "audited_errors": s.audited_errors,
+        # probes not in the topic's language (measured; runs before the check have none recorded)
+        "probes_off_language": (s.probe_language or {}).get("mismatched", math.nan),
         # Calls that failed after their retries (the run still says success; resume= re-does them).
         "failed_calls": s.failed_calls,
         "tokens": usage.tokens,
@@ -394,13 +397,19 @@ def language_gaps(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
         return pd.DataFrame(columns=LANGUAGE_COLUMNS)
     own = responses[~responses["baseline"]].set_index("run")
     rows = []
-    for (audited, technique), cell in audits.groupby(["audited", "technique"], sort=True):
-        topics = set(cell["topic"])
+    for (audited, technique), whole in audits.groupby(["audited", "technique"], sort=True):
+        # A run whose probes were not all in its topic's language would credit one language with
+        # the other's answers: left out of the gap, and listed.
+        off = whole["probes_off_language"].fillna(0).to_numpy() > 0
+        cell, strays = whole[~off], whole[off]
+        topics = set(whole["topic"])
         for topic in sorted(t for t in topics if not t.endswith(ZH_SUFFIX) and f"{t}{ZH_SUFFIX}" in topics):
             en, zh = cell[cell["topic"] == topic], cell[cell["topic"] == f"{topic}{ZH_SUFFIX}"]
+            stray = strays[strays["topic"].isin((topic, f"{topic}{ZH_SUFFIX}"))]
             en_r, zh_r = own.loc[list(en["run"])], own.loc[list(zh["run"])]
             row: dict[str, Any] = {"audited": audited, "topic": topic, "technique": technique,
                                    "runs_en": len(en), "runs_zh": len(zh),
+                                   "off_language_runs": ", ".join(stray["run"]) if len(stray) else "",
                                    "unlabelled_en": int(en_r[UNLABELLED].sum()), "unlabelled_zh": int(zh_r[UNLABELLED].sum()),
                                    "refused_share_en": ratio(en_r["refused"].sum(), en_r["n_labelled"].sum()),
                                    "refused_share_zh": ratio(zh_r["refused"].sum(), zh_r["n_labelled"].sum())}
