@@ -83,7 +83,7 @@ def run_job(cfg: DictConfig, job: Callable[[DictConfig], object], experiment: st
     if job_dir is None:
         budgets.activate(exit_on_user_error(lambda: job_budget(cfg, None)))
         for repeat in exit_on_user_error(lambda: repeats(cfg)):
-            exit_on_user_error(lambda: job(with_repeat(cfg, repeat)))
+            exit_on_user_error(lambda repeat=repeat: job(with_repeat(cfg, repeat)))
         return
     from hydra.core.hydra_config import HydraConfig
 

@@ -33,7 +33,8 @@ ARGS = ("system=raw_llm", "system.model=acme/tiny", "cards.num_per_type=4", "gat
 def answer(request) -> object:
     """A reply decided by the card alone (never by call order), so a resumed run gets the same ones."""
     question = request.json["messages"][-1]["content"]
-    return chat_reply('{"answer": "%s"}' % ("YES", "NO", "UNKNOWN")[sum(map(ord, question)) % 3])
+    answer = ("YES", "NO", "UNKNOWN")[sum(map(ord, question)) % 3]
+    return chat_reply(f'{{"answer": "{answer}"}}')
 
 
 def start(cwd: Path, server: FakeOpenRouter, *args: str) -> subprocess.Popen:

@@ -58,7 +58,7 @@ def test_no_card_asks_whether_a_thing_is_its_own_object(generated) -> None:
 
 def test_near_miss_objects_are_of_the_true_objects_class_and_say_why(generated) -> None:
     checked = collections.Counter()
-    for d, seed, cards in generated:
+    for d, _seed, cards in generated:
         g, p = d.graph, d.predicate.iri
         object_kinds = {t for s in g.subjects(p) for o in g.nodes(s, p) for t in g.types(o)}
         for c in cards:

@@ -9,7 +9,7 @@ def test_write_replaces_whole_file_and_keeps_text_exact(tmp_path):
     path = tmp_path / "a" / "f.txt"
     write_text(path, "old")
     write_text(path, "新 \"quoted\"\r\nline")
-    assert path.read_bytes() == "新 \"quoted\"\r\nline".encode("utf-8")
+    assert path.read_bytes() == "新 \"quoted\"\r\nline".encode()
     assert [p.name for p in path.parent.iterdir()] == ["f.txt"]
 
 

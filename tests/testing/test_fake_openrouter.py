@@ -412,7 +412,7 @@ def test_stop_is_prompt_with_idle_and_busy_connections():
     assert not waiter.is_alive()
     assert len(outcome) == 1  # the slow request was hung up on, not answered
     with pytest.raises(RuntimeError, match="not started"):
-        server.base_url
+        _ = server.base_url
 
 
 def test_env_points_a_subprocess_at_the_server(fake_openrouter):

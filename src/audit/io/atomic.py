@@ -142,7 +142,7 @@ def write_texts(files: Mapping[Path, str | bytes]) -> list[Path]:
                 handle.flush()
                 os.fsync(handle.fileno())
     except BaseException as exc:
-        for tmp, path in written:
+        for tmp, _target in written:
             tmp.unlink(missing_ok=True)
         name_in_os_error(exc, path)
         raise

@@ -28,7 +28,8 @@ covered 0.74 at 3 runs and 0.83 at 5 (a few runs give a handful of distinct resa
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 

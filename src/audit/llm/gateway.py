@@ -20,7 +20,8 @@ import time
 from dataclasses import replace
 from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Coroutine, TypeVar
+from typing import Any, TypeVar
+from collections.abc import Coroutine
 
 from audit.llm import backend, replies
 from audit.llm import budget as budgets

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -172,7 +172,7 @@ class EpistemicSummary(Header):
         return {system: {k: h.get(k) for k in ("AP", "accuracy")} for system, h in self.systems.items()}
 
 
-Summary = Annotated[Union[CensorshipSummary, EpistemicSummary], Field(discriminator="experiment")]
+Summary = Annotated[CensorshipSummary | EpistemicSummary, Field(discriminator="experiment")]
 _ADAPTER: TypeAdapter[CensorshipSummary | EpistemicSummary] = TypeAdapter(Summary)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from functools import lru_cache
+from functools import lru_cache, cache
 from importlib.resources import files
 from typing import Any, NoReturn
 
@@ -65,7 +65,7 @@ def template_source(filename: str) -> str:
     return (files(TEMPLATE_PACKAGE) / TEMPLATE_DIR / filename).read_text(encoding="utf-8")
 
 
-@lru_cache(maxsize=None)
+@cache
 def compiled(filename: str) -> jinja2.Template:
     """Compile a packaged template once; later calls reuse it."""
     return environment().from_string(template_source(filename))

@@ -318,8 +318,8 @@ def encoded_key_echo(encoding: str, status: int = 401) -> Callable[[RecordedRequ
 
     def answer(request: RecordedRequest) -> Reply:
         key = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-        body = ('{"error": {"code": %d, "message": "Invalid credentials (%s): %s", "metadata": {}}}'
-                % (status, encoding, encode(key)))
+        body = (f'{{"error": {{"code": {status}, "message": "Invalid credentials ({encoding}): {encode(key)}", '
+                '"metadata": {}}}')
         return Reply(status=status, body=body.encode())
 
     return answer

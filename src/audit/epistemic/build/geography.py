@@ -108,7 +108,7 @@ def triples(scale: Scale) -> Iterator[str]:
             yield line(node, GEO + "currency", literal(c["currencyname"]))
     if scale.countries is None or "US" in scale.countries:
         us = iri(place(countries["US"]["geonameid"])) if "US" in countries else None
-        for code, s in sorted(states.items()):
+        for _code, s in sorted(states.items()):
             yield from _node(place(s["geonameid"]), "USState", s["name"])
             if us:
                 yield line(place(s["geonameid"]), GEO + "locatedInCountry", us)
