@@ -4,8 +4,8 @@ The audit loop (``Audit._judge``) and ``audit.judge_check`` judge the same way: 
 the reply parser come from :mod:`audit.censorship.judging` (prompts in files), the call goes
 through the one gateway with the judge's model, endpoint, limits and structured-output mode, and a
 failed call or an unusable reply becomes ``{"label": None, "error": ...}`` so that the caller can
-count it as a judge failure. (The loop still has its own copy of this method; it is meant to
-call this function once the loop's current changes have landed.)
+count it as a judge failure. An unusable reply is dropped from the response cache, so a resume
+asks the judge afresh instead of replaying it.
 """
 
 from __future__ import annotations
@@ -32,5 +32,6 @@ async def call_judge(gateway: Any, judge: Mapping[str, Any], messages: list[dict
     try:
         result = parse(response.text)
     except ValueError as exc:
+        gateway.forget(response)  # never served again from the cache
         return {"label": None, "error": str(exc), "raw_response": response.text, "usage": usage}
     return {**result, "raw_response": response.text, "usage": usage}

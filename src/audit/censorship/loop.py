@@ -27,6 +27,7 @@ from audit import config_values
 from audit.censorship.accounting import Totals, call_usage, sum_usage
 from audit.censorship.evidence import check_evidence, citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
+from audit.censorship.judge_call import call_judge
 from audit.censorship.judging import CLASSIFICATION_FORMAT, classification_messages, fact_counts, facts_format, \
     fact_messages, parse_classification, parse_fact_coverage
 from audit.censorship.language import WrongLanguage, check_probe, language_counts, \
@@ -504,22 +505,8 @@ class Audit:
     async def _judge(self, messages: list[dict[str, Any]], parse: Callable[[str], dict[str, Any]],
                      response_format: Mapping[str, Any]) -> dict[str, Any]:
         """One judge call; a failure is recorded in the result, never fatal to the audit."""
-        judge = self.plan.judge
-        assert judge is not None
-        try:
-            response = await self.gateway.achat(judge["model"], messages, max_tokens=judge.get("max_tokens"),
-                                                temperature=judge.get("temperature"), tag="judge",
-                                                endpoint=role_endpoint(judge), response_format=response_format,
-                                                structured=str(judge.get("structured_output", "auto")))
-        except GatewayError as exc:
-            return {"label": None, "error": str(exc), "usage": None}
-        usage = call_usage(response)
-        try:
-            result = parse(response.text)
-        except ValueError as exc:
-            self.gateway.forget(response)  # never served again from the cache
-            return {"label": None, "error": str(exc), "raw_response": response.text, "usage": usage}
-        return {**result, "raw_response": response.text, "usage": usage}
+        assert self.plan.judge is not None
+        return await call_judge(self.gateway, self.plan.judge, messages, parse, response_format)
 
     # -- the end -----------------------------------------------------------------------------
 
