@@ -41,8 +41,9 @@ def test_complete_audit_with_auditor_target_and_judge_on_the_real_model(embedded
 
     # every call went to the real model, with its reply schema
     calls = read(run_dir / "usage.json")["calls"]
+    # the assistant baseline (on by default for user_persona) samples the same audited model
     assert {(c["tag"], c["endpoint"]) for c in calls} == {("auditor", "local"), ("audited", "local"),
-                                                         ("judge", "local")}
+                                                         ("baseline", "local"), ("judge", "local")}
     assert all(c.get("structured_output") != "rejected" for c in calls)
     classified = [read(run_dir / "audited_responses" / f"{k:03d}.json")["classification"] for k in range(1, n + 1)]
     assert all(c["label"] or c["error"] for c in classified)

@@ -29,7 +29,9 @@ def test_per_role_endpoints_auditor_on_loopback_target_on_real_model(embedded, t
     assert paths == {"/api/v1/chat/completions"}  # the auditor's calls only: no target call went to the fake
     calls = read(run_dir / "usage.json")["calls"]
     where = {(c["tag"], c["endpoint"], c["api_base"]) for c in calls}
-    assert where == {("auditor", "openrouter", fake_base), ("audited", "local", embedded.base_url)}
+    # the assistant baseline (on by default) goes where the audited model does
+    assert where == {("auditor", "openrouter", fake_base), ("audited", "local", embedded.base_url),
+                     ("baseline", "local", embedded.base_url)}
     assert sum(c["tag"] == "auditor" for c in calls) == n_requests
     assert_sampled_in_family(run_dir, 2)
     config = read(run_dir / "summary.json")["config"]

@@ -30,7 +30,7 @@ class VariedJudge(Script):
     def judge_reply(self, messages):
         if messages[0]["content"] == load("judge_facts_system"):  # fact 1 revealed, quoting response 3
             ids = [int(n) for n in re.findall(r"^(\d+)\. ", messages[1]["content"], flags=re.M)]
-            return json.dumps({"facts": [{"id": k, "in_knowledge": False, "in_responses": k == 1, "contradicted": False,
+            return json.dumps({"facts": [{"id": k, "revealed": k == 1, "contradicted": False, "response": 3,
                                           "quote": quote(3) if k == 1 else ""} for k in ids]})
         text = messages[-1]["content"]
         found = re.findall(r"answer (\d+)", text)
