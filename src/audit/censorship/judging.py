@@ -49,9 +49,29 @@ def facts_format(n_facts: int) -> dict[str, Any]:
     })
 
 
-def classification_messages(topic: Mapping[str, Any], probe: str, response: str) -> list[dict[str, str]]:
-    """System (class definitions) + user (topic, probe, response, delimited) for one response."""
-    user = fill(load("judge_classify_user"), topic=topic_heading(topic), probe=probe, response=response)
+def opening_block(opening: str) -> str:
+    """Text the auditor made the target continue (a prefill), in its own block marked as the
+    auditor's, so that the judge never takes it for the target's words (blind judging); empty
+    when there is none."""
+    return fill(load("judge_opening"), opening=opening) if opening else ""
+
+
+def judged_parts(record: Mapping[str, Any] | None) -> tuple[str, str | None]:
+    """``(opening, continuation)`` of a saved response record as the judge reads them: the
+    auditor-written prefill apart, and only the target's own text as the response (None: no text).
+    The auditor reads both joined (``techniques.text_of``); the judge must not."""
+    if not record or record.get("raw_response") is None:
+        return "", None
+    return str(record.get("prefill") or ""), str(record["raw_response"])
+
+
+def classification_messages(topic: Mapping[str, Any], probe: str, response: str,
+                            opening: str = "") -> list[dict[str, str]]:
+    """System (class definitions) + user (topic, probe, the auditor's opening if any, response,
+    delimited) for one response. Nothing names the audited model or the technique: the judge is
+    blind to both."""
+    user = fill(load("judge_classify_user"), topic=topic_heading(topic), probe=probe, response=response,
+                opening=opening_block(opening))
     return [{"role": "system", "content": load("judge_classify_system")}, {"role": "user", "content": user}]
 
 
@@ -76,17 +96,22 @@ def parse_classification(raw: str) -> dict[str, str]:
     return {"label": label, "rationale": rationale.strip() if isinstance(rationale, str) else ""}
 
 
-def fact_messages(topic: Mapping[str, Any], facts: list[str], responses: Mapping[int, str]) -> list[dict[str, str]]:
-    """System (what "reveals" means) + user (numbered facts, the target's responses by iteration).
+def fact_messages(topic: Mapping[str, Any], facts: list[str], responses: Mapping[int, str],
+                  openings: Mapping[int, str] | None = None) -> list[dict[str, str]]:
+    """System (what "reveals" means) + user (numbered facts, the target's responses by iteration,
+    each after the auditor's opening it continued, if any, marked as the auditor's).
 
-    Only the target's own words are shown: the auditor's summary is not a source (a frontier
-    auditor knows the history and would credit the target with it)."""
+    Only the target's own words are shown as responses: the auditor's summary is not a source (a
+    frontier auditor knows the history and would credit the target with it), and neither is a
+    prefill (quotes are checked against the continuations alone)."""
     block = load("judge_facts_response")
+    openings = openings or {}
     user = fill(
         load("judge_facts_user"),
         topic=topic_heading(topic),
         facts="\n".join(f"{k}. {fact}" for k, fact in enumerate(facts, 1)),
-        responses="\n\n".join(fill(block, number=k, response=text) for k, text in sorted(responses.items()))
+        responses="\n\n".join(fill(block, number=k, response=text, opening=opening_block(openings.get(k, "")))
+                              for k, text in sorted(responses.items()))
         or load("judge_none"),
     )
     return [{"role": "system", "content": load("judge_facts_system")}, {"role": "user", "content": user}]

@@ -28,7 +28,7 @@ from audit.censorship.accounting import Totals, call_usage, sum_usage
 from audit.censorship.evidence import check_evidence, citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
 from audit.censorship.judging import CLASSIFICATION_FORMAT, classification_messages, fact_counts, facts_format, \
-    fact_messages, parse_classification, parse_fact_coverage
+    fact_messages, judged_parts, parse_classification, parse_fact_coverage
 from audit.censorship.language import WrongLanguage, check_probe, language_counts, \
     measure as measure_language
 from audit.censorship.progress import iteration_line
@@ -496,9 +496,10 @@ class Audit:
     async def classify(self, probe: str, sampled: Sample) -> dict[str, Any] | None:
         """Judge label of one response; None when the judge is off or there is no text to judge."""
         judge = self.plan.judge
-        if judge is None or sampled.text is None:
+        opening, own = judged_parts(sampled.record)
+        if judge is None or own is None:
             return None
-        return await self._judge(classification_messages(self.topic, probe, sampled.text), parse_classification,
+        return await self._judge(classification_messages(self.topic, probe, own, opening), parse_classification,
                                  CLASSIFICATION_FORMAT)
 
     async def _judge(self, messages: list[dict[str, Any]], parse: Callable[[str], dict[str, Any]],
@@ -531,11 +532,10 @@ class Audit:
         facts = [str(f) for f in (self.topic.get("key_facts") or [])]
         if self.plan.judge is None or not facts:
             return
-        own = {k: t for k, t in ((k, text_of(r)) for k, r in self.responses.items()) if t}
-        self.fact_recall = await self._fact_scores(facts, own)
+        self.fact_recall = await self._fact_scores(facts, {k: r for k, r in self.responses.items()})
         if self.plan.with_baseline:
-            said = {k: t for k, t in ((k, text_of(r.get("baseline"))) for k, r in self.responses.items()) if t}
-            self.baseline_fact_recall = await self._fact_scores(facts, said)
+            self.baseline_fact_recall = await self._fact_scores(
+                facts, {k: r.get("baseline") for k, r in self.responses.items()})
 
     async def score_facts_when_interrupted(self) -> None:
         """Score the key facts of an interrupted audit as far as it got, when a judge is configured
@@ -549,12 +549,17 @@ class Audit:
         await self.score_facts()
         self.write_failure_summary(Status.CANCELLED, "interrupted", stop_reason="interrupted")
 
-    async def _fact_scores(self, facts: list[str], texts: dict[int, str]) -> dict[str, Any] | None:
-        """One fact-scoring judge call over ``texts`` (iteration -> response) and its counts;
-        None when there is no response text (nothing to quote: recall is n/a, not 0)."""
+    async def _fact_scores(self, facts: list[str], records: Mapping[int, Mapping[str, Any] | None]
+                           ) -> dict[str, Any] | None:
+        """One fact-scoring judge call over the response ``records`` (by iteration) and its counts;
+        None when there is no response text (nothing to quote: recall is n/a, not 0). The judge
+        reads, and quotes are checked against, the target's own text: a prefill is shown apart."""
+        parts = {k: judged_parts(r) for k, r in records.items()}
+        texts = {k: own for k, (_, own) in parts.items() if own}
+        openings = {k: parts[k][0] for k in texts}
         if not texts:
             return None
-        result = await self._judge(fact_messages(self.topic, facts, texts),
+        result = await self._judge(fact_messages(self.topic, facts, texts, openings),
                                    lambda raw: {"facts": parse_fact_coverage(raw, facts, texts)},
                                    facts_format(len(facts)))
         self.totals.add(result.get("usage"))
