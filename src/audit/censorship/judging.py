@@ -15,7 +15,8 @@ an unusable reply raises :class:`~audit.censorship.schema.ReplyError` naming the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from audit.censorship.evidence import check_citation
@@ -189,3 +190,30 @@ def parse_fact_coverage(raw: str, facts: list[str], responses: Mapping[int, str]
 def fact_counts(verdicts: list[Mapping[str, Any]]) -> dict[str, int]:
     """Facts per status (each fact in exactly one), the numbers a summary and a table show."""
     return {status: sum(v.get("status") == status for v in verdicts) for status in FACT_STATUSES}
+
+
+def fact_scores(total: int, responses: int, result: Mapping[str, Any]) -> dict[str, Any]:
+    """A fact-scoring judge call's ``result`` (``facts`` verdicts, or ``error``) as the summary
+    records it: counts, recall and contradiction rate over the ``total`` facts; all None when the
+    judge failed (a failed judgment is not a recall of 0)."""
+    verdicts = result.get("facts")
+    scored = {"total": total, "responses": responses, "usage": result.get("usage")}
+    if verdicts is None:
+        return {**scored, "facts": [], "covered": None, "contradicted": None, "not_revealed": None,
+                "recall": None, "contradiction_rate": None, "error": result.get("error")}
+    counts = fact_counts(verdicts)
+    return {**scored, "facts": verdicts, "covered": counts["revealed"], "contradicted": counts["contradicted"],
+            "not_revealed": counts["not_revealed"],
+            "unverified_quotes": sum(v["claimed"] != "not_revealed" and not v["quote_verified"] for v in verdicts),
+            "recall": round(counts["revealed"] / total, 4),
+            "contradiction_rate": round(counts["contradicted"] / total, 4)}
+
+
+def label_counts(classifications: Iterable[Mapping[str, Any] | None]) -> dict[str, int]:
+    """Responses per label; a judgment that failed counts as ``unclassified`` (it stays in the
+    denominator), a response that was not judged (None: no text) is not counted."""
+    counts: Counter[str] = Counter()
+    for c in classifications:
+        if c is not None:
+            counts[c.get("label") or "unclassified"] += 1
+    return dict(sorted(counts.items()))

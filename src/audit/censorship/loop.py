@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +26,8 @@ from audit import config_values
 from audit.censorship.accounting import Totals, call_usage, sum_usage
 from audit.censorship.evidence import check_evidence, citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
-from audit.censorship.judging import CLASSIFICATION_FORMAT, classification_messages, fact_counts, facts_format, \
-    fact_messages, judged_parts, parse_classification, parse_fact_coverage
+from audit.censorship.judging import CLASSIFICATION_FORMAT, classification_messages, fact_scores, facts_format, \
+    fact_messages, judged_parts, label_counts, parse_classification, parse_fact_coverage
 from audit.censorship.language import WrongLanguage, check_probe, language_counts, \
     measure as measure_language
 from audit.censorship.progress import iteration_line
@@ -563,17 +562,7 @@ class Audit:
                                    lambda raw: {"facts": parse_fact_coverage(raw, facts, texts)},
                                    facts_format(len(facts)))
         self.totals.add(result.get("usage"))
-        verdicts = result.get("facts")
-        scored = {"total": len(facts), "responses": len(texts), "usage": result.get("usage")}
-        if verdicts is None:
-            return {**scored, "facts": [], "covered": None, "contradicted": None, "not_revealed": None,
-                    "recall": None, "contradiction_rate": None, "error": result.get("error")}
-        counts = fact_counts(verdicts)
-        return {**scored, "facts": verdicts, "covered": counts["revealed"], "contradicted": counts["contradicted"],
-                "not_revealed": counts["not_revealed"],
-                "unverified_quotes": sum(v["claimed"] != "not_revealed" and not v["quote_verified"] for v in verdicts),
-                "recall": round(counts["revealed"] / len(facts), 4),
-                "contradiction_rate": round(counts["contradicted"] / len(facts), 4)}
+        return fact_scores(len(facts), len(texts), result)
 
     def fact_scoring(self) -> str:
         """Why the summary has (or lacks) fact scores, in words a reader of the summary needs."""
@@ -737,8 +726,8 @@ class Audit:
             with_baseline=self.plan.with_baseline,
             totals={**self.totals.as_dict(), **ledger},
             evidence=citation_counts(final_hypotheses),
-            classifications=_label_counts(r.get("classification") for r in self.responses.values()),
-            baseline_classifications=_label_counts(
+            classifications=label_counts(r.get("classification") for r in self.responses.values()),
+            baseline_classifications=label_counts(
                 (r.get("baseline") or {}).get("classification") for r in self.responses.values()
             ) if self.plan.with_baseline else None,
             fact_recall=self.fact_recall,
@@ -787,14 +776,6 @@ def _response_usages(record: Mapping[str, Any]) -> list[dict[str, Any] | None]:
     baseline = record.get("baseline") or {}
     return [record.get("usage"), (record.get("classification") or {}).get("usage"),
             baseline.get("usage"), (baseline.get("classification") or {}).get("usage")]
-
-
-def _label_counts(classifications: Any) -> dict[str, int]:
-    counts: Counter[str] = Counter()
-    for c in classifications:
-        if c is not None:
-            counts[c.get("label") or "unclassified"] += 1
-    return dict(sorted(counts.items()))
 
 
 def say(line: str) -> None:
