@@ -4,6 +4,7 @@ stay byte-identical, and a stopped rescore continues where it was."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
@@ -68,7 +69,7 @@ def test_rescoring_a_sweep_calls_only_the_judge_and_writes_beside_each_run(tmp_p
     after = snapshot(sweep)
     assert {k: v for k, v in after.items() if "/judgings/" not in f"/{k}"} == before  # nothing original touched
     judgings = sorted(sweep.glob("*/*/judgings/test_other-judge/judging.json"))
-    assert len(judgings) == 2 and out.count("judgings/test_other-judge") == 2
+    assert len(judgings) == 2 and out.count("judgings/test_other-judge") == 2 + 1  # each run, and the sweep
     for path in judgings:
         judging = json.loads(path.read_text())
         assert judging["judge"]["model"] == OTHER and judging["original_judge"] == JUDGE_MODEL
@@ -81,6 +82,19 @@ def test_rescoring_a_sweep_calls_only_the_judge_and_writes_beside_each_run(tmp_p
         usage = json.loads((path.parent / "usage.json").read_text())
         assert usage["totals"]["calls"] == 6 and {c["model"] for c in usage["calls"]} == {OTHER}
         assert not (path.parent / "summary.json").exists()  # a judging is not a run of its own
+        agreement = {r["kind"]: r for r in csv.DictReader((path.parent / "agreement.csv").open())}
+        labels, facts = agreement["response labels"], agreement["fact verdicts"]
+        # original: deflected, deflected; rescore: refused, deflected -> kappa 0 (all agreement is chance)
+        assert (float(labels["kappa"]), labels["n"], labels["agreed"], labels["missing"]) == (0.0, "2", "1", "0")
+        assert (float(facts["kappa"]), facts["n"], facts["agreed"]) == (1.0, "6", "6")  # the same fact judge script
+        cells = {(c["kind"], c["original"], c["rescore"]): int(c["count"])
+                 for c in csv.DictReader((path.parent / "confusion.csv").open())}
+        assert cells[("response labels", "deflected", "refused")] == 1
+        assert cells[("response labels", "deflected", "deflected")] == 1
+    across = {r["kind"]: r for r in csv.DictReader((sweep / "judgings/test_other-judge/agreement.csv").open())}
+    assert (across["response labels"]["n"], across["response labels"]["runs"], across["response labels"]["unit"]) \
+        == ("4", "2", "runs")
+    assert "response labels: kappa 0.00" in out and "across the 2 runs" in out
     # Again: everything from the journal, nothing sent, the same result.
     sent, first = len(fake_openrouter.requests), json.loads(judgings[0].read_text())
     code, _, err = rescore(tmp_path, fake_openrouter, str(sweep), f"judge.model={OTHER}")

@@ -14,6 +14,9 @@ What a rescore writes goes in ``<run dir>/judgings/<name>/`` and nowhere else:
 - ``judging.json``: the judge's settings, the labels per response beside the original ones, label
   counts, fact scores and failures. Not named ``summary.json``: the folder is not a run.
 - ``usage.json``: the rescore's own cost ledger (the run's ``usage.json`` is untouched).
+- ``agreement.csv`` and ``confusion.csv``: Cohen's kappa between the original judging and this
+  one, with its interval and n, and their confusion (:mod:`audit.rescore.agreement`); for a sweep
+  or outputs/ dir given with several runs, the same across its runs in ``<dir>/judgings/<name>/``.
 
 Each judging's item keys name the response (``<iteration>/response``, ``<iteration>/baseline``,
 ``facts/response``, ``facts/baseline``), so a panel can later add one member per judging dir and
@@ -35,7 +38,7 @@ from audit.censorship.judging import (CLASSIFICATION_FORMAT, classification_mess
                                       facts_format, judged_parts, label_counts, parse_classification,
                                       parse_fact_coverage)
 from audit.errors import UserError
-from audit.io.atomic import read_json, write_json
+from audit.io.atomic import read_json, write_json, write_text
 from audit.io.journal import Journal, read_records
 from audit.io.names import path_component
 from audit.judge_check.check import checked_judge
@@ -43,10 +46,12 @@ from audit.llm.embedded import local_model
 from audit.llm.settings import role_endpoint
 from audit.runs.loading import RunFiles, load_runs
 from audit.runs.record import RUNNING
+from audit.rescore.agreement import Pairs, agreement_line, agreement_rows, pairs
 from audit.runs.summary import CENSORSHIP
 
 JUDGINGS = "judgings"
 JUDGMENTS, JUDGING, JUDGE_SETTINGS, USAGE = "judgments.jsonl", "judging.json", "judge.json", "usage.json"
+AGREEMENT, CONFUSION = "agreement.csv", "confusion.csv"
 SIDES = ("response", "baseline")
 
 
@@ -164,6 +169,25 @@ async def rescore_run(run: RunFiles, judge: Mapping[str, Any], folder: Path, gat
     return judging
 
 
+def _original(run: RunFiles) -> dict[str, Any]:
+    """The run's own fact scores (its labels are in ``judging.json`` already)."""
+    summary = run.audit
+    return {} if summary is None else {"fact_recall": summary.fact_recall,
+                                       "baseline_fact_recall": summary.baseline_fact_recall}
+
+
+def write_agreement(folder: Path, scope: str, labelled: Sequence[tuple[str, Pairs]], cfg: DictConfig) -> list[str]:
+    """``agreement.csv`` (kappa per kind with its interval and n) and ``confusion.csv`` in ``folder``;
+    the printed lines."""
+    import pandas as pd
+
+    rows, cells = agreement_rows(scope, labelled, resamples=int(cfg.resamples), seed=int(cfg.seed))
+    folder.mkdir(parents=True, exist_ok=True)
+    write_text(folder / AGREEMENT, pd.DataFrame(rows).to_csv(index=False))
+    write_text(folder / CONFUSION, pd.DataFrame(cells).to_csv(index=False))
+    return [agreement_line(row) for row in rows]
+
+
 def _line(run: RunFiles, folder: Path, judging: Mapping[str, Any]) -> str:
     recall = judging.get("fact_recall") or {}
     return (f"{run.label}: labels {judging['classifications'] or '{}'}; fact recall "
@@ -188,9 +212,20 @@ def run_rescore(cfg: DictConfig) -> list[Path]:
     with local_model(cfg, ("judge",)):
         judge = checked_judge(cfg)  # after local= routed it
         name = judging_name(cfg, judge)
+        labelled: list[tuple[str, Pairs]] = []
         for run in audits:
             folder = run.path / JUDGINGS / name
             judging = asyncio.run(rescore_run(run, judge, folder, cfg.gateway))
             print(_line(run, folder, judging))
+            labelled.append((run.label, pairs(_original(run), judging)))
+            for line in write_agreement(folder, run.label, labelled[-1:], cfg):
+                print(line)
             written.append(folder)
+    for root in dict.fromkeys(Path(d).expanduser().resolve() for d in dirs):
+        inside = [found for run, found in zip(audits, labelled) if run.path.resolve().is_relative_to(root)]
+        if len(inside) > 1:  # a sweep or outputs/ tree: agreement across its runs, beside them
+            folder = root / JUDGINGS / name
+            print(f"across the {len(inside)} runs under {root} -> {folder}")
+            for line in write_agreement(folder, f"{len(inside)} runs", inside, cfg):
+                print(line)
     return written
