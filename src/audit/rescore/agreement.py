@@ -61,7 +61,7 @@ def agreement_rows(scope: str, labelled: Sequence[tuple[Hashable, Pairs]], *, re
         agreed = sum(x == y and x is not None for x, y in zip(a, b))
         rows.append({"scope": scope, "kind": kind, "kappa": k["value"], "lo": k["lo"], "hi": k["hi"], "n": k["n"],
                      "missing": k["missing"], "agreed": agreed, "runs": len(set(runs)), "unit": k["unit"],
-                     "method": k["method"]})
+                     "method": k["method"], "note": k.get("note", "")})
         table = confusion(a, b, categories)
         for i, original in enumerate(table["categories"]):
             for j, rescored in enumerate(table["categories"]):
@@ -73,6 +73,7 @@ def agreement_rows(scope: str, labelled: Sequence[tuple[Hashable, Pairs]], *, re
 def agreement_line(row: Mapping[str, Any]) -> str:
     """One printed line: ``response labels: kappa 0.50 [0.10, 0.90] (n=8, 6 agreed, 0 missing; responses)``."""
     value = "undefined" if row["kappa"] != row["kappa"] else f"{row['kappa']:.2f}"
-    interval = f" [{row['lo']:.2f}, {row['hi']:.2f}]" if row["lo"] is not None else " [no interval]"
+    interval = (f" [{row['lo']:.2f}, {row['hi']:.2f}]" if row["lo"] is not None
+                else f" [no interval: {row['note'] or 'too few items, or kappa undefined'}]")
     return (f"  {row['kind']}: kappa {value}{interval} (n={row['n']}, {row['agreed']} agreed, "
             f"{row['missing']} missing; 95% interval over {row['unit']})")
