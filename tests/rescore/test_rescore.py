@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.testing.fake_openrouter import FakeOpenRouter, chat_reply
+from audit.testing.fake_openrouter import FakeOpenRouter, chat_reply, error_reply
 from audit.testing.scripted_audit import JUDGE, JUDGE_MODEL, Script, chat_role
 from tests.censorship.test_main import BASE, audit, finish
 
@@ -129,3 +129,16 @@ def test_other_judge_settings_in_the_same_judging_dir_are_refused(tmp_path, fake
 def test_no_runs_is_one_line(tmp_path, fake_openrouter):
     code, _, err = rescore(tmp_path, fake_openrouter, str(tmp_path))
     assert code == 1 and "no runs found" in err and err.count("\n") == 1
+
+
+def test_a_judge_that_fails_every_call_exits_1_and_the_run_is_untouched(tmp_path, fake_openrouter, sweep):
+    before = snapshot(sweep)
+    fake_openrouter.handler = lambda request: error_reply(404, "no such model")
+    code, out, err = rescore(tmp_path, fake_openrouter, str(sweep), f"judge.model={OTHER}", "gateway.max_retries=0")
+    assert code == 1 and "the judge failed on every item" in err and err.count("\n") == 1
+    assert "4 judge failure(s)" in out or "6 judge failure(s)" in out
+    assert {k: v for k, v in snapshot(sweep).items() if "judgings/" not in k} == before
+    # the failures are recorded and asked again next time
+    fake_openrouter.handler = other_judge(Script(stop_at_turn=3))
+    code, _, err = rescore(tmp_path, fake_openrouter, str(sweep), f"judge.model={OTHER}")
+    assert code == 0, err

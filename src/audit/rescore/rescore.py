@@ -213,10 +213,13 @@ def run_rescore(cfg: DictConfig) -> list[Path]:
         judge = checked_judge(cfg)  # after local= routed it
         name = judging_name(cfg, judge)
         labelled: list[tuple[str, Pairs]] = []
+        failures, judged = [], 0
         for run in audits:
             folder = run.path / JUDGINGS / name
             judging = asyncio.run(rescore_run(run, judge, folder, cfg.gateway))
             print(_line(run, folder, judging))
+            failures += judging["judge_failures"]
+            judged += sum(r[f"{side}_label"] is not None for r in judging["responses"] for side in SIDES)
             labelled.append((run.label, pairs(_original(run), judging)))
             for line in write_agreement(folder, run.label, labelled[-1:], cfg):
                 print(line)
@@ -228,4 +231,7 @@ def run_rescore(cfg: DictConfig) -> list[Path]:
             print(f"across the {len(inside)} runs under {root} -> {folder}")
             for line in write_agreement(folder, f"{len(inside)} runs", inside, cfg):
                 print(line)
+    if failures and not judged:  # a wrong key or model id fails every call: say so rather than exit 0
+        raise UserError(f"the judge failed on every item (first: {failures[0]['error']}); check judge.model and "
+                        f"the key, details in {written[0] / JUDGMENTS}")
     return written
