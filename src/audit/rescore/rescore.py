@@ -189,9 +189,11 @@ def write_agreement(folder: Path, scope: str, labelled: Sequence[tuple[str, Pair
 
 
 def _line(run: RunFiles, folder: Path, judging: Mapping[str, Any]) -> str:
-    recall = judging.get("fact_recall") or {}
-    return (f"{run.label}: labels {judging['classifications'] or '{}'}; fact recall "
-            f"{recall.get('recall', 'n/a')} ({recall.get('covered', 'n/a')}/{recall.get('total', 'n/a')}); "
+    recall = judging.get("fact_recall")
+    facts = ("n/a (no response text or no key facts)" if recall is None else
+             f"failed ({recall.get('error')})" if recall.get("recall") is None else
+             f"{recall['recall']} ({recall['covered']}/{recall['total']})")
+    return (f"{run.label}: labels {judging['classifications'] or '{}'}; fact recall {facts}; "
             f"{len(judging['judge_failures'])} judge failure(s) -> {folder}")
 
 
