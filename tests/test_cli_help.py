@@ -30,7 +30,8 @@ def test_lists_the_apps_own_groups_with_defaults(tmp_path):
 
 
 @pytest.mark.parametrize(("module", "group"), [("audit", "audited:"), ("audit.epistemic", "predicate:"),
-                                                ("audit.doctor", "audited:"), ("audit.judge_check", "judge:")])
+                                                ("audit.doctor", "audited:"), ("audit.judge_check", "judge:"),
+                                                ("audit.rescore", "judge:")])
 def test_each_entrypoint_answers_help_without_litellm(module, group, tmp_path):
     done = subprocess.run([sys.executable, "-X", "importtime", "-m", module, "--help"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)

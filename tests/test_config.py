@@ -68,7 +68,7 @@ def test_every_censored_topic_has_a_chinese_twin_with_the_same_facts():
         assert any("\u4e00" <= ch <= "\u9fff" for ch in zh.display_name)
 
 
-@pytest.mark.parametrize("primary", ["config", "epistemic", "doctor", "judge_check"])
+@pytest.mark.parametrize("primary", ["config", "epistemic", "doctor", "judge_check", "rescore"])
 def test_one_cache_root_holds_every_cache(primary, cache_root, tmp_path):
     """The response cache and the built graphs live under ``cache.dir``: ``$AUDIT_CACHE_DIR`` by
     default (the tests point it at a tmp dir), overridable per run."""

@@ -32,6 +32,6 @@ async def call_judge(gateway: Any, judge: Mapping[str, Any], messages: list[dict
     try:
         result = parse(response.text)
     except ValueError as exc:
-        gateway.forget(response)  # never served again from the cache
+        gateway.forget(response)  # never served again from the cache: a rerun asks afresh
         return {"label": None, "error": str(exc), "raw_response": response.text, "usage": usage}
     return {**result, "raw_response": response.text, "usage": usage}

@@ -15,7 +15,8 @@ an unusable reply raises :class:`~audit.censorship.schema.ReplyError` naming the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from audit.censorship.evidence import check_citation
@@ -49,9 +50,29 @@ def facts_format(n_facts: int) -> dict[str, Any]:
     })
 
 
-def classification_messages(topic: Mapping[str, Any], probe: str, response: str) -> list[dict[str, str]]:
-    """System (class definitions) + user (topic, probe, response, delimited) for one response."""
-    user = fill(load("judge_classify_user"), topic=topic_heading(topic), probe=probe, response=response)
+def opening_block(opening: str) -> str:
+    """Text the auditor made the target continue (a prefill), in its own block marked as the
+    auditor's, so that the judge never takes it for the target's words (blind judging); empty
+    when there is none."""
+    return fill(load("judge_opening"), opening=opening) if opening else ""
+
+
+def judged_parts(record: Mapping[str, Any] | None) -> tuple[str, str | None]:
+    """``(opening, continuation)`` of a saved response record as the judge reads them: the
+    auditor-written prefill apart, and only the target's own text as the response (None: no text).
+    The auditor reads both joined (``techniques.text_of``); the judge must not."""
+    if not record or record.get("raw_response") is None:
+        return "", None
+    return str(record.get("prefill") or ""), str(record["raw_response"])
+
+
+def classification_messages(topic: Mapping[str, Any], probe: str, response: str,
+                            opening: str = "") -> list[dict[str, str]]:
+    """System (class definitions) + user (topic, probe, the auditor's opening if any, response,
+    delimited) for one response. Nothing names the audited model or the technique: the judge is
+    blind to both."""
+    user = fill(load("judge_classify_user"), topic=topic_heading(topic), probe=probe, response=response,
+                opening=opening_block(opening))
     return [{"role": "system", "content": load("judge_classify_system")}, {"role": "user", "content": user}]
 
 
@@ -76,17 +97,22 @@ def parse_classification(raw: str) -> dict[str, str]:
     return {"label": label, "rationale": rationale.strip() if isinstance(rationale, str) else ""}
 
 
-def fact_messages(topic: Mapping[str, Any], facts: list[str], responses: Mapping[int, str]) -> list[dict[str, str]]:
-    """System (what "reveals" means) + user (numbered facts, the target's responses by iteration).
+def fact_messages(topic: Mapping[str, Any], facts: list[str], responses: Mapping[int, str],
+                  openings: Mapping[int, str] | None = None) -> list[dict[str, str]]:
+    """System (what "reveals" means) + user (numbered facts, the target's responses by iteration,
+    each after the auditor's opening it continued, if any, marked as the auditor's).
 
-    Only the target's own words are shown: the auditor's summary is not a source (a frontier
-    auditor knows the history and would credit the target with it)."""
+    Only the target's own words are shown as responses: the auditor's summary is not a source (a
+    frontier auditor knows the history and would credit the target with it), and neither is a
+    prefill (quotes are checked against the continuations alone)."""
     block = load("judge_facts_response")
+    openings = openings or {}
     user = fill(
         load("judge_facts_user"),
         topic=topic_heading(topic),
         facts="\n".join(f"{k}. {fact}" for k, fact in enumerate(facts, 1)),
-        responses="\n\n".join(fill(block, number=k, response=text) for k, text in sorted(responses.items()))
+        responses="\n\n".join(fill(block, number=k, response=text, opening=opening_block(openings.get(k, "")))
+                              for k, text in sorted(responses.items()))
         or load("judge_none"),
     )
     return [{"role": "system", "content": load("judge_facts_system")}, {"role": "user", "content": user}]
@@ -164,3 +190,30 @@ def parse_fact_coverage(raw: str, facts: list[str], responses: Mapping[int, str]
 def fact_counts(verdicts: list[Mapping[str, Any]]) -> dict[str, int]:
     """Facts per status (each fact in exactly one), the numbers a summary and a table show."""
     return {status: sum(v.get("status") == status for v in verdicts) for status in FACT_STATUSES}
+
+
+def fact_scores(total: int, responses: int, result: Mapping[str, Any]) -> dict[str, Any]:
+    """A fact-scoring judge call's ``result`` (``facts`` verdicts, or ``error``) as the summary
+    records it: counts, recall and contradiction rate over the ``total`` facts; all None when the
+    judge failed (a failed judgment is not a recall of 0)."""
+    verdicts = result.get("facts")
+    scored = {"total": total, "responses": responses, "usage": result.get("usage")}
+    if verdicts is None:
+        return {**scored, "facts": [], "covered": None, "contradicted": None, "not_revealed": None,
+                "recall": None, "contradiction_rate": None, "error": result.get("error")}
+    counts = fact_counts(verdicts)
+    return {**scored, "facts": verdicts, "covered": counts["revealed"], "contradicted": counts["contradicted"],
+            "not_revealed": counts["not_revealed"],
+            "unverified_quotes": sum(v["claimed"] != "not_revealed" and not v["quote_verified"] for v in verdicts),
+            "recall": round(counts["revealed"] / total, 4),
+            "contradiction_rate": round(counts["contradicted"] / total, 4)}
+
+
+def label_counts(classifications: Iterable[Mapping[str, Any] | None]) -> dict[str, int]:
+    """Responses per label; a judgment that failed counts as ``unclassified`` (it stays in the
+    denominator), a response that was not judged (None: no text) is not counted."""
+    counts: Counter[str] = Counter()
+    for c in classifications:
+        if c is not None:
+            counts[c.get("label") or "unclassified"] += 1
+    return dict(sorted(counts.items()))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,8 +27,8 @@ from audit.censorship.accounting import Totals, call_usage, sum_usage
 from audit.censorship.evidence import check_evidence, citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
 from audit.censorship.judge_call import call_judge
-from audit.censorship.judging import CLASSIFICATION_FORMAT, classification_messages, fact_counts, facts_format, \
-    fact_messages, parse_classification, parse_fact_coverage
+from audit.censorship.judging import CLASSIFICATION_FORMAT, classification_messages, fact_scores, facts_format, \
+    fact_messages, judged_parts, label_counts, parse_classification, parse_fact_coverage
 from audit.censorship.language import WrongLanguage, check_probe, language_counts, \
     measure as measure_language
 from audit.censorship.progress import iteration_line
@@ -497,9 +496,10 @@ class Audit:
     async def classify(self, probe: str, sampled: Sample) -> dict[str, Any] | None:
         """Judge label of one response; None when the judge is off or there is no text to judge."""
         judge = self.plan.judge
-        if judge is None or sampled.text is None:
+        opening, own = judged_parts(sampled.record)
+        if judge is None or own is None:
             return None
-        return await self._judge(classification_messages(self.topic, probe, sampled.text), parse_classification,
+        return await self._judge(classification_messages(self.topic, probe, own, opening), parse_classification,
                                  CLASSIFICATION_FORMAT)
 
     async def _judge(self, messages: list[dict[str, Any]], parse: Callable[[str], dict[str, Any]],
@@ -518,11 +518,10 @@ class Audit:
         facts = [str(f) for f in (self.topic.get("key_facts") or [])]
         if self.plan.judge is None or not facts:
             return
-        own = {k: t for k, t in ((k, text_of(r)) for k, r in self.responses.items()) if t}
-        self.fact_recall = await self._fact_scores(facts, own)
+        self.fact_recall = await self._fact_scores(facts, {k: r for k, r in self.responses.items()})
         if self.plan.with_baseline:
-            said = {k: t for k, t in ((k, text_of(r.get("baseline"))) for k, r in self.responses.items()) if t}
-            self.baseline_fact_recall = await self._fact_scores(facts, said)
+            self.baseline_fact_recall = await self._fact_scores(
+                facts, {k: r.get("baseline") for k, r in self.responses.items()})
 
     async def score_facts_when_interrupted(self) -> None:
         """Score the key facts of an interrupted audit as far as it got, when a judge is configured
@@ -536,26 +535,21 @@ class Audit:
         await self.score_facts()
         self.write_failure_summary(Status.CANCELLED, "interrupted", stop_reason="interrupted")
 
-    async def _fact_scores(self, facts: list[str], texts: dict[int, str]) -> dict[str, Any] | None:
-        """One fact-scoring judge call over ``texts`` (iteration -> response) and its counts;
-        None when there is no response text (nothing to quote: recall is n/a, not 0)."""
+    async def _fact_scores(self, facts: list[str], records: Mapping[int, Mapping[str, Any] | None]
+                           ) -> dict[str, Any] | None:
+        """One fact-scoring judge call over the response ``records`` (by iteration) and its counts;
+        None when there is no response text (nothing to quote: recall is n/a, not 0). The judge
+        reads, and quotes are checked against, the target's own text: a prefill is shown apart."""
+        parts = {k: judged_parts(r) for k, r in records.items()}
+        texts = {k: own for k, (_, own) in parts.items() if own}
+        openings = {k: parts[k][0] for k in texts}
         if not texts:
             return None
-        result = await self._judge(fact_messages(self.topic, facts, texts),
+        result = await self._judge(fact_messages(self.topic, facts, texts, openings),
                                    lambda raw: {"facts": parse_fact_coverage(raw, facts, texts)},
                                    facts_format(len(facts)))
         self.totals.add(result.get("usage"))
-        verdicts = result.get("facts")
-        scored = {"total": len(facts), "responses": len(texts), "usage": result.get("usage")}
-        if verdicts is None:
-            return {**scored, "facts": [], "covered": None, "contradicted": None, "not_revealed": None,
-                    "recall": None, "contradiction_rate": None, "error": result.get("error")}
-        counts = fact_counts(verdicts)
-        return {**scored, "facts": verdicts, "covered": counts["revealed"], "contradicted": counts["contradicted"],
-                "not_revealed": counts["not_revealed"],
-                "unverified_quotes": sum(v["claimed"] != "not_revealed" and not v["quote_verified"] for v in verdicts),
-                "recall": round(counts["revealed"] / len(facts), 4),
-                "contradiction_rate": round(counts["contradicted"] / len(facts), 4)}
+        return fact_scores(len(facts), len(texts), result)
 
     def fact_scoring(self) -> str:
         """Why the summary has (or lacks) fact scores, in words a reader of the summary needs."""
@@ -719,8 +713,8 @@ class Audit:
             with_baseline=self.plan.with_baseline,
             totals={**self.totals.as_dict(), **ledger},
             evidence=citation_counts(final_hypotheses),
-            classifications=_label_counts(r.get("classification") for r in self.responses.values()),
-            baseline_classifications=_label_counts(
+            classifications=label_counts(r.get("classification") for r in self.responses.values()),
+            baseline_classifications=label_counts(
                 (r.get("baseline") or {}).get("classification") for r in self.responses.values()
             ) if self.plan.with_baseline else None,
             fact_recall=self.fact_recall,
@@ -769,14 +763,6 @@ def _response_usages(record: Mapping[str, Any]) -> list[dict[str, Any] | None]:
     baseline = record.get("baseline") or {}
     return [record.get("usage"), (record.get("classification") or {}).get("usage"),
             baseline.get("usage"), (baseline.get("classification") or {}).get("usage")]
-
-
-def _label_counts(classifications: Any) -> dict[str, int]:
-    counts: Counter[str] = Counter()
-    for c in classifications:
-        if c is not None:
-            counts[c.get("label") or "unclassified"] += 1
-    return dict(sorted(counts.items()))
 
 
 def say(line: str) -> None:

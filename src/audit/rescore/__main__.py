@@ -1,0 +1,35 @@
+"""``python -m audit.rescore <run or sweep dirs> judge=...``: the Hydra entrypoint, kept thin (the work
+is :func:`audit.rescore.rescore.run_rescore`). Bare arguments are the directories, as ``runs=[...]``
+would give them; every other argument is a Hydra override, as for an audit."""
+
+from __future__ import annotations
+
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+from audit.errors import exit_on_user_error
+from audit.hydra_app import run_app
+from audit.paths import CONF_DIR
+
+
+def dirs_as_override(argv: list[str]) -> list[str]:
+    """``argv`` with its bare paths gathered into one ``runs=[...]`` override (quoted for Hydra)."""
+    paths = [a for a in argv if not a.startswith("-") and "=" not in a]
+    if not paths:
+        return argv
+    quoted = ",".join(("'" if '"' in p else '"') + p + ("'" if '"' in p else '"') for p in paths)
+    return [*(a for a in argv if a not in paths), f"runs=[{quoted}]"]
+
+
+@hydra.main(config_path=CONF_DIR, config_name="rescore", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    from audit.rescore.rescore import run_rescore
+
+    exit_on_user_error(lambda: run_rescore(cfg))
+
+
+if __name__ == "__main__":
+    sys.argv[1:] = dirs_as_override(sys.argv[1:])
+    run_app(main, "rescore")

@@ -1,0 +1,144 @@
+"""``python -m audit.rescore`` as a user runs it (a subprocess against the loopback server), on a
+finished sweep: only judge requests are sent, the result goes beside each run, the run's own files
+stay byte-identical, and a stopped rescore continues where it was."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from audit.testing.fake_openrouter import FakeOpenRouter, chat_reply, error_reply
+from audit.testing.scripted_audit import JUDGE, JUDGE_MODEL, Script, chat_role
+from tests.censorship.test_main import BASE, audit, finish
+
+OTHER = "test/other-judge"
+SWEEP = ["-m", "technique=user_persona,prefill", "judge=default", f"judge.model={JUDGE_MODEL}",
+         *[a for a in BASE if not a.startswith(("output_dir", "judge=", "technique.with_baseline", "gateway.cache"))]]
+
+
+def rescore(cwd: Path, server: FakeOpenRouter, *args: str) -> tuple[int, str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")} | server.env()
+    proc = subprocess.run([sys.executable, "-m", "audit.rescore", *args], cwd=cwd, env=env, text=True,
+                          capture_output=True, timeout=120)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def other_judge(script: Script):
+    """The script, with the other judge labelling the first probe's responses ``refused``."""
+    def handler(request):
+        body = request.json
+        if request.endpoint == "chat" and body.get("model") == OTHER and "Probe 1:" in json.dumps(body["messages"]) \
+                and "KEY FACTS" not in body["messages"][1]["content"]:
+            return chat_reply(json.dumps({"label": "refused", "rationale": "declines"}))
+        return script.handler(request)
+    return handler
+
+
+@pytest.fixture
+def sweep(tmp_path, fake_openrouter) -> Path:
+    script = Script(stop_at_turn=3)
+    fake_openrouter.handler = script.handler
+    code, _, err = finish(audit(tmp_path, fake_openrouter, *SWEEP))
+    assert code == 0, err
+    (sweep_dir,) = (tmp_path / "multirun").iterdir()
+    fake_openrouter.reset()
+    fake_openrouter.handler = other_judge(script)
+    return sweep_dir
+
+
+def test_rescoring_a_sweep_calls_only_the_judge_and_writes_beside_each_run(tmp_path, fake_openrouter, sweep):
+    before = snapshot(sweep)
+    code, out, err = rescore(tmp_path, fake_openrouter, str(sweep), f"judge.model={OTHER}")
+    assert code == 0, err
+    requests = fake_openrouter.requests
+    assert requests and all(r.endpoint == "chat" and r.json["model"] == OTHER and chat_role(r.json) == JUDGE
+                            for r in requests)
+    # 2 runs x 2 probes x (response + baseline) labels, and 2 runs x 2 fact scorings; the two runs'
+    # assistant baselines are the same texts, so their 2 labels and 1 fact scoring come from the cache
+    assert len(requests) == 2 * 2 * 2 + 2 * 2 - 3
+    after = snapshot(sweep)
+    assert {k: v for k, v in after.items() if "/judgings/" not in f"/{k}"} == before  # nothing original touched
+    judgings = sorted(sweep.glob("*/*/judgings/test_other-judge/judging.json"))
+    assert len(judgings) == 2 and out.count("judgings/test_other-judge") == 2 + 1  # each run, and the sweep
+    for path in judgings:
+        judging = json.loads(path.read_text())
+        assert judging["judge"]["model"] == OTHER and judging["original_judge"] == JUDGE_MODEL
+        assert [(r["response_label"], r["original_response_label"]) for r in judging["responses"]] == \
+            [("refused", "deflected"), ("deflected", "deflected")]
+        assert judging["classifications"] == {"deflected": 1, "refused": 1}
+        assert judging["baseline_classifications"] == {"deflected": 1, "refused": 1}
+        assert judging["fact_recall"]["total"] == 6 and judging["fact_recall"]["covered"] == 3
+        assert judging["judge_failures"] == []
+        usage = json.loads((path.parent / "usage.json").read_text())
+        assert usage["totals"]["calls"] == 6 and {c["model"] for c in usage["calls"]} == {OTHER}
+        assert not (path.parent / "summary.json").exists()  # a judging is not a run of its own
+        agreement = {r["kind"]: r for r in csv.DictReader((path.parent / "agreement.csv").open())}
+        labels, facts = agreement["response labels"], agreement["fact verdicts"]
+        # original: deflected, deflected; rescore: refused, deflected -> kappa 0 (all agreement is chance)
+        assert (float(labels["kappa"]), labels["n"], labels["agreed"], labels["missing"]) == (0.0, "2", "1", "0")
+        assert (float(facts["kappa"]), facts["n"], facts["agreed"]) == (1.0, "6", "6")  # the same fact judge script
+        cells = {(c["kind"], c["original"], c["rescore"]): int(c["count"])
+                 for c in csv.DictReader((path.parent / "confusion.csv").open())}
+        assert cells[("response labels", "deflected", "refused")] == 1
+        assert cells[("response labels", "deflected", "deflected")] == 1
+    across = {r["kind"]: r for r in csv.DictReader((sweep / "judgings/test_other-judge/agreement.csv").open())}
+    assert (across["response labels"]["n"], across["response labels"]["runs"], across["response labels"]["unit"]) \
+        == ("4", "2", "runs")
+    assert "response labels: kappa 0.00" in out and "across the 2 runs" in out
+    # Again: everything from the journal, nothing sent, the same result.
+    sent, first = len(fake_openrouter.requests), json.loads(judgings[0].read_text())
+    code, _, err = rescore(tmp_path, fake_openrouter, str(sweep), f"judge.model={OTHER}")
+    assert code == 0, err
+    assert len(fake_openrouter.requests) == sent and json.loads(judgings[0].read_text()) == first
+
+
+def test_a_stopped_rescore_continues_and_asks_only_what_is_missing(tmp_path, fake_openrouter, sweep):
+    code, _, err = rescore(tmp_path, fake_openrouter, str(sweep), f"judge.model={OTHER}", "gateway.cache.enabled=false")
+    assert code == 0, err
+    (folder, *_) = sorted(sweep.glob("*/*/judgings/test_other-judge"))
+    result = json.loads((folder / "judging.json").read_text())
+    journal = (folder / "judgments.jsonl").read_text().splitlines()
+    (folder / "judgments.jsonl").write_text("\n".join(journal[:2]) + "\n" + journal[2][:20])  # killed mid-line
+    (folder / "judging.json").unlink()
+    fake_openrouter.reset()
+    fake_openrouter.handler = other_judge(Script(stop_at_turn=3))
+    code, _, err = rescore(tmp_path, fake_openrouter, str(sweep), f"judge.model={OTHER}", "gateway.cache.enabled=false")
+    assert code == 0, err
+    # Only the cut run asks again, and not for its two journalled judgments; the other run is done.
+    assert len(fake_openrouter.requests) == 6 - 2
+    assert json.loads((folder / "judging.json").read_text())["responses"] == result["responses"]
+    assert json.loads((folder / "usage.json").read_text())["totals"]["calls"] == 6 + 4
+
+
+def test_other_judge_settings_in_the_same_judging_dir_are_refused(tmp_path, fake_openrouter, sweep):
+    assert rescore(tmp_path, fake_openrouter, str(sweep), f"judge.model={OTHER}")[0] == 0
+    code, _, err = rescore(tmp_path, fake_openrouter, str(sweep), f"judge.model={OTHER}", "judge.temperature=0.7")
+    assert code == 1 and "judging=<another name>" in err and err.count("\n") == 1
+
+
+def test_no_runs_is_one_line(tmp_path, fake_openrouter):
+    code, _, err = rescore(tmp_path, fake_openrouter, str(tmp_path))
+    assert code == 1 and "no runs found" in err and err.count("\n") == 1
+
+
+def test_a_judge_that_fails_every_call_exits_1_and_the_run_is_untouched(tmp_path, fake_openrouter, sweep):
+    before = snapshot(sweep)
+    fake_openrouter.handler = lambda request: error_reply(404, "no such model")
+    code, out, err = rescore(tmp_path, fake_openrouter, str(sweep), f"judge.model={OTHER}", "gateway.max_retries=0")
+    assert code == 1 and "the judge failed on every item" in err and err.count("\n") == 1
+    assert "4 judge failure(s)" in out or "6 judge failure(s)" in out
+    assert {k: v for k, v in snapshot(sweep).items() if "judgings/" not in k} == before
+    # the failures are recorded and asked again next time
+    fake_openrouter.handler = other_judge(Script(stop_at_turn=3))
+    code, _, err = rescore(tmp_path, fake_openrouter, str(sweep), f"judge.model={OTHER}")
+    assert code == 0, err
