@@ -132,3 +132,38 @@ def test_comparison_and_run_reports_in_chromium(tmp_path: Path) -> None:
     assert len(targets) == 12 + 2  # every audit run; the epistemic run on each of its 2 rows
     assert all(t.is_file() and t.name == "report.html" for t in targets)
     print(f"screenshots in {tmp_path}")  # for a human: comparison.png shows the maps and charts
+
+
+def test_an_epistemic_report_past_its_inline_cards_shows_the_rest_on_demand_as_text(tmp_path: Path) -> None:
+    """Cards past INLINE_CARDS wait as JSON blocks; "more cards" renders them, and model text that
+    tries to close the block or plant markup stays text."""
+    from audit.epistemic.report import CHUNK_CARDS, INLINE_CARDS
+
+    planted = '</script><img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
+    extra = CHUNK_CARDS + 3
+    rows, cards = [], {}
+    for i in range(INLINE_CARDS + extra):
+        card_id = f"c{i:05d}"
+        cards[card_id] = {"id": card_id, "facts": [f"fact {i}"], "question": "q?", "gold": "YES", "label": "E"}
+        rows.append({"id": card_id, "gold": "YES", "pred": "YES", "pass": True, "system": "raw_llm:m", "label": "E",
+                     "reason": "ok", "error": None, "raw_output": planted if i == INLINE_CARDS + extra - 1 else "{}"})
+    page_path = tmp_path / "report.html"
+    write_epistemic_report(page_path, compute_metrics(rows), rows, cards, {})
+
+    async def scenario() -> list[Any]:
+        async with Chromium() as browser:
+            page = await browser.page()
+            await page.open(page_path, width=WIDTH)
+            shown = "document.querySelectorAll('.cards > details').length"
+            counts = [await page.js(shown)]
+            for _ in range(2):
+                await page.js("document.getElementById('more-cards').click()")
+                counts.append(await page.js(shown))
+            counts.append(await page.js("document.getElementById('more-cards') === null"))
+            counts.append(await page.js("window.__pwned === undefined"))
+            counts.append(await page.js(f"document.body.textContent.includes({json.dumps(planted)})"))
+            counts.append(page.errors)
+            return counts
+
+    assert asyncio.run(scenario()) == [INLINE_CARDS, INLINE_CARDS + CHUNK_CARDS, INLINE_CARDS + extra,
+                                       True, True, True, []]

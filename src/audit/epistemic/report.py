@@ -1,5 +1,8 @@
-"""The HTML report: one self-contained file (inline CSS and SVG, no CDN, no JS) that
-opens offline.
+"""The HTML report: one self-contained file (inline CSS, SVG and script, no CDN) that opens offline.
+
+Cards past the first :data:`INLINE_CARDS` travel as JSON blocks that a small inline script
+(``templates/cards.js``) turns into the same card views when the reader asks for more, so a
+100,000-card report loads in seconds; the script builds them with ``textContent``, never markup.
 
 Model output is untrusted text, so the template renders with jinja2 autoescape on; this
 module only shapes data (chart geometry, drill-down rows) and never builds markup itself.
@@ -7,6 +10,7 @@ module only shapes data (chart geometry, drill-down rows) and never builds marku
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -45,6 +49,16 @@ GLOSSARY = (
 )
 # Systems whose YES is gated by the licenser (their blocked answers are the licenser's verdicts).
 GATED = ("graph_rag",)
+
+INLINE_CARDS = 200
+"""Cards rendered as HTML; the rest wait as JSON until the reader asks (a 100,000-card page as
+HTML was 110 MB of DOM that no browser opens in seconds)."""
+CHUNK_CARDS = 1000
+"""Cards per JSON block, one block shown per click of "more cards"."""
+_ANSWER_FIELDS = ("pred", "pass", "reason", "error", "retrieved", "raw_output")
+_CARD_FIELDS = ("facts", "question", "claim", "reason")
+_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+                              "\u2029": "\\u2029"})
 
 CHART_W, CHART_H, MARGIN_L, MARGIN_B, MARGIN_T = 300, 170, 34, 20, 12
 
@@ -107,6 +121,28 @@ def drilldown(rows: Sequence[Mapping[str, Any]], cards: Mapping[str, Mapping[str
     return out
 
 
+def card_data(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A drill-down entry as plain JSON for the page's script (only what the card view shows)."""
+    card = entry.get("card")
+    return {"id": entry["id"], "gold": entry.get("gold"), "label": entry.get("label"), "suite": entry.get("suite"),
+            "card": {k: card.get(k) for k in _CARD_FIELDS} if card else None,
+            "answers": [[system, {k: a.get(k) for k in _ANSWER_FIELDS} if a is not None else None]
+                        for system, a in entry["ordered"]]}
+
+
+def script_json(data: Any) -> str:
+    """JSON that cannot end its ``<script type="application/json">`` block: ``<``, ``>`` and
+    ``&`` are escaped as JSON ``\\u`` escapes, so untrusted model text stays data."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).translate(_SCRIPT_SAFE)
+
+
+def chunks(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The cards after the first :data:`INLINE_CARDS`, as script-safe JSON blocks with their counts."""
+    rest = entries[INLINE_CARDS:]
+    return [{"n": len(part), "json": script_json([card_data(e) for e in part])}
+            for part in (rest[i:i + CHUNK_CARDS] for i in range(0, len(rest), CHUNK_CARDS))]
+
+
 def build_context(metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
                   cards: Mapping[str, Mapping[str, Any]], meta: Mapping[str, Any]) -> dict[str, Any]:
     """Everything the template shows, as plain data."""
@@ -129,13 +165,18 @@ def build_context(metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mappi
         "preds": PREDS,
         "suites": suites,
         "suite_columns": SUITE_COLUMNS,
-        "cards": drilldown(rows, cards, systems),
+        **_cards_context(drilldown(rows, cards, systems)),
         "u_kinds": any(m.get("u_kinds") for m in metrics.values()),
         "conditions": any(len(m.get("conditions") or {}) > 1 or "in_context" not in (m.get("conditions") or {"in_context": 0})
                           for m in metrics.values()),
         "glossary": GLOSSARY,
         "gated": [s for s in systems if s.split(":")[0] in GATED],
     }
+
+
+def _cards_context(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first cards as HTML, the rest as JSON blocks the page's ``cards.js`` renders on demand."""
+    return {"cards": entries[:INLINE_CARDS], "n_cards": len(entries), "card_chunks": chunks(entries)}
 
 
 def _environment() -> jinja2.Environment:
