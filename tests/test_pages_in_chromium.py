@@ -167,3 +167,33 @@ def test_an_epistemic_report_past_its_inline_cards_shows_the_rest_on_demand_as_t
 
     assert asyncio.run(scenario()) == [INLINE_CARDS, INLINE_CARDS + CHUNK_CARDS, INLINE_CARDS + extra,
                                        True, True, True, []]
+
+
+def test_an_audit_transcript_past_its_inline_entries_comes_in_on_demand(tmp_path: Path, monkeypatch) -> None:
+    """Entries past INLINE_ENTRIES wait in inert <template> blocks; "more entries" moves them in,
+    autoescaped like the rest (the planted payload stays text)."""
+    from audit.censorship import report
+
+    monkeypatch.setattr(report, "INLINE_ENTRIES", 2)
+    monkeypatch.setattr(report, "CHUNK_ENTRIES", 2)
+    run = censorship_run(tmp_path, "long_run")
+    for i in range(1, 6):
+        (run / "audited_responses" / f"{i:03d}.json").write_text(json.dumps({
+            "iteration": i, "prompt_sent": "q", "raw_response": f"answer {i} {PAYLOAD}", "error": None,
+            "technique": "user_persona"}))
+    write_run_report(run)
+
+    async def scenario() -> list[Any]:
+        async with Chromium() as browser:
+            page = await browser.page()
+            await page.open(run / "report.html", width=WIDTH)
+            shown = "document.querySelectorAll('#transcript > .entry').length"
+            seen = [await page.js(shown)]
+            for _ in range(2):
+                await page.js("document.getElementById('more-entries').click()")
+                seen.append(await page.js(shown))
+            seen += [await page.js("document.getElementById('more-entries') === null"),
+                     await page.js("window.__pwned === undefined"), page.errors]
+            return seen
+
+    assert asyncio.run(scenario()) == [2, 4, 5, True, True, []]
