@@ -12,7 +12,9 @@ Run: ``python bench/bench_report_pages.py [--cards 100000] [--rounds 2] [--timeo
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -48,13 +50,18 @@ def load_seconds(page: Path, timeout_s: float) -> float | None:
     """Seconds a fresh headless Chromium takes to load ``page`` and dump its DOM (None: timed out)."""
     profile = Path(tempfile.mkdtemp(prefix="bench-chromium-"))
     start = time.monotonic()
+    browser = subprocess.Popen(["/usr/bin/chromium", *FLAGS, f"--user-data-dir={profile}", "--dump-dom",
+                                page.as_uri()], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)  # its own group: a timeout ends every child it started
     try:
-        subprocess.run(["/usr/bin/chromium", *FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout_s, check=False)
+        browser.wait(timeout=timeout_s)
         return time.monotonic() - start
     except subprocess.TimeoutExpired:
         return None
     finally:
+        if browser.poll() is None:
+            os.killpg(browser.pid, signal.SIGKILL)
+            browser.wait()
         shutil.rmtree(profile, ignore_errors=True)
 
 

@@ -135,8 +135,8 @@ def test_comparison_and_run_reports_in_chromium(tmp_path: Path) -> None:
 
 
 def test_an_epistemic_report_past_its_inline_cards_shows_the_rest_on_demand_as_text(tmp_path: Path) -> None:
-    """Cards past INLINE_CARDS wait as JSON blocks; "more cards" renders them, and model text that
-    tries to close the block or plant markup stays text."""
+    """Cards past INLINE_CARDS are in files beside the page; "more cards" loads and renders them, and
+    model text that tries to close the script or plant markup stays text."""
     from audit.epistemic.report import CHUNK_CARDS, INLINE_CARDS
 
     planted = '</script><img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
@@ -156,9 +156,11 @@ def test_an_epistemic_report_past_its_inline_cards_shows_the_rest_on_demand_as_t
             await page.open(page_path, width=WIDTH)
             shown = "document.querySelectorAll('.cards > details').length"
             counts = [await page.js(shown)]
-            for _ in range(2):
-                await page.js("document.getElementById('more-cards').click()")
-                counts.append(await page.js(shown))
+            for _ in range(2):  # each click loads the next file beside the page: wait for its cards
+                counts.append(await page.js(f"""new Promise((done) => {{ const before = {shown};
+                    document.getElementById('more-cards').click();
+                    const t = setInterval(() => {{ if ({shown} !== before) {{ clearInterval(t); done({shown}); }} }}, 20);
+                    setTimeout(() => {{ clearInterval(t); done({shown}); }}, 10000); }})"""))
             counts.append(await page.js("document.getElementById('more-cards') === null"))
             counts.append(await page.js("window.__pwned === undefined"))
             counts.append(await page.js(f"document.body.textContent.includes({json.dumps(planted)})"))
@@ -167,6 +169,7 @@ def test_an_epistemic_report_past_its_inline_cards_shows_the_rest_on_demand_as_t
 
     assert asyncio.run(scenario()) == [INLINE_CARDS, INLINE_CARDS + CHUNK_CARDS, INLINE_CARDS + extra,
                                        True, True, True, []]
+    assert sorted(p.name for p in (tmp_path / "report_cards").iterdir()) == ["0000.js", "0001.js"]
 
 
 def test_an_audit_transcript_past_its_inline_entries_comes_in_on_demand(tmp_path: Path, monkeypatch) -> None:

@@ -1,8 +1,11 @@
-"""The HTML report: one self-contained file (inline CSS, SVG and script, no CDN) that opens offline.
+"""The HTML report: an offline file (inline CSS, SVG and script, no CDN), and its cards beside it.
 
-Cards past the first :data:`INLINE_CARDS` travel as JSON blocks that a small inline script
-(``templates/cards.js``) turns into the same card views when the reader asks for more, so a
-100,000-card report loads in seconds; the script builds them with ``textContent``, never markup.
+Cards past the first :data:`INLINE_CARDS` are written beside the page, :data:`CHUNK_CARDS` to a
+file (``report_cards/0000.js``: JSON wrapped in one call, which a page opened from disk may load
+with a ``<script>`` element where it may not ``fetch``); a small inline script
+(``templates/cards.js``) loads the next file when the reader asks for more cards and builds the
+same card views with ``textContent``, never markup. A 100,000-card page was 93 MB of HTML that
+headless Chromium had not loaded after 120 s.
 
 Model output is untrusted text, so the template renders with jinja2 autoescape on; this
 module only shapes data (chart geometry, drill-down rows) and never builds markup itself.
@@ -20,7 +23,7 @@ import jinja2
 
 from audit.epistemic.metrics import LABELS, LOWER_IS_BETTER, PREDS, RATE_NAMES
 from audit.stats import PALETTE
-from audit.io.atomic import write_text
+from audit.io.atomic import write_texts
 from audit.pages import SORT_FILTER_JS
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
@@ -136,11 +139,20 @@ def script_json(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).translate(_SCRIPT_SAFE)
 
 
-def chunks(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The cards after the first :data:`INLINE_CARDS`, as script-safe JSON blocks with their counts."""
+def chunks(entries: Sequence[Mapping[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The cards after the first :data:`INLINE_CARDS`, :data:`CHUNK_CARDS` to a chunk."""
     rest = entries[INLINE_CARDS:]
-    return [{"n": len(part), "json": script_json([card_data(e) for e in part])}
-            for part in (rest[i:i + CHUNK_CARDS] for i in range(0, len(rest), CHUNK_CARDS))]
+    return [[card_data(e) for e in rest[i:i + CHUNK_CARDS]] for i in range(0, len(rest), CHUNK_CARDS)]
+
+
+def chunk_dir(page: Path) -> Path:
+    """Where the page's card chunks live: ``<page stem>_cards/`` beside it."""
+    return page.with_name(f"{page.stem}_cards")
+
+
+def chunk_script(n: int, cards: list[dict[str, Any]]) -> str:
+    """One chunk file: its cards handed to the page's loader."""
+    return f"window.__cardChunk({n}, {script_json(cards)});\n"
 
 
 def build_context(metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
@@ -175,8 +187,10 @@ def build_context(metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mappi
 
 
 def _cards_context(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """The first cards as HTML, the rest as JSON blocks the page's ``cards.js`` renders on demand."""
-    return {"cards": entries[:INLINE_CARDS], "n_cards": len(entries), "card_chunks": chunks(entries)}
+    """The first cards as HTML; the sizes of the chunks ``cards.js`` loads on demand."""
+    rest = len(entries) - INLINE_CARDS
+    sizes = [min(CHUNK_CARDS, rest - i) for i in range(0, max(rest, 0), CHUNK_CARDS)]
+    return {"cards": entries[:INLINE_CARDS], "n_cards": len(entries), "chunk_sizes": sizes}
 
 
 def _environment() -> jinja2.Environment:
@@ -191,14 +205,21 @@ def _environment() -> jinja2.Environment:
 
 def render_report(metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
                   cards: Mapping[str, Mapping[str, Any]] | None = None,
-                  meta: Mapping[str, Any] | None = None) -> str:
-    """The report as an HTML string (``metrics`` from :func:`compute_metrics` on ``rows``)."""
+                  meta: Mapping[str, Any] | None = None, *, chunks_dir: str = "report_cards") -> str:
+    """The page as an HTML string (``metrics`` from :func:`compute_metrics` on ``rows``); cards past
+    :data:`INLINE_CARDS` are loaded from ``chunks_dir`` (relative to the page), see :func:`write_report`."""
     context = build_context(metrics, rows, cards or {}, meta or {})
-    return _environment().get_template("report.html.j2").render(**context)
+    return _environment().get_template("report.html.j2").render(**context, chunks_dir=chunks_dir)
 
 
 def write_report(path: Path, metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
                  cards: Mapping[str, Mapping[str, Any]] | None = None,
                  meta: Mapping[str, Any] | None = None) -> Path:
-    """Render and write atomically."""
-    return write_text(path, render_report(metrics, rows, cards, meta))
+    """Write the page and its card chunks as one set (:func:`audit.io.atomic.write_texts`)."""
+    folder = chunk_dir(path)
+    systems = list(metrics)
+    parts = chunks(drilldown(rows, cards or {}, systems))
+    files: dict[Path, str | bytes] = {path: render_report(metrics, rows, cards, meta, chunks_dir=folder.name)}
+    files.update({folder / f"{n:04d}.js": chunk_script(n, part) for n, part in enumerate(parts)})
+    write_texts(files)
+    return path

@@ -1,10 +1,11 @@
-// The cards past the first ones: JSON blocks (<script type="application/json" class="card-chunk">)
-// rendered on demand as the same <details> views the template writes. Untrusted text goes in
-// through textContent only, so it never becomes markup.
+// The cards past the first ones, in files beside the page (<dir>/0000.js ...: each calls
+// window.__cardChunk(n, cards)), loaded one per click with a <script> element (a page opened from
+// disk may not fetch) and shown as the same <details> views the template writes. Untrusted text
+// goes in through textContent only, so it never becomes markup.
 (() => {
-  const chunks = Array.from(document.querySelectorAll('script.card-chunk'));
   const button = document.getElementById('more-cards');
   if (!button) return;
+  const sizes = button.dataset.sizes.split(',').map(Number);
   const box = document.querySelector('div.cards');
   const el = (tag, text, cls) => {
     const e = document.createElement(tag);
@@ -62,15 +63,24 @@
   };
   let next = 0;
   const label = () => {
-    const left = chunks.slice(next).reduce((n, c) => n + Number(c.dataset.n), 0);
-    button.textContent = `Show ${Number(chunks[next].dataset.n).toLocaleString()} more cards (${left.toLocaleString()} not shown)`;
+    const left = sizes.slice(next).reduce((a, b) => a + b, 0);
+    button.textContent = `Show ${sizes[next].toLocaleString()} more cards (${left.toLocaleString()} not shown)`;
+    button.disabled = false;
   };
-  button.addEventListener('click', () => {
-    for (const c of JSON.parse(chunks[next].textContent)) box.append(view(c));
+  window.__cardChunk = (n, cards) => {
+    if (n !== next) return;  // a stale or repeated load
+    for (const c of cards) box.append(view(c));
     next += 1;
-    if (next >= chunks.length) button.remove(); else label();
+    if (next >= sizes.length) button.remove(); else label();
     const filter = document.querySelector('input.filter');
     if (filter && filter.value) filter.dispatchEvent(new Event('input'));
+  };
+  button.addEventListener('click', () => {
+    button.disabled = true;
+    const script = document.createElement('script');
+    script.src = `${button.dataset.dir}/${String(next).padStart(4, '0')}.js`;
+    script.onerror = () => { button.textContent = `cards file ${script.src} missing: copy the page with its folder`; };
+    document.body.append(script);
   });
   label();
 })();
