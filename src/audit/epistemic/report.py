@@ -54,10 +54,9 @@ GLOSSARY = (
 GATED = ("graph_rag",)
 
 INLINE_CARDS = 200
-"""Cards rendered as HTML; the rest wait as JSON until the reader asks (a 100,000-card page as
-HTML was 110 MB of DOM that no browser opens in seconds)."""
+"""Cards rendered as HTML in the page; the rest wait in files beside it until the reader asks."""
 CHUNK_CARDS = 1000
-"""Cards per JSON block, one block shown per click of "more cards"."""
+"""Cards per file beside the page, one file loaded per click of "more cards"."""
 _ANSWER_FIELDS = ("pred", "pass", "reason", "error", "retrieved", "raw_output")
 _CARD_FIELDS = ("facts", "question", "claim", "reason")
 _SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
@@ -134,8 +133,8 @@ def card_data(entry: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def script_json(data: Any) -> str:
-    """JSON that cannot end its ``<script type="application/json">`` block: ``<``, ``>`` and
-    ``&`` are escaped as JSON ``\\u`` escapes, so untrusted model text stays data."""
+    """JSON that is also safe JavaScript and cannot end a ``<script>``: ``<``, ``>``, ``&`` and the
+    JS line separators are ``\\u`` escapes, so untrusted model text stays data wherever it is loaded."""
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).translate(_SCRIPT_SAFE)
 
 
