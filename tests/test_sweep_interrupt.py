@@ -18,10 +18,11 @@ from audit.testing.fake_openrouter import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
 
 ITERATIONS = 15
-SWEEP = ("audit", "-m", "repeat=0,1", f"max_iterations={ITERATIONS}", "judge=off", f"auditor.model={AUDITOR_MODEL}",
+SWEEP = ("audit", "-m", "repeat=0,1,2", f"max_iterations={ITERATIONS}", "judge=off", f"auditor.model={AUDITOR_MODEL}",
          "gateway.max_retries=0", "gateway.cache.enabled=false")
 DELAYS_S = [0.0, 0.1, 0.3, 0.6, 1.0, 1.5, 2.0, 2.6]
-"""After the first saved response: early and late in job 0, about the switch to job 1, within job 1."""
+"""After the first saved response: early and late in job 0, about the switch to job 1, within job 1
+(three jobs, so the sweep is still running at the last one)."""
 
 
 def _interrupt_once(cwd: Path, server: FakeOpenRouter, delay_s: float) -> str:
@@ -35,6 +36,7 @@ def _interrupt_once(cwd: Path, server: FakeOpenRouter, delay_s: float) -> str:
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1]
             time.sleep(0.01)
         time.sleep(delay_s)
+        assert proc.poll() is None, "the sweep ended before its Ctrl-C: give it more iterations"
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
     finally:
