@@ -1,8 +1,10 @@
 """A Ctrl-C of a ``-m`` sweep leaves the running job's summary ``cancelled``/``interrupted`` with the
 iterations on disk counted, and one line on stderr, wherever it lands (in the first job, between
-jobs, in the second). Before: 2 of 8 such Ctrl-Cs left the summary ``started`` with 0 iterations
-(a cancellation swallowed by ``wait_for``), and 4 of 14 added ``RuntimeWarning: coroutine ... was
-never awaited`` and a tracemalloc hint after the line (the sweep path did not drop them)."""
+jobs, in the second). Reported: 2 of 8 such Ctrl-Cs left the summary ``started`` with 0 iterations
+(not reproduced on this branch's base in 22 tries, after attempt deadlines moved off ``wait_for``,
+which could swallow a cancellation); measured on that base: 4 of 14 added ``RuntimeWarning:
+coroutine ... was never awaited`` and a tracemalloc hint after the line, and a Ctrl-C landing in
+Hydra between two jobs printed a ``KeyboardInterrupt`` traceback (1 of these 8 moments)"""
 
 from __future__ import annotations
 
