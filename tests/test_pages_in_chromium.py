@@ -132,3 +132,71 @@ def test_comparison_and_run_reports_in_chromium(tmp_path: Path) -> None:
     assert len(targets) == 12 + 2  # every audit run; the epistemic run on each of its 2 rows
     assert all(t.is_file() and t.name == "report.html" for t in targets)
     print(f"screenshots in {tmp_path}")  # for a human: comparison.png shows the maps and charts
+
+
+def test_an_epistemic_report_past_its_inline_cards_shows_the_rest_on_demand_as_text(tmp_path: Path) -> None:
+    """Cards past INLINE_CARDS are in files beside the page; "more cards" loads and renders them, and
+    model text that tries to close the script or plant markup stays text."""
+    from audit.epistemic.report import CHUNK_CARDS, INLINE_CARDS
+
+    planted = '</script><img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
+    extra = CHUNK_CARDS + 3
+    rows, cards = [], {}
+    for i in range(INLINE_CARDS + extra):
+        card_id = f"c{i:05d}"
+        cards[card_id] = {"id": card_id, "facts": [f"fact {i}"], "question": "q?", "gold": "YES", "label": "E"}
+        rows.append({"id": card_id, "gold": "YES", "pred": "YES", "pass": True, "system": "raw_llm:m", "label": "E",
+                     "reason": "ok", "error": None, "raw_output": planted if i == INLINE_CARDS + extra - 1 else "{}"})
+    page_path = tmp_path / "report.html"
+    write_epistemic_report(page_path, compute_metrics(rows), rows, cards, {})
+
+    async def scenario() -> list[Any]:
+        async with Chromium() as browser:
+            page = await browser.page()
+            await page.open(page_path, width=WIDTH)
+            shown = "document.querySelectorAll('.cards > details').length"
+            counts = [await page.js(shown)]
+            for _ in range(2):  # each click loads the next file beside the page: wait for its cards
+                counts.append(await page.js(f"""new Promise((done) => {{ const before = {shown};
+                    document.getElementById('more-cards').click();
+                    const t = setInterval(() => {{ if ({shown} !== before) {{ clearInterval(t); done({shown}); }} }}, 20);
+                    setTimeout(() => {{ clearInterval(t); done({shown}); }}, 10000); }})"""))
+            counts.append(await page.js("document.getElementById('more-cards') === null"))
+            counts.append(await page.js("window.__pwned === undefined"))
+            counts.append(await page.js(f"document.body.textContent.includes({json.dumps(planted)})"))
+            counts.append(page.errors)
+            return counts
+
+    assert asyncio.run(scenario()) == [INLINE_CARDS, INLINE_CARDS + CHUNK_CARDS, INLINE_CARDS + extra,
+                                       True, True, True, []]
+    assert sorted(p.name for p in (tmp_path / "report_cards").iterdir()) == ["0000.js", "0001.js"]
+
+
+def test_an_audit_transcript_past_its_inline_entries_comes_in_on_demand(tmp_path: Path, monkeypatch) -> None:
+    """Entries past INLINE_ENTRIES wait in inert <template> blocks; "more entries" moves them in,
+    autoescaped like the rest (the planted payload stays text)."""
+    from audit.censorship import report
+
+    monkeypatch.setattr(report, "INLINE_ENTRIES", 2)
+    monkeypatch.setattr(report, "CHUNK_ENTRIES", 2)
+    run = censorship_run(tmp_path, "long_run")
+    for i in range(1, 6):
+        (run / "audited_responses" / f"{i:03d}.json").write_text(json.dumps({
+            "iteration": i, "prompt_sent": "q", "raw_response": f"answer {i} {PAYLOAD}", "error": None,
+            "technique": "user_persona"}))
+    write_run_report(run)
+
+    async def scenario() -> list[Any]:
+        async with Chromium() as browser:
+            page = await browser.page()
+            await page.open(run / "report.html", width=WIDTH)
+            shown = "document.querySelectorAll('#transcript > .entry').length"
+            seen = [await page.js(shown)]
+            for _ in range(2):
+                await page.js("document.getElementById('more-entries').click()")
+                seen.append(await page.js(shown))
+            seen += [await page.js("document.getElementById('more-entries') === null"),
+                     await page.js("window.__pwned === undefined"), page.errors]
+            return seen
+
+    assert asyncio.run(scenario()) == [2, 4, 5, True, True, []]

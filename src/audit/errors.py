@@ -84,13 +84,13 @@ def exit_on_user_error(job: Callable[[], T]) -> T:
         line = user_error_line(exc)
         if line is None:
             raise
-        _drop_abandoned_call_warnings()
+        drop_abandoned_call_warnings()
         # Server and model text reaches these lines: no escape sequence may act on the terminal.
         print(f"error: {' '.join(terminal_text(line).split())}", file=sys.stderr)
         raise SystemExit(1) from None
 
 
-def _drop_abandoned_call_warnings() -> None:
+def drop_abandoned_call_warnings() -> None:
     """Keep the one line the only line when a run stops with calls in flight (an interrupt, a fatal 401).
 
     litellm builds each call's coroutine in a worker thread (``run_in_executor``) and awaits

@@ -20,12 +20,13 @@ from hydra.errors import HydraException, MissingConfigException
 from omegaconf.errors import OmegaConfBaseException
 
 from audit.cli_help import maybe_help
-from audit.errors import exit_on_user_error, unknown_choice
+from audit.errors import drop_abandoned_call_warnings, exit_on_user_error, unknown_choice
 
 
 def run_app(main: Callable[[], None], config_name: str) -> None:
     """Answer ``--help`` fast, else run ``main`` (a ``@hydra.main`` function); a config Hydra
-    cannot compose exits 1 with :func:`config_error_line`."""
+    cannot compose exits 1 with :func:`config_error_line`; a Ctrl-C that lands in Hydra itself
+    (composing a sweep's next job) exits 1 with one line, as a Ctrl-C within a run does."""
     maybe_help(config_name)
     from audit.runs.finish import finish_argv  # resume=<sweep dir>: the sweep's own command, into its dir
 
@@ -35,6 +36,11 @@ def run_app(main: Callable[[], None], config_name: str) -> None:
         main()
     except (HydraException, OmegaConfBaseException) as exc:
         print(f"error: {config_error_line(exc)}", file=sys.stderr)
+        raise SystemExit(1) from None
+    except KeyboardInterrupt:  # outside any run (a run says interrupted itself): Hydra between sweep jobs
+        drop_abandoned_call_warnings()
+        print("error: interrupted between runs; no run was cut short (finish a sweep with resume=<its sweep dir>)",
+              file=sys.stderr)
         raise SystemExit(1) from None
 
 

@@ -27,7 +27,7 @@ from typing import IO, Any
 
 from omegaconf import DictConfig, open_dict
 
-from audit.errors import Interrupted, UserError, exit_on_user_error, user_error_line
+from audit.errors import Interrupted, UserError, drop_abandoned_call_warnings, exit_on_user_error, user_error_line
 from audit.export.writing import export_inspect, require_inspect
 from audit.llm import budget as budgets
 
@@ -100,6 +100,7 @@ def run_job(cfg: DictConfig, job: Callable[[DictConfig], object], experiment: st
                 else:
                     job(with_repeat(cfg, repeat))
         except Interrupted as exc:  # the user meant the whole sweep: no further job starts
+            drop_abandoned_call_warnings()  # the one line stays the only line, as in a single run
             print(f"error: {exc}", file=sys.stderr)
             record_failure(job_dir, experiment, str(exc))
             raise SystemExit(1) from None

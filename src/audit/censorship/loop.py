@@ -50,7 +50,7 @@ from audit.llm.types import FATAL_KINDS, GatewayError, LLMResponse
 from audit.resume import command_line_overrides, load_saved_config, refuse_resume_overrides, resumed_config
 from audit.runs.rundir import iso, utc_now
 from audit.runs.status import Status, StopReason
-from audit.runs.summary import CensorshipSummary, Usage
+from audit.runs.summary import CensorshipSummary, Usage, write_summary
 from audit.sweep import sweep_job_dir
 from audit.templates import get_family
 
@@ -670,22 +670,29 @@ class Audit:
         """The summary of a run that did not finish, written whatever the disk allows.
 
         A full disk can refuse the full summary (it grows with the run) while smaller files
-        still fit; then a short one records the status, the error and the iterations on disk.
-        If even that fails, a stale summary is removed rather than left saying ``running``
-        (resume rebuilds it from the saved turns).
+        still fit; then a short one records the status, the error and the iterations on disk,
+        written atomically if a new file fits, else over the stale summary's own blocks (a disk
+        with no free block at all). If even that fails, the stale summary is removed rather
+        than left saying ``started`` and the OS error, naming ``summary.json``, ends the run:
+        its one line names the file it could not write (resume rebuilds it from the saved turns).
         """
         try:
             self.write_summary(status, error=error, stop_reason=stop_reason)
             return
         except OSError:
             pass
+        short = CensorshipSummary(
+            status=status, stop_reason=stop_reason, error=error, total_iterations=len(self.responses),
+            started_at=self.started_at, finished_at=iso(utc_now()), resumes=self.resumes,
+            repeat=int(self.cfg.get("repeat") or 0), note="short summary: the full one could not be written")
         try:
-            self.run_dir.write_summary(CensorshipSummary(
-                status=status, stop_reason=stop_reason, error=error, total_iterations=len(self.responses),
-                started_at=self.started_at, resumes=self.resumes, repeat=int(self.cfg.get("repeat") or 0),
-                note="short summary: the full one could not be written"))
+            self.run_dir.write_summary(short)
         except OSError:
-            self.run_dir.summary_path.unlink(missing_ok=True)
+            try:
+                write_summary(self.run_dir.summary_path, short, in_place=True)
+            except OSError:
+                self.run_dir.summary_path.unlink(missing_ok=True)
+                raise
 
     def write_summary(self, status: Status, *, error: str | None = None, stop_reason: StopReason | None = None) -> None:
         last = self.turns[max(self.turns)] if self.turns else None

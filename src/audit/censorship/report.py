@@ -212,9 +212,18 @@ def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
         "dropped": dropped,
         "chart": timeline(history),
         "transcript": _transcript(run),
+        "inline_entries": INLINE_ENTRIES,
+        "chunk_entries": CHUNK_ENTRIES,
         "problems": run["problems"],
         "sort_filter_js": SORT_FILTER_JS,
     }
+
+
+INLINE_ENTRIES = 400
+"""Transcript entries (turns and responses) laid out when the page opens; the rest wait in inert
+``<template>`` blocks of :data:`CHUNK_ENTRIES` that "more entries" moves in (``more_entries.js``),
+so a run of thousands of iterations opens as fast as a short one."""
+CHUNK_ENTRIES = 400
 
 
 def render_report(run_dir: Path) -> str:

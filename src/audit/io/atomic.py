@@ -161,6 +161,27 @@ def write_jsonl(path: str | os.PathLike[str], rows: list[dict[str, Any]]) -> Pat
     return write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
+def overwrite_in_place(path: str | os.PathLike[str], text: str) -> Path:
+    """Replace ``path``'s content by ``text`` in the file's own blocks: the last resort on a full disk.
+
+    An atomic write needs room for a second file, which a full disk refuses; truncating the
+    file first frees its blocks, so a ``text`` no longer than the old content fits. Not atomic
+    (a crash mid-write leaves a cut file), so only for a short record that replaces one that
+    would otherwise say something false (a summary still saying ``started``).
+    """
+    target = Path(path)
+    try:
+        with open(target, "r+", encoding="utf-8", newline="") as handle:
+            handle.truncate(0)
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as exc:
+        name_in_os_error(exc, target)
+        raise
+    return target
+
+
 def read_json(path: str | os.PathLike[str]) -> Any:
     """Read a JSON file written by :func:`write_json`."""
     return json.loads(Path(path).read_text(encoding="utf-8"))

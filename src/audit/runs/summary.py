@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from audit.io.atomic import read_json, write_json
+from audit.io.atomic import overwrite_in_place, read_json, write_json
 from audit.runs.status import Status, StopReason, from_legacy
 
 SCHEMA_VERSION = 1
@@ -259,9 +259,16 @@ def read_summary(path: Path, experiment: str | None = None) -> CensorshipSummary
         raise ValueError(f"{path.name}: {exc}") from None
 
 
-def write_summary(path: Path, summary: Header) -> None:
-    """Write ``summary`` atomically, with the versions of this program and schema version."""
+def write_summary(path: Path, summary: Header, *, in_place: bool = False) -> None:
+    """Write ``summary`` atomically, with the versions of this program and schema version.
+
+    ``in_place``: a full disk's last resort (:func:`audit.io.atomic.overwrite_in_place`), for a
+    short summary replacing a longer one that would otherwise be left saying ``started``.
+    """
     if not summary.versions:
         summary.versions = versions()
     summary.schema_version = SCHEMA_VERSION
-    write_json(path, summary.model_dump(mode="json"))
+    if in_place and path.is_file():
+        overwrite_in_place(path, json.dumps(summary.model_dump(mode="json"), ensure_ascii=False) + "\n")
+    else:
+        write_json(path, summary.model_dump(mode="json"))

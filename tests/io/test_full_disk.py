@@ -1,0 +1,53 @@
+"""On a disk with no free block, a short record still replaces a stale one (in its own blocks).
+
+Needs a real full file system: a small tmpfs, mounted when the platform lets this user mount
+(root, or a user namespace); otherwise skipped with the reason. RLIMIT_FSIZE (the bad-input
+corpus's disk full) cannot show this: it limits one file's size, not the free blocks."""
+
+from __future__ import annotations
+
+import errno
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from audit.io.atomic import overwrite_in_place, write_json
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path):
+    """A 64 KiB tmpfs holding a 16 KiB file, then filled to the last byte."""
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.decode().strip() or 'mount failed'})")
+    try:
+        (mount / "summary.json").write_text(json.dumps({"status": "started", "pad": "x" * 16000}))
+        with open(mount / "filler", "wb", buffering=0) as filler:
+            with pytest.raises(OSError) as full:
+                while True:
+                    filler.write(b"\0" * 4096)
+            assert full.value.errno == errno.ENOSPC
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_a_full_disk_refuses_the_atomic_write_but_takes_the_short_record_in_place(full_disk: Path):
+    summary = full_disk / "summary.json"
+    with pytest.raises(OSError) as refused:
+        write_json(summary, {"status": "cancelled"})
+    assert refused.value.errno == errno.ENOSPC and refused.value.filename == str(summary)
+    overwrite_in_place(summary, json.dumps({"status": "cancelled", "total_iterations": 11}))
+    assert json.loads(summary.read_text()) == {"status": "cancelled", "total_iterations": 11}
+    assert not [p for p in full_disk.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_record_larger_than_the_freed_blocks_fails_naming_the_file(full_disk: Path):
+    summary = full_disk / "summary.json"
+    with pytest.raises(OSError) as refused:
+        overwrite_in_place(summary, "y" * 200_000)
+    assert refused.value.filename == str(summary)
