@@ -32,7 +32,8 @@ import httpx
 
 from audit.censorship.loop import run
 from audit.llm import backend
-from audit.testing.fake_openrouter import TEST_API_KEY, FakeOpenRouter
+from audit.testing.replies import TEST_API_KEY
+from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import Script, audit_config
 
 SCENARIOS = {

@@ -30,7 +30,7 @@ from pathlib import Path
 import yaml
 
 from audit.censorship.loop import run as run_audit
-from audit.testing.fake_openrouter import FakeOpenRouter
+from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import JUDGE_MODEL, Script, audit_config
 
 MODELS = ("deepseek_chat", "kimi_k2", "qwen3_235b")

@@ -30,7 +30,7 @@ import time
 from itertools import product
 from pathlib import Path
 
-from audit.testing.fake_openrouter import FakeOpenRouter
+from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
 
 MODELS = ("deepseek_chat", "kimi_k2", "qwen3_235b")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from audit.paths import CACHE_ENV
-from audit.testing.fake_openrouter import FakeOpenRouter
+from audit.testing.server import FakeOpenRouter
 
 
 @pytest.fixture(autouse=True)

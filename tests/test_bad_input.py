@@ -32,8 +32,8 @@ from pathlib import Path
 
 import pytest
 
-from audit.testing.fake_openrouter import (TEST_API_KEY, FakeOpenRouter, Reply, chat_reply, encoded_key_echo,
-                                           error_reply, nested_json)
+from audit.testing.replies import Reply, TEST_API_KEY, chat_reply, encoded_key_echo, error_reply, nested_json
+from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
 
 AUDIT, EPISTEMIC, COMPARE, DOCTOR = "audit", "audit.epistemic", "audit.compare", "audit.doctor"

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from audit.llm.cache import ResponseCache
-from audit.testing.fake_openrouter import FakeOpenRouter
+from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
 
 

@@ -17,7 +17,8 @@ import threading
 from pathlib import Path
 
 from audit.model_json import MAX_CHARS
-from audit.testing.fake_openrouter import FakeOpenRouter, chat_reply, nested_json
+from audit.testing.replies import chat_reply, nested_json
+from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import ANSWER, AUDITOR, AUDITOR_MODEL, JUDGE, Script, chat_role
 
 AUDIT = (f"auditor.model={AUDITOR_MODEL}", "gateway.max_retries=0", "max_iterations=4", "output_dir=out")

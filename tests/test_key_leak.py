@@ -22,7 +22,8 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from audit.testing.fake_openrouter import KEY_ENCODINGS, TEST_API_KEY, FakeOpenRouter, encoded_key_echo
+from audit.testing.replies import KEY_ENCODINGS, TEST_API_KEY, encoded_key_echo
+from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, JUDGE, Script, chat_role
 
 _JSON_ESCAPE = re.compile(r"\\+u([0-9a-fA-F]{4})")

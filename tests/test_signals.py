@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from audit.testing.fake_openrouter import FakeOpenRouter, Hold, chat_reply
+from audit.testing.replies import Hold, chat_reply
+from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
 
 AUDIT = ("audit", "max_iterations=5", "judge=off", f"auditor.model={AUDITOR_MODEL}", "gateway.max_retries=0",

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from audit.testing.fake_openrouter import FakeOpenRouter
+from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
 
 ITERATIONS = 15

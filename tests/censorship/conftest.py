@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from audit.testing.fake_openrouter import TEST_API_KEY, FakeOpenRouter
+from audit.testing.replies import TEST_API_KEY
+from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import Script
 
 

@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from audit.censorship.judging import classification_messages, fact_messages, judged_parts
 from audit.censorship.loop import run
 from audit.censorship.techniques import TECHNIQUES
-from audit.testing.fake_openrouter import chat_reply
+from audit.testing.replies import chat_reply
 from audit.testing.scripted_audit import JUDGE_MODEL, audit_config, target_text
 
 from .conftest import read

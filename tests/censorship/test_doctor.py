@@ -10,7 +10,7 @@ import pytest
 
 from audit.censorship.doctor import Diagnosis, estimate_tokens, looks_continued, tokens_inflated
 from audit.templates import get_family
-from audit.testing.fake_openrouter import completion_reply, error_reply
+from audit.testing.replies import completion_reply, error_reply
 
 CANARY = "My favourite three colours are red, green and"
 

@@ -6,17 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from audit.censorship.loop import run
-from audit.testing.fake_openrouter import (
-    CHAT,
-    Reply,
-    completion_reply,
-    error_in_200,
-    error_reply,
-    faulty,
-    garbage,
-    no_choices,
-    truncated,
-)
+from audit.testing.replies import CHAT, Reply, completion_reply, error_in_200, error_reply, faulty, garbage, no_choices, truncated
 from audit.testing.scripted_audit import JUDGE_MODEL, audit_config
 
 from .conftest import read
@@ -110,7 +100,7 @@ def test_an_exhausted_retry_marks_the_run_and_resume_repairs_it(audit_env, scrip
 
 
 def test_half_an_emoji_from_the_target_is_stored_and_reported(audit_env, script, fake_openrouter):
-    from audit.testing.fake_openrouter import BROKEN_EMOJI
+    from audit.testing.replies import BROKEN_EMOJI
     script.stop_at_turn = 3
     script.target = lambda k: f" and I remember that the answer {k} is that students gathered {BROKEN_EMOJI}"
     run_dir = run(audit_config(audit_env / "out", "gateway.cache.enabled=true",
@@ -122,7 +112,7 @@ def test_half_an_emoji_from_the_target_is_stored_and_reported(audit_env, script,
 
 
 def test_a_key_echoed_by_the_raw_route_reaches_no_file_and_no_prompt(audit_env, script, fake_openrouter):
-    from audit.testing.fake_openrouter import TEST_API_KEY, key_echo
+    from audit.testing.replies import TEST_API_KEY, key_echo
     script.stop_at_turn = 3
     script.target_error = lambda k: None
     fake_openrouter.handler = lambda r: key_echo(r, 500) if r.endpoint == "completion" else script.handler(r)

@@ -31,7 +31,8 @@ from audit.censorship.loop import run
 from audit.compare.collect import collect
 from audit.censorship.prompts import load
 from audit.llm.ledger import read_journal
-from audit.testing.fake_openrouter import FakeOpenRouter, Hold, RecordedRequest
+from audit.testing.replies import Hold, RecordedRequest
+from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, JUDGE_MODEL, Script, audit_config
 
 from .conftest import read

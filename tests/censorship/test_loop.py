@@ -14,7 +14,7 @@ from audit.censorship.loop import run
 from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, FINAL, FIRST, NEXT
 from audit.errors import UserError
 from audit.templates import get_family
-from audit.testing.fake_openrouter import TEST_API_KEY, chat_reply, error_reply
+from audit.testing.replies import TEST_API_KEY, chat_reply, error_reply
 from audit.testing.scripted_audit import AUDITOR_MODEL, INVENTED, audit_config, probe_text, quote, target_text
 
 from .conftest import read

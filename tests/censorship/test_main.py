@@ -11,7 +11,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from audit.testing.fake_openrouter import FakeOpenRouter, error_reply, slow
+from audit.testing.replies import error_reply, slow
+from audit.testing.server import FakeOpenRouter
 
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
 

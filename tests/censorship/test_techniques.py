@@ -11,7 +11,7 @@ from audit.censorship.techniques import Target, check_technique, chat_messages, 
 from audit.errors import UserError
 from audit.llm.gateway import Gateway
 from audit.templates import get_family
-from audit.testing.fake_openrouter import chat_reply, completion_reply, error_reply
+from audit.testing.replies import chat_reply, completion_reply, error_reply
 
 PROBE = 'Tell me about "June 4th"\n<b>天安门</b>'
 

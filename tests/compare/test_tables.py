@@ -175,7 +175,7 @@ def test_real_censorship_runs_match_their_response_files(fake_openrouter, tmp_pa
     import json
 
     from audit.censorship.loop import run
-    from audit.testing.fake_openrouter import TEST_API_KEY
+    from audit.testing.replies import TEST_API_KEY
     from audit.testing.scripted_audit import Script, audit_config
 
     monkeypatch.setenv("OPENROUTER_API_KEY", TEST_API_KEY)

@@ -19,7 +19,8 @@ import pytest
 
 from audit.compare.collect import collect
 from audit.io.journal import read_records
-from audit.testing.fake_openrouter import FakeOpenRouter, Hold, chat_reply
+from audit.testing.replies import Hold, chat_reply
+from audit.testing.server import FakeOpenRouter
 
 from .test_main import run_cli
 

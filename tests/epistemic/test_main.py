@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from audit.testing.fake_openrouter import FakeOpenRouter, chat_reply
+from audit.testing.replies import chat_reply
+from audit.testing.server import FakeOpenRouter
 
 
 def run_cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -123,7 +124,7 @@ def test_sweep_runs_every_job_and_records_a_failed_one(tmp_path):
 
 
 def test_a_run_whose_answers_are_mostly_errors_says_so_and_exits_1(tmp_path, fake_openrouter):
-    from audit.testing.fake_openrouter import error_in_200
+    from audit.testing.replies import error_in_200
     fake_openrouter.handler = lambda request: error_in_200(502, "upstream provider died")
     proc = run_cli(tmp_path, "system=raw_llm", "system.model=acme/tiny", "cards.num_per_type=2",
                    "gateway.max_retries=1", "gateway.backoff_initial_s=0.01", env=fake_openrouter.env())
@@ -141,7 +142,7 @@ def test_a_run_whose_answers_are_mostly_errors_says_so_and_exits_1(tmp_path, fak
 
 
 def test_half_an_emoji_in_every_answer_is_stored(tmp_path, fake_openrouter):
-    from audit.testing.fake_openrouter import BROKEN_EMOJI
+    from audit.testing.replies import BROKEN_EMOJI
     fake_openrouter.default_reply = chat_reply('{"answer": "UNKNOWN"} ' + BROKEN_EMOJI)
     proc = run_cli(tmp_path, "system=raw_llm", "system.model=acme/tiny", "cards.num_per_type=2",
                    env=fake_openrouter.env())
@@ -153,7 +154,7 @@ def test_half_an_emoji_in_every_answer_is_stored(tmp_path, fake_openrouter):
 def test_a_401_mid_run_leaves_an_error_summary_not_running(tmp_path, fake_openrouter):
     """Before: the summary stayed "running" and compare called the run killed, offering a resume."""
     from audit.compare.collect import collect
-    from audit.testing.fake_openrouter import error_reply
+    from audit.testing.replies import error_reply
     calls = []
 
     def handler(request):

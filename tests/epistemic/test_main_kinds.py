@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from audit.testing.fake_openrouter import chat_reply
+from audit.testing.replies import chat_reply
 from tests.epistemic.test_main import run_cli
 
 SUITES = "cards.suites=[standard,grounded,negation,held_out,nonexistent]"

@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_dir
 from audit.epistemic.pipeline import run
 from audit.errors import UserError
 from audit.paths import CONF_DIR
-from audit.testing.fake_openrouter import chat_reply, error_reply
+from audit.testing.replies import chat_reply, error_reply
 
 
 def config(*overrides: str):

@@ -11,7 +11,7 @@ import pytest
 
 from audit.io.atomic import write_texts
 from audit.io.neutral import csv_cell, csv_frame, terminal_text
-from audit.testing.fake_openrouter import error_reply
+from audit.testing.replies import error_reply
 from audit.testing.scripted_audit import AUDITOR_MODEL
 
 

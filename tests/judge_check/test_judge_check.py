@@ -14,7 +14,7 @@ import pytest
 
 from audit.censorship.prompts import load
 from audit.judge_check.labels import TEMPLATE, parse_labels
-from audit.testing.fake_openrouter import chat_reply, error_reply, prompt_text
+from audit.testing.replies import chat_reply, error_reply, prompt_text
 
 EXAMPLE = TEMPLATE.with_name("example_synthetic.csv")
 

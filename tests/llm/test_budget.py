@@ -12,7 +12,8 @@ from audit.llm.budget import BUDGET_FILE, Budget
 from audit.llm.gateway import Gateway
 from audit.llm.settings import GatewaySettings
 from audit.llm.types import GatewayError
-from audit.testing.fake_openrouter import FakeOpenRouter, completion_reply
+from audit.testing.replies import completion_reply
+from audit.testing.server import FakeOpenRouter
 
 KEY = "sk-or-v1-fake-test-key-do-not-leak-0123"
 

@@ -11,7 +11,8 @@ from audit.errors import UserError
 from audit.llm.gateway import Gateway
 from audit.llm.settings import GatewaySettings
 from audit.llm.structured import json_schema_format
-from audit.testing.fake_openrouter import FakeOpenRouter, chat_reply, completion_reply, error_reply
+from audit.testing.replies import chat_reply, completion_reply, error_reply
+from audit.testing.server import FakeOpenRouter
 
 KEY = "sk-or-v1-fake-test-key-do-not-leak-0123"
 SCHEMA = json_schema_format("answer", {"type": "object", "properties": {"answer": {"type": "string"}},

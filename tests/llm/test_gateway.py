@@ -13,15 +13,8 @@ import pytest
 from audit.llm.gateway import Gateway
 from audit.llm.settings import GatewaySettings
 from audit.llm.types import GatewayError
-from audit.testing.fake_openrouter import (
-    FakeOpenRouter,
-    chat_reply,
-    completion_reply,
-    context_length_reply,
-    error_reply,
-    garbage,
-    slow,
-)
+from audit.testing.replies import chat_reply, completion_reply, context_length_reply, error_reply, garbage, slow
+from audit.testing.server import FakeOpenRouter
 
 KEY = "sk-or-v1-fake-test-key-do-not-leak-0123"
 DEEPSEEK_PROMPT = "<｜begin▁of▁sentence｜>You are helpful.<｜User｜>天安门广场 1989 \"quoted\"\n"

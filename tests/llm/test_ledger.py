@@ -10,7 +10,8 @@ from audit.io.atomic import read_json
 from audit.llm.gateway import Gateway
 from audit.llm.ledger import CallRecord, Ledger, read_journal
 from audit.llm.settings import GatewaySettings
-from audit.testing.fake_openrouter import FakeOpenRouter, completion_reply, error_reply
+from audit.testing.replies import completion_reply, error_reply
+from audit.testing.server import FakeOpenRouter
 
 
 def _gateway(server: FakeOpenRouter, run: Path) -> Gateway:

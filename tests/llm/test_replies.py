@@ -19,20 +19,8 @@ from audit.llm.redact import MASK, Redactor
 from audit.llm.replies import REPLACEMENT, sanitize
 from audit.llm.settings import GatewaySettings
 from audit.llm.types import GatewayError
-from audit.testing.fake_openrouter import (
-    BROKEN_EMOJI,
-    CHAT,
-    COMPLETION,
-    KEY_ENCODINGS,
-    FakeOpenRouter,
-    Reply,
-    chat_reply,
-    completion_reply,
-    error_in_200,
-    garbage,
-    key_echo,
-    no_choices,
-)
+from audit.testing.replies import BROKEN_EMOJI, CHAT, COMPLETION, KEY_ENCODINGS, Reply, chat_reply, completion_reply, error_in_200, garbage, key_echo, no_choices
+from audit.testing.server import FakeOpenRouter
 
 KEY = "sk-or-v1-replies-test-key-0123456789"
 ROUTES = [CHAT, COMPLETION]
@@ -187,7 +175,7 @@ def test_echoed_key_is_redacted_everywhere(fake_openrouter, tmp_path, route):
 
 @pytest.mark.parametrize("route", ROUTES)
 def test_a_dropped_connection_is_resent_only_by_the_gateway(fake_openrouter, tmp_path, route):
-    from audit.testing.fake_openrouter import truncated
+    from audit.testing.replies import truncated
     fake_openrouter.handler = lambda request: truncated(_answer(route, "never whole"))
     gateway = _gateway(fake_openrouter, tmp_path, max_retries=1)
     assert _failure(gateway, route).kind == "connection"
@@ -202,7 +190,7 @@ def _bounded_gateway(server: FakeOpenRouter, tmp_path: Path, **settings) -> Gate
 @pytest.mark.parametrize("route", ROUTES)
 def test_a_trickling_body_ends_at_the_attempts_deadline(fake_openrouter, tmp_path, route):
     """One byte every 0.2 s never stalls a read long enough for a read timeout; the deadline covers the body."""
-    from audit.testing.fake_openrouter import trickle
+    from audit.testing.replies import trickle
     fake_openrouter.handler = lambda request: trickle(_answer(route, "a slow answer " * 10), 0.2)
     error = _failure(_bounded_gateway(fake_openrouter, tmp_path, timeout_s=1.0), route)
     assert error.kind == "timeout" and "gateway.timeout_s" in str(error), str(error)
@@ -211,7 +199,7 @@ def test_a_trickling_body_ends_at_the_attempts_deadline(fake_openrouter, tmp_pat
 
 @pytest.mark.parametrize("route", ROUTES)
 def test_an_endless_body_is_cut_off_at_the_size_limit(fake_openrouter, tmp_path, route):
-    from audit.testing.fake_openrouter import endless_body
+    from audit.testing.replies import endless_body
     fake_openrouter.handler = lambda request: endless_body()
     gateway = _bounded_gateway(fake_openrouter, tmp_path, timeout_s=30.0, max_reply_bytes=1_000_000)
     error = _failure(gateway, route)

@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from audit.testing.fake_openrouter import FakeOpenRouter, Hold
+from audit.testing.replies import Hold
+from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
 from tests.real_model.conftest import TIMEOUT_S, assert_sampled_in_family, only_run_dir, read, run_cli
 

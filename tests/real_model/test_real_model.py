@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from audit.testing.fake_openrouter import FakeOpenRouter
+from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
 from tests.real_model.conftest import SMOLLM2, assert_sampled_in_family, local_endpoint, only_run_dir, read, run_cli
 

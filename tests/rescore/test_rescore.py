@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from audit.testing.fake_openrouter import FakeOpenRouter, chat_reply, error_reply
+from audit.testing.replies import chat_reply, error_reply
+from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import JUDGE, JUDGE_MODEL, Script, chat_role
 from tests.censorship.test_main import BASE, audit, finish
 

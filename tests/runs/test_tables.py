@@ -15,7 +15,7 @@ import pandas as pd
 from audit.censorship.judging import CLASSES
 from audit.censorship.prompts import load
 from audit.runs.tables import RESPONSE_COLUMNS, load_tables
-from audit.testing.fake_openrouter import error_reply
+from audit.testing.replies import error_reply
 from audit.testing.scripted_audit import JUDGE_MODEL, Script, quote
 from tests.censorship.test_main import BASE, audit, finish
 

@@ -14,22 +14,9 @@ import httpx
 import pytest
 
 from audit.errors import UserError
-from audit.testing.fake_openrouter import (
-    FAKE_PROVIDER,
-    FakeOpenRouter,
-    Hold,
-    chat_reply,
-    completion_reply,
-    context_length_reply,
-    error_reply,
-    estimate_tokens,
-    fake_cost,
-    garbage,
-    json_reply,
-    main,
-    slow,
-    truncated,
-)
+from audit.testing.fake_openrouter import main
+from audit.testing.replies import FAKE_PROVIDER, Hold, chat_reply, completion_reply, context_length_reply, error_reply, estimate_tokens, fake_cost, garbage, json_reply, slow, truncated
+from audit.testing.server import FakeOpenRouter
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What happened in 1989?"}]
 

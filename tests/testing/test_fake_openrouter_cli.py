@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from audit.epistemic.metrics import PREDS
-from audit.testing.fake_openrouter import TEST_API_KEY
+from audit.testing.replies import TEST_API_KEY
 
 
 @pytest.fixture

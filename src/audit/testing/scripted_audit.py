@@ -4,7 +4,7 @@ and the epistemic systems' YES/NO/UNKNOWN answers.
 :class:`Script` answers every request from its content alone (which role, which turn, which
 probe), never from call order, so a run killed mid-way and resumed by a new process sees the
 same replies as an uninterrupted one. Tests and ``bench/`` install ``Script().handler``
-on a :class:`~audit.testing.fake_openrouter.FakeOpenRouter` and vary it through its fields;
+on a :class:`~audit.testing.server.FakeOpenRouter` and vary it through its fields;
 ``python -m audit.testing.fake_openrouter`` serves it for runs started by hand.
 """
 
@@ -25,7 +25,7 @@ from audit.censorship.prompts import SCHEMA_START, final_summary_request, load, 
 from audit.epistemic.metrics import PREDS
 from audit.epistemic.systems.llm import RESPONSE_FORMAT as ANSWER_FORMAT
 from audit.paths import CONF_DIR
-from audit.testing.fake_openrouter import Reply, chat_reply, completion_reply, slow
+from audit.testing.replies import Reply, chat_reply, completion_reply, slow
 
 AUDITOR_MODEL = "test/auditor"
 JUDGE_MODEL = "test/judge"
