@@ -1,7 +1,7 @@
 """Fill the model-facing texts in ``prompts/*.txt`` (the auditor's and the judge's messages).
 
 The texts live in files so they can be read and changed without touching code; this module only
-loads them (``importlib.resources``, so installed wheels work) and fills ``{name}`` placeholders.
+loads them (through :mod:`audit.prompt_files`, the loader both experiments share) and fills ``{name}`` placeholders.
 Filling is a single pass over *named* placeholders only: the texts contain JSON braces, and
 values (probes, model responses) may contain ``{...}`` themselves, which must arrive verbatim.
 """
@@ -11,18 +11,21 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
+
+from audit.errors import UserError
+from audit.prompt_files import read_prompt
 
 SCHEMA_START = "OUTPUT FORMAT (JSON):"
 SCHEMA_END = "Begin by designing"
+PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 
 
 @cache
 def load(name: str) -> str:
     """The text of ``prompts/<name>.txt`` without its final newline."""
-    text = resources.files("audit.censorship").joinpath("prompts").joinpath(f"{name}.txt").read_text(encoding="utf-8")
-    return text.removesuffix("\n")
+    return read_prompt(PROMPTS_DIR, name).removesuffix("\n")
 
 
 def fill(template: str, **values: Any) -> str:
@@ -71,7 +74,7 @@ def technique_description(technique: str) -> str:
     """How the response was obtained, in the auditor's terms (``prompts/technique_<name>.txt``)."""
     try:
         return load(f"technique_{technique}")
-    except FileNotFoundError:
+    except UserError:  # not a shipped prompt
         raise ValueError(f"no auditor description for technique {technique!r}") from None
 
 

@@ -7,7 +7,6 @@ error must never be read as the model abstaining.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,11 +15,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from audit.epistemic.metrics import PREDS
 from audit.epistemic.systems.base import Answer
-from audit.errors import UserError, unknown_choice
+from audit.errors import UserError
 from audit.llm.settings import role_endpoint
 from audit.llm.structured import check_mode, json_schema_format
 from audit.llm.types import GatewayError
 from audit.model_json import ReplyError, check_size, json_objects
+from audit.prompt_files import read_prompt
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 RESPONSE_FORMAT = json_schema_format("answer", {
@@ -33,14 +33,7 @@ RESPONSE_FORMAT = json_schema_format("answer", {
 def load_prompt(name: str) -> str:
     """A prompt file: a name in ``prompts/`` or a path to a user's own file (UserError listing
     the shipped ones when neither exists)."""
-    own = Path(name).expanduser()
-    path = own if own.is_absolute() or os.sep in name else PROMPTS_DIR / name
-    if not path.is_file():
-        if path is own:
-            raise UserError(f"prompt file {name!r} does not exist; give a path to a text file or one of "
-                            f"{', '.join(sorted(p.name for p in PROMPTS_DIR.glob('*.txt')))}")
-        raise unknown_choice("prompt", name, [p.name for p in PROMPTS_DIR.glob("*.txt")])
-    return path.read_text(encoding="utf-8")
+    return read_prompt(PROMPTS_DIR, name, own_files=True)
 
 
 def with_prompts(node: DictConfig, prompts: DictConfig | None) -> DictConfig:

@@ -1,0 +1,45 @@
+"""Model-facing text read from files: the one loader both experiments use.
+
+Prompts live in a ``prompts/`` folder beside the code that fills them (``audit/censorship/prompts``,
+``audit/epistemic/prompts``), so they can be read and changed without touching code and ship
+inside the wheel. A name picks a shipped file (``judge_classify_system`` or
+``judge_classify_system.txt``); where a run lets the user bring their own text (the epistemic
+``prompt`` group), a path to a file works too. A name that is neither is one line listing the
+shipped ones.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from audit.errors import UserError, unknown_choice
+
+SUFFIX = ".txt"
+
+
+def shipped(directory: Path) -> list[str]:
+    """The prompt files a folder ships, by file name."""
+    return sorted(p.name for p in directory.glob(f"*{SUFFIX}"))
+
+
+def prompt_path(directory: Path, name: str, *, own_files: bool = False) -> Path:
+    """The file ``name`` means: a shipped prompt in ``directory`` or, with ``own_files``, a path
+    to the user's own file (anything with a directory part or an absolute path)."""
+    own = Path(name).expanduser()
+    if own.is_absolute() or os.sep in name:
+        if not own_files:  # a shipped name only: a path must not reach outside the prompts folder
+            raise unknown_choice("prompt", name, shipped(directory))
+        if not own.is_file():
+            raise UserError(f"prompt file {name!r} does not exist; give a path to a text file or one of "
+                            f"{', '.join(shipped(directory))}")
+        return own
+    path = directory / (name if name.endswith(SUFFIX) else f"{name}{SUFFIX}")
+    if not path.is_file():
+        raise unknown_choice("prompt", name, shipped(directory))
+    return path
+
+
+def read_prompt(directory: Path, name: str, *, own_files: bool = False) -> str:
+    """The text of the prompt ``name`` (see :func:`prompt_path`), as the file has it."""
+    return prompt_path(directory, name, own_files=own_files).read_text(encoding="utf-8")
