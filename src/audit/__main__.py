@@ -2,7 +2,7 @@
 
 Thin on purpose: Hydra composes the config, :func:`audit.censorship.loop.run` does the
 work (tests call it directly). The loop is imported inside the job so ``--cfg job``
-stays fast and never loads the model stack. Failures follow :mod:`audit.sweep`: one line
+stays fast and never loads the model stack. Failures follow :mod:`audit.jobs.sweep`: one line
 and exit 1 for a single run; in a ``-m`` sweep every job runs and each leaves a
 ``summary.json``.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
-from audit.hydra_app import run_app
+from audit.jobs.hydra_app import run_app
 from audit.paths import CONF_DIR
-from audit.sweep import exit_if_any_failed, run_job
+from audit.jobs.sweep import exit_if_any_failed, run_job
 
 
 @hydra.main(config_path=CONF_DIR, config_name="config", version_base="1.3")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
-from audit.hydra_app import run_app
+from audit.jobs.hydra_app import run_app
 from audit.errors import exit_on_user_error
 from audit.paths import CONF_DIR
 

@@ -40,18 +40,18 @@ from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, ReplyError, parse_
 from audit.censorship.techniques import Sample, Target, check_technique, sample, text_of
 from audit.censorship.topics import check_topic_overrides, with_topic_file
 from audit.errors import Interrupted, UserError, user_error_line
-from audit.interrupts import sigterm_as_interrupt
+from audit.jobs.interrupts import sigterm_as_interrupt
 from audit.io.atomic import write_text
 from audit.llm.embedded import local_model
 from audit.llm.settings import record_endpoints, role_endpoint
 from audit.llm.budget import stopped_by
 from audit.llm.structured import check_mode
 from audit.llm.types import FATAL_KINDS, GatewayError, LLMResponse
-from audit.resume import command_line_overrides, load_saved_config, refuse_resume_overrides, resumed_config
+from audit.jobs.resume import command_line_overrides, load_saved_config, refuse_resume_overrides, resumed_config
 from audit.runs.rundir import iso, utc_now
 from audit.runs.status import Status, StopReason
 from audit.runs.summary import CensorshipSummary, Usage, write_summary
-from audit.sweep import sweep_job_dir
+from audit.jobs.sweep import sweep_job_dir
 from audit.templates import get_family
 
 class AuditStopped(Exception):
@@ -141,7 +141,7 @@ def run(cfg: DictConfig) -> Path:
     """:func:`run_audit`, with the embedded model serving the roles ``local=`` names for the run's duration.
 
     SIGTERM acts as Ctrl-C: either one leaves the summary saying ``interrupted`` and exits
-    with one line naming the resume command (:mod:`audit.interrupts`).
+    with one line naming the resume command (:mod:`audit.jobs.interrupts`).
     """
     try:
         with sigterm_as_interrupt(), local_model(with_saved_local(cfg), ROLES):

@@ -1,7 +1,7 @@
 """``python -m audit.epistemic``: the Hydra entrypoint, kept thin (the work is in
 :func:`audit.epistemic.pipeline.run`, which tests call directly).
 
-Failures follow :mod:`audit.sweep`: one line and exit 1 for a single run; in a ``-m``
+Failures follow :mod:`audit.jobs.sweep`: one line and exit 1 for a single run; in a ``-m``
 sweep each job's run directory goes under its Hydra job directory, every job runs, and
 each leaves a ``summary.json``.
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
-from audit.hydra_app import run_app
+from audit.jobs.hydra_app import run_app
 from audit.epistemic.pipeline import run
 from audit.paths import CONF_DIR
-from audit.sweep import exit_if_any_failed, run_job, sweep_job_dir
+from audit.jobs.sweep import exit_if_any_failed, run_job, sweep_job_dir
 
 
 @hydra.main(config_path=CONF_DIR, config_name="epistemic", version_base="1.3")

@@ -41,12 +41,12 @@ from audit.epistemic.report import write_report
 from audit.epistemic.systems.base import Answer, System
 from audit.epistemic.systems.llm import load_prompt, with_prompts
 from audit.errors import Interrupted, UserError, unknown_choice, user_error_line
-from audit.interrupts import sigterm_as_interrupt
+from audit.jobs.interrupts import sigterm_as_interrupt
 from audit.io.atomic import write_json, write_jsonl, write_text
 from audit.io.journal import Journal, read_records
 from audit.io.names import path_component
 from audit.paths import CONF_DIR
-from audit.resume import command_line_overrides, refuse_resume_overrides, resumed_config
+from audit.jobs.resume import command_line_overrides, refuse_resume_overrides, resumed_config
 from audit.llm.budget import stopped_by
 from audit.llm.embedded import chosen_roles, local_model, route
 from audit.llm.settings import record_endpoints, role_endpoint

@@ -10,7 +10,7 @@ import hydra
 from omegaconf import DictConfig
 
 from audit.errors import exit_on_user_error
-from audit.hydra_app import run_app
+from audit.jobs.hydra_app import run_app
 from audit.paths import CONF_DIR
 
 

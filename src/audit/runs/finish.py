@@ -21,7 +21,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from audit.errors import UserError
-from audit.resume import refuse_resume_overrides
+from audit.jobs.resume import refuse_resume_overrides
 from audit.runs.record import RunRecord, iter_runs
 from audit.runs.summary import SUMMARY
 

@@ -23,7 +23,7 @@ from audit.errors import UserError
 from audit.io.atomic import new_directory, read_json, remove_partial_writes
 from audit.io.lock import LOCK_NAME, hold_lock
 from audit.io.names import path_component
-from audit.resume import load_saved_config
+from audit.jobs.resume import load_saved_config
 from audit.runs.summary import (ENTRYPOINTS, SUMMARY, CensorshipSummary, EpistemicSummary, Header, parse_summary,
                                 write_summary)
 

@@ -3,7 +3,7 @@
 It reads every job's verdict from the files the jobs left (never from process memory: with
 joblib or submitit the jobs ran elsewhere), writes the comparison of all runs into the sweep
 dir (``python -m audit.compare`` is the same step, standalone), prints a sweep summary and
-hands the failed jobs to :func:`audit.sweep.exit_if_any_failed` for the exit status.
+hands the failed jobs to :func:`audit.jobs.sweep.exit_if_any_failed` for the exit status.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def read_outcome(sweep_dir: Path) -> SweepOutcome:
 def finish_sweep(sweep_dir: Path) -> SweepOutcome:
     """Compare the sweep's runs, print the summary, and record the failures for the exit status."""
     from audit.compare.report import compare
-    from audit.sweep import note_failed_jobs
+    from audit.jobs.sweep import note_failed_jobs
 
     outcome = read_outcome(sweep_dir)
     try:

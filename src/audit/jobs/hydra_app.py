@@ -19,7 +19,7 @@ from difflib import get_close_matches
 from hydra.errors import HydraException, MissingConfigException
 from omegaconf.errors import OmegaConfBaseException
 
-from audit.cli_help import maybe_help
+from audit.jobs.cli_help import maybe_help
 from audit.errors import drop_abandoned_call_warnings, exit_on_user_error, unknown_choice
 
 

@@ -2,7 +2,7 @@
 
 A single run that fails on bad input prints its one-line error and exits 1. In a ``-m``
 sweep a failed job must not stop the others and must not raise at all: Hydra skips the
-``on_multirun_end`` callback (:mod:`audit.sweep_end`, which writes the comparison and the
+``on_multirun_end`` callback (:mod:`audit.jobs.sweep_end`, which writes the comparison and the
 sweep summary) when a job raises, and with the joblib or submitit launchers the job runs in
 another process, so nothing in the launching process's memory knows it failed. Each job
 therefore leaves its verdict on disk: its run's ``summary.json``, or, when it failed before
@@ -33,7 +33,7 @@ from audit.llm import budget as budgets
 
 JOB_LOG = "job.log"
 _failed_sweep: list[str] = []
-"""Set by :mod:`audit.sweep_end` in the launching process: the failed jobs, read from disk."""
+"""Set by :mod:`audit.jobs.sweep_end` in the launching process: the failed jobs, read from disk."""
 
 
 def sweep_job_dir() -> Path | None:
@@ -130,7 +130,7 @@ def finish_repeat(cfg: DictConfig, job: Callable[[DictConfig], object], job_dir:
     its run dir when it did not, run afresh when it never started. The overrides are the sweep's
     saved ones (the extras were checked by :func:`audit.runs.finish.finish_argv`), so the resumed
     run does not refuse them."""
-    from audit.resume import overrides_checked
+    from audit.jobs.resume import overrides_checked
     from audit.runs.finish import clear_stub, previous_run
 
     previous = previous_run(job_dir, repeat)

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from audit.cli_help import render_help, wants_help
+from audit.jobs.cli_help import render_help, wants_help
 
 
 def test_wants_help_only_for_app_help():
