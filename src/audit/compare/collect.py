@@ -11,13 +11,12 @@ are results (their tables say so).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from audit.io.atomic import read_json
+from audit.io.atomic import read_json_saved
 from audit.runs.loading import RunFiles, load_runs
 from audit.runs.record import UNKNOWN, RunRecord, load_run, natural_key
 from audit.runs.summary import CENSORSHIP, EPISTEMIC, CensorshipSummary, EpistemicSummary
@@ -61,12 +60,7 @@ class Collected:
 
 def _read_object(path: Path) -> Mapping[str, Any]:
     """A JSON object from ``path``; ValueError with a short reason otherwise."""
-    try:
-        data = read_json(path)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path.name}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path.name}: unreadable ({exc})") from None
+    data = read_json_saved(path)
     if not isinstance(data, Mapping):
         raise ValueError(f"{path.name}: expected a JSON object, found {type(data).__name__}")
     return data

@@ -185,3 +185,14 @@ def overwrite_in_place(path: str | os.PathLike[str], text: str) -> Path:
 def read_json(path: str | os.PathLike[str]) -> Any:
     """Read a JSON file written by :func:`write_json`."""
     return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def read_json_saved(path: Path) -> Any:
+    """A saved JSON file for a reader that must carry on past damage (run dirs found on disk):
+    ``ValueError`` with a short reason naming the file, never a traceback."""
+    try:
+        return read_json(path)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path.name}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path.name}: unreadable ({exc})") from None

@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from audit.io.atomic import overwrite_in_place, read_json, write_json
+from audit.io.atomic import overwrite_in_place, read_json_saved, write_json
 from audit.runs.status import Status, StopReason, from_legacy
 
 SCHEMA_VERSION = 1
@@ -247,12 +247,7 @@ def _upgrade(data: dict[str, Any], experiment: str | None) -> dict[str, Any]:
 
 def read_summary(path: Path, experiment: str | None = None) -> CensorshipSummary | EpistemicSummary:
     """``summary.json`` at ``path``; ``ValueError`` naming the file and the problem."""
-    try:
-        data = read_json(path)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path.name}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path.name}: unreadable ({exc})") from None
+    data = read_json_saved(path)
     try:
         return parse_summary(data, experiment)
     except ValueError as exc:
