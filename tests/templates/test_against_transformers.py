@@ -181,19 +181,18 @@ def test_every_shipped_family_is_checked() -> None:
     assert {FAMILIES[key].template for key in OFFICIAL} == {get_family(n).template for n in family_names()}
 
 
-@pytest.mark.parametrize("padded", [" Sure", "Sure, ", "\nSure\n"])
+@pytest.mark.parametrize("padded", ["", " Sure", "Sure, ", "\nSure\n"])
 @pytest.mark.parametrize("family_key", OFFICIAL)
-def test_padded_text_is_sent_verbatim_after_the_transformers_prefix(family_key: str, padded: str) -> None:
-    """Where they may differ, on purpose: text that starts or ends with whitespace.
+def test_padded_or_empty_text_is_sent_verbatim_after_the_transformers_prefix(family_key: str, padded: str) -> None:
+    """Where they may differ, on purpose: text that is empty or starts or ends with whitespace.
 
     transformers lets the template strip the continued message (Qwen3 and GLM strip assistant
-    content) and then strips trailing whitespace itself. A prefill or probe is the auditor's exact
-    words, so we keep them: the prompt is transformers' prefix for the stripped words, then the
-    words as given.
+    content) and then strips trailing whitespace itself, which on GLM also eats the newline the
+    template writes before an empty prefill. A prefill or probe is the auditor's exact words, so
+    we keep them: the prompt is transformers' prefix for plain words, then the words as given.
     """
-    family, stripped = FAMILIES[family_key], padded.strip()
-    conversation = [user("Q")]
-    hf_prefill_prefix = hf_continue(family, [*conversation, assistant(stripped)]).removesuffix(stripped)
+    family, conversation = FAMILIES[family_key], [user("Q")]
+    hf_prefill_prefix = hf_continue(family, [*conversation, assistant("Sure")]).removesuffix("Sure")
     assert family.prefill_prompt(conversation, padded) == hf_prefill_prefix + padded
-    hf_user_prefix = hf_continue(family, [user(stripped)]).removesuffix(stripped)
+    hf_user_prefix = hf_continue(family, [user("Sure")]).removesuffix("Sure")
     assert family.user_persona_prompt(padded) == hf_user_prefix + padded

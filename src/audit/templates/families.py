@@ -108,7 +108,10 @@ class TemplateFamily:
 
         The turn opening is whatever the template writes before an assistant message's
         content (HF's ``continue_final_message``); for reasoning templates that is the
-        non-thinking form (e.g. DeepSeek V3.1 ``<｜Assistant｜></think>``).
+        non-thinking form (e.g. DeepSeek V3.1 ``<｜Assistant｜></think>``). This is transformers'
+        ``continue_final_message`` byte for byte, except on purpose where ``prefill`` starts or ends
+        with whitespace (or is empty) and the template strips assistant content (Qwen3, GLM):
+        transformers strips the prefill's whitespace too, we send the auditor's words as given.
         """
         return self._prefix_before(messages, "assistant") + prefill
 
