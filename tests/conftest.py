@@ -12,6 +12,15 @@ from audit.paths import CACHE_ENV
 from audit.testing.server import FakeOpenRouter
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under ``-n auto --dist loadgroup`` the real-model tests share one worker: they share one
+    session-scoped llama.cpp server, and two servers on a 2-core machine would each run at half
+    speed while the rest of the suite waits for neither."""
+    for item in items:
+        if "real_model" in item.path.parts:
+            item.add_marker(pytest.mark.xdist_group("embedded_model"))
+
+
 @pytest.fixture(autouse=True)
 def cache_root(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets its own cache root (``$AUDIT_CACHE_DIR``, inherited by the subprocesses
