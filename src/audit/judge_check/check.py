@@ -21,6 +21,7 @@ from audit.censorship.judging import CLASSES, CLASSIFICATION_FORMAT, classificat
 from audit.runs.rundir import fresh_run_path
 from audit.errors import UserError, unknown_choice
 from audit.io.names import path_component
+from audit.judges.panel import Panel, panel_from_node
 from audit.judge_check.labels import Labelled, parse_labels
 from audit.judge_check.metrics import validate
 from audit.judge_check.report import write_outputs
@@ -63,6 +64,14 @@ def checked_judge(cfg: DictConfig) -> dict[str, Any]:
     config_values.max_tokens(cfg, "judge.max_tokens")
     check_mode(str(judge.get("structured_output", "auto")))
     return OmegaConf.to_container(judge, resolve=True)  # type: ignore[return-value]
+
+
+def checked_panel(cfg: DictConfig) -> Panel:
+    """The judge or judge panel (``judge.models``, ``judge.samples``), checked before any call."""
+    panel = panel_from_node(cfg.get("judge"))
+    if panel is None:
+        raise UserError("judge=off: there is no judge to run; choose one, e.g. judge=default or judge.model=...")
+    return panel
 
 
 async def judge_one(gateway: Any, judge: Mapping[str, Any], topic: Mapping[str, Any], row: Labelled) -> dict[str, Any]:
