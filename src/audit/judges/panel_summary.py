@@ -5,6 +5,8 @@ response labels, key-fact verdicts and baseline key-fact verdicts; the baseline 
 technique and a fact verdict is not a response label. For each kind:
 
 * ``outcomes``: items with a majority, ``disputed`` and ``failed`` (every one counted, shown);
+  ``unanimous``: items where every vote came back and all agree (``audit.compare`` marks a cell
+  where too few are);
 * ``alpha``: Krippendorff's alpha (nominal) of every vote (each member x sample a coder), with
   its 95% bootstrap interval and n (:func:`audit.judges.agreement.alpha_interval`): how much the
   panel's votes agree beyond chance;
@@ -86,6 +88,7 @@ def kind_agreement(records: Sequence[Mapping[str, Any]], members: Sequence[str],
     own = {m: [member_label(r["members"].get(m) or [None] * samples) for r in records] for m in members}
     return {
         "items": len(records),
+        "unanimous": sum(None not in v and len(set(v)) == 1 for v in votes),
         "outcomes": {o: outcomes.get(o, 0) for o in OUTCOMES},
         "labels": dict(sorted(Counter(str(r.get("label", r.get("status"))) for r in records
                                       if r["outcome"] != "failed").items())),
