@@ -12,7 +12,7 @@ from pathlib import Path
 
 from audit.testing.scripted_audit import Script
 from tests.censorship.panel_judges import PANEL, panel_handler
-from tests.rescore.test_rescore import OTHER, other_judge, rescore, sweep  # noqa: F401 (the sweep fixture)
+from tests.rescore.test_rescore import OTHER, rescore, sweep  # noqa: F401 (sweep: the fixture)
 
 PANEL_JUDGING = "test_judge-a__test_judge-b__test_judge-c"
 
@@ -27,7 +27,7 @@ def rows(path: Path) -> list[dict[str, str]]:
     return list(csv.DictReader(path.open(encoding="utf-8")))
 
 
-def test_compare_shows_a_chosen_judging_two_side_by_side_and_marks_disagreement(tmp_path, fake_openrouter, sweep):
+def test_compare_shows_a_chosen_judging_two_side_by_side_and_marks_disagreement(tmp_path, fake_openrouter, sweep):  # noqa: F811
     code, _, err = rescore(tmp_path, fake_openrouter, str(sweep), f"judge.model={OTHER}")
     assert code == 0, err
     fake_openrouter.handler = panel_handler(Script(stop_at_turn=3))
