@@ -12,9 +12,7 @@ from pathlib import Path
 
 from audit.testing.scripted_audit import Script
 from tests.censorship.panel_judges import PANEL, panel_handler
-from tests.rescore.test_rescore import OTHER, rescore, sweep  # noqa: F401 (sweep: the fixture)
-
-PANEL_JUDGING = "test_judge-a__test_judge-b__test_judge-c"
+from tests.rescore.test_rescore import OTHER, PANEL_JUDGING, rescore, sweep  # noqa: F401 (sweep: the fixture)
 
 
 def compare(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -20,6 +20,7 @@ from tests.censorship.panel_judges import JUDGE_A, JUDGE_B, JUDGE_C, PANEL, pane
 from tests.censorship.test_main import BASE, audit, finish
 
 OTHER = "test/other-judge"
+PANEL_JUDGING = "test_judge-a__test_judge-b__test_judge-c"
 SWEEP = ["-m", "technique=user_persona,prefill", "judge=default", f"judge.model={JUDGE_MODEL}",
          *[a for a in BASE if not a.startswith(("output_dir", "judge=", "technique.with_baseline", "gateway.cache"))]]
 
@@ -151,7 +152,7 @@ def test_rescoring_with_a_panel_keeps_each_member_and_the_panels_agreement(tmp_p
     code, out, err = rescore(tmp_path, fake_openrouter, str(sweep), PANEL)
     assert code == 0, err
     assert {r.json["model"] for r in fake_openrouter.requests} == {JUDGE_A, JUDGE_B, JUDGE_C}
-    judgings = sorted(sweep.glob("*/*/judgings/test_judge-a__test_judge-b__test_judge-c/judging.json"))
+    judgings = sorted(sweep.glob(f"*/*/judgings/{PANEL_JUDGING}/judging.json"))
     assert len(judgings) == 2
     for path in judgings:
         judging = json.loads(path.read_text())
@@ -168,6 +169,11 @@ def test_rescoring_with_a_panel_keeps_each_member_and_the_panels_agreement(tmp_p
         assert pairs[(JUDGE_B, JUDGE_C)]["value"] == pytest.approx(-1 / 3) and pairs[(JUDGE_B, JUDGE_C)]["n"] == 2
         agreement = {r["kind"]: r for r in csv.DictReader((path.parent / "agreement.csv").open())}
         assert agreement["response labels"]["agreed"] == "1"  # original deflected, deflected
+    across = json.loads((sweep / "judgings" / PANEL_JUDGING / "judge_panel.json").read_text())
+    labels = across["kinds"]["response labels"]
+    assert labels["outcomes"] == {"majority": 2, "disputed": 2, "failed": 0} and labels["alpha"]["unit"] == "runs"
+    assert labels["alpha"]["runs"] == 2 and across["member_failures"] == {JUDGE_A: {}, JUDGE_B: {}, JUDGE_C: {}}
+    assert "panel across the runs: response labels alpha" in out
     # again: all from the journal
     sent = len(fake_openrouter.requests)
     code, _, err = rescore(tmp_path, fake_openrouter, str(sweep), PANEL)

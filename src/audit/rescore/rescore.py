@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,8 @@ from audit.io.journal import Journal, read_records
 from audit.io.names import path_component
 from audit.judge_check.check import checked_panel
 from audit.judges.panel import Panel
-from audit.judges.panel_summary import panel_summary, run_items, run_judgments
+from audit.judges.panel_summary import BASELINE, BASELINE_FACTS, FACTS, KINDS, RESPONSES, panel_summary, run_items, \
+    run_judgments
 from audit.judges.votes import facts_record, label_record
 from audit.llm.embedded import local_model
 from audit.runs.loading import RunFiles, load_runs
@@ -55,7 +57,7 @@ from audit.runs.summary import CENSORSHIP
 
 JUDGINGS = "judgings"
 JUDGMENTS, JUDGING, JUDGE_SETTINGS, USAGE = "judgments.jsonl", "judging.json", "judge.json", "usage.json"
-AGREEMENT, CONFUSION = "agreement.csv", "confusion.csv"
+AGREEMENT, CONFUSION, PANEL_ACROSS = "agreement.csv", "confusion.csv", "judge_panel.json"
 SIDES = ("response", "baseline")
 
 
@@ -132,6 +134,7 @@ def build_judging(run: RunFiles, panel: Panel, done: Mapping[str, Mapping[str, A
             row[f"original_{side}_label"] = ((saved or {}).get("classification") or {}).get("label")
             if not panel.single:
                 row[f"{side}_members"] = (new or {}).get("members")
+                row[f"{side}_outcome"] = (new or {}).get("outcome")
             if new is not None and not new.get("label"):
                 failures.append({"item": f"{k}/{side}", "error": new.get("error")})
         rows.append(row)
@@ -207,6 +210,47 @@ def write_agreement(folder: Path, scope: str, labelled: Sequence[tuple[str, Pair
     return [agreement_line(row) for row in rows]
 
 
+def panel_records(judging: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """A panel judging's records by kind (as :func:`audit.judges.panel_summary.run_items` gives a run's),
+    rebuilt from ``judging.json``: each response's members and outcome, each fact's verdict."""
+    found: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
+    for row in judging["responses"]:
+        for kind, side in ((RESPONSES, "response"), (BASELINE, "baseline")):
+            if row.get(f"{side}_outcome"):
+                found[kind].append({"label": row[f"{side}_label"], "outcome": row[f"{side}_outcome"],
+                                    "members": row[f"{side}_members"]})
+    for kind, key in ((FACTS, "fact_recall"), (BASELINE_FACTS, "baseline_fact_recall")):
+        found[kind] += [f for f in (judging.get(key) or {}).get("facts") or [] if "outcome" in f]
+    return found
+
+
+def write_panel_across(folder: Path, panel: Panel, judgings: Sequence[tuple[str, Mapping[str, Any]]],
+                       cfg: DictConfig) -> str:
+    """``judge_panel.json`` for the runs of a sweep: the panel's outcomes and agreement over all of
+    them (intervals over runs, a run's items kept together) and the member failures summed; the
+    printed line."""
+    items: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
+    runs: dict[str, list[str]] = {kind: [] for kind in KINDS}
+    failures: dict[str, Counter[str]] = {name: Counter() for name in panel.names}
+    for label, judging in judgings:
+        for kind, records in panel_records(judging).items():
+            items[kind] += records
+            runs[kind] += [label] * len(records)
+        for member, kinds in ((judging.get("judge_panel") or {}).get("member_failures") or {}).items():
+            failures.setdefault(member, Counter()).update(kinds)
+    summary = panel_summary(panel, items, [], runs=runs, resamples=int(cfg.resamples), seed=int(cfg.seed))
+    assert summary is not None
+    summary["member_failures"] = {m: dict(sorted(c.items())) for m, c in failures.items()}
+    summary["runs"] = [label for label, _ in judgings]
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json(folder / PANEL_ACROSS, summary)
+    alpha = summary["kinds"].get(RESPONSES, {}).get("alpha") or {}
+    value = "n/a" if alpha.get("value") is None or alpha["value"] != alpha["value"] else f"{alpha['value']:.2f}"
+    interval = f" [{alpha['lo']:.2f}, {alpha['hi']:.2f}]" if alpha.get("lo") is not None else ""
+    return (f"  panel across the runs: response labels alpha {value}{interval} (n={alpha.get('n', 0)}; "
+            f"{summary['disputed'].get(RESPONSES, 0)} disputed) -> {folder / PANEL_ACROSS}")
+
+
 def _line(run: RunFiles, folder: Path, judging: Mapping[str, Any]) -> str:
     recall = judging.get("fact_recall")
     facts = ("n/a (no response text or no key facts)" if recall is None else
@@ -234,6 +278,7 @@ def run_rescore(cfg: DictConfig) -> list[Path]:
         panel = checked_panel(cfg)  # after local= routed it
         name = judging_name(cfg, panel)
         labelled: list[tuple[str, Pairs]] = []
+        judgings: list[tuple[str, dict[str, Any]]] = []
         failures, judged = [], 0
         for run in audits:
             folder = run.path / JUDGINGS / name
@@ -242,6 +287,7 @@ def run_rescore(cfg: DictConfig) -> list[Path]:
             failures += judging["judge_failures"]
             judged += sum(r[f"{side}_label"] is not None for r in judging["responses"] for side in SIDES)
             labelled.append((run.label, pairs(_original(run), judging)))
+            judgings.append((run.label, judging))
             for line in write_agreement(folder, run.label, labelled[-1:], cfg):
                 print(line)
             written.append(folder)
@@ -252,6 +298,9 @@ def run_rescore(cfg: DictConfig) -> list[Path]:
             print(f"across the {len(inside)} runs under {root} -> {folder}")
             for line in write_agreement(folder, f"{len(inside)} runs", inside, cfg):
                 print(line)
+            if not panel.single:
+                print(write_panel_across(folder, panel, [j for run, j in zip(audits, judgings)
+                                                         if run.path.resolve().is_relative_to(root)], cfg))
     if failures and not judged:  # a wrong key or model id fails every call: say so rather than exit 0
         raise UserError(f"the judge failed on every item (first: {failures[0]['error']}); check judge.model and "
                         f"the key, details in {written[0] / JUDGMENTS}")
