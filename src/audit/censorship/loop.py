@@ -84,7 +84,6 @@ class Plan:
     max_iterations: int
     panel: Panel | None = None
 
-
     def endpoints(self) -> list[str]:
         """The endpoints this audit calls (their keys are required before anything is written)."""
         roles = [self.auditor_endpoint, self.target.endpoint]
