@@ -76,6 +76,7 @@ def test_a_panel_of_three_gives_the_majority_the_disputed_and_the_failed_with_ea
     assert panel["kinds"]["fact verdicts"]["outcomes"]["majority"] == len(facts["facts"])
     report = (run_dir / "report.html").read_text()
     assert "Judge panel" in report and "disputed" in report and "unusable_reply" in report
+    assert f"panel (failed): {JUDGE_A}: deflected; {JUDGE_B}: failed; {JUDGE_C}: refused" in report
     # every member judged every response once, and the facts once
     asked = Counter((r.json["model"], "facts" if is_facts(r) else probe_of(r)) for r in fake_openrouter.requests
                     if r.json["model"] in (JUDGE_A, JUDGE_B, JUDGE_C))
