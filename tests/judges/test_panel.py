@@ -46,3 +46,9 @@ def test_bad_panels_are_one_line_naming_the_key(change, message):
     with pytest.raises(UserError) as caught:
         panel_from_node({**JUDGE, **change})
     assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_the_embedded_model_serves_one_judge_so_local_refuses_a_panel_of_models():
+    with pytest.raises(UserError, match="judge.models cannot be served"):
+        panel_from_node({**JUDGE, "models": ["a/m", "b/m"]}, local=True)
+    assert panel_from_node({**JUDGE, "samples": 3}, local=True).samples == 3

@@ -42,7 +42,7 @@ from audit.censorship.topics import check_topic_overrides, with_topic_file
 from audit.errors import Interrupted, UserError, user_error_line
 from audit.jobs.interrupts import sigterm_as_interrupt
 from audit.io.atomic import write_text
-from audit.llm.embedded import local_model
+from audit.llm.embedded import chosen_roles, local_model
 from audit.llm.settings import record_endpoints, role_endpoint
 from audit.llm.budget import stopped_by
 from audit.llm.structured import check_mode
@@ -107,7 +107,8 @@ class Plan:
             config_values.temperature(cfg, f"{role}.temperature")
             config_values.max_tokens(cfg, f"{role}.max_tokens")
         judge = cfg.get("judge")
-        panel = panel_from_node(judge)  # judge.models / judge.samples checked here; None: judge off
+        # judge.models / judge.samples checked here; None: judge off
+        panel = panel_from_node(judge, local="judge" in chosen_roles(cfg.get("local"), ROLES))
         audited = cfg.audited
         provider = audited.get("provider")
         return cls(

@@ -29,7 +29,7 @@ from audit.judges.votes import facts_record, label_record
 from audit.judge_check.labels import Labelled, parse_labels
 from audit.judge_check.metrics import validate
 from audit.judge_check.report import write_outputs
-from audit.llm.embedded import local_model
+from audit.llm.embedded import chosen_roles, local_model
 from audit.paths import CONF_DIR
 
 
@@ -58,7 +58,7 @@ def load_topic(name: str) -> DictConfig:
 
 def checked_panel(cfg: DictConfig) -> Panel:
     """The judge or judge panel (``judge.models``, ``judge.samples``), checked before any call."""
-    panel = panel_from_node(cfg.get("judge"))
+    panel = panel_from_node(cfg.get("judge"), local=bool(chosen_roles(cfg.get("local"), ("judge",))))
     if panel is None:
         raise UserError("judge=off: there is no judge to run; choose one, e.g. judge=default or judge.model=...")
     return panel

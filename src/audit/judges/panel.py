@@ -87,12 +87,18 @@ def _member(entry: Any, defaults: Mapping[str, Any], k: int) -> dict[str, Any]:
     return member
 
 
-def panel_from_node(judge: Any) -> Panel | None:
+def panel_from_node(judge: Any, *, local: bool = False) -> Panel | None:
     """The panel the judge node asks for; None when the judge is off (``enabled: false``, or no
-    model and no members). Bad input is one :class:`UserError` line naming the key and the fix."""
+    model and no members). Bad input is one :class:`UserError` line naming the key and the fix.
+    ``local``: ``local=`` routes the judge to the embedded model, which serves one model only, so
+    a panel of models cannot be (``judge.samples=k`` of the embedded model can)."""
     judge = _plain(judge)
     if not judge or not judge.get("enabled", True):
         return None
+    if local and judge.get("models") is not None:
+        raise UserError("local= routes the judge to the embedded model, which serves one model: judge.models "
+                        "cannot be served; drop judge.models (judge.samples=k still works) or leave the judge out "
+                        "of local=")
     samples = config_values.whole_number({"judge": judge}, "judge.samples", minimum=1, optional=True)
     samples = 1 if samples is None else samples
     models = judge.get("models")
