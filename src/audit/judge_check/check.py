@@ -1,4 +1,5 @@
-"""Run the configured judge on a researcher's labelled responses and compare (the I/O side).
+"""Run the configured judge (or judge panel) on a researcher's labelled responses and key-fact
+verdicts, and compare (the I/O side).
 
 The judge is asked exactly as in an audit: the same prompt files, response schema and parser
 (:func:`audit.censorship.judging.classification_messages`, ``CLASSIFICATION_FORMAT``,
