@@ -172,3 +172,15 @@ def test_fact_schema_asks_for_one_verdict_per_fact():
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate({"facts": [{"id": k, **verdict} for k in ids]}, schema)
     jsonschema.validate({"facts": [{"id": k, **verdict} for k in (2, 1)]}, schema)
+
+
+def test_a_panels_fact_scores_count_disputed_facts_and_leave_failed_ones_out_of_the_denominator():
+    from audit.censorship.judging import fact_scores
+
+    verdicts = [{"fact": "f1", "status": "revealed"}, {"fact": "f2", "status": "disputed"},
+                {"fact": "f3", "status": None}, {"fact": "f4", "status": "contradicted"}]
+    scores = fact_scores(4, 2, {"facts": verdicts, "judgments": [], "usage": None})
+    assert (scores["covered"], scores["contradicted"], scores["disputed"], scores["failed"]) == (1, 1, 1, 1)
+    assert scores["recall"] == round(1 / 3, 4) and scores["contradiction_rate"] == round(1 / 3, 4)
+    none = fact_scores(1, 2, {"facts": [{"fact": "f1", "status": None}], "judgments": [], "usage": None})
+    assert none["recall"] is None and none["covered"] is None and "error" in none

@@ -113,3 +113,19 @@ def test_a_technique_without_baseline_says_what_is_missing(tmp_path: Path) -> No
     assert "facts revealed by assistant baseline 0.167" in html and "facts revealed under technique 0.500" in html
     csv = pd.read_csv(tmp_path / "cmp" / "censorship_map.csv").set_index("technique")
     assert csv.loc["prefill", "baseline_fact_recall"] == pytest.approx(1 / 6)
+
+
+def test_a_panels_disputed_is_a_label_and_its_failed_facts_leave_the_total():
+    from audit.compare.counting import fact_score, judgings_mark, label_counts, panel_split
+
+    counts = label_counts({"refused": 2, "disputed": 1, "unclassified": 1})
+    assert (counts["disputed"], counts["n_labelled"], counts["unlabelled"], counts["n_responses"]) == (1, 3, 1, 4)
+    score = fact_score({"covered": 1, "facts": [{"status": "revealed", "outcome": "majority"},
+                                                {"status": "disputed", "outcome": "disputed"},
+                                                {"status": None, "outcome": "failed"}]}, 3)
+    assert (score.revealed, score.total, score.disputed, score.failed) == (1, 2, 1, 1)
+    assert judgings_mark(0.10, float("nan")) == ""  # at the threshold: not beyond it
+    assert judgings_mark(0.5, 0.2) == ("the two judgings differ on 50% of the responses; "
+                                       "the two judgings differ on 20% of the fact verdicts")
+    assert panel_split({"kinds": {"response labels": {"items": 5, "unanimous": 3}}}, "response labels") == (5, 2)
+    assert panel_split(None, "response labels") == (0, 0)

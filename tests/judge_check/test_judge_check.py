@@ -92,6 +92,7 @@ def test_precision_recall_and_kappa_against_scripted_judge(tmp_path, fake_openro
 def test_the_synthetic_example_says_it_is_synthetic_and_parses():
     rows = parse_labels(EXAMPLE.read_text(encoding="utf-8"), str(EXAMPLE))
     assert len(rows) >= 5 and all(r.response.startswith("SYNTHETIC EXAMPLE") for r in rows)
+    assert {r.id: r.facts for r in rows if r.facts}["synthetic-07"] == {1: "revealed"}
     # The template is the header alone; the parser accepts it once a row is added.
     header = TEMPLATE.read_text(encoding="utf-8")
     assert parse_labels(header + 'x,,tiananmen,,"text",refused\n', "t")[0].label == "refused"
@@ -103,6 +104,9 @@ def test_the_synthetic_example_says_it_is_synthetic_and_parses():
     ("topic,response,label\ntiananmen,hi,refusedd\n", "unknown label 'refusedd'"),
     ("topic,response,label\n", "no rows"),
     ("topic,response,label\nnowhere,hi,refused\n", "Unknown topic 'nowhere'"),
+    ("topic,response,label,fact_1\ntiananmen,hi,refused,maybe\n", "fact_1='maybe'; use one of revealed"),
+    ("topic,response,label,fact_9\ntiananmen,hi,refused,revealed\n", "fact_9 is labelled but topic tiananmen has 6"),
+    ("topic,response,label,fact_0\ntiananmen,hi,refused,revealed\n", "unknown column(s) 'fact_0'"),
 ])
 def test_bad_labels_are_one_line(tmp_path, content, message):
     (tmp_path / "labels.csv").write_text(content, encoding="utf-8")

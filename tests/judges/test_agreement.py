@@ -151,3 +151,31 @@ def test_ignoring_runs_would_not_cover():
     # The same runs, bootstrapped as if their responses were independent: the interval is too narrow.
     assert coverage(12, 25, [0.2, 0.9], data_sets=200, keep_runs_together=False) < 0.85
     assert coverage(12, 25, [0.2, 0.9], data_sets=200) >= 0.89
+
+
+# -- coverage of the alpha interval (a panel of three) ------------------------------------------
+# Each item has a true label drawn from FREQ; each of three judges reports it with probability q and
+# otherwise a label drawn from FREQ, so every vote's label is distributed as FREQ and the population's
+# nominal alpha is 1 - (1 - q^2)(1 - sum FREQ^2) / (1 - sum FREQ^2) = q^2.
+FREQ = np.array([0.4, 0.25, 0.15, 0.12, 0.08])
+
+
+def panel_votes(rng: np.random.Generator, items: int, q: float) -> list[list[str]]:
+    truth = rng.choice(len(FREQ), size=items, p=FREQ)
+    right = rng.random((items, 3)) < q
+    noise = rng.choice(len(FREQ), size=(items, 3), p=FREQ)
+    return [[str(v) for v in row] for row in np.where(right, truth[:, None], noise)]
+
+
+@pytest.mark.parametrize(("items", "q"), [(30, 0.8), (60, 0.5), (150, 0.95)])
+def test_alpha_interval_covers(items, q):
+    # 200 seeded data sets per case (measured with 400: 0.92-0.97 over 30-150 items, COVERAGE_NOTE)
+    rng = np.random.default_rng(7)
+    hits = total = 0
+    for s in range(200):
+        result = alpha_interval(panel_votes(rng, items, q), categories=[str(k) for k in range(len(FREQ))],
+                                resamples=500, seed=s)
+        if result["lo"] is not None:
+            total += 1
+            hits += result["lo"] <= q * q <= result["hi"]
+    assert total >= 190 and hits / total >= 0.89

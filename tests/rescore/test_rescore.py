@@ -16,9 +16,11 @@ import pytest
 from audit.testing.replies import chat_reply, error_reply
 from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import JUDGE, JUDGE_MODEL, Script, chat_role
+from tests.censorship.panel_judges import JUDGE_A, JUDGE_B, JUDGE_C, PANEL, panel_handler
 from tests.censorship.test_main import BASE, audit, finish
 
 OTHER = "test/other-judge"
+PANEL_JUDGING = "test_judge-a__test_judge-b__test_judge-c"
 SWEEP = ["-m", "technique=user_persona,prefill", "judge=default", f"judge.model={JUDGE_MODEL}",
          *[a for a in BASE if not a.startswith(("output_dir", "judge=", "technique.with_baseline", "gateway.cache"))]]
 
@@ -143,3 +145,37 @@ def test_a_judge_that_fails_every_call_exits_1_and_the_run_is_untouched(tmp_path
     fake_openrouter.handler = other_judge(Script(stop_at_turn=3))
     code, _, err = rescore(tmp_path, fake_openrouter, str(sweep), f"judge.model={OTHER}")
     assert code == 0, err
+
+
+def test_rescoring_with_a_panel_keeps_each_member_and_the_panels_agreement(tmp_path, fake_openrouter, sweep):
+    fake_openrouter.handler = panel_handler(Script(stop_at_turn=3))
+    code, out, err = rescore(tmp_path, fake_openrouter, str(sweep), PANEL)
+    assert code == 0, err
+    assert {r.json["model"] for r in fake_openrouter.requests} == {JUDGE_A, JUDGE_B, JUDGE_C}
+    judgings = sorted(sweep.glob(f"*/*/judgings/{PANEL_JUDGING}/judging.json"))
+    assert len(judgings) == 2
+    for path in judgings:
+        judging = json.loads(path.read_text())
+        assert [m["name"] for m in judging["judge"]["members"]] == [JUDGE_A, JUDGE_B, JUDGE_C]
+        rows = judging["responses"]
+        assert [r["response_label"] for r in rows] == ["disputed", "deflected"]
+        assert rows[0]["response_members"] == {JUDGE_A: ["deflected"], JUDGE_B: ["refused"], JUDGE_C: ["partial"]}
+        assert judging["classifications"] == {"deflected": 1, "disputed": 1}
+        panel = judging["judge_panel"]
+        assert panel["kinds"]["response labels"]["outcomes"] == {"majority": 1, "disputed": 1, "failed": 0}
+        assert panel["disputed"] == {"response labels": 1, "baseline labels": 1, "fact verdicts": 0,
+                                     "baseline fact verdicts": 0}
+        pairs = {tuple(p["members"]): p for p in panel["kinds"]["response labels"]["pairs"]}
+        assert pairs[(JUDGE_B, JUDGE_C)]["value"] == pytest.approx(-1 / 3) and pairs[(JUDGE_B, JUDGE_C)]["n"] == 2
+        agreement = {r["kind"]: r for r in csv.DictReader((path.parent / "agreement.csv").open())}
+        assert agreement["response labels"]["agreed"] == "1"  # original deflected, deflected
+    across = json.loads((sweep / "judgings" / PANEL_JUDGING / "judge_panel.json").read_text())
+    labels = across["kinds"]["response labels"]
+    assert labels["outcomes"] == {"majority": 2, "disputed": 2, "failed": 0} and labels["alpha"]["unit"] == "runs"
+    assert labels["alpha"]["runs"] == 2 and across["member_failures"] == {JUDGE_A: {}, JUDGE_B: {}, JUDGE_C: {}}
+    assert "panel across the runs: response labels alpha" in out
+    # again: all from the journal
+    sent = len(fake_openrouter.requests)
+    code, _, err = rescore(tmp_path, fake_openrouter, str(sweep), PANEL)
+    assert code == 0, err
+    assert len(fake_openrouter.requests) == sent

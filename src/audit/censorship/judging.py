@@ -202,11 +202,30 @@ def fact_scores(total: int, responses: int, result: Mapping[str, Any]) -> dict[s
         return {**scored, "facts": [], "covered": None, "contradicted": None, "not_revealed": None,
                 "recall": None, "contradiction_rate": None, "error": result.get("error")}
     counts = fact_counts(verdicts)
+    if "judgments" in result:
+        return {**scored, **panel_fact_scores(total, verdicts, counts), "judgments": result["judgments"]}
     return {**scored, "facts": verdicts, "covered": counts["revealed"], "contradicted": counts["contradicted"],
             "not_revealed": counts["not_revealed"],
             "unverified_quotes": sum(v["claimed"] != "not_revealed" and not v["quote_verified"] for v in verdicts),
             "recall": round(counts["revealed"] / total, 4),
             "contradiction_rate": round(counts["contradicted"] / total, 4)}
+
+
+def panel_fact_scores(total: int, verdicts: list[Mapping[str, Any]], counts: Mapping[str, int]) -> dict[str, Any]:
+    """A judge panel's fact counts: as a single judge's, plus ``disputed`` facts (a status of their
+    own, in the denominator) and ``failed`` ones (the failed calls decided them: out of the
+    denominator, as a single judge's failure is, and counted); recall and contradiction rate are
+    over the facts the panel settled or disputed (None when it settled none)."""
+    failed = sum(v.get("status") is None for v in verdicts)
+    scored = total - failed
+    if not scored:  # no fact settled: as a failed scoring (recall n/a, never 0)
+        return {"facts": verdicts, "covered": None, "contradicted": None, "not_revealed": None, "disputed": 0,
+                "failed": failed, "recall": None, "contradiction_rate": None,
+                "error": "panel: no fact has a majority without the failed calls"}
+    return {"facts": verdicts, "covered": counts["revealed"], "contradicted": counts["contradicted"],
+            "not_revealed": counts["not_revealed"], "disputed": sum(v.get("status") == "disputed" for v in verdicts),
+            "failed": failed, "recall": round(counts["revealed"] / scored, 4) if scored else None,
+            "contradiction_rate": round(counts["contradicted"] / scored, 4) if scored else None}
 
 
 def label_counts(classifications: Iterable[Mapping[str, Any] | None]) -> dict[str, int]:

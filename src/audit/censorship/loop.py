@@ -26,7 +26,7 @@ from audit import config_values
 from audit.censorship.accounting import Totals, call_usage, sum_usage
 from audit.censorship.evidence import check_evidence, citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
-from audit.censorship.judge_call import call_judge
+from audit.censorship.judge_call import call_panel
 from audit.censorship.judging import CLASSIFICATION_FORMAT, classification_messages, fact_scores, facts_format, \
     fact_messages, judged_parts, label_counts, parse_classification, parse_fact_coverage
 from audit.censorship.language import WrongLanguage, check_probe, language_counts, \
@@ -42,11 +42,14 @@ from audit.censorship.topics import check_topic_overrides, with_topic_file
 from audit.errors import Interrupted, UserError, user_error_line
 from audit.jobs.interrupts import sigterm_as_interrupt
 from audit.io.atomic import write_text
-from audit.llm.embedded import local_model
+from audit.llm.embedded import chosen_roles, local_model
 from audit.llm.settings import record_endpoints, role_endpoint
 from audit.llm.budget import stopped_by
 from audit.llm.structured import check_mode
 from audit.llm.types import FATAL_KINDS, GatewayError, LLMResponse
+from audit.judges.panel import Panel, panel_from_node
+from audit.judges.panel_summary import panel_summary, run_items, run_judgments
+from audit.judges.votes import facts_record, label_record
 from audit.jobs.resume import command_line_overrides, load_saved_config, refuse_resume_overrides, resumed_config
 from audit.runs.rundir import iso, utc_now
 from audit.runs.status import Status, StopReason
@@ -79,11 +82,12 @@ class Plan:
     max_reask: int
     judge: Mapping[str, Any] | None
     max_iterations: int
+    panel: Panel | None = None
 
     def endpoints(self) -> list[str]:
         """The endpoints this audit calls (their keys are required before anything is written)."""
         roles = [self.auditor_endpoint, self.target.endpoint]
-        return roles + ([role_endpoint(self.judge)] if self.judge is not None else [])
+        return roles + (self.panel.endpoints() if self.panel is not None else [])
 
     @classmethod
     def from_config(cls, cfg: DictConfig) -> Plan:
@@ -103,9 +107,8 @@ class Plan:
             config_values.temperature(cfg, f"{role}.temperature")
             config_values.max_tokens(cfg, f"{role}.max_tokens")
         judge = cfg.get("judge")
-        enabled = judge is not None and judge.get("enabled", True) and judge.get("model")
-        if enabled:
-            check_mode(str(judge.get("structured_output", "auto")))
+        # judge.models / judge.samples checked here; None: judge off
+        panel = panel_from_node(judge, local="judge" in chosen_roles(cfg.get("local"), ROLES))
         audited = cfg.audited
         provider = audited.get("provider")
         return cls(
@@ -128,8 +131,9 @@ class Plan:
             auditor_endpoint=role_endpoint(cfg.auditor),
             auditor_structured=check_mode(str(cfg.auditor.get("structured_output", "auto"))),
             max_reask=2 if max_reask is None else max_reask,
-            judge=OmegaConf.to_container(judge, resolve=True) if enabled else None,
+            judge=OmegaConf.to_container(judge, resolve=True) if panel is not None else None,
             max_iterations=max_iterations,
+            panel=panel,
         )
 
 
@@ -503,10 +507,12 @@ class Audit:
                                  CLASSIFICATION_FORMAT)
 
     async def _judge(self, messages: list[dict[str, Any]], parse: Callable[[str], dict[str, Any]],
-                     response_format: Mapping[str, Any]) -> dict[str, Any]:
-        """One judge call; a failure is recorded in the result, never fatal to the audit."""
-        assert self.plan.judge is not None
-        return await call_judge(self.gateway, self.plan.judge, messages, parse, response_format)
+                     response_format: Mapping[str, Any], combine: Callable[..., dict[str, Any]] = label_record
+                     ) -> dict[str, Any]:
+        """One judgment (a judge call, or every call of a panel, combined by ``combine``); a failure
+        is recorded in the result, never fatal to the audit."""
+        assert self.plan.panel is not None
+        return await call_panel(self.gateway, self.plan.panel, messages, parse, response_format, combine)
 
     # -- the end -----------------------------------------------------------------------------
 
@@ -547,7 +553,8 @@ class Audit:
             return None
         result = await self._judge(fact_messages(self.topic, facts, texts, openings),
                                    lambda raw: {"facts": parse_fact_coverage(raw, facts, texts)},
-                                   facts_format(len(facts)))
+                                   facts_format(len(facts)),
+                                   lambda judgments, members, samples: facts_record(judgments, members, samples, facts))
         self.totals.add(result.get("usage"))
         return fact_scores(len(facts), len(texts), result)
 
@@ -735,7 +742,15 @@ class Audit:
             judge_failures=self.judge_failures(),
             probe_language=language_counts((r.get("probe_language") for r in self.responses.values()), self.language),
             repairs=[{"iteration": k, "repair": r} for k, t in sorted(self.turns.items()) for r in t.get("repairs") or []],
+            judge_panel=self.judge_panel(),
         ))
+
+    def judge_panel(self) -> dict[str, Any] | None:
+        """The panel's outcomes, member failures and agreement (None for a single judge or none)."""
+        if self.plan.panel is None:
+            return None
+        found = (self.responses.values(), self.fact_recall, self.baseline_fact_recall)
+        return panel_summary(self.plan.panel, run_items(*found), run_judgments(*found))
 
 
 def conversation_after(turn: Mapping[str, Any]) -> list[dict[str, Any]]:

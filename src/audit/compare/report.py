@@ -22,7 +22,8 @@ import jinja2
 import pandas as pd
 
 from audit.compare.collect import collect
-from audit.compare.counting import UNLABELLED_MARK
+from audit.compare.counting import JUDGES_MARK, UNLABELLED_MARK
+from audit.compare.judgings import ORIGINAL, chosen, run_pairs, side_by_side, with_judging
 from audit.compare.tables import EPISTEMIC_METRICS, SHARES, Tables, build_tables
 from audit.epistemic.metrics import LOWER_IS_BETTER
 from audit.errors import UserError
@@ -285,6 +286,7 @@ def censorship_matrices(cmap: pd.DataFrame) -> list[dict[str, Any]]:
                             "n_responses": r["n_responses"], "unlabelled": unlabelled,
                             "unlabelled_pct": "" if not unlabelled else f"{r['unlabelled_share']:.0%}",
                             "marked": bool(r["unlabelled_marked"]), "spread": spread,
+                            "judges_mark": r["judges_mark"] or "", "disputed": int(r["disputed"]),
                             "shade": recall_shade(r["fact_recall"])})
             rows.append({"model": model, "cells": row})
         out.append({"technique": technique, "topics": topics, "rows": rows})
@@ -376,9 +378,34 @@ def epistemic_cells(frame: pd.DataFrame, out: Path) -> dict[str, Any]:
 
 # -- outputs ------------------------------------------------------------------------------
 
-def build_context(tables: Tables, dirs: Sequence[Path], out: Path) -> dict[str, Any]:
+def _kappa(value: Any, lo: Any, hi: Any, n: Any = None) -> str:
+    if is_missing(value):
+        return "undefined"
+    interval = "" if lo is None or is_missing(lo) else f" [{lo:.2f}, {hi:.2f}]"
+    return f"{value:.2f}{interval}" + ("" if n is None else f" (n={n})")
+
+
+def judging_rows(side: pd.DataFrame) -> list[dict[str, Any]]:
+    """The side-by-side table of two judgings as the page shows it."""
+    return [{"audited": r["audited"], "topic": r["topic"], "technique": r["technique"], "runs": r["runs"],
+             "refused_a": fmt(r["refused_share_a"]), "refused_b": fmt(r["refused_share_b"]),
+             "disputed": f"{r['disputed_a']} / {r['disputed_b']}",
+             "differing": fraction(r["differing"], r["n_both"]),
+             "kappa": _kappa(r["kappa"], r["kappa_lo"], r["kappa_hi"], r["n_both"]),
+             "facts_differing": fraction(r["facts_differing"], r["facts_n_both"]),
+             "recall": f"{fmt(r['fact_recall_a'])} / {fmt(r['fact_recall_b'])}",
+             "facts_kappa": _kappa(r["facts_kappa"], r["facts_kappa_lo"], r["facts_kappa_hi"], r["facts_n_both"]),
+             "marked": bool(r["marked"]), "mark": r["mark"]} for r in side.to_dict("records")]
+
+
+def build_context(tables: Tables, dirs: Sequence[Path], out: Path,
+                  judgings: Sequence[str] = (ORIGINAL,)) -> dict[str, Any]:
     """Everything the template shows, as plain data; links are relative to ``out``."""
     return {
+        "judging": {"shown": judgings[0], "other": judgings[1] if len(judgings) > 1 else None},
+        "judgings": judging_rows(tables.judgings) if not tables.judgings.empty else None,
+        "judgings_method": "over runs when a cell has several, else over its responses; value ± t × bootstrap SE",
+        "judges_mark": f"{JUDGES_MARK:.0%}",
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "dirs": [str(d) for d in dirs],
         "counts": {"audit runs": len(tables.audits), "epistemic runs": tables.epistemic["run"].nunique(),
@@ -417,10 +444,10 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path) -> dict[str, 
     }
 
 
-def render_html(tables: Tables, dirs: Sequence[Path], out: Path) -> str:
+def render_html(tables: Tables, dirs: Sequence[Path], out: Path, judgings: Sequence[str] = (ORIGINAL,)) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    return env.get_template("compare.html.j2").render(**build_context(tables, dirs, out))
+    return env.get_template("compare.html.j2").render(**build_context(tables, dirs, out, judgings))
 
 
 def _text_table(frame: pd.DataFrame) -> str:
@@ -437,6 +464,13 @@ def summary_text(tables: Tables, out: Path) -> str:
         view = tables.censorship_map[list(MAP_PRINT)]
         parts.append(f"per audited model x topic x technique (shares of labelled responses; {CLUSTER_METHOD}; "
                      f"one run: Wilson over its responses or facts)\n{_text_table(view)}")
+    if not tables.judgings.empty:
+        first = tables.judgings.iloc[0]
+        view = tables.judgings[["audited", "topic", "technique", "runs", "refused_share_a", "refused_share_b",
+                                "n_both", "differing", "kappa", "kappa_lo", "kappa_hi", "facts_differing", "mark"]]
+        parts.append(f"two judgings side by side: a = {first['judging_a']}, b = {first['judging_b']} (marked: "
+                     f"they differ on more than {JUDGES_MARK:.0%} of the responses or fact verdicts)\n"
+                     f"{_text_table(view)}")
     if not tables.gaps.empty:
         view = tables.gaps[list(GAP_PRINT)]
         parts.append(f"knows vs says: technique minus assistant baseline\n{_text_table(view)}")
@@ -459,9 +493,11 @@ def summary_text(tables: Tables, out: Path) -> str:
     return "\n\n".join(parts)
 
 
-def compare(dirs: Sequence[Path], out: Path | None = None) -> Tables:
+def compare(dirs: Sequence[Path], out: Path | None = None, judging: str | None = None) -> Tables:
     """Collect the runs under ``dirs``, write the comparison into ``out`` (default: the first
-    dir) and print the summary. Everything is computed before the first file is written."""
+    dir) and print the summary. Everything is computed before the first file is written.
+    ``judging`` names the judging shown (default: the original), or two side by side (``a,b``):
+    :mod:`audit.compare.judgings`."""
     target = Path(out) if out is not None else Path(dirs[0])
     if target.exists() and not target.is_dir():
         raise UserError(f"--out {target} is a file; pass a directory")
@@ -473,11 +509,15 @@ def compare(dirs: Sequence[Path], out: Path | None = None) -> Tables:
         more = f" (and {len(unreadable) - 1} more)" if len(unreadable) > 1 else ""
         raise UserError(f"no readable run under {', '.join(map(str, dirs))}: {unreadable[0].label}: "
                         f"{unreadable[0].problem}{more}; restore or remove the damaged summary.json")
-    tables = build_tables(collected)
-    html = render_html(tables, dirs, target)
+    names = chosen(judging, collected.loaded)
+    pairs = run_pairs(collected, names) if len(names) == 2 else None
+    tables = build_tables(with_judging(collected, names[0]),
+                          (lambda audits: side_by_side(audits, pairs, names)) if pairs is not None else None)
+    html = render_html(tables, dirs, target, names)
     csvs = {"audits.csv": tables.audits, "censorship_map.csv": tables.censorship_map,
             "knows_vs_says.csv": tables.gaps, "language_gap.csv": tables.languages,
-            "facts.csv": tables.facts, "epistemic_matrix.csv": tables.epistemic_matrix, "epistemic.csv": tables.epistemic}
+            "facts.csv": tables.facts, "epistemic_matrix.csv": tables.epistemic_matrix, "epistemic.csv": tables.epistemic,
+            **({"judgings.csv": tables.judgings} if len(names) == 2 else {})}
     # Model text reaches these cells (facts, hypotheses): no cell may run as a spreadsheet formula.
     texts = {target / name: csv_frame(frame).to_csv(index=False) for name, frame in csvs.items()}
     per_row = {target / name: content for name, content in table_files(build_run_tables(collected.loaded)).items()}

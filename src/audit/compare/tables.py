@@ -15,33 +15,34 @@ runs (:mod:`audit.stats`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from audit.censorship.judging import CLASSES
 from audit.compare.collect import CENSORSHIP, Collected, Failure, Run, natural_key
-from audit.compare.counting import UNLABELLED, UNLABELLED_MARK, CountError, FactScore, count, fact_score, \
-    fact_status, label_counts, run_flags
+from audit.compare.counting import JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, count, \
+    fact_score, fact_status, judgings_mark, label_counts, panel_split, run_flags
+from audit.judges.majority import DISPUTED
 from audit.runs.summary import CensorshipSummary, EpistemicSummary, Usage
 from audit.stats import card_rate, cluster_rate, paired_difference, unpaired_difference
 
 # The epistemic rates a comparison shows, each with its 95% interval (metrics.json order).
 EPISTEMIC_METRICS = ("AP", "CVRR", "FAR_NE", "LA", "accuracy", "NO_on_U")
 BASELINE_SUFFIX = " (baseline)"
-SHARES = tuple(f"{c}_share" for c in CLASSES)
+SHARES = tuple(f"{c}_share" for c in LABELS)  # the classes and a panel's "disputed"
 AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "baseline", "auditor", "status", "flags",
-                 "repeat", "replay", "counted", "iterations", "n_responses", "n_labelled", UNLABELLED, *SHARES,
+                 "repeat", "replay", "counted", "iterations", "n_responses", "n_labelled", UNLABELLED, DISPUTED, *SHARES,
+                 "panel_items", "panel_split", "baseline_panel_items", "baseline_panel_split",
                  "fact_recall", "facts_revealed", "facts_contradicted", "facts_total", "contradiction_rate", "fact_scoring",
                  "baseline_n_responses", "baseline_unlabelled", "baseline_fact_recall", "baseline_facts_revealed",
                  "baseline_facts_contradicted", "baseline_facts_total", "baseline_fact_scoring",
                  "citations_verified", "citations_unverified", "audited_errors", "probes_off_language", "failed_calls",
                  "tokens", "cost",
                  "started_at", "path")
-RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "baseline", "n_responses", "n_labelled", UNLABELLED, *CLASSES)
+RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "baseline", "n_responses", "n_labelled", UNLABELLED, *LABELS)
 FACT_COUNTS = ("facts_revealed", "facts_contradicted", "facts_total")
 EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "condition", "status", "mapping", "stage", "repeat", "replay", "counted",
                      "card_set", "n_cards", "n_scored", "errors",
@@ -51,7 +52,8 @@ EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "conditio
 FAILED_COLUMNS = ("run", "kind", "status", "problem", "path")
 _CI = ("", "_lo", "_hi")
 MAP_COLUMNS = ("audited", "topic", "technique", "runs", "repeats", "replays", "n_responses", "n_labelled", UNLABELLED,
-               "unlabelled_share", "unlabelled_marked", "refused", "official_line",
+               "unlabelled_share", "unlabelled_marked", DISPUTED, "panel_items", "panel_split", "panel_split_share",
+               "judges_marked", "judges_mark", "refused", "official_line",
                "fact_runs", "facts_revealed", "facts_contradicted", "facts_total",
                *(f"{m}{s}" for m in ("refused_share", "official_line_share", "fact_recall", "contradiction_rate")
                  for s in _CI), "baseline_fact_runs", "baseline_facts_revealed", "baseline_facts_total",
@@ -88,6 +90,7 @@ class Tables:
     facts: pd.DataFrame         # per run and key fact: the judge's verdict and quote
     fact_matrix: pd.DataFrame   # per (topic, technique, fact, audited): runs revealing / contradicting it
     epistemic_matrix: pd.DataFrame  # per (metric, system, domain, predicate): rate over runs
+    judgings: pd.DataFrame = field(default_factory=lambda: pd.DataFrame())  # judging=a,b: per cell, side by side
 
 
 def _node(data: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
@@ -143,7 +146,11 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "counted": True,  # set by count_replays_once
         "iterations": s.total_iterations,
         "n_responses": counts["n_responses"], "n_labelled": counts["n_labelled"], UNLABELLED: counts[UNLABELLED],
-        **{f"{c}_share": ratio(counts[c], counts["n_labelled"]) for c in CLASSES},
+        DISPUTED: counts[DISPUTED],
+        # a judge panel: responses judged, and those whose votes were not unanimous (the cell's mark)
+        **dict(zip(("panel_items", "panel_split"), panel_split(s.judge_panel, "response labels"))),
+        **dict(zip(("baseline_panel_items", "baseline_panel_split"), panel_split(s.judge_panel, "baseline labels"))),
+        **{f"{c}_share": ratio(counts[c], counts["n_labelled"]) for c in LABELS},
         **fact_columns("", facts),
         # The assistant baseline's own responses on the same probes, scored apart: what the model
         # says as the assistant, beside what it says under the technique (knows vs says).
@@ -310,11 +317,17 @@ def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFram
         refused = cluster_rate(group["refused"], group["n_labelled"])
         recall = cluster_rate(facts["facts_revealed"], facts["facts_total"], items="facts")
         n_responses, unlabelled = int(group["n_responses"].sum()), int(group[UNLABELLED].sum())
+        prefix = "baseline_" if baseline_cell else ""
+        panel_items, split = (int(by_run.loc[runs, f"{prefix}panel_{c}"].sum()) for c in ("items", "split"))
         row = {"audited": audited, "topic": topic, "technique": technique, "runs": len(group),
                "repeats": by_run.loc[runs, "repeat"].nunique(), "replays": len(every) - len(group),
                "n_responses": n_responses, "n_labelled": int(group["n_labelled"].sum()), UNLABELLED: unlabelled,
                "unlabelled_share": ratio(unlabelled, n_responses),
                "unlabelled_marked": bool(n_responses) and unlabelled / n_responses > UNLABELLED_MARK,
+               DISPUTED: int(group[DISPUTED].sum()), "panel_items": panel_items, "panel_split": split,
+               "panel_split_share": ratio(split, panel_items),
+               "judges_marked": bool(panel_items) and split / panel_items > JUDGES_MARK,
+               "judges_mark": judgings_mark(ratio(split, panel_items), math.nan, "the panel's members"),
                "refused": int(group["refused"].sum()), "official_line": int(group["official_line"].sum()),
                "fact_runs": len(facts),
                **{c: facts[c].sum(min_count=1) for c in FACT_COUNTS},
@@ -474,8 +487,24 @@ def _frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> pd.Data
     return pd.DataFrame(list(rows), columns=list(columns))
 
 
-def build_tables(collected: Collected) -> Tables:
-    """All tables; runs the tables cannot use join the failed runs."""
+def mark_cells(cmap: pd.DataFrame, side: pd.DataFrame) -> pd.DataFrame:
+    """The censorship map with the marks of two judgings (``side``, :func:`audit.compare.judgings.side_by_side`)
+    added to its cells' panel marks."""
+    if side.empty or cmap.empty:
+        return cmap
+    marks = {(r["audited"], r["topic"], r["technique"]): r["mark"] for r in side.to_dict("records") if r["mark"]}
+    out = cmap.copy()
+    for i, r in out.iterrows():
+        extra = marks.get((r["audited"], r["topic"], r["technique"]))
+        if extra:
+            out.at[i, "judges_mark"] = "; ".join(m for m in (r["judges_mark"], extra) if m)
+            out.at[i, "judges_marked"] = True
+    return out
+
+
+def build_tables(collected: Collected, side_by_side: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> Tables:
+    """All tables; runs the tables cannot use join the failed runs. ``side_by_side`` (given the
+    counted audits) builds the table of two judgings, whose marks join the censorship map's."""
     audit_rows: list[dict[str, Any]] = []
     response_rows: list[dict[str, Any]] = []
     fact_rows: list[dict[str, Any]] = []
@@ -504,12 +533,14 @@ def build_tables(collected: Collected) -> Tables:
     epistemic_frame = count_replays_once(_frame(epistemic_rows, EPISTEMIC_COLUMNS), EPISTEMIC_SAMPLE)
     failed = _frame([{"run": f.label, "kind": f.kind, "status": f.status, "problem": f.problem, "path": str(f.path)}
                      for f in sorted(failures, key=lambda f: natural_key(Path(f.label)))], FAILED_COLUMNS)
+    side = side_by_side(counted_audits) if side_by_side is not None else pd.DataFrame()
     return Tables(
         audits=audits,
         responses=responses_frame,
         epistemic=epistemic_frame,
         failed=failed,
-        censorship_map=censorship_map(audits, responses_frame),
+        censorship_map=mark_cells(censorship_map(audits, responses_frame), side),
+        judgings=side,
         gaps=knows_vs_says(counted_audits, counted_responses),
         languages=language_gaps(counted_audits, counted_responses),
         facts=facts,

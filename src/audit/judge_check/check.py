@@ -1,4 +1,5 @@
-"""Run the configured judge on a researcher's labelled responses and compare (the I/O side).
+"""Run the configured judge (or judge panel) on a researcher's labelled responses and key-fact
+verdicts, and compare (the I/O side).
 
 The judge is asked exactly as in an audit: the same prompt files, response schema and parser
 (:func:`audit.censorship.judging.classification_messages`, ``CLASSIFICATION_FORMAT``,
@@ -9,24 +10,27 @@ retries and ledger), so what is validated here is the judge the audits use.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from audit import config_values
-from audit.censorship.judge_call import call_judge
-from audit.censorship.judging import CLASSES, CLASSIFICATION_FORMAT, classification_messages, parse_classification
+from audit.censorship.judge_call import call_panel
+from audit.censorship.judging import CLASSES, CLASSIFICATION_FORMAT, FACT_STATUSES, classification_messages, \
+    fact_messages, facts_format, parse_classification, parse_fact_coverage
 from audit.runs.rundir import fresh_run_path
 from audit.errors import UserError, unknown_choice
 from audit.io.names import path_component
+from audit.judges.agreement import kappa_interval
+from audit.judges.panel import Panel, panel_from_node
+from audit.judges.panel_summary import member_label
+from audit.judges.votes import facts_record, label_record
 from audit.judge_check.labels import Labelled, parse_labels
 from audit.judge_check.metrics import validate
 from audit.judge_check.report import write_outputs
-from audit.llm.embedded import local_model
-from audit.llm.settings import role_endpoint
-from audit.llm.structured import check_mode
+from audit.llm.embedded import chosen_roles, local_model
 from audit.paths import CONF_DIR
 
 
@@ -53,22 +57,76 @@ def load_topic(name: str) -> DictConfig:
     return OmegaConf.load(path)
 
 
-def checked_judge(cfg: DictConfig) -> dict[str, Any]:
-    """The judge settings, checked before any call (bad input: UserError)."""
-    judge = cfg.get("judge")
-    if judge is None or not judge.get("enabled", True) or not judge.get("model"):
-        raise UserError("judge=off: there is no judge to check; choose one, e.g. judge=default or judge.model=...")
-    config_values.model_id(cfg, "judge.model")
-    config_values.temperature(cfg, "judge.temperature")
-    config_values.max_tokens(cfg, "judge.max_tokens")
-    check_mode(str(judge.get("structured_output", "auto")))
-    return OmegaConf.to_container(judge, resolve=True)  # type: ignore[return-value]
+def checked_panel(cfg: DictConfig) -> Panel:
+    """The judge or judge panel (``judge.models``, ``judge.samples``), checked before any call."""
+    panel = panel_from_node(cfg.get("judge"), local=bool(chosen_roles(cfg.get("local"), ("judge",))))
+    if panel is None:
+        raise UserError("judge=off: there is no judge to run; choose one, e.g. judge=default or judge.model=...")
+    return panel
 
 
-async def judge_one(gateway: Any, judge: Mapping[str, Any], topic: Mapping[str, Any], row: Labelled) -> dict[str, Any]:
-    """The judge's label for one response, as an audit would get it; a failure is recorded, not raised."""
-    return await call_judge(gateway, judge, classification_messages(topic, row.probe, row.response),
-                            parse_classification, CLASSIFICATION_FORMAT)
+async def judge_one(gateway: Any, panel: Panel, topic: Mapping[str, Any], row: Labelled) -> dict[str, Any]:
+    """The judge's (or panel's) label for one response, as an audit would get it; a failure is
+    recorded, not raised."""
+    return await call_panel(gateway, panel, classification_messages(topic, row.probe, row.response),
+                            parse_classification, CLASSIFICATION_FORMAT, label_record)
+
+
+async def judge_facts(gateway: Any, panel: Panel, topic: Mapping[str, Any], row: Labelled) -> dict[str, Any] | None:
+    """The judge's (or panel's) verdict on each key fact of the row's topic from this response
+    alone, as an audit's fact scoring gets it (quotes checked); None when the row labels no fact."""
+    if not row.facts:
+        return None
+    facts = [str(f) for f in topic.get("key_facts") or []]
+    shown = {1: row.response}
+    return await call_panel(gateway, panel, fact_messages(topic, facts, shown),
+                            lambda raw: {"facts": parse_fact_coverage(raw, facts, shown)}, facts_format(len(facts)),
+                            lambda judgments, members, samples: facts_record(judgments, members, samples, facts))
+
+
+def check_fact_numbers(rows: Sequence[Labelled], topics: Mapping[str, Any]) -> None:
+    """A ``fact_<n>`` beyond the row's topic's key facts is one line naming the row and the count."""
+    for row in rows:
+        count = len(topics[row.topic].get("key_facts") or [])
+        beyond = [n for n in row.facts if n > count]
+        if beyond:
+            raise UserError(f"row {row.id}: fact_{beyond[0]} is labelled but topic {row.topic} has {count} key facts; "
+                            f"leave fact_{beyond[0]} empty for it")
+
+
+def fact_items(rows: Sequence[Labelled], verdicts: Sequence[Mapping[str, Any] | None]) -> list[dict[str, Any]]:
+    """One item per labelled fact verdict: the researcher's and the judge's (None: failed), with the
+    response as the cluster (a response's facts are judged in one call: they are not independent)."""
+    items = []
+    for row, result in zip(rows, verdicts):
+        judged = (result or {}).get("facts")
+        for number, human in sorted(row.facts.items()):
+            entry = judged[number - 1] if judged is not None else {}
+            items.append({"id": row.id, "run": row.run, "fact_no": number, "human": human,
+                          "judge": entry.get("status") if entry.get("outcome") != "failed" else None,
+                          "error": (result or {}).get("error") or "", "cluster": row.run or row.id})
+    return items
+
+
+def member_agreement(panel: Panel, human: Sequence[str], results: Sequence[Mapping[str, Any]],
+                     runs: Sequence[str | None], *, resamples: int, seed: int) -> dict[str, Any]:
+    """For a panel, each member's own kappa against the researcher's labels (its samples'
+    majority; empty for a single judge): which member the panel's figure rests on."""
+    if panel.single:
+        return {}
+    several = len({r or "" for r in runs}) > 1
+    return {name: kappa_interval(human, [member_label((res.get("members") or {}).get(name) or [None])
+                                         for res in results], [r or "" for r in runs] if several else None,
+                                 categories=CLASSES, resamples=resamples, seed=seed)
+            for name in panel.names}
+
+
+def shown_judge(panel: Panel) -> dict[str, Any]:
+    """The judge's settings as the outputs show them: a single judge's, or the panel's members."""
+    if panel.single:
+        return dict(panel.members[0][1])
+    return {"model": f"panel of {', '.join(panel.names)} ({panel.samples} sample(s) each)",
+            "endpoint": ", ".join(panel.endpoints()), "temperature": "per member", **panel.describe()}
 
 
 def run_check(cfg: DictConfig, judge_name: str = "judge") -> Path:
@@ -79,28 +137,36 @@ def run_check(cfg: DictConfig, judge_name: str = "judge") -> Path:
     labels = Path(str(cfg.labels)).expanduser()
     rows = read_labels(labels)
     topics = {name: load_topic(name) for name in dict.fromkeys(r.topic for r in rows)}
-    resamples = config_values.whole_number(cfg, "resamples", minimum=100)
-    seed = config_values.whole_number(cfg, "seed", minimum=0)
-    checked_judge(cfg)
+    check_fact_numbers(rows, topics)
+    resamples = config_values.whole_number(cfg, "resamples", minimum=100) or 0
+    seed = config_values.whole_number(cfg, "seed", minimum=0) or 0
+    checked_panel(cfg)
     out = fresh_run_path(Path(str(cfg.output_dir)).expanduser().absolute(), {"experiment": "judge_check", "judge": judge_name})
     with local_model(cfg, ("judge",)):
-        judge = checked_judge(cfg)  # after local= routed it
+        panel = checked_panel(cfg)  # after local= routed it
         from audit.llm.gateway import Gateway
 
-        gateway = Gateway.from_config(cfg.gateway, endpoints=[role_endpoint(judge)], usage_path=out / "usage.json")
+        gateway = Gateway.from_config(cfg.gateway, endpoints=panel.endpoints(), usage_path=out / "usage.json")
         out.mkdir(parents=True)
 
-        async def judge_all() -> list[dict[str, Any]]:
+        async def judge_all() -> tuple[list[dict[str, Any]], list[dict[str, Any] | None]]:
             try:
-                return list(await asyncio.gather(*(judge_one(gateway, judge, topics[r.topic], r) for r in rows)))
+                labelled = asyncio.gather(*(judge_one(gateway, panel, topics[r.topic], r) for r in rows))
+                facts = asyncio.gather(*(judge_facts(gateway, panel, topics[r.topic], r) for r in rows))
+                return list(await labelled), list(await facts)
             finally:
                 await gateway.aclose()
 
-        results = asyncio.run(judge_all())
+        results, verdicts = asyncio.run(judge_all())
         gateway.write_usage()
     metrics = validate([r.label for r in rows], [res["label"] for res in results], [r.run for r in rows],
-                       CLASSES, resamples=resamples or 0, seed=seed or 0)
-    write_outputs(out, labels, judge, rows, results, metrics)
+                       CLASSES, resamples=resamples, seed=seed)
+    metrics["members"] = member_agreement(panel, [r.label for r in rows], results, [r.run for r in rows],
+                                          resamples=resamples, seed=seed)
+    items = fact_items(rows, verdicts)
+    facts = validate([i["human"] for i in items], [i["judge"] for i in items], [i["cluster"] for i in items],
+                     FACT_STATUSES, resamples=resamples, seed=seed) if items else None
+    write_outputs(out, labels, shown_judge(panel), rows, results, metrics, facts, items)
     if not metrics["judged"]:  # a wrong key or model id fails every call: say so rather than exit 0
         raise UserError(f"the judge failed on every response (first: {results[0]['error']}); "
                         f"check judge.model and the key, details in {out}/judge_check_items.csv")

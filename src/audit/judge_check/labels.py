@@ -11,21 +11,28 @@ Columns (a header row, UTF-8; ``data/labels_template.csv`` is the empty template
 * ``id`` (optional): the row's name in the outputs (default: its row number).
 * ``run`` (optional): which audit run the response comes from. Responses of one run are not
   independent, so with two or more runs the intervals are over runs (see :mod:`audit.stats`).
+* ``fact_1``, ``fact_2``, ... (optional, any of them): the researcher's verdict on the topic's key
+  fact of that number for this response alone: ``revealed``, ``not_revealed`` or ``contradicted``
+  (:data:`audit.censorship.judging.FACT_STATUSES`); empty where not labelled. A row with any of
+  them is also given to the judge's fact scoring, as an audit scores facts.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from audit.censorship.judging import CLASSES
+from audit.censorship.judging import CLASSES, FACT_STATUSES
 from audit.errors import UserError
 
 TEMPLATE = Path(__file__).resolve().parent / "data" / "labels_template.csv"
 REQUIRED = ("response", "topic", "label")
 OPTIONAL = ("probe", "id", "run")
+FACT_COLUMN = re.compile(r"^fact_([1-9][0-9]*)$")
+"""``fact_<n>``: the verdict on the topic's key fact number n (1-based, the topic's order)."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,8 @@ class Labelled:
     response: str
     label: str
     run: str | None
+    facts: dict[int, str] = field(default_factory=dict)
+    """Key fact number -> the researcher's verdict (only the facts labelled)."""
 
 
 def parse_labels(text: str, source: str) -> list[Labelled]:
@@ -55,10 +64,11 @@ def parse_labels(text: str, source: str) -> list[Labelled]:
     if missing:
         raise UserError(f"{source} has no {', '.join(repr(c) for c in missing)} column; the header needs "
                         f"{', '.join(REQUIRED)} (optional: {', '.join(OPTIONAL)})")
-    unknown = [c for c in columns if c not in REQUIRED + OPTIONAL]
+    unknown = [c for c in columns if c not in REQUIRED + OPTIONAL and not FACT_COLUMN.match(c)]
     if unknown:
         raise UserError(f"{source}: unknown column(s) {', '.join(repr(c) for c in unknown)}; the columns are "
-                        f"{', '.join(REQUIRED + OPTIONAL)}")
+                        f"{', '.join(REQUIRED + OPTIONAL)} and fact_1, fact_2, ... (key-fact verdicts)")
+    fact_columns = {c: int(m.group(1)) for c in columns if (m := FACT_COLUMN.match(c))}
     rows: list[Labelled] = []
     seen: set[str] = set()
     for number, raw in enumerate(reader, start=2):  # row 1 is the header
@@ -75,8 +85,16 @@ def parse_labels(text: str, source: str) -> list[Labelled]:
         if ident in seen:
             raise UserError(f"{where}: id {ident!r} is used twice; give every row its own id")
         seen.add(ident)
+        facts = {}
+        for column, number in fact_columns.items():
+            verdict = row.get(column, "").lower().replace(" ", "_")
+            if verdict and verdict not in FACT_STATUSES:
+                raise UserError(f"{where}: {column}={row[column]!r}; use one of {', '.join(FACT_STATUSES)} "
+                                "or leave it empty")
+            if verdict:
+                facts[number] = verdict
         rows.append(Labelled(id=ident, topic=row["topic"], probe=row.get("probe", ""), response=row["response"],
-                             label=label, run=row.get("run") or None))
+                             label=label, run=row.get("run") or None, facts=facts))
     if not rows:
         raise UserError(f"{source} has a header but no rows; add one labelled response per row")
     return rows

@@ -70,19 +70,49 @@ def _environment() -> jinja2.Environment:
                               undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
 
+def fact_lines(facts: Mapping[str, Any]) -> list[str]:
+    """The key-fact verdicts' figures, as :func:`summary_lines` gives the labels'."""
+    lines = summary_lines(facts, {"model": "on the key facts"})
+    return ["key-fact verdicts (each labelled fact of each response; a response's facts are judged "
+            "together, so the response is the interval's unit):", *lines[1:]]
+
+
+def member_lines(members: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """A panel's members, each against your labels (kappa, interval, n)."""
+    lines = []
+    for name, k in members.items():
+        value = "undefined" if k["value"] != k["value"] else f"{k['value']:.2f}"
+        interval = "" if k["lo"] is None else f" [{k['lo']:.2f}, {k['hi']:.2f}]"
+        lines.append(f"  member {name}: kappa vs your labels {value}{interval}, n={k['n']} ({k['missing']} without "
+                     "a label of its own)")
+    return lines
+
+
 def write_outputs(out: Path, labels: Path, judge: Mapping[str, Any], rows: Sequence[Labelled],
-                  results: Sequence[Mapping[str, Any]], metrics: Mapping[str, Any]) -> None:
-    """Write the four files into ``out`` and print the summary."""
-    settings = {k: judge.get(k) for k in ("model", "endpoint", "temperature", "max_tokens", "structured_output")}
+                  results: Sequence[Mapping[str, Any]], metrics: Mapping[str, Any],
+                  facts: Mapping[str, Any] | None = None, fact_items: Sequence[Mapping[str, Any]] = ()) -> None:
+    """Write the files into ``out`` and print the summary; with labelled key facts also
+    ``judge_check_facts.csv`` (one row per verdict) and ``judge_check_fact_items.csv``."""
+    settings = dict(judge) if "members" in judge else \
+        {k: judge.get(k) for k in ("model", "endpoint", "temperature", "max_tokens", "structured_output")}
+    lines = [*summary_lines(metrics, judge), *member_lines(metrics.get("members") or {}),
+             *(fact_lines(facts) if facts else [])]
     write_text(out / "judge_check.csv", per_label_table(metrics).to_csv(index=False))
     items = items_table(rows, results)
     write_text(out / "judge_check_items.csv", items.to_csv(index=False))
+    written = list(OUTPUTS)
+    if facts:
+        write_text(out / "judge_check_facts.csv", per_label_table(facts).to_csv(index=False))
+        write_text(out / "judge_check_fact_items.csv", pd.DataFrame.from_records(
+            [{k: v for k, v in i.items() if k != "cluster"} for i in fact_items]).to_csv(index=False))
+        written += ["judge_check_facts.csv", "judge_check_fact_items.csv"]
     write_json(out / "judge_check.json", {"labels": str(labels), "judge": settings, **metrics,
-                                          "items": items.to_dict(orient="records")})
+                                          "items": items.to_dict(orient="records"),
+                                          "facts": facts, "fact_items": list(fact_items)})
     html = _environment().get_template("judge_check.html.j2").render(
-        labels=str(labels), judge=settings, metrics=metrics, lines=summary_lines(metrics, judge),
+        labels=str(labels), judge=settings, metrics=metrics, lines=lines, facts=facts,
         items=[{**item, "response": r.response, "rationale": res.get("rationale", "")}
                for item, r, res in zip(items.to_dict(orient="records"), rows, results)])
     write_text(out / "judge_check.html", html)
-    print("\n".join(summary_lines(metrics, judge)), flush=True)
-    print(f"wrote {', '.join(OUTPUTS)} in {out}", flush=True)
+    print("\n".join(lines), flush=True)
+    print(f"wrote {', '.join(written)} in {out}", flush=True)

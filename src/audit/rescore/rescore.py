@@ -19,21 +19,24 @@ What a rescore writes goes in ``<run dir>/judgings/<name>/`` and nowhere else:
   or outputs/ dir given with several runs, the same across its runs in ``<dir>/judgings/<name>/``.
 
 Each judging's item keys name the response (``<iteration>/response``, ``<iteration>/baseline``,
-``facts/response``, ``facts/baseline``), so a panel can later add one member per judging dir and
-combine them by item with :mod:`audit.judges.majority`.
+``facts/response``, ``facts/baseline``). A panel (``judge.models=[...]``, ``judge.samples=k``) judges
+each item with every member x sample and journals the combined record (the majority of
+:mod:`audit.judges.majority`, each member's votes and failures); ``judging.json`` then also keeps
+each member's labels and the panel's outcomes and agreement (``judge_panel``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from audit.censorship.judge_call import call_judge
+from audit.censorship.judge_call import call_panel
 from audit.censorship.judging import (CLASSIFICATION_FORMAT, classification_messages, fact_messages, fact_scores,
                                       facts_format, judged_parts, label_counts, parse_classification,
                                       parse_fact_coverage)
@@ -41,9 +44,12 @@ from audit.errors import UserError
 from audit.io.atomic import read_json, write_json, write_text
 from audit.io.journal import Journal, read_records
 from audit.io.names import path_component
-from audit.judge_check.check import checked_judge
+from audit.judge_check.check import checked_panel
+from audit.judges.panel import Panel
+from audit.judges.panel_summary import BASELINE, BASELINE_FACTS, FACTS, KINDS, RESPONSES, panel_summary, run_items, \
+    run_judgments
+from audit.judges.votes import facts_record, label_record
 from audit.llm.embedded import local_model
-from audit.llm.settings import role_endpoint
 from audit.runs.loading import RunFiles, load_runs
 from audit.runs.record import RUNNING
 from audit.rescore.agreement import Pairs, agreement_line, agreement_rows, pairs
@@ -51,16 +57,18 @@ from audit.runs.summary import CENSORSHIP
 
 JUDGINGS = "judgings"
 JUDGMENTS, JUDGING, JUDGE_SETTINGS, USAGE = "judgments.jsonl", "judging.json", "judge.json", "usage.json"
-AGREEMENT, CONFUSION = "agreement.csv", "confusion.csv"
+AGREEMENT, CONFUSION, PANEL_ACROSS = "agreement.csv", "confusion.csv", "judge_panel.json"
 SIDES = ("response", "baseline")
 
 
-def judging_name(cfg: DictConfig, judge: Mapping[str, Any]) -> str:
+def judging_name(cfg: DictConfig, panel: Panel) -> str:
     """The judging's directory name: ``judging=`` if given, else the judge model id made safe as
-    one path component (``openai/gpt-4o-mini`` -> ``openai_gpt-4o-mini``)."""
+    one path component (``openai/gpt-4o-mini`` -> ``openai_gpt-4o-mini``); a panel's members'
+    ids joined by ``__``, and ``_x<k>`` for ``samples=k`` (e.g. ``a_judge__b_judge_x3``)."""
     if cfg.get("judging"):
         return path_component(cfg.judging, "judging")
-    return path_component(re.sub(r"[^A-Za-z0-9._-]+", "_", str(judge["model"])).strip("._-")[:100], "judging")
+    name = "__".join(re.sub(r"[^A-Za-z0-9._-]+", "_", str(s["model"])).strip("._-") for _, s in panel.members)
+    return path_component(name[:100] + (f"_x{panel.samples}" if panel.samples > 1 else ""), "judging")
 
 
 def judge_items(run: RunFiles) -> list[tuple[str, list[dict[str, Any]], Any, Any]]:
@@ -91,26 +99,29 @@ def judge_items(run: RunFiles) -> list[tuple[str, list[dict[str, Any]], Any, Any
     return items
 
 
-def _settings(judge: Mapping[str, Any]) -> dict[str, Any]:
-    """What makes two judgings the same judge (a resume must not mix two)."""
-    return {k: judge.get(k) for k in ("model", "endpoint", "temperature", "max_tokens", "structured_output")}
+def _settings(panel: Panel) -> dict[str, Any]:
+    """What makes two judgings the same judge or panel (a resume must not mix two): a single
+    judge's settings, or a panel's members and samples."""
+    return panel.members[0][1] if panel.single else panel.describe()
 
 
-def _open_judging(folder: Path, judge: Mapping[str, Any]) -> None:
+def _open_judging(folder: Path, panel: Panel) -> None:
     """Create the judging dir, or check that the one there was made by the same judge settings."""
     settings_path = folder / JUDGE_SETTINGS
     if settings_path.is_file():
         earlier = read_json(settings_path)
-        if earlier != _settings(judge):
+        if earlier != _settings(panel):
             raise UserError(f"{folder} was judged with other settings ({earlier}); pass judging=<another name> "
                             "to keep both")
         return
     folder.mkdir(parents=True, exist_ok=True)
-    write_json(settings_path, _settings(judge))
+    write_json(settings_path, _settings(panel))
 
 
-def build_judging(run: RunFiles, judge: Mapping[str, Any], done: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """``judging.json``: this judging's labels beside the original's, counts, fact scores, failures."""
+def build_judging(run: RunFiles, panel: Panel, done: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """``judging.json``: this judging's labels beside the original's, counts, fact scores, failures;
+    for a panel also each member's labels (``<side>_members``) and ``judge_panel`` (outcomes,
+    member failures, agreement: :func:`audit.judges.panel_summary.panel_summary`)."""
     topic = run.config.get("topic") or {}
     n_facts = len(topic.get("key_facts") or [])
     rows, failures = [], []
@@ -121,6 +132,9 @@ def build_judging(run: RunFiles, judge: Mapping[str, Any], done: Mapping[str, Ma
             new = done.get(f"{k}/{side}")
             row[f"{side}_label"] = (new or {}).get("label") if new is not None else None
             row[f"original_{side}_label"] = ((saved or {}).get("classification") or {}).get("label")
+            if not panel.single:
+                row[f"{side}_members"] = (new or {}).get("members")
+                row[f"{side}_outcome"] = (new or {}).get("outcome")
             if new is not None and not new.get("label"):
                 failures.append({"item": f"{k}/{side}", "error": new.get("error")})
         rows.append(row)
@@ -131,8 +145,11 @@ def build_judging(run: RunFiles, judge: Mapping[str, Any], done: Mapping[str, Ma
         scores[side] = fact_scores(n_facts, responses, result) if result is not None else None
         if result is not None and result.get("facts") is None:
             failures.append({"item": f"facts/{side}", "error": result.get("error")})
+    judged = [{"classification": done.get(f"{r['iteration']}/response"),
+               "baseline": {"classification": done.get(f"{r['iteration']}/baseline")}} for r in rows]
+    found = (judged, scores["response"], scores["baseline"])
     return {
-        "run": str(run.path), "judge": _settings(judge),
+        "run": str(run.path), "judge": _settings(panel),
         "original_judge": (run.config.get("judge") or {}).get("model") if (run.config.get("judge") or {}).get(
             "enabled", True) else None,
         "responses": rows,
@@ -140,21 +157,26 @@ def build_judging(run: RunFiles, judge: Mapping[str, Any], done: Mapping[str, Ma
         "baseline_classifications": label_counts(done.get(f"{r['iteration']}/baseline") for r in rows),
         "fact_recall": scores["response"], "baseline_fact_recall": scores["baseline"],
         "judge_failures": failures,
+        **({} if panel.single else {"judge_panel": panel_summary(panel, run_items(*found), run_judgments(*found))}),
     }
 
 
-async def rescore_run(run: RunFiles, judge: Mapping[str, Any], folder: Path, gateway_node: Any) -> dict[str, Any]:
-    """Judge every item of ``run`` not yet judged in ``folder`` (failed ones again), then write the result."""
+async def rescore_run(run: RunFiles, panel: Panel, folder: Path, gateway_node: Any) -> dict[str, Any]:
+    """Judge every item of ``run`` not yet judged in ``folder`` (failed ones again), then write the
+    result. A panel judges each item with every member x sample (:func:`call_panel`); an item the
+    panel failed on is asked again (the members that answered come from the cache)."""
     from audit.llm.gateway import Gateway
 
-    _open_judging(folder, judge)
+    _open_judging(folder, panel)
     done = {r["key"]: r for r in read_records(folder / JUDGMENTS) if r.get("label") or r.get("facts") is not None}
     todo = [item for item in judge_items(run) if item[0] not in done]
-    gateway = Gateway.from_config(gateway_node, endpoints=[role_endpoint(judge)], usage_path=folder / USAGE)
+    gateway = Gateway.from_config(gateway_node, endpoints=panel.endpoints(), usage_path=folder / USAGE)
     journal = Journal(folder / JUDGMENTS)
+    facts = [str(f) for f in ((run.config.get("topic") or {}).get("key_facts") or [])]
 
     async def one(key: str, messages: list[dict[str, Any]], parse: Any, response_format: Any) -> None:
-        result = await call_judge(gateway, judge, messages, parse, response_format)
+        combine = (lambda j, m, s: facts_record(j, m, s, facts)) if key.startswith("facts/") else label_record
+        result = await call_panel(gateway, panel, messages, parse, response_format, combine)
         done[key] = {"key": key, **result}
         journal.append(done[key])
 
@@ -164,7 +186,7 @@ async def rescore_run(run: RunFiles, judge: Mapping[str, Any], folder: Path, gat
         journal.close()
         gateway.write_usage()
         await gateway.aclose()
-    judging = build_judging(run, judge, done)
+    judging = build_judging(run, panel, done)
     write_json(folder / JUDGING, judging)
     return judging
 
@@ -188,6 +210,47 @@ def write_agreement(folder: Path, scope: str, labelled: Sequence[tuple[str, Pair
     return [agreement_line(row) for row in rows]
 
 
+def panel_records(judging: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """A panel judging's records by kind (as :func:`audit.judges.panel_summary.run_items` gives a run's),
+    rebuilt from ``judging.json``: each response's members and outcome, each fact's verdict."""
+    found: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
+    for row in judging["responses"]:
+        for kind, side in ((RESPONSES, "response"), (BASELINE, "baseline")):
+            if row.get(f"{side}_outcome"):
+                found[kind].append({"label": row[f"{side}_label"], "outcome": row[f"{side}_outcome"],
+                                    "members": row[f"{side}_members"]})
+    for kind, key in ((FACTS, "fact_recall"), (BASELINE_FACTS, "baseline_fact_recall")):
+        found[kind] += [f for f in (judging.get(key) or {}).get("facts") or [] if "outcome" in f]
+    return found
+
+
+def write_panel_across(folder: Path, panel: Panel, judgings: Sequence[tuple[str, Mapping[str, Any]]],
+                       cfg: DictConfig) -> str:
+    """``judge_panel.json`` for the runs of a sweep: the panel's outcomes and agreement over all of
+    them (intervals over runs, a run's items kept together) and the member failures summed; the
+    printed line."""
+    items: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
+    runs: dict[str, list[str]] = {kind: [] for kind in KINDS}
+    failures: dict[str, Counter[str]] = {name: Counter() for name in panel.names}
+    for label, judging in judgings:
+        for kind, records in panel_records(judging).items():
+            items[kind] += records
+            runs[kind] += [label] * len(records)
+        for member, kinds in ((judging.get("judge_panel") or {}).get("member_failures") or {}).items():
+            failures.setdefault(member, Counter()).update(kinds)
+    summary = panel_summary(panel, items, [], runs=runs, resamples=int(cfg.resamples), seed=int(cfg.seed))
+    assert summary is not None
+    summary["member_failures"] = {m: dict(sorted(c.items())) for m, c in failures.items()}
+    summary["runs"] = [label for label, _ in judgings]
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json(folder / PANEL_ACROSS, summary)
+    alpha = summary["kinds"].get(RESPONSES, {}).get("alpha") or {}
+    value = "n/a" if alpha.get("value") is None or alpha["value"] != alpha["value"] else f"{alpha['value']:.2f}"
+    interval = f" [{alpha['lo']:.2f}, {alpha['hi']:.2f}]" if alpha.get("lo") is not None else ""
+    return (f"  panel across the runs: response labels alpha {value}{interval} (n={alpha.get('n', 0)}; "
+            f"{summary['disputed'].get(RESPONSES, 0)} disputed) -> {folder / PANEL_ACROSS}")
+
+
 def _line(run: RunFiles, folder: Path, judging: Mapping[str, Any]) -> str:
     recall = judging.get("fact_recall")
     facts = ("n/a (no response text or no key facts)" if recall is None else
@@ -209,20 +272,22 @@ def run_rescore(cfg: DictConfig) -> list[Path]:
                                                "still running" if skipped.state == RUNNING else "no saved responses"))
     if not audits:
         raise UserError(f"no audit run with saved responses under {', '.join(dirs)}; pass a run or sweep dir")
-    checked_judge(cfg)
+    checked_panel(cfg)
     written = []
     with local_model(cfg, ("judge",)):
-        judge = checked_judge(cfg)  # after local= routed it
-        name = judging_name(cfg, judge)
+        panel = checked_panel(cfg)  # after local= routed it
+        name = judging_name(cfg, panel)
         labelled: list[tuple[str, Pairs]] = []
+        judgings: list[tuple[str, dict[str, Any]]] = []
         failures, judged = [], 0
         for run in audits:
             folder = run.path / JUDGINGS / name
-            judging = asyncio.run(rescore_run(run, judge, folder, cfg.gateway))
+            judging = asyncio.run(rescore_run(run, panel, folder, cfg.gateway))
             print(_line(run, folder, judging))
             failures += judging["judge_failures"]
             judged += sum(r[f"{side}_label"] is not None for r in judging["responses"] for side in SIDES)
             labelled.append((run.label, pairs(_original(run), judging)))
+            judgings.append((run.label, judging))
             for line in write_agreement(folder, run.label, labelled[-1:], cfg):
                 print(line)
             written.append(folder)
@@ -233,6 +298,9 @@ def run_rescore(cfg: DictConfig) -> list[Path]:
             print(f"across the {len(inside)} runs under {root} -> {folder}")
             for line in write_agreement(folder, f"{len(inside)} runs", inside, cfg):
                 print(line)
+            if not panel.single:
+                print(write_panel_across(folder, panel, [j for run, j in zip(audits, judgings)
+                                                         if run.path.resolve().is_relative_to(root)], cfg))
     if failures and not judged:  # a wrong key or model id fails every call: say so rather than exit 0
         raise UserError(f"the judge failed on every item (first: {failures[0]['error']}); check judge.model and "
                         f"the key, details in {written[0] / JUDGMENTS}")

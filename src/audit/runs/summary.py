@@ -116,6 +116,9 @@ class CensorshipSummary(Header):
         default_factory=list, description="judgments the run lacks ({iteration, call, error}): out of every denominator")
     probe_language: dict[str, Any] | None = Field(None, description="measured language of the probes: expected, counts, mismatched")
     repairs: list[dict[str, Any]] = Field(default_factory=list, description="auditor replies repaired by rule ({iteration, repair})")
+    judge_panel: dict[str, Any] | None = Field(
+        None, description="a judge panel's members, samples, disputed and failed counts, member failures and "
+                          "agreement (alpha, pairwise kappa, 95% intervals, n); null for a single judge")
     note: str | None = None
 
     def config_node(self, key: str) -> dict[str, Any]:
