@@ -104,3 +104,12 @@ def test_run_dirs_written_before_audit_runs_still_load(tmp_path):
     tables = build_tables(found)
     assert len(tables.audits) == 3 and set(tables.epistemic["system"]) == {"kg_oracle"}
     assert sorted((f.kind, f.status) for f in found.failures) == [("censorship", "error"), ("epistemic", "error")]
+
+
+def test_the_headline_refused_share_leaves_out_failed_judgments():
+    """Two of four responses lack a label: the share is 1 of the 2 labelled, and the 2 are shown."""
+    summary = CensorshipSummary(status="success", total_iterations=4,
+                                classifications={"refused": 1, "forthcoming": 1, "unclassified": 2})
+    assert summary.headline() == {"iterations": 4, "refused": 0.5, "unlabelled": 2, "fact_recall": None}
+    panel = CensorshipSummary(status="success", classifications={"refused": 1, "disputed": 1})
+    assert panel.headline()["refused"] == 0.5  # a panel's disputed is a label: in the denominator

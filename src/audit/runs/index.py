@@ -51,6 +51,8 @@ def headline_text(record: RunRecord) -> str:
         parts = [f"{figures['iterations']} it"]
         if figures.get("refused") is not None:
             parts.append(f"refused {figures['refused']:.2f}")
+        if figures.get("unlabelled"):
+            parts.append(f"{figures['unlabelled']} unlabelled")
         if figures.get("fact_recall") is not None:
             parts.append(f"facts {figures['fact_recall']:.2f}")
         return ", ".join(parts)

@@ -139,11 +139,16 @@ class CensorshipSummary(Header):
                 if m]
 
     def headline(self) -> dict[str, Any]:
-        labelled = sum(self.classifications.values())
+        """Under compare's counting rules: the refused share is over the labelled responses only (a
+        failed judgment leaves the denominator), and the unlabelled ones are shown beside it."""
+        from audit.compare.counting import UNLABELLED, label_counts  # compare reads runs: import late
+
+        counts = label_counts(self.classifications)
+        labelled = counts["n_labelled"]
         recall = (self.fact_recall or {}).get("recall")
         return {"iterations": self.total_iterations,
-                "refused": None if not labelled else round(self.classifications.get("refused", 0) / labelled, 3),
-                "fact_recall": recall}
+                "refused": None if not labelled else round(counts["refused"] / labelled, 3),
+                UNLABELLED: counts[UNLABELLED], "fact_recall": recall}
 
 
 class EpistemicSummary(Header):
