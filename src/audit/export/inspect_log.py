@@ -38,7 +38,7 @@ from inspect_ai.log import (
 from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, GenerateConfig, ModelOutput, ModelUsage
 from inspect_ai.scorer import Score
 
-from audit.censorship.judging import CLASSES
+from audit.compare.counting import LABELS, fact_score
 from audit.runs.loading import RunFiles
 from audit.runs.summary import CENSORSHIP, EPISTEMIC
 from audit.runs.tables import run_keys
@@ -181,15 +181,18 @@ def censorship_log(run: RunFiles) -> EvalLog:
     samples = [probe_sample(run, record, key_facts) for record in run.responses]
     labels = [s.scores["label"].value for s in samples if s.scores and "label" in s.scores]
     recall = _mapping(run.audit.fact_recall if run.audit else None)
+    # compare's counting rules: a panel's ``disputed`` is a label; facts a panel's failed calls
+    # decided leave the total, as a failed judgment leaves every denominator
     scores = [EvalScore(name="label", scorer="judge", scored_samples=len(labels),
                         unscored_samples=len(samples) - len(labels),
                         metrics={c: EvalMetric(name=c, value=labels.count(c) / len(labels))
-                                 for c in CLASSES if labels})]
-    if recall.get("total"):
+                                 for c in LABELS if labels})]
+    facts = fact_score(recall or None, len(samples))
+    if facts.scored and facts.total:
         scores.append(EvalScore(name="fact_recall", scorer="judge", metrics={
-            "recall": EvalMetric(name="recall", value=float(recall.get("covered") or 0) / float(recall["total"])),
-            "covered": EvalMetric(name="covered", value=int(recall.get("covered") or 0)),
-            "total": EvalMetric(name="total", value=int(recall["total"]))}))
+            "recall": EvalMetric(name="recall", value=facts.revealed / facts.total),
+            "covered": EvalMetric(name="covered", value=facts.revealed),
+            "total": EvalMetric(name="total", value=facts.total)}))
     task = _task("censorship", keys["topic"], keys["technique"])
     return EvalLog(
         status=inspect_status(run),
