@@ -53,7 +53,7 @@ from audit.llm.settings import record_endpoints, role_endpoint
 from audit.progress import Progress
 from audit.runs.rundir import RunDir, fresh_run_path, iso, utc_now
 from audit.runs.status import Status, StopReason
-from audit.runs.summary import EPISTEMIC, EpistemicSummary
+from audit.runs.summary import EPISTEMIC, EpistemicSummary, write_final_summary
 from audit.runtime import long_lived_heap
 
 STAGES = ("all", "cards", "systems", "metrics", "report")
@@ -257,11 +257,16 @@ def cards_digest(cards: Sequence[Mapping[str, Any]]) -> str:
 def write_summary(target: RunDir, stage: str, status: Status, *, stop_reason: StopReason | None = None,
                   **extra: Any) -> None:
     """summary.json: what ran and its headline numbers (or the error), for sweep aggregation."""
+    target.write_summary(summary_record(stage, status, stop_reason=stop_reason, **extra))
+
+
+def summary_record(stage: str, status: Status, *, stop_reason: StopReason | None = None,
+                   **extra: Any) -> EpistemicSummary:
     errors = extra.get("answer_errors") or {}
-    target.write_summary(EpistemicSummary(
+    return EpistemicSummary(
         status=status, stop_reason=stop_reason, stage=stage,
         finished_at=None if status is Status.STARTED else iso(utc_now()),
-        failed_calls=sum(e for e, _ in errors.values()), **extra))
+        failed_calls=sum(e for e, _ in errors.values()), **extra)
 
 
 # -- the systems stage -----------------------------------------------------------------
@@ -305,9 +310,17 @@ async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any
         if progress is not None:
             progress.tick()
 
+    tasks = [asyncio.ensure_future(one(s, c)) for s, c in todo]
     try:
         with long_lived_heap():  # the graph is not rescanned by every collection the calls trigger
-            await asyncio.gather(*(one(s, c) for s, c in todo))
+            await asyncio.gather(*tasks)
+    except BaseException:
+        # One answer that cannot be saved (a full disk) stops the run: the calls still in flight
+        # end here, before the gateway closes under them (else aiohttp prints unclosed sessions).
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
     finally:
         if journal is not None:
             journal.close()
@@ -463,8 +476,13 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
         if line is None or _status_on_disk(run_dir) not in (Status.STARTED, Status.CANCELLED, None):
             raise
         got, expected = len(saved_answers(run_dir.path)), len(cards) * len(built)
+        short = EpistemicSummary(status=Status.ERROR, stage=stage, error=line, answered=got, expected_answers=expected,
+                                 run_dir=str(run_dir.path), started_at=summary.get("started_at"),
+                                 resumes=summary.get("resumes") or [], finished_at=iso(utc_now()),
+                                 repeat=summary.get("repeat") or 0)
         try:
-            write_summary(run_dir, stage, Status.ERROR, **summary, answered=got, expected_answers=expected, error=line)
+            write_final_summary(run_dir.summary_path, summary_record(stage, Status.ERROR, **summary, answered=got,
+                                                                     expected_answers=expected, error=line), short)
         except OSError as unwritten:
             raise UserError(f"{line}; could not write {run_dir.summary_path} either ({unwritten.strerror}); "
                             f"{got}/{expected} answers are on disk in {run_dir.path}") from None
