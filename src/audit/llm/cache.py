@@ -83,8 +83,8 @@ class ResponseCache:
             self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         except (OSError, sqlite3.Error) as exc:
             raise UserError(f"gateway.cache.path={self.path}: cannot open the response cache ({exc}); make it "
-                            "writable, choose another cache.dir or gateway.cache.path, or set "
-                            "gateway.cache.enabled=false") from None
+                            "writable (or delete it if it is damaged), choose another cache.dir or gateway.cache.path, "
+                            "or set gateway.cache.enabled=false") from None
 
     def _use(self, what: str, action: Callable[[], T], fallback: T) -> T:
         """Run one statement; on any failure after open give the cache up for the rest of the run.
