@@ -471,10 +471,10 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
         if line is None or isinstance(exc, SummaryWritten):
             raise
         got, expected = len(saved_answers(run_dir.path)), len(cards) * len(built)
+        kept = {k: summary[k] for k in ("cards", "domain", "predicate", "cards_digest", "repeat", "started_at",
+                                        "resumes", "run_dir") if summary.get(k) is not None}
         short = EpistemicSummary(status=Status.ERROR, stage=stage, error=line, answered=got, expected_answers=expected,
-                                 run_dir=str(run_dir.path), started_at=summary.get("started_at"),
-                                 resumes=summary.get("resumes") or [], finished_at=iso(utc_now()),
-                                 repeat=summary.get("repeat") or 0)
+                                 finished_at=iso(utc_now()), **kept)  # what a full disk may still take
         try:
             write_final_summary(run_dir.summary_path, summary_record(stage, Status.ERROR, **summary, answered=got,
                                                                      expected_answers=expected, error=line), short)
