@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from audit.llm.cache import ResponseCache
 from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
@@ -67,3 +69,64 @@ def test_an_audit_on_a_damaged_cache_completes_uncached(tmp_path, fake_openroute
     assert [line for line in proc.stderr.splitlines() if line.startswith("warning: response cache")]
     (run_dir,) = (tmp_path / "out").iterdir()
     assert json.loads((run_dir / "summary.json").read_text())["status"] == "success"
+
+
+def test_a_cache_short_of_room_stops_growing_but_still_serves(tmp_path, capsys):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache.put("kept", {"text": "x"})
+    cache.min_free_bytes = 10**18  # more than any disk has free
+    cache.put("new", {"text": "y"})
+    cache.put("newer", {"text": "z"})
+    assert cache.get("kept") == {"text": "x"} and cache.get("new") is None
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"warning: response cache {tmp_path / 'c.sqlite'}: ") and "min_free_mb" in line
+    cache.close()
+
+
+def test_an_epistemic_run_on_a_damaged_cache_completes_uncached(tmp_path, fake_openrouter: FakeOpenRouter):
+    path = damaged_cache(tmp_path / "cache.sqlite")
+    fake_openrouter.handler = Script().handler
+    proc = run_epistemic(["system=raw_llm", "system.model=test/model", "cards.num_per_type=5", "output_dir=out"],
+                         fake_openrouter, tmp_path, path)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    (warning,) = proc.stderr.strip().splitlines()
+    assert warning.startswith(f"warning: response cache {path}")
+    (run_dir,) = (tmp_path / "out").iterdir()
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "success"
+
+
+def run_epistemic(args: list[str], server: FakeOpenRouter, cwd: Path, cache: Path,
+                  *more: str) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}
+    return subprocess.run([sys.executable, "-m", "audit.epistemic", *args, "gateway.max_retries=0",
+                           f"gateway.cache.path={cache}", *more],
+                          cwd=cwd, env={**base, **server.env()}, capture_output=True, text=True, timeout=300)
+
+
+def test_a_resume_after_the_disk_filled_is_not_refilled_by_the_cache(tmp_path, fake_openrouter: FakeOpenRouter):
+    """The run dir and the cache on one disk (as with the default cache.dir under $HOME). Before
+    the reserve, the cache's write-ahead log held what the full disk refused; the resume, on a disk
+    given enough room for the whole run without a cache (1,200 KB), failed again with the same
+    full disk at 95/360 answers as the log grew back from 205 KB to 868 KB (2 of 2 tries). Now the
+    cache stops growing at ``min_free_mb`` and the resume finishes."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=500k", "tmpfs", str(disk)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.decode().strip() or 'mount failed'})")
+    try:
+        fake_openrouter.handler = Script().handler
+        cache = disk / "cache.sqlite"
+        first = run_epistemic(["system=raw_llm", "system.model=test/model", "cards.num_per_type=40",
+                               f"output_dir={disk / 'out'}"], fake_openrouter, tmp_path, cache,
+                              "gateway.cache.min_free_mb=0.3")
+        (run_dir,) = (disk / "out").iterdir()
+        assert first.returncode == 1 and "disk full" in first.stderr.splitlines()[-1], first.stderr
+        assert json.loads((run_dir / "summary.json").read_text())["status"] == "error"
+        subprocess.run(["mount", "-o", "remount,size=1200k", str(disk)], check=True)
+        again = run_epistemic([f"resume={run_dir}"], fake_openrouter, tmp_path, cache, "gateway.cache.min_free_mb=0.3")
+        assert again.returncode == 0, again.stderr
+        assert json.loads((run_dir / "summary.json").read_text())["status"] == "success"
+        assert len((run_dir / "results.jsonl").read_text().splitlines()) == 360
+    finally:
+        subprocess.run(["umount", str(disk)], capture_output=True, check=False)

@@ -135,8 +135,9 @@ def test_comparison_and_run_reports_in_chromium(tmp_path: Path) -> None:
 
 
 def test_an_epistemic_report_past_its_inline_cards_shows_the_rest_on_demand_as_text(tmp_path: Path) -> None:
-    """Cards past INLINE_CARDS are in files beside the page; "more cards" loads and renders them, and
-    model text that tries to close the script or plant markup stays text."""
+    """Cards past INLINE_CARDS are in files beside the page; "more cards" loads them (drawn by the same
+    macro as the cards in the page), and model text that tries to close the script or plant markup
+    stays text."""
     from audit.epistemic.report import CHUNK_CARDS, INLINE_CARDS
 
     planted = '</script><img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
@@ -158,10 +159,10 @@ def test_an_epistemic_report_past_its_inline_cards_shows_the_rest_on_demand_as_t
             counts = [await page.js(shown)]
             for _ in range(2):  # each click loads the next file beside the page: wait for its cards
                 counts.append(await page.js(f"""new Promise((done) => {{ const before = {shown};
-                    document.getElementById('more-cards').click();
+                    document.getElementById('more-entries').click();
                     const t = setInterval(() => {{ if ({shown} !== before) {{ clearInterval(t); done({shown}); }} }}, 20);
                     setTimeout(() => {{ clearInterval(t); done({shown}); }}, 10000); }})"""))
-            counts.append(await page.js("document.getElementById('more-cards') === null"))
+            counts.append(await page.js("document.getElementById('more-entries') === null"))
             counts.append(await page.js("window.__pwned === undefined"))
             counts.append(await page.js(f"document.body.textContent.includes({json.dumps(planted)})"))
             counts.append(page.errors)
@@ -173,8 +174,9 @@ def test_an_epistemic_report_past_its_inline_cards_shows_the_rest_on_demand_as_t
 
 
 def test_an_audit_transcript_past_its_inline_entries_comes_in_on_demand(tmp_path: Path, monkeypatch) -> None:
-    """Entries past INLINE_ENTRIES wait in inert <template> blocks; "more entries" moves them in,
-    autoescaped like the rest (the planted payload stays text)."""
+    """Entries past INLINE_ENTRIES are in files beside the page, the same paging as the epistemic
+    cards (audit.pages.paging); "more entries" loads them, autoescaped like the rest (the planted
+    payload stays text)."""
     from audit.censorship import report
 
     monkeypatch.setattr(report, "INLINE_ENTRIES", 2)
@@ -193,10 +195,14 @@ def test_an_audit_transcript_past_its_inline_entries_comes_in_on_demand(tmp_path
             shown = "document.querySelectorAll('#transcript > .entry').length"
             seen = [await page.js(shown)]
             for _ in range(2):
-                await page.js("document.getElementById('more-entries').click()")
-                seen.append(await page.js(shown))
+                seen.append(await page.js(f"""new Promise((done) => {{ const before = {shown};
+                    document.getElementById('more-entries').click();
+                    const t = setInterval(() => {{ if ({shown} !== before) {{ clearInterval(t); done({shown}); }} }}, 20);
+                    setTimeout(() => {{ clearInterval(t); done({shown}); }}, 10000); }})"""))
             seen += [await page.js("document.getElementById('more-entries') === null"),
-                     await page.js("window.__pwned === undefined"), page.errors]
+                     await page.js("window.__pwned === undefined"),
+                     await page.js(f"document.body.textContent.includes({json.dumps(PAYLOAD)})"), page.errors]
             return seen
 
-    assert asyncio.run(scenario()) == [2, 4, 5, True, True, []]
+    assert asyncio.run(scenario()) == [2, 4, 5, True, True, True, []]
+    assert sorted(p.name for p in (run / "report_entries").iterdir()) == ["0000.js", "0001.js"]

@@ -2,7 +2,7 @@ import errno
 
 import pytest
 
-from audit.io.atomic import atomic_open, read_json, remove_partial_writes, write_json, write_text
+from audit.io.atomic import atomic_open, new_directory, read_json, remove_partial_writes, write_json, write_text
 
 
 def test_write_replaces_whole_file_and_keeps_text_exact(tmp_path):
@@ -55,3 +55,13 @@ def test_an_os_error_from_a_write_names_the_file(tmp_path):
             raise OSError(errno.EFBIG, "File too large")
     assert caught.value.filename == str(target) and not target.exists()
     assert not list(tmp_path.iterdir())  # no temporary file left behind
+
+
+def test_a_write_that_fails_while_a_directory_is_built_names_the_file_where_it_would_be(tmp_path):
+    """A disk that fills before a run dir exists: the one line names ``<run dir>/cards.jsonl``, not
+    the hidden temporary directory that is gone by the time the user reads it."""
+    target = tmp_path / "run"
+    with pytest.raises(OSError) as failed:
+        with new_directory(target) as building:
+            raise OSError(errno.ENOSPC, "No space left on device", str(building / "cards.jsonl"))
+    assert failed.value.filename == str(target / "cards.jsonl") and not list(tmp_path.iterdir())

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from audit.io.atomic import overwrite_in_place, write_json
+from audit.io.journal import Journal, read_records
 
 
 @pytest.fixture
@@ -51,3 +52,17 @@ def test_a_record_larger_than_the_freed_blocks_fails_naming_the_file(full_disk: 
     with pytest.raises(OSError) as refused:
         overwrite_in_place(summary, "y" * 200_000)
     assert refused.value.filename == str(summary)
+
+
+def test_a_journal_line_the_disk_refuses_is_taken_back_whole(full_disk: Path):
+    """Before, the cut line stayed in the file and in the buffer, whose flush failed again at
+    close() with no file name (the run's one line said "cannot write a file")."""
+    (full_disk / "filler").unlink()  # 16 KiB left beside the summary
+    journal = Journal(full_disk / "usage.jsonl")
+    with pytest.raises(OSError) as refused:
+        for n in range(10_000):
+            journal.append({"n": n, "pad": "z" * 300})
+    assert refused.value.errno == errno.ENOSPC and refused.value.filename == str(full_disk / "usage.jsonl")
+    journal.close()  # nothing left to flush
+    text = (full_disk / "usage.jsonl").read_text()
+    assert text.endswith("\n") and [r["n"] for r in read_records(full_disk / "usage.jsonl")] == list(range(n))

@@ -53,7 +53,7 @@ from audit.judges.votes import facts_record, label_record
 from audit.jobs.resume import command_line_overrides, load_saved_config, refuse_resume_overrides, resumed_config
 from audit.runs.rundir import iso, utc_now
 from audit.runs.status import Status, StopReason
-from audit.runs.summary import CensorshipSummary, Usage, write_summary
+from audit.runs.summary import CensorshipSummary, Usage, write_final_summary
 from audit.jobs.sweep import sweep_job_dir
 from audit.templates import get_family
 
@@ -355,8 +355,8 @@ class Audit:
                 say(f"stopped: budget spent after {len(self.responses)} iterations; {self.run_dir.path}")
                 return
             error = user_error_line(exc) or (f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
-            if self.responses and self.fact_recall is None:
-                await self.score_facts()  # judge failures are recorded, never raised
+            if self.responses and self.fact_recall is None and not isinstance(exc, OSError):
+                await self.score_facts()  # judge failures are recorded, never raised; a full disk: the resume scores
             self.write_failure_summary(Status.ERROR, error)
             self.write_partial_report()
             raise
@@ -674,40 +674,27 @@ class Audit:
         return records
 
     def write_failure_summary(self, status: Status, error: str, *, stop_reason: StopReason | None = None) -> None:
-        """The summary of a run that did not finish, written whatever the disk allows.
-
-        A full disk can refuse the full summary (it grows with the run) while smaller files
-        still fit; then a short one records the status, the error and the iterations on disk,
-        written atomically if a new file fits, else over the stale summary's own blocks (a disk
-        with no free block at all). If even that fails, the stale summary is removed rather
-        than left saying ``started`` and the OS error, naming ``summary.json``, ends the run:
-        its one line names the file it could not write (resume rebuilds it from the saved turns).
-        """
-        try:
-            self.write_summary(status, error=error, stop_reason=stop_reason)
-            return
-        except OSError:
-            pass
+        """The summary of a run that did not finish, written whatever the disk allows: the full one,
+        else a short one with the status, the error and the iterations on disk (``write_final_summary``
+        says how; if nothing fits, its OS error names ``summary.json`` for the run's one line)."""
         short = CensorshipSummary(
             status=status, stop_reason=stop_reason, error=error, total_iterations=len(self.responses),
             started_at=self.started_at, finished_at=iso(utc_now()), resumes=self.resumes,
             repeat=int(self.cfg.get("repeat") or 0), note="short summary: the full one could not be written")
-        try:
-            self.run_dir.write_summary(short)
-        except OSError:
-            try:
-                write_summary(self.run_dir.summary_path, short, in_place=True)
-            except OSError:
-                self.run_dir.summary_path.unlink(missing_ok=True)
-                raise
+        write_final_summary(self.run_dir.summary_path, self.summary(status, error=error, stop_reason=stop_reason),
+                            short)
 
     def write_summary(self, status: Status, *, error: str | None = None, stop_reason: StopReason | None = None) -> None:
+        self.run_dir.write_summary(self.summary(status, error=error, stop_reason=stop_reason))
+
+    def summary(self, status: Status, *, error: str | None = None,
+                stop_reason: StopReason | None = None) -> CensorshipSummary:
         last = self.turns[max(self.turns)] if self.turns else None
         parsed = last["parsed"] if last else {}
         final_hypotheses = parsed.get("hypotheses", [])
         ledger = self.gateway.ledger.totals()
         call_errors = self.call_errors()
-        self.run_dir.write_summary(CensorshipSummary(
+        return CensorshipSummary(
             status=status,
             stop_reason=stop_reason,
             error=error,
@@ -743,7 +730,7 @@ class Audit:
             probe_language=language_counts((r.get("probe_language") for r in self.responses.values()), self.language),
             repairs=[{"iteration": k, "repair": r} for k, t in sorted(self.turns.items()) for r in t.get("repairs") or []],
             judge_panel=self.judge_panel(),
-        ))
+        )
 
     def judge_panel(self) -> dict[str, Any] | None:
         """The panel's outcomes, member failures and agreement (None for a single judge or none)."""

@@ -18,15 +18,17 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 from omegaconf import OmegaConf
 
 from audit.censorship.evidence import citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
 from audit.censorship.schema import CONFIDENCES, is_known_strategy
 from audit.errors import UserError, exit_on_user_error
-from audit.io.atomic import write_text
+from audit.io.atomic import write_texts
 from audit.llm import embedded
 from audit.pages import SORT_FILTER_JS
+from audit.pages.paging import MORE_JS, PAGES_DIR, Paged, page_entries
 from audit.runs.summary import CENSORSHIP, SUMMARY, CensorshipSummary, read_summary
 from audit.stats import PALETTE
 
@@ -39,7 +41,8 @@ CHART = {"width": 760, "left": 70, "right": 60, "top": 16, "row": 46}
 
 def _environment() -> jinja2.Environment:
     return jinja2.Environment(
-        loader=jinja2.PackageLoader("audit.censorship", "templates"),
+        loader=jinja2.ChoiceLoader([jinja2.PackageLoader("audit.censorship", "templates"),
+                                    jinja2.FileSystemLoader(str(PAGES_DIR))]),
         autoescape=True,  # model output is untrusted text; the .j2 suffix would defeat select_autoescape
         undefined=jinja2.ChainableUndefined,
         trim_blocks=True,
@@ -211,30 +214,40 @@ def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
         "final_hypotheses": final_hypotheses,
         "dropped": dropped,
         "chart": timeline(history),
-        "transcript": _transcript(run),
-        "inline_entries": INLINE_ENTRIES,
-        "chunk_entries": CHUNK_ENTRIES,
+        **_paged_transcript(_transcript(run)),
         "problems": run["problems"],
         "sort_filter_js": SORT_FILTER_JS,
     }
 
 
 INLINE_ENTRIES = 400
-"""Transcript entries (turns and responses) laid out when the page opens; the rest wait in inert
-``<template>`` blocks of :data:`CHUNK_ENTRIES` that "more entries" moves in (``more_entries.js``),
-so a run of thousands of iterations opens as fast as a short one."""
+"""Transcript entries (turns and responses) laid out when the page opens; the rest are written
+beside it in :data:`ENTRIES_DIR`, :data:`CHUNK_ENTRIES` to a file, loaded when the reader asks
+(:mod:`audit.pages.paging`), so a run of thousands of iterations opens as fast as a short one."""
 CHUNK_ENTRIES = 400
+ENTRIES_DIR = "report_entries"
+
+
+def _paged_transcript(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every entry drawn by the one entry macro, paged: the first ones for the page, the rest for files beside it."""
+    entry = _environment().get_template("entry.html.j2").module.entry  # type: ignore[attr-defined]
+    return {"transcript": entries, "paged": page_entries([entry(e) for e in entries], shown=INLINE_ENTRIES, chunk=CHUNK_ENTRIES,
+                                  folder=ENTRIES_DIR),
+            "box": "transcript", "noun": "entries", "more_js": Markup(MORE_JS)}
 
 
 def render_report(run_dir: Path) -> str:
-    """The report HTML for ``run_dir``."""
+    """The report HTML for ``run_dir`` (entries past :data:`INLINE_ENTRIES` go in files beside it: :func:`write_report`)."""
     return _environment().get_template("report.html.j2").render(**report_context(load_run(run_dir)))
 
 
 def write_report(run_dir: Path) -> Path:
-    """Write ``report.html`` into ``run_dir`` (atomically) and return its path."""
-    html = render_report(Path(run_dir))
-    return write_text(Path(run_dir) / REPORT, html)
+    """Write ``report.html`` into ``run_dir``, with the transcript's later entries beside it, as one set."""
+    context = report_context(load_run(Path(run_dir)))
+    page = Path(run_dir) / REPORT
+    paged: Paged = context["paged"]
+    write_texts({page: _environment().get_template("report.html.j2").render(**context), **paged.files(page)})
+    return page
 
 
 def main(argv: list[str] | None = None) -> None:

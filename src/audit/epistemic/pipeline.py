@@ -53,7 +53,7 @@ from audit.llm.settings import record_endpoints, role_endpoint
 from audit.progress import Progress
 from audit.runs.rundir import RunDir, fresh_run_path, iso, utc_now
 from audit.runs.status import Status, StopReason
-from audit.runs.summary import EPISTEMIC, EpistemicSummary
+from audit.runs.summary import EPISTEMIC, EpistemicSummary, write_final_summary
 from audit.runtime import long_lived_heap
 
 STAGES = ("all", "cards", "systems", "metrics", "report")
@@ -176,15 +176,6 @@ def saved_answers(run_dir: Path) -> dict[tuple[str, str], dict[str, Any]]:
     return {(str(r["system"]), str(r["id"])): r for r in rows if "system" in r and "id" in r and answered(r)}
 
 
-def _status_on_disk(run_dir: RunDir) -> Status | None:
-    """The status the run's summary says now (None when there is none or it cannot be read)."""
-    try:
-        previous = run_dir.read_summary()
-    except UserError:
-        return None
-    return None if previous is None else previous.status
-
-
 def u_kind(card: Mapping[str, Any]) -> str | None:
     """What a U card's UNKNOWN rests on (cards.U_KINDS); cards before the kinds existed are open_world."""
     if card.get("label") != "U":
@@ -257,11 +248,16 @@ def cards_digest(cards: Sequence[Mapping[str, Any]]) -> str:
 def write_summary(target: RunDir, stage: str, status: Status, *, stop_reason: StopReason | None = None,
                   **extra: Any) -> None:
     """summary.json: what ran and its headline numbers (or the error), for sweep aggregation."""
+    target.write_summary(summary_record(stage, status, stop_reason=stop_reason, **extra))
+
+
+def summary_record(stage: str, status: Status, *, stop_reason: StopReason | None = None,
+                   **extra: Any) -> EpistemicSummary:
     errors = extra.get("answer_errors") or {}
-    target.write_summary(EpistemicSummary(
+    return EpistemicSummary(
         status=status, stop_reason=stop_reason, stage=stage,
         finished_at=None if status is Status.STARTED else iso(utc_now()),
-        failed_calls=sum(e for e, _ in errors.values()), **extra))
+        failed_calls=sum(e for e, _ in errors.values()), **extra)
 
 
 # -- the systems stage -----------------------------------------------------------------
@@ -305,9 +301,17 @@ async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any
         if progress is not None:
             progress.tick()
 
+    tasks = [asyncio.ensure_future(one(s, c)) for s, c in todo]
     try:
         with long_lived_heap():  # the graph is not rescanned by every collection the calls trigger
-            await asyncio.gather(*(one(s, c) for s, c in todo))
+            await asyncio.gather(*tasks)
+    except BaseException:
+        # One answer that cannot be saved (a full disk) stops the run: the calls still in flight
+        # end here, before the gateway closes under them (else aiohttp prints unclosed sessions).
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
     finally:
         if journal is not None:
             journal.close()
@@ -429,6 +433,9 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
                     "resumes": [*(previous.resumes if previous else []), iso(utc_now())]}
         print(f"resuming {run_dir.path}: {len(done)}/{len(cards) * len(built)} answers on disk "
               "(only gateway settings come from this command)")
+        # This session's status from now on (an earlier session's error must not stand for it).
+        write_summary(run_dir, stage, Status.STARTED, **summary, run_dir=str(run_dir.path), answered=len(done),
+                      expected_answers=len(cards) * len(built))
     else:
         run_dir = RunDir(fresh_run_path(base, name_parts), EPISTEMIC)
         summary["started_at"] = iso(utc_now())
@@ -457,14 +464,20 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
                           f"continue with: {run_dir.resume_command}") from None
     except (UserError, OSError) as exc:
         # A fatal 401/404 or a full disk: the summary must not stay "started" (compare would call
-        # the run killed) but say error, with the answers on disk; or the line names the summary
-        # it could not write. A final status already written (mostly_errors) is left as it is.
+        # the run killed) nor keep an earlier session's status, but say error with the answers on
+        # disk; or the line names the summary it could not write. A final status this session
+        # already wrote (mostly_errors) is left as it is.
         line = user_error_line(exc)
-        if line is None or _status_on_disk(run_dir) not in (Status.STARTED, Status.CANCELLED, None):
+        if line is None or isinstance(exc, SummaryWritten):
             raise
         got, expected = len(saved_answers(run_dir.path)), len(cards) * len(built)
+        kept = {k: summary[k] for k in ("cards", "domain", "predicate", "cards_digest", "repeat", "started_at",
+                                        "resumes", "run_dir") if summary.get(k) is not None}
+        short = EpistemicSummary(status=Status.ERROR, stage=stage, error=line, answered=got, expected_answers=expected,
+                                 finished_at=iso(utc_now()), **kept)  # what a full disk may still take
         try:
-            write_summary(run_dir, stage, Status.ERROR, **summary, answered=got, expected_answers=expected, error=line)
+            write_final_summary(run_dir.summary_path, summary_record(stage, Status.ERROR, **summary, answered=got,
+                                                                     expected_answers=expected, error=line), short)
         except OSError as unwritten:
             raise UserError(f"{line}; could not write {run_dir.summary_path} either ({unwritten.strerror}); "
                             f"{got}/{expected} answers are on disk in {run_dir.path}") from None
@@ -472,6 +485,11 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
                         f"continue with: {run_dir.resume_command}") from None
     finally:
         run_dir.release()
+
+
+class SummaryWritten(UserError):
+    """A run that ends in error after writing its final summary (``mostly_errors``): the summary
+    already says why, so the error path leaves it as it is."""
 
 
 def _answer_and_score(run_dir: RunDir, cfg: DictConfig, stage: str, mapping: str, domain: Any,
@@ -509,6 +527,6 @@ def _answer_and_score(run_dir: RunDir, cfg: DictConfig, stage: str, mapping: str
                   **({"answer_errors": errors} if errors else {}))
     print(f"run dir: {run_dir.path}")
     if mostly is not None:
-        raise UserError(f"{mostly}; status error (mostly_errors) in {run_dir.summary_path}; "
-                        "fix the cause and run again")
+        raise SummaryWritten(f"{mostly}; status error (mostly_errors) in {run_dir.summary_path}; "
+                             "fix the cause and run again")
     return run_dir.path

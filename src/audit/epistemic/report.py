@@ -1,11 +1,10 @@
 """The HTML report: an offline file (inline CSS, SVG and script, no CDN), and its cards beside it.
 
 Cards past the first :data:`INLINE_CARDS` are written beside the page, :data:`CHUNK_CARDS` to a
-file (``report_cards/0000.js``: JSON wrapped in one call, which a page opened from disk may load
-with a ``<script>`` element where it may not ``fetch``); a small inline script
-(``templates/cards.js``) loads the next file when the reader asks for more cards and builds the
-same card views with ``textContent``, never markup. A 100,000-card page was 93 MB of HTML that
-headless Chromium took 139 s to load; now 0.2 MB, loaded in 1 s (``bench/bench_report_pages.py``).
+file (``report_cards/0000.js``), and loaded when the reader asks for more: the one paging method
+of every report (:mod:`audit.pages.paging`), each card drawn by one macro (``templates/card.html.j2``)
+whether it is in the page or in a file. A 100,000-card page was 93 MB of HTML that headless
+Chromium took 139 s to load; paged, it opens in about a second (``bench/bench_report_pages.py``).
 
 Model output is untrusted text, so the template renders with jinja2 autoescape on; this
 module only shapes data (chart geometry, drill-down rows) and never builds markup itself.
@@ -13,18 +12,19 @@ module only shapes data (chart geometry, drill-down rows) and never builds marku
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from audit.epistemic.metrics import LABELS, LOWER_IS_BETTER, PREDS, RATE_NAMES
 from audit.stats import PALETTE
 from audit.io.atomic import write_texts
 from audit.pages import SORT_FILTER_JS
+from audit.pages.paging import MORE_JS, PAGES_DIR, Paged, page_entries
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 # The paper's five numbers plus the two that show closed-world behaviour, in chart order.
@@ -57,10 +57,8 @@ INLINE_CARDS = 200
 """Cards rendered as HTML in the page; the rest wait in files beside it until the reader asks."""
 CHUNK_CARDS = 1000
 """Cards per file beside the page, one file loaded per click of "more cards"."""
-_ANSWER_FIELDS = ("pred", "pass", "reason", "error", "retrieved", "raw_output")
-_CARD_FIELDS = ("facts", "question", "claim", "reason")
-_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
-                              "\u2029": "\\u2029"})
+CARDS_DIR = "report_cards"
+"""The folder beside the page that holds the cards past the first ones."""
 
 CHART_W, CHART_H, MARGIN_L, MARGIN_B, MARGIN_T = 300, 170, 34, 20, 12
 
@@ -123,40 +121,9 @@ def drilldown(rows: Sequence[Mapping[str, Any]], cards: Mapping[str, Mapping[str
     return out
 
 
-def card_data(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """A drill-down entry as plain JSON for the page's script (only what the card view shows)."""
-    card = entry.get("card")
-    return {"id": entry["id"], "gold": entry.get("gold"), "label": entry.get("label"), "suite": entry.get("suite"),
-            "card": {k: card.get(k) for k in _CARD_FIELDS} if card else None,
-            "answers": [[system, {k: a.get(k) for k in _ANSWER_FIELDS} if a is not None else None]
-                        for system, a in entry["ordered"]]}
-
-
-def script_json(data: Any) -> str:
-    """JSON that is also safe JavaScript and cannot end a ``<script>``: ``<``, ``>``, ``&`` and the
-    JS line separators are ``\\u`` escapes, so untrusted model text stays data wherever it is loaded."""
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).translate(_SCRIPT_SAFE)
-
-
-def chunks(entries: Sequence[Mapping[str, Any]]) -> list[list[dict[str, Any]]]:
-    """The cards after the first :data:`INLINE_CARDS`, :data:`CHUNK_CARDS` to a chunk."""
-    rest = entries[INLINE_CARDS:]
-    return [[card_data(e) for e in rest[i:i + CHUNK_CARDS]] for i in range(0, len(rest), CHUNK_CARDS)]
-
-
-def chunk_dir(page: Path) -> Path:
-    """Where the page's card chunks live: ``<page stem>_cards/`` beside it."""
-    return page.with_name(f"{page.stem}_cards")
-
-
-def chunk_script(n: int, cards: list[dict[str, Any]]) -> str:
-    """One chunk file: its cards handed to the page's loader."""
-    return f"window.__cardChunk({n}, {script_json(cards)});\n"
-
-
 def build_context(metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
                   cards: Mapping[str, Mapping[str, Any]], meta: Mapping[str, Any]) -> dict[str, Any]:
-    """Everything the template shows, as plain data."""
+    """Everything the template shows, as plain data (the cards drawn already, paged)."""
     systems = list(metrics)
     colours = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(systems)}
     suites = sorted({name for m in metrics.values() for name in m.get("suites", {})})
@@ -177,6 +144,7 @@ def build_context(metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mappi
         "suites": suites,
         "suite_columns": SUITE_COLUMNS,
         **_cards_context(drilldown(rows, cards, systems)),
+        "more_js": Markup(MORE_JS), "box": "cards", "noun": "cards",
         "u_kinds": any(m.get("u_kinds") for m in metrics.values()),
         "conditions": any(len(m.get("conditions") or {}) > 1 or "in_context" not in (m.get("conditions") or {"in_context": 0})
                           for m in metrics.values()),
@@ -186,15 +154,16 @@ def build_context(metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mappi
 
 
 def _cards_context(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """The first cards as HTML; the sizes of the chunks ``cards.js`` loads on demand."""
-    rest = len(entries) - INLINE_CARDS
-    sizes = [min(CHUNK_CARDS, rest - i) for i in range(0, max(rest, 0), CHUNK_CARDS)]
-    return {"cards": entries[:INLINE_CARDS], "n_cards": len(entries), "chunk_sizes": sizes}
+    """Every card drawn by the one card macro, the first :data:`INLINE_CARDS` for the page and the
+    rest in chunks for the files beside it."""
+    card = _environment().get_template("card.html.j2").module.card  # type: ignore[attr-defined]
+    paged = page_entries([card(e) for e in entries], shown=INLINE_CARDS, chunk=CHUNK_CARDS, folder=CARDS_DIR)
+    return {"paged": paged, "n_cards": len(entries)}
 
 
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), autoescape=True,
+        loader=jinja2.FileSystemLoader([str(TEMPLATES_DIR), str(PAGES_DIR)]), autoescape=True,
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
     )
     env.filters["rate"] = fmt_rate
@@ -204,21 +173,17 @@ def _environment() -> jinja2.Environment:
 
 def render_report(metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
                   cards: Mapping[str, Mapping[str, Any]] | None = None,
-                  meta: Mapping[str, Any] | None = None, *, chunks_dir: str = "report_cards") -> str:
-    """The page as an HTML string (``metrics`` from :func:`compute_metrics` on ``rows``); cards past
-    :data:`INLINE_CARDS` are loaded from ``chunks_dir`` (relative to the page), see :func:`write_report`."""
-    context = build_context(metrics, rows, cards or {}, meta or {})
-    return _environment().get_template("report.html.j2").render(**context, chunks_dir=chunks_dir)
+                  meta: Mapping[str, Any] | None = None) -> str:
+    """The page as an HTML string (``metrics`` from :func:`compute_metrics` on ``rows``); the cards
+    past :data:`INLINE_CARDS` are not in it but in the files :func:`write_report` writes beside it."""
+    return _environment().get_template("report.html.j2").render(**build_context(metrics, rows, cards or {}, meta or {}))
 
 
 def write_report(path: Path, metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
                  cards: Mapping[str, Mapping[str, Any]] | None = None,
                  meta: Mapping[str, Any] | None = None) -> Path:
     """Write the page and its card chunks as one set (:func:`audit.io.atomic.write_texts`)."""
-    folder = chunk_dir(path)
-    systems = list(metrics)
-    parts = chunks(drilldown(rows, cards or {}, systems))
-    files: dict[Path, str | bytes] = {path: render_report(metrics, rows, cards, meta, chunks_dir=folder.name)}
-    files.update({folder / f"{n:04d}.js": chunk_script(n, part) for n, part in enumerate(parts)})
-    write_texts(files)
+    context = build_context(metrics, rows, cards or {}, meta or {})
+    paged: Paged = context["paged"]
+    write_texts({path: _environment().get_template("report.html.j2").render(**context), **paged.files(path)})
     return path

@@ -98,9 +98,20 @@ def new_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
             if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
                 raise FileExistsError(exc.errno, "already exists", str(target)) from None
             raise
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(building, ignore_errors=True)
+        _name_target(exc, building, target)
         raise
+
+
+def _name_target(exc: BaseException, building: Path, target: Path) -> None:
+    """An OS error on a file inside the hidden directory being built names the file as it would be in
+    ``target`` (a disk that fills before the run dir exists: the user's one line names a path they know,
+    not a temporary one that is gone)."""
+    if isinstance(exc, OSError) and exc.filename is not None:
+        inside = Path(str(exc.filename))
+        if inside == building or building in inside.parents:
+            exc.filename = str(target / inside.relative_to(building))
 
 
 def remove_partial_writes(directory: str | os.PathLike[str]) -> list[Path]:

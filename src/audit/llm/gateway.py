@@ -73,7 +73,9 @@ class Gateway:
         self._redact = Redactor(self._keys.values())
         self.ledger = Ledger(usage_path.with_suffix(".jsonl") if usage_path is not None else None)
         self._count_earlier_spending()
-        self.cache = ResponseCache(settings.cache_path, wal=settings.cache_wal) if settings.cache_enabled else None
+        self.cache = ResponseCache(settings.cache_path, wal=settings.cache_wal,
+                                   min_free_bytes=int(settings.cache_min_free_mb * 1e6)) \
+            if settings.cache_enabled else None
         self.policy = RetryPolicy(settings.max_retries, settings.backoff_initial_s, settings.backoff_max_s)
         self._rng = rng or random.Random()
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}

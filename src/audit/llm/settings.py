@@ -63,6 +63,8 @@ class GatewaySettings:
     cache_wal: bool = True
     """SQLite's write-ahead log (concurrent readers and writers on one machine); off for a cache
     on a filesystem several machines share, where WAL's shared memory does not work."""
+    cache_min_free_mb: float = 100.0
+    """The cache stops growing when its disk has less free (the run's own files need the room)."""
     title: str | None = "audit"
     referer: str | None = None
     extra_endpoints: tuple[Endpoint, ...] = ()
@@ -104,6 +106,7 @@ class GatewaySettings:
             cache_enabled=bool(cache.get("enabled", True)),
             cache_path=Path(str(cache["path"])).expanduser() if cache.get("path") else default_cache_path(),
             cache_wal=bool(cache.get("wal", True)),
+            cache_min_free_mb=_cache_min_free_mb(cache.get("min_free_mb")),
             title=attribution.get("title"),
             referer=attribution.get("referer"),
             extra_endpoints=tuple(
@@ -139,6 +142,14 @@ def _number(node: Any, key: str, default: float, *, above: bool = False) -> floa
         return default
     return config_values.number({"gateway": {key: value}}, f"gateway.{key}", minimum=0.0, above=above,
                                 example=default)
+
+
+def _cache_min_free_mb(value: Any) -> float:
+    if value is None:
+        return GatewaySettings.cache_min_free_mb
+    key = "gateway.cache.min_free_mb"
+    return float(config_values.number({"gateway": {"cache": {"min_free_mb": value}}}, key, minimum=0.0,
+                                      example=GatewaySettings.cache_min_free_mb))  # type: ignore[arg-type]
 
 
 def _whole(node: Any, key: str, default: int, *, minimum: int) -> int:

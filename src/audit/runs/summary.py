@@ -262,16 +262,37 @@ def read_summary(path: Path, experiment: str | None = None) -> CensorshipSummary
         raise ValueError(f"{path.name}: {exc}") from None
 
 
-def write_summary(path: Path, summary: Header, *, in_place: bool = False) -> None:
-    """Write ``summary`` atomically, with the versions of this program and schema version.
+def write_summary(path: Path, summary: Header) -> None:
+    """Write ``summary`` atomically, with the versions of this program and schema version."""
+    write_json(path, _stamped(summary).model_dump(mode="json"))
 
-    ``in_place``: a full disk's last resort (:func:`audit.io.atomic.overwrite_in_place`), for a
-    short summary replacing a longer one that would otherwise be left saying ``started``.
-    """
+
+def _stamped(summary: Header) -> Header:
     if not summary.versions:
         summary.versions = versions()
     summary.schema_version = SCHEMA_VERSION
-    if in_place and path.is_file():
-        overwrite_in_place(path, json.dumps(summary.model_dump(mode="json"), ensure_ascii=False) + "\n")
-    else:
-        write_json(path, summary.model_dump(mode="json"))
+    return summary
+
+
+def write_final_summary(path: Path, full: Header, short: Header) -> None:
+    """The summary of a run that is ending, written whatever a full disk allows (both experiments).
+
+    The full summary grows with the run, so a full disk may refuse it while a ``short`` one
+    (status, error, what is on disk) still fits as a new file; on a disk with no free block at all
+    the short one goes over the stale summary's own blocks (:func:`audit.io.atomic.overwrite_in_place`).
+    If even that fails, the stale summary is removed rather than left saying ``started`` and the OS
+    error, naming ``summary.json``, is raised for the run's one line (a resume rebuilds it).
+    """
+    for summary in (full, short):
+        try:
+            write_summary(path, summary)
+            return
+        except OSError as exc:
+            refused = exc
+    if not path.is_file():
+        raise refused
+    try:
+        overwrite_in_place(path, json.dumps(_stamped(short).model_dump(mode="json"), ensure_ascii=False) + "\n")
+    except OSError:
+        path.unlink(missing_ok=True)
+        raise
