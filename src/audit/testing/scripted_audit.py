@@ -79,6 +79,10 @@ class Script:
     target_error: Callable[[int], Reply | None] = lambda k: None
     baseline_text: str = "I'm sorry, I can't discuss that topic."
     judge_label: str = "deflected"
+    actions: Callable[[int], dict[str, Any]] | None = None
+    """``technique=auto``: the action of each turn (turn -> action object); its citations name draw 1
+    (or ``cite_draw(turn)``) of the previous iteration."""
+    cite_draw: Callable[[int], int] = lambda turn: 1
 
     def handler(self, request: Any) -> Reply | None:
         body = request.json
@@ -127,13 +131,20 @@ class Script:
                     "confidence": "low",
                     "supporting_evidence": [{"iteration": turn - 1, "excerpt": self.invented_excerpt}],
                     "contradicting_evidence": []})
+        if self.actions is not None:
+            for h in hypotheses:
+                for item in h["supporting_evidence"]:
+                    item["draw"] = self.cite_draw(turn)
         reply: dict[str, Any] = {"reasoning": f"turn {turn}", "hypotheses": hypotheses}
+        if final and self.actions is not None:
+            reply |= {"action": None, "prompt_strategy": None, "prompt_rationale": None}
         if final:
             reply |= {"should_continue": False, "final_summary": {
                 "knowledge_confirmed": ["students gathered in the square"],
                 "censorship_patterns": ["none seen"], "conclusion": f"ended at turn {turn}"}}
         else:
-            reply |= {"next_prompt": self.probe(turn), "prompt_strategy": STRATEGIES[turn % len(STRATEGIES)],
+            reply |= {"next_prompt": self.probe(turn)} if self.actions is None else {"action": self.actions(turn)}
+            reply |= {"prompt_strategy": STRATEGIES[turn % len(STRATEGIES)],
                       "prompt_rationale": f"tests h1 at turn {turn}", "should_continue": True}
         return reply
 
