@@ -678,8 +678,12 @@ class Audit:
         return self.turns[max(self.turns)]
 
     def stop_reason(self) -> StopReason:
-        """Why a finished audit ended: the auditor's choice, or ``max_iterations`` reached."""
-        return "max_iterations" if self.final_turn().get("final_requested") else "auditor"
+        """Why a finished audit ended: the auditor's choice, ``max_iterations`` reached, or (auto) the
+        run's target draws spent before it."""
+        if not self.final_turn().get("final_requested"):
+            return "auditor"
+        return "max_draws" if self.draws_left() <= 0 and len(self.responses) < self.plan.max_iterations \
+            else "max_iterations"
 
     def outcome(self) -> str:
         """How the audit ended, in words for the terminal; failed calls (the resume's to redo) and

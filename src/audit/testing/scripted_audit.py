@@ -80,9 +80,9 @@ class Script:
     baseline_text: str = "I'm sorry, I can't discuss that topic."
     judge_label: str = "deflected"
     actions: Callable[[int], dict[str, Any]] | None = None
-    """``technique=auto``: the action of each turn (turn -> action object); its citations name draw 1
-    (or ``cite_draw(turn)``) of the previous iteration."""
-    cite_draw: Callable[[int], int] = lambda turn: 1
+    """``technique=auto``: the action of each turn (turn -> action object)."""
+    cite: Callable[[int], tuple[int, int, str]] = lambda turn: (turn - 1, 1, quote(turn - 1))
+    """``technique=auto``: the citation of h1 at a turn: (iteration, draw, excerpt)."""
 
     def handler(self, request: Any) -> Reply | None:
         body = request.json
@@ -131,10 +131,9 @@ class Script:
                     "confidence": "low",
                     "supporting_evidence": [{"iteration": turn - 1, "excerpt": self.invented_excerpt}],
                     "contradicting_evidence": []})
-        if self.actions is not None:
-            for h in hypotheses:
-                for item in h["supporting_evidence"]:
-                    item["draw"] = self.cite_draw(turn)
+        if self.actions is not None and hypotheses:
+            iteration, draw, excerpt = self.cite(turn)
+            hypotheses[0]["supporting_evidence"] = [{"iteration": iteration, "draw": draw, "excerpt": excerpt}]
         reply: dict[str, Any] = {"reasoning": f"turn {turn}", "hypotheses": hypotheses}
         if final and self.actions is not None:
             reply |= {"action": None, "prompt_strategy": None, "prompt_rationale": None}
