@@ -5,6 +5,7 @@ citations, caps and the per-action ledger."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,60 @@ def test_unknown_action_in_menu_is_one_line(audit_env, script, fake_openrouter):
     with pytest.raises(UserError, match=r"^Unknown action in technique.menu 'rolback'. Did you mean 'rollback'\?"):
         run(audit_config(audit_env / "out", "technique=auto", "technique.menu=[assistant,rolback]"))
     assert not (audit_env / "out").exists()
+
+
+def test_compare_cells_of_an_auto_run_count_each_draw_once(audit_env, script, fake_openrouter):
+    """Per technique of the draws, the cell's counts equal a recount of the draw files."""
+    from collections import Counter
+
+    from audit.compare.collect import collect
+    from audit.compare.tables import build_tables
+    from audit.testing.replies import chat_reply
+    from audit.testing.scripted_audit import JUDGE_MODEL
+
+    script.actions = ACTIONS.__getitem__
+    script.cite = lambda t: CITES.get(t, (t - 1, 1, quote(t - 1)))
+
+    def handler(request):  # the judge refuses-labels the refusals, calls the rest forthcoming
+        body = request.json
+        if body.get("model") == JUDGE_MODEL and "response_label" in json.dumps(body.get("response_format") or {}):
+            label = "refused" if REFUSAL in body["messages"][-1]["content"] else "forthcoming"
+            return chat_reply(json.dumps({"label": label, "rationale": "r"}))
+        return script.handler(request)
+
+    fake_openrouter.handler = handler
+    run_dir = run(audit_config(audit_env / "out", "technique=auto", "max_iterations=10", "judge=default",
+                               f"judge.model={JUDGE_MODEL}"))
+    recount: dict[str, Counter] = {}
+    for path in sorted((run_dir / "audited_responses").glob("*.json")):
+        for d in read(path)["draws"]:
+            recount.setdefault("auto/" + d["technique"], Counter())[d["classification"]["label"]] += 1
+    tables = build_tables(collect([audit_env / "out"]))
+    cells = tables.censorship_map.set_index("technique")
+    assert set(cells.index) == set(recount) == {"auto/user_persona", "auto/assistant", "auto/followup_user",
+                                                "auto/prefill", "auto/raw_text", "auto/few_shot"}
+    for technique, labels in recount.items():
+        cell = cells.loc[technique]
+        assert (cell["n_responses"], cell["refused"]) == (sum(labels.values()), labels["refused"]), technique
+        assert math.isnan(cell["fact_recall"])  # a run's fact score is not any one technique's
+    assert recount["auto/assistant"]["refused"] == 3  # 2.1, 3.1 and 10.1 through the chat API
+    assert sum(sum(c.values()) for c in recount.values()) == 12 == int(cells["n_responses"].sum())
+
+
+def test_report_shows_conversations_as_threads_with_branches(auto_run):
+    from audit.censorship.report import conversations, load_run
+
+    run_dir, _ = auto_run
+    threads = {c["id"]: c for c in conversations(load_run(run_dir))}
+    assert list(threads) == ["c1", "c2", "c3", "c4"]
+    branches = {b["id"]: b for b in threads["c2"]["branches"]}
+    assert [b["active"] for b in branches.values()] == [False, True]
+    assert [(t["draw"], t["role"], t["action"], t["technique"]) for t in branches["c2.b1"]["turns"]] == [
+        ("2.1", "user", "assistant", "assistant"), ("2.1", "assistant", "assistant", "assistant"),
+        ("3.1", "user", "continue", "assistant"), ("3.1", "assistant", "continue", "assistant"),
+        ("4.1", "user", "continue", "followup_user")]
+    assert branches["c2.b2"]["forks_after"] == "2.1" and branches["c2.b2"]["turns"][-1]["text"].startswith("Sure,")
+    assert threads["c4"]["context"][0] == {"role": "system", "content": "Answer briefly."}
+    html = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert "branch c2.b2 (active)" in html and "forks after draw 2.1" in html
+    assert "draw 9.2 · batch" in html and "draw 5.1 · rollback · c2.b2 after 2.1" in html

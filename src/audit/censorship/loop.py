@@ -529,6 +529,17 @@ class Audit:
         return Tree.of(d for k, r in sorted(self.responses.items()) if before is None or k < before
                        for d in saved_draws(r))
 
+    def draw_classifications(self) -> dict[str, dict[str, int]] | None:
+        """``technique=auto``: judge labels per technique of the draws, so compare reads each technique's
+        responses of one auto run apart (never pooled), each draw counted once; None otherwise."""
+        if self.plan.menu is None:
+            return None
+        by_technique: dict[str, list[Any]] = {}
+        for _, record in sorted(self.responses.items()):
+            for draw in saved_draws(record):
+                by_technique.setdefault(str(draw["technique"]), []).append(draw.get("classification"))
+        return {t: label_counts(labels) for t, labels in sorted(by_technique.items())}
+
     def draws_left(self) -> int:
         """Target draws the run may still make (``technique.max_draws``; a fixed technique: no cap)."""
         if self.plan.max_draws is None:
@@ -819,6 +830,7 @@ class Audit:
             evidence=citation_counts(final_hypotheses),
             classifications=label_counts(d.get("classification") for r in self.responses.values()
                                          for d in saved_draws(r)),
+            draw_classifications=self.draw_classifications(),
             baseline_classifications=label_counts(
                 (r.get("baseline") or {}).get("classification") for r in self.responses.values()
             ) if self.plan.with_baseline else None,

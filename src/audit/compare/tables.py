@@ -24,7 +24,7 @@ import pandas as pd
 
 from audit.censorship.judging import CLASSES
 from audit.compare.collect import CENSORSHIP, Collected, Failure, Run, natural_key
-from audit.compare.counting import UNLABELLED, UNLABELLED_MARK, CountError, FactScore, count, fact_score, \
+from audit.compare.counting import AUTO_PREFIX, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, count, fact_score, \
     fact_status, label_counts, run_flags
 from audit.runs.summary import CensorshipSummary, EpistemicSummary, Usage
 from audit.stats import card_rate, cluster_rate, paired_difference, unpaired_difference
@@ -163,6 +163,9 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "path": str(run.path),
     }
     responses = [{**key, "technique": technique, "baseline": False, **counts}]
+    if s.draw_classifications is not None:  # technique=auto: one cell per technique of its draws
+        responses = [{**key, "technique": AUTO_PREFIX + t, "baseline": False,
+                      **label_counts(c, f"draw_classifications.{t}")} for t, c in s.draw_classifications.items()]
     if has_baseline:
         responses.append({**key, "technique": "assistant" + BASELINE_SUFFIX, "baseline": True, **base_counts})
     return row, responses
@@ -306,6 +309,8 @@ def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFram
         runs = list(group["run"])
         baseline_cell = bool(group["baseline"].all())
         facts = (base_facts if baseline_cell else own_facts).loc[runs].dropna(subset=["facts_total"])
+        if technique.startswith(AUTO_PREFIX):  # a run's fact score is over all its draws: no technique's own
+            facts = facts.iloc[0:0]
         paired = base_facts.loc[runs].dropna(subset=["facts_total"]) if not baseline_cell else facts.iloc[0:0]
         refused = cluster_rate(group["refused"], group["n_labelled"])
         recall = cluster_rate(facts["facts_revealed"], facts["facts_total"], items="facts")
