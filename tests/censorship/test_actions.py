@@ -7,7 +7,7 @@ import json
 import jsonschema
 import pytest
 
-from audit.censorship.actions import ACTIONS, MENU, check_menu, menu_text, parse_action
+from audit.censorship.actions import ACTIONS, MENU, check_menu, menu_text
 from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, FINAL, FIRST, NEXT, Menu, ReplyError, \
     auditor_schema, response_formats, validate_reply
 from audit.errors import UserError
