@@ -230,3 +230,19 @@ def test_report_shows_conversations_as_threads_with_branches(auto_run):
     html = (run_dir / "report.html").read_text(encoding="utf-8")
     assert "branch c2.b2 (active)" in html and "forks after draw 2.1" in html
     assert "draw 9.2 · batch" in html and "draw 5.1 · rollback · c2.b2 after 2.1" in html
+
+
+def test_inspect_export_has_one_sample_per_draw(auto_run):
+    inspect_log = pytest.importorskip("inspect_ai.log", reason="needs inspect-ai (the test extra)")
+    from audit.export.__main__ import main as export_main
+
+    run_dir, _ = auto_run
+    export_main(["--format", "inspect", str(run_dir)])
+    (path,) = run_dir.glob("*.eval")
+    log = inspect_log.read_eval_log(str(path))
+    draws = [d for k in range(1, 11) for d in read(run_dir / "audited_responses" / f"{k:03d}.json")["draws"]]
+    samples = {s.id: s for s in log.samples}  # the log keeps them in its own order
+    assert sorted(samples) == sorted(d["id"] for d in draws) and len(log.samples) == 12
+    for d in draws:
+        assert samples[d["id"]].output.completion == d["raw_response"]
+        assert samples[d["id"]].metadata["technique"] == d["technique"]
