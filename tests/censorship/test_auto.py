@@ -258,3 +258,18 @@ def test_rescore_says_it_skips_an_auto_run(auto_run, capsys):
     with pytest.raises(UserError, match="no audit run with saved responses"):
         run_rescore(OmegaConf.create({"runs": [str(run_dir)]}))
     assert "a technique=auto run (rescore does not read its draws yet)" in capsys.readouterr().out
+
+
+def test_an_action_the_template_cannot_render_is_reasked(audit_env, script, fake_openrouter):
+    """A legacy fixed-string family has no slot for earlier turns: the auditor is told, the run goes on."""
+    followup = {"kind": "continue", "conversation": "c1", "mode": "followup_user", "prompt": None, "prefill": None}
+    script.actions = {1: {"kind": "assistant", "prompt": probe_text(1), "system": None},
+                      2: {"kind": "raw_text", "text": DOC}}.__getitem__
+    script.bad_replies = {2: [auto_reply(followup)]}
+    script.stop_at_turn = 3
+    run_dir = run(audit_config(audit_env / "out", "technique=auto", "audited.template=deepseek_legacy",
+                               "max_iterations=3"))
+    error = read(run_dir / "auditor_turns" / "002.json")["attempts"][0]["error"]
+    assert error.startswith("the target's chat template cannot send this action: Chat template family "
+                            "'deepseek_legacy' is a fixed legacy string")
+    assert read(run_dir / "summary.json")["status"] == "success"

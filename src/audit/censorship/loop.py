@@ -548,10 +548,16 @@ class Audit:
 
     def check_action(self, action: Action, iteration: int) -> None:
         """An action that does not fit the tree or the draws left is the auditor's to fix (a re-ask)."""
-        problem = check_action(action, self.tree(before=iteration))
+        tree = self.tree(before=iteration)
+        problem = check_action(action, tree)
         if problem is None and action.draws > self.draws_left():
             problem = (f"this action needs {action.draws} target draws but only {self.draws_left()} are left "
                        "(technique.max_draws); choose a smaller one or finish with a final_summary")
+        if problem is None:
+            try:  # e.g. a legacy fixed-string family has no slot for earlier turns or a system prompt
+                plan_draws(action, tree, self.plan.target.family, self.plan.target.system_prompt, iteration)
+            except UserError as exc:
+                problem = f"the target's chat template cannot send this action: {exc}"
         if problem is not None:
             raise ReplyError(problem)
 
