@@ -230,6 +230,7 @@ def test_report_shows_conversations_as_threads_with_branches(auto_run):
     html = (run_dir / "report.html").read_text(encoding="utf-8")
     assert "branch c2.b2 (active)" in html and "forks after draw 2.1" in html
     assert "draw 9.2 · batch" in html and "draw 5.1 · rollback · c2.b2 after 2.1" in html
+    assert "+ assistant baseline" not in html  # with_baseline is the fixed techniques' (summary: false)
 
 
 def test_inspect_export_has_one_sample_per_draw(auto_run):
