@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -39,8 +40,8 @@ ACTIONS = {
 CITES = {6: (4, 1, quote(3)), 10: (9, 1, quote(92))}
 
 
-def target_requests(server) -> list:
-    return [r for r in server.requests if r.json.get("model") == TARGET]
+def target_requests(server, model: str = TARGET) -> list:
+    return [r for r in server.requests if r.json.get("model") == model]
 
 
 def sent(request) -> str | list:
@@ -274,3 +275,32 @@ def test_an_action_the_template_cannot_render_is_reasked(audit_env, script, fake
     assert error.startswith("the target's chat template cannot send this action: Chat template family "
                             "'deepseek_legacy' is a fixed legacy string")
     assert read(run_dir / "summary.json")["status"] == "success"
+
+
+FAMILY_ACTIONS = {
+    1: {"kind": "assistant", "prompt": probe_text(1), "system": "Be frank."},
+    2: {"kind": "continue", "conversation": "c1", "mode": "followup_user", "prompt": "Also", "prefill": None},
+    3: {"kind": "few_shot", "examples": [{"question": "Q?", "answer": "A."}], "prompt": probe_text(3),
+        "prefill": "So,", "system": None},
+}
+
+
+@pytest.mark.parametrize("audited", sorted(p.stem for p in (Path(__file__).parents[2] / "conf" / "audited").glob("*.yaml")))
+def test_multi_turn_prompts_are_the_family_renders_for_every_audited_model(audit_env, script, fake_openrouter,
+                                                                           audited):
+    script.actions = FAMILY_ACTIONS.__getitem__
+    script.stop_at_turn = 4
+    cfg = audit_config(audit_env / "out", "technique=auto", f"audited={audited}", "max_iterations=3")
+    run(cfg)
+    family = get_family(cfg.audited.template)
+    system = cfg.audited.system_prompt
+    first, followup, few_shot = target_requests(fake_openrouter, cfg.audited.model)
+    assert first.json["messages"] == [{"role": "system", "content": "Be frank."},
+                                      {"role": "user", "content": probe_text(1)}]
+    assert followup.json["prompt"] == family.user_persona_prompt("Also", system="Be frank.", history=[
+        {"role": "user", "content": probe_text(1)}, {"role": "assistant", "content": REFUSAL}])
+    context = [{"role": "system", "content": system}] if system is not None else []
+    assert few_shot.json["prompt"] == family.prefill_prompt(
+        [*context, {"role": "user", "content": "Q?"}, {"role": "assistant", "content": "A."},
+         {"role": "user", "content": probe_text(3)}], "So,")
+    assert followup.json["stop"] == few_shot.json["stop"] == list(family.stops)
