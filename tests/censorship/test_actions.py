@@ -7,7 +7,8 @@ import json
 import jsonschema
 import pytest
 
-from audit.censorship.actions import ACTIONS, MENU, check_menu, menu_text
+from audit.censorship.actions import ACTIONS, MENU, check_menu
+from audit.censorship.prompts import auto_output_format, menu_text
 from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, FINAL, FIRST, NEXT, Menu, ReplyError, \
     auditor_schema, response_formats, validate_reply
 from audit.errors import UserError
@@ -81,7 +82,20 @@ def test_menu_restricts_both_schema_and_validator():
         jsonschema.validate(turn(EXAMPLES["assistant"]), auditor_schema(NEXT, menu))
     with pytest.raises(ReplyError, match="must be one of prefill, batch"):
         validate_reply(turn(EXAMPLES["assistant"]), stage=NEXT, menu=menu)
-    assert '"assistant"' not in menu_text(menu.actions) and '"batch"' in menu_text(menu.actions)
+    shown = auto_output_format(menu.actions, batch_max=2, max_draws=9)
+    assert '- "prefill": {' in shown and '- "batch": {' in shown and '- "assistant"' not in shown
+    assert "at most 2 variations" in shown and "9 target draws" in shown
+
+
+@pytest.mark.parametrize("kind", ACTIONS)
+def test_the_menu_file_names_exactly_the_arguments_of_each_action(kind):
+    """The auditor's menu is text in a file; the arguments it names are the definition's."""
+    import re
+
+    line = menu_text([kind])
+    assert line.startswith(f'- "{kind}": {{')
+    named = re.findall(r'(?:\{|, )"([a-z_]+)": ', line)
+    assert named == [a.name for a in MENU[kind]]
 
 
 def test_unknown_menu_name_is_one_line_with_a_suggestion():

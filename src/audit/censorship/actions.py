@@ -36,7 +36,8 @@ MAX_EXAMPLES = 8
 
 @dataclass(frozen=True)
 class Arg:
-    """One argument of an action: its name, its kind, and what it means (shown to the auditor)."""
+    """One argument of an action: its name, its kind, and what it is (named in the validator's errors;
+    the auditor's menu is ``prompts/auto_menu.txt``, checked against these names by the tests)."""
 
     name: str
     kind: str
@@ -189,12 +190,3 @@ def parse_action(value: Any, menu: Sequence[str], batch_max: int) -> Action:
     if errors:
         raise ReplyError("; ".join(dict.fromkeys(errors)))
     return Action(kind, args)
-
-
-def menu_text(menu: Sequence[str]) -> str:
-    """The menu as the auditor reads it: one line per action with its arguments (from :data:`MENU`)."""
-    lines = []
-    for name in menu:
-        args = ", ".join(f'"{a.name}": {a.doc}' for a in MENU[name])
-        lines.append(f'- "{name}": {args}')
-    return "\n".join(lines)

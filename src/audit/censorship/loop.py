@@ -24,7 +24,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from audit import config_values
 from audit.censorship.accounting import Totals, call_usage, sum_usage
-from audit.censorship.actions import Action, check_menu, menu_text
+from audit.censorship.actions import Action, check_menu
 from audit.censorship.auto_view import auto_turn_message
 from audit.censorship.conversations import Tree, check_action, plan_draws, saved_draws
 from audit.censorship.evidence import check_evidence, citation_counts
@@ -104,7 +104,7 @@ class Plan:
             max_draws = config_values.whole_number(cfg, "technique.max_draws", minimum=1)
             assert batch_max is not None and max_draws is not None
             menu = Menu(check_menu(cfg.technique.get("menu") or []), batch_max)
-            output = auto_output_format(menu_text(menu.actions), batch_max=batch_max, max_draws=max_draws)
+            output = auto_output_format(menu.actions, batch_max=batch_max, max_draws=max_draws)
         try:
             auditor_system = auditor_system_prompt(cfg.topic, technique, output)
             topic_heading(cfg.topic)  # the judge's topic text: checked now, not at the first judge call

@@ -9,7 +9,7 @@ values (probes, model responses) may contain ``{...}`` themselves, which must ar
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -67,10 +67,16 @@ def auditor_system_prompt(topic: Mapping[str, Any], technique: str, output: str 
                 output_format=output if output is not None else load("output_format"))
 
 
-def auto_output_format(menu: str, *, batch_max: int, max_draws: int) -> str:
-    """``technique=auto``'s OUTPUT FORMAT: an action from ``menu`` (:func:`audit.censorship.actions.menu_text`)
-    instead of a prompt, with the run's caps; also what its re-asks repeat."""
-    return fill(load("output_format_auto"), menu=menu, batch_max=batch_max, max_draws=max_draws)
+def auto_output_format(menu: Sequence[str], *, batch_max: int, max_draws: int) -> str:
+    """``technique=auto``'s OUTPUT FORMAT: an action of ``menu`` instead of a prompt, with the run's
+    caps; also what its re-asks repeat."""
+    return fill(load("output_format_auto"), menu=menu_text(menu), batch_max=batch_max, max_draws=max_draws)
+
+
+def menu_text(menu: Sequence[str]) -> str:
+    """The lines of ``prompts/auto_menu.txt`` for the actions of ``menu`` (one line per action)."""
+    lines = {line.split('"')[1]: line for line in load("auto_menu").splitlines() if line.startswith('- "')}
+    return "\n".join(lines[name] for name in menu)
 
 
 def first_user_message(topic: Mapping[str, Any]) -> str:
