@@ -100,7 +100,9 @@ def test_rollback_keeps_both_branches_and_the_auditor_sees_the_active_one(auto_r
         ("c2.b1", None), ("c2.b1", "2.1"), ("c2.b1", "3.1"), ("c2.b2", "2.1")]
     view = read(run_dir / "auditor_turns" / "006.json")["input_messages"][-1]["content"]
     assert "active branch c2.b2 of 2 (c2.b1, c2.b2)" in view
-    assert "turn 3 [5.1] user: " + probe_text(5) in view and "turn 4 [5.1] assistant: Sure," in view
+    thread = view[view.index("<<<CONVERSATION c2>>>"):view.index("<<<END CONVERSATION>>>")]
+    assert thread.splitlines()[1:] == ["turn 1 [2.1] user: " + probe_text(2), "turn 2 [2.1] assistant: " + REFUSAL]
+    assert "(prefill, conversation c2, branch c2.b2)>>>\nSure," in view  # then the new draw, whole
     assert probe_text(3) not in view  # the left branch is in the record, not in the view
     # and the target did not see it either: the rollback's prompt has probe 2, not probe 3
     assert probe_text(3) not in draw[5]["formatted_prompt"] and probe_text(2) in draw[5]["formatted_prompt"]

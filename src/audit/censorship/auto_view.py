@@ -1,9 +1,9 @@
 """What the auditor is shown after a ``technique=auto`` action (pure: texts from ``prompts/auto_*.txt``).
 
 A single draw is shown whole (as a fixed technique's response: the target's text, after the
-auditor's prefill if any), fenced as untrusted data, with the conversation it belongs to:
-the turns of that conversation's *active* branch only (a branch left by a rollback is in the
-record, not in the auditor's view, as it is not in the target's). A batch is shown as a digest,
+auditor's prefill if any), fenced as untrusted data, after the earlier turns of its branch, which
+is the conversation's *active* branch (a branch left by a rollback is in the record, not in the
+auditor's view, as it is not in the target's prompt). A batch is shown as a digest,
 one line per draw with the start of its text; the full texts are in the response file.
 """
 
@@ -20,7 +20,7 @@ from audit.censorship.techniques import text_of
 DIGEST_CHARS = 160
 """How much of each batch draw the digest shows (a batch of 8 stays near one screen)."""
 THREAD_CHARS = 200
-"""How much of each earlier turn a conversation's thread shows (the new draw is shown whole above it)."""
+"""How much of each earlier turn a conversation's thread shows (the new draw is shown whole after it)."""
 
 
 def auto_turn_message(iteration: int, action: Mapping[str, Any], draws: Sequence[Mapping[str, Any]], tree: Tree,
@@ -30,9 +30,7 @@ def auto_turn_message(iteration: int, action: Mapping[str, Any], draws: Sequence
     if action["kind"] == "batch":
         body = batch_digest(iteration, str(action["of"]), draws)
     else:
-        body = "".join(draw_block(iteration, d) for d in draws)
-        conversations = dict.fromkeys(str(d["conversation"]) for d in draws if d.get("conversation"))
-        body += "".join(thread_block(tree, c) for c in conversations)
+        body = "".join(thread_block(tree, d) + draw_block(iteration, d) for d in draws)
     return fill(load("turn_auto"), iteration=iteration, next_iteration=iteration + 1, action=action["kind"],
                 draws=body, draws_left=max(draws_left, 0))
 
@@ -55,11 +53,17 @@ def batch_digest(iteration: int, technique: str, draws: Sequence[Mapping[str, An
     return fill(load("auto_batch"), n=len(draws), technique=technique, iteration=iteration, lines="\n".join(lines))
 
 
-def thread_block(tree: Tree, conversation: str) -> str:
-    """The active branch of ``conversation`` as the target now sees it, one line per turn."""
-    turns = [fill(load("auto_thread_turn"), turn=n, draw=draw, role=m["role"], preview=preview(m["content"],
-                                                                                               THREAD_CHARS))
-             for n, (draw, m) in enumerate(tree.thread(tree.tip(conversation)), start=1)]
+def thread_block(tree: Tree, draw: Mapping[str, Any]) -> str:
+    """The turns of ``draw``'s branch before it, as the target saw them, one line per turn ("" when
+    the draw started its conversation; the draw itself is shown whole after it)."""
+    if not draw.get("conversation"):
+        return ""
+    earlier = tree.thread(draw.get("parent"))
+    if not earlier:
+        return ""
+    turns = [fill(load("auto_thread_turn"), turn=n, draw=d, role=m["role"], preview=preview(m["content"], THREAD_CHARS))
+             for n, (d, m) in enumerate(earlier, start=1)]
+    conversation = str(draw["conversation"])
     branches = tree.branches(conversation)
-    return fill(load("auto_thread"), conversation=conversation, branch=tree.active_branch(conversation),
+    return fill(load("auto_thread"), conversation=conversation, branch=draw["branch"],
                 branches=f"{len(branches)} ({', '.join(branches)})", turns="\n".join(turns))
