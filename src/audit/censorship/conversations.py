@@ -100,8 +100,7 @@ class Tree:
     def context(self, conversation: str) -> list[Message]:
         """The turns before the conversation's first draw: its system prompt and few-shot examples."""
         root = self.root(conversation)
-        system = [{"role": "system", "content": root["system"]}] if root.get("system") is not None else []
-        return system + example_messages(root.get("examples") or [])
+        return [*_system(root.get("system")), *example_messages(root.get("examples") or [])]
 
     def thread(self, tip: str | None) -> list[tuple[str, Message]]:
         """The messages of the branch ending at ``tip``, each with the draw that added it."""
@@ -109,6 +108,10 @@ class Tree:
 
     def new_conversation_id(self) -> str:
         return f"c{len(self.conversations) + 1}"
+
+
+def _system(system: str | None) -> list[Message]:
+    return [{"role": "system", "content": system}] if system is not None else []
 
 
 def example_messages(examples: Sequence[Mapping[str, str]]) -> list[Message]:
@@ -185,17 +188,15 @@ def _fresh(kind: str, args: Mapping[str, Any], family: TemplateFamily, system_de
     if kind == "raw_text":
         return DrawPlan({**fields, "role": None, "user": None, "system": None, "prompt_sent": args["text"],
                          "formatted_prompt": args["text"], "messages_sent": None}, prompt=args["text"])
-    context = ([{"role": "system", "content": system}] if system is not None else []) + \
-        example_messages(args.get("examples") or [])
     fields |= {"system": system, "prompt_sent": args["prompt"], "messages_sent": None, "formatted_prompt": None}
     if kind == "few_shot":
         fields["examples"] = list(args["examples"])
     if kind == "user_persona":
-        prompt = family.user_persona_prompt(args["prompt"], system=system,
-                                            history=context[1 if system is not None else 0:])
+        prompt = family.user_persona_prompt(args["prompt"], system=system)
         return DrawPlan({**fields, "role": "user", "user": None, "opening": args["prompt"],
                          "formatted_prompt": prompt}, prompt=prompt, stops=family.stops)
-    messages = [*context, {"role": "user", "content": args["prompt"]}]
+    messages = [*_system(system), *example_messages(args.get("examples") or []),
+                {"role": "user", "content": args["prompt"]}]
     fields |= {"role": "assistant", "user": args["prompt"]}
     return _assistant_turn(fields, messages, args.get("prefill") if kind != "assistant" else None, family)
 
@@ -225,19 +226,18 @@ def _next_turn(action: Action, tree: Tree, family: TemplateFamily, number: str) 
         thread = tree.thread(tip)
         tip = thread[args["to_turn"] - 1][0] if args["to_turn"] else None
         branch = f"{conversation}.b{len(tree.branches(conversation)) + 1}"
-    context = tree.context(conversation)
-    history = [*context, *(m for _, m in tree.thread(tip))]
+    system = root.get("system")
+    turns = [*example_messages(root.get("examples") or []), *(m for _, m in tree.thread(tip))]
     fields: dict[str, Any] = {"id": number, "action": action.kind, "conversation": conversation, "branch": branch,
-                              "parent": tip, "system": root.get("system"), "prompt_sent": args["prompt"],
+                              "parent": tip, "system": system, "prompt_sent": args["prompt"],
                               "messages_sent": None, "formatted_prompt": None}
     if action.kind == "continue" and args["mode"] == FOLLOWUP_USER:
         opening = args["prompt"] or ""
-        system = root.get("system")
-        prompt = family.user_persona_prompt(opening, system=system, history=history[1 if system is not None else 0:])
+        prompt = family.user_persona_prompt(opening, system=system, history=turns)
         return DrawPlan({**fields, "technique": FOLLOWUP_USER, "role": "user", "user": None, "opening": opening,
                          "formatted_prompt": prompt}, prompt=prompt, stops=family.stops)
     user = args["prompt"]
-    messages = history + ([{"role": "user", "content": user}] if user is not None else [])
+    messages = [*_system(system), *turns, *([{"role": "user", "content": user}] if user is not None else [])]
     technique = "prefill" if args["prefill"] is not None else "assistant"
     return _assistant_turn({**fields, "technique": technique, "role": "assistant", "user": user}, messages,
                            args["prefill"], family)
