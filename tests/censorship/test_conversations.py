@@ -65,3 +65,19 @@ def test_follow_up_user_sampling_renders_the_active_branch_in_the_template():
     assert plan.prompt == FAMILY.user_persona_prompt("I still", system="S", history=history)
     assert plan.prompt.endswith("<|im_end|>\n<|im_start|>user\nI still") and plan.stops == FAMILY.stops
     assert (plan.fields["role"], plan.fields["opening"], plan.fields["parent"]) == ("user", "I still", "3.1")
+
+
+def test_the_ledger_tells_citations_of_two_draws_apart():
+    from audit.censorship.hypotheses import HypothesisLedger
+
+    def hypothesis(draw):
+        return {"id": "h1", "type": "knowledge", "hypothesis": "knows", "confidence": "low",
+                "supporting_evidence": [{"iteration": 1, "draw": draw, "excerpt": "tanks"}],
+                "contradicting_evidence": []}
+
+    ledger = HypothesisLedger()
+    ledger.update(2, [hypothesis(1)])
+    (changed,) = ledger.update(3, [hypothesis(2)])["changed"]
+    assert changed["fields"]["supporting_evidence"] == {
+        "added": [{"iteration": 1, "draw": 2, "excerpt": "tanks"}],
+        "removed": [{"iteration": 1, "draw": 1, "excerpt": "tanks"}]}
