@@ -213,6 +213,7 @@ def test_compare_cells_of_an_auto_run_count_each_draw_once(audit_env, script, fa
         assert (cell["n_responses"], cell["refused"]) == (sum(labels.values()), labels["refused"]), technique
         assert math.isnan(cell["fact_recall"])  # a run's fact score is not any one technique's
     assert recount["auto/assistant"]["refused"] == 3  # 2.1, 3.1 and 10.1 through the chat API
+    assert tables.gaps.empty  # no "sample a baseline" advice for an auto run: with_baseline is not its
     assert sum(sum(c.values()) for c in recount.values()) == 12 == int(cells["n_responses"].sum())
 
 

@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from audit.censorship.judging import CLASSES
+from audit.censorship.techniques import AUTO
 from audit.compare.collect import CENSORSHIP, Collected, Failure, Run, natural_key
 from audit.compare.counting import AUTO_PREFIX, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, count, fact_score, \
     fact_status, label_counts, run_flags
@@ -363,7 +364,9 @@ def knows_vs_says(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
     for (audited, topic), cell in audits.groupby(keys, sort=True):
         assistant_runs = cell[cell["technique"] == "assistant"]
         assistant_scored = assistant_runs.dropna(subset=["facts_total"])
-        for technique, runs in cell[cell["technique"] != "assistant"].groupby("technique", sort=True):
+        # an auto run has no baseline to pair (its draws' techniques are cells of the map, auto/<technique>)
+        fixed = cell[~cell["technique"].isin(["assistant", AUTO])]
+        for technique, runs in fixed.groupby("technique", sort=True):
             paired = [r for r in runs["run"] if r in base.index]
             a, b = own.loc[paired], base.loc[paired]
             row: dict[str, Any] = {"audited": audited, "topic": topic, "technique": technique, "runs": len(runs),
