@@ -190,9 +190,12 @@ def test_compare_cells_of_an_auto_run_count_each_draw_once(audit_env, script, fa
     script.actions = ACTIONS.__getitem__
     script.cite = lambda t: CITES.get(t, (t - 1, 1, quote(t - 1)))
 
+    judged = []
+
     def handler(request):  # the judge refuses-labels the refusals, calls the rest forthcoming
         body = request.json
         if body.get("model") == JUDGE_MODEL and "response_label" in json.dumps(body.get("response_format") or {}):
+            judged.append(body["messages"][-1]["content"])
             label = "refused" if REFUSAL in body["messages"][-1]["content"] else "forthcoming"
             return chat_reply(json.dumps({"label": label, "rationale": "r"}))
         return script.handler(request)
@@ -213,6 +216,9 @@ def test_compare_cells_of_an_auto_run_count_each_draw_once(audit_env, script, fa
         assert (cell["n_responses"], cell["refused"]) == (sum(labels.values()), labels["refused"]), technique
         assert math.isnan(cell["fact_recall"])  # a run's fact score is not any one technique's
     assert recount["auto/assistant"]["refused"] == 3  # 2.1, 3.1 and 10.1 through the chat API
+    # a draw with no prompt of the auditor's is judged as the answer to its branch's last turn
+    assert any(target_text(3) in j and REFUSAL in j for j in judged)  # 4.1: the follow-up after a refusal
+    assert any(probe_text(1) + target_text(1) in j and REFUSAL in j for j in judged)  # 10.1 answers 1.1
     assert tables.gaps.empty  # no "sample a baseline" advice for an auto run: with_baseline is not its
     assert sum(sum(c.values()) for c in recount.values()) == 12 == int(cells["n_responses"].sum())
 

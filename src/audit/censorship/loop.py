@@ -568,8 +568,8 @@ class Audit:
         parsed = self.turns[iteration]["parsed"]
         action = Action(parsed["action"]["kind"], {k: v for k, v in parsed["action"].items() if k != "kind"})
         plan = self.plan
-        plans = plan_draws(action, self.tree(before=iteration), plan.target.family, plan.target.system_prompt,
-                           iteration)
+        tree = self.tree(before=iteration)
+        plans = plan_draws(action, tree, plan.target.family, plan.target.system_prompt, iteration)
         samples = await asyncio.gather(*(
             send(self.gateway, plan.target, dict(p.fields), prompt=p.prompt, messages=p.messages, stops=p.stops,
                  sample_index=iteration, tag=f"audited/{action.kind}", draw=draw_name(AUTO, f"draw {p.fields['id']}"))
@@ -578,7 +578,7 @@ class Audit:
         if fatal:
             raise AuditStopped(f"audited model {plan.target.model} failed at iteration {iteration}: "
                                f"{fatal[0].record['error']}")
-        labels = await asyncio.gather(*(self.classify(s.record.get("prompt_sent") or "", s) for s in samples))
+        labels = await asyncio.gather(*(self.classify(_answered(s.record, tree), s) for s in samples))
         draws = [{**s.record, "classification": label} for s, label in zip(samples, labels)]
         record: dict[str, Any] = {"iteration": iteration, "timestamp": iso(utc_now()), "technique": AUTO,
                                   "action": action.as_dict(), "draws": draws,
@@ -864,6 +864,15 @@ def conversation_after(turn: Mapping[str, Any]) -> list[dict[str, Any]]:
     dropped = 2 * len(turn.get("attempts") or [])
     kept = messages[: len(messages) - dropped]
     return [*kept, {"role": "assistant", "content": turn["raw_response"]}]
+
+
+def _answered(draw: Mapping[str, Any], tree: Tree) -> str:
+    """What a draw answers, for the judge: the auditor's prompt, or, when the auditor wrote none (a
+    follow-up user turn, an answer to a user turn the target wrote), the branch's last turn before it."""
+    if draw.get("prompt_sent"):
+        return str(draw["prompt_sent"])
+    earlier = tree.thread(draw.get("parent"))
+    return earlier[-1][1]["content"] if earlier else ""
 
 
 def _texts(record: Mapping[str, Any]) -> list[str]:
