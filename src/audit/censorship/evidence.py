@@ -26,7 +26,7 @@ _TRANSLATE = str.maketrans({**{c: "'" for c in _QUOTES}, **{c: "-" for c in _DAS
 _ELLIPSIS = re.compile(r"\s*(?:\[\s*\.{3,}\s*\]|\(\s*\.{3,}\s*\)|\.{3,})\s*")
 _EDGE = " '.,;:!?-\u3002\uff0c"  # also strips CJK full stop/comma that NFKC leaves alone
 
-Responses = Mapping[int, "str | Sequence[str] | None"]
+Responses = Mapping[int, "str | Sequence[str | None] | None"]
 
 
 @lru_cache(maxsize=1024)
@@ -74,18 +74,27 @@ def check_citation(item: Mapping[str, Any], responses: Responses) -> dict[str, A
     out = dict(item)
     out.pop("reason", None)
     iteration = item.get("iteration")
+    draw = item.get("draw")
     excerpt = item.get("excerpt") or ""
     reason = None
+    texts = _texts(responses.get(iteration)) if iteration in responses else []
+    if draw is not None and iteration in responses:
+        # ``draw`` names one of the iteration's draws (1-based): the quote must be in that one
+        drawn = responses[iteration]
+        drawn = [drawn] if drawn is None or isinstance(drawn, str) else list(drawn)
+        texts = _texts(drawn[draw - 1]) if 1 <= draw <= len(drawn) else []
     if not excerpt_parts(excerpt):
         reason = "empty excerpt"
     elif iteration not in responses:
         known = ", ".join(str(k) for k in sorted(responses)) or "none yet"
         reason = f"no response for iteration {iteration} (responses so far: {known})"
-    elif not any(t.strip() for t in _texts(responses[iteration])):
+    elif draw is not None and not texts:
+        reason = f"iteration {iteration} has no draw {draw} with text"
+    elif not any(t.strip() for t in texts):
         reason = f"iteration {iteration} has no response text"
-    elif not any(occurs(excerpt, t) for t in _texts(responses[iteration])):
+    elif not any(occurs(excerpt, t) for t in texts):
         elsewhere = [k for k in sorted(responses) if k != iteration and any(occurs(excerpt, t) for t in _texts(responses[k]))]
-        reason = f"not found in the response of iteration {iteration}"
+        reason = f"not found in the response of iteration {iteration}" + (f" draw {draw}" if draw is not None else "")
         if elsewhere:
             reason += f" (found in iteration {', '.join(map(str, elsewhere))})"
     out["verified"] = reason is None

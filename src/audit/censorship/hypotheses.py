@@ -16,9 +16,14 @@ from audit.censorship.schema import EVIDENCE_KEYS
 SCALAR_FIELDS = ("type", "hypothesis", "confidence")
 
 
-def _citations(items: list[dict[str, Any]] | None) -> list[tuple[int, str]]:
-    """Citation identity: (iteration, excerpt), ignoring the evidence check's annotations."""
-    return [(item.get("iteration"), item.get("excerpt")) for item in items or []]
+def _citations(items: list[dict[str, Any]] | None) -> list[tuple[int, int | None, str]]:
+    """Citation identity: (iteration, draw, excerpt), ignoring the evidence check's annotations
+    (``draw`` is None outside ``technique=auto``, where an iteration has one response)."""
+    return [(item.get("iteration"), item.get("draw"), item.get("excerpt")) for item in items or []]
+
+
+def _citation(iteration: int, draw: int | None, excerpt: str) -> dict[str, Any]:
+    return {"iteration": iteration, **({"draw": draw} if draw is not None else {}), "excerpt": excerpt}
 
 
 def _diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
@@ -29,8 +34,8 @@ def _diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
             fields[key] = {"old": old.get(key), "new": new.get(key)}
     for key in EVIDENCE_KEYS:
         before, after = _citations(old.get(key)), _citations(new.get(key))
-        added = [{"iteration": i, "excerpt": e} for i, e in after if (i, e) not in before]
-        removed = [{"iteration": i, "excerpt": e} for i, e in before if (i, e) not in after]
+        added = [_citation(*c) for c in after if c not in before]
+        removed = [_citation(*c) for c in before if c not in after]
         if added or removed:
             fields[key] = {"added": added, "removed": removed}
     return fields

@@ -24,6 +24,9 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from audit import config_values
 from audit.censorship.accounting import Totals, call_usage, sum_usage
+from audit.censorship.actions import Action, check_menu
+from audit.censorship.auto_view import auto_turn_message
+from audit.censorship.conversations import Tree, check_action, plan_draws, saved_draws
 from audit.censorship.evidence import check_evidence, citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
 from audit.censorship.judge_call import call_panel
@@ -32,12 +35,11 @@ from audit.censorship.judging import CLASSIFICATION_FORMAT, classification_messa
 from audit.censorship.language import WrongLanguage, check_probe, language_counts, \
     measure as measure_language
 from audit.censorship.progress import iteration_line
-from audit.censorship.prompts import auditor_system_prompt, final_summary_request, first_user_message, reask_message, \
-    topic_heading, turn_message
+from audit.censorship.prompts import auditor_system_prompt, auto_output_format, final_summary_request, \
+    first_user_message, reask_message, topic_heading, turn_message
 from audit.censorship.run_dir import AuditDir, open_existing
-from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, ReplyError, parse_auditor_reply, reask_stage, \
-    stage_of
-from audit.censorship.techniques import Sample, Target, check_technique, sample, text_of
+from audit.censorship.schema import Menu, ReplyError, parse_auditor_reply, reask_stage, response_formats, stage_of
+from audit.censorship.techniques import AUTO, Sample, Target, check_technique, draw_name, sample, send, text_of
 from audit.censorship.topics import check_topic_overrides, with_topic_file
 from audit.errors import Interrupted, UserError, user_error_line
 from audit.jobs.interrupts import sigterm_as_interrupt
@@ -83,6 +85,12 @@ class Plan:
     judge: Mapping[str, Any] | None
     max_iterations: int
     panel: Panel | None = None
+    menu: Menu | None = None
+    """``technique=auto``: the actions the auditor may choose from (None: a fixed technique)."""
+    max_draws: int | None = None
+    """``technique=auto``: target draws in the whole run; spent, the next turn is the final one."""
+    output_format: str | None = None
+    """The OUTPUT FORMAT the auditor is shown (and re-asked with); None: the spec's."""
 
     def endpoints(self) -> list[str]:
         """The endpoints this audit calls (their keys are required before anything is written)."""
@@ -92,9 +100,17 @@ class Plan:
     @classmethod
     def from_config(cls, cfg: DictConfig) -> Plan:
         """Validate what can be validated before anything is written (bad input: UserError)."""
-        technique = check_technique(str(cfg.technique.name))
+        name = str(cfg.technique.name)
+        technique = AUTO if name == AUTO else check_technique(name)  # the fixed ones' message lists only them
+        menu, max_draws, output = None, None, None
+        if technique == AUTO:
+            batch_max = config_values.whole_number(cfg, "technique.batch_max", minimum=1)
+            max_draws = config_values.whole_number(cfg, "technique.max_draws", minimum=1)
+            assert batch_max is not None and max_draws is not None
+            menu = Menu(check_menu(cfg.technique.get("menu") or []), batch_max)
+            output = auto_output_format(menu.actions, batch_max=batch_max, max_draws=max_draws)
         try:
-            auditor_system = auditor_system_prompt(cfg.topic, technique)
+            auditor_system = auditor_system_prompt(cfg.topic, technique, output)
             topic_heading(cfg.topic)  # the judge's topic text: checked now, not at the first judge call
         except ValueError as exc:
             raise UserError(f"{exc} (topic {cfg.topic.get('name')!r}); set it in the topic's yaml "
@@ -114,7 +130,8 @@ class Plan:
         return cls(
             technique=technique,
             auditor_system=auditor_system,
-            with_baseline=bool(cfg.technique.get("with_baseline", False)) and technique != "assistant",
+            # auto: the auditor asks for assistant draws itself when it wants what the model says
+            with_baseline=bool(cfg.technique.get("with_baseline", False)) and technique not in ("assistant", AUTO),
             prefill=str(cfg.technique.get("prefill_text") or ""),
             target=Target(
                 model=str(audited.model),
@@ -134,6 +151,9 @@ class Plan:
             judge=OmegaConf.to_container(judge, resolve=True) if panel is not None else None,
             max_iterations=max_iterations,
             panel=panel,
+            menu=menu,
+            max_draws=max_draws,
+            output_format=output,
         )
 
 
@@ -323,6 +343,7 @@ class Audit:
         self.resumes = list(previous.resumes) if previous else []
         if cfg.get("resume"):
             self.resumes.append(iso(utc_now()))
+        self.formats = response_formats(plan.menu)
         self.failed_turn: dict[str, Any] | None = None
         self.fact_recall: dict[str, Any] | None = None
         self.baseline_fact_recall: dict[str, Any] | None = None
@@ -380,7 +401,7 @@ class Audit:
             if last not in self.responses:
                 await self.sample(last)
                 continue
-            final = last >= self.plan.max_iterations
+            final = last >= self.plan.max_iterations or self.draws_left() <= 0
             message = self.turn_message(last)
             if final:
                 message += "\n\n" + final_summary_request(last)
@@ -388,6 +409,9 @@ class Audit:
 
     def turn_message(self, iteration: int) -> str:
         response = self.responses[iteration]
+        if self.plan.menu is not None:
+            return auto_turn_message(iteration, response["action"], response["draws"],
+                                     self.tree(before=iteration + 1), self.draws_left())
         baseline = response.get("baseline")
         return turn_message(iteration, text_of(response), technique=self.plan.technique,
                             baseline_text=text_of(baseline) if baseline else None,
@@ -411,7 +435,7 @@ class Audit:
                 response = await self.gateway.achat(
                     self.plan.auditor_model, messages, max_tokens=self.plan.auditor_max_tokens,
                     temperature=self.plan.auditor_temperature, tag="auditor", endpoint=self.plan.auditor_endpoint,
-                    response_format=AUDITOR_RESPONSE_FORMATS[schema], structured=self.plan.auditor_structured,
+                    response_format=self.formats[schema], structured=self.plan.auditor_structured,
                     sample_index=earlier_failures)
             except GatewayError as exc:
                 raise AuditStopped(f"auditor {self.plan.auditor_model} failed at turn {iteration}: {exc}",
@@ -423,7 +447,9 @@ class Audit:
             usages.append(call_usage(response))
             self.totals.add(usages[-1])
             try:
-                reply = parse_auditor_reply(response.text, stage=stage)
+                reply = parse_auditor_reply(response.text, stage=stage, menu=self.plan.menu)
+                if reply.action is not None:
+                    self.check_action(reply.action, iteration)
                 check_probe(reply.next_prompt, self.language)
                 break
             except ReplyError as exc:
@@ -440,7 +466,7 @@ class Audit:
                         f"auditor gave no usable reply at turn {iteration} after {attempt} re-asks: {exc}",
                         failed_turn=self._failed(iteration, messages, attempts)) from None
                 messages = [*messages, {"role": "assistant", "content": response.text},
-                            {"role": "user", "content": reask_message(str(exc))}]
+                            {"role": "user", "content": reask_message(str(exc), self.plan.output_format)}]
                 schema = reask_stage(stage, response.text)
         parsed = reply.as_dict()
         parsed["hypotheses"], counts = check_evidence(parsed["hypotheses"], self.response_texts())
@@ -470,6 +496,8 @@ class Audit:
 
     async def sample(self, iteration: int) -> None:
         """Sample probe ``iteration`` (and its assistant baseline), classify, save, report progress."""
+        if self.plan.menu is not None:
+            return await self.act(iteration)
         probe = self.turns[iteration]["parsed"]["next_prompt"]
         plan = self.plan
         jobs = [sample(self.gateway, plan.target, plan.technique, probe, prefill=plan.prefill,
@@ -496,6 +524,77 @@ class Audit:
                            main.text, self.totals, label=(labels[0] or {}).get("label"),
                            error=main.record["error"],
                            judge_failed=labels[0] is not None and not labels[0].get("label")))
+
+    # -- technique=auto ------------------------------------------------------------------------
+
+    def tree(self, *, before: int | None = None) -> Tree:
+        """The conversation tree of the saved draws (of iterations before ``before``: what an
+        action was planned on, so a redone iteration gets the same conversation ids)."""
+        return Tree.of(d for k, r in sorted(self.responses.items()) if before is None or k < before
+                       for d in saved_draws(r))
+
+    def draw_classifications(self) -> dict[str, dict[str, int]] | None:
+        """``technique=auto``: judge labels per technique of the draws, so compare reads each technique's
+        responses of one auto run apart (never pooled), each draw counted once; None otherwise."""
+        if self.plan.menu is None:
+            return None
+        by_technique: dict[str, list[Any]] = {}
+        for _, record in sorted(self.responses.items()):
+            for draw in saved_draws(record):
+                by_technique.setdefault(str(draw["technique"]), []).append(draw.get("classification"))
+        return {t: label_counts(labels) for t, labels in sorted(by_technique.items())}
+
+    def draws_left(self) -> int:
+        """Target draws the run may still make (``technique.max_draws``; a fixed technique: no cap)."""
+        if self.plan.max_draws is None:
+            return sys.maxsize
+        return self.plan.max_draws - sum(len(saved_draws(r)) for r in self.responses.values())
+
+    def check_action(self, action: Action, iteration: int) -> None:
+        """An action that does not fit the tree or the draws left is the auditor's to fix (a re-ask)."""
+        tree = self.tree(before=iteration)
+        problem = check_action(action, tree)
+        if problem is None and action.draws > self.draws_left():
+            problem = (f"this action needs {action.draws} target draws but only {self.draws_left()} are left "
+                       "(technique.max_draws); choose a smaller one or finish with a final_summary")
+        if problem is None:
+            try:  # e.g. a legacy fixed-string family has no slot for earlier turns or a system prompt
+                plan_draws(action, tree, self.plan.target.family, self.plan.target.system_prompt, iteration)
+            except UserError as exc:
+                problem = f"the target's chat template cannot send this action: {exc}"
+        if problem is not None:
+            raise ReplyError(problem)
+
+    async def act(self, iteration: int) -> None:
+        """Carry out auditor turn ``iteration``'s action: its draws in parallel (each its own cache
+        entry, so a resume after a kill mid-batch re-sends none that were answered), each classified,
+        saved as one response file with the draws' places in the conversation tree."""
+        parsed = self.turns[iteration]["parsed"]
+        action = Action(parsed["action"]["kind"], {k: v for k, v in parsed["action"].items() if k != "kind"})
+        plan = self.plan
+        tree = self.tree(before=iteration)
+        plans = plan_draws(action, tree, plan.target.family, plan.target.system_prompt, iteration)
+        samples = await asyncio.gather(*(
+            send(self.gateway, plan.target, dict(p.fields), prompt=p.prompt, messages=p.messages, stops=p.stops,
+                 sample_index=iteration, tag=f"audited/{action.kind}", draw=draw_name(AUTO, f"draw {p.fields['id']}"))
+            for p in plans))
+        fatal = [s for s in samples if s.error_kind in FATAL_KINDS]
+        if fatal:
+            raise AuditStopped(f"audited model {plan.target.model} failed at iteration {iteration}: "
+                               f"{fatal[0].record['error']}")
+        labels = await asyncio.gather(*(self.classify(_answered(s.record, tree), s) for s in samples))
+        draws = [{**s.record, "classification": label} for s, label in zip(samples, labels)]
+        record: dict[str, Any] = {"iteration": iteration, "timestamp": iso(utc_now()), "technique": AUTO,
+                                  "action": action.as_dict(), "draws": draws,
+                                  "probe_language": measure_language(action.shown()), "baseline": None}
+        self.run_dir.write_response(iteration, record)
+        self.responses[iteration] = record
+        for usage in _response_usages(record):
+            self.totals.add(usage)
+        first = draws[0]
+        shown = first.get("raw_response") if len(draws) == 1 else f"{len(draws)} draws: {first.get('raw_response')}"
+        say(iteration_line(iteration, plan.max_iterations, action.kind, shown, self.totals,
+                           label=(first.get("classification") or {}).get("label"), error=first.get("error")))
 
     async def classify(self, probe: str, sampled: Sample) -> dict[str, Any] | None:
         """Judge label of one response; None when the judge is off or there is no text to judge."""
@@ -524,10 +623,18 @@ class Audit:
         facts = [str(f) for f in (self.topic.get("key_facts") or [])]
         if self.plan.judge is None or not facts:
             return
-        self.fact_recall = await self._fact_scores(facts, {k: r for k, r in self.responses.items()})
+        self.fact_recall = await self._fact_scores(facts, self.scored_records())
         if self.plan.with_baseline:
             self.baseline_fact_recall = await self._fact_scores(
                 facts, {k: r.get("baseline") for k, r in self.responses.items()})
+
+    def scored_records(self) -> dict[int, Mapping[str, Any]]:
+        """The responses fact scoring reads, numbered: by iteration, or under ``technique=auto`` every
+        draw in order (a batch's draws are responses of their own; the judge's numbers are ordinals)."""
+        if self.plan.menu is None:
+            return dict(self.responses)
+        draws = [d for _, r in sorted(self.responses.items()) for d in saved_draws(r)]
+        return {n: d for n, d in enumerate(draws, start=1)}
 
     async def score_facts_when_interrupted(self) -> None:
         """Score the key facts of an interrupted audit as far as it got, when a judge is configured
@@ -565,7 +672,7 @@ class Audit:
         if self.plan.judge is None:
             return "off: no judge"
         if self.fact_recall is None:
-            has_text = any(text_of(r) for r in self.responses.values())
+            has_text = any(text_of(r) for r in self.scored_records().values())
             return "not yet scored" if has_text else "n/a: no response text to score (recall is not 0)"
         if self.fact_recall.get("error") is not None:
             return "failed: the judge gave no usable verdicts (recall is not 0; see judge_failures)"
@@ -595,8 +702,12 @@ class Audit:
         return self.turns[max(self.turns)]
 
     def stop_reason(self) -> StopReason:
-        """Why a finished audit ended: the auditor's choice, or ``max_iterations`` reached."""
-        return "max_iterations" if self.final_turn().get("final_requested") else "auditor"
+        """Why a finished audit ended: the auditor's choice, ``max_iterations`` reached, or (auto) the
+        run's target draws spent before it."""
+        if not self.final_turn().get("final_requested"):
+            return "auditor"
+        return "max_draws" if self.draws_left() <= 0 and len(self.responses) < self.plan.max_iterations \
+            else "max_iterations"
 
     def outcome(self) -> str:
         """How the audit ended, in words for the terminal; failed calls (the resume's to redo) and
@@ -659,9 +770,12 @@ class Audit:
             turn["parsed"]["hypotheses"], turn["evidence"] = check_evidence(turn["parsed"]["hypotheses"], seen)
             self.run_dir.write_turn(t, turn)
 
-    def response_texts(self) -> dict[int, list[str]]:
-        """Per iteration, the texts evidence may quote: the response, and its baseline when sampled."""
-        return {k: _texts(r) for k, r in self.responses.items()}
+    def response_texts(self) -> dict[int, list[str | None]]:
+        """Per iteration, the texts evidence may quote: the response, and its baseline when sampled;
+        under ``technique=auto`` every draw's, in draw order (a citation's ``draw`` indexes them)."""
+        if self.plan.menu is not None:
+            return {k: [text_of(d) for d in saved_draws(r)] for k, r in self.responses.items()}
+        return {k: list(_texts(r)) for k, r in self.responses.items()}
 
     def _usage_records(self) -> list[dict[str, Any] | None]:
         records: list[dict[str, Any] | None] = []
@@ -714,7 +828,9 @@ class Audit:
             with_baseline=self.plan.with_baseline,
             totals={**self.totals.as_dict(), **ledger},
             evidence=citation_counts(final_hypotheses),
-            classifications=label_counts(r.get("classification") for r in self.responses.values()),
+            classifications=label_counts(d.get("classification") for r in self.responses.values()
+                                         for d in saved_draws(r)),
+            draw_classifications=self.draw_classifications(),
             baseline_classifications=label_counts(
                 (r.get("baseline") or {}).get("classification") for r in self.responses.values()
             ) if self.plan.with_baseline else None,
@@ -722,7 +838,7 @@ class Audit:
             baseline_fact_recall=self.baseline_fact_recall,
             fact_scoring=self.fact_scoring(),
             hypothesis_history=self.ledger.history(),
-            audited_errors=sum(r.get("error") is not None for r in self.responses.values()),
+            audited_errors=sum(d.get("error") is not None for r in self.responses.values() for d in saved_draws(r)),
             failed_turn=self.failed_turn,
             failed_turns=self.failed_turns,
             call_errors=call_errors,
@@ -752,6 +868,15 @@ def conversation_after(turn: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [*kept, {"role": "assistant", "content": turn["raw_response"]}]
 
 
+def _answered(draw: Mapping[str, Any], tree: Tree) -> str:
+    """What a draw answers, for the judge: the auditor's prompt, or, when the auditor wrote none (a
+    follow-up user turn, an answer to a user turn the target wrote), the branch's last turn before it."""
+    if draw.get("prompt_sent"):
+        return str(draw["prompt_sent"])
+    earlier = tree.thread(draw.get("parent"))
+    return earlier[-1][1]["content"] if earlier else ""
+
+
 def _texts(record: Mapping[str, Any]) -> list[str]:
     texts = [text_of(record), text_of(record.get("baseline"))]
     return [t for t in texts if t]
@@ -762,16 +887,18 @@ def _failed_call(record: Mapping[str, Any] | None) -> bool:
 
 
 def _iteration_calls(record: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any] | None]]:
-    """The calls behind one saved iteration, named: the target sample, its baseline and their judge labels."""
+    """The calls behind one saved iteration, named: the target samples (an auto action's draws by id),
+    the baseline and their judge labels."""
     baseline = record.get("baseline") or {}
-    return [("target", record), ("judge", record.get("classification")),
-            ("baseline", baseline or None), ("baseline judge", baseline.get("classification"))]
+    calls: list[tuple[str, Mapping[str, Any] | None]] = []
+    for draw in saved_draws(record):
+        name = f"draw {draw['id']} " if "id" in draw else ""
+        calls += [(f"{name}target".strip(), draw), (f"{name}judge".strip(), draw.get("classification"))]
+    return calls + [("baseline", baseline or None), ("baseline judge", baseline.get("classification"))]
 
 
 def _response_usages(record: Mapping[str, Any]) -> list[dict[str, Any] | None]:
-    baseline = record.get("baseline") or {}
-    return [record.get("usage"), (record.get("classification") or {}).get("usage"),
-            baseline.get("usage"), (baseline.get("classification") or {}).get("usage")]
+    return [usage for call, r in _iteration_calls(record) for usage in [(r or {}).get("usage")]]
 
 
 def say(line: str) -> None:

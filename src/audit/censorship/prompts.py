@@ -9,7 +9,7 @@ values (probes, model responses) may contain ``{...}`` themselves, which must ar
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,6 @@ from audit.errors import UserError
 from audit.prompt_files import read_prompt
 
 SCHEMA_START = "OUTPUT FORMAT (JSON):"
-SCHEMA_END = "Begin by designing"
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 
 
@@ -58,11 +57,26 @@ def topic_text(topic: Mapping[str, Any]) -> str:
     return text
 
 
-def auditor_system_prompt(topic: Mapping[str, Any], technique: str) -> str:
+def auditor_system_prompt(topic: Mapping[str, Any], technique: str, output: str | None = None) -> str:
     """The spec's system prompt with ``{topic}`` filled from the topic config and ``{technique}``
     from the technique's own prompt file: the spec's fixed "user-persona sampling" line was wrong
-    for prefill and assistant runs, and the auditor designs probe 1 from this prompt alone."""
-    return fill(load("auditor_system"), topic=topic_text(topic), technique=technique_description(technique))
+    for prefill and assistant runs, and the auditor designs probe 1 from this prompt alone.
+    ``output`` is the OUTPUT FORMAT section (default: the spec's; ``technique=auto``:
+    :func:`auto_output_format`)."""
+    return fill(load("auditor_system"), topic=topic_text(topic), technique=technique_description(technique),
+                output_format=output if output is not None else load("output_format"))
+
+
+def auto_output_format(menu: Sequence[str], *, batch_max: int, max_draws: int) -> str:
+    """``technique=auto``'s OUTPUT FORMAT: an action of ``menu`` instead of a prompt, with the run's
+    caps; also what its re-asks repeat."""
+    return fill(load("output_format_auto"), menu=menu_text(menu), batch_max=batch_max, max_draws=max_draws)
+
+
+def menu_text(menu: Sequence[str]) -> str:
+    """The lines of ``prompts/auto_menu.txt`` for the actions of ``menu`` (one line per action)."""
+    lines = {line.split('"')[1]: line for line in load("auto_menu").splitlines() if line.startswith('- "')}
+    return "\n".join(lines[name] for name in menu)
 
 
 def first_user_message(topic: Mapping[str, Any]) -> str:
@@ -88,33 +102,29 @@ def turn_message(iteration: int, response_text: str | None, *, technique: str, b
     """
     baseline = ""
     if baseline_text is not None or baseline_error is not None:
-        baseline = fill(load("turn_baseline"), iteration=iteration, baseline=_shown(baseline_text, baseline_error))
+        baseline = fill(load("turn_baseline"), iteration=iteration, baseline=shown_response(baseline_text, baseline_error))
     return fill(
         load("turn"),
         iteration=iteration,
         next_iteration=iteration + 1,
         technique=technique_description(technique),
-        response=_shown(response_text, response_error),
+        response=shown_response(response_text, response_error),
         baseline=baseline,
     )
 
 
-def _shown(text: str | None, error: str | None = None) -> str:
+def shown_response(text: str | None, error: str | None = None) -> str:
+    """A response as the auditor reads it: the text, or a failure said to be one, or "(empty...)"."""
     if error:
         return fill(load("failed_response"), error=error)
     return text if text and text.strip() else load("empty_response")
 
 
-def schema_reminder() -> str:
-    """The OUTPUT FORMAT section of the system prompt (one source for the schema text)."""
-    system = load("auditor_system")
-    start = system.index(SCHEMA_START)
-    return system[start : system.index(SCHEMA_END, start)].strip()
-
-
-def reask_message(error: str) -> str:
-    """Ask again after an unusable reply: the error, then the schema."""
-    return fill(load("reask"), error=str(error).rstrip(". "), schema=schema_reminder())
+def reask_message(error: str, schema: str | None = None) -> str:
+    """Ask again after an unusable reply: the error, then the output format (``schema``: the run's
+    own, default the spec's)."""
+    return fill(load("reask"), error=str(error).rstrip(". "),
+                schema=(schema if schema is not None else load("output_format")).strip())
 
 
 def final_summary_request(iterations: int) -> str:

@@ -21,6 +21,7 @@ import jinja2
 from markupsafe import Markup
 from omegaconf import OmegaConf
 
+from audit.censorship.conversations import Tree, saved_draws
 from audit.censorship.evidence import citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
 from audit.censorship.schema import CONFIDENCES, is_known_strategy
@@ -173,6 +174,28 @@ def _transcript(run: Mapping[str, Any]) -> list[dict[str, Any]]:
     return entries
 
 
+def conversations(run: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``technique=auto``: every conversation as threads, one per branch (the turns from its start to
+    the branch's last draw, each with the draw, its action and technique), the active branch marked."""
+    draws = [d for _, r in sorted(run["responses"].items()) for d in saved_draws(r) if "id" in d]
+    tree = Tree.of(draws)
+    out = []
+    for conversation, ids in tree.conversations.items():
+        active = tree.active_branch(conversation)
+        branches = []
+        for branch in tree.branches(conversation):
+            own = [d for d in ids if tree.draws[d]["branch"] == branch]
+            tip = own[-1]
+            turns = [{"n": n, "draw": d, "role": m["role"], "text": m["content"],
+                      "action": tree.draws[d].get("action"), "technique": tree.draws[d].get("technique")}
+                     for n, (d, m) in enumerate(tree.thread(tip), start=1)]
+            # where the branch leaves its conversation: after the parent of its first draw (None: the start)
+            branches.append({"id": branch, "active": branch == active, "turns": turns,
+                             "forks_after": tree.draws[own[0]].get("parent")})
+        out.append({"id": conversation, "branches": branches, "context": tree.context(conversation)})
+    return out
+
+
 def embedded_roles(config: Mapping[str, Any]) -> list[str]:
     """The roles the embedded 135M model played (``local=``): a reader must know its numbers are
     a test of the pipeline, not findings about a model."""
@@ -215,6 +238,7 @@ def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
         "dropped": dropped,
         "chart": timeline(history),
         **_paged_transcript(_transcript(run)),
+        "conversations": conversations(run),
         "problems": run["problems"],
         "sort_filter_js": SORT_FILTER_JS,
     }

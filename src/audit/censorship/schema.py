@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from audit.censorship.actions import Action, action_schema, parse_action
 from audit.llm.structured import json_schema_format
 from audit.model_json import ReplyError, extract_json_object
 
@@ -52,6 +53,10 @@ _EVIDENCE_SCHEMA = {
     "items": {"type": "object", "additionalProperties": False, "required": ["iteration", "excerpt"],
               "properties": {"iteration": {"type": "integer"}, "excerpt": _TEXT}},
 }
+_DRAW_EVIDENCE_SCHEMA = {**_EVIDENCE_SCHEMA, "items": {
+    "type": "object", "additionalProperties": False, "required": ["iteration", "draw", "excerpt"],
+    "properties": {"iteration": {"type": "integer"}, "draw": {"type": "integer", "minimum": 1}, "excerpt": _TEXT}}}
+"""``technique=auto``: a citation names the draw it quotes (an iteration's batch has several)."""
 _SUMMARY_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
@@ -78,17 +83,36 @@ _STAGE_FIELDS: dict[str, dict[str, Any]] = {
 }
 
 
-def auditor_schema(stage: str = NEXT) -> dict[str, Any]:
-    """The spec's auditor reply at ``stage`` (first turn, later turn, forced final turn) as JSON Schema.
+@dataclass(frozen=True)
+class Menu:
+    """``technique=auto``: the actions the auditor may choose from and the batch size cap. A reply
+    then carries an ``action`` (:mod:`audit.censorship.actions`) where a fixed technique's has
+    ``next_prompt``, and each citation names the draw it quotes within its iteration."""
+
+    actions: tuple[str, ...]
+    batch_max: int
+
+
+def _auto_fields(stage: str, menu: Menu) -> dict[str, Any]:
+    """The stage's fields with ``next_prompt`` replaced by ``action`` (null where the turn stops)."""
+    action = action_schema(menu.actions, menu.batch_max)
+    fields = {k: v for k, v in _STAGE_FIELDS[stage].items() if k != "next_prompt"}
+    return {"action": {FIRST: action, NEXT: {"anyOf": [_NULL, *action["anyOf"]]}, FINAL: _NULL}[stage], **fields}
+
+
+def auditor_schema(stage: str = NEXT, menu: Menu | None = None) -> dict[str, Any]:
+    """The spec's auditor reply at ``stage`` (first turn, later turn, forced final turn) as JSON Schema;
+    with a ``menu`` (``technique=auto``), the reply that names an action.
 
     Built from the same constants the validator checks, and narrowed per stage the way
     :func:`validate_reply` narrows what it accepts, so servers that support structured outputs
     decode only replies the validator takes; the validator still guards models and servers that
     ignore the schema.
     """
-    fields = _STAGE_FIELDS[stage]
+    fields = _STAGE_FIELDS[stage] if menu is None else _auto_fields(stage, menu)
+    cited = _EVIDENCE_SCHEMA if menu is None else _DRAW_EVIDENCE_SCHEMA
     # Before the first response there is nothing to quote: any citation would be invented.
-    evidence = {**_EVIDENCE_SCHEMA, "maxItems": 0} if stage == FIRST else _EVIDENCE_SCHEMA
+    evidence = {**cited, "maxItems": 0} if stage == FIRST else cited
     return {
         "type": "object",
         "additionalProperties": False,
@@ -110,6 +134,13 @@ def auditor_schema(stage: str = NEXT) -> dict[str, Any]:
 
 AUDITOR_RESPONSE_FORMATS = {stage: json_schema_format("auditor_turn", auditor_schema(stage)) for stage in STAGES}
 """``response_format`` per stage (see :func:`auditor_schema`)."""
+
+
+def response_formats(menu: Menu | None) -> dict[str, dict[str, Any]]:
+    """``response_format`` per stage for a run: the fixed techniques' or its menu's."""
+    if menu is None:
+        return AUDITOR_RESPONSE_FORMATS
+    return {stage: json_schema_format("auditor_turn", auditor_schema(stage, menu)) for stage in STAGES}
 
 
 def stage_of(iteration: int, *, final: bool) -> str:
@@ -150,6 +181,8 @@ class AuditorReply:
     prompt_rationale: str | None = None
     should_continue: bool = True
     final_summary: dict[str, Any] | None = None
+    action: Action | None = None
+    """``technique=auto``: what the auditor chose to do (``next_prompt`` is then its main text)."""
     repairs: list[str] = field(default_factory=list)
     """Rules the schema could not enforce, repaired deterministically (:func:`unique_ids`); not in ``parsed``."""
 
@@ -165,6 +198,8 @@ class AuditorReply:
         }
         if self.final_summary is not None:
             data["final_summary"] = self.final_summary
+        if self.action is not None:
+            data["action"] = self.action.as_dict()
         return data
 
 
@@ -220,12 +255,15 @@ def _evidence(items: Any, where: str, errors: list[str]) -> list[dict[str, Any]]
             continue
         iteration = _iteration(item.get("iteration"))
         excerpt = item.get("excerpt", item.get("response_excerpt"))
+        draw = _iteration(item.get("draw")) if item.get("draw") is not None else None
         if iteration is None:
             errors.append(f'{here}.iteration must be the integer iteration number of the response quoted')
+        if item.get("draw") is not None and (draw is None or draw < 1):
+            errors.append(f"{here}.draw must be the number (1, 2, ...) of the draw quoted within that iteration")
         if not isinstance(excerpt, str) or not excerpt.strip():
             errors.append(f"{here}.excerpt must be a non-empty verbatim quote from that response")
         if iteration is not None and isinstance(excerpt, str) and excerpt.strip():
-            out.append({"iteration": iteration, "excerpt": excerpt})
+            out.append({"iteration": iteration, **({"draw": draw} if draw is not None else {}), "excerpt": excerpt})
     return out
 
 
@@ -274,15 +312,16 @@ def _final_summary(value: Any, errors: list[str]) -> dict[str, Any] | None:
     return summary
 
 
-def _should_continue(obj: dict[str, Any], errors: list[str]) -> bool:
-    """Read ``should_continue``; when absent, infer it only where the reply is unambiguous."""
+def _should_continue(obj: dict[str, Any], errors: list[str], probe: str = "next_prompt") -> bool:
+    """Read ``should_continue``; when absent, infer it only where the reply is unambiguous (``probe``:
+    the field that asks for a draw, ``next_prompt`` or ``action``)."""
     value = obj.get("should_continue")
     if isinstance(value, str) and value.strip().lower() in _BOOL_STRINGS:
         return _BOOL_STRINGS[value.strip().lower()]
     if isinstance(value, bool):
         return value
     if value is None:
-        has_prompt = isinstance(obj.get("next_prompt"), str) and bool(obj["next_prompt"].strip())
+        has_prompt = bool(obj.get(probe)) and (not isinstance(obj[probe], str) or bool(obj[probe].strip()))
         has_summary = obj.get("final_summary") is not None
         if has_prompt != has_summary:
             return has_prompt
@@ -314,15 +353,17 @@ def unique_ids(hypotheses: list[dict[str, Any]]) -> list[str]:
     return repairs
 
 
-def validate_reply(obj: dict[str, Any], *, stage: str = NEXT) -> AuditorReply:
+def validate_reply(obj: dict[str, Any], *, stage: str = NEXT, menu: Menu | None = None) -> AuditorReply:
     """Validate a decoded reply against the spec schema; collect every problem in one error.
 
     ``stage`` is the turn's place in the audit (:func:`stage_of`). ``FINAL`` is the forced last
     turn at ``max_iterations``: it must carry a ``final_summary`` and ends the audit whatever
     ``should_continue`` says. ``FIRST`` must design a probe: with no response seen, ending the
-    audit would report on nothing.
+    audit would report on nothing. With a ``menu`` (``technique=auto``) the probe is an ``action``,
+    and ``next_prompt`` holds its main text (:meth:`Action.shown`).
     """
     final = stage == FINAL
+    probe_key = "next_prompt" if menu is None else "action"
     errors: list[str] = []
     repairs: list[str] = []
     reasoning = obj.get("reasoning")
@@ -338,12 +379,22 @@ def validate_reply(obj: dict[str, Any], *, stage: str = NEXT) -> AuditorReply:
     else:
         hypotheses = [h for k, item in enumerate(raw_hyps) if (h := _hypothesis(item, k, errors))]
         repairs += unique_ids(hypotheses)
-    next_prompt = _optional_text(obj, "next_prompt", errors)
+    action = None
+    if menu is None:
+        next_prompt = _optional_text(obj, "next_prompt", errors)
+    else:
+        next_prompt = None
+        if obj.get("action") is not None and not final:
+            try:
+                action = parse_action(obj["action"], menu.actions, menu.batch_max)
+                next_prompt = action.shown()
+            except ReplyError as exc:
+                errors.append(str(exc))
     strategy = _optional_text(obj, "prompt_strategy", errors)
     strategy = snake_case(strategy) if strategy and strategy.strip() else None
     rationale = _optional_text(obj, "prompt_rationale", errors)
     # The forced last turn ends the audit whatever should_continue says, so it is not checked.
-    should_continue = False if final else _should_continue(obj, errors)
+    should_continue = False if final else _should_continue(obj, errors, probe_key)
     summary = _final_summary(obj.get("final_summary"), errors)
     # A final_summary that is present but malformed was reported by _final_summary already.
     summary_absent = obj.get("final_summary") is None
@@ -355,7 +406,11 @@ def validate_reply(obj: dict[str, Any], *, stage: str = NEXT) -> AuditorReply:
             )
     elif stage == FIRST and not should_continue:
         errors.append('"should_continue" must be true at iteration 1: no probe has been sent yet;'
-                      ' write the first probe in "next_prompt"')
+                      f' write the first probe in "{probe_key}"')
+    elif should_continue and menu is not None:
+        if obj.get("action") is None:
+            errors.append('"action" is missing; choose one action from the menu with its arguments'
+                          ' (or set "should_continue": false and add "final_summary")')
     elif should_continue:
         if next_prompt is None or not next_prompt.strip():
             errors.append(
@@ -378,9 +433,10 @@ def validate_reply(obj: dict[str, Any], *, stage: str = NEXT) -> AuditorReply:
         prompt_rationale=rationale,
         should_continue=should_continue,
         final_summary=summary,
+        action=action if should_continue else None,
     )
 
 
-def parse_auditor_reply(raw: str, *, stage: str = NEXT) -> AuditorReply:
+def parse_auditor_reply(raw: str, *, stage: str = NEXT, menu: Menu | None = None) -> AuditorReply:
     """Extract the JSON object from a raw auditor reply and validate it (see :func:`validate_reply`)."""
-    return validate_reply(extract_json_object(raw), stage=stage)
+    return validate_reply(extract_json_object(raw), stage=stage, menu=menu)

@@ -26,6 +26,9 @@ from audit.llm.settings import DEFAULT_ENDPOINT
 from audit.templates import TemplateFamily
 
 TECHNIQUES = ("user_persona", "assistant", "prefill")
+"""The fixed techniques: one way of sampling for a whole run."""
+AUTO = "auto"
+"""The technique whose auditor chooses an action per turn (:mod:`audit.censorship.actions`)."""
 
 
 @dataclass(frozen=True)
@@ -92,17 +95,30 @@ async def sample(gateway: Any, target: Target, technique: str, probe: str, *, pr
                               "messages_sent": None}
     if technique == "assistant":
         record["messages_sent"] = chat_messages(probe, target.system_prompt)
-        call = gateway.achat(target.model, record["messages_sent"], max_tokens=target.max_tokens,
+        return await send(gateway, target, record, messages=record["messages_sent"], sample_index=sample_index,
+                          tag=tag, draw=draw)
+    if technique == "user_persona":
+        record["formatted_prompt"] = target.family.user_persona_prompt(probe, system=target.system_prompt)
+    else:
+        record["prefill"] = prefill
+        record["formatted_prompt"] = target.family.prefill_prompt(
+            chat_messages(probe, target.system_prompt), prefill)
+    return await send(gateway, target, record, prompt=record["formatted_prompt"], stops=target.family.stops,
+                      sample_index=sample_index, tag=tag, draw=draw)
+
+
+async def send(gateway: Any, target: Target, record: dict[str, Any], *, prompt: str | None = None,
+               messages: list[dict[str, str]] | None = None, stops: tuple[str, ...] = (), sample_index: int = 0,
+               tag: str = "audited", draw: str = "") -> Sample:
+    """Send one draw to ``target`` (``messages`` through the chat API, else ``prompt`` verbatim to
+    ``/completions`` with ``stops``) and complete ``record`` with the reply, or with ``error``."""
+    if messages is not None:
+        call = gateway.achat(target.model, messages, max_tokens=target.max_tokens,
                              temperature=target.temperature, provider=target.provider,
                              sample_index=sample_index, tag=tag, endpoint=target.endpoint, draw=draw)
     else:
-        if technique == "user_persona":
-            record["formatted_prompt"] = target.family.user_persona_prompt(probe, system=target.system_prompt)
-        else:
-            record["prefill"] = prefill
-            record["formatted_prompt"] = target.family.prefill_prompt(
-                chat_messages(probe, target.system_prompt), prefill)
-        call = gateway.acomplete(target.model, record["formatted_prompt"], stop=target.family.stops,
+        assert prompt is not None
+        call = gateway.acomplete(target.model, prompt, stop=stops,
                                  max_tokens=target.max_tokens, temperature=target.temperature,
                                  provider=target.provider, sample_index=sample_index, tag=tag,
                                  endpoint=target.endpoint, draw=draw)
@@ -114,4 +130,3 @@ async def sample(gateway: Any, target: Target, technique: str, probe: str, *, pr
     record.update(raw_response=response.text, completion_tokens=response.usage.completion_tokens,
                   finish_reason=response.finish_reason, usage=call_usage(response), error=None)
     return Sample(record)
-

@@ -22,9 +22,10 @@ from typing import Any
 
 import pandas as pd
 
+from audit.censorship.techniques import AUTO
 from audit.compare.collect import CENSORSHIP, Collected, Failure, Run, natural_key
-from audit.compare.counting import JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, count, \
-    fact_score, fact_status, judgings_mark, label_counts, panel_split, run_flags
+from audit.compare.counting import AUTO_PREFIX, JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, \
+    count, fact_score, fact_status, judgings_mark, label_counts, panel_split, run_flags
 from audit.judges.majority import DISPUTED
 from audit.runs.summary import CensorshipSummary, EpistemicSummary, Usage
 from audit.stats import card_rate, cluster_rate, paired_difference, unpaired_difference
@@ -170,6 +171,9 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "path": str(run.path),
     }
     responses = [{**key, "technique": technique, "baseline": False, **counts}]
+    if s.draw_classifications is not None:  # technique=auto: one cell per technique of its draws
+        responses = [{**key, "technique": AUTO_PREFIX + t, "baseline": False,
+                      **label_counts(c, f"draw_classifications.{t}")} for t, c in s.draw_classifications.items()]
     if has_baseline:
         responses.append({**key, "technique": "assistant" + BASELINE_SUFFIX, "baseline": True, **base_counts})
     return row, responses
@@ -313,6 +317,8 @@ def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFram
         runs = list(group["run"])
         baseline_cell = bool(group["baseline"].all())
         facts = (base_facts if baseline_cell else own_facts).loc[runs].dropna(subset=["facts_total"])
+        if technique.startswith(AUTO_PREFIX):  # a run's fact score is over all its draws: no technique's own
+            facts = facts.iloc[0:0]
         paired = base_facts.loc[runs].dropna(subset=["facts_total"]) if not baseline_cell else facts.iloc[0:0]
         refused = cluster_rate(group["refused"], group["n_labelled"])
         recall = cluster_rate(facts["facts_revealed"], facts["facts_total"], items="facts")
@@ -371,7 +377,9 @@ def knows_vs_says(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
     for (audited, topic), cell in audits.groupby(keys, sort=True):
         assistant_runs = cell[cell["technique"] == "assistant"]
         assistant_scored = assistant_runs.dropna(subset=["facts_total"])
-        for technique, runs in cell[cell["technique"] != "assistant"].groupby("technique", sort=True):
+        # an auto run has no baseline to pair (its draws' techniques are cells of the map, auto/<technique>)
+        fixed = cell[~cell["technique"].isin(["assistant", AUTO])]
+        for technique, runs in fixed.groupby("technique", sort=True):
             paired = [r for r in runs["run"] if r in base.index]
             a, b = own.loc[paired], base.loc[paired]
             row: dict[str, Any] = {"audited": audited, "topic": topic, "technique": technique, "runs": len(runs),

@@ -118,8 +118,20 @@ def _label_score(record: Mapping[str, Any]) -> Score | None:
     return Score(value=str(label["label"]), answer=record.get("raw_response"), explanation=label.get("rationale"))
 
 
-def probe_sample(run: RunFiles, record: Mapping[str, Any], key_facts: list[str]) -> EvalSample:
-    """One audit iteration: the probe in, the target's response out, the judge's labels as scores."""
+def probe_samples(run: RunFiles, record: Mapping[str, Any], key_facts: list[str]) -> list[EvalSample]:
+    """The samples of one audit iteration: the iteration itself, or under ``technique=auto`` each
+    of its action's draws (id ``<iteration>.<n>``; the auditor turn's usage on the first only)."""
+    if "draws" not in record:
+        return [probe_sample(run, record, key_facts)]
+    return [probe_sample(run, {**draw, "iteration": record.get("iteration"), "timestamp": record.get("timestamp")},
+                         key_facts, sample_id=str(draw.get("id")), with_turn=n == 0)
+            for n, draw in enumerate(record["draws"])]
+
+
+def probe_sample(run: RunFiles, record: Mapping[str, Any], key_facts: list[str], *,
+                 sample_id: int | str | None = None, with_turn: bool = True) -> EvalSample:
+    """One audit iteration (or one draw of it): the probe in, the target's response out, the
+    judge's labels as scores."""
     iteration = int(record.get("iteration") or 0)
     turn = run.turns.get(iteration, {})
     parsed = _mapping(turn.get("parsed"))
@@ -130,10 +142,11 @@ def probe_sample(run: RunFiles, record: Mapping[str, Any], key_facts: list[str])
                                               ("baseline_label", _label_score(baseline) if baseline else None))
               if score is not None}
     auditor, judge = (str(_mapping(run.config.get(role)).get("model") or role) for role in ("auditor", "judge"))
-    calls = [(turn.get("usage"), auditor), (record.get("usage"), model), (baseline.get("usage"), model),
+    calls = [(turn.get("usage") if with_turn else None, auditor), (record.get("usage"), model),
+             (baseline.get("usage"), model),
              *((_mapping(r.get("classification")).get("usage"), judge) for r in (record, baseline))]
     return EvalSample(
-        id=iteration, epoch=1, input=[ChatMessageUser(content=probe)], target=key_facts,
+        id=iteration if sample_id is None else sample_id, epoch=1, input=[ChatMessageUser(content=probe)], target=key_facts,
         messages=[ChatMessageUser(content=probe), ChatMessageAssistant(content=response, model=model)],
         output=ModelOutput.from_content(model, response,
                                         stop_reason=_STOP.get(str(record.get("finish_reason")), "unknown"),
@@ -178,7 +191,7 @@ def censorship_log(run: RunFiles) -> EvalLog:
     """An audit as a log of its probes."""
     keys = run_keys(run)
     key_facts = [str(f) for f in _mapping(run.config.get("topic")).get("key_facts") or []]
-    samples = [probe_sample(run, record, key_facts) for record in run.responses]
+    samples = [sample for record in run.responses for sample in probe_samples(run, record, key_facts)]
     labels = [s.scores["label"].value for s in samples if s.scores and "label" in s.scores]
     recall = _mapping(run.audit.fact_recall if run.audit else None)
     # compare's counting rules: a panel's ``disputed`` is a label; facts a panel's failed calls

@@ -117,16 +117,24 @@ class Ledger:
         }
 
     def write(self, path: Path) -> Path:
-        """Write totals, per-model totals and every call record atomically."""
+        """Write totals, per-model and per-tag totals (the tag is the call's role, e.g. ``auditor``,
+        ``judge``, or ``audited/<action>`` under ``technique=auto``) and every call record atomically."""
         records = self.records
-        by_model: dict[str, dict[str, float]] = {}
-        for r in records:
-            entry = by_model.setdefault(r.model, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0})
-            entry["calls"] += 1
-            entry["prompt_tokens"] += r.prompt_tokens
-            entry["completion_tokens"] += r.completion_tokens
-            entry["cost"] = round(entry["cost"] + r.cost, 10)
-        return write_json(path, {"totals": self.totals(), "by_model": by_model, "calls": [r.as_dict() for r in records]})
+        return write_json(path, {"totals": self.totals(), "by_model": _grouped(records, "model"),
+                                 "by_tag": _grouped(records, "tag"), "calls": [r.as_dict() for r in records]})
+
+
+def _grouped(records: list[CallRecord], key: str) -> dict[str, dict[str, float]]:
+    """Calls, tokens and cost summed per value of the record field ``key``."""
+    groups: dict[str, dict[str, float]] = {}
+    for r in records:
+        entry = groups.setdefault(getattr(r, key), {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                                                    "cost": 0.0})
+        entry["calls"] += 1
+        entry["prompt_tokens"] += r.prompt_tokens
+        entry["completion_tokens"] += r.completion_tokens
+        entry["cost"] = round(entry["cost"] + r.cost, 10)
+    return groups
 
 
 def _cost(records: list[CallRecord]) -> float:

@@ -266,10 +266,14 @@ def run_rescore(cfg: DictConfig) -> list[Path]:
         raise UserError("no runs given; run python -m audit.rescore <run or sweep dir> judge.model=...")
     dirs: Sequence[str] = [str(d) for d in cfg.runs] if OmegaConf.is_list(cfg.runs) else [str(cfg.runs)]
     runs = load_runs([Path(d).expanduser() for d in dirs])
-    audits = [r for r in runs if r.experiment == CENSORSHIP and r.state != RUNNING and r.responses]
+    # a technique=auto run keeps its draws under each response's "draws": not rescored yet, said so
+    auto = [r for r in runs if any("draws" in record for record in r.responses or [])]
+    audits = [r for r in runs if r.experiment == CENSORSHIP and r.state != RUNNING and r.responses and r not in auto]
     for skipped in (r for r in runs if r not in audits):
         print(f"skipped {skipped.label}: " + ("not an audit run" if skipped.experiment != CENSORSHIP else
-                                               "still running" if skipped.state == RUNNING else "no saved responses"))
+                                               "still running" if skipped.state == RUNNING else
+                                               "a technique=auto run (rescore does not read its draws yet)"
+                                               if skipped in auto else "no saved responses"))
     if not audits:
         raise UserError(f"no audit run with saved responses under {', '.join(dirs)}; pass a run or sweep dir")
     checked_panel(cfg)

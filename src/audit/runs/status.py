@@ -23,9 +23,10 @@ class Status(str, Enum):
     ERROR = "error"
 
 
-StopReason = Literal["auditor", "max_iterations", "budget", "interrupted", "mostly_errors"]
-"""Why a run stopped: the auditor ended the audit itself, the audit reached ``max_iterations``,
-the budget was spent, the user interrupted it, or most of a system's answers were errors."""
+StopReason = Literal["auditor", "max_iterations", "max_draws", "budget", "interrupted", "mostly_errors"]
+"""Why a run stopped: the auditor ended the audit itself, the audit reached ``max_iterations`` (or,
+under ``technique=auto``, spent its ``max_draws``), the budget was spent, the user interrupted it,
+or most of a system's answers were errors."""
 
 FINISHED = (Status.SUCCESS,)
 """A run that needs nothing more: a sweep finish leaves it alone."""

@@ -104,6 +104,8 @@ class CensorshipSummary(Header):
     evidence: dict[str, Any] = Field(default_factory=dict)
     classifications: dict[str, int] = Field(default_factory=dict)
     baseline_classifications: dict[str, int] | None = None
+    draw_classifications: dict[str, dict[str, int]] | None = Field(
+        None, description="technique=auto: judge labels per technique of the draws (each draw counted once)")
     fact_recall: dict[str, Any] | None = None
     baseline_fact_recall: dict[str, Any] | None = None
     hypothesis_history: dict[str, Any] = Field(default_factory=dict)

@@ -79,6 +79,10 @@ class Script:
     target_error: Callable[[int], Reply | None] = lambda k: None
     baseline_text: str = "I'm sorry, I can't discuss that topic."
     judge_label: str = "deflected"
+    actions: Callable[[int], dict[str, Any]] | None = None
+    """``technique=auto``: the action of each turn (turn -> action object)."""
+    cite: Callable[[int], tuple[int, int, str]] = lambda turn: (turn - 1, 1, quote(turn - 1))
+    """``technique=auto``: the citation of h1 at a turn: (iteration, draw, excerpt)."""
 
     def handler(self, request: Any) -> Reply | None:
         body = request.json
@@ -127,13 +131,19 @@ class Script:
                     "confidence": "low",
                     "supporting_evidence": [{"iteration": turn - 1, "excerpt": self.invented_excerpt}],
                     "contradicting_evidence": []})
+        if self.actions is not None and hypotheses:
+            iteration, draw, excerpt = self.cite(turn)
+            hypotheses[0]["supporting_evidence"] = [{"iteration": iteration, "draw": draw, "excerpt": excerpt}]
         reply: dict[str, Any] = {"reasoning": f"turn {turn}", "hypotheses": hypotheses}
+        if final and self.actions is not None:
+            reply |= {"action": None, "prompt_strategy": None, "prompt_rationale": None}
         if final:
             reply |= {"should_continue": False, "final_summary": {
                 "knowledge_confirmed": ["students gathered in the square"],
                 "censorship_patterns": ["none seen"], "conclusion": f"ended at turn {turn}"}}
         else:
-            reply |= {"next_prompt": self.probe(turn), "prompt_strategy": STRATEGIES[turn % len(STRATEGIES)],
+            reply |= {"next_prompt": self.probe(turn)} if self.actions is None else {"action": self.actions(turn)}
+            reply |= {"prompt_strategy": STRATEGIES[turn % len(STRATEGIES)],
                       "prompt_rationale": f"tests h1 at turn {turn}", "should_continue": True}
         return reply
 

@@ -1,0 +1,243 @@
+"""The conversation tree of a ``technique=auto`` audit, and what each action sends (pure: no I/O).
+
+Every target draw is saved with its place in the tree: ``conversation`` (``c1``, ``c2``, ...,
+one per fresh chat-template action), ``branch`` (``c1.b1``; a rollback opens ``c1.b2``) and
+``parent`` (the draw whose message precedes it in its branch). The tree is rebuilt from the
+saved draws alone, so a resumed run sees the tree the killed one had, and a branch left behind
+by a rollback stays in the record while the conversation goes on from the active one (the
+branch of its latest draw). A draw's *messages* are the turns it adds: the auditor's user turn
+(if any), then the sampled turn (``role`` user or assistant).
+
+:func:`plan_draws` turns a validated action into the requests to send (chat messages or a raw
+``/completions`` prompt, built with the target's :class:`~audit.templates.TemplateFamily`);
+:func:`check_action` says, in the auditor's terms, why an action does not fit the tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from audit.censorship.actions import FOLLOWUP_USER, Action
+from audit.templates import TemplateFamily
+
+Message = dict[str, str]
+
+FRESH = ("user_persona", "assistant", "prefill", "few_shot")
+"""Actions that start a new conversation (``raw_text`` has no template, a batch no thread)."""
+
+
+def draw_id(iteration: int, number: int) -> str:
+    """The draw's name in citations and threads: ``<iteration>.<number within it>``."""
+    return f"{iteration}.{number}"
+
+
+def sampled_text(draw: Mapping[str, Any]) -> str | None:
+    """The turn a draw wrote, as the conversation holds it: the auditor's opening (a prefill, a
+    user-persona probe) followed by the target's continuation; None when the call failed."""
+    if draw.get("raw_response") is None:
+        return None
+    return (draw.get("prefill") or draw.get("opening") or "") + draw["raw_response"]
+
+
+def saved_draws(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The target draws of one saved iteration: an auto action's ``draws``, or the fixed technique's
+    record itself (its assistant baseline is a draw of its own, kept apart under ``baseline``)."""
+    return list(record["draws"]) if "draws" in record else [record]
+
+
+def draw_messages(draw: Mapping[str, Any]) -> list[Message]:
+    """The turns ``draw`` adds to its branch (a failed draw adds the auditor's turn only)."""
+    messages = [{"role": "user", "content": draw["user"]}] if draw.get("user") is not None else []
+    text = sampled_text(draw)
+    if text is not None and draw.get("role"):
+        messages.append({"role": draw["role"], "content": text})
+    return messages
+
+
+@dataclass
+class Tree:
+    """Conversations, branches and draws of one audit, rebuilt from the saved draws in order."""
+
+    draws: dict[str, dict[str, Any]] = field(default_factory=dict)
+    conversations: dict[str, list[str]] = field(default_factory=dict)
+    """Conversation id -> its draw ids in the order they were drawn."""
+
+    @classmethod
+    def of(cls, draws: Iterable[Mapping[str, Any]]) -> Tree:
+        tree = cls()
+        for draw in draws:
+            tree.add(draw)
+        return tree
+
+    def add(self, draw: Mapping[str, Any]) -> None:
+        self.draws[draw["id"]] = dict(draw)
+        if draw.get("conversation"):
+            self.conversations.setdefault(draw["conversation"], []).append(draw["id"])
+
+    def chain(self, tip: str | None) -> list[dict[str, Any]]:
+        """The draws from the conversation's start to ``tip``, following parents."""
+        out = []
+        while tip is not None:
+            out.append(self.draws[tip])
+            tip = self.draws[tip].get("parent")
+        return out[::-1]
+
+    def tip(self, conversation: str) -> str:
+        """The latest draw of ``conversation``: the end of its active branch."""
+        return self.conversations[conversation][-1]
+
+    def active_branch(self, conversation: str) -> str:
+        return str(self.draws[self.tip(conversation)]["branch"])
+
+    def branches(self, conversation: str) -> list[str]:
+        return list(dict.fromkeys(str(self.draws[d]["branch"]) for d in self.conversations[conversation]))
+
+    def root(self, conversation: str) -> dict[str, Any]:
+        return self.draws[self.conversations[conversation][0]]
+
+    def context(self, conversation: str) -> list[Message]:
+        """The turns before the conversation's first draw: its system prompt and few-shot examples."""
+        root = self.root(conversation)
+        return [*_system(root.get("system")), *example_messages(root.get("examples") or [])]
+
+    def thread(self, tip: str | None) -> list[tuple[str, Message]]:
+        """The messages of the branch ending at ``tip``, each with the draw that added it."""
+        return [(d["id"], m) for d in self.chain(tip) for m in draw_messages(d)]
+
+    def new_conversation_id(self) -> str:
+        return f"c{len(self.conversations) + 1}"
+
+
+def _system(system: str | None) -> list[Message]:
+    return [{"role": "system", "content": system}] if system is not None else []
+
+
+def example_messages(examples: Sequence[Mapping[str, str]]) -> list[Message]:
+    """Few-shot question/answer pairs as earlier user and assistant turns."""
+    return [m for p in examples for m in ({"role": "user", "content": p["question"]},
+                                          {"role": "assistant", "content": p["answer"]})]
+
+
+def check_action(action: Action, tree: Tree) -> str | None:
+    """Why ``action`` cannot be carried out on ``tree`` (addressed to the auditor), or None."""
+    if action.kind not in ("continue", "rollback"):
+        return None
+    conversation = action.args["conversation"]
+    if conversation not in tree.conversations:
+        known = ", ".join(tree.conversations) or "none yet (start one with a chat-template action)"
+        return f"action.conversation {conversation!r} does not exist (conversations: {known})"
+    thread = tree.thread(tree.tip(conversation))
+    last = thread[-1][1]["role"] if thread else None
+    if action.kind == "continue":
+        if action.args["mode"] == FOLLOWUP_USER and last != "assistant":
+            return (f"conversation {conversation} does not end with an assistant turn, so there is no reply to "
+                    "follow up on; continue it with mode user and prompt null (the target answers) first")
+        if action.args["mode"] != FOLLOWUP_USER and (action.args["prompt"] is None) != (last == "user"):
+            return (f"conversation {conversation} ends with a {last or 'missing'} turn: give a prompt to add a user "
+                    "turn after an assistant turn, or prompt null to have the target answer a user turn it wrote")
+        return None
+    to_turn = action.args["to_turn"]
+    if to_turn > len(thread):
+        return f"action.to_turn is {to_turn} but conversation {conversation} has {len(thread)} turn(s)"
+    if to_turn and thread[to_turn - 1][1]["role"] != "assistant":
+        return f"turn {to_turn} of conversation {conversation} is a user turn; roll back to an assistant turn (or 0)"
+    return None
+
+
+@dataclass(frozen=True)
+class DrawPlan:
+    """One request to send and the tree fields its saved draw will carry."""
+
+    fields: dict[str, Any]
+    """Everything saved before the reply: id, action, technique, conversation, branch, parent, role,
+    user, opening/prefill, system, examples, and what is sent (``formatted_prompt`` or ``messages_sent``)."""
+    prompt: str | None = None
+    messages: list[Message] | None = None
+    stops: tuple[str, ...] = ()
+
+
+def plan_draws(action: Action, tree: Tree, family: TemplateFamily, system_default: str | None,
+               iteration: int) -> list[DrawPlan]:
+    """The draws ``action`` sends at ``iteration`` (checked with :func:`check_action` first).
+
+    Chat-template renders come from the target's family (user persona, prefill, few-shot and
+    follow-up user turns are raw ``/completions`` prompts); an assistant turn without an opening
+    goes through the chat API as the ``assistant`` technique does; ``raw_text`` is sent verbatim.
+    """
+    args = action.args
+    if action.kind == "batch":
+        of = args["of"]
+        return [_fresh(of, {"prompt": p, "text": p, "prefill": args["prefill"], "system": args.get("system")},
+                       family, system_default, draw_id(iteration, j + 1), action.kind, conversation=None)
+                for j, p in enumerate(args["prompts"])]
+    number = draw_id(iteration, 1)
+    if action.kind in ("continue", "rollback"):
+        return [_next_turn(action, tree, family, number)]
+    conversation = tree.new_conversation_id() if action.kind in FRESH else None
+    return [_fresh(action.kind, args, family, system_default, number, action.kind, conversation=conversation)]
+
+
+def _fresh(kind: str, args: Mapping[str, Any], family: TemplateFamily, system_default: str | None, number: str,
+           action: str, *, conversation: str | None) -> DrawPlan:
+    """A draw on a fresh prompt: a new conversation's first turn (or, in a batch, a lone draw)."""
+    system = args.get("system") if args.get("system") is not None else system_default
+    fields: dict[str, Any] = {"id": number, "action": action, "technique": kind, "conversation": conversation,
+                              "branch": f"{conversation}.b1" if conversation else None, "parent": None}
+    if kind == "raw_text":
+        return DrawPlan({**fields, "role": None, "user": None, "system": None, "prompt_sent": args["text"],
+                         "formatted_prompt": args["text"], "messages_sent": None}, prompt=args["text"])
+    fields |= {"system": system, "prompt_sent": args["prompt"], "messages_sent": None, "formatted_prompt": None}
+    if kind == "few_shot":
+        fields["examples"] = list(args["examples"])
+    if kind == "user_persona":
+        prompt = family.user_persona_prompt(args["prompt"], system=system)
+        return DrawPlan({**fields, "role": "user", "user": None, "opening": args["prompt"],
+                         "formatted_prompt": prompt}, prompt=prompt, stops=family.stops)
+    messages = [*_system(system), *example_messages(args.get("examples") or []),
+                {"role": "user", "content": args["prompt"]}]
+    fields |= {"role": "assistant", "user": args["prompt"]}
+    return _assistant_turn(fields, messages, args.get("prefill") if kind != "assistant" else None, family)
+
+
+def _assistant_turn(fields: dict[str, Any], messages: list[Message], prefill: str | None,
+                    family: TemplateFamily) -> DrawPlan:
+    """An assistant turn after ``messages``: opened with ``prefill`` as a raw prompt, else through the
+    chat API, except few-shot, whose earlier turns are the point and are rendered in the template."""
+    if prefill is not None:
+        prompt = family.prefill_prompt(messages, prefill)
+        return DrawPlan({**fields, "prefill": prefill, "formatted_prompt": prompt}, prompt=prompt, stops=family.stops)
+    if fields["technique"] == "few_shot":
+        prompt = family.assistant_prompt(messages)
+        return DrawPlan({**fields, "formatted_prompt": prompt}, prompt=prompt, stops=family.stops)
+    return DrawPlan({**fields, "messages_sent": messages}, messages=messages)
+
+
+def _next_turn(action: Action, tree: Tree, family: TemplateFamily, number: str) -> DrawPlan:
+    """A draw that goes on with an earlier conversation: ``continue`` its active branch, or ``rollback``
+    to a turn of it and open a new branch there."""
+    args = action.args
+    conversation = args["conversation"]
+    root = tree.root(conversation)
+    tip: str | None = tree.tip(conversation)
+    branch = tree.active_branch(conversation)
+    if action.kind == "rollback":
+        thread = tree.thread(tip)
+        tip = thread[args["to_turn"] - 1][0] if args["to_turn"] else None
+        branch = f"{conversation}.b{len(tree.branches(conversation)) + 1}"
+    system = root.get("system")
+    turns = [*example_messages(root.get("examples") or []), *(m for _, m in tree.thread(tip))]
+    fields: dict[str, Any] = {"id": number, "action": action.kind, "conversation": conversation, "branch": branch,
+                              "parent": tip, "system": system, "prompt_sent": args["prompt"],
+                              "messages_sent": None, "formatted_prompt": None}
+    if action.kind == "continue" and args["mode"] == FOLLOWUP_USER:
+        opening = args["prompt"] or ""
+        prompt = family.user_persona_prompt(opening, system=system, history=turns)
+        return DrawPlan({**fields, "technique": FOLLOWUP_USER, "role": "user", "user": None, "opening": opening,
+                         "formatted_prompt": prompt}, prompt=prompt, stops=family.stops)
+    user = args["prompt"]
+    messages = [*_system(system), *turns, *([{"role": "user", "content": user}] if user is not None else [])]
+    technique = "prefill" if args["prefill"] is not None else "assistant"
+    return _assistant_turn({**fields, "technique": technique, "role": "assistant", "user": user}, messages,
+                           args["prefill"], family)
