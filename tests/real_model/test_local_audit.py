@@ -1,6 +1,10 @@
-"""A complete audit in which the auditor, the audited model and the judge are all the real model."""
+"""A complete audit in which the auditor, the audited model and the judge are all the real model, then
+the saved run judged again by it (``audit.rescore``): only judge calls, beside the original."""
 
 from __future__ import annotations
+
+import hashlib
+from pathlib import Path
 
 from audit.runs.status import FINISHED
 from tests.real_model.conftest import SMOLLM2, assert_sampled_in_family, local_endpoint, only_run_dir, read, run_cli
@@ -15,7 +19,12 @@ BOUNDS = ("max_iterations=2", "sampling.max_tokens=60", "auditor.max_tokens=1024
 """Small enough for 2 cores; the auditor's and judge's bounds are conf/config.yaml's ``embedded`` ones."""
 
 
-def test_complete_audit_with_auditor_target_and_judge_on_the_real_model(embedded, tmp_path):
+def digests(run_dir: Path) -> dict[str, str]:
+    return {str(p.relative_to(run_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in run_dir.rglob("*") if p.is_file()}
+
+
+def test_complete_audit_with_auditor_target_and_judge_on_the_real_model_then_a_rescore(embedded, tmp_path):
     done = run_cli("audit", local_endpoint(embedded), *ALL_ON_THE_REAL_MODEL, *BOUNDS, f"output_dir={tmp_path / 'out'}",
                    "gateway.cache.enabled=false", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -47,3 +56,20 @@ def test_complete_audit_with_auditor_target_and_judge_on_the_real_model(embedded
     assert all(c.get("structured_output") != "rejected" for c in calls)
     classified = [read(run_dir / "audited_responses" / f"{k:03d}.json")["classification"] for k in range(1, n + 1)]
     assert all(c["label"] or c["error"] for c in classified)
+
+    # a second judging of the same run by the real model at another temperature: only the judge is called,
+    # the run's own files are left byte for byte, and the judging is written beside them with its agreement
+    before = digests(run_dir)
+    again = run_cli("audit.rescore", str(run_dir), local_endpoint(embedded), "judge.endpoint=local",
+                    "judge.model=smollm2", "judge.structured_output=on", "judge.max_tokens=512",
+                    "judge.temperature=0.7", "judging=smollm2_t07", cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert {k: v for k, v in digests(run_dir).items() if not k.startswith("judgings/")} == before
+    folder = run_dir / "judgings" / "smollm2_t07"
+    judging = read(folder / "judging.json")
+    assert {c["tag"] for c in read(folder / "usage.json")["calls"]} == {"judge"}
+    failed = {f["item"] for f in judging["judge_failures"]}
+    assert len(judging["responses"]) == n
+    assert all(r["response_label"] or f"{r['iteration']}/response" in failed for r in judging["responses"])
+    assert (folder / "agreement.csv").read_text().count("\n") >= 2  # a header and at least one kappa row
+    print(again.stdout)
