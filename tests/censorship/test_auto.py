@@ -219,7 +219,14 @@ def test_compare_cells_of_an_auto_run_count_each_draw_once(audit_env, script, fa
     # a draw with no prompt of the auditor's is judged as the answer to its branch's last turn
     assert any(target_text(3) in j and REFUSAL in j for j in judged)  # 4.1: the follow-up after a refusal
     assert any(probe_text(1) + target_text(1) in j and REFUSAL in j for j in judged)  # 10.1 answers 1.1
-    assert tables.gaps.empty  # no "sample a baseline" advice for an auto run: with_baseline is not its
+    # knows vs says from the one auto run: each technique's draws against its assistant draws, as recounted
+    gaps = tables.gaps.set_index("technique")
+    assert set(gaps.index) == set(recount) - {"auto/assistant"} and (gaps["paired_runs"] == 1).all()
+    says = recount["auto/assistant"]["refused"] / sum(recount["auto/assistant"].values())
+    for technique, labels in recount.items():
+        if technique != "auto/assistant":
+            assert gaps.loc[technique, "refused_gap"] == pytest.approx(
+                labels["refused"] / sum(labels.values()) - says), technique
     assert sum(sum(c.values()) for c in recount.values()) == 12 == int(cells["n_responses"].sum())
 
 

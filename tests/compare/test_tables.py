@@ -108,6 +108,25 @@ def test_knows_vs_says_paired_gap_has_the_known_answer(tmp_path: Path) -> None:
     assert list(gaps["technique"]) == ["user_persona"]  # the assistant is the reference, not a row
 
 
+def test_knows_vs_says_from_auto_runs_pairs_each_runs_draws_by_technique(tmp_path: Path) -> None:
+    """Three auto runs whose user-persona draws refuse 0 of 2 and whose assistant draws refuse 2 of 2,
+    a fourth that never asked as the assistant: the gap is -1 over the 3 paired runs, apart from the
+    fixed technique's row, and the fourth run is counted as unpaired."""
+    for name in ("a", "b", "d"):
+        censorship_run(tmp_path, name, technique="auto", classifications={"forthcoming": 2, "refused": 2},
+                       draw_classifications={"user_persona": {"forthcoming": 2}, "assistant": {"refused": 2}})
+    censorship_run(tmp_path, "c", technique="auto", classifications={"forthcoming": 1},
+                   draw_classifications={"user_persona": {"forthcoming": 1}})
+    censorship_run(tmp_path, "fixed", classifications={"refused": 1, "forthcoming": 1}, baseline={"refused": 2})
+    gaps = build_tables(collect([tmp_path])).gaps
+    assert sorted(gaps["technique"]) == ["auto/user_persona", "user_persona"]
+    auto = row_of(gaps, technique="auto/user_persona")
+    assert (auto["refused_gap"], auto["paired_runs"], auto["runs"], auto["runs_without_baseline"]) == (-1.0, 3, 4, 1)
+    assert auto["refused_gap_lo"] == -1.0 and -1.0 < auto["refused_gap_hi"] < 0  # 6 draws a side: a real width
+    assert math.isnan(auto["facts_gap"]) and auto["missing"] == ""
+    assert row_of(gaps, technique="user_persona")["refused_gap"] == pytest.approx(0.5 - 1.0)  # its own row
+
+
 def test_knows_vs_says_facts_gap_pairs_responses_with_the_scored_baseline(tmp_path: Path) -> None:
     for name, revealed, said in (("a", 4, 1), ("b", 2, 1), ("c", 3, 0)):
         censorship_run(tmp_path, name, classifications={"forthcoming": 4}, baseline={"refused": 4}, covered=revealed,

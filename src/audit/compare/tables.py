@@ -404,7 +404,39 @@ def knows_vs_says(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
                 technique_scored["facts_revealed"], technique_scored["facts_total"],
                 assistant_scored["facts_revealed"], assistant_scored["facts_total"])))
             rows.append(row)
+        rows += _auto_gaps(audited, topic, cell, own, len(assistant_runs))
     return pd.DataFrame(rows, columns=GAP_COLUMNS)
+
+
+NO_AUTO_ASSISTANT = "no assistant draws in these auto runs: the auditor never asked as the assistant"
+
+
+def _auto_gaps(audited: str, topic: str, cell: pd.DataFrame, own: pd.DataFrame, assistant_runs: int) -> list[dict]:
+    """Knows vs says read from ``technique=auto`` runs alone: per technique ``T`` the auditor chose,
+    its draws' shares minus those of the same runs' ``assistant`` draws (``auto/T`` against
+    ``auto/assistant``), paired within each run (:func:`audit.stats.paired_difference`: the run is
+    the unit, each draw counted once). Not the same probes as a baseline's (the auditor chose what to
+    ask under which action), so these rows stand apart from the fixed techniques' (never pooled).
+    Facts have no per-draw score (the run's covers all its draws): the facts gaps stay n/a."""
+    runs = cell.loc[cell["technique"] == AUTO, "run"]
+    draws = own[own.index.isin(runs) & own["technique"].str.startswith(AUTO_PREFIX)]
+    says = draws[draws["technique"] == AUTO_PREFIX + "assistant"]
+    rows = []
+    for technique, arm in draws[draws["technique"] != AUTO_PREFIX + "assistant"].groupby("technique", sort=True):
+        paired = [r for r in arm.index if r in says.index]
+        a, b = arm.loc[paired], says.loc[paired]
+        row: dict[str, Any] = {"audited": audited, "topic": topic, "technique": technique, "runs": len(arm),
+                               "paired_runs": len(paired), "runs_without_baseline": len(arm) - len(paired),
+                               "assistant_runs": assistant_runs, "unlabelled_technique": int(a[UNLABELLED].sum()),
+                               "unlabelled_baseline": int(b[UNLABELLED].sum()),
+                               "technique_fact_recall": math.nan, "baseline_fact_recall": math.nan,
+                               "missing": NO_AUTO_ASSISTANT if not paired else ""}
+        for cls in ("refused", "official_line"):
+            row.update(_rate_columns(f"{cls}_gap", paired_difference(a[cls], a["n_labelled"], b[cls], b["n_labelled"])))
+        row.update(_rate_columns("facts_gap", None))
+        row.update(_rate_columns("facts_gap_vs_assistant_runs", None))
+        rows.append(row)
+    return rows
 
 
 ZH_SUFFIX = "_zh"
