@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,3 +57,22 @@ def summaries_match_the_published_schema(tmp_path_factory: pytest.TempPathFactor
         if isinstance(data, dict) and "schema_version" in data:
             problems += [f"{path}: {error.json_path}: {error.message}" for error in validator.iter_errors(data)]
     assert not problems, "summary.json files that do not match the published schema:\n" + "\n".join(problems[:20])
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A mount point for small tmpfs file systems (:func:`mount_small`), unmounted after the test: the
+    full-disk tests fill a real file system rather than fake ``ENOSPC`` inside the code."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    yield mount
+    subprocess.run(["umount", str(mount)], capture_output=True, check=False)
+
+
+def mount_small(mount: Path, size: str) -> None:
+    """Mount (or mount again, at another size) a tmpfs of ``size`` at ``mount``; skip the test with the
+    reason where this machine does not allow it."""
+    subprocess.run(["umount", str(mount)], capture_output=True, check=False)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.decode().strip() or 'mount failed'})")

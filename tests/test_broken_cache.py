@@ -11,10 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from audit.llm.cache import ResponseCache
 from audit.testing.server import FakeOpenRouter
+from tests.conftest import mount_small
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
 
 
@@ -103,30 +103,24 @@ def run_epistemic(args: list[str], server: FakeOpenRouter, cwd: Path, cache: Pat
                           cwd=cwd, env={**base, **server.env()}, capture_output=True, text=True, timeout=300)
 
 
-def test_a_resume_after_the_disk_filled_is_not_refilled_by_the_cache(tmp_path, fake_openrouter: FakeOpenRouter):
+def test_a_resume_after_the_disk_filled_is_not_refilled_by_the_cache(tmp_path, tmpfs, fake_openrouter: FakeOpenRouter):
     """The run dir and the cache on one disk (as with the default cache.dir under $HOME). Before
     the reserve, the cache's write-ahead log held what the full disk refused; the resume, on a disk
     given enough room for the whole run without a cache (1,200 KB), failed again with the same
     full disk at 95/360 answers as the log grew back from 205 KB to 868 KB (2 of 2 tries). Now the
     cache stops growing at ``min_free_mb`` and the resume finishes."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=500k", "tmpfs", str(disk)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.decode().strip() or 'mount failed'})")
-    try:
-        fake_openrouter.handler = Script().handler
-        cache = disk / "cache.sqlite"
-        first = run_epistemic(["system=raw_llm", "system.model=test/model", "cards.num_per_type=40",
-                               f"output_dir={disk / 'out'}"], fake_openrouter, tmp_path, cache,
-                              "gateway.cache.min_free_mb=0.3")
-        (run_dir,) = (disk / "out").iterdir()
-        assert first.returncode == 1 and "disk full" in first.stderr.splitlines()[-1], first.stderr
-        assert json.loads((run_dir / "summary.json").read_text())["status"] == "error"
-        subprocess.run(["mount", "-o", "remount,size=1200k", str(disk)], check=True)
-        again = run_epistemic([f"resume={run_dir}"], fake_openrouter, tmp_path, cache, "gateway.cache.min_free_mb=0.3")
-        assert again.returncode == 0, again.stderr
-        assert json.loads((run_dir / "summary.json").read_text())["status"] == "success"
-        assert len((run_dir / "results.jsonl").read_text().splitlines()) == 360
-    finally:
-        subprocess.run(["umount", str(disk)], capture_output=True, check=False)
+    disk = tmpfs
+    mount_small(disk, "500k")
+    fake_openrouter.handler = Script().handler
+    cache = disk / "cache.sqlite"
+    first = run_epistemic(["system=raw_llm", "system.model=test/model", "cards.num_per_type=40",
+                           f"output_dir={disk / 'out'}"], fake_openrouter, tmp_path, cache,
+                          "gateway.cache.min_free_mb=0.3")
+    (run_dir,) = (disk / "out").iterdir()
+    assert first.returncode == 1 and "disk full" in first.stderr.splitlines()[-1], first.stderr
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "error"
+    subprocess.run(["mount", "-o", "remount,size=1200k", str(disk)], check=True)
+    again = run_epistemic([f"resume={run_dir}"], fake_openrouter, tmp_path, cache, "gateway.cache.min_free_mb=0.3")
+    assert again.returncode == 0, again.stderr
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "success"
+    assert len((run_dir / "results.jsonl").read_text().splitlines()) == 360

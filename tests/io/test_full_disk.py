@@ -8,33 +8,26 @@ from __future__ import annotations
 
 import errno
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from audit.io.atomic import overwrite_in_place, write_json
 from audit.io.journal import Journal, read_records
+from tests.conftest import mount_small
 
 
 @pytest.fixture
-def full_disk(tmp_path: Path):
+def full_disk(tmpfs: Path):
     """A 64 KiB tmpfs holding a 16 KiB file, then filled to the last byte."""
-    mount = tmp_path / "tiny"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.decode().strip() or 'mount failed'})")
-    try:
-        (mount / "summary.json").write_text(json.dumps({"status": "started", "pad": "x" * 16000}))
-        with open(mount / "filler", "wb", buffering=0) as filler:
-            with pytest.raises(OSError) as full:
-                while True:
-                    filler.write(b"\0" * 4096)
-            assert full.value.errno == errno.ENOSPC
-        yield mount
-    finally:
-        subprocess.run(["umount", str(mount)], check=False)
+    mount_small(tmpfs, "64k")
+    (tmpfs / "summary.json").write_text(json.dumps({"status": "started", "pad": "x" * 16000}))
+    with open(tmpfs / "filler", "wb", buffering=0) as filler:
+        with pytest.raises(OSError) as full:
+            while True:
+                filler.write(b"\0" * 4096)
+        assert full.value.errno == errno.ENOSPC
+    return tmpfs
 
 
 def test_a_full_disk_refuses_the_atomic_write_but_takes_the_short_record_in_place(full_disk: Path):

@@ -21,29 +21,13 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
 from audit.testing.server import FakeOpenRouter
-
-
-@pytest.fixture
-def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A mount point for small tmpfs file systems (``mount_small``), unmounted after the test."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    yield mount
-    subprocess.run(["umount", str(mount)], capture_output=True, check=False)
-
-
-def mount_small(mount: Path, size: str) -> None:
-    subprocess.run(["umount", str(mount)], capture_output=True, check=False)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.decode().strip() or 'mount failed'})")
+from tests.conftest import mount_small
 
 
 def run(args: list[str], server: FakeOpenRouter, cwd: Path) -> subprocess.CompletedProcess[str]:
