@@ -13,13 +13,23 @@ from audit.paths import CACHE_ENV
 from audit.testing.server import FakeOpenRouter
 
 
+SHARED_SCOPES = ("class", "module", "package")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under ``-n auto --dist loadgroup`` the real-model tests share one worker: they share one
-    session-scoped llama.cpp server, and two servers on a 2-core machine would each run at half
-    speed while the rest of the suite waits for neither."""
+    """Under ``-n auto --dist loadgroup``, tests that share an expensive fixture share a worker, so it
+    is made once: the real-model tests (one session-scoped llama.cpp server; two on a 2-core machine
+    would each run at half speed), and the tests of a module with a module-scoped fixture (built once
+    per worker that runs any of them: the bad-input corpus runs every case of its module from one
+    fixture, so split over two workers it ran twice)."""
     for item in items:
         if "real_model" in item.path.parts:
             item.add_marker(pytest.mark.xdist_group("embedded_model"))
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        definitions = info.name2fixturedefs.values() if info is not None else ()
+        if any(d.scope in SHARED_SCOPES for defs in definitions for d in defs):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 @pytest.fixture(autouse=True)
