@@ -231,6 +231,14 @@ def test_compare_cells_of_an_auto_run_count_each_draw_once(audit_env, script, fa
             assert gaps.loc[technique, "refused_gap"] == pytest.approx(
                 labels["refused"] / sum(labels.values()) - says), technique
     assert sum(sum(c.values()) for c in recount.values()) == 12 == int(cells["n_responses"].sum())
+    # the per-response table: one row per draw (a batch of 3 is 3 rows), its labels the same recount
+    from audit.runs.tables import load_tables
+
+    rows = load_tables(audit_env / "out").responses
+    assert len(rows) == 12 and rows["draw"].is_unique
+    by_technique = rows.groupby("technique")["label"].value_counts().to_dict()
+    assert by_technique == {("auto/" + t, label): n for t, labels in
+                            ((k.removeprefix("auto/"), v) for k, v in recount.items()) for label, n in labels.items()}
 
 
 def test_report_shows_conversations_as_threads_with_branches(auto_run):

@@ -22,7 +22,9 @@ from typing import Any
 
 import pandas as pd
 
+from audit.censorship.conversations import saved_draws
 from audit.censorship.evidence import occurs
+from audit.compare.counting import AUTO_PREFIX
 from audit.errors import UserError
 from audit.io.neutral import csv_frame
 from audit.runs.loading import RunFiles, load_runs
@@ -34,7 +36,10 @@ RUN_COLUMNS = ("run", "experiment", "status", "stop_reason", "audited", "model",
                "completion_tokens", "cost", "started_at", "finished_at", "problem", "path")
 _ARM = ("response", "label", "rationale", "finish_reason", "prompt_tokens", "completion_tokens", "cost", "error",
         "fact_quotes")
-RESPONSE_COLUMNS = ("run", "status", "audited", "model", "topic", "technique", "repeat", "iteration", "probe", *_ARM,
+DRAW_KEYS = ("draw", "action", "conversation", "branch", "parent")
+"""Where a ``technique=auto`` draw sits in its run's conversation tree (None for a fixed technique)."""
+RESPONSE_COLUMNS = ("run", "status", "audited", "model", "topic", "technique", "repeat", "iteration", *DRAW_KEYS,
+                    "probe", *_ARM,
                     *(f"baseline_{c}" for c in _ARM), "path")
 ANSWER_COLUMNS = ("run", "status", "domain", "predicate", "repeat", "system", "card", "label", "suite", "u_kind",
                   "condition", "prior_label", "gold", "pred", "passed", "error", "reason", "question", "raw_output",
@@ -107,7 +112,9 @@ def _arm(record: Mapping[str, Any], facts: Sequence[Any]) -> dict[str, Any]:
 
 
 def response_rows(run: RunFiles) -> list[dict[str, Any]]:
-    """One row per saved iteration of an audit, its baseline answer (if sampled) beside it."""
+    """One row per target draw of an audit: a fixed technique's iteration, its baseline answer (if
+    sampled) beside it, or each draw of an auto action (a batch of 3 is 3 rows; technique
+    ``auto/<technique>``), so the table counts each draw once, as the summary and compare do."""
     keys = run_keys(run)
     audit = run.audit
     facts = _mapping(audit.fact_recall if audit else None).get("facts") or []
@@ -115,14 +122,19 @@ def response_rows(run: RunFiles) -> list[dict[str, Any]]:
     rows = []
     for record in run.responses:
         baseline = record.get("baseline")
-        row = {"run": run.label, "status": run.state, "audited": keys["audited"], "model": keys["model"],
-               "topic": keys["topic"], "technique": record.get("technique") or keys["technique"],
-               "repeat": keys["repeat"], "iteration": record.get("iteration"), "probe": record.get("prompt_sent"),
-               **_arm(record, facts)}
         paired = _arm(baseline, baseline_facts) if isinstance(baseline, Mapping) else dict.fromkeys(_ARM)
-        row.update({f"baseline_{k}": v for k, v in paired.items()})
-        row["path"] = str(run.path)
-        rows.append(row)
+        for draw in saved_draws(record):
+            row = {"run": run.label, "status": run.state, "audited": keys["audited"], "model": keys["model"],
+                   "topic": keys["topic"],
+                   # an auto run's draws as compare's cells name them, never pooled with a fixed technique's
+                   "technique": AUTO_PREFIX + str(draw.get("technique")) if "draws" in record
+                   else record.get("technique") or keys["technique"],
+                   "repeat": keys["repeat"], "iteration": record.get("iteration"),
+                   **{k: draw.get("id" if k == "draw" else k) for k in DRAW_KEYS},
+                   "probe": draw.get("prompt_sent"), **_arm(draw, facts)}
+            row.update({f"baseline_{k}": v for k, v in paired.items()})
+            row["path"] = str(run.path)
+            rows.append(row)
     return rows
 
 
