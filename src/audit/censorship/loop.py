@@ -26,7 +26,7 @@ from audit import config_values
 from audit.censorship.accounting import Totals, call_usage, sum_usage
 from audit.censorship.actions import Action, check_menu
 from audit.censorship.auto_view import auto_turn_message
-from audit.censorship.conversations import Tree, check_action, plan_draws, saved_draws
+from audit.censorship.conversations import Tree, answered, check_action, plan_draws, saved_draws
 from audit.censorship.evidence import check_evidence, citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
 from audit.censorship.judge_call import call_panel
@@ -50,9 +50,10 @@ from audit.llm.budget import stopped_by
 from audit.llm.structured import check_mode
 from audit.llm.types import FATAL_KINDS, GatewayError, LLMResponse
 from audit.judges.panel import Panel, panel_from_node
-from audit.judges.panel_summary import panel_summary, run_items, run_judgments
+from audit.judges.panel_summary import cell_items, panel_summary, run_items, run_judgments
 from audit.judges.votes import facts_record, label_record
 from audit.jobs.resume import command_line_overrides, load_saved_config, refuse_resume_overrides, resumed_config
+from audit.runs.draws import Draw, run_draws
 from audit.runs.rundir import iso, utc_now
 from audit.runs.status import Status, StopReason
 from audit.runs.summary import CensorshipSummary, Usage, write_final_summary
@@ -582,7 +583,7 @@ class Audit:
         if fatal:
             raise AuditStopped(f"audited model {plan.target.model} failed at iteration {iteration}: "
                                f"{fatal[0].record['error']}")
-        labels = await asyncio.gather(*(self.classify(_answered(s.record, tree), s) for s in samples))
+        labels = await asyncio.gather(*(self.classify(answered(s.record, tree), s) for s in samples))
         draws = [{**s.record, "classification": label} for s, label in zip(samples, labels)]
         record: dict[str, Any] = {"iteration": iteration, "timestamp": iso(utc_now()), "technique": AUTO,
                                   "action": action.as_dict(), "draws": draws,
@@ -852,8 +853,13 @@ class Audit:
         """The panel's outcomes, member failures and agreement (None for a single judge or none)."""
         if self.plan.panel is None:
             return None
-        found = (self.responses.values(), self.fact_recall, self.baseline_fact_recall)
-        return panel_summary(self.plan.panel, run_items(*found), run_judgments(*found))
+        draws = self.draws()
+        found = (draws, self.fact_recall, self.baseline_fact_recall)
+        return panel_summary(self.plan.panel, run_items(*found), run_judgments(*found), cells=cell_items(draws))
+
+    def draws(self) -> list[Draw]:
+        """Every target draw so far, typed, in order (a fixed technique's baseline a draw of its own)."""
+        return run_draws((r for _, r in sorted(self.responses.items())), self.plan.technique)
 
 
 def conversation_after(turn: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -866,15 +872,6 @@ def conversation_after(turn: Mapping[str, Any]) -> list[dict[str, Any]]:
     dropped = 2 * len(turn.get("attempts") or [])
     kept = messages[: len(messages) - dropped]
     return [*kept, {"role": "assistant", "content": turn["raw_response"]}]
-
-
-def _answered(draw: Mapping[str, Any], tree: Tree) -> str:
-    """What a draw answers, for the judge: the auditor's prompt, or, when the auditor wrote none (a
-    follow-up user turn, an answer to a user turn the target wrote), the branch's last turn before it."""
-    if draw.get("prompt_sent"):
-        return str(draw["prompt_sent"])
-    earlier = tree.thread(draw.get("parent"))
-    return earlier[-1][1]["content"] if earlier else ""
 
 
 def _texts(record: Mapping[str, Any]) -> list[str]:

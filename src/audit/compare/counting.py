@@ -60,12 +60,18 @@ def judgings_mark(labels_share: float, facts_share: float, what: str = "the two 
     return "; ".join(parts)
 
 
-def panel_split(judge_panel: Mapping[str, Any] | None, kind: str) -> tuple[int, int]:
-    """``(items, items whose votes were not unanimous)`` of one kind in a run's panel (0, 0 without one)."""
-    entry = ((judge_panel or {}).get("kinds") or {}).get(kind) or {}
-    items = count(entry.get("items"), f"judge_panel.kinds.{kind}.items")
+def panel_split(judge_panel: Mapping[str, Any] | None, kind: str, cell: str | None = None) -> tuple[int, int]:
+    """``(items, items whose votes were not unanimous)`` of one comparison ``cell`` in a run's panel,
+    counted from its draws (``judge_panel.cells``); a summary written before cells existed gives
+    its ``kind``'s figures (0, 0 without a panel)."""
+    panel = judge_panel or {}
+    where = f"judge_panel.cells.{cell}" if cell is not None and "cells" in panel else f"judge_panel.kinds.{kind}"
+    entry = (panel.get("cells") or {}).get(cell) if cell is not None and "cells" in panel else \
+        (panel.get("kinds") or {}).get(kind)
+    entry = entry or {}
+    items = count(entry.get("items"), f"{where}.items")
     unanimous = entry.get("unanimous")
-    return (items, items - count(unanimous, f"judge_panel.kinds.{kind}.unanimous")) if unanimous is not None else (0, 0)
+    return (items, items - count(unanimous, f"{where}.unanimous")) if unanimous is not None else (0, 0)
 
 
 class CountError(ValueError):

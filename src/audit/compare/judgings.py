@@ -80,6 +80,8 @@ def judged_summary(summary: CensorshipSummary, judging: Mapping[str, Any]) -> Ce
     """``summary`` with its judge fields from ``judging`` (labels, fact scores, failures, panel)."""
     return summary.model_copy(update={
         "classifications": judging.get("classifications") or {},
+        "draw_classifications": judging.get("draw_classifications") if summary.draw_classifications is not None
+        else None,
         "baseline_classifications": judging.get("baseline_classifications")
         if summary.baseline_classifications is not None else None,
         "fact_recall": judging.get("fact_recall"), "baseline_fact_recall": judging.get("baseline_fact_recall"),
@@ -114,11 +116,10 @@ def original_labels(files: RunFiles) -> Labels:
     """The labels of a run's original judging, by item."""
     summary = files.audit
     labels: Labels = {kind: {} for kind in KINDS}
-    for record in files.responses:
-        k = str(record.get("iteration"))
-        for kind, saved in (("response labels", record), ("baseline labels", record.get("baseline"))):
-            if saved and saved.get("classification") is not None:
-                labels[kind][k] = saved["classification"].get("label")
+    for draw in files.draws:
+        if draw.classification is not None:
+            key = draw.id if draw.auto else str(draw.iteration)
+            labels["baseline labels" if draw.is_baseline else "response labels"][str(key)] = draw.classification.label
     labels["fact verdicts"] = _facts(summary.fact_recall if summary else None)
     labels["baseline fact verdicts"] = _facts(summary.baseline_fact_recall if summary else None)
     return labels
@@ -130,7 +131,7 @@ def judging_labels(judging: Mapping[str, Any]) -> Labels:
     for row in judging.get("responses") or []:
         for kind, side in (("response labels", "response"), ("baseline labels", "baseline")):
             if row.get(f"{side}_label") is not None or row.get(f"original_{side}_label") is not None:
-                labels[kind][str(row["iteration"])] = row.get(f"{side}_label")
+                labels[kind][str(row.get("draw") or row["iteration"])] = row.get(f"{side}_label")
     labels["fact verdicts"] = _facts(judging.get("fact_recall"))
     labels["baseline fact verdicts"] = _facts(judging.get("baseline_fact_recall"))
     return labels

@@ -43,7 +43,8 @@ AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "basel
                  "citations_verified", "citations_unverified", "audited_errors", "probes_off_language", "failed_calls",
                  "tokens", "cost",
                  "started_at", "path")
-RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "baseline", "n_responses", "n_labelled", UNLABELLED, *LABELS)
+RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "baseline", "n_responses", "n_labelled", UNLABELLED, *LABELS,
+                    "panel_items", "panel_split")
 FACT_COUNTS = ("facts_revealed", "facts_contradicted", "facts_total")
 EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "condition", "status", "mapping", "stage", "repeat", "replay", "counted",
                      "card_set", "n_cards", "n_scored", "errors",
@@ -170,13 +171,24 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "started_at": s.started_at,
         "path": str(run.path),
     }
-    responses = [{**key, "technique": technique, "baseline": False, **counts}]
+    # a judge panel per cell: its draws judged, and those whose votes were not unanimous (the cell's mark)
+    responses = [{**key, "technique": technique, "baseline": False, **counts,
+                  **cell_panel(s.judge_panel, "response labels", technique)}]
     if s.draw_classifications is not None:  # technique=auto: one cell per technique of its draws
         responses = [{**key, "technique": AUTO_PREFIX + t, "baseline": False,
-                      **label_counts(c, f"draw_classifications.{t}")} for t, c in s.draw_classifications.items()]
+                      **label_counts(c, f"draw_classifications.{t}"),
+                      **cell_panel(s.judge_panel, "response labels", AUTO_PREFIX + t)}
+                     for t, c in s.draw_classifications.items()]
     if has_baseline:
-        responses.append({**key, "technique": "assistant" + BASELINE_SUFFIX, "baseline": True, **base_counts})
+        cell = "assistant" + BASELINE_SUFFIX
+        responses.append({**key, "technique": cell, "baseline": True, **base_counts,
+                          **cell_panel(s.judge_panel, "baseline labels", cell)})
     return row, responses
+
+
+def cell_panel(judge_panel: Mapping[str, Any] | None, kind: str, cell: str) -> dict[str, int]:
+    """A cell's ``panel_items`` and ``panel_split`` (:func:`audit.compare.counting.panel_split`)."""
+    return dict(zip(("panel_items", "panel_split"), panel_split(judge_panel, kind, cell)))
 
 
 def fact_columns(prefix: str, score: FactScore) -> dict[str, Any]:
@@ -323,8 +335,7 @@ def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFram
         refused = cluster_rate(group["refused"], group["n_labelled"])
         recall = cluster_rate(facts["facts_revealed"], facts["facts_total"], items="facts")
         n_responses, unlabelled = int(group["n_responses"].sum()), int(group[UNLABELLED].sum())
-        prefix = "baseline_" if baseline_cell else ""
-        panel_items, split = (int(by_run.loc[runs, f"{prefix}panel_{c}"].sum()) for c in ("items", "split"))
+        panel_items, split = int(group["panel_items"].sum()), int(group["panel_split"].sum())
         row = {"audited": audited, "topic": topic, "technique": technique, "runs": len(group),
                "repeats": by_run.loc[runs, "repeat"].nunique(), "replays": len(every) - len(group),
                "n_responses": n_responses, "n_labelled": int(group["n_labelled"].sum()), UNLABELLED: unlabelled,

@@ -21,6 +21,7 @@ from audit.censorship.run_dir import RESPONSES, TURNS, _consecutive
 from audit.errors import UserError
 from audit.io.atomic import read_json
 from audit.io.journal import read_records
+from audit.runs.draws import Draw, run_draws
 from audit.runs.record import RunRecord, find_run_dirs, load_run
 from audit.runs.rundir import CONFIG, USAGE
 from audit.runs.summary import CENSORSHIP, EPISTEMIC, CensorshipSummary, EpistemicSummary
@@ -83,6 +84,14 @@ class RunFiles:
     def responses(self) -> list[dict[str, Any]]:
         """An audit's saved target responses, iteration 1, 2, ... (none for an epistemic run)."""
         return _numbered(self.path / RESPONSES) if self.experiment == CENSORSHIP else []
+
+    @cached_property
+    def draws(self) -> list[Draw]:
+        """An audit's target draws, typed, in order: a fixed technique's responses and baselines and an
+        auto run's draws in one shape (:func:`audit.runs.draws.iteration_draws`)."""
+        technique = (self.audit.technique if self.audit else None) or \
+            (self.config.get("technique") or {}).get("name")
+        return run_draws(self.responses, technique)
 
     @cached_property
     def turns(self) -> dict[int, dict[str, Any]]:
