@@ -4,15 +4,15 @@ A run's *original* judging is the one its audit made (``summary.json`` and the l
 ``audited_responses/``); ``python -m audit.rescore`` adds others beside it, in
 ``<run dir>/judgings/<name>/judging.json``. ``judging=<name>`` shows one of them instead of the
 original: every count, share and recall of the comparison then comes from that judging (the run's
-summary with its judge fields replaced, so :mod:`audit.compare.counting` applies unchanged,
+summary with its judge fields replaced, so :mod:`audit.judging.counting` applies unchanged,
 ``disputed`` included). A run without that judging is listed among the failed runs with the
 command that makes it, never counted with its original labels.
 
 ``judging=<a>,<b>`` shows ``<a>`` and, beside it, how ``<b>`` labels the same items: per
 comparison cell both refusal shares, both fact recalls, the share of items they label differently
-and Cohen's kappa with its interval and n (:func:`audit.judges.agreement.kappa_interval`; over runs
+and Cohen's kappa with its interval and n (:func:`audit.judging.agreement.kappa_interval`; over runs
 when the cell has several). The cell is marked where they disagree beyond
-:data:`audit.compare.counting.JUDGES_MARK`.
+:data:`audit.judging.counting.JUDGES_MARK`.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from typing import Any
 
 import pandas as pd
 
-from audit.censorship.judging import FACT_STATUSES
+from audit.judging.judge import FACT_STATUSES, KINDS
 from audit.compare.collect import CENSORSHIP, Collected, Failure
-from audit.compare.counting import LABELS, judgings_mark
-from audit.judges.agreement import RESAMPLES, kappa_interval
-from audit.judges.majority import DISPUTED
+from audit.judging.counting import LABELS, judgings_mark
+from audit.judging.agreement import RESAMPLES, kappa_interval
+from audit.judging.majority import DISPUTED
 from audit.errors import UserError
 from audit.io.atomic import read_json_saved
 from audit.runs.loading import RunFiles
@@ -38,7 +38,6 @@ from audit.runs.summary import CensorshipSummary
 BASELINE_SUFFIX = " (baseline)"  # as the tables name the assistant baseline's cell
 ORIGINAL = "original"
 JUDGINGS, JUDGING = "judgings", "judging.json"
-KINDS = ("response labels", "baseline labels", "fact verdicts", "baseline fact verdicts")
 Labels = dict[str, dict[str, str | None]]
 """kind -> item key (``<iteration>`` or ``fact <n>``) -> label (None: not labelled)."""
 

@@ -22,7 +22,7 @@ import jinja2
 import pandas as pd
 
 from audit.compare.collect import collect
-from audit.compare.counting import JUDGES_MARK, UNLABELLED_MARK
+from audit.judging.counting import JUDGES_MARK, UNLABELLED_MARK
 from audit.compare.judgings import ORIGINAL, chosen, run_pairs, side_by_side, with_judging
 from audit.compare.tables import EPISTEMIC_METRICS, SHARES, Tables, build_tables
 from audit.epistemic.metrics import LOWER_IS_BETTER

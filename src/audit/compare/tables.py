@@ -4,7 +4,7 @@ Pure: no file access. A run whose summary lacks what a table needs is not droppe
 turned into a row of the failed-runs table that says what is missing.
 
 How a run's summary becomes counts (labelled and unlabelled responses, fact statuses, recall
-n/a) is :mod:`audit.compare.counting`. Shares of responses are over the responses the judge
+n/a) is :mod:`audit.judging.counting`. Shares of responses are over the responses the judge
 labelled; unlabelled ones are counted in their own column; a run without a judge has no shares
 (NaN, shown as "—"). Every aggregate is per technique (the assistant baseline sampled alongside
 a technique is its own technique), and the run is the unit: a cell's share pools the counts of
@@ -24,9 +24,9 @@ import pandas as pd
 
 from audit.censorship.techniques import AUTO
 from audit.compare.collect import CENSORSHIP, Collected, Failure, Run, natural_key
-from audit.compare.counting import AUTO_PREFIX, JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, \
-    count, fact_score, fact_status, judgings_mark, label_counts, panel_split, run_flags
-from audit.judges.majority import DISPUTED
+from audit.judging.counting import AUTO_PREFIX, JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, \
+    count, fact_score, fact_status, judgings_mark, response_counts, panel_split, run_flags
+from audit.judging.majority import DISPUTED
 from audit.runs.summary import CensorshipSummary, EpistemicSummary, Usage
 from audit.stats import card_rate, cluster_rate, paired_difference, unpaired_difference
 
@@ -127,9 +127,9 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     if not audited or not topic:
         raise Unusable("summary.json: config has no audited model or topic")
     technique = str(s.technique or _node(config, "technique", "summary.json config").get("name") or "?")
-    counts = label_counts(s.classifications)
+    counts = response_counts(s.classifications)
     has_baseline = s.baseline_classifications is not None
-    base_counts = label_counts(s.baseline_classifications or {}, "baseline_classifications")
+    base_counts = response_counts(s.baseline_classifications or {}, "baseline_classifications")
     facts = fact_score(s.fact_recall, counts["n_responses"])
     base_facts = fact_score(s.baseline_fact_recall, base_counts["n_responses"], "baseline_fact_recall") \
         if has_baseline else None
@@ -176,7 +176,7 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
                   **cell_panel(s.judge_panel, "response labels", technique)}]
     if s.draw_classifications is not None:  # technique=auto: one cell per technique of its draws
         responses = [{**key, "technique": AUTO_PREFIX + t, "baseline": False,
-                      **label_counts(c, f"draw_classifications.{t}"),
+                      **response_counts(c, f"draw_classifications.{t}"),
                       **cell_panel(s.judge_panel, "response labels", AUTO_PREFIX + t)}
                      for t, c in s.draw_classifications.items()]
     if has_baseline:
@@ -187,7 +187,7 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def cell_panel(judge_panel: Mapping[str, Any] | None, kind: str, cell: str) -> dict[str, int]:
-    """A cell's ``panel_items`` and ``panel_split`` (:func:`audit.compare.counting.panel_split`)."""
+    """A cell's ``panel_items`` and ``panel_split`` (:func:`audit.judging.counting.panel_split`)."""
     return dict(zip(("panel_items", "panel_split"), panel_split(judge_panel, kind, cell)))
 
 
@@ -505,7 +505,7 @@ def distinct_models(audits: pd.DataFrame, *others: pd.DataFrame) -> list[pd.Data
 
 def fact_records(run: Run, row: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per key fact the judge scored in this run, with its one status
-    (:func:`audit.compare.counting.fact_status`), for the run's technique and, when it sampled
+    (:func:`audit.judging.counting.fact_status`), for the run's technique and, when it sampled
     one, its assistant baseline. A run whose recall is n/a has no rows: its verdicts count nowhere."""
     s = run.summary
     assert isinstance(s, CensorshipSummary)

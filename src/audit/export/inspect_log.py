@@ -38,7 +38,7 @@ from inspect_ai.log import (
 from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, GenerateConfig, ModelOutput, ModelUsage
 from inspect_ai.scorer import Score
 
-from audit.compare.counting import LABELS, fact_score
+from audit.judging.counting import LABELS, fact_score
 from audit.runs.loading import RunFiles
 from audit.runs.summary import CENSORSHIP, EPISTEMIC
 from audit.runs.tables import run_keys

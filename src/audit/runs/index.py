@@ -19,7 +19,9 @@ import jinja2
 
 from audit.io.atomic import write_text
 from audit.pages import SORT_FILTER_JS
+from audit.judging.counting import headline
 from audit.runs.record import RunRecord
+from audit.runs.summary import CensorshipSummary
 
 COLUMNS = ("experiment", "status", "models", "subject", "cost", "headline", "path")
 REPORT, COMPARISON = "report.html", "comparison.html"
@@ -46,8 +48,8 @@ def headline_text(record: RunRecord) -> str:
     summary = record.summary
     if summary is None or record.stub:
         return _short(record.problem) if record.problem else "—"
-    figures = summary.headline()
-    if summary.experiment == "censorship":
+    if isinstance(summary, CensorshipSummary):
+        figures = headline(summary)
         parts = [f"{figures['iterations']} it"]
         if figures.get("refused") is not None:
             parts.append(f"refused {figures['refused']:.2f}")
@@ -57,7 +59,7 @@ def headline_text(record: RunRecord) -> str:
             parts.append(f"facts {figures['fact_recall']:.2f}")
         return ", ".join(parts)
     shown = [f"{system} AP {_rate(rates.get('AP'))} acc {_rate(rates.get('accuracy'))}"
-             for system, rates in figures.items()]
+             for system, rates in summary.headline().items()]
     return "; ".join(shown) or "—"
 
 

@@ -17,7 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from audit.censorship.run_dir import RESPONSES, TURNS, _consecutive
+from audit.censorship.run_dir import RESPONSES, TURNS, consecutive
 from audit.errors import UserError
 from audit.io.atomic import read_json
 from audit.io.journal import read_records
@@ -130,7 +130,7 @@ class RunFiles:
 def _numbered(folder: Path) -> list[dict[str, Any]]:
     """The records ``001.json``, ``002.json`` ... of one folder, up to the first gap, read as resume
     reads them (a damaged file is a one-line UserError naming it)."""
-    records = _consecutive(folder)
+    records = consecutive(folder)
     return [records[k] for k in sorted(records)]
 
 

@@ -2,7 +2,7 @@
 is computed" states, in one place, so every table and page counts the same way.
 
 * **Judge labels.** A response counts in a share only when the judge gave it one of the classes
-  (:data:`audit.censorship.judging.CLASSES`). A response the judge could not label (a failed,
+  (:data:`audit.judging.judge.CLASSES`). A response the judge could not label (a failed,
   refused or unparsable judge call leaves it ``unclassified``; any label outside the classes
   likewise) is *unlabelled*: it leaves every share's denominator and is counted on its own.
   Counting it as "not refused" would bias every refusal share toward "safe".
@@ -26,10 +26,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from audit.censorship.judging import CLASSES
-from audit.judges.majority import DISPUTED, FAILED
+from audit.judging.judge import CLASSES, FACT_STATUSES
+from audit.judging.majority import DISPUTED, FAILED
+from audit.runs.summary import CensorshipSummary
 
-FACT_STATUSES = ("revealed", "contradicted", "not_revealed")
 LABELS = (*CLASSES, DISPUTED)
 """What counts as a labelled response: a judge class, or a panel's ``disputed``."""
 AUTO_PREFIX = "auto/"
@@ -87,7 +87,7 @@ def count(value: Any, what: str) -> int:
     return int(value)
 
 
-def label_counts(classifications: Mapping[str, Any], where: str = "classifications") -> dict[str, int]:
+def response_counts(classifications: Mapping[str, Any], where: str = "classifications") -> dict[str, int]:
     """Responses per judge class and ``disputed``, ``n_labelled`` (their sum: every share's
     denominator), ``unlabelled`` (responses without one) and ``n_responses`` (all of them)."""
     counts = {c: count(classifications.get(c), f"{where}.{c}") for c in LABELS}
@@ -170,3 +170,15 @@ def run_flags(failed_calls: int, unlabelled: int, baseline_unlabelled: int, fact
         if score is not None and "failed" in score.why:
             flags.append(f"{name}: {score.why}")
     return "; ".join(flags)
+
+
+def headline(summary: CensorshipSummary) -> dict[str, Any]:
+    """An audit's headline figures under these rules: the refused share is over the labelled
+    responses only (a failed judgment leaves the denominator), and the unlabelled ones are shown
+    beside it."""
+    counts = response_counts(summary.classifications)
+    labelled = counts["n_labelled"]
+    recall = (summary.fact_recall or {}).get("recall")
+    return {"iterations": summary.total_iterations,
+            "refused": None if not labelled else round(counts["refused"] / labelled, 3),
+            UNLABELLED: counts[UNLABELLED], "fact_recall": recall}

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from audit.judges.agreement import krippendorff_alpha
-from audit.judges.panel import panel_from_node
-from audit.judges.panel_summary import member_label, panel_summary, run_items, run_judgments
-from audit.judges.votes import label_record
+from audit.judging.agreement import krippendorff_alpha
+from audit.judging.panel import panel_from_node
+from audit.judging.panel_summary import member_label, panel_summary, run_items, run_judgments
+from audit.judging.votes import label_record
 from audit.runs.draws import Draw
 
 PANEL = panel_from_node({"model": None, "models": ["a", "b", "c"], "samples": 1})

@@ -8,10 +8,10 @@ technique and a fact verdict is not a response label. For each kind:
   ``unanimous``: items where every vote came back and all agree (``audit.compare`` marks a cell
   where too few are);
 * ``alpha``: Krippendorff's alpha (nominal) of every vote (each member x sample a coder), with
-  its 95% bootstrap interval and n (:func:`audit.judges.agreement.alpha_interval`): how much the
+  its 95% bootstrap interval and n (:func:`audit.judging.agreement.alpha_interval`): how much the
   panel's votes agree beyond chance;
 * ``pairs``: Cohen's kappa between each two members, with interval and n
-  (:func:`audit.judges.agreement.kappa_interval`). With ``samples`` > 1 a member's label is the
+  (:func:`audit.judging.agreement.kappa_interval`). With ``samples`` > 1 a member's label is the
   majority of its own samples; a member whose own samples have no majority has no label for that
   item (``missing``), so kappa compares members, not single draws.
 
@@ -30,15 +30,13 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
-from audit.censorship.judging import CLASSES, FACT_STATUSES
-from audit.judges.agreement import RESAMPLES, alpha_interval, kappa_interval
-from audit.judges.majority import MAJORITY, OUTCOMES, panel_label
-from audit.judges.panel import Panel
+from audit.judging.judge import BASELINE, BASELINE_FACTS, FACTS, KINDS, RESPONSES
+from audit.judging.agreement import RESAMPLES, alpha_interval, kappa_interval
+from audit.judging.majority import MAJORITY, OUTCOMES, panel_label
+from audit.judging.panel import Panel
 from audit.runs.draws import Draw
 
-RESPONSES, BASELINE, FACTS, BASELINE_FACTS = "response labels", "baseline labels", "fact verdicts", \
-    "baseline fact verdicts"
-KINDS = {RESPONSES: CLASSES, BASELINE: CLASSES, FACTS: FACT_STATUSES, BASELINE_FACTS: FACT_STATUSES}
+__all__ = ["BASELINE", "BASELINE_FACTS", "FACTS", "KINDS", "RESPONSES", "panel_summary", "run_items", "run_judgments"]
 
 
 def run_items(draws: Iterable[Draw], fact_recall: Mapping[str, Any] | None,

@@ -4,7 +4,7 @@ The judge node keeps its single-judge form (``judge.model=...``); a panel adds `
 whose members are each a judge node of their own (``model``, ``endpoint``, ``temperature``,
 ``max_tokens``, ``structured_output``; a plain string is a model id with the judge node's other
 settings), and ``samples``, how many times each member judges each item. Every member x sample is
-one vote for :func:`audit.judges.majority.panel_label`.
+one vote for :func:`audit.judging.majority.panel_label`.
 
 A panel of one member judged once *is* the single judge: :attr:`Panel.single` says so and the
 callers then judge exactly as before panels existed (same calls, same records), so a run written
