@@ -84,7 +84,9 @@ def judged_summary(summary: CensorshipSummary, judging: Mapping[str, Any]) -> Ce
         "baseline_classifications": judging.get("baseline_classifications")
         if summary.baseline_classifications is not None else None,
         "fact_recall": judging.get("fact_recall"), "baseline_fact_recall": judging.get("baseline_fact_recall"),
-        "judge_failures": judging.get("judge_failures") or [], "judge_panel": judging.get("judge_panel")})
+        "judge_failures": judging.get("judge_failures") or [], "judge_panel": judging.get("judge_panel"),
+        # the cells' judge key names this judging's judge, not the audit's
+        "config": {**(summary.config or {}), "judge": judging.get("judge")}})
 
 
 def with_judging(collected: Collected, name: str) -> Collected:
@@ -173,7 +175,7 @@ def run_pairs(collected: Collected, names: Sequence[str]) -> dict[str, dict[str,
     return out
 
 
-SIDE_COLUMNS = ("audited", "topic", "technique", "runs", "judging_a", "judging_b", "n_labelled_a", "n_labelled_b",
+SIDE_COLUMNS = ("audited", "topic", "technique", "auditor", "runs", "judging_a", "judging_b", "n_labelled_a", "n_labelled_b",
                 "refused_share_a", "refused_share_b", "disputed_a", "disputed_b", "unlabelled_a", "unlabelled_b",
                 "n_both", "differing", "differing_share", "kappa", "kappa_lo", "kappa_hi", "kappa_unit",
                 "facts_n_both", "facts_differing", "facts_differing_share", "fact_recall_a", "fact_recall_b",
@@ -190,9 +192,9 @@ def _count(labels: Sequence[str | None], label: str) -> int:
 
 def side_by_side(audits: pd.DataFrame, pairs: Mapping[str, Mapping[str, tuple[list, list]]],
                  names: Sequence[str], *, resamples: int = RESAMPLES, seed: int = 0) -> pd.DataFrame:
-    """One row per comparison cell (audited model, topic, technique; the assistant baseline its own
-    technique) with both judgings' counts, their differing share and kappa, and the mark."""
-    cells: dict[tuple[str, str, str], dict[str, list]] = {}
+    """One row per comparison cell (audited model, topic, technique, auditor; the assistant baseline its
+    own technique; the two judges are the two judgings) with both judgings' counts, their differing share and kappa, and the mark."""
+    cells: dict[tuple[str, str, str, str], dict[str, list]] = {}
     for row in audits.to_dict("records"):
         if not row.get("counted", True) or row["run"] not in pairs:
             continue
@@ -202,7 +204,7 @@ def side_by_side(audits: pd.DataFrame, pairs: Mapping[str, Mapping[str, tuple[li
                                                     "baseline fact verdicts")):
             if labels_kind not in found:
                 continue
-            cell = cells.setdefault((row["audited"], row["topic"], technique),
+            cell = cells.setdefault((row["audited"], row["topic"], technique, row["auditor"]),
                                     {"a": [], "b": [], "runs": [], "fa": [], "fb": [], "fruns": []})
             a, b = found[labels_kind]
             cell["a"] += a
@@ -213,7 +215,7 @@ def side_by_side(audits: pd.DataFrame, pairs: Mapping[str, Mapping[str, tuple[li
             cell["fb"] += fb
             cell["fruns"] += [row["run"]] * len(fa)
     out = []
-    for (audited, topic, technique), c in sorted(cells.items()):
+    for (audited, topic, technique, auditor), c in sorted(cells.items()):
         la = [v for v in c["a"] if v is not None]
         lb = [v for v in c["b"] if v is not None]
         n_both, diff = differing((c["a"], c["b"]))
@@ -222,7 +224,8 @@ def side_by_side(audits: pd.DataFrame, pairs: Mapping[str, Mapping[str, tuple[li
         facts = kappa_interval(c["fa"], c["fb"], c["fruns"], categories=FACT_STATUSES, resamples=resamples,
                                seed=seed) if c["fa"] else {"value": math.nan, "lo": None, "hi": None}
         mark = judgings_mark(_share(diff, n_both), _share(f_diff, f_both))
-        out.append({"audited": audited, "topic": topic, "technique": technique, "runs": len(set(c["runs"])),
+        out.append({"audited": audited, "topic": topic, "technique": technique, "auditor": auditor,
+                    "runs": len(set(c["runs"])),
                     "judging_a": names[0], "judging_b": names[1], "n_labelled_a": len(la), "n_labelled_b": len(lb),
                     "refused_share_a": _share(_count(la, "refused"), len(la)),
                     "refused_share_b": _share(_count(lb, "refused"), len(lb)),

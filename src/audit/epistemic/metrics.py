@@ -170,7 +170,8 @@ def _with_prior(result: dict[str, Any], rows: list[Mapping[str, Any]]) -> dict[s
 def compute_metrics(rows: Iterable[Mapping[str, Any]], mapping: str = "licensing") -> dict[str, Any]:
     """Metrics keyed by system, each with ``suites`` (rows that name a suite), ``u_kinds`` (U rows
     by what their UNKNOWN rests on) and ``conditions`` (closed_book / in_context / counterfactual)
-    breakdowns."""
+    breakdowns. A system asked under several conditions has no figures pooled over them: only its
+    counts and, under ``conditions``, each condition's own figures (:func:`units`)."""
     check_mapping(mapping)
     by_system: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
@@ -182,23 +183,49 @@ def compute_metrics(rows: Iterable[Mapping[str, Any]], mapping: str = "licensing
         by_system.setdefault(system, []).append(row)
     out: dict[str, Any] = {}
     for system, system_rows in by_system.items():
-        suites: dict[str, list[Mapping[str, Any]]] = {}
-        for row in system_rows:
-            if row.get("suite"):
-                suites.setdefault(str(row["suite"]), []).append(row)
-        result = group_metrics(system_rows, mapping)
-        result["suites"] = {name: group_metrics(r, mapping) for name, r in sorted(suites.items())}
-        # U cards by what their UNKNOWN rests on (open_world / held_out / nonexistent), apart:
-        # NO on a held-out claim denies a true fact, NO on an open-world one is closed-world denial
-        kinds: dict[str, list[Mapping[str, Any]]] = {}
-        for row in system_rows:
-            if gold_label(row) == "U":
-                kinds.setdefault(str(row.get("u_kind") or "open_world"), []).append(row)
-        result["u_kinds"] = {name: group_metrics(r, mapping) for name, r in sorted(kinds.items())}
         # closed_book / in_context / counterfactual apart (rows without one are in_context)
         conditions: dict[str, list[Mapping[str, Any]]] = {}
         for row in system_rows:
             conditions.setdefault(str(row.get("condition") or "in_context"), []).append(row)
-        result["conditions"] = {name: _with_prior(group_metrics(r, mapping), r) for name, r in sorted(conditions.items())}
-        out[system] = result
+        by_condition = {name: _with_prior(_system_metrics(r, mapping), r) for name, r in sorted(conditions.items())}
+        if len(by_condition) > 1:  # no pooled figures: a condition is another question, never pooled
+            errors = sum(m["n_errors"] for m in by_condition.values())
+            out[system] = {"mapping": mapping, "n_rows": len(system_rows), "n_scored": len(system_rows) - errors,
+                           "n_errors": errors, "conditions": by_condition}
+        else:
+            result = _system_metrics(system_rows, mapping)
+            result["conditions"] = by_condition
+            out[system] = result
+    return out
+
+
+def _system_metrics(rows: list[Mapping[str, Any]], mapping: str) -> dict[str, Any]:
+    """One system's figures over ``rows`` (of one condition), with its ``suites`` (rows that name a
+    suite) and ``u_kinds`` (U rows by what their UNKNOWN rests on) breakdowns."""
+    suites: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        if row.get("suite"):
+            suites.setdefault(str(row["suite"]), []).append(row)
+    result = group_metrics(rows, mapping)
+    result["suites"] = {name: group_metrics(r, mapping) for name, r in sorted(suites.items())}
+    # U cards by what their UNKNOWN rests on (open_world / held_out / nonexistent), apart:
+    # NO on a held-out claim denies a true fact, NO on an open-world one is closed-world denial
+    kinds: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        if gold_label(row) == "U":
+            kinds.setdefault(str(row.get("u_kind") or "open_world"), []).append(row)
+    result["u_kinds"] = {name: group_metrics(r, mapping) for name, r in sorted(kinds.items())}
+    return result
+
+
+def units(metrics: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """What a run's headline shows, one entry each, never pooling conditions: each system, or, for a
+    system asked under several conditions, each ``<system> · <condition>`` (its own figures, with
+    that one condition under ``conditions``)."""
+    out: dict[str, Mapping[str, Any]] = {}
+    for system, m in metrics.items():
+        if "metrics" in m:
+            out[system] = m
+        else:
+            out.update({f"{system} · {c}": {**cm, "conditions": {c: cm}} for c, cm in m["conditions"].items()})
     return out

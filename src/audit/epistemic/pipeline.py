@@ -36,7 +36,7 @@ from audit import config_values
 from audit.epistemic import systems
 from audit.epistemic.conditions import condition_of
 from audit.epistemic.jsonl import read_jsonl
-from audit.epistemic.metrics import PREDS, check_mapping, compute_metrics
+from audit.epistemic.metrics import PREDS, check_mapping, compute_metrics, units
 from audit.epistemic.report import write_report
 from audit.epistemic.systems.base import Answer, System
 from audit.epistemic.systems.llm import load_prompt, with_prompts
@@ -207,11 +207,12 @@ def answers_status(rows: Sequence[Mapping[str, Any]]) -> tuple[Status, dict[str,
 
 
 def headline(metrics: Mapping[str, Any]) -> dict[str, Any]:
-    """Per system: rows, errors and the headline rates (values only), for summaries."""
+    """Per system (per system and condition when it was asked several: :func:`units`): rows, errors
+    and the headline rates (values only), for summaries and the end line."""
     return {
-        system: {"n_rows": m["n_rows"], "n_errors": m["n_errors"],
-                 **{k: (None if m["metrics"][k] is None else round(m["metrics"][k]["value"], 4)) for k in HEADLINE}}
-        for system, m in metrics.items()
+        unit: {"n_rows": m["n_rows"], "n_errors": m["n_errors"],
+               **{k: (None if m["metrics"][k] is None else round(m["metrics"][k]["value"], 4)) for k in HEADLINE}}
+        for unit, m in units(metrics).items()
     }
 
 

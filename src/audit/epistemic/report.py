@@ -20,7 +20,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from audit.epistemic.metrics import LABELS, LOWER_IS_BETTER, PREDS, RATE_NAMES
+from audit.epistemic.metrics import LABELS, LOWER_IS_BETTER, PREDS, RATE_NAMES, units
 from audit.stats import PALETTE
 from audit.io.atomic import write_texts
 from audit.pages import SORT_FILTER_JS
@@ -125,27 +125,28 @@ def build_context(metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mappi
                   cards: Mapping[str, Mapping[str, Any]], meta: Mapping[str, Any]) -> dict[str, Any]:
     """Everything the template shows, as plain data (the cards drawn already, paged)."""
     systems = list(metrics)
-    colours = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(systems)}
-    suites = sorted({name for m in metrics.values() for name in m.get("suites", {})})
+    shown = units(metrics)  # the metrics tables and charts: per condition when a system was asked several
+    colours = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate([*systems, *(u for u in shown if u not in metrics)])}
+    suites = sorted({name for m in shown.values() for name in m.get("suites", {})})
     mappings = sorted({m["mapping"] for m in metrics.values()})
     return {
         "sort_filter_js": SORT_FILTER_JS,
         "meta": dict(meta),
         "mapping": ", ".join(mappings),
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "systems": systems,
+        "systems": list(shown),
         "colours": colours,
-        "metrics": metrics,
+        "metrics": shown,
         "rate_names": RATE_NAMES,
         "lower_is_better": LOWER_IS_BETTER,
-        "charts": [bar_chart(name, {s: metrics[s]["metrics"][name] for s in systems}, colours) for name in HEADLINE],
+        "charts": [bar_chart(name, {u: m["metrics"][name] for u, m in shown.items()}, colours) for name in HEADLINE],
         "labels": LABELS,
         "preds": PREDS,
         "suites": suites,
         "suite_columns": SUITE_COLUMNS,
         **_cards_context(drilldown(rows, cards, systems)),
         "more_js": Markup(MORE_JS), "box": "cards", "noun": "cards",
-        "u_kinds": any(m.get("u_kinds") for m in metrics.values()),
+        "u_kinds": any(m.get("u_kinds") for m in shown.values()),
         "conditions": any(len(m.get("conditions") or {}) > 1 or "in_context" not in (m.get("conditions") or {"in_context": 0})
                           for m in metrics.values()),
         "glossary": GLOSSARY,

@@ -57,6 +57,20 @@ class Panel:
         return {"members": [{"name": name, **settings} for name, settings in self.members], "samples": self.samples}
 
 
+def judge_label(judge: Mapping[str, Any] | None) -> str:
+    """How a comparison names the judge of a run: its model id, a panel's members joined by ``+``
+    (``×k`` for ``samples=k``), or ``off``. Reads a saved config's ``judge`` node and a judging's
+    ``judge`` (a single judge's settings, or a panel's :meth:`Panel.describe`) alike."""
+    if not judge or judge.get("enabled") is False:
+        return "off"
+    members = judge.get("members") or judge.get("models")
+    if members:
+        names = [str(m.get("name") or m.get("model")) if isinstance(m, Mapping) else str(m) for m in members]
+        samples = int(judge.get("samples") or 1)
+        return "+".join(names) + (f"×{samples}" if samples > 1 else "")
+    return str(judge.get("model") or "off")
+
+
 def settings_of(judge: Mapping[str, Any]) -> dict[str, Any]:
     """The judge-defining settings of a judge node or member (the others are the run's business)."""
     return {k: judge.get(k) for k in SETTINGS}
