@@ -18,25 +18,24 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import pandas as pd
 
 from audit.compare.collect import collect
 from audit.judging.counting import JUDGES_MARK, UNLABELLED_MARK
 from audit.compare.judgings import ORIGINAL, chosen, run_pairs, side_by_side, with_judging
 from audit.compare.tables import EPISTEMIC_METRICS, SHARES, Tables, build_tables
-from audit.epistemic.metrics import LOWER_IS_BETTER
+from audit.epistemic.metrics import COMPARE_CHART_RATES, LOWER_IS_BETTER
 from audit.errors import UserError
 from audit.io.atomic import write_texts
 from audit.io.neutral import csv_frame
-from audit.pages import SORT_FILTER_JS
+from audit.pages import SORT_FILTER_JS, environment
 from audit.runs.tables import build_run_tables, table_files
 from audit.stats import CARD_METHOD, CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says.csv", "language_gap.csv",
            "facts.csv", "epistemic.csv", "epistemic_matrix.csv", "runs.csv", "responses.csv", "answers.csv")
-CHART_METRICS = ("AP", "CVRR", "FAR_NE", "LA")
+CHART_METRICS = COMPARE_CHART_RATES
 LABEL_W, PLOT_W, VALUE_W, ROW_H, TOP, BOTTOM, LABEL_CHARS = 300, 260, 110, 18, 30, 6, 54
 # Columns of the audits table worth a glance, on stdout and in the HTML table.
 AUDIT_VIEW = ("run", "audited", "topic", "technique", "baseline", "auditor", "judge", "status", "flags", "repeat", "counted",
@@ -470,9 +469,7 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path,
 
 
 def render_html(tables: Tables, dirs: Sequence[Path], out: Path, judgings: Sequence[str] = (ORIGINAL,)) -> str:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    return env.get_template("compare.html.j2").render(**build_context(tables, dirs, out, judgings))
+    return environment(TEMPLATES_DIR).get_template("compare.html.j2").render(**build_context(tables, dirs, out, judgings))
 
 
 def _text_table(frame: pd.DataFrame) -> str:
