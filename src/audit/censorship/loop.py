@@ -40,7 +40,7 @@ from audit.censorship.report import REPORT, write_report
 from audit.censorship.run_dir import AuditDir, open_existing
 from audit.judging.prompts import topic_heading
 from audit.censorship.schema import Menu, ReplyError, parse_auditor_reply, reask_stage, response_formats, stage_of
-from audit.censorship.techniques import AUTO, Sample, Target, check_technique, draw_name, sample, send, text_of
+from audit.censorship.techniques import Sample, Target, check_technique, draw_name, sample, send, text_of
 from audit.censorship.topics import check_topic_overrides, with_topic_file
 from audit.errors import Interrupted, UserError, user_error_line
 from audit.jobs.interrupts import sigterm_as_interrupt
@@ -54,7 +54,7 @@ from audit.llm.types import FATAL_KINDS, GatewayError, LLMResponse
 from audit.judging.panel import Panel, panel_from_node
 from audit.judging.panel_summary import cell_items, panel_summary, run_items, run_judgments
 from audit.jobs.resume import command_line_overrides, load_saved_config, refuse_resume_overrides, resumed_config
-from audit.runs.draws import Draw, run_draws
+from audit.runs.draws import AUTO, Draw, run_draws
 from audit.runs.rundir import iso, utc_now
 from audit.runs.status import Status, StopReason
 from audit.runs.summary import CensorshipSummary, Usage, write_final_summary

@@ -27,8 +27,6 @@ from audit.templates import TemplateFamily
 
 TECHNIQUES = ("user_persona", "assistant", "prefill")
 """The fixed techniques: one way of sampling for a whole run."""
-AUTO = "auto"
-"""The technique whose auditor chooses an action per turn (:mod:`audit.censorship.actions`)."""
 
 
 @dataclass(frozen=True)

@@ -32,10 +32,10 @@ from audit.judging.agreement import RESAMPLES, kappa_interval
 from audit.judging.majority import DISPUTED
 from audit.errors import UserError
 from audit.io.atomic import read_json_saved
+from audit.runs.draws import AUTO, AUTO_PREFIX, BASELINE_SUFFIX
 from audit.runs.loading import RunFiles
 from audit.runs.summary import CensorshipSummary
 
-BASELINE_SUFFIX = " (baseline)"  # as the tables name the assistant baseline's cell
 ORIGINAL = "original"
 JUDGINGS, JUDGING = "judgings", "judging.json"
 Labels = dict[str, dict[str, str | None]]
@@ -171,7 +171,18 @@ def run_pairs(collected: Collected, names: Sequence[str]) -> dict[str, dict[str,
             continue
         a, b = (labels_of(files[run.path], n) for n in names)
         if a is not None and b is not None:
-            out[run.label] = paired(a, b)
+            out[run.label] = {**paired(a, b), **auto_cells(a, b, files[run.path])}
+    return out
+
+
+def auto_cells(a: Labels, b: Labels, files: RunFiles) -> dict[str, tuple[list[str | None], list[str | None]]]:
+    """An auto run's response labels under two judgings, per cell (``auto/<technique>`` of its draws,
+    by their ids): the draws' techniques are cells of their own, never pooled into one ``auto`` row."""
+    cells = {str(d.id): d.cell for d in files.draws if d.auto}
+    out = {}
+    for cell in sorted(set(cells.values())):
+        keys = sorted((k for k, c in cells.items() if c == cell), key=lambda key: (len(key), key))
+        out[cell] = ([a["response labels"].get(k) for k in keys], [b["response labels"].get(k) for k in keys])
     return out
 
 
@@ -199,9 +210,11 @@ def side_by_side(audits: pd.DataFrame, pairs: Mapping[str, Mapping[str, tuple[li
         if not row.get("counted", True) or row["run"] not in pairs:
             continue
         found = pairs[row["run"]]
-        for technique, labels_kind, facts_kind in ((row["technique"], "response labels", "fact verdicts"),
-                                                   (f"assistant{BASELINE_SUFFIX}", "baseline labels",
-                                                    "baseline fact verdicts")):
+        # an auto run's rows are its cells auto/<technique> (their facts are the run's, not any cell's)
+        sources = [(cell, cell, "") for cell in found if cell.startswith(AUTO_PREFIX)] if row["technique"] == AUTO \
+            else [(row["technique"], "response labels", "fact verdicts"),
+                  (f"assistant{BASELINE_SUFFIX}", "baseline labels", "baseline fact verdicts")]
+        for technique, labels_kind, facts_kind in sources:
             if labels_kind not in found:
                 continue
             cell = cells.setdefault((row["audited"], row["topic"], technique, row["auditor"]),

@@ -22,19 +22,18 @@ from typing import Any
 
 import pandas as pd
 
-from audit.censorship.techniques import AUTO
 from audit.compare.collect import CENSORSHIP, Collected, Failure, Run, natural_key
-from audit.judging.counting import AUTO_PREFIX, JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, \
+from audit.judging.counting import JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, \
     count, fact_score, fact_status, judgings_mark, response_counts, panel_split, run_flags
 from audit.epistemic.metrics import COMPARED_RATES
 from audit.judging.majority import DISPUTED
 from audit.judging.panel import judge_label
+from audit.runs.draws import AUTO, AUTO_PREFIX, BASELINE_SUFFIX
 from audit.runs.summary import CensorshipSummary, EpistemicSummary, Usage
 from audit.stats import card_rate, cluster_rate, paired_difference, unpaired_difference
 
 # The epistemic rates a comparison shows, each with its 95% interval (metrics.json order).
 EPISTEMIC_METRICS = COMPARED_RATES
-BASELINE_SUFFIX = " (baseline)"
 SHARES = tuple(f"{c}_share" for c in LABELS)  # the classes and a panel's "disputed"
 CELL = ("audited", "topic", "technique", "auditor", "judge")
 """What a comparison cell is: runs of one audited model, topic and technique, probed by one auditor

@@ -32,11 +32,6 @@ from audit.runs.summary import CensorshipSummary
 
 LABELS = (*CLASSES, DISPUTED)
 """What counts as a labelled response: a judge class, or a panel's ``disputed``."""
-AUTO_PREFIX = "auto/"
-"""The cells of a ``technique=auto`` run: ``auto/<technique>`` per technique of its draws, each draw
-counted once (``draw_classifications``). Never pooled with a fixed technique's runs (there the
-technique is the run's; under auto the auditor chose it per draw), and without a fact recall of
-their own (the run's fact score is over all its draws)."""
 UNLABELLED = "unlabelled"
 # A cell where more than this share of responses is unlabelled is marked on the page: beyond one
 # in ten, the labelled responses may no longer stand for the rest (a judge that refuses to label

@@ -24,6 +24,10 @@ from pydantic import BaseModel, ConfigDict, Field
 AUTO = "auto"
 """``technique=auto``: the auditor picks an action per turn from a menu."""
 AUTO_PREFIX = AUTO + "/"
+"""The cells of a ``technique=auto`` run: ``auto/<technique>`` per technique of its draws, each draw
+counted once (``draw_classifications``). Never pooled with a fixed technique's runs (there the
+technique is the run's; under auto the auditor chose it per draw), and without a fact recall of
+their own (the run's fact score is over all its draws)."""
 BASELINE_SUFFIX = " (baseline)"
 BASELINE_TECHNIQUE = "assistant"
 """A fixed technique's baseline draws ask the same probe as the assistant."""

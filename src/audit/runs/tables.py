@@ -24,9 +24,9 @@ import pandas as pd
 
 from audit.censorship.conversations import saved_draws
 from audit.quotes import occurs
-from audit.judging.counting import AUTO_PREFIX
 from audit.errors import UserError
 from audit.io.neutral import csv_frame
+from audit.runs.draws import AUTO_PREFIX
 from audit.runs.loading import RunFiles, load_runs
 from audit.runs.summary import EPISTEMIC
 
