@@ -54,7 +54,7 @@ from audit.llm.types import FATAL_KINDS, GatewayError, LLMResponse
 from audit.judging.panel import Panel, panel_from_node
 from audit.judging.panel_summary import cell_items, panel_summary, run_items, run_judgments
 from audit.jobs.resume import command_line_overrides, load_saved_config, refuse_resume_overrides, resumed_config
-from audit.runs.draws import AUTO, Draw, run_draws
+from audit.runs.draws import AUTO, Draw, iteration_draws, judgments, run_draws
 from audit.runs.rundir import iso, utc_now
 from audit.runs.status import Status, StopReason
 from audit.runs.summary import CensorshipSummary, Usage, write_final_summary
@@ -535,17 +535,15 @@ class Audit:
         responses of one auto run apart (never pooled), each draw counted once; None otherwise."""
         if self.plan.menu is None:
             return None
-        by_technique: dict[str, list[Any]] = {}
-        for _, record in sorted(self.responses.items()):
-            for draw in saved_draws(record):
-                by_technique.setdefault(str(draw["technique"]), []).append(draw.get("classification"))
-        return {t: label_counts(labels) for t, labels in sorted(by_technique.items())}
+        auto = [d for d in self.draws() if d.auto]
+        return {t: label_counts(judgments(d for d in auto if d.technique == t))
+                for t in sorted({d.technique for d in auto})}
 
     def draws_left(self) -> int:
         """Target draws the run may still make (``technique.max_draws``; a fixed technique: no cap)."""
         if self.plan.max_draws is None:
             return sys.maxsize
-        return self.plan.max_draws - sum(len(saved_draws(r)) for r in self.responses.values())
+        return self.plan.max_draws - len(self.draws())
 
     def check_action(self, action: Action, iteration: int) -> None:
         """An action that does not fit the tree or the draws left is the auditor's to fix (a re-ask)."""
@@ -748,9 +746,8 @@ class Audit:
     def response_texts(self) -> dict[int, list[str | None]]:
         """Per iteration, the texts evidence may quote: the response, and its baseline when sampled;
         under ``technique=auto`` every draw's, in draw order (a citation's ``draw`` indexes them)."""
-        if self.plan.menu is not None:
-            return {k: [text_of(d) for d in saved_draws(r)] for k, r in self.responses.items()}
-        return {k: list(_texts(r)) for k, r in self.responses.items()}
+        return {k: [text_of(d.model_dump()) for d in iteration_draws(r, self.plan.technique)]
+                for k, r in self.responses.items()}
 
     def _usage_records(self) -> list[dict[str, Any] | None]:
         records: list[dict[str, Any] | None] = []
@@ -783,6 +780,7 @@ class Audit:
         final_hypotheses = parsed.get("hypotheses", [])
         ledger = self.gateway.ledger.totals()
         call_errors = self.call_errors()
+        draws = self.draws()
         return CensorshipSummary(
             status=status,
             stop_reason=stop_reason,
@@ -803,17 +801,15 @@ class Audit:
             with_baseline=self.plan.with_baseline,
             totals={**self.totals.as_dict(), **ledger},
             evidence=citation_counts(final_hypotheses),
-            classifications=label_counts(d.get("classification") for r in self.responses.values()
-                                         for d in saved_draws(r)),
+            classifications=label_counts(judgments(d for d in draws if not d.is_baseline)),
             draw_classifications=self.draw_classifications(),
-            baseline_classifications=label_counts(
-                (r.get("baseline") or {}).get("classification") for r in self.responses.values()
-            ) if self.plan.with_baseline else None,
+            baseline_classifications=label_counts(judgments(d for d in draws if d.is_baseline))
+            if self.plan.with_baseline else None,
             fact_recall=self.fact_recall,
             baseline_fact_recall=self.baseline_fact_recall,
             fact_scoring=self.fact_scoring(),
             hypothesis_history=self.ledger.history(),
-            audited_errors=sum(d.get("error") is not None for r in self.responses.values() for d in saved_draws(r)),
+            audited_errors=sum(d.error is not None for d in draws if not d.is_baseline),
             failed_turn=self.failed_turn,
             failed_turns=self.failed_turns,
             call_errors=call_errors,
@@ -848,24 +844,19 @@ def conversation_after(turn: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [*kept, {"role": "assistant", "content": turn["raw_response"]}]
 
 
-def _texts(record: Mapping[str, Any]) -> list[str]:
-    texts = [text_of(record), text_of(record.get("baseline"))]
-    return [t for t in texts if t]
-
-
 def _failed_call(record: Mapping[str, Any] | None) -> bool:
     return bool(record) and record.get("error") is not None and record.get("usage") is None
 
 
 def _iteration_calls(record: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any] | None]]:
-    """The calls behind one saved iteration, named: the target samples (an auto action's draws by id),
-    the baseline and their judge labels."""
-    baseline = record.get("baseline") or {}
+    """The calls behind one saved iteration, named: each target draw (an auto action's by id, a fixed
+    technique's response and its baseline) and its judge label."""
     calls: list[tuple[str, Mapping[str, Any] | None]] = []
-    for draw in saved_draws(record):
-        name = f"draw {draw['id']} " if "id" in draw else ""
-        calls += [(f"{name}target".strip(), draw), (f"{name}judge".strip(), draw.get("classification"))]
-    return calls + [("baseline", baseline or None), ("baseline judge", baseline.get("classification"))]
+    for draw in iteration_draws(record):
+        name = f"draw {draw.id}" if draw.auto else "baseline" if draw.is_baseline else ""
+        saved = draw.model_dump(exclude_unset=True)
+        calls += [(name or "target", saved), (f"{name} judge".strip(), saved.get("classification"))]
+    return calls
 
 
 def _response_usages(record: Mapping[str, Any]) -> list[dict[str, Any] | None]:

@@ -109,6 +109,11 @@ def run_draws(records: Iterable[Mapping[str, Any]], technique: str | None = None
     return [d for record in records for d in iteration_draws(record, technique)]
 
 
+def judgments(draws: Iterable[Draw]) -> list[dict[str, Any] | None]:
+    """The draws' judgments as saved (None: a draw the judge did not see), for counting labels."""
+    return [d.classification.model_dump(exclude_unset=True) if d.classification is not None else None for d in draws]
+
+
 class Turn(BaseModel):
     """One auditor turn as saved (``auditor_turns/<k>.json``): what it was sent, its raw reply, the
     validated ``parsed`` reply, the unusable attempts before it and what the turn cost."""
