@@ -22,11 +22,10 @@ from typing import Any
 
 import pandas as pd
 
-from audit.censorship.conversations import saved_draws
 from audit.quotes import occurs
 from audit.errors import UserError
 from audit.io.neutral import csv_frame
-from audit.runs.draws import AUTO_PREFIX
+from audit.runs.draws import iteration_draws
 from audit.runs.loading import RunFiles, load_runs
 from audit.runs.summary import EPISTEMIC
 
@@ -121,17 +120,18 @@ def response_rows(run: RunFiles) -> list[dict[str, Any]]:
     baseline_facts = _mapping(audit.baseline_fact_recall if audit else None).get("facts") or []
     rows = []
     for record in run.responses:
-        baseline = record.get("baseline")
-        paired = _arm(baseline, baseline_facts) if isinstance(baseline, Mapping) else dict.fromkeys(_ARM)
-        for draw in saved_draws(record):
+        draws = iteration_draws(record, keys["technique"])
+        baseline = next((d.model_dump() for d in draws if d.is_baseline), None)
+        paired = _arm(baseline, baseline_facts) if baseline is not None else dict.fromkeys(_ARM)
+        for draw in (d for d in draws if not d.is_baseline):
+            saved = draw.model_dump()
             row = {"run": run.label, "status": run.state, "audited": keys["audited"], "model": keys["model"],
                    "topic": keys["topic"],
                    # an auto run's draws as compare's cells name them, never pooled with a fixed technique's
-                   "technique": AUTO_PREFIX + str(draw.get("technique")) if "draws" in record
-                   else record.get("technique") or keys["technique"],
+                   "technique": draw.cell,
                    "repeat": keys["repeat"], "iteration": record.get("iteration"),
-                   **{k: draw.get("id" if k == "draw" else k) for k in DRAW_KEYS},
-                   "probe": draw.get("prompt_sent"), **_arm(draw, facts)}
+                   **{k: saved.get(k) for k in DRAW_KEYS if k != "draw"}, "draw": draw.id,
+                   "probe": draw.prompt_sent, **_arm(saved, facts)}
             row.update({f"baseline_{k}": v for k, v in paired.items()})
             row["path"] = str(run.path)
             rows.append(row)
