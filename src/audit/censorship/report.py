@@ -12,7 +12,6 @@ Regenerate a report by hand (e.g. after a crash): ``python -m audit.censorship.r
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -276,10 +275,13 @@ def write_report(run_dir: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m audit.censorship.report RUN_DIR``: (re)write a run's report."""
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        raise UserError("usage: python -m audit.censorship.report RUN_DIR")
-    print(write_report(Path(args[0])))
+    from audit.compare.__main__ import _Parser  # argparse with one-line errors, as every entrypoint
+
+    parser = _Parser(prog="python -m audit.censorship.report",
+                     description="Rewrite an audit run's report.html from the files the run saved (no model call). "
+                                 "A run writes its report itself; this is for rebuilding one.")
+    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="an audit run dir (outputs/search_censored/...)")
+    print(write_report(parser.parse_args(argv).run_dir))
 
 
 if __name__ == "__main__":

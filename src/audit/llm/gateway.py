@@ -332,7 +332,7 @@ class Gateway:
                                            time.perf_counter() - started, retries, False,
                                            str(GatewayError(failure.kind, said, status=failure.status)),
                                            endpoint, api_base, structured_output))
-                hint = (f"; is a server running at {api_base}? Start one (README: 'Run against your own GPU') "
+                hint = (f"; is a server running at {api_base}? Start one (docs/audit.md, 'your own GPU') "
                         f"or run with local=true" if endpoint != DEFAULT_ENDPOINT and _unreachable(failure) else "")
                 raise GatewayError(failure.kind, f"{model} via {endpoint} ({api_base}): {said}{hint}",
                                    status=failure.status, retries=retries) from None
