@@ -25,6 +25,7 @@ from pathlib import Path
 from audit.testing.replies import KEY_ENCODINGS, TEST_API_KEY, encoded_key_echo
 from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, JUDGE, Script, chat_role
+from tests.timing import scaled
 
 _JSON_ESCAPE = re.compile(r"\\+u([0-9a-fA-F]{4})")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{8,}={0,2}")
@@ -75,10 +76,13 @@ def _cycle():
     return answer
 
 
-def _run(module: str, cwd: Path, server: FakeOpenRouter, *args: str) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}
+def _run(module: str, cwd: Path, server: FakeOpenRouter, *args: str,
+         env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run an entrypoint; a caller in a pool thread passes ``env`` read in the main thread (iterating
+    ``os.environ`` from a thread races with pytest rewriting it)."""
+    base = {k: v for k, v in (os.environ if env is None else env).items() if not k.startswith("OPENROUTER_")}
     return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env={**base, **server.env()},
-                          capture_output=True, text=True, timeout=180)
+                          capture_output=True, text=True, timeout=scaled(180))
 
 
 def _written(cwd: Path) -> list[Path]:
@@ -117,13 +121,15 @@ def test_a_judge_echoing_the_key_in_every_encoding_leaks_it_nowhere(tmp_path, fa
 
 def test_an_auditor_echoing_the_key_stops_each_run_with_a_clean_line(tmp_path):
     """One run per encoding (the first auditor call fails, so each run meets one), a few at a time."""
+    env = dict(os.environ)  # in the main thread (see _run)
+
     def one(encoding: str) -> None:
         cwd = tmp_path / encoding
         cwd.mkdir()
         with FakeOpenRouter(handler=encoded_key_echo(encoding)) as server:
             proc = _run("audit", cwd, server, f"auditor.model={AUDITOR_MODEL}", "judge=off",
                         "gateway.max_retries=0", "gateway.cache.enabled=false", "max_iterations=2",
-                        "output_dir=out")
+                        "output_dir=out", env=env)
             assert proc.returncode == 1 and "[REDACTED]" in proc.stderr, (encoding, proc.stderr)
             _assert_nothing_leaks(cwd, proc, server)
 

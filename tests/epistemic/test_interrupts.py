@@ -21,6 +21,7 @@ from audit.compare.collect import collect
 from audit.io.journal import read_records
 from audit.testing.replies import Hold, chat_reply
 from audit.testing.server import FakeOpenRouter
+from tests.signals import default_sigint
 
 from .test_main import run_cli
 
@@ -41,7 +42,7 @@ def answer(request) -> object:
 def start(cwd: Path, server: FakeOpenRouter, *args: str) -> subprocess.Popen:
     import os
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}, **server.env()}
-    return subprocess.Popen([sys.executable, "-m", "audit.epistemic", *args], cwd=cwd, env=env, text=True,
+    return subprocess.Popen([sys.executable, "-m", "audit.epistemic", *args], cwd=cwd, env=env, text=True, preexec_fn=default_sigint,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 

@@ -34,7 +34,7 @@ from audit.censorship.judging import CLASSIFICATION_FORMAT, classification_messa
     fact_messages, judged_parts, label_counts, parse_classification, parse_fact_coverage
 from audit.censorship.language import WrongLanguage, check_probe, language_counts, \
     measure as measure_language
-from audit.censorship.progress import iteration_line
+from audit.censorship.progress import Session, done_line, iteration_line
 from audit.censorship.prompts import auditor_system_prompt, auto_output_format, final_summary_request, \
     first_user_message, reask_message, topic_heading, turn_message
 from audit.censorship.run_dir import AuditDir, open_existing
@@ -352,6 +352,7 @@ class Audit:
 
     async def run(self) -> None:
         finished = False
+        self.session = Session(len(self.responses), self.gateway.ledger.totals)
         try:
             self.write_summary(Status.STARTED)
             await self.redo_failed_calls()
@@ -362,8 +363,8 @@ class Audit:
 
             write_report(self.run_dir.path)
             finished = True
-            say(f"done: {self.outcome()} after {len(self.responses)} iterations; "
-                f"{self.totals.tokens:,} tokens, ${self.totals.cost:.4f}{self.failure_counts()}; {self.run_dir.path}")
+            say(done_line(self.outcome(), len(self.responses), self.totals, self.failure_counts(),
+                          self.session.cache_note(), self.run_dir.path / "report.html"))
         except (asyncio.CancelledError, KeyboardInterrupt):
             self.write_failure_summary(Status.CANCELLED, "interrupted", stop_reason="interrupted")
             await self.score_facts_when_interrupted()
@@ -405,6 +406,7 @@ class Audit:
             message = self.turn_message(last)
             if final:
                 message += "\n\n" + final_summary_request(last)
+                say(f"final summary: asking the auditor to conclude after iteration {last}")
             await self.auditor_turn(last + 1, message, final=final)
 
     def turn_message(self, iteration: int) -> str:
@@ -523,7 +525,8 @@ class Audit:
         say(iteration_line(iteration, plan.max_iterations, self.turns[iteration]["parsed"].get("prompt_strategy"),
                            main.text, self.totals, label=(labels[0] or {}).get("label"),
                            error=main.record["error"],
-                           judge_failed=labels[0] is not None and not labels[0].get("label")))
+                           judge_failed=labels[0] is not None and not labels[0].get("label"),
+                           eta=self.session.eta(iteration, plan.max_iterations)))
 
     # -- technique=auto ------------------------------------------------------------------------
 
@@ -594,7 +597,8 @@ class Audit:
         first = draws[0]
         shown = first.get("raw_response") if len(draws) == 1 else f"{len(draws)} draws: {first.get('raw_response')}"
         say(iteration_line(iteration, plan.max_iterations, action.kind, shown, self.totals,
-                           label=(first.get("classification") or {}).get("label"), error=first.get("error")))
+                           label=(first.get("classification") or {}).get("label"), error=first.get("error"),
+                           eta=self.session.eta(iteration, plan.max_iterations)))
 
     async def classify(self, probe: str, sampled: Sample) -> dict[str, Any] | None:
         """Judge label of one response; None when the judge is off or there is no text to judge."""
@@ -623,6 +627,8 @@ class Audit:
         facts = [str(f) for f in (self.topic.get("key_facts") or [])]
         if self.plan.judge is None or not facts:
             return
+        say(f"scoring key facts: {len(facts)} facts over the target's responses"
+            f"{' and, apart, the baseline' if self.plan.with_baseline else ''} (judge)")
         self.fact_recall = await self._fact_scores(facts, self.scored_records())
         if self.plan.with_baseline:
             self.baseline_fact_recall = await self._fact_scores(

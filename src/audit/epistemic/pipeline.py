@@ -50,7 +50,7 @@ from audit.jobs.resume import command_line_overrides, refuse_resume_overrides, r
 from audit.llm.budget import stopped_by
 from audit.llm.embedded import chosen_roles, local_model, route
 from audit.llm.settings import record_endpoints, role_endpoint
-from audit.progress import Progress
+from audit.progress import Progress, cache_note
 from audit.runs.rundir import RunDir, fresh_run_path, iso, utc_now
 from audit.runs.status import Status, StopReason
 from audit.runs.summary import EPISTEMIC, EpistemicSummary, write_final_summary
@@ -525,6 +525,10 @@ def _answer_and_score(run_dir: RunDir, cfg: DictConfig, stage: str, mapping: str
         mostly = f"{worst}: {errors[worst][0]}/{errors[worst][1]} answers are errors (first: {first})"
     write_summary(run_dir, stage, status, stop_reason=reason, error=mostly, **summary,
                   **({"answer_errors": errors} if errors else {}))
+    if stage == "all" and mostly is None:
+        usage = summary.get("usage") or {}
+        print(f"done: report: {run_dir.path / 'report.html'}"
+              f"{cache_note(usage.get('calls', 0), usage.get('cached_calls', 0))}")
     print(f"run dir: {run_dir.path}")
     if mostly is not None:
         raise SummaryWritten(f"{mostly}; status error (mostly_errors) in {run_dir.summary_path}; "
