@@ -114,3 +114,14 @@ def test_licence_and_citation():
 @pytest.mark.parametrize("page", sorted(p.name for p in DOCS.glob("*.md")))
 def test_no_page_points_at_the_old_readme_sections(page):
     assert "README" not in (DOCS / page).read_text(encoding="utf-8")
+
+
+def test_every_term_the_pages_define_has_its_entry_in_the_docs():
+    """A header's "?" cites docs/numbers.md#<anchor>: each anchor exists there (an <a id> or a heading)."""
+    from audit.pages.glossary import all_terms
+
+    numbers = (DOCS / "numbers.md").read_text(encoding="utf-8")
+    headings = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+                for h in re.findall(r"^#+ (.*)$", numbers, re.M)}
+    for term in all_terms():
+        assert f'<a id="{term.anchor}"></a>' in numbers or term.anchor in headings, term

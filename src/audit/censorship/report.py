@@ -28,7 +28,7 @@ from audit.errors import UserError, exit_on_user_error
 from audit.io.atomic import write_texts
 from audit.llm import embedded
 from audit.pages import SORT_FILTER_JS
-from audit.pages.tools import PAGE_TOOLS
+from audit.pages.tools import PAGE_JS, PAGE_PANEL
 from audit.pages.paging import MORE_JS, PAGES_DIR, Paged, page_entries
 from audit.runs.summary import CENSORSHIP, SUMMARY, CensorshipSummary, read_summary
 from audit.stats import PALETTE
@@ -240,7 +240,7 @@ def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
         **_paged_transcript(_transcript(run)),
         "conversations": conversations(run),
         "problems": run["problems"],
-        "sort_filter_js": SORT_FILTER_JS, "page_tools": PAGE_TOOLS,
+        "sort_filter_js": SORT_FILTER_JS, "page_js": PAGE_JS, "page_panel": PAGE_PANEL,
     }
 
 

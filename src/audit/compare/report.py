@@ -29,7 +29,7 @@ from audit.errors import UserError
 from audit.io.atomic import write_texts
 from audit.io.neutral import csv_frame
 from audit.pages import SORT_FILTER_JS
-from audit.pages.tools import PAGE_TOOLS
+from audit.pages.tools import PAGE_JS, PAGE_PANEL
 from audit.runs.tables import build_run_tables, table_files
 from audit.stats import CARD_METHOD, CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE
 
@@ -454,7 +454,7 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path,
         if not tables.failed.empty else None,
         "fact_matrices": fact_matrices(tables.fact_matrix),
         "epistemic_matrices": epistemic_matrices(tables.epistemic_matrix),
-        "sort_filter_js": SORT_FILTER_JS, "page_tools": PAGE_TOOLS,
+        "sort_filter_js": SORT_FILTER_JS, "page_js": PAGE_JS, "page_panel": PAGE_PANEL,
     }
 
 

@@ -24,7 +24,7 @@ from audit.epistemic.metrics import LABELS, LOWER_IS_BETTER, PREDS, RATE_NAMES
 from audit.stats import PALETTE
 from audit.io.atomic import write_texts
 from audit.pages import SORT_FILTER_JS
-from audit.pages.tools import PAGE_TOOLS
+from audit.pages.tools import PAGE_JS, PAGE_PANEL
 from audit.pages.paging import MORE_JS, PAGES_DIR, Paged, page_entries
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
@@ -130,7 +130,7 @@ def build_context(metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mappi
     suites = sorted({name for m in metrics.values() for name in m.get("suites", {})})
     mappings = sorted({m["mapping"] for m in metrics.values()})
     return {
-        "sort_filter_js": SORT_FILTER_JS, "page_tools": PAGE_TOOLS,
+        "sort_filter_js": SORT_FILTER_JS, "page_js": PAGE_JS, "page_panel": PAGE_PANEL,
         "meta": dict(meta),
         "mapping": ", ".join(mappings),
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

@@ -55,7 +55,8 @@
       toggle.setAttribute('aria-expanded', String(show));
       toggle.textContent = label(show);
     });
-    wrap.parentElement.insertBefore(toggle, wrap);
+    const filter = wrap.previousElementSibling;  // the sort/filter script's box stays right above its table
+    wrap.parentElement.insertBefore(toggle, filter && filter.matches('input.filter') ? filter : wrap);
   }
   function fitAll() { document.querySelectorAll('table').forEach((t) => { if (!t.closest('#glossary')) fit(t); }); }
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', fitAll); else fitAll();

@@ -1,8 +1,8 @@
 // Definitions on every header: each column header whose text names a number or label gets its
 // definition as a tooltip and a "?" link to its entry in the page's glossary panel (which cites
-// the docs page). The terms come from audit.pages.glossary, embedded in the page as JSON.
+// the docs page). The terms come from audit.pages.glossary (GLOSSARY_DATA, defined before this script).
 (function () {
-  const data = JSON.parse(document.getElementById('glossary-data').textContent);
+  const data = GLOSSARY_DATA;
   const norm = (text) => text.replace(/\s*[↓↑]\s*$/, '').replace(/\s+/g, ' ').trim().toLowerCase();
   function lookup(text) {
     const key = norm(text);

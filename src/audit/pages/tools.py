@@ -1,8 +1,9 @@
-"""The block every report and index page ends with: definitions on its headers, its glossary panel
-and tables that fit their box (``glossary.js``, ``fit.js``), inline so every page works offline.
+"""What every report and index page ends with: definitions on its headers, its glossary panel and
+tables that fit their box (``glossary.js``, ``fit.js``), inline so every page works offline.
 
-The glossary's terms (:mod:`audit.pages.glossary`) go into the page as JSON, escaped so that no
-text in them can close the script element.
+The scripts join the page's one script element (a page holds exactly one, which the escaping
+tests count); the glossary's terms (:mod:`audit.pages.glossary`) go into it as a JSON literal,
+escaped so that no text in them can close the element.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ IDENTITY = frozenset({"run", "audited", "topic", "technique", "system", "domain"
 """Columns that name a row: never hidden to make a table fit."""
 HEADLINE = frozenset({"refused_share", "refused share", "fact_recall", "facts revealed under technique",
                       "baseline_fact_recall", "facts revealed by assistant baseline", "refusal gap", "refused_gap", "cost",
-                      "ap", "cvrr", "far_ne", "la", "accuracy", "kappa"})
+                      "ap", "cvrr", "far_ne", "la", "accuracy", "no_on_u", "kappa"})
 """The numbers most readers came for: hidden only when nothing else is left to hide."""
 BOOKKEEPING = frozenset({"runs", "run-keys", "epistemic-numbers", "failed-calls", "unverified-citations"})
 """Terms hidden first when a table is too wide (counts and states beside the numbers)."""
@@ -49,16 +50,20 @@ def glossary_json() -> str:
     return json.dumps(data, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def page_tools() -> Markup:
-    """The glossary panel, its data and the two scripts, for the end of a page's body."""
+def page_js() -> Markup:
+    """The glossary data and the two scripts, for the page's one script element (after its
+    sort/filter script): definitions on the headers, then tables fitted to their box."""
     scripts = "".join(files(__package__).joinpath(name).read_text(encoding="utf-8") for name in ("glossary.js", "fit.js"))
+    return Markup(f"\nconst GLOSSARY_DATA = {glossary_json()};\n{scripts}")
+
+
+def page_panel() -> Markup:
+    """The glossary panel (filled by the script from the page's own headers) and its style."""
     return Markup(
         f'<style>{CSS}</style>\n'
         '<details id="glossary"><summary>Glossary</summary>'
         '<p class="small">What each number and label on this page means; formulas and interval units in '
-        'docs/numbers.md.</p><dl id="glossary-terms"></dl></details>\n'
-        f'<script type="application/json" id="glossary-data">{glossary_json()}</script>\n'
-        f'<script>{scripts}</script>\n')
+        'docs/numbers.md.</p><dl id="glossary-terms"></dl></details>\n')
 
 
-PAGE_TOOLS = page_tools()
+PAGE_JS, PAGE_PANEL = page_js(), page_panel()

@@ -19,7 +19,7 @@ import jinja2
 
 from audit.io.atomic import write_text
 from audit.pages import SORT_FILTER_JS
-from audit.pages.tools import PAGE_TOOLS
+from audit.pages.tools import PAGE_JS, PAGE_PANEL
 from audit.runs.record import RunRecord
 
 COLUMNS = ("experiment", "status", "models", "subject", "cost", "headline", "path")
@@ -139,5 +139,5 @@ def write_index(rows: Sequence[IndexRow], out: Path, roots: Sequence[Path]) -> P
     html = environment.get_template("index.html.j2").render(
         rows=shown, columns=COLUMNS, roots=[str(r) for r in roots],
         written=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), sort_filter_js=SORT_FILTER_JS,
-        page_tools=PAGE_TOOLS)
+        page_js=PAGE_JS, page_panel=PAGE_PANEL)
     return write_text(out, html)
