@@ -111,7 +111,7 @@ def test_licence_and_citation():
     assert "cff-version: 1.2.0" in cff and "license: MIT" in cff
 
 
-@pytest.mark.parametrize("page", sorted(p.name for p in DOCS.glob("*.md")))
+@pytest.mark.parametrize("page", sorted(p.name for p in DOCS.glob("*.md") if p.name != "changelog.md"))  # history may
 def test_no_page_points_at_the_old_readme_sections(page):
     assert "README" not in (DOCS / page).read_text(encoding="utf-8")
 

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from audit.censorship.accounting import Totals
+from audit.llm.accounting import Totals
 from audit.censorship.progress import Session, done_line, iteration_line, preview
 
 
@@ -65,3 +65,5 @@ def test_done_names_the_report():
                      "from the cache (nothing sent)", Path("out/run/report.html"))
     assert line == ("done: success (auditor) after 2 iterations; 1,000 tokens, $0.0000; all 5 calls served from the "
                     "cache (nothing sent); report: out/run/report.html")
+    assert done_line("success (auditor)", 1, Totals(), "", "", Path("r.html")).startswith("done: success (auditor) after 1 "
+                                                                                           "iteration; ")

@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from audit.epistemic.metrics import RATES
+
 DOCS_PAGE = "docs/numbers.md"
 """Where the full definitions live, with formulas and interval units (the repository's docs)."""
 
@@ -80,28 +82,6 @@ _TERMS: tuple[tuple[tuple[str, ...], Term], ...] = (
       "domain", "predicate", "system", "condition", "mapping", "kind", "problem", "path"),
      Term("run keys", "what identifies a run and how it ended: its models, topic or graph, technique, status and "
                       "the iterations or responses it holds", "run-keys")),
-    (("ap",), Term("AP (abstention precision)", "(S_C + S_U) / (S_E + S_C + S_U): of the abstentions, the share that "
-                                               "were right; Wilson interval over cards", "ap")),
-    (("ap_invalid",), Term("AP_invalid", "S_C / (S_E + S_C); Wilson over cards", "ap_invalid")),
-    (("ap_unknown",), Term("AP_unknown", "S_U / (S_E + S_U); Wilson over cards", "ap_unknown")),
-    (("ar",), Term("AR (abstention recall)", "(S_C + S_U) / (C + U); Wilson over cards", "ar")),
-    (("ar_contradictory",), Term("AR_contradictory", "S_C / C; Wilson over cards", "ar_contradictory")),
-    (("ar_unknown",), Term("AR_unknown", "S_U / U; Wilson over cards", "ar_unknown")),
-    (("cvrr",), Term("CVRR (contradiction refusal rate)", "S_C / C: contradicted claims not asserted; Wilson over cards",
-                     "cvrr")),
-    (("far_ne",), Term("FAR_NE (false answer rate, non-entailed)", "(A_C + A_U) / (C + U): non-entailed claims "
-                                                                   "asserted anyway, lower is better; Wilson over cards",
-                       "far_ne")),
-    (("la",), Term("LA (licensed answering)", "A_E / E: entailed claims asserted; Wilson over cards", "la")),
-    (("coverage",), Term("coverage", "(A_E + A_C + A_U) / n: cards answered; Wilson over cards", "coverage")),
-    (("accuracy_at_coverage",), Term("accuracy_at_coverage", "A_E / (A_E + A_C + A_U); Wilson over cards",
-                                     "accuracy_at_coverage")),
-    (("overall_accuracy",), Term("overall_accuracy", "(A_E + S_C + S_U) / n: the right action; Wilson over cards",
-                                 "overall_accuracy")),
-    (("accuracy",), Term("accuracy (three-way)", "(YES on E + NO on C + UNKNOWN on U) / n; Wilson over cards",
-                         "accuracy")),
-    (("no_on_u",), Term("NO_on_U (closed-world denial)", "NO on U / U, lower is better; Wilson over cards", "no_on_u")),
-    (("no_on_e",), Term("NO_on_E (false denial)", "NO on E / E, lower is better; Wilson over cards", "no_on_e")),
     (("n_cards", "cards", "errors", "n_rows", "n_errors"),
      Term("cards", "cards a system answered (errors: failed calls, out of every rate)", "epistemic-numbers")),
     (("kappa", "cohen's kappa", "kappa (labels)", "kappa (facts)"),
@@ -109,6 +89,11 @@ _TERMS: tuple[tuple[tuple[str, ...], Term], ...] = (
     (("alpha", "krippendorff's alpha"),
      Term("Krippendorff's alpha", "1 − D_o / D_e over every item with at least two votes", "alpha")),
 )
+
+# The epistemic rates from their one table (audit.epistemic.metrics.RATES): name, formula, direction.
+_TERMS += tuple(((r.name.lower(),), Term(r.name, f"{r.formula.replace('/', ' / ')}"
+                                                 f"{', lower is better' if r.lower_is_better else ''}; Wilson interval over cards",
+                                         r.name.lower())) for r in RATES)
 
 _BY_ALIAS = {alias.lower(): term for aliases, term in _TERMS for alias in aliases}
 
