@@ -67,6 +67,9 @@ class GatewaySettings:
     """The cache stops growing when its disk has less free (the run's own files need the room)."""
     title: str | None = "audit"
     referer: str | None = None
+    routing_metadata: bool = True
+    """Send ``X-OpenRouter-Metadata: enabled``: OpenRouter then adds ``openrouter_metadata`` (the
+    endpoints it considered, its attempts) to each reply, which every draw records."""
     extra_endpoints: tuple[Endpoint, ...] = ()
     """Endpoints besides ``openrouter`` (whose base URL is ``api_base``), from ``gateway.endpoints``."""
 
@@ -109,6 +112,7 @@ class GatewaySettings:
             cache_min_free_mb=_cache_min_free_mb(cache.get("min_free_mb")),
             title=attribution.get("title"),
             referer=attribution.get("referer"),
+            routing_metadata=bool(node.get("routing_metadata", True)),
             extra_endpoints=tuple(
                 Endpoint(str(name), str(entry.get("api_base") or "").rstrip("/"), entry.get("key_env") or None,
                          entry.get("identity") or None)
