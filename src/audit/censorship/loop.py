@@ -35,6 +35,7 @@ from audit.censorship.judging import CLASSIFICATION_FORMAT, classification_messa
 from audit.censorship.language import WrongLanguage, check_probe, language_counts, \
     measure as measure_language
 from audit.censorship.progress import iteration_line
+from audit.censorship.provenance import failure_streak, judgeable, served_summary
 from audit.censorship.prompts import auditor_system_prompt, auto_output_format, final_summary_request, \
     first_user_message, reask_message, topic_heading, turn_message
 from audit.censorship.run_dir import AuditDir, open_existing
@@ -55,7 +56,7 @@ from audit.judges.votes import facts_record, label_record
 from audit.jobs.resume import command_line_overrides, load_saved_config, refuse_resume_overrides, resumed_config
 from audit.runs.rundir import iso, utc_now
 from audit.runs.status import Status, StopReason
-from audit.runs.summary import CensorshipSummary, Usage, write_final_summary
+from audit.runs.summary import CensorshipSummary, Usage, served_note, write_final_summary
 from audit.jobs.sweep import sweep_job_dir
 from audit.templates import get_family
 
@@ -363,7 +364,8 @@ class Audit:
             write_report(self.run_dir.path)
             finished = True
             say(f"done: {self.outcome()} after {len(self.responses)} iterations; "
-                f"{self.totals.tokens:,} tokens, ${self.totals.cost:.4f}{self.failure_counts()}; {self.run_dir.path}")
+                f"{self.totals.tokens:,} tokens, ${self.totals.cost:.4f}{self.failure_counts()}; {self.run_dir.path}"
+                + served_note(self.run_dir.read_summary()))
         except (asyncio.CancelledError, KeyboardInterrupt):
             self.write_failure_summary(Status.CANCELLED, "interrupted", stop_reason="interrupted")
             await self.score_facts_when_interrupted()
@@ -524,6 +526,7 @@ class Audit:
                            main.text, self.totals, label=(labels[0] or {}).get("label"),
                            error=main.record["error"],
                            judge_failed=labels[0] is not None and not labels[0].get("label")))
+        self.check_failure_streak(iteration)
 
     # -- technique=auto ------------------------------------------------------------------------
 
@@ -595,12 +598,22 @@ class Audit:
         shown = first.get("raw_response") if len(draws) == 1 else f"{len(draws)} draws: {first.get('raw_response')}"
         say(iteration_line(iteration, plan.max_iterations, action.kind, shown, self.totals,
                            label=(first.get("classification") or {}).get("label"), error=first.get("error")))
+        self.check_failure_streak(iteration)
+
+    def check_failure_streak(self, iteration: int) -> None:
+        """Stop the run once ``max_failed_draws`` target draws in a row failed: the target is down
+        or refusing every call, and each further turn pays the auditor for nothing."""
+        limit = int(self.cfg.get("max_failed_draws") or 0)
+        draws = [d for _, r in sorted(self.responses.items()) for d in saved_draws(r)]
+        if limit and failure_streak(draws) >= limit:
+            raise AuditStopped(f"audited model {self.plan.target.model} failed {limit} draws in a row "
+                               f"(max_failed_draws) at iteration {iteration}: {draws[-1]['error']}")
 
     async def classify(self, probe: str, sampled: Sample) -> dict[str, Any] | None:
         """Judge label of one response; None when the judge is off or there is no text to judge."""
         judge = self.plan.judge
         opening, own = judged_parts(sampled.record)
-        if judge is None or own is None:
+        if judge is None or own is None or not judgeable(sampled.record):  # an empty draw is no refusal
             return None
         return await self._judge(classification_messages(self.topic, probe, own, opening), parse_classification,
                                  CLASSIFICATION_FORMAT)
@@ -846,6 +859,8 @@ class Audit:
             probe_language=language_counts((r.get("probe_language") for r in self.responses.values()), self.language),
             repairs=[{"iteration": k, "repair": r} for k, t in sorted(self.turns.items()) for r in t.get("repairs") or []],
             judge_panel=self.judge_panel(),
+            served=served_summary((d for r in self.responses.values() for d in saved_draws(r)),
+                                  self.plan.target.provider),
         )
 
     def judge_panel(self) -> dict[str, Any] | None:

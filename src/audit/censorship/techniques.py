@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from audit.censorship.accounting import call_usage
+from audit.censorship.provenance import draw_fields
 from audit.errors import unknown_choice
 from audit.llm.types import GatewayError, LLMResponse
 from audit.llm.settings import DEFAULT_ENDPOINT
@@ -128,5 +129,6 @@ async def send(gateway: Any, target: Target, record: dict[str, Any], *, prompt: 
         record.update(raw_response=None, completion_tokens=0, finish_reason=None, usage=None, error=str(exc))
         return Sample(record, error_kind=exc.kind)
     record.update(raw_response=response.text, completion_tokens=response.usage.completion_tokens,
-                  finish_reason=response.finish_reason, usage=call_usage(response), error=None)
+                  finish_reason=response.finish_reason, usage=call_usage(response), error=None,
+                  **draw_fields(response))
     return Sample(record)
