@@ -36,6 +36,7 @@ from audit.censorship.language import WrongLanguage, check_probe, language_count
     measure as measure_language
 from audit.censorship.progress import iteration_line
 from audit.censorship.provenance import failure_streak, judgeable, served_summary
+from audit.censorship.provider_check import check_not_wrapping
 from audit.censorship.prompts import auditor_system_prompt, auto_output_format, final_summary_request, \
     first_user_message, reask_message, topic_heading, turn_message
 from audit.censorship.run_dir import AuditDir, open_existing
@@ -221,6 +222,7 @@ def run_audit(cfg: DictConfig) -> Path:
         cfg = with_topic_file(cfg)
         run_dir = AuditDir.new(parent_dir(cfg), cfg.audited.name, cfg.topic.name)
     plan = Plan.from_config(cfg)
+    check_not_wrapping(cfg)  # a provider the doctor marked as wrapping: refused before anything is written
     from audit.llm.gateway import Gateway  # the gateway module is cheap; litellm loads on the first call
 
     # An unknown endpoint or a missing key: nothing written yet.
