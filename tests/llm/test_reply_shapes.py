@@ -132,3 +132,20 @@ def test_provenance_of_a_draw(fake_openrouter, tmp_path):
     assert (reply.provider, reply.native_finish_reason, reply.reasoning_tokens) == ("DeepInfra", "eos", 3)
     assert reply.generation_id.startswith("gen-")
     assert reply.routing["summary"] == "available=1, selected=DeepInfra"
+
+
+@pytest.mark.parametrize("referer,title", [("https://example.org/lab", "my-audit"), (None, "audit")])
+def test_attribution_headers_are_ours_on_both_routes(fake_openrouter, tmp_path, referer, title):
+    """``HTTP-Referer`` and ``X-Title`` (OpenRouter's app attribution) as configured on /chat/completions
+    and /completions alike; unset, the referer is sent empty rather than litellm's own on the chat route."""
+    settings = GatewaySettings(api_base=fake_openrouter.base_url, cache_enabled=False, referer=referer, title=title)
+    gateway = Gateway(settings, KEY)
+    fake_openrouter.push_chat(documented.generation(CHAT, "x"))
+    fake_openrouter.push_completion(completion_reply("y"))
+    try:
+        gateway.chat("m/x", [{"role": "user", "content": "q"}])
+        gateway.complete("m/x", "p")
+    finally:
+        gateway.close()
+    for request in fake_openrouter.requests:
+        assert (request.headers["http-referer"], request.headers["x-title"]) == (referer or "", title)

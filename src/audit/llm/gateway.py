@@ -86,8 +86,9 @@ class Gateway:
         headers = {}
         if settings.title:
             headers["X-Title"] = settings.title
-        if settings.referer:
-            headers["HTTP-Referer"] = settings.referer
+        # Always ours, on both routes: left out, litellm's chat route sends its own (https://litellm.ai),
+        # so OpenRouter would attribute the run's chat calls to litellm and its raw calls to nobody.
+        headers["HTTP-Referer"] = settings.referer or ""
         if settings.routing_metadata:
             headers["X-OpenRouter-Metadata"] = "enabled"
         self._headers = headers
