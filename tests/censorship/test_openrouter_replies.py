@@ -147,3 +147,33 @@ def test_a_run_served_by_two_providers_is_flagged_everywhere(tmp_path, fake_open
     (run,) = collect([tmp_path / "out"]).runs
     row, _ = audit_records(run)
     assert "served by 2 providers (DeepInfra, Novita)" in row["flags"]
+
+
+def test_provider_and_reasoning_settings_reach_every_role(tmp_path, fake_openrouter):
+    """The same ``provider`` and ``reasoning`` settings on the audited model, the auditor and the judge;
+    a reasoning target's chat draws get ``assistant_max_tokens`` (its reasoning counts against it)."""
+    script = Script(stop_at_turn=2)
+    fake_openrouter.handler = script.handler
+    code, _, err = finish(audit(
+        tmp_path, fake_openrouter, *JUDGED, "audited=deepseek_r1", "technique.with_baseline=true",
+        "audited.provider={only:[deepinfra],allow_fallbacks:false}", "auditor.provider={only:[anthropic]}",
+        "auditor.reasoning={exclude:true}", "judge.provider={order:[openai]}"))
+    assert code == 0, err
+    by_role = {}
+    for request in fake_openrouter.requests:
+        role = "target" if request.endpoint == COMPLETION else chat_role(request.json)
+        by_role.setdefault("baseline" if role == "baseline" else role, request.json)
+    assert by_role["target"]["provider"] == {"only": ["deepinfra"], "allow_fallbacks": False}
+    assert by_role["target"]["reasoning"] == {"exclude": True}
+    assert by_role["baseline"]["provider"] == {"only": ["deepinfra"], "allow_fallbacks": False}
+    assert by_role["baseline"]["max_tokens"] == 4000 and by_role["target"]["max_tokens"] == 500
+    assert by_role["auditor"]["provider"] == {"only": ["anthropic"]}
+    assert by_role["auditor"]["reasoning"] == {"exclude": True}
+    assert by_role["judge"]["provider"] == {"order": ["openai"]}
+
+
+def test_a_provider_that_is_no_routing_mapping_is_one_line(tmp_path, fake_openrouter):
+    code, _, err = finish(audit(tmp_path, fake_openrouter, *BASE, "auditor.provider={pin:[anthropic]}"))
+    assert code != 0 and not (tmp_path / "out").exists()
+    (line,) = err.strip().splitlines()
+    assert "auditor.provider must be a mapping of OpenRouter's routing fields" in line

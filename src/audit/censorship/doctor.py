@@ -34,7 +34,7 @@ from audit import config_values
 from audit.censorship.provider_check import WRAPPING, pin_line, remember
 from audit.errors import UserError
 from audit.llm.embedded import local_model
-from audit.llm.settings import role_endpoint
+from audit.llm.settings import role_endpoint, role_routing
 from audit.llm.types import GatewayError, LLMResponse
 from audit.templates import TemplateFamily, get_family
 
@@ -98,6 +98,10 @@ class ProviderCheck:
         return [f"provider {self.provider}:",
                 f"  token canary:  {TOKEN_CANARY_TOKENS} special tokens sent; billed {reports} "
                 f"(verbatim: {TOKEN_CANARY_TOKENS}-{TOKEN_CANARY_TOKENS + BOS_SLACK})",
+                *(["  BOS:           this provider adds one token (a BOS) to every prompt: a template that starts "
+                   "with BOS (DeepSeek) reaches its model with two"]
+                  if self.token_reports and all(r == TOKEN_CANARY_TOKENS + BOS_SLACK for r in self.token_reports)
+                  else []),
                 f"  continuation:  {continued} of {len(self.replies)} replies continue the user's sentence"
                 + (f", e.g. {self.replies[0]!r}" if self.replies else ""),
                 f"  verdict: {self.verdict.upper()}: {why}"]
@@ -143,12 +147,12 @@ class Diagnosis:
         return lines
 
 
-async def _canary(gateway: Any, audited: DictConfig, family: TemplateFamily, prompt: str, provider: Any, *,
+async def _canary(gateway: Any, audited: DictConfig, family: TemplateFamily, prompt: str, *,
                   max_tokens: int, temperature: float, index: int) -> LLMResponse | GatewayError:
     try:
         return await gateway.acomplete(str(audited.model), prompt, stop=family.stops, max_tokens=max_tokens,
-                                       temperature=temperature, provider=provider, tag="doctor",
-                                       endpoint=role_endpoint(audited), sample_index=index)
+                                       temperature=temperature, tag="doctor", endpoint=role_endpoint(audited),
+                                       sample_index=index, **role_routing(audited, "audited"))
     except GatewayError as exc:
         if exc.kind == "model_not_found" or (exc.kind == "bad_request" and "model" in str(exc).lower()):
             raise UserError(f"doctor: {audited.model} was refused: {exc}; check audited.model "
@@ -162,13 +166,12 @@ async def diagnose(gateway: Any, audited: DictConfig, canary: str, *, max_tokens
                    canaries: int = 4) -> Diagnosis:
     """Send ``canaries`` pairs (token canary, continuation canary) and judge each serving provider."""
     family = get_family(str(audited.template))
-    provider = audited.get("provider")
-    provider = OmegaConf.to_container(provider) if provider is not None else None
+    provider = role_routing(audited, "audited")["provider"]
     prompt = family.user_persona_prompt(canary, system=audited.get("system_prompt"))
     tokens = token_canary(family)
     sent = [(kind, text) for _ in range(canaries) for kind, text in (("tokens", tokens), ("text", prompt))]
     replies = await asyncio.gather(*(
-        _canary(gateway, audited, family, text, provider, max_tokens=1 if kind == "tokens" else max_tokens,
+        _canary(gateway, audited, family, text, max_tokens=1 if kind == "tokens" else max_tokens,
                 temperature=temperature, index=i) for i, (kind, text) in enumerate(sent)))
     checks: dict[str, ProviderCheck] = {}
     errors = []

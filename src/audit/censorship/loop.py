@@ -47,7 +47,7 @@ from audit.errors import Interrupted, UserError, user_error_line
 from audit.jobs.interrupts import sigterm_as_interrupt
 from audit.io.atomic import write_text
 from audit.llm.embedded import chosen_roles, local_model
-from audit.llm.settings import record_endpoints, role_endpoint
+from audit.llm.settings import record_endpoints, role_endpoint, role_routing
 from audit.llm.budget import stopped_by
 from audit.llm.structured import check_mode
 from audit.llm.types import FATAL_KINDS, GatewayError, LLMResponse
@@ -128,7 +128,7 @@ class Plan:
         # judge.models / judge.samples checked here; None: judge off
         panel = panel_from_node(judge, local="judge" in chosen_roles(cfg.get("local"), ROLES))
         audited = cfg.audited
-        provider = audited.get("provider")
+        role_routing(cfg.auditor, "auditor")  # checked now, not at the first auditor call
         return cls(
             technique=technique,
             auditor_system=auditor_system,
@@ -138,7 +138,9 @@ class Plan:
             target=Target(
                 model=str(audited.model),
                 family=get_family(str(audited.template)),
-                provider=OmegaConf.to_container(provider) if provider is not None else None,
+                provider=role_routing(audited, "audited")["provider"],
+                extra_body=role_routing(audited, "audited")["extra_body"],
+                assistant_max_tokens=audited.get("assistant_max_tokens"),
                 system_prompt=audited.get("system_prompt"),
                 max_tokens=cfg.sampling.get("max_tokens"),
                 temperature=cfg.sampling.get("temperature"),
@@ -440,7 +442,7 @@ class Audit:
                     self.plan.auditor_model, messages, max_tokens=self.plan.auditor_max_tokens,
                     temperature=self.plan.auditor_temperature, tag="auditor", endpoint=self.plan.auditor_endpoint,
                     response_format=self.formats[schema], structured=self.plan.auditor_structured,
-                    sample_index=earlier_failures)
+                    sample_index=earlier_failures, **role_routing(self.cfg.auditor, "auditor"))
             except GatewayError as exc:
                 raise AuditStopped(f"auditor {self.plan.auditor_model} failed at turn {iteration}: {exc}",
                                    failed_turn=self._failed(iteration, messages, attempts)) from exc

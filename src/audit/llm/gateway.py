@@ -147,10 +147,11 @@ class Gateway:
     async def acomplete(self, model: str, prompt: str, *, stop: Sequence[str] = (), max_tokens: int | None = None,
                         temperature: float | None = None, provider: Mapping[str, Any] | None = None,
                         sample_index: int = 0, tag: str = "", endpoint: str = DEFAULT_ENDPOINT,
-                        draw: str = "") -> LLMResponse:
+                        draw: str = "", extra_body: Mapping[str, Any] | None = None) -> LLMResponse:
         """Raw completion: ``prompt`` reaches ``/completions`` byte for byte; the reply is cut at ``stop``
-        (``draw`` as in :meth:`achat`)."""
-        return await self._call(backend.COMPLETION_ROUTE, model, {"prompt": prompt}, max_tokens=max_tokens,
+        (``draw`` and ``extra_body`` as in :meth:`achat`)."""
+        payload: dict[str, Any] = {"prompt": prompt, **({"extra_body": dict(extra_body)} if extra_body else {})}
+        return await self._call(backend.COMPLETION_ROUTE, model, payload, max_tokens=max_tokens,
                                 temperature=temperature, stop=stop, provider=provider,
                                 sample_index=sample_index, tag=tag, endpoint=endpoint, draw=draw)
 
