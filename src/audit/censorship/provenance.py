@@ -5,8 +5,8 @@ some providers wrap a ``/completions`` prompt in a chat message: a draw is only 
 continuation it claims to be if it came from a provider that honours the prompt. So every draw
 records who served it (:func:`draw_fields`), and the run's summary lists the providers with
 their draw counts and flags a run served by more than one, or by one the pin does not name
-(:func:`served_summary`). Draws that are no answer (:data:`UNJUDGED`) are never judged, and a
-streak of failed draws stops the run (:func:`failure_streak`).
+(:func:`served_summary`). Draws that are no answer (``audit.runs.draws.UNJUDGED``) are never
+judged, and a streak of failed draws stops the run (:func:`failure_streak`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from audit.llm.types import LLMResponse
-
-UNJUDGED = frozenset({"empty", "reasoning_only"})
-"""Outcomes that are no answer: an empty draw is not a refusal, a reasoning-only one not an empty answer."""
-
 
 def draw_fields(response: LLMResponse) -> dict[str, Any]:
     """The fields a draw record gains from its reply: its outcome and where it came from."""
@@ -36,11 +32,6 @@ def draw_fields(response: LLMResponse) -> dict[str, Any]:
                         "attempt": routing.get("attempt")} if routing else None,
         },
     }
-
-
-def judgeable(record: Mapping[str, Any] | None) -> bool:
-    """Whether a draw has an answer a judge may label (a failed call or an unjudged outcome has none)."""
-    return bool(record) and record.get("error") is None and record.get("outcome") not in UNJUDGED
 
 
 def failure_streak(draws: Iterable[Mapping[str, Any]]) -> int:
