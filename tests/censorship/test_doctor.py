@@ -13,7 +13,8 @@ import json
 
 from omegaconf import OmegaConf
 
-from audit.censorship.doctor import TOKEN_CANARY_TOKENS, ProviderCheck, diagnose, looks_continued, token_canary
+from audit.censorship.doctor import TOKEN_CANARY_TOKENS, Diagnosis, ProviderCheck, diagnose, looks_continued, \
+    token_canary
 from audit.llm.gateway import Gateway
 from audit.llm.settings import GatewaySettings
 from audit.templates import get_family
@@ -31,6 +32,22 @@ CANARY = "My favourite three colours are red, green and"
 ])
 def test_continuation_heuristic(reply, continued):
     assert looks_continued(reply) is continued
+
+
+def report_of(*checks, pin=None):
+    return Diagnosis(model="m/x", name="x", template="kimi_k2", provider_requested=pin, prompt="p",
+                     providers={c.provider: c for c in checks}, errors=[]).report()
+
+
+def test_report_prints_a_pin_only_for_a_named_provider_that_passed():
+    honest = ProviderCheck("Honest", [TOKEN_CANARY_TOKENS], [" blue."])
+    wrapper = ProviderCheck("Wrapper", [TOKEN_CANARY_TOKENS + 9], [" blue! Those are"])
+    lines = report_of(honest, wrapper)
+    assert lines[-1].startswith("pin to paste: 'audited.provider={only:[Honest],allow_fallbacks:false}'")
+    assert "verdict: WRAPPED" in lines[-2]
+    local = report_of(ProviderCheck("unknown", [TOKEN_CANARY_TOKENS], [" blue."]))
+    assert local[-1].startswith("verdict: OK") and not any("pin to paste" in line for line in local)
+    assert report_of(honest, pin={"only": ["Honest"]})[-1].startswith("verdict: OK")
 
 
 NINE = ("deepseek_v3", "deepseek_v3_1", "deepseek_r1", "kimi_k2", "kimi_k2_thinking", "qwen2_5", "qwen3",

@@ -45,6 +45,8 @@ TOKEN_CANARY_TOKENS = 8
 BOS_SLACK = 1
 """A server may add one BOS token to any prompt (vLLM's /completions does): not a wrap."""
 OK, UNSURE = "ok", "unsure"
+UNNAMED = "unknown"
+"""A server that names no provider (a local vLLM or llama.cpp): judged, never pinned or remembered."""
 
 
 def looks_continued(text: str) -> bool:
@@ -125,7 +127,7 @@ class Diagnosis:
 
     def report(self) -> list[str]:
         """The lines printed to the user: facts per provider, then a verdict and what to do."""
-        requested = dict(self.provider_requested) if self.provider_requested else "any (OpenRouter load-balances)"
+        requested = dict(self.provider_requested) if self.provider_requested else "none pinned"
         lines = [f"model:          {self.model} (template {self.template})",
                  f"provider:       requested {requested}; served by "
                  + (", ".join(sorted(self.providers)) or "none"),
@@ -133,7 +135,7 @@ class Diagnosis:
         lines += [f"error:          {e}" for e in dict.fromkeys(self.errors)]
         for _, check in sorted(self.providers.items()):
             lines += check.lines()
-        good = sorted(p for p, c in self.providers.items() if c.verdict == OK)
+        good = sorted(p for p, c in self.providers.items() if c.verdict == OK and p != UNNAMED)
         if self.honoured:
             lines.append("verdict: OK, raw completions are honoured by every provider that served a canary")
         else:
@@ -141,7 +143,7 @@ class Diagnosis:
                          "user-persona samples would be chat answers")
         if good and (not self.provider_requested or not self.honoured):
             lines.append(f"pin to paste: {pin_line(good[0])}   (then re-run this check with it)")
-        elif not good:
+        elif not good and not self.honoured:
             lines.append("fix: pin a provider that serves raw completions and re-check, e.g. "
                          f"{pin_line('<provider>')} (the model's providers are on its OpenRouter page)")
         return lines
@@ -179,7 +181,7 @@ async def diagnose(gateway: Any, audited: DictConfig, canary: str, *, max_tokens
         if isinstance(reply, GatewayError):
             errors.append(str(reply))
             continue
-        name = reply.provider or "unknown"
+        name = reply.provider or UNNAMED
         check = checks.setdefault(name, ProviderCheck(name))
         if kind == "tokens":
             check.token_reports.append(reply.usage.prompt_tokens)
@@ -219,5 +221,6 @@ def _check(cfg: DictConfig, Gateway: Any, canaries: int) -> int:
 
     diagnosis = asyncio.run(check())
     print("\n".join(diagnosis.report()), flush=True)
-    remember(cfg.cache.dir, str(cfg.audited.model), {p: c.verdict for p, c in diagnosis.providers.items()})
+    remember(cfg.cache.dir, str(cfg.audited.model),
+             {p: c.verdict for p, c in diagnosis.providers.items() if p != UNNAMED})
     return HONOURED if diagnosis.honoured else WRAPPED
