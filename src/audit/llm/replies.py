@@ -3,8 +3,12 @@
 A reply is either a generation (text, finish reason, usage) or a :class:`GatewayError` of
 a kind the retry policy understands. Shapes that look like success but are not become
 errors here, never an empty answer: an error object inside an HTTP 200 (OpenRouter's shape
-when a provider fails mid-generation, ``{"error": {"code": 502, ...}}``), ``choices: []``,
-a body without any text or finish reason, an empty or non-UTF-8 body. Every text that
+when a provider fails mid-generation, ``{"error": {"code": 502, ...}}``), a choice with
+``finish_reason: "error"`` and partial text (``error_finish``), ``choices: []``, a body without
+any text or finish reason ("no content generated": ``empty``), an empty or non-UTF-8 body. A
+generation also gets its :func:`outcome_of` (an answer, or an empty, reasoning-only or filtered
+draw), and a failure the kind OpenRouter's body tells (:func:`refine_kind`: ``model_not_found``,
+``payment``, ``moderation``, ``region``, ``routing``; :func:`refuses_schema`). Every text that
 leaves this module is sanitised (lone UTF-16 surrogates replaced, so no JSON writer, cache
 or report chokes on half an emoji) and fully decoded (the server's JSON parsed, its escapes
 resolved). Redaction is not done here but by the gateway, on the text that leaves it: a
