@@ -16,6 +16,7 @@ from typing import Any
 
 from audit.errors import UserError
 from audit.prompt_files import read_prompt
+from audit.fence import untrusted
 
 SCHEMA_START = "OUTPUT FORMAT (JSON):"
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
@@ -116,8 +117,8 @@ def turn_message(iteration: int, response_text: str | None, *, technique: str, b
 def shown_response(text: str | None, error: str | None = None) -> str:
     """A response as the auditor reads it: the text, or a failure said to be one, or "(empty...)"."""
     if error:
-        return fill(load("failed_response"), error=error)
-    return text if text and text.strip() else load("empty_response")
+        return fill(load("failed_response"), error=untrusted(error))
+    return untrusted(text) if text and text.strip() else load("empty_response")
 
 
 def reask_message(error: str, schema: str | None = None) -> str:
