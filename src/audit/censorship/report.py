@@ -11,7 +11,6 @@ Regenerate a report by hand (e.g. after a crash): ``python -m audit.censorship.r
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,6 +26,7 @@ from audit.censorship.hypotheses import HypothesisLedger
 from audit.censorship.schema import CONFIDENCES, is_known_strategy
 from audit.errors import UserError, exit_on_user_error
 from audit.io.atomic import write_texts
+from audit.io.safe_read import load_yaml, read_json
 from audit.llm import embedded
 from audit.pages import SORT_FILTER_JS
 from audit.pages.paging import MORE_JS, PAGES_DIR, Paged, page_entries
@@ -58,7 +58,7 @@ def _read_numbered(folder: Path, problems: list[str]) -> dict[int, dict[str, Any
         if not path.stem.isdigit():
             continue
         try:
-            records[int(path.stem)] = json.loads(path.read_text(encoding="utf-8"))
+            records[int(path.stem)] = read_json(path)
         except (OSError, ValueError) as exc:
             problems.append(f"{folder.name}/{path.name} unreadable: {exc}")
     return records
@@ -73,7 +73,7 @@ def load_run(run_dir: Path) -> dict[str, Any]:
     config: dict[str, Any] = {}
     if (run_dir / "config.yaml").exists():
         try:
-            config = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"), resolve=False)  # type: ignore[assignment]
+            config = OmegaConf.to_container(load_yaml(run_dir / "config.yaml"), resolve=False)  # type: ignore[assignment]
         except Exception as exc:  # a broken config must not hide the transcript
             problems.append(f"config.yaml unreadable: {exc}")
     summary: CensorshipSummary | None = None
