@@ -39,7 +39,7 @@ from audit.epistemic.jsonl import read_jsonl
 from audit.epistemic.metrics import PREDS, check_mapping, compute_metrics
 from audit.epistemic.report import write_report
 from audit.epistemic.systems.base import Answer, System
-from audit.epistemic.systems.llm import load_prompt, with_prompts
+from audit.epistemic.systems.llm import check_fields, load_prompt, with_prompts
 from audit.errors import Interrupted, UserError, unknown_choice, user_error_line
 from audit.jobs.interrupts import sigterm_as_interrupt
 from audit.io.atomic import write_json, write_jsonl, write_text
@@ -147,7 +147,7 @@ def selected_system_cfgs(cfg: DictConfig) -> list[DictConfig]:
         node = with_prompts(node, cfg.get("prompt"))
         if systems.get(name).NEEDS_LLM:
             load_prompt(str(node.prompt.system))  # a missing prompt file fails before the run dir exists
-            load_prompt(str(node.prompt.user))
+            check_fields(load_prompt(str(node.prompt.user)), str(node.prompt.user), systems.get(name).FIELDS)
         out.append(node)
     return out
 
