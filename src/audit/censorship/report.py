@@ -32,6 +32,7 @@ from audit.pages import SORT_FILTER_JS
 from audit.pages.paging import MORE_JS, PAGES_DIR, Paged, page_entries
 from audit.runs.summary import CENSORSHIP, SUMMARY, CensorshipSummary, read_summary
 from audit.stats import PALETTE
+from audit.io.neutral import page_value
 
 REPORT = "report.html"
 STOPPED = {"auditor": "ended by the auditor", "max_iterations": "stopped at max iterations",
@@ -46,6 +47,7 @@ def _environment() -> jinja2.Environment:
                                     jinja2.FileSystemLoader(str(PAGES_DIR))]),
         autoescape=True,  # model output is untrusted text; the .j2 suffix would defeat select_autoescape
         undefined=jinja2.ChainableUndefined,
+        finalize=page_value,  # bidi controls shown, not obeyed
         trim_blocks=True,
         lstrip_blocks=True,
     )

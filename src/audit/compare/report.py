@@ -11,7 +11,6 @@ geometry) and never builds markup itself.
 from __future__ import annotations
 
 import math
-import os
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -28,8 +27,9 @@ from audit.compare.tables import EPISTEMIC_METRICS, SHARES, Tables, build_tables
 from audit.epistemic.metrics import LOWER_IS_BETTER
 from audit.errors import UserError
 from audit.io.atomic import write_texts
-from audit.io.neutral import csv_frame
+from audit.io.neutral import csv_frame, page_value
 from audit.pages import SORT_FILTER_JS
+from audit.pages.links import relative_href
 from audit.runs.tables import build_run_tables, table_files
 from audit.stats import CARD_METHOD, CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE
 
@@ -119,7 +119,7 @@ def report_links(paths: Sequence[str], out: Path) -> list[str | None]:
     links: list[str | None] = []
     for path in paths:
         report = Path(path) / "report.html"
-        links.append(Path(os.path.relpath(report, out.resolve())).as_posix() if report.is_file() else None)
+        links.append(relative_href(report, out) if report.is_file() else None)
     return links
 
 
@@ -446,7 +446,8 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path,
 
 def render_html(tables: Tables, dirs: Sequence[Path], out: Path, judgings: Sequence[str] = (ORIGINAL,)) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             finalize=page_value)
     return env.get_template("compare.html.j2").render(**build_context(tables, dirs, out, judgings))
 
 

@@ -25,6 +25,7 @@ from audit.stats import PALETTE
 from audit.io.atomic import write_texts
 from audit.pages import SORT_FILTER_JS
 from audit.pages.paging import MORE_JS, PAGES_DIR, Paged, page_entries
+from audit.io.neutral import page_value
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 # The paper's five numbers plus the two that show closed-world behaviour, in chart order.
@@ -164,7 +165,7 @@ def _cards_context(entries: list[dict[str, Any]]) -> dict[str, Any]:
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader([str(TEMPLATES_DIR), str(PAGES_DIR)]), autoescape=True,
-        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, finalize=page_value,
     )
     env.filters["rate"] = fmt_rate
     env.filters["interval"] = fmt_interval

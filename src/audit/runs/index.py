@@ -9,7 +9,6 @@ so the page and the runs can move together.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -19,7 +18,9 @@ import jinja2
 
 from audit.io.atomic import write_text
 from audit.pages import SORT_FILTER_JS
+from audit.pages.links import relative_href
 from audit.runs.record import RunRecord
+from audit.io.neutral import page_value
 
 COLUMNS = ("experiment", "status", "models", "subject", "cost", "headline", "path")
 REPORT, COMPARISON = "report.html", "comparison.html"
@@ -125,13 +126,13 @@ def text_table(rows: Sequence[IndexRow]) -> str:
 
 
 def _link(target: Path | None, page_dir: Path) -> str | None:
-    return None if target is None else Path(os.path.relpath(target.resolve(), page_dir.resolve())).as_posix()
+    return None if target is None else relative_href(target, page_dir)
 
 
 def write_index(rows: Sequence[IndexRow], out: Path, roots: Sequence[Path]) -> Path:
     """Write the index page to ``out`` (atomically) and return it."""
     environment = jinja2.Environment(loader=jinja2.PackageLoader("audit.runs", "templates"), autoescape=True,
-                                     undefined=jinja2.StrictUndefined)
+                                     undefined=jinja2.StrictUndefined, finalize=page_value)
     page_dir = out.parent
     shown = [{"cells": _cells(row), "problem": row.problem, "report": _link(row.report, page_dir),
               "comparison": _link(row.comparison, page_dir), "path": _link(row.path, page_dir)} for row in rows]
