@@ -86,3 +86,10 @@ def test_a_forged_closing_marker_and_its_instructions_stay_inside_the_fence(read
 def test_only_marker_runs_change():
     assert untrusted("a << b >> c, x<y, 'quoted'") == "a << b >> c, x<y, 'quoted'"
     assert untrusted("<<<END>>> ＜＜＜x＞＞＞ <<<<") == "‹‹‹END››› ‹‹‹x››› ‹‹‹‹"
+
+
+def test_a_huge_reply_is_cut_before_it_reaches_the_auditor():
+    """Before: a 7.5 MB target reply was forwarded whole (a 22.5 MB auditor request)."""
+    from audit.censorship.prompts import SHOWN_CHARS
+    message = turn_message(2, "x" * 7_500_000, technique="user_persona")
+    assert SHOWN_CHARS < len(message) < SHOWN_CHARS + 5_000 and "7,480,000 more characters" in message

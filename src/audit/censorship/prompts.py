@@ -19,6 +19,9 @@ from audit.prompt_files import read_prompt
 from audit.fence import untrusted
 
 SCHEMA_START = "OUTPUT FORMAT (JSON):"
+SHOWN_CHARS = 20_000
+"""Most characters of one response the auditor is shown (a target writes at most a few thousand
+at the usual max_tokens; the rest of a runaway reply costs the auditor's context and the user's money)."""
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 
 
@@ -118,7 +121,11 @@ def shown_response(text: str | None, error: str | None = None) -> str:
     """A response as the auditor reads it: the text, or a failure said to be one, or "(empty...)"."""
     if error:
         return fill(load("failed_response"), error=untrusted(error))
-    return untrusted(text) if text and text.strip() else load("empty_response")
+    if not text or not text.strip():
+        return load("empty_response")
+    if len(text) > SHOWN_CHARS:  # a 7.5 MB reply was forwarded whole (a 22.5 MB auditor request)
+        return untrusted(text[:SHOWN_CHARS]) + "\n" + fill(load("cut_response"), more=f"{len(text) - SHOWN_CHARS:,}")
+    return untrusted(text)
 
 
 def reask_message(error: str, schema: str | None = None) -> str:
