@@ -27,10 +27,10 @@ _ELLIPSIS = re.compile(r"\s*(?:\[\s*\.{3,}\s*\]|\(\s*\.{3,}\s*\)|\.{3,})\s*")
 _EDGE = " '.,;:!?-\u3002\uff0c"  # also strips CJK full stop/comma that NFKC leaves alone
 
 Responses = Mapping[int, "str | Sequence[str | None] | None"]
-MIN_EXCERPT = 8
+MIN_EXCERPT = 4
 """Fewest characters (normalised, ellipses left out; a wide CJK character counts two, as it carries a
-word) a verified excerpt has: a one-character excerpt occurs in any response and proved nothing,
-yet counted as a verified citation."""
+word: "开枪" passes) a verified excerpt has: a one-character excerpt occurs in any response and
+proved nothing, yet counted as a verified citation."""
 
 
 def _weight(text: str) -> int:
