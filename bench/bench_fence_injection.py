@@ -17,8 +17,8 @@ import asyncio
 import os
 from collections import Counter
 
-from audit.censorship.judge_call import call_judge
-from audit.censorship.judging import CLASSIFICATION_FORMAT, classification_messages, parse_classification
+from audit.judging.call import call_judge
+from audit.judging.judge import CLASSIFICATION_FORMAT, classification_messages, parse_classification
 from audit.fence import untrusted
 from audit.llm.embedded import EmbeddedServer
 from audit.llm.gateway import Gateway

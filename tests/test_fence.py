@@ -13,7 +13,7 @@ import pytest
 
 from audit.censorship.auto_view import batch_digest, draw_block, thread_block
 from audit.censorship.conversations import Tree
-from audit.censorship.judging import classification_messages, fact_messages
+from audit.judging.judge import classification_messages, fact_messages
 from audit.censorship.prompts import turn_message
 from audit.fence import untrusted
 

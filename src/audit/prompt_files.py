@@ -11,8 +11,12 @@ shipped ones.
 from __future__ import annotations
 
 import os
+import re
 import string
+from collections.abc import Callable
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 from audit.errors import UserError, unknown_choice
 from audit.io.safe_read import MAX_CONFIG_BYTES, read_text
@@ -82,3 +86,22 @@ def _unbalanced_brace(template: str) -> int | None:
             opened = None
         at += 1
     return opened
+
+
+def loader(directory: Path) -> Callable[[str], str]:
+    """``load(name)`` for one package's shipped prompts: the text of ``<directory>/<name>.txt``
+    without its final newline, read once."""
+    @cache
+    def load(name: str) -> str:
+        return read_prompt(directory, name).removesuffix("\n")
+    return load
+
+
+def fill(template: str, **values: Any) -> str:
+    """Replace ``{key}`` for the given keys only, in one pass (values are never re-scanned): the texts
+    contain JSON braces, and values (probes, model responses) may contain ``{...}`` that must arrive
+    verbatim."""
+    if not values:
+        return template
+    pattern = re.compile("\\{(" + "|".join(re.escape(k) for k in values) + ")\\}")
+    return pattern.sub(lambda m: str(values[m.group(1)]), template)
