@@ -70,6 +70,14 @@ def test_sigterm_stops_the_run_as_interrupted_with_one_line(tmp_path, fake_openr
     assert "never awaited" not in err and "tracemalloc" not in err
 
 
+@pytest.mark.parametrize("args", [AUDIT, EPISTEMIC], ids=["audit", "epistemic"])
+def test_sighup_ends_the_run_as_sigterm_does(tmp_path, fake_openrouter, args):
+    """A closed terminal or a dropped SSH session (before: the run died and its summary said ``started``)."""
+    code, err, summary = _stop_midway(tmp_path, fake_openrouter, args, ignore_sigint=False, sig=signal.SIGHUP)
+    assert (summary["status"], summary["stop_reason"]) == ("cancelled", "interrupted"), (summary["status"], err)
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "interrupted" in err, err
+
+
 def test_no_line_follows_the_one_line_whenever_the_signal_lands(tmp_path):
     """Stopped at moments spread over the first calls (litellm's slowest, set up in a worker thread):
     before the fix about half such runs added a 'coroutine ... was never awaited' warning and a

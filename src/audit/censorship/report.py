@@ -11,7 +11,6 @@ Regenerate a report by hand (e.g. after a crash): ``python -m audit.censorship.r
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from audit.pages.paging import MORE_JS, Paged, page_entries
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
 from audit.runs.summary import CENSORSHIP, SUMMARY, CensorshipSummary, read_summary
 from audit.stats import PALETTE
+from audit.io.safe_read import load_yaml, read_json
 
 REPORT = "report.html"
 STOPPED = {"auditor": "ended by the auditor", "max_iterations": "stopped at max iterations",
@@ -51,7 +51,7 @@ def _read_numbered(folder: Path, problems: list[str]) -> dict[int, dict[str, Any
         if not path.stem.isdigit():
             continue
         try:
-            records[int(path.stem)] = json.loads(path.read_text(encoding="utf-8"))
+            records[int(path.stem)] = read_json(path)
         except (OSError, ValueError) as exc:
             problems.append(f"{folder.name}/{path.name} unreadable: {exc}")
     return records
@@ -66,7 +66,7 @@ def load_run(run_dir: Path) -> dict[str, Any]:
     config: dict[str, Any] = {}
     if (run_dir / "config.yaml").exists():
         try:
-            config = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"), resolve=False)  # type: ignore[assignment]
+            config = OmegaConf.to_container(load_yaml(run_dir / "config.yaml"), resolve=False)  # type: ignore[assignment]
         except Exception as exc:  # a broken config must not hide the transcript
             problems.append(f"config.yaml unreadable: {exc}")
     summary: CensorshipSummary | None = None

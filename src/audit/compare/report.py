@@ -11,7 +11,6 @@ geometry) and never builds markup itself.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,6 +30,7 @@ from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
 from audit.runs.tables import build_run_tables, table_files
 from audit.stats import CARD_METHOD, CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE
+from audit.pages.links import relative_href
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says.csv", "language_gap.csv",
@@ -119,7 +119,7 @@ def report_links(paths: Sequence[str], out: Path) -> list[str | None]:
     links: list[str | None] = []
     for path in paths:
         report = Path(path) / "report.html"
-        links.append(Path(os.path.relpath(report, out.resolve())).as_posix() if report.is_file() else None)
+        links.append(relative_href(report, out) if report.is_file() else None)
     return links
 
 

@@ -9,7 +9,6 @@ so the page and the runs can move together.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -22,6 +21,7 @@ from audit.pages.tools import PAGE_JS, PAGE_PANEL
 from audit.judging.counting import headline
 from audit.runs.record import RunRecord
 from audit.runs.summary import CensorshipSummary
+from audit.pages.links import relative_href
 
 COLUMNS = ("experiment", "status", "models", "subject", "cost", "headline", "path")
 REPORT, COMPARISON = "report.html", "comparison.html"
@@ -127,7 +127,7 @@ def text_table(rows: Sequence[IndexRow]) -> str:
 
 
 def _link(target: Path | None, page_dir: Path) -> str | None:
-    return None if target is None else Path(os.path.relpath(target.resolve(), page_dir.resolve())).as_posix()
+    return None if target is None else relative_href(target, page_dir)
 
 
 def write_index(rows: Sequence[IndexRow], out: Path, roots: Sequence[Path]) -> Path:
