@@ -25,7 +25,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "audit.runs.finish", "audit.runs", "audit.jobs.interrupts", "audit.jobs.resume", "audit.jobs.sweep",
         "audit.jobs.cli_help", "audit.jobs")),
     ("judging", ("audit.judging",)),
-    ("the experiments", ("audit.censorship", "audit.epistemic")),
+    ("the experiments", ("audit.censorship", "audit.epistemic", "audit.pages.glossary", "audit.pages.tools")),
     ("readers of run dirs", (
         "audit.runs.loading", "audit.runs.tables", "audit.runs.index", "audit.compare",
         "audit.export", "audit.rescore", "audit.judge_check")),

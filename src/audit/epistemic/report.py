@@ -209,9 +209,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     """``python -m audit.epistemic.report RUN_DIR``: (re)write an epistemic run's report."""
     import argparse
 
-    from audit.compare.__main__ import _Parser  # argparse with one-line errors, as every entrypoint
+    from audit.errors import OneLineParser  # argparse with one-line errors, as every entrypoint
 
-    parser: argparse.ArgumentParser = _Parser(
+    parser: argparse.ArgumentParser = OneLineParser(
         prog="python -m audit.epistemic.report",
         description="Rewrite an epistemic run's report.html from the files the run saved (no model call). "
                     "A run writes its report itself; this is for rebuilding one.")
