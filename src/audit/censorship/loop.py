@@ -29,6 +29,9 @@ from audit.censorship.auto_view import auto_turn_message
 from audit.censorship.conversations import Tree, check_action, plan_draws, saved_draws
 from audit.censorship.evidence import check_evidence, citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
+from audit.censorship.credit import context_of
+from audit.censorship.credit_call import check_credits
+from audit.censorship.entailment import ENTAILMENT_FORMAT, parse_entailment
 from audit.censorship.judge_call import call_panel
 from audit.censorship.judging import CLASSIFICATION_FORMAT, classification_messages, fact_scores, facts_format, \
     fact_messages, judged_parts, label_counts, parse_classification, parse_fact_coverage
@@ -656,12 +659,19 @@ class Audit:
         parts = {k: judged_parts(r) for k, r in records.items()}
         texts = {k: own for k, (_, own) in parts.items() if own}
         openings = {k: parts[k][0] for k in texts}
+        contexts = {k: context_of(records[k]) for k in texts}
         if not texts:
             return None
-        result = await self._judge(fact_messages(self.topic, facts, texts, openings),
+        assert self.plan.panel is not None
+        members, samples = self.plan.panel.names, self.plan.panel.samples
+        result = await self._judge(fact_messages(self.topic, facts, texts, openings, contexts),
                                    lambda raw: {"facts": parse_fact_coverage(raw, facts, texts)},
                                    facts_format(len(facts)),
                                    lambda judgments, members, samples: facts_record(judgments, members, samples, facts))
+        # every claimed fact's passage must state it (a blind second question): credit.py
+        result = await check_credits(result, texts, contexts,
+                                     lambda messages: self._judge(messages, parse_entailment, ENTAILMENT_FORMAT),
+                                     lambda judgments: facts_record(judgments, members, samples, facts))
         self.totals.add(result.get("usage"))
         return fact_scores(len(facts), len(texts), result)
 

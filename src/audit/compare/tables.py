@@ -37,14 +37,15 @@ SHARES = tuple(f"{c}_share" for c in LABELS)  # the classes and a panel's "dispu
 AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "baseline", "auditor", "status", "flags",
                  "repeat", "replay", "counted", "iterations", "n_responses", "n_labelled", UNLABELLED, DISPUTED, *SHARES,
                  "panel_items", "panel_split", "baseline_panel_items", "baseline_panel_split",
-                 "fact_recall", "facts_revealed", "facts_contradicted", "facts_total", "contradiction_rate", "fact_scoring",
+                 "fact_recall", "facts_revealed", "facts_confirmed", "facts_contradicted", "facts_total", "contradiction_rate",
+                 "fact_scoring",
                  "baseline_n_responses", "baseline_unlabelled", "baseline_fact_recall", "baseline_facts_revealed",
-                 "baseline_facts_contradicted", "baseline_facts_total", "baseline_fact_scoring",
+                 "baseline_facts_confirmed", "baseline_facts_contradicted", "baseline_facts_total", "baseline_fact_scoring",
                  "citations_verified", "citations_unverified", "audited_errors", "probes_off_language", "failed_calls",
                  "tokens", "cost",
                  "started_at", "path")
 RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "baseline", "n_responses", "n_labelled", UNLABELLED, *LABELS)
-FACT_COUNTS = ("facts_revealed", "facts_contradicted", "facts_total")
+FACT_COUNTS = ("facts_revealed", "facts_confirmed", "facts_contradicted", "facts_total")
 EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "condition", "status", "mapping", "stage", "repeat", "replay", "counted",
                      "card_set", "n_cards", "n_scored", "errors",
                      *(f"{m}{s}" for m in EPISTEMIC_METRICS for s in ("", "_lo", "_hi", "_k", "_n")), "cost", "path")
@@ -55,12 +56,13 @@ _CI = ("", "_lo", "_hi")
 MAP_COLUMNS = ("audited", "topic", "technique", "runs", "repeats", "replays", "n_responses", "n_labelled", UNLABELLED,
                "unlabelled_share", "unlabelled_marked", DISPUTED, "panel_items", "panel_split", "panel_split_share",
                "judges_marked", "judges_mark", "refused", "official_line",
-               "fact_runs", "facts_revealed", "facts_contradicted", "facts_total",
+               "fact_runs", "facts_revealed", "facts_confirmed", "facts_contradicted", "facts_total",
                *(f"{m}{s}" for m in ("refused_share", "official_line_share", "fact_recall", "contradiction_rate")
                  for s in _CI), "baseline_fact_runs", "baseline_facts_revealed", "baseline_facts_total",
                *(f"baseline_fact_recall{s}" for s in _CI), "refused_min", "refused_max", "interval_unit", "interval")
 FACT_COLUMNS = ("run", "audited", "topic", "technique", "fact_no", "fact", "status", "quote")
-FACT_MATRIX_COLUMNS = ("topic", "technique", "fact_no", "fact", "audited", "runs", "revealed", "contradicted")
+FACT_MATRIX_COLUMNS = ("topic", "technique", "fact_no", "fact", "audited", "runs", "revealed", "confirmed",
+                       "contradicted")
 LANGUAGE_COLUMNS = ("audited", "topic", "technique", "runs_en", "runs_zh", "off_language_runs",
                     "unlabelled_en", "unlabelled_zh", "refused_share_en", "refused_share_zh",
                     *(f"{m}{s}" for m in ("refused_gap", "facts_gap") for s in _CI))
@@ -186,7 +188,7 @@ def fact_columns(prefix: str, score: FactScore) -> dict[str, Any]:
                 f"{prefix}contradiction_rate": math.nan, f"{prefix}fact_scoring": score.why}
     contradicted = score.contradicted if score.has_contradictions else math.nan
     return {f"{prefix}fact_recall": ratio(score.revealed, score.total), f"{prefix}facts_revealed": score.revealed,
-            f"{prefix}facts_contradicted": contradicted, f"{prefix}facts_total": score.total,
+            f"{prefix}facts_confirmed": score.confirmed, f"{prefix}facts_contradicted": contradicted, f"{prefix}facts_total": score.total,
             f"{prefix}contradiction_rate": ratio(contradicted, score.total), f"{prefix}fact_scoring": score.why}
 
 
@@ -513,13 +515,14 @@ def fact_records(run: Run, row: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def fact_matrix(facts: pd.DataFrame) -> pd.DataFrame:
-    """Per (topic, technique, fact, audited model): in how many runs the fact was revealed and
-    in how many contradicted, out of the runs that scored it."""
+    """Per (topic, technique, fact, audited model): in how many runs the fact was revealed, in how
+    many only confirmed (the auditor's words, agreed with) and in how many contradicted, out of the
+    runs that scored it."""
     if facts.empty:
         return pd.DataFrame(columns=FACT_MATRIX_COLUMNS)
     grouped = facts.groupby(["topic", "technique", "fact_no", "fact", "audited"], sort=True)["status"]
     out = grouped.agg(runs="size", revealed=lambda v: int((v == "revealed").sum()),
-                      contradicted=lambda v: int((v == "contradicted").sum())).reset_index()
+                      confirmed=lambda v: int((v == "confirmed").sum()), contradicted=lambda v: int((v == "contradicted").sum())).reset_index()
     return out[list(FACT_MATRIX_COLUMNS)]
 
 

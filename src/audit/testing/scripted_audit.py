@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from hydra import compose, initialize_config_dir
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from audit.censorship.prompts import SCHEMA_START, final_summary_request, load, reask_message
 from audit.epistemic.metrics import PREDS
@@ -33,7 +33,9 @@ STRATEGIES = ("direct_factual", "historical_framing", "hypothetical")
 _REASK_PREFIX = reask_message("XYZZY").split("XYZZY")[0]
 _PROBE_NO = re.compile(r"Probe (\d+)")
 _AUDITOR_OPENING = load("auditor_system").split("{topic}")[0]
-_JUDGE_SYSTEMS = (load("judge_classify_system"), load("judge_facts_system"))
+_JUDGE_SYSTEMS = (load("judge_classify_system"), load("judge_facts_system"), load("judge_entail_system"))
+_ENTAIL = re.compile(r"\AFACT: (?P<fact>.*?)\n\n(?:.*?<<<END AUDITOR>>>\n.*?\n)?<<<PASSAGE>>>\n(?P<passage>.*)\n<<<END PASSAGE>>>\Z",
+                     re.S)
 AUDITOR, JUDGE, ANSWER, BASELINE = "auditor", "judge", "answer", "baseline"
 
 
@@ -83,6 +85,10 @@ class Script:
     """``technique=auto``: the action of each turn (turn -> action object)."""
     cite: Callable[[int], tuple[int, int, str]] = lambda turn: (turn - 1, 1, quote(turn - 1))
     """``technique=auto``: the citation of h1 at a turn: (iteration, draw, excerpt)."""
+    entail: Callable[[str, str, str], str] = lambda fact, passage, asked: scripted_entailment(fact)
+    """The credit check's answer (states, contradicts, neither) for (fact, passage, the auditor's
+    words shown with it or ''); by default the answer that keeps the fact judge's scripted verdict
+    (:func:`scripted_entailment`), so only the quote check and the rules of ``credit.py`` decide."""
 
     def handler(self, request: Any) -> Reply | None:
         body = request.json
@@ -152,6 +158,11 @@ class Script:
         (``quote`` of its iteration, verbatim when the target played the script): the odd-numbered
         facts revealed; fact 2 both revealed and contradicted (counted once, as contradicted); fact 4
         claimed revealed with a quote that is in no response (the tool does not count it)."""
+        if messages[0]["content"] == load("judge_entail_system"):
+            found = _ENTAIL.match(messages[1]["content"])
+            assert found is not None, messages[1]["content"]
+            asked = messages[1]["content"].split("<<<END AUDITOR>>>")[0] if "<<<END AUDITOR>>>" in found.group(0) else ""
+            return json.dumps({"verdict": self.entail(found["fact"], found["passage"], asked), "rationale": "scripted"})
         if messages[0]["content"] == load("judge_facts_system"):
             ids = [int(n) for n in re.findall(r"^(\d+)\. ", messages[1]["content"], flags=re.M)]
             shown = [int(n) for n in re.findall(r"^<<<RESPONSE (\d+)>>>", messages[1]["content"], flags=re.M)]
@@ -160,6 +171,21 @@ class Script:
                 {"id": k, "revealed": k % 2 == 1 or k in (2, 4), "contradicted": k == 2, "response": first,
                  "quote": UNSAID if k == 4 else quote(first) if k % 2 == 1 or k == 2 else ""} for k in ids]})
         return json.dumps({"label": self.judge_label, "rationale": "it changes the subject"})
+
+
+def _second_facts() -> frozenset[str]:
+    """Every shipped topic's second key fact: the one the scripted fact judge marks contradicted."""
+    facts = (OmegaConf.load(p).get("key_facts") or [] for p in sorted((Path(CONF_DIR) / "topic").glob("*.yaml")))
+    return frozenset(str(f[1]) for f in facts if len(f) > 1)
+
+
+_CONTRADICTED = _second_facts()
+
+
+def scripted_entailment(fact: str) -> str:
+    """What the scripted judge answers the credit check by default, from the fact alone (stateless,
+    as every scripted reply): "contradicts" for the fact it marks contradicted, else "states"."""
+    return "contradicts" if fact in _CONTRADICTED else "states"
 
 
 def chat_role(body: dict[str, Any]) -> str:
