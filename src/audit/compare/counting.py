@@ -153,9 +153,11 @@ def fact_score(recall: Any, responses: int, where: str = "fact_recall") -> FactS
 
 
 def run_flags(failed_calls: int, unlabelled: int, baseline_unlabelled: int, facts: FactScore,
-              baseline_facts: FactScore | None) -> str:
+              baseline_facts: FactScore | None, off_language: int = 0) -> str:
     """What a reader must know about a run before trusting its numbers, '' when nothing."""
     flags = []
+    if off_language:
+        flags.append(f"{off_language} probe(s) not in the topic's language: left out of its cell and the language gap")
     if failed_calls:
         flags.append(f"{failed_calls} failed call(s)")
     if unlabelled:

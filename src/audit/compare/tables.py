@@ -53,7 +53,7 @@ EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "conditio
                             "rate_lo", "rate_hi")
 FAILED_COLUMNS = ("run", "kind", "status", "problem", "path")
 _CI = ("", "_lo", "_hi")
-MAP_COLUMNS = ("audited", "topic", "technique", "runs", "repeats", "replays", "n_responses", "n_labelled", UNLABELLED,
+MAP_COLUMNS = ("audited", "topic", "technique", "runs", "off_language_runs", "repeats", "replays", "n_responses", "n_labelled", UNLABELLED,
                "unlabelled_share", "unlabelled_marked", DISPUTED, "panel_items", "panel_split", "panel_split_share",
                "judges_marked", "judges_mark", "refused", "official_line",
                "fact_runs", "facts_revealed", "facts_confirmed", "facts_contradicted", "facts_total",
@@ -143,7 +143,8 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "baseline": s.with_baseline,
         "auditor": auditor.get("name") or auditor.get("model"),
         "status": run.status,
-        "flags": run_flags(s.failed_calls, counts[UNLABELLED], base_counts[UNLABELLED], facts, base_facts),
+        "flags": run_flags(s.failed_calls, counts[UNLABELLED], base_counts[UNLABELLED], facts, base_facts,
+                           off_language=int((s.probe_language or {}).get("mismatched") or 0)),
         "repeat": s.repeat,
         "replay": usage.replay,
         "counted": True,  # set by count_replays_once
@@ -316,6 +317,10 @@ def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFram
     rows = []
     for (audited, topic, technique), every in responses.groupby(keys, sort=True):
         group = every[by_run.loc[every["run"], "counted"].to_numpy(dtype=bool)]
+        # A run whose probes were not all in its topic's language is not a run of this cell (an
+        # English-probed run would make a _zh cell an English one): left out and named, as in the language gap.
+        off = by_run.loc[group["run"], "probes_off_language"].fillna(0).to_numpy() > 0
+        strays, group = list(group.loc[off, "run"]), group[~off]
         runs = list(group["run"])
         baseline_cell = bool(group["baseline"].all())
         facts = (base_facts if baseline_cell else own_facts).loc[runs].dropna(subset=["facts_total"])
@@ -328,6 +333,7 @@ def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFram
         prefix = "baseline_" if baseline_cell else ""
         panel_items, split = (int(by_run.loc[runs, f"{prefix}panel_{c}"].sum()) for c in ("items", "split"))
         row = {"audited": audited, "topic": topic, "technique": technique, "runs": len(group),
+               "off_language_runs": ", ".join(strays),
                "repeats": by_run.loc[runs, "repeat"].nunique(), "replays": len(every) - len(group),
                "n_responses": n_responses, "n_labelled": int(group["n_labelled"].sum()), UNLABELLED: unlabelled,
                "unlabelled_share": ratio(unlabelled, n_responses),
