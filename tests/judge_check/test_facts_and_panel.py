@@ -73,7 +73,7 @@ def test_fact_verdict_columns_are_scored_per_verdict(tmp_path, fake_openrouter):
     assert facts["kappa"]["unit"] == "runs" and facts["kappa"]["runs"] == 4  # each response a cluster
     assert (out / "judge_check_facts.csv").is_file() and (out / "judge_check_fact_items.csv").is_file()
     rows = list(csv.DictReader((out / "judge_check_facts.csv").open()))
-    assert [r["label"] for r in rows] == ["revealed", "not_revealed", "contradicted"]
+    assert [r["label"] for r in rows] == ["revealed", "confirmed", "not_revealed", "contradicted"]
     assert "key-fact verdicts" in result.stdout and "Key-fact verdicts" in (out / "judge_check.html").read_text()
     assert report["members"] == {}
 

@@ -37,6 +37,9 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from audit.censorship.judge_call import call_panel
+from audit.censorship.credit import Context, context_of
+from audit.censorship.credit_call import check_credits
+from audit.censorship.entailment import ENTAILMENT_FORMAT, parse_entailment
 from audit.censorship.judging import (CLASSIFICATION_FORMAT, classification_messages, fact_messages, fact_scores,
                                       facts_format, judged_parts, label_counts, parse_classification,
                                       parse_fact_coverage)
@@ -93,10 +96,27 @@ def judge_items(run: RunFiles) -> list[tuple[str, list[dict[str, Any]], Any, Any
         shown = texts[side]
         if facts and shown:
             responses = {k: own for k, (_, own) in shown.items()}
-            items.append((f"facts/{side}", fact_messages(topic, facts, responses, {k: o for k, (o, _) in shown.items()}),
+            items.append((f"facts/{side}", fact_messages(topic, facts, responses, {k: o for k, (o, _) in shown.items()},
+                                                         side_contexts(run, side)),
                           lambda raw, r=responses: {"facts": parse_fact_coverage(raw, facts, r)},
                           facts_format(len(facts))))
     return items
+
+
+def _saved(record: Mapping[str, Any], side: str) -> Mapping[str, Any] | None:
+    return record if side == "response" else record.get("baseline")
+
+
+def side_texts(run: RunFiles, side: str) -> dict[int, str]:
+    """The target's own text of each response of one side, by iteration (what fact scoring quotes)."""
+    return {int(r["iteration"]): own for r in run.responses if (own := judged_parts(_saved(r, side))[1])}
+
+
+def side_contexts(run: RunFiles, side: str) -> dict[int, Context]:
+    """What the auditor wrote that each response of one side answers (:func:`audit.censorship.credit.context_of`);
+    a baseline answers the same probe."""
+    return {int(r["iteration"]): context_of({**(_saved(r, side) or {}), "prompt_sent": r.get("prompt_sent")})
+            for r in run.responses}
 
 
 def _settings(panel: Panel) -> dict[str, Any]:
@@ -177,6 +197,12 @@ async def rescore_run(run: RunFiles, panel: Panel, folder: Path, gateway_node: A
     async def one(key: str, messages: list[dict[str, Any]], parse: Any, response_format: Any) -> None:
         combine = (lambda j, m, s: facts_record(j, m, s, facts)) if key.startswith("facts/") else label_record
         result = await call_panel(gateway, panel, messages, parse, response_format, combine)
+        if key.startswith("facts/"):  # every claimed fact's passage must state it, as in the audit (credit.py)
+            side = key.split("/", 1)[1]
+            result = await check_credits(
+                result, side_texts(run, side), side_contexts(run, side),
+                lambda m: call_panel(gateway, panel, m, parse_entailment, ENTAILMENT_FORMAT, label_record),
+                lambda judgments: facts_record(judgments, panel.names, panel.samples, facts))
         done[key] = {"key": key, **result}
         journal.append(done[key])
 
