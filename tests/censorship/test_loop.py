@@ -11,7 +11,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from audit.censorship.loop import run
-from audit.censorship.prompts import load
+from audit.judging.prompts import load
 from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, FINAL, FIRST, NEXT
 from audit.errors import UserError
 from audit.templates import get_family

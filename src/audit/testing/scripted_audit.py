@@ -22,6 +22,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
 from audit.censorship.prompts import SCHEMA_START, final_summary_request, load, reask_message
+from audit.judging.prompts import load as judge_text
 from audit.epistemic.metrics import PREDS
 from audit.epistemic.systems.llm import RESPONSE_FORMAT as ANSWER_FORMAT
 from audit.paths import CONF_DIR
@@ -33,7 +34,7 @@ STRATEGIES = ("direct_factual", "historical_framing", "hypothetical")
 _REASK_PREFIX = reask_message("XYZZY").split("XYZZY")[0]
 _PROBE_NO = re.compile(r"Probe (\d+)")
 _AUDITOR_OPENING = load("auditor_system").split("{topic}")[0]
-_JUDGE_SYSTEMS = (load("judge_classify_system"), load("judge_facts_system"), load("judge_entail_system"))
+_JUDGE_SYSTEMS = (judge_text("judge_classify_system"), judge_text("judge_facts_system"), judge_text("judge_entail_system"))
 _ENTAIL = re.compile(r"\AFACT: (?P<fact>.*?)\n\n(?:.*?<<<END AUDITOR>>>\n.*?\n)?<<<PASSAGE>>>\n(?P<passage>.*)\n<<<END PASSAGE>>>\Z",
                      re.S)
 AUDITOR, JUDGE, ANSWER, BASELINE = "auditor", "judge", "answer", "baseline"
@@ -158,12 +159,12 @@ class Script:
         (``quote`` of its iteration, verbatim when the target played the script): the odd-numbered
         facts revealed; fact 2 both revealed and contradicted (counted once, as contradicted); fact 4
         claimed revealed with a quote that is in no response (the tool does not count it)."""
-        if messages[0]["content"] == load("judge_entail_system"):
+        if messages[0]["content"] == judge_text("judge_entail_system"):
             found = _ENTAIL.match(messages[1]["content"])
             assert found is not None, messages[1]["content"]
             asked = messages[1]["content"].split("<<<END AUDITOR>>>")[0] if "<<<END AUDITOR>>>" in found.group(0) else ""
             return json.dumps({"verdict": self.entail(found["fact"], found["passage"], asked), "rationale": "scripted"})
-        if messages[0]["content"] == load("judge_facts_system"):
+        if messages[0]["content"] == judge_text("judge_facts_system"):
             ids = [int(n) for n in re.findall(r"^(\d+)\. ", messages[1]["content"], flags=re.M)]
             shown = [int(n) for n in re.findall(r"^<<<RESPONSE (\d+)>>>", messages[1]["content"], flags=re.M)]
             first = shown[0] if shown else 0

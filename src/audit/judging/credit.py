@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from audit.censorship.evidence import excerpt_parts, normalize
+from audit.quotes import excerpt_parts, normalize
 
 CLAIMED = ("revealed", "contradicted")
 """The verdicts that need the target's words (a quote) and so are checked here."""
@@ -96,8 +96,11 @@ class Context:
     continued: str = ""
 
 
-def context_of(record: Mapping[str, Any] | None) -> Context:
-    """The auditor's side of a saved response record (fixed techniques and ``auto`` draws alike)."""
+def context_of(record: Mapping[str, Any] | Any | None) -> Context:
+    """The auditor's side of a saved response record or typed draw (fixed techniques and ``auto``
+    draws alike; a draw's extra fields, e.g. an auto draw's ``role`` and ``opening``, included)."""
+    if record is not None and hasattr(record, "model_dump"):
+        record = record.model_dump()
     if not record:
         return Context()
     probe = str(record.get("prompt_sent") or "")

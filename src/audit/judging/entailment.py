@@ -5,16 +5,17 @@ fact resting on the auditor's words, that text marked as the auditor's), never t
 verdict, the model, the technique or the other facts. The reply's schema is defined once:
 ``ENTAILMENT_FORMAT`` is sent as ``response_format`` and :func:`parse_entailment` accepts exactly
 its verdicts. The reply is read as a label (``{"label", "rationale"}``) so that a judge panel
-combines it by majority like a response label (:func:`audit.judges.votes.label_record`).
+combines it by majority like a response label (:func:`audit.judging.votes.label_record`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from audit.censorship.credit import Check
-from audit.censorship.prompts import fill, load
-from audit.censorship.schema import ReplyError, extract_json_object, snake_case
+from audit.judging.credit import Check
+from audit.judging.prompts import load
+from audit.prompt_files import fill
+from audit.model_json import ReplyError, extract_json_object, snake_case
 from audit.llm.structured import json_schema_format
 
 VERDICTS = ("states", "contradicts", "neither")

@@ -1,6 +1,6 @@
 """The credit check of one fact scoring: every claimed fact's blind question asked, the verdicts settled.
 
-The rules are :mod:`audit.censorship.credit`; the question is :mod:`audit.censorship.entailment`;
+The rules are :mod:`audit.judging.credit`; the question is :mod:`audit.judging.entailment`;
 this module only asks (through the caller's judge, one call or a panel) and puts the answers back.
 A judge panel's members each claimed their own quotes, so each member's verdicts are checked and
 the panel's majority is taken afterwards (``recombine``): a member's claim that the check rejects
@@ -13,9 +13,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from audit.censorship.accounting import sum_usage
-from audit.censorship.credit import Check, Context, plan_checks, settle
-from audit.censorship.entailment import entailment_messages
+from audit.llm.accounting import sum_usage
+from audit.judging.credit import Check, Context, plan_checks, settle
+from audit.judging.entailment import entailment_messages
 
 Ask = Callable[[list[dict[str, str]]], Awaitable[dict[str, Any]]]
 
