@@ -33,7 +33,9 @@ from audit.judging.judge import fact_scores, label_counts
 from audit.judging.passes import fact_numbers, fact_request, judge, label_request
 from audit.censorship.language import WrongLanguage, check_probe, language_counts, \
     measure as measure_language
-from audit.censorship.progress import iteration_line
+from audit.censorship.progress import Session, done_line, iteration_line
+from audit.censorship.provenance import failure_streak, served_summary
+from audit.censorship.provider_check import check_not_wrapping
 from audit.censorship.prompts import auditor_system_prompt, auto_output_format, final_summary_request, \
     first_user_message, reask_message, turn_message
 from audit.censorship.report import REPORT, write_report
@@ -46,7 +48,7 @@ from audit.errors import Interrupted, UserError, user_error_line
 from audit.jobs.interrupts import sigterm_as_interrupt
 from audit.io.atomic import write_text
 from audit.llm.embedded import chosen_roles, local_model
-from audit.llm.settings import record_endpoints, role_endpoint
+from audit.llm.settings import record_endpoints, role_endpoint, role_routing
 from audit.llm.budget import stopped_by
 from audit.llm.ledger import Ledger
 from audit.llm.structured import check_mode
@@ -57,7 +59,7 @@ from audit.jobs.resume import command_line_overrides, load_saved_config, refuse_
 from audit.runs.draws import Draw, run_draws
 from audit.runs.rundir import iso, utc_now
 from audit.runs.status import Status, StopReason
-from audit.runs.summary import CensorshipSummary, Usage, write_final_summary
+from audit.runs.summary import CensorshipSummary, Usage, served_note, write_final_summary
 from audit.jobs.sweep import sweep_job_dir
 from audit.templates import get_family
 
@@ -128,7 +130,7 @@ class Plan:
         # judge.models / judge.samples checked here; None: judge off
         panel = panel_from_node(judge, local="judge" in chosen_roles(cfg.get("local"), ROLES))
         audited = cfg.audited
-        provider = audited.get("provider")
+        role_routing(cfg.auditor, "auditor")  # checked now, not at the first auditor call
         return cls(
             technique=technique,
             auditor_system=auditor_system,
@@ -138,7 +140,9 @@ class Plan:
             target=Target(
                 model=str(audited.model),
                 family=get_family(str(audited.template)),
-                provider=OmegaConf.to_container(provider) if provider is not None else None,
+                provider=role_routing(audited, "audited")["provider"],
+                extra_body=role_routing(audited, "audited")["extra_body"],
+                assistant_max_tokens=audited.get("assistant_max_tokens"),
                 system_prompt=audited.get("system_prompt"),
                 max_tokens=cfg.sampling.get("max_tokens"),
                 temperature=cfg.sampling.get("temperature"),
@@ -222,6 +226,7 @@ def run_audit(cfg: DictConfig) -> Path:
         cfg = with_topic_file(cfg)
         run_dir = AuditDir.new(parent_dir(cfg), cfg.audited.name, cfg.topic.name)
     plan = Plan.from_config(cfg)
+    check_not_wrapping(cfg)  # a provider the doctor marked as wrapping: refused before anything is written
     from audit.llm.gateway import Gateway  # the gateway module is cheap; litellm loads on the first call
 
     # An unknown endpoint or a missing key: nothing written yet.
@@ -351,6 +356,7 @@ class Audit:
 
     async def run(self) -> None:
         finished = False
+        self.session = Session(len(self.responses), self.gateway.ledger.totals)
         try:
             self.write_summary(Status.STARTED)
             await self.redo_failed_calls()
@@ -359,8 +365,9 @@ class Audit:
             self.write_summary(Status.SUCCESS, stop_reason=self.stop_reason())
             write_report(self.run_dir.path)
             finished = True
-            say(f"done: {self.outcome()} after {len(self.responses)} iterations; "
-                f"{self.totals.tokens:,} tokens, ${self.totals.cost:.4f}{self.failure_counts()}; {self.run_dir.path}")
+            say(done_line(self.outcome(), len(self.responses), self.totals, self.failure_counts(),
+                          self.session.cache_note(), self.run_dir.path / "report.html")
+                + served_note(self.run_dir.read_summary()))
         except (asyncio.CancelledError, KeyboardInterrupt):
             self.write_failure_summary(Status.CANCELLED, "interrupted", stop_reason="interrupted")
             await self.score_facts_when_interrupted()
@@ -402,6 +409,7 @@ class Audit:
             message = self.turn_message(last)
             if final:
                 message += "\n\n" + final_summary_request(last)
+                say(f"final summary: asking the auditor to conclude after iteration {last}")
             await self.auditor_turn(last + 1, message, final=final)
 
     def turn_message(self, iteration: int) -> str:
@@ -433,7 +441,7 @@ class Audit:
                     self.plan.auditor_model, messages, max_tokens=self.plan.auditor_max_tokens,
                     temperature=self.plan.auditor_temperature, tag="auditor", endpoint=self.plan.auditor_endpoint,
                     response_format=self.formats[schema], structured=self.plan.auditor_structured,
-                    sample_index=earlier_failures)
+                    sample_index=earlier_failures, **role_routing(self.cfg.auditor, "auditor"))
             except GatewayError as exc:
                 raise AuditStopped(f"auditor {self.plan.auditor_model} failed at turn {iteration}: {exc}",
                                    failed_turn=self._failed(iteration, messages, attempts)) from exc
@@ -520,7 +528,9 @@ class Audit:
         say(iteration_line(iteration, plan.max_iterations, self.turns[iteration]["parsed"].get("prompt_strategy"),
                            main.text, self.totals, label=(labels[0] or {}).get("label"),
                            error=main.record["error"],
-                           judge_failed=labels[0] is not None and not labels[0].get("label")))
+                           judge_failed=labels[0] is not None and not labels[0].get("label"),
+                           eta=self.session.eta(iteration, plan.max_iterations)))
+        self.check_failure_streak(iteration)
 
     # -- technique=auto ------------------------------------------------------------------------
 
@@ -591,7 +601,18 @@ class Audit:
         first = draws[0]
         shown = first.get("raw_response") if len(draws) == 1 else f"{len(draws)} draws: {first.get('raw_response')}"
         say(iteration_line(iteration, plan.max_iterations, action.kind, shown, self.totals,
-                           label=(first.get("classification") or {}).get("label"), error=first.get("error")))
+                           label=(first.get("classification") or {}).get("label"), error=first.get("error"),
+                           eta=self.session.eta(iteration, plan.max_iterations)))
+        self.check_failure_streak(iteration)
+
+    def check_failure_streak(self, iteration: int) -> None:
+        """Stop the run once ``max_failed_draws`` target draws in a row failed: the target is down
+        or refusing every call, and each further turn pays the auditor for nothing."""
+        limit = int(self.cfg.get("max_failed_draws") or 0)
+        draws = [d for _, r in sorted(self.responses.items()) for d in saved_draws(r)]
+        if limit and failure_streak(draws) >= limit:
+            raise AuditStopped(f"audited model {self.plan.target.model} failed {limit} draws in a row "
+                               f"(max_failed_draws) at iteration {iteration}: {draws[-1]['error']}")
 
     async def classify(self, probe: str, sampled: Sample) -> dict[str, Any] | None:
         """Judge label of one draw (the judging pass, :mod:`audit.judging.passes`); None when the judge
@@ -611,6 +632,8 @@ class Audit:
         facts = [str(f) for f in (self.topic.get("key_facts") or [])]
         if self.plan.judge is None or not facts:
             return
+        say(f"scoring key facts: {len(facts)} facts over the target's responses"
+            f"{' and, apart, the baseline' if self.plan.with_baseline else ''} (judge)")
         self.fact_recall = await self._fact_scores(facts, self.scored_records())
         if self.plan.with_baseline:
             self.baseline_fact_recall = await self._fact_scores(
@@ -821,6 +844,8 @@ class Audit:
             probe_language=language_counts((r.get("probe_language") for r in self.responses.values()), self.language),
             repairs=[{"iteration": k, "repair": r} for k, t in sorted(self.turns.items()) for r in t.get("repairs") or []],
             judge_panel=self.judge_panel(),
+            served=served_summary((d for r in self.responses.values() for d in saved_draws(r)),
+                                  self.plan.target.provider),
         )
 
     def judge_panel(self) -> dict[str, Any] | None:

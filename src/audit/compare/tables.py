@@ -151,8 +151,9 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "technique": technique,
         "baseline": s.with_baseline,
         "status": run.status,
-        "flags": run_flags(s.failed_calls, counts[UNLABELLED], base_counts[UNLABELLED], facts, base_facts,
-                           off_language=int((s.probe_language or {}).get("mismatched") or 0)),
+        "flags": "; ".join(filter(None, [run_flags(s.failed_calls, counts[UNLABELLED], base_counts[UNLABELLED], facts,
+                                                   base_facts, off_language=int((s.probe_language or {}).get("mismatched") or 0)),
+                                         (s.served or {}).get("flag")])),
         "repeat": s.repeat,
         "replay": usage.replay,
         "counted": True,  # set by count_replays_once

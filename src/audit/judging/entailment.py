@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from audit.fence import untrusted
 from audit.judging.credit import Check
 from audit.judging.prompts import load
 from audit.prompt_files import fill
@@ -28,8 +29,8 @@ ENTAILMENT_FORMAT = json_schema_format("fact_entailment", _SCHEMA)
 
 def entailment_messages(check: Check) -> list[dict[str, str]]:
     """System (what "states" means) + user (the fact, the auditor's words if the fact rests on them, the passage)."""
-    exchange = fill(load("judge_entail_exchange"), asked=check.exchange) if check.exchange else ""
-    user = fill(load("judge_entail_user"), fact=check.fact, exchange=exchange, passage=check.passage)
+    exchange = fill(load("judge_entail_exchange"), asked=untrusted(check.exchange)) if check.exchange else ""
+    user = fill(load("judge_entail_user"), fact=check.fact, exchange=exchange, passage=untrusted(check.passage))
     return [{"role": "system", "content": load("judge_entail_system")}, {"role": "user", "content": user}]
 
 

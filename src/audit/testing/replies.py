@@ -131,27 +131,46 @@ class _Generation:
     usage: Mapping[str, Any] | None
     finish_reason: str | None
     provider: str | None
+    native_finish_reason: str | None = None
+    """What the provider said (OpenRouter normalises ``finish_reason``); default: ``finish_reason``."""
+    reasoning: str | None = None
+    """The ``reasoning`` field of a reasoning model's reply (chat: beside ``content``)."""
+    reasoning_tokens: int = 0
+    choice_error: Mapping[str, Any] | None = None
+    """``choices[0].error``: OpenRouter's shape for a provider failing after generation started."""
+    prompt_tokens_of: Callable[[RecordedRequest], int] | None = None
+    """How many prompt tokens the request is billed (default: :func:`estimate_tokens` of its text)."""
 
     def payload(self, request: RecordedRequest) -> dict[str, Any]:
         override = dict(self.usage or {})
-        prompt_tokens = override.get("prompt_tokens", estimate_tokens(prompt_text(request)))
-        completion_tokens = override.get("completion_tokens", estimate_tokens(self.text))
+        billed = self.prompt_tokens_of(request) if self.prompt_tokens_of else estimate_tokens(prompt_text(request))
+        prompt_tokens = override.get("prompt_tokens", billed)
+        completion_tokens = override.get("completion_tokens",
+                                         estimate_tokens(self.text) + self.reasoning_tokens)
         usage = {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": override.get("total_tokens", prompt_tokens + completion_tokens),
             "cost": override.get("cost", fake_cost(prompt_tokens, completion_tokens)),
         }
+        if self.reasoning_tokens:
+            usage["completion_tokens_details"] = {"reasoning_tokens": self.reasoning_tokens}
         choice: dict[str, Any] = {
             "index": 0,
             "finish_reason": self.finish_reason,
-            "native_finish_reason": self.finish_reason,
+            "native_finish_reason": self.native_finish_reason or self.finish_reason,
             "logprobs": None,
         }
+        if self.choice_error is not None:
+            choice["error"] = dict(self.choice_error)
         if self.kind == CHAT:
             choice["message"] = {"role": "assistant", "content": self.text}
+            if self.reasoning is not None:
+                choice["message"]["reasoning"] = self.reasoning
         else:
             choice["text"] = self.text
+            if self.reasoning is not None:
+                choice["reasoning"] = self.reasoning
         return {
             "id": f"gen-fake-{next(_generation_ids)}",
             "object": "chat.completion" if self.kind == CHAT else "text_completion",
@@ -160,7 +179,20 @@ class _Generation:
             "provider": self.provider or FAKE_PROVIDER,
             "choices": [choice],
             "usage": usage,
+            **({"openrouter_metadata": routing_metadata(request, self.provider or FAKE_PROVIDER)}
+               if request.headers.get("x-openrouter-metadata", "").lower() == "enabled" else {}),
         }
+
+
+def routing_metadata(request: RecordedRequest, provider: str) -> dict[str, Any]:
+    """``openrouter_metadata`` as OpenRouter adds it to a successful reply when the request sends
+    ``X-OpenRouter-Metadata: enabled`` (docs: guides/routing/routers/router-metadata; fields as
+    the SDK's ``OpenRouterMetadata``: attempt, endpoints, requested, strategy, summary)."""
+    model = str((request.json or {}).get("model", ""))
+    return {"attempt": 1, "endpoints": {"available": [{"model": model, "provider": provider, "selected": True}],
+                                        "total": 1},
+            "is_byok": False, "region": "iad", "requested": model, "strategy": "direct",
+            "summary": f"available=1, selected={provider}"}
 
 
 @dataclass(frozen=True)
@@ -198,9 +230,11 @@ def chat_reply(
     usage: Mapping[str, Any] | None = None,
     finish_reason: str | None = "stop",
     provider: str | None = None,
+    **shape: Any,
 ) -> Reply:
-    """A ``chat.completion`` answer; ``usage`` keys override the estimated counts and cost."""
-    return Reply(body=_Generation(CHAT, content, usage, finish_reason, provider))
+    """A ``chat.completion`` answer; ``usage`` keys override the estimated counts and cost; ``shape``
+    sets the other documented fields (``native_finish_reason``, ``reasoning``, ``choice_error`` ...)."""
+    return Reply(body=_Generation(CHAT, content, usage, finish_reason, provider, **shape))
 
 
 def completion_reply(
@@ -209,9 +243,11 @@ def completion_reply(
     usage: Mapping[str, Any] | None = None,
     finish_reason: str | None = "stop",
     provider: str | None = None,
+    **shape: Any,
 ) -> Reply:
-    """A ``text_completion`` answer (``choices[0].text``), as /completions returns."""
-    return Reply(body=_Generation(COMPLETION, text, usage, finish_reason, provider))
+    """A ``text_completion`` answer (``choices[0].text``), as /completions returns (``shape`` as in
+    :func:`chat_reply`)."""
+    return Reply(body=_Generation(COMPLETION, text, usage, finish_reason, provider, **shape))
 
 
 def json_reply(payload: dict[str, Any], *, status: int = 200, headers: Mapping[str, str] | None = None) -> Reply:
@@ -279,9 +315,23 @@ KEY_ENCODINGS: dict[str, Callable[[str], str]] = {
     "base64_bearer": lambda key: base64.b64encode(f"Bearer {key}".encode()).decode(),
     "base64_key": lambda key: base64.b64encode(key.encode()).decode(),
     "split_across_lines": lambda key: key[: len(key) // 2] + "\\n  " + key[len(key) // 2:],
+    "hex": lambda key: key.encode().hex(),
+    "hex_bearer": lambda key: f"Bearer {key}".encode().hex().upper(),
+    "url_double": lambda key: "".join(f"%25{b:02X}" for b in key.encode()),
+    "backslash_x": lambda key: "".join(f"\\\\x{b:02x}" for b in key.encode()),
+    "zero_width": lambda key: "\u200b".join(key),
+    "bidi": lambda key: key[: len(key) // 2] + "\u202e\u2066" + key[len(key) // 2:],
+    "fullwidth": lambda key: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in key),
+    "reversed": lambda key: key[::-1],
+    "half_masked": lambda key: "*" * (len(key) // 2) + key[len(key) // 2:],
 }
 """How a hostile or careless server can echo the key, as it appears inside a JSON string in the
-raw body (``\\u002d`` is JSON's escape for ``-``; ``\\n`` a line break once decoded)."""
+raw body (``\\u002d`` is JSON's escape for ``-``; ``\\n`` a line break once decoded; ``\\\\x74``
+reads ``\\x74`` once decoded). ``half_masked`` is what is left when a proxy (or litellm) stars out
+the first half: the rest of a real key is still a secret."""
+REAL_SHAPED_KEY = "sk-or-v1-" + "0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4a5b6c7d8e9f0a1b"
+"""A key of OpenRouter's shape (``sk-or-v1-`` and 64 hex digits), for the echo tests: a piece of it
+is as secret as the whole."""
 
 
 def encoded_key_echo(encoding: str, status: int = 401) -> Callable[[RecordedRequest], Reply]:
@@ -297,6 +347,19 @@ def encoded_key_echo(encoding: str, status: int = 401) -> Callable[[RecordedRequ
         body = (f'{{"error": {{"code": {status}, "message": "Invalid credentials ({encoding}): {encode(key)}", '
                 '"metadata": {}}}')
         return Reply(status=status, body=body.encode())
+
+    return answer
+
+
+def encoded_key_in_text(encoding: str, kind: str) -> Callable[[RecordedRequest], Reply]:
+    """A handler whose *model text* quotes the request's key (``KEY_ENCODINGS[encoding]``): a model
+    that read it somewhere, whose words are cached, stored and shown to the next model."""
+    encode = KEY_ENCODINGS[encoding]
+
+    def answer(request: RecordedRequest) -> Reply:
+        key = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        text = json.loads(f'"{encode(key)}"')  # the characters the model wrote
+        return chat_reply(f"My notes say {text} here.") if kind == CHAT else completion_reply(f"see {text} ok")
 
     return answer
 
