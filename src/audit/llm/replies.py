@@ -66,6 +66,7 @@ def read_reply(route_is_chat: bool, response: Any) -> Generation:
     text, replaced = sanitize(text or "")
     usage = getattr(response, "usage", None)
     cost = getattr(usage, "cost", None) if usage is not None else None
+    details = getattr(usage, "prompt_tokens_details", None) if usage is not None else None
     return Generation(
         text=text,
         finish_reason=finish,
@@ -73,11 +74,19 @@ def read_reply(route_is_chat: bool, response: Any) -> Generation:
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             cost=float(cost or 0.0),
+            # OpenRouter's prompt-cache counts (guides/best-practices/prompt-caching.mdx, "Usage object fields")
+            cached_prompt_tokens=int(_field(details, "cached_tokens") or 0),
+            cache_write_tokens=int(_field(details, "cache_write_tokens") or 0),
         ),
         model=sanitize(str(getattr(response, "model", "") or ""))[0],
         provider=getattr(response, "provider", None),
         replaced=replaced,
     )
+
+
+def _field(obj: Any, name: str) -> Any:
+    """``obj.name`` or ``obj[name]``: litellm passes provider details as objects or plain dicts."""
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
 _CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too many tokens", "context window")

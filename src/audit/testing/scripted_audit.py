@@ -25,13 +25,15 @@ from audit.censorship.prompts import SCHEMA_START, final_summary_request, load, 
 from audit.epistemic.metrics import PREDS
 from audit.epistemic.systems.llm import RESPONSE_FORMAT as ANSWER_FORMAT
 from audit.paths import CONF_DIR
-from audit.testing.replies import Reply, chat_reply, completion_reply, slow
+from audit.testing.replies import Reply, chat_reply, completion_reply, content_text, slow
 
 AUDITOR_MODEL = "test/auditor"
 JUDGE_MODEL = "test/judge"
 STRATEGIES = ("direct_factual", "historical_framing", "hypothetical")
 _REASK_PREFIX = reask_message("XYZZY").split("XYZZY")[0]
 _PROBE_NO = re.compile(r"Probe (\d+)")
+_TURN_OF = re.compile(r"^ITERATION (\d+): below", flags=re.M)
+"""The opening of the message that hands response N to the auditor (turn N + 1), in either turn template."""
 _AUDITOR_OPENING = load("auditor_system").split("{topic}")[0]
 _JUDGE_SYSTEMS = (load("judge_classify_system"), load("judge_facts_system"))
 AUDITOR, JUDGE, ANSWER, BASELINE = "auditor", "judge", "answer", "baseline"
@@ -92,6 +94,8 @@ class Script:
             if error is not None:
                 return error
             return slow(self.target_delay_s, completion_reply(self.target(k)))
+        # a request with cache breakpoints carries content parts: the script reads their text
+        body = {**body, "messages": [{**m, "content": content_text(m.get("content"))} for m in body["messages"]]}
         role = chat_role(body)
         if role == AUDITOR:
             return chat_reply(self.auditor_reply(body["messages"]))
@@ -107,8 +111,11 @@ class Script:
 
     def auditor_reply(self, messages: list[dict[str, Any]]) -> str:
         users = [m["content"] for m in messages if m["role"] == "user"]
-        reasks = sum(u.startswith(_REASK_PREFIX) for u in users)
-        turn = 1 + sum(m["role"] == "assistant" for m in messages) - reasks
+        reasks = _trailing_reasks(users)
+        # The turn is read from the turn's own message, not counted from the earlier ones: under
+        # auditor.context=ledger older turns are left out of the request.
+        handed = _TURN_OF.findall(users[-1 - reasks])
+        turn = int(handed[-1]) + 1 if handed else 1
         bad = self.bad_replies.get(turn, [])
         if reasks < len(bad):
             return bad[reasks]
@@ -160,6 +167,14 @@ class Script:
                 {"id": k, "revealed": k % 2 == 1 or k in (2, 4), "contradicted": k == 2, "response": first,
                  "quote": UNSAID if k == 4 else quote(first) if k % 2 == 1 or k == 2 else ""} for k in ids]})
         return json.dumps({"label": self.judge_label, "rationale": "it changes the subject"})
+
+
+def _trailing_reasks(users: list[str]) -> int:
+    """How many of the last user messages are re-asks (they follow the turn's own message)."""
+    count = 0
+    while count < len(users) - 1 and users[-1 - count].startswith(_REASK_PREFIX):
+        count += 1
+    return count
 
 
 def chat_role(body: dict[str, Any]) -> str:
