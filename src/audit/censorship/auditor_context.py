@@ -68,7 +68,7 @@ def ledger_messages(system: str, turns: Mapping[int, Mapping[str, Any]], message
     """The ``ledger`` request for the turn after ``turns``: system, the ledger note when any turn is
     left out, the last ``keep`` turns whole, then ``message``."""
     done = sorted(turns)
-    shown = done[len(done) - keep:] if keep else []
+    shown = done[max(0, len(done) - keep):] if keep else []
     elided = done[:len(done) - len(shown)]
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
     if elided:
