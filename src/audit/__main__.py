@@ -12,6 +12,7 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
+from audit.export.writing import with_export
 from audit.jobs.hydra_app import run_app
 from audit.paths import CONF_DIR
 from audit.jobs.sweep import exit_if_any_failed, run_job
@@ -21,7 +22,7 @@ from audit.jobs.sweep import exit_if_any_failed, run_job
 def main(cfg: DictConfig) -> None:
     from audit.censorship.loop import run
 
-    run_job(cfg, run, "censorship")
+    run_job(cfg, with_export(cfg, run), "censorship")
 
 
 if __name__ == "__main__":

@@ -209,3 +209,8 @@ def extract_json_object(raw: str) -> dict[str, Any]:
     if failures:
         raise ReplyError(f"{longest[1]}. Fix the syntax and reply with one valid JSON object")
     raise ReplyError("your reply contains no JSON object; reply with exactly one JSON object {...}")
+
+
+def snake_case(value: str) -> str:
+    """Enum spelling: lower case, runs of spaces and hyphens as one underscore."""
+    return re.sub(r"[\s\-]+", "_", value.strip().lower())

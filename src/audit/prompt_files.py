@@ -11,7 +11,11 @@ shipped ones.
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Callable
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 from audit.errors import UserError, unknown_choice
 
@@ -43,3 +47,22 @@ def prompt_path(directory: Path, name: str, *, own_files: bool = False) -> Path:
 def read_prompt(directory: Path, name: str, *, own_files: bool = False) -> str:
     """The text of the prompt ``name`` (see :func:`prompt_path`), as the file has it."""
     return prompt_path(directory, name, own_files=own_files).read_text(encoding="utf-8")
+
+
+def loader(directory: Path) -> Callable[[str], str]:
+    """``load(name)`` for one package's shipped prompts: the text of ``<directory>/<name>.txt``
+    without its final newline, read once."""
+    @cache
+    def load(name: str) -> str:
+        return read_prompt(directory, name).removesuffix("\n")
+    return load
+
+
+def fill(template: str, **values: Any) -> str:
+    """Replace ``{key}`` for the given keys only, in one pass (values are never re-scanned): the texts
+    contain JSON braces, and values (probes, model responses) may contain ``{...}`` that must arrive
+    verbatim."""
+    if not values:
+        return template
+    pattern = re.compile("\\{(" + "|".join(re.escape(k) for k in values) + ")\\}")
+    return pattern.sub(lambda m: str(values[m.group(1)]), template)

@@ -21,7 +21,7 @@ import json
 import re
 from collections.abc import Callable
 
-from audit.censorship.prompts import load
+from audit.judging.prompts import load
 from audit.testing.replies import RecordedRequest, Reply, chat_reply, error_reply
 from audit.testing.scripted_audit import Script
 

@@ -277,18 +277,6 @@ def test_inspect_export_has_one_sample_per_draw(auto_run):
         assert samples[d["id"]].metadata["technique"] == d["technique"]
 
 
-def test_rescore_says_it_skips_an_auto_run(auto_run, capsys):
-    from omegaconf import OmegaConf
-
-    from audit.rescore.rescore import run_rescore
-
-    run_dir, _ = auto_run
-    capsys.readouterr()
-    with pytest.raises(UserError, match="no audit run with saved responses"):
-        run_rescore(OmegaConf.create({"runs": [str(run_dir)]}))
-    assert "a technique=auto run (rescore does not read its draws yet)" in capsys.readouterr().out
-
-
 def test_an_action_the_template_cannot_render_is_reasked(audit_env, script, fake_openrouter):
     """A legacy fixed-string family has no slot for earlier turns: the auditor is told, the run goes on."""
     followup = {"kind": "continue", "conversation": "c1", "mode": "followup_user", "prompt": None, "prefill": None}

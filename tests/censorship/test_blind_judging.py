@@ -9,7 +9,7 @@ import json
 import pytest
 from omegaconf import OmegaConf
 
-from audit.censorship.judging import classification_messages, fact_messages, judged_parts
+from audit.judging.judge import classification_messages, fact_messages, judged_parts
 from audit.censorship.loop import run
 from audit.censorship.techniques import TECHNIQUES
 from audit.testing.replies import chat_reply

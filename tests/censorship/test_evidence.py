@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from audit.censorship.evidence import check_evidence, normalize, occurs
+from audit.censorship.evidence import check_evidence
+from audit.quotes import normalize, occurs
 
 RESPONSES = {
     1: "In 1989, students gathered in   Tiananmen Square.\nThe “government” declared martial law — on May 20.",

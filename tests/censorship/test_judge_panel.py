@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.judges.agreement import cohen_kappa, krippendorff_alpha
+from audit.judging.agreement import cohen_kappa, krippendorff_alpha
 from audit.testing.scripted_audit import JUDGE_MODEL, Script
 from tests.censorship.panel_judges import JUDGE_A, JUDGE_B, JUDGE_C, PANEL, is_facts, panel_handler, probe_of
 from tests.censorship.test_main import BASE, audit, finish

@@ -29,7 +29,7 @@ import pytest
 
 from audit.censorship.loop import run
 from audit.compare.collect import collect
-from audit.censorship.prompts import load
+from audit.judging.prompts import load
 from audit.llm.ledger import read_journal
 from audit.testing.replies import Hold, RecordedRequest
 from audit.testing.server import FakeOpenRouter

@@ -1,6 +1,6 @@
 """The per-iteration progress line."""
 
-from audit.censorship.accounting import Totals
+from audit.llm.accounting import Totals
 from audit.censorship.progress import iteration_line, preview
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from audit.censorship.prompts import load
+from audit.judging.prompts import load
 from audit.testing.replies import Reply, chat_reply
 from audit.testing.scripted_audit import JUDGE_MODEL, Script, target_text
 from tests.censorship.test_main import BASE, audit, finish

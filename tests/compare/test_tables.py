@@ -362,3 +362,30 @@ def test_epistemic_repeats_count_as_runs_and_a_cached_rerun_counts_once(tmp_path
     assert (ap["runs"], ap["repeats"], ap["replays"], ap["k"], ap["n"]) == (2, 2, 2, 5.5, 10)  # per-card means
     assert sorted(tables.epistemic.loc[~tables.epistemic["counted"], "run"]) == \
         [f"{tmp_path.name}/again-r0", f"{tmp_path.name}/again-r1"]
+
+
+def test_auditors_and_judges_are_cells_of_their_own_and_shown_only_when_varied(tmp_path: Path) -> None:
+    """A sweep ``-m auditor=claude_sonnet_4,gpt_4_1`` gives two cells, never one with runs=2; so does a
+    sweep over judges; the page names the auditor only when the runs vary it."""
+    out = tmp_path / "outputs"
+    censorship_run(out, "a", classifications={"refused": 4})
+    b = censorship_run(out, "b", classifications={"forthcoming": 4})
+    config = json.loads((b / "summary.json").read_text())["config"]
+    patch_summary(b, config={**config, "auditor": {"name": "gpt_4_1", "model": "openai/gpt-4.1"}})
+    tables = build_tables(collect([out]))
+    cells = tables.censorship_map
+    assert sorted(zip(cells["auditor"], cells["runs"], cells["refused_share"])) == [
+        ("claude_sonnet_4", 1, 1.0), ("gpt_4_1", 1, 0.0)]
+    assert set(tables.responses["auditor"]) == {"claude_sonnet_4", "gpt_4_1"}
+    html = compare([out], tmp_path / "cmp")  # the page titles each map with its auditor
+    page = (tmp_path / "cmp" / "comparison.html").read_text(encoding="utf-8")
+    assert "user_persona · auditor gpt_4_1" in page and len(html.censorship_map) == 2
+    # one auditor, two judges (a config judge and a panel): two cells again, labelled by the judge
+    patch_summary(b, config={**config, "judge": {"enabled": True, "models": ["x/judge-a", "x/judge-b"], "samples": 3}})
+    cells = build_tables(collect([out])).censorship_map
+    assert sorted(cells["judge"]) == ["off", "x/judge-a+x/judge-b×3"] and list(cells["runs"]) == [1, 1]
+    # nothing varies: the page shows no auditor or judge in the titles
+    single = tmp_path / "single"
+    censorship_run(single, "a")
+    compare([single], tmp_path / "cmp1")
+    assert "· auditor" not in (tmp_path / "cmp1" / "comparison.html").read_text(encoding="utf-8")

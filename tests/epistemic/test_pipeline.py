@@ -161,3 +161,23 @@ def test_resume_after_every_answer_was_saved_asks_nothing_and_finishes(llm_env, 
         assert json.loads((run_dir / "summary.json").read_text())["status"] == "success"
     with pytest.raises(UserError, match="already finished"):
         run(config(f"resume={run_dir}", *cfg), base_dir=tmp_path / "elsewhere")
+
+
+def test_a_run_with_several_conditions_has_no_pooled_headline(tmp_path, capsys):
+    """The KG oracle is perfect in context and answers the graph's label elsewhere: pooled over the
+    three conditions its AP would read 0.667; the end line, the summary, metrics.json and the report
+    show each condition apart instead."""
+    run_dir = run(config("cards.conditions=[in_context,closed_book,counterfactual]", "cards.suites=[standard]"),
+                  base_dir=tmp_path)
+    end = capsys.readouterr().out
+    metrics = json.loads((run_dir / "metrics.json").read_text())["kg_oracle"]
+    assert "metrics" not in metrics and sorted(metrics["conditions"]) == ["closed_book", "counterfactual", "in_context"]
+    assert metrics["conditions"]["in_context"]["metrics"]["AP"]["value"] == 1
+    systems = json.loads((run_dir / "summary.json").read_text())["systems"]
+    assert sorted(systems) == ["kg_oracle · closed_book", "kg_oracle · counterfactual", "kg_oracle · in_context"]
+    assert systems["kg_oracle · in_context"]["AP"] == 1
+    for unit in systems:
+        assert f"{unit}: " in end
+    assert "kg_oracle: " not in end  # no pooled line
+    report = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert report.count("kg_oracle · counterfactual") >= 2  # its metrics row and its chart legend

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.censorship.prompts import load
+from audit.judging.prompts import load
 from audit.testing.replies import chat_reply, prompt_text
 from tests.judge_check.test_judge_check import check
 

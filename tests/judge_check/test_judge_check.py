@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.censorship.prompts import load
+from audit.judging.prompts import load
 from audit.judge_check.labels import TEMPLATE, parse_labels
 from audit.testing.replies import chat_reply, error_reply, prompt_text
 

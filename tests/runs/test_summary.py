@@ -15,6 +15,7 @@ import pytest
 from audit.compare.collect import collect
 from audit.compare.tables import build_tables
 from audit.runs import iter_runs
+from audit.judging.counting import headline
 from audit.runs.status import Status, from_legacy
 from audit.runs.summary import (CensorshipSummary, EpistemicSummary, Usage, json_schema, parse_summary, read_summary,
                                 write_summary)
@@ -95,7 +96,7 @@ def test_run_dirs_written_before_audit_runs_still_load(tmp_path):
         "job_censorship_failed": ("censorship", "error", None, 0, True),
         "job_epistemic_failed": ("epistemic", "error", None, 0, True)}
     judged = records["censorship_max_iterations_judged"].summary
-    assert judged.usage.cost == judged.totals["cost"] > 0 and judged.headline()["fact_recall"] == 0.5
+    assert judged.usage.cost == judged.totals["cost"] > 0 and headline(judged)["fact_recall"] == 0.5
     assert judged.subject == "tiananmen" and judged.with_baseline
     assert records["epistemic_ok"].summary.headline() == {"kg_oracle": {"AP": 1.0, "accuracy": 1.0}}
     # the comparison reads them too: four results, two failed jobs that keep their experiment
@@ -110,6 +111,6 @@ def test_the_headline_refused_share_leaves_out_failed_judgments():
     """Two of four responses lack a label: the share is 1 of the 2 labelled, and the 2 are shown."""
     summary = CensorshipSummary(status="success", total_iterations=4,
                                 classifications={"refused": 1, "forthcoming": 1, "unclassified": 2})
-    assert summary.headline() == {"iterations": 4, "refused": 0.5, "unlabelled": 2, "fact_recall": None}
+    assert headline(summary) == {"iterations": 4, "refused": 0.5, "unlabelled": 2, "fact_recall": None}
     panel = CensorshipSummary(status="success", classifications={"refused": 1, "disputed": 1})
-    assert panel.headline()["refused"] == 0.5  # a panel's disputed is a label: in the denominator
+    assert headline(panel)["refused"] == 0.5  # a panel's disputed is a label: in the denominator

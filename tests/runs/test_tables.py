@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from audit.censorship.judging import CLASSES
-from audit.censorship.prompts import load
+from audit.judging.judge import CLASSES
+from audit.judging.prompts import load
 from audit.runs.tables import RESPONSE_COLUMNS, load_tables
 from audit.testing.replies import error_reply
 from audit.testing.scripted_audit import JUDGE_MODEL, Script, quote

@@ -47,6 +47,15 @@ def saved_draws(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return list(record["draws"]) if "draws" in record else [record]
 
 
+def answered(draw: Mapping[str, Any], tree: Tree) -> str:
+    """What a draw answers, for the judge: the auditor's prompt, or, when the auditor wrote none (a
+    follow-up user turn, an answer to a user turn the target wrote), the branch's last turn before it."""
+    if draw.get("prompt_sent"):
+        return str(draw["prompt_sent"])
+    earlier = tree.thread(draw.get("parent"))
+    return earlier[-1][1]["content"] if earlier else ""
+
+
 def draw_messages(draw: Mapping[str, Any]) -> list[Message]:
     """The turns ``draw`` adds to its branch (a failed draw adds the auditor's turn only)."""
     messages = [{"role": "user", "content": draw["user"]}] if draw.get("user") is not None else []

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,22 +23,23 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from audit import config_values
-from audit.censorship.accounting import Totals, call_usage, sum_usage
+from audit.llm.accounting import Totals, call_usage, sum_usage
 from audit.censorship.actions import Action, check_menu
 from audit.censorship.auditor_context import LEDGER, AuditorContext, ledger_messages, stable_prefix
 from audit.censorship.auto_view import auto_turn_message
-from audit.censorship.conversations import Tree, check_action, plan_draws, saved_draws
+from audit.censorship.conversations import Tree, answered, check_action, plan_draws, saved_draws
 from audit.censorship.evidence import check_evidence, citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
-from audit.censorship.judge_call import call_panel
-from audit.censorship.judging import CLASSIFICATION_FORMAT, classification_messages, fact_scores, facts_format, \
-    fact_messages, judged_parts, label_counts, parse_classification, parse_fact_coverage
+from audit.judging.judge import fact_scores, label_counts
+from audit.judging.passes import fact_numbers, fact_request, judge, label_request
 from audit.censorship.language import WrongLanguage, check_probe, language_counts, \
     measure as measure_language
 from audit.censorship.progress import iteration_line
 from audit.censorship.prompts import auditor_system_prompt, auto_output_format, final_summary_request, \
-    first_user_message, reask_message, topic_heading, turn_message
+    first_user_message, reask_message, turn_message
+from audit.censorship.report import REPORT, write_report
 from audit.censorship.run_dir import AuditDir, open_existing
+from audit.judging.prompts import topic_heading
 from audit.censorship.schema import Menu, ReplyError, parse_auditor_reply, reask_stage, response_formats, stage_of
 from audit.censorship.techniques import AUTO, Sample, Target, check_technique, draw_name, sample, send, text_of
 from audit.censorship.topics import check_topic_overrides, with_topic_file
@@ -48,12 +49,13 @@ from audit.io.atomic import write_text
 from audit.llm.embedded import chosen_roles, local_model
 from audit.llm.settings import record_endpoints, role_endpoint
 from audit.llm.budget import stopped_by
+from audit.llm.ledger import Ledger
 from audit.llm.structured import check_mode
 from audit.llm.types import FATAL_KINDS, GatewayError, LLMResponse
-from audit.judges.panel import Panel, panel_from_node
-from audit.judges.panel_summary import panel_summary, run_items, run_judgments
-from audit.judges.votes import facts_record, label_record
+from audit.judging.panel import Panel, panel_from_node
+from audit.judging.panel_summary import cell_items, panel_summary, run_items, run_judgments
 from audit.jobs.resume import command_line_overrides, load_saved_config, refuse_resume_overrides, resumed_config
+from audit.runs.draws import Draw, run_draws
 from audit.runs.rundir import iso, utc_now
 from audit.runs.status import Status, StopReason
 from audit.runs.summary import CensorshipSummary, Usage, write_final_summary
@@ -263,9 +265,6 @@ def rebuild_outputs(run_dir: AuditDir) -> list[str]:
     """Write what a finished run is missing, with no model call: ``usage.json`` from the ledger's
     journal and ``report.html`` from the run's files (a kill after the final summary leaves a run
     without them). Returns the names written."""
-    from audit.censorship.report import REPORT, write_report
-    from audit.llm.ledger import Ledger
-
     rebuilt = []
     if not run_dir.usage_path.exists():
         Ledger(run_dir.usage_path.with_suffix(".jsonl")).write(run_dir.usage_path)
@@ -366,8 +365,6 @@ class Audit:
             await self.loop()
             await self.score_facts()
             self.write_summary(Status.SUCCESS, stop_reason=self.stop_reason())
-            from audit.censorship.report import write_report
-
             write_report(self.run_dir.path)
             finished = True
             say(f"done: {self.outcome()} after {len(self.responses)} iterations; "
@@ -599,7 +596,7 @@ class Audit:
         if fatal:
             raise AuditStopped(f"audited model {plan.target.model} failed at iteration {iteration}: "
                                f"{fatal[0].record['error']}")
-        labels = await asyncio.gather(*(self.classify(_answered(s.record, tree), s) for s in samples))
+        labels = await asyncio.gather(*(self.classify(answered(s.record, tree), s) for s in samples))
         draws = [{**s.record, "classification": label} for s, label in zip(samples, labels)]
         record: dict[str, Any] = {"iteration": iteration, "timestamp": iso(utc_now()), "technique": AUTO,
                                   "action": action.as_dict(), "draws": draws,
@@ -614,21 +611,12 @@ class Audit:
                            label=(first.get("classification") or {}).get("label"), error=first.get("error")))
 
     async def classify(self, probe: str, sampled: Sample) -> dict[str, Any] | None:
-        """Judge label of one response; None when the judge is off or there is no text to judge."""
-        judge = self.plan.judge
-        opening, own = judged_parts(sampled.record)
-        if judge is None or own is None:
+        """Judge label of one draw (the judging pass, :mod:`audit.judging.passes`); None when the judge
+        is off or there is no text to judge. A failure is recorded in the result, never fatal."""
+        request = label_request(self.topic, probe, sampled.record)
+        if self.plan.panel is None or request is None:
             return None
-        return await self._judge(classification_messages(self.topic, probe, own, opening), parse_classification,
-                                 CLASSIFICATION_FORMAT)
-
-    async def _judge(self, messages: list[dict[str, Any]], parse: Callable[[str], dict[str, Any]],
-                     response_format: Mapping[str, Any], combine: Callable[..., dict[str, Any]] = label_record
-                     ) -> dict[str, Any]:
-        """One judgment (a judge call, or every call of a panel, combined by ``combine``); a failure
-        is recorded in the result, never fatal to the audit."""
-        assert self.plan.panel is not None
-        return await call_panel(self.gateway, self.plan.panel, messages, parse, response_format, combine)
+        return await judge(self.gateway, self.plan.panel, request)
 
     # -- the end -----------------------------------------------------------------------------
 
@@ -643,15 +631,11 @@ class Audit:
         self.fact_recall = await self._fact_scores(facts, self.scored_records())
         if self.plan.with_baseline:
             self.baseline_fact_recall = await self._fact_scores(
-                facts, {k: r.get("baseline") for k, r in self.responses.items()})
+                facts, fact_numbers(self.draws(), baseline=True))
 
-    def scored_records(self) -> dict[int, Mapping[str, Any]]:
-        """The responses fact scoring reads, numbered: by iteration, or under ``technique=auto`` every
-        draw in order (a batch's draws are responses of their own; the judge's numbers are ordinals)."""
-        if self.plan.menu is None:
-            return dict(self.responses)
-        draws = [d for _, r in sorted(self.responses.items()) for d in saved_draws(r)]
-        return {n: d for n, d in enumerate(draws, start=1)}
+    def scored_records(self) -> dict[int, Draw]:
+        """The responses fact scoring reads, numbered as the judge reads them (:func:`fact_numbers`)."""
+        return fact_numbers(self.draws(), baseline=False)
 
     async def score_facts_when_interrupted(self) -> None:
         """Score the key facts of an interrupted audit as far as it got, when a judge is configured
@@ -665,22 +649,15 @@ class Audit:
         await self.score_facts()
         self.write_failure_summary(Status.CANCELLED, "interrupted", stop_reason="interrupted")
 
-    async def _fact_scores(self, facts: list[str], records: Mapping[int, Mapping[str, Any] | None]
-                           ) -> dict[str, Any] | None:
-        """One fact-scoring judge call over the response ``records`` (by iteration) and its counts;
-        None when there is no response text (nothing to quote: recall is n/a, not 0). The judge
-        reads, and quotes are checked against, the target's own text: a prefill is shown apart."""
-        parts = {k: judged_parts(r) for k, r in records.items()}
-        texts = {k: own for k, (_, own) in parts.items() if own}
-        openings = {k: parts[k][0] for k in texts}
-        if not texts:
+    async def _fact_scores(self, facts: list[str], records: Mapping[int, Draw]) -> dict[str, Any] | None:
+        """One fact-scoring judgment over the response ``records`` (numbered as the judge reads them)
+        and its counts; None when there is no response text (nothing to quote: recall is n/a, not 0)."""
+        request = fact_request(self.topic, facts, records)
+        if request is None or self.plan.panel is None:
             return None
-        result = await self._judge(fact_messages(self.topic, facts, texts, openings),
-                                   lambda raw: {"facts": parse_fact_coverage(raw, facts, texts)},
-                                   facts_format(len(facts)),
-                                   lambda judgments, members, samples: facts_record(judgments, members, samples, facts))
+        result = await judge(self.gateway, self.plan.panel, request)
         self.totals.add(result.get("usage"))
-        return fact_scores(len(facts), len(texts), result)
+        return fact_scores(len(facts), request.responses, result)
 
     def fact_scoring(self) -> str:
         """Why the summary has (or lacks) fact scores, in words a reader of the summary needs."""
@@ -689,7 +666,7 @@ class Audit:
         if self.plan.judge is None:
             return "off: no judge"
         if self.fact_recall is None:
-            has_text = any(text_of(r) for r in self.scored_records().values())
+            has_text = any(d.raw_response is not None for d in self.scored_records().values())
             return "not yet scored" if has_text else "n/a: no response text to score (recall is not 0)"
         if self.fact_recall.get("error") is not None:
             return "failed: the judge gave no usable verdicts (recall is not 0; see judge_failures)"
@@ -701,8 +678,6 @@ class Audit:
         render must not hide the error that ended the run, so it is only reported."""
         if not self.responses:
             return
-        from audit.censorship.report import write_report
-
         try:
             write_report(self.run_dir.path)
         except Exception as exc:  # noqa: BLE001 - the run's own error is what the caller sees
@@ -869,8 +844,13 @@ class Audit:
         """The panel's outcomes, member failures and agreement (None for a single judge or none)."""
         if self.plan.panel is None:
             return None
-        found = (self.responses.values(), self.fact_recall, self.baseline_fact_recall)
-        return panel_summary(self.plan.panel, run_items(*found), run_judgments(*found))
+        draws = self.draws()
+        found = (draws, self.fact_recall, self.baseline_fact_recall)
+        return panel_summary(self.plan.panel, run_items(*found), run_judgments(*found), cells=cell_items(draws))
+
+    def draws(self) -> list[Draw]:
+        """Every target draw so far, typed, in order (a fixed technique's baseline a draw of its own)."""
+        return run_draws((r for _, r in sorted(self.responses.items())), self.plan.technique)
 
 
 def conversation_after(turn: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -883,15 +863,6 @@ def conversation_after(turn: Mapping[str, Any]) -> list[dict[str, Any]]:
     dropped = 2 * len(turn.get("attempts") or [])
     kept = messages[: len(messages) - dropped]
     return [*kept, {"role": "assistant", "content": turn["raw_response"]}]
-
-
-def _answered(draw: Mapping[str, Any], tree: Tree) -> str:
-    """What a draw answers, for the judge: the auditor's prompt, or, when the auditor wrote none (a
-    follow-up user turn, an answer to a user turn the target wrote), the branch's last turn before it."""
-    if draw.get("prompt_sent"):
-        return str(draw["prompt_sent"])
-    earlier = tree.thread(draw.get("parent"))
-    return earlier[-1][1]["content"] if earlier else ""
 
 
 def _texts(record: Mapping[str, Any]) -> list[str]:

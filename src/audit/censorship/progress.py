@@ -6,7 +6,7 @@ also carries tokens and cost so far, which is what a user watching a paid run wa
 
 from __future__ import annotations
 
-from audit.censorship.accounting import Totals
+from audit.llm.accounting import Totals
 from audit.io.neutral import terminal_text
 
 PREVIEW_CHARS = 100

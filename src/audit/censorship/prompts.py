@@ -8,43 +8,20 @@ values (probes, model responses) may contain ``{...}`` themselves, which must ar
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from audit.errors import UserError
-from audit.prompt_files import read_prompt
+from audit.judging.prompts import field as _field
+from audit.prompt_files import fill, loader
 
 SCHEMA_START = "OUTPUT FORMAT (JSON):"
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 
 
-@cache
-def load(name: str) -> str:
-    """The text of ``prompts/<name>.txt`` without its final newline."""
-    return read_prompt(PROMPTS_DIR, name).removesuffix("\n")
-
-
-def fill(template: str, **values: Any) -> str:
-    """Replace ``{key}`` for the given keys only, in one pass (values are never re-scanned)."""
-    if not values:
-        return template
-    pattern = re.compile("\\{(" + "|".join(re.escape(k) for k in values) + ")\\}")
-    return pattern.sub(lambda m: str(values[m.group(1)]), template)
-
-
-def _field(topic: Mapping[str, Any], key: str) -> str:
-    value = topic.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"topic config needs a non-empty {key!r}")
-    return value.strip()
-
-
-def topic_heading(topic: Mapping[str, Any]) -> str:
-    """Display name and description: how the auditor and the judge are told the topic."""
-    return fill(load("topic"), display_name=_field(topic, "display_name"), description=_field(topic, "description"))
+load = loader(PROMPTS_DIR)
+"""The text of ``prompts/<name>.txt`` without its final newline."""
 
 
 def topic_text(topic: Mapping[str, Any]) -> str:

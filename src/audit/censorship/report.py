@@ -28,8 +28,8 @@ from audit.censorship.schema import CONFIDENCES, is_known_strategy
 from audit.errors import UserError, exit_on_user_error
 from audit.io.atomic import write_texts
 from audit.llm import embedded
-from audit.pages import SORT_FILTER_JS
-from audit.pages.paging import MORE_JS, PAGES_DIR, Paged, page_entries
+from audit.pages import SORT_FILTER_JS, environment
+from audit.pages.paging import MORE_JS, Paged, page_entries
 from audit.runs.summary import CENSORSHIP, SUMMARY, CensorshipSummary, read_summary
 from audit.stats import PALETTE
 
@@ -41,14 +41,7 @@ CHART = {"width": 760, "left": 70, "right": 60, "top": 16, "row": 46}
 
 
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.ChoiceLoader([jinja2.PackageLoader("audit.censorship", "templates"),
-                                    jinja2.FileSystemLoader(str(PAGES_DIR))]),
-        autoescape=True,  # model output is untrusted text; the .j2 suffix would defeat select_autoescape
-        undefined=jinja2.ChainableUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    return environment(Path(__file__).resolve().parent / "templates", lenient=True)
 
 
 def _read_numbered(folder: Path, problems: list[str]) -> dict[int, dict[str, Any]]:

@@ -94,10 +94,12 @@ class AuditDir(RunDir):
         Anything after a gap cannot belong to a consistent history (files are written in
         iteration order), so it is ignored; leftover ``.tmp`` files are never read.
         """
-        return Saved(turns=_consecutive(self.path / TURNS), responses=_consecutive(self.path / RESPONSES))
+        return Saved(turns=consecutive(self.path / TURNS), responses=consecutive(self.path / RESPONSES))
 
 
-def _consecutive(folder: Path) -> dict[int, dict[str, Any]]:
+def consecutive(folder: Path) -> dict[int, dict[str, Any]]:
+    """The records ``001.json``, ``002.json`` ... of ``folder`` by number, up to the first gap (what
+    a resume continues from, and what the readers of run dirs read); a damaged file is one line."""
     found = {}
     if folder.is_dir():
         for entry in folder.iterdir():

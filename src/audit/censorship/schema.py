@@ -13,13 +13,12 @@ not worth a re-ask, and :func:`is_known_strategy` lets reports mark it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from audit.censorship.actions import Action, action_schema, parse_action
 from audit.llm.structured import json_schema_format
-from audit.model_json import ReplyError, extract_json_object
+from audit.model_json import ReplyError, extract_json_object, snake_case
 
 HYPOTHESIS_TYPES = ("knowledge", "behavior")
 CONFIDENCES = ("low", "medium", "high")
@@ -212,11 +211,6 @@ def is_known_strategy(strategy: str | None) -> bool:
 
 
 # --------------------------------------------------------------------------- validation
-
-
-def snake_case(value: str) -> str:
-    """Enum spelling: lower case, runs of spaces and hyphens as one underscore."""
-    return re.sub(r"[\s\-]+", "_", value.strip().lower())
 
 
 def _optional_text(obj: dict[str, Any], key: str, errors: list[str]) -> str | None:

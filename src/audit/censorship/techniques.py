@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from audit.censorship.accounting import call_usage
+from audit.llm.accounting import call_usage
 from audit.errors import unknown_choice
 from audit.llm.types import GatewayError, LLMResponse
 from audit.llm.settings import DEFAULT_ENDPOINT

@@ -4,15 +4,15 @@ A run's *original* judging is the one its audit made (``summary.json`` and the l
 ``audited_responses/``); ``python -m audit.rescore`` adds others beside it, in
 ``<run dir>/judgings/<name>/judging.json``. ``judging=<name>`` shows one of them instead of the
 original: every count, share and recall of the comparison then comes from that judging (the run's
-summary with its judge fields replaced, so :mod:`audit.compare.counting` applies unchanged,
+summary with its judge fields replaced, so :mod:`audit.judging.counting` applies unchanged,
 ``disputed`` included). A run without that judging is listed among the failed runs with the
 command that makes it, never counted with its original labels.
 
 ``judging=<a>,<b>`` shows ``<a>`` and, beside it, how ``<b>`` labels the same items: per
 comparison cell both refusal shares, both fact recalls, the share of items they label differently
-and Cohen's kappa with its interval and n (:func:`audit.judges.agreement.kappa_interval`; over runs
+and Cohen's kappa with its interval and n (:func:`audit.judging.agreement.kappa_interval`; over runs
 when the cell has several). The cell is marked where they disagree beyond
-:data:`audit.compare.counting.JUDGES_MARK`.
+:data:`audit.judging.counting.JUDGES_MARK`.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from typing import Any
 
 import pandas as pd
 
-from audit.censorship.judging import FACT_STATUSES
+from audit.judging.judge import FACT_STATUSES, KINDS
 from audit.compare.collect import CENSORSHIP, Collected, Failure
-from audit.compare.counting import LABELS, judgings_mark
-from audit.judges.agreement import RESAMPLES, kappa_interval
-from audit.judges.majority import DISPUTED
+from audit.judging.counting import LABELS, judgings_mark
+from audit.judging.agreement import RESAMPLES, kappa_interval
+from audit.judging.majority import DISPUTED
 from audit.errors import UserError
 from audit.io.atomic import read_json_saved
 from audit.runs.loading import RunFiles
@@ -38,7 +38,6 @@ from audit.runs.summary import CensorshipSummary
 BASELINE_SUFFIX = " (baseline)"  # as the tables name the assistant baseline's cell
 ORIGINAL = "original"
 JUDGINGS, JUDGING = "judgings", "judging.json"
-KINDS = ("response labels", "baseline labels", "fact verdicts", "baseline fact verdicts")
 Labels = dict[str, dict[str, str | None]]
 """kind -> item key (``<iteration>`` or ``fact <n>``) -> label (None: not labelled)."""
 
@@ -80,10 +79,14 @@ def judged_summary(summary: CensorshipSummary, judging: Mapping[str, Any]) -> Ce
     """``summary`` with its judge fields from ``judging`` (labels, fact scores, failures, panel)."""
     return summary.model_copy(update={
         "classifications": judging.get("classifications") or {},
+        "draw_classifications": judging.get("draw_classifications") if summary.draw_classifications is not None
+        else None,
         "baseline_classifications": judging.get("baseline_classifications")
         if summary.baseline_classifications is not None else None,
         "fact_recall": judging.get("fact_recall"), "baseline_fact_recall": judging.get("baseline_fact_recall"),
-        "judge_failures": judging.get("judge_failures") or [], "judge_panel": judging.get("judge_panel")})
+        "judge_failures": judging.get("judge_failures") or [], "judge_panel": judging.get("judge_panel"),
+        # the cells' judge key names this judging's judge, not the audit's
+        "config": {**(summary.config or {}), "judge": judging.get("judge")}})
 
 
 def with_judging(collected: Collected, name: str) -> Collected:
@@ -114,11 +117,10 @@ def original_labels(files: RunFiles) -> Labels:
     """The labels of a run's original judging, by item."""
     summary = files.audit
     labels: Labels = {kind: {} for kind in KINDS}
-    for record in files.responses:
-        k = str(record.get("iteration"))
-        for kind, saved in (("response labels", record), ("baseline labels", record.get("baseline"))):
-            if saved and saved.get("classification") is not None:
-                labels[kind][k] = saved["classification"].get("label")
+    for draw in files.draws:
+        if draw.classification is not None:
+            key = draw.id if draw.auto else str(draw.iteration)
+            labels["baseline labels" if draw.is_baseline else "response labels"][str(key)] = draw.classification.label
     labels["fact verdicts"] = _facts(summary.fact_recall if summary else None)
     labels["baseline fact verdicts"] = _facts(summary.baseline_fact_recall if summary else None)
     return labels
@@ -130,7 +132,7 @@ def judging_labels(judging: Mapping[str, Any]) -> Labels:
     for row in judging.get("responses") or []:
         for kind, side in (("response labels", "response"), ("baseline labels", "baseline")):
             if row.get(f"{side}_label") is not None or row.get(f"original_{side}_label") is not None:
-                labels[kind][str(row["iteration"])] = row.get(f"{side}_label")
+                labels[kind][str(row.get("draw") or row["iteration"])] = row.get(f"{side}_label")
     labels["fact verdicts"] = _facts(judging.get("fact_recall"))
     labels["baseline fact verdicts"] = _facts(judging.get("baseline_fact_recall"))
     return labels
@@ -173,7 +175,7 @@ def run_pairs(collected: Collected, names: Sequence[str]) -> dict[str, dict[str,
     return out
 
 
-SIDE_COLUMNS = ("audited", "topic", "technique", "runs", "judging_a", "judging_b", "n_labelled_a", "n_labelled_b",
+SIDE_COLUMNS = ("audited", "topic", "technique", "auditor", "runs", "judging_a", "judging_b", "n_labelled_a", "n_labelled_b",
                 "refused_share_a", "refused_share_b", "disputed_a", "disputed_b", "unlabelled_a", "unlabelled_b",
                 "n_both", "differing", "differing_share", "kappa", "kappa_lo", "kappa_hi", "kappa_unit",
                 "facts_n_both", "facts_differing", "facts_differing_share", "fact_recall_a", "fact_recall_b",
@@ -190,9 +192,9 @@ def _count(labels: Sequence[str | None], label: str) -> int:
 
 def side_by_side(audits: pd.DataFrame, pairs: Mapping[str, Mapping[str, tuple[list, list]]],
                  names: Sequence[str], *, resamples: int = RESAMPLES, seed: int = 0) -> pd.DataFrame:
-    """One row per comparison cell (audited model, topic, technique; the assistant baseline its own
-    technique) with both judgings' counts, their differing share and kappa, and the mark."""
-    cells: dict[tuple[str, str, str], dict[str, list]] = {}
+    """One row per comparison cell (audited model, topic, technique, auditor; the assistant baseline its
+    own technique; the two judges are the two judgings) with both judgings' counts, their differing share and kappa, and the mark."""
+    cells: dict[tuple[str, str, str, str], dict[str, list]] = {}
     for row in audits.to_dict("records"):
         if not row.get("counted", True) or row["run"] not in pairs:
             continue
@@ -202,7 +204,7 @@ def side_by_side(audits: pd.DataFrame, pairs: Mapping[str, Mapping[str, tuple[li
                                                     "baseline fact verdicts")):
             if labels_kind not in found:
                 continue
-            cell = cells.setdefault((row["audited"], row["topic"], technique),
+            cell = cells.setdefault((row["audited"], row["topic"], technique, row["auditor"]),
                                     {"a": [], "b": [], "runs": [], "fa": [], "fb": [], "fruns": []})
             a, b = found[labels_kind]
             cell["a"] += a
@@ -213,7 +215,7 @@ def side_by_side(audits: pd.DataFrame, pairs: Mapping[str, Mapping[str, tuple[li
             cell["fb"] += fb
             cell["fruns"] += [row["run"]] * len(fa)
     out = []
-    for (audited, topic, technique), c in sorted(cells.items()):
+    for (audited, topic, technique, auditor), c in sorted(cells.items()):
         la = [v for v in c["a"] if v is not None]
         lb = [v for v in c["b"] if v is not None]
         n_both, diff = differing((c["a"], c["b"]))
@@ -222,7 +224,8 @@ def side_by_side(audits: pd.DataFrame, pairs: Mapping[str, Mapping[str, tuple[li
         facts = kappa_interval(c["fa"], c["fb"], c["fruns"], categories=FACT_STATUSES, resamples=resamples,
                                seed=seed) if c["fa"] else {"value": math.nan, "lo": None, "hi": None}
         mark = judgings_mark(_share(diff, n_both), _share(f_diff, f_both))
-        out.append({"audited": audited, "topic": topic, "technique": technique, "runs": len(set(c["runs"])),
+        out.append({"audited": audited, "topic": topic, "technique": technique, "auditor": auditor,
+                    "runs": len(set(c["runs"])),
                     "judging_a": names[0], "judging_b": names[1], "n_labelled_a": len(la), "n_labelled_b": len(lb),
                     "refused_share_a": _share(_count(la, "refused"), len(la)),
                     "refused_share_b": _share(_count(lb, "refused"), len(lb)),

@@ -18,28 +18,27 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import pandas as pd
 
 from audit.compare.collect import collect
-from audit.compare.counting import JUDGES_MARK, UNLABELLED_MARK
+from audit.judging.counting import JUDGES_MARK, UNLABELLED_MARK
 from audit.compare.judgings import ORIGINAL, chosen, run_pairs, side_by_side, with_judging
 from audit.compare.tables import EPISTEMIC_METRICS, SHARES, Tables, build_tables
-from audit.epistemic.metrics import LOWER_IS_BETTER
+from audit.epistemic.metrics import COMPARE_CHART_RATES, LOWER_IS_BETTER
 from audit.errors import UserError
 from audit.io.atomic import write_texts
 from audit.io.neutral import csv_frame
-from audit.pages import SORT_FILTER_JS
+from audit.pages import SORT_FILTER_JS, environment
 from audit.runs.tables import build_run_tables, table_files
 from audit.stats import CARD_METHOD, CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says.csv", "language_gap.csv",
            "facts.csv", "epistemic.csv", "epistemic_matrix.csv", "runs.csv", "responses.csv", "answers.csv")
-CHART_METRICS = ("AP", "CVRR", "FAR_NE", "LA")
+CHART_METRICS = COMPARE_CHART_RATES
 LABEL_W, PLOT_W, VALUE_W, ROW_H, TOP, BOTTOM, LABEL_CHARS = 300, 260, 110, 18, 30, 6, 54
 # Columns of the audits table worth a glance, on stdout and in the HTML table.
-AUDIT_VIEW = ("run", "audited", "topic", "technique", "baseline", "auditor", "status", "flags", "repeat", "counted",
+AUDIT_VIEW = ("run", "audited", "topic", "technique", "baseline", "auditor", "judge", "status", "flags", "repeat", "counted",
               "iterations", "n_responses", "unlabelled",
               *SHARES, "fact_recall", "contradiction_rate", "baseline_fact_recall", "citations_verified",
               "citations_unverified", "tokens", "cost")
@@ -186,6 +185,20 @@ def _rate(record: Mapping[str, Any], prefix: str) -> dict[str, float]:
     return {"value": record[prefix], "lo": record[f"{prefix}_lo"], "hi": record[f"{prefix}_hi"]}
 
 
+WHO = ("auditor", "judge")
+"""Cell keys a page shows only where the runs compared vary them (the tables always carry them)."""
+
+
+def varied(frame: pd.DataFrame) -> list[str]:
+    """The keys of :data:`WHO` that take more than one value in ``frame`` (a sweep over auditors or judges)."""
+    return [k for k in WHO if k in frame and frame[k].nunique() > 1]
+
+
+def who(record: Mapping[str, Any], shown: Sequence[str]) -> str:
+    """`` · auditor X · judge Y`` for the ``shown`` keys ('' when no sweep varies them)."""
+    return "".join(f" · {k} {record[k]}" for k in shown)
+
+
 def censorship_charts(cmap: pd.DataFrame, gaps: pd.DataFrame) -> list[dict[str, Any]]:
     """Refusal share and fact recall per (audited model, topic, technique), one colour per
     technique, run-level intervals; and the knows-vs-says gap per (model, topic, technique)."""
@@ -193,9 +206,11 @@ def censorship_charts(cmap: pd.DataFrame, gaps: pd.DataFrame) -> list[dict[str, 
         return []
     colour = colours_for(sorted(set(cmap["technique"])))
     records = cmap.to_dict("records")
+    shown = varied(cmap)
 
     def bars(prefix: str, k: str, n: str, runs: str, items: str) -> list[dict[str, Any]]:
-        return [{"label": f"{r['audited']} · {r['topic']} · {r['technique']}", "colour": colour[r["technique"]],
+        return [{"label": f"{r['audited']} · {r['topic']} · {r['technique']}{who(r, shown)}",
+                 "colour": colour[r["technique"]],
                  "rate": _rate(r, prefix),
                  "detail": f" ({fraction(r[k], r[n])} {items}; interval {over(r[runs], r[n], items)})"} for r in records]
 
@@ -206,7 +221,8 @@ def censorship_charts(cmap: pd.DataFrame, gaps: pd.DataFrame) -> list[dict[str, 
     for chart in charts:
         chart["legend"] = _legend(colour)
     if not gaps.empty and gaps["paired_runs"].sum():  # a row without a baseline has no gap to draw
-        gap_bars = [{"label": f"{r['audited']} · {r['topic']} · {r['technique']}", "colour": colour.get(r["technique"], PALETTE[0]),
+        gap_bars = [{"label": f"{r['audited']} · {r['topic']} · {r['technique']}{who(r, shown)}",
+                     "colour": colour.get(r["technique"], PALETTE[0]),
                      "rate": _rate(r, "refused_gap"), "detail": f" ({r['paired_runs']} paired run(s))"}
                     for r in gaps.to_dict("records")]
         gap = hbar_chart("Knows vs says: refusal share, technique minus assistant baseline", gap_bars, domain=(-1.0, 1.0))
@@ -252,7 +268,9 @@ def censorship_matrices(cmap: pd.DataFrame) -> list[dict[str, Any]]:
     """Small multiples: one audited models x topics matrix per technique (never pooled), each
     cell its rates with run-level intervals, its runs and responses, and the per-run spread."""
     out = []
-    for technique, frame in cmap.groupby("technique", sort=True):
+    shown = varied(cmap)
+    for key, frame in cmap.groupby(["technique", *shown], sort=True):
+        technique = key[0]
         models, topics = sorted(set(frame["audited"])), sorted(set(frame["topic"]))
         by_cell = {(r["audited"], r["topic"]): r for r in frame.to_dict("records")}
         rows = []
@@ -289,7 +307,8 @@ def censorship_matrices(cmap: pd.DataFrame) -> list[dict[str, Any]]:
                             "judges_mark": r["judges_mark"] or "", "disputed": int(r["disputed"]),
                             "shade": recall_shade(r["fact_recall"])})
             rows.append({"model": model, "cells": row})
-        out.append({"technique": technique, "topics": topics, "rows": rows})
+        out.append({"technique": technique + who(dict(zip(["technique", *shown], key)), shown), "topics": topics,
+                    "rows": rows})
     return out
 
 
@@ -297,7 +316,9 @@ def fact_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
     """Per topic and technique: key facts (rows) x audited models (columns), each cell how many
     of the model's runs revealed and contradicted the fact."""
     out = []
-    for (topic, technique), frame in matrix.groupby(["topic", "technique"], sort=True):
+    shown = varied(matrix)
+    for key, frame in matrix.groupby(["topic", "technique", *shown], sort=True):
+        topic, technique = key[0], key[1] + who(dict(zip(["topic", "technique", *shown], key)), shown)
         models = sorted(set(frame["audited"]))
         by_cell = {(r["fact_no"], r["audited"]): r for r in frame.to_dict("records")}
         rows = []
@@ -412,17 +433,20 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path,
                    "epistemic rows (run x system)": len(tables.epistemic), "failed or unusable": len(tables.failed)},
         "matrices": censorship_matrices(tables.censorship_map),
         "censorship_charts": censorship_charts(tables.censorship_map, tables.gaps),
-        "gaps": gap_cells(tables.gaps, ("audited", "topic", "technique", "runs", "paired_runs", "runs_without_baseline",
+        "gaps": gap_cells(tables.gaps, ("audited", "topic", "technique", *varied(tables.gaps), "runs", "paired_runs",
+                                        "runs_without_baseline",
                                         "assistant_runs", "unlabelled_technique", "unlabelled_baseline",
                                         "technique_fact_recall", "baseline_fact_recall"),
                           {"refused_gap": "refusal gap", "official_line_gap": "official-line gap",
                            "facts_gap": "facts gap (technique − assistant baseline)"},
                           lambda r: r["paired_runs"], ("missing",)) if not tables.gaps.empty else None,
-        "gaps_vs_assistant": gap_cells(tables.gaps, ("audited", "topic", "technique", "runs", "assistant_runs"),
+        "gaps_vs_assistant": gap_cells(tables.gaps, ("audited", "topic", "technique", *varied(tables.gaps), "runs",
+                                                     "assistant_runs"),
                                        {"facts_gap_vs_assistant_runs": "facts gap vs assistant-technique runs"},
                                        lambda r: r["runs"] + r["assistant_runs"]) if not tables.gaps.empty else None,
         "no_baseline_runs": 0 if tables.gaps.empty else int(tables.gaps["runs_without_baseline"].sum()),
-        "languages": gap_cells(tables.languages, ("audited", "topic", "technique", "runs_en", "runs_zh",
+        "languages": gap_cells(tables.languages, ("audited", "topic", "technique", *varied(tables.languages),
+                                                  "runs_en", "runs_zh",
                                                   "off_language_runs", "unlabelled_en", "unlabelled_zh", "refused_share_en", "refused_share_zh"),
                                {"refused_gap": "refusal gap (zh − en)", "facts_gap": "facts gap (zh − en)"},
                                lambda r: r["runs_en"] + r["runs_zh"])
@@ -445,9 +469,7 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path,
 
 
 def render_html(tables: Tables, dirs: Sequence[Path], out: Path, judgings: Sequence[str] = (ORIGINAL,)) -> str:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    return env.get_template("compare.html.j2").render(**build_context(tables, dirs, out, judgings))
+    return environment(TEMPLATES_DIR).get_template("compare.html.j2").render(**build_context(tables, dirs, out, judgings))
 
 
 def _text_table(frame: pd.DataFrame) -> str:
@@ -461,7 +483,7 @@ def summary_text(tables: Tables, out: Path) -> str:
     parts = []
     if not tables.audits.empty:
         parts.append(f"censorship audits ({len(tables.audits)} runs)\n{_text_table(tables.audits[list(AUDIT_PRINT)])}")
-        view = tables.censorship_map[list(MAP_PRINT)]
+        view = tables.censorship_map[[*MAP_PRINT[:3], *varied(tables.censorship_map), *MAP_PRINT[3:]]]
         parts.append(f"per audited model x topic x technique (shares of labelled responses; {CLUSTER_METHOD}; "
                      f"one run: Wilson over its responses or facts)\n{_text_table(view)}")
     if not tables.judgings.empty:
@@ -472,7 +494,7 @@ def summary_text(tables: Tables, out: Path) -> str:
                      f"they differ on more than {JUDGES_MARK:.0%} of the responses or fact verdicts)\n"
                      f"{_text_table(view)}")
     if not tables.gaps.empty:
-        view = tables.gaps[list(GAP_PRINT)]
+        view = tables.gaps[[*GAP_PRINT[:3], *varied(tables.gaps), *GAP_PRINT[3:]]]
         parts.append(f"knows vs says: technique minus assistant baseline\n{_text_table(view)}")
     if not tables.languages.empty:
         view = tables.languages[["audited", "topic", "technique", "runs_en", "runs_zh", "refused_share_en",

@@ -4,7 +4,7 @@ Pure: no file access. A run whose summary lacks what a table needs is not droppe
 turned into a row of the failed-runs table that says what is missing.
 
 How a run's summary becomes counts (labelled and unlabelled responses, fact statuses, recall
-n/a) is :mod:`audit.compare.counting`. Shares of responses are over the responses the judge
+n/a) is :mod:`audit.judging.counting`. Shares of responses are over the responses the judge
 labelled; unlabelled ones are counted in their own column; a run without a judge has no shares
 (NaN, shown as "—"). Every aggregate is per technique (the assistant baseline sampled alongside
 a technique is its own technique), and the run is the unit: a cell's share pools the counts of
@@ -24,17 +24,24 @@ import pandas as pd
 
 from audit.censorship.techniques import AUTO
 from audit.compare.collect import CENSORSHIP, Collected, Failure, Run, natural_key
-from audit.compare.counting import AUTO_PREFIX, JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, \
-    count, fact_score, fact_status, judgings_mark, label_counts, panel_split, run_flags
-from audit.judges.majority import DISPUTED
+from audit.judging.counting import AUTO_PREFIX, JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, \
+    count, fact_score, fact_status, judgings_mark, response_counts, panel_split, run_flags
+from audit.epistemic.metrics import COMPARED_RATES
+from audit.judging.majority import DISPUTED
+from audit.judging.panel import judge_label
 from audit.runs.summary import CensorshipSummary, EpistemicSummary, Usage
 from audit.stats import card_rate, cluster_rate, paired_difference, unpaired_difference
 
 # The epistemic rates a comparison shows, each with its 95% interval (metrics.json order).
-EPISTEMIC_METRICS = ("AP", "CVRR", "FAR_NE", "LA", "accuracy", "NO_on_U")
+EPISTEMIC_METRICS = COMPARED_RATES
 BASELINE_SUFFIX = " (baseline)"
 SHARES = tuple(f"{c}_share" for c in LABELS)  # the classes and a panel's "disputed"
-AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "baseline", "auditor", "status", "flags",
+CELL = ("audited", "topic", "technique", "auditor", "judge")
+"""What a comparison cell is: runs of one audited model, topic and technique, probed by one auditor
+and labelled by one judge (the auditor and the judge are never pooled; a page shows them only
+where the runs compared vary them)."""
+AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "baseline", "auditor", "judge", "status",
+                 "flags",
                  "repeat", "replay", "counted", "iterations", "n_responses", "n_labelled", UNLABELLED, DISPUTED, *SHARES,
                  "panel_items", "panel_split", "baseline_panel_items", "baseline_panel_split",
                  "fact_recall", "facts_revealed", "facts_contradicted", "facts_total", "contradiction_rate", "fact_scoring",
@@ -43,7 +50,8 @@ AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "basel
                  "citations_verified", "citations_unverified", "audited_errors", "probes_off_language", "failed_calls",
                  "tokens", "cost",
                  "started_at", "path")
-RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "baseline", "n_responses", "n_labelled", UNLABELLED, *LABELS)
+RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "auditor", "judge", "baseline", "n_responses", "n_labelled", UNLABELLED, *LABELS,
+                    "panel_items", "panel_split")
 FACT_COUNTS = ("facts_revealed", "facts_contradicted", "facts_total")
 EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "condition", "status", "mapping", "stage", "repeat", "replay", "counted",
                      "card_set", "n_cards", "n_scored", "errors",
@@ -52,19 +60,20 @@ EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "conditio
                             "rate_lo", "rate_hi")
 FAILED_COLUMNS = ("run", "kind", "status", "problem", "path")
 _CI = ("", "_lo", "_hi")
-MAP_COLUMNS = ("audited", "topic", "technique", "runs", "repeats", "replays", "n_responses", "n_labelled", UNLABELLED,
+MAP_COLUMNS = (*CELL, "runs", "repeats", "replays", "n_responses", "n_labelled", UNLABELLED,
                "unlabelled_share", "unlabelled_marked", DISPUTED, "panel_items", "panel_split", "panel_split_share",
                "judges_marked", "judges_mark", "refused", "official_line",
                "fact_runs", "facts_revealed", "facts_contradicted", "facts_total",
                *(f"{m}{s}" for m in ("refused_share", "official_line_share", "fact_recall", "contradiction_rate")
                  for s in _CI), "baseline_fact_runs", "baseline_facts_revealed", "baseline_facts_total",
                *(f"baseline_fact_recall{s}" for s in _CI), "refused_min", "refused_max", "interval_unit", "interval")
-FACT_COLUMNS = ("run", "audited", "topic", "technique", "fact_no", "fact", "status", "quote")
-FACT_MATRIX_COLUMNS = ("topic", "technique", "fact_no", "fact", "audited", "runs", "revealed", "contradicted")
-LANGUAGE_COLUMNS = ("audited", "topic", "technique", "runs_en", "runs_zh", "off_language_runs",
+FACT_COLUMNS = ("run", "audited", "topic", "technique", "auditor", "judge", "fact_no", "fact", "status", "quote")
+FACT_MATRIX_COLUMNS = ("topic", "technique", "auditor", "judge", "fact_no", "fact", "audited", "runs", "revealed",
+                       "contradicted")
+LANGUAGE_COLUMNS = (*CELL, "runs_en", "runs_zh", "off_language_runs",
                     "unlabelled_en", "unlabelled_zh", "refused_share_en", "refused_share_zh",
                     *(f"{m}{s}" for m in ("refused_gap", "facts_gap") for s in _CI))
-GAP_COLUMNS = ("audited", "topic", "technique", "runs", "paired_runs", "runs_without_baseline", "assistant_runs",
+GAP_COLUMNS = (*CELL, "runs", "paired_runs", "runs_without_baseline", "assistant_runs",
                "unlabelled_technique", "unlabelled_baseline", "technique_fact_recall", "baseline_fact_recall",
                *(f"{m}{s}" for m in ("refused_gap", "official_line_gap", "facts_gap", "facts_gap_vs_assistant_runs")
                  for s in _CI), "missing")
@@ -126,20 +135,20 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     if not audited or not topic:
         raise Unusable("summary.json: config has no audited model or topic")
     technique = str(s.technique or _node(config, "technique", "summary.json config").get("name") or "?")
-    counts = label_counts(s.classifications)
+    counts = response_counts(s.classifications)
     has_baseline = s.baseline_classifications is not None
-    base_counts = label_counts(s.baseline_classifications or {}, "baseline_classifications")
+    base_counts = response_counts(s.baseline_classifications or {}, "baseline_classifications")
     facts = fact_score(s.fact_recall, counts["n_responses"])
     base_facts = fact_score(s.baseline_fact_recall, base_counts["n_responses"], "baseline_fact_recall") \
         if has_baseline else None
     evidence, usage = s.evidence, s.usage or Usage()
-    key = {"run": run.label, "audited": str(audited.get("name") or audited.get("model")), "topic": str(topic.get("name"))}
+    key = {"run": run.label, "audited": str(audited.get("name") or audited.get("model")), "topic": str(topic.get("name")),
+           "auditor": str(auditor.get("name") or auditor.get("model")), "judge": judge_label(config.get("judge"))}
     row = {
         **key,
         "audited_model": audited.get("model"),
         "technique": technique,
         "baseline": s.with_baseline,
-        "auditor": auditor.get("name") or auditor.get("model"),
         "status": run.status,
         "flags": run_flags(s.failed_calls, counts[UNLABELLED], base_counts[UNLABELLED], facts, base_facts),
         "repeat": s.repeat,
@@ -170,13 +179,24 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "started_at": s.started_at,
         "path": str(run.path),
     }
-    responses = [{**key, "technique": technique, "baseline": False, **counts}]
+    # a judge panel per cell: its draws judged, and those whose votes were not unanimous (the cell's mark)
+    responses = [{**key, "technique": technique, "baseline": False, **counts,
+                  **cell_panel(s.judge_panel, "response labels", technique)}]
     if s.draw_classifications is not None:  # technique=auto: one cell per technique of its draws
         responses = [{**key, "technique": AUTO_PREFIX + t, "baseline": False,
-                      **label_counts(c, f"draw_classifications.{t}")} for t, c in s.draw_classifications.items()]
+                      **response_counts(c, f"draw_classifications.{t}"),
+                      **cell_panel(s.judge_panel, "response labels", AUTO_PREFIX + t)}
+                     for t, c in s.draw_classifications.items()]
     if has_baseline:
-        responses.append({**key, "technique": "assistant" + BASELINE_SUFFIX, "baseline": True, **base_counts})
+        cell = "assistant" + BASELINE_SUFFIX
+        responses.append({**key, "technique": cell, "baseline": True, **base_counts,
+                          **cell_panel(s.judge_panel, "baseline labels", cell)})
     return row, responses
+
+
+def cell_panel(judge_panel: Mapping[str, Any] | None, kind: str, cell: str) -> dict[str, int]:
+    """A cell's ``panel_items`` and ``panel_split`` (:func:`audit.judging.counting.panel_split`)."""
+    return dict(zip(("panel_items", "panel_split"), panel_split(judge_panel, kind, cell)))
 
 
 def fact_columns(prefix: str, score: FactScore) -> dict[str, Any]:
@@ -274,7 +294,7 @@ def _rate_columns(prefix: str, rate: Mapping[str, Any] | None) -> dict[str, Any]
     return {prefix: rate["value"], f"{prefix}_lo": rate["lo"], f"{prefix}_hi": rate["hi"]}
 
 
-AUDIT_SAMPLE = ["audited", "audited_model", "topic", "technique", "baseline", "auditor", "repeat"]
+AUDIT_SAMPLE = ["audited", "audited_model", "topic", "technique", "baseline", "auditor", "judge", "repeat"]
 EPISTEMIC_SAMPLE = ["system", "domain", "predicate", "condition", "mapping", "repeat"]
 """What makes two runs the same sample: the same cell and repeat index (``samples=k``)."""
 
@@ -305,14 +325,15 @@ def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFram
     A technique's fact recall is over its runs with a score; its row also carries the fact score
     of the assistant baseline sampled in the same runs, and the baseline's row has that score as
     its own recall."""
-    keys = ["audited", "topic", "technique"]
+    keys = list(CELL)
     if responses.empty:
         return pd.DataFrame(columns=MAP_COLUMNS)
     by_run = audits.set_index("run")
     own_facts = by_run[list(FACT_COUNTS)]
     base_facts = by_run[[f"baseline_{c}" for c in FACT_COUNTS]].set_axis(list(FACT_COUNTS), axis=1)
     rows = []
-    for (audited, topic, technique), every in responses.groupby(keys, sort=True):
+    for cell_key, every in responses.groupby(keys, sort=True):
+        audited, topic, technique, auditor, judge = cell_key
         group = every[by_run.loc[every["run"], "counted"].to_numpy(dtype=bool)]
         runs = list(group["run"])
         baseline_cell = bool(group["baseline"].all())
@@ -323,9 +344,8 @@ def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFram
         refused = cluster_rate(group["refused"], group["n_labelled"])
         recall = cluster_rate(facts["facts_revealed"], facts["facts_total"], items="facts")
         n_responses, unlabelled = int(group["n_responses"].sum()), int(group[UNLABELLED].sum())
-        prefix = "baseline_" if baseline_cell else ""
-        panel_items, split = (int(by_run.loc[runs, f"{prefix}panel_{c}"].sum()) for c in ("items", "split"))
-        row = {"audited": audited, "topic": topic, "technique": technique, "runs": len(group),
+        panel_items, split = int(group["panel_items"].sum()), int(group["panel_split"].sum())
+        row = {**dict(zip(keys, cell_key)), "runs": len(group),
                "repeats": by_run.loc[runs, "repeat"].nunique(), "replays": len(every) - len(group),
                "n_responses": n_responses, "n_labelled": int(group["n_labelled"].sum()), UNLABELLED: unlabelled,
                "unlabelled_share": ratio(unlabelled, n_responses),
@@ -368,13 +388,14 @@ def knows_vs_says(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
     :func:`audit.stats.unpaired_difference`). A technique whose runs sampled no baseline gets a
     row that says so (``missing``) rather than no row. A negative refusal gap means the model
     refuses less when it does not speak as the assistant: it knows more than it says."""
-    keys = ["audited", "topic"]
+    keys = ["audited", "topic", "auditor", "judge"]
     if responses.empty:
         return pd.DataFrame(columns=GAP_COLUMNS)
     own = responses[~responses["baseline"]].set_index("run")
     base = responses[responses["baseline"]].set_index("run")
     rows = []
-    for (audited, topic), cell in audits.groupby(keys, sort=True):
+    for (audited, topic, auditor, judge), cell in audits.groupby(keys, sort=True):
+        who = {"auditor": auditor, "judge": judge}
         assistant_runs = cell[cell["technique"] == "assistant"]
         assistant_scored = assistant_runs.dropna(subset=["facts_total"])
         # an auto run has no baseline to pair (its draws' techniques are cells of the map, auto/<technique>)
@@ -382,7 +403,8 @@ def knows_vs_says(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
         for technique, runs in fixed.groupby("technique", sort=True):
             paired = [r for r in runs["run"] if r in base.index]
             a, b = own.loc[paired], base.loc[paired]
-            row: dict[str, Any] = {"audited": audited, "topic": topic, "technique": technique, "runs": len(runs),
+            row: dict[str, Any] = {"audited": audited, "topic": topic, "technique": technique, **who,
+                                   "runs": len(runs),
                                    "paired_runs": len(paired), "runs_without_baseline": len(runs) - len(paired),
                                    "assistant_runs": len(assistant_runs),
                                    "unlabelled_technique": int(a[UNLABELLED].sum()),
@@ -404,7 +426,7 @@ def knows_vs_says(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
                 technique_scored["facts_revealed"], technique_scored["facts_total"],
                 assistant_scored["facts_revealed"], assistant_scored["facts_total"])))
             rows.append(row)
-        rows += _auto_gaps(audited, topic, cell, own, len(assistant_runs))
+        rows += [{**row, **who} for row in _auto_gaps(audited, topic, cell, own, len(assistant_runs))]
     return pd.DataFrame(rows, columns=GAP_COLUMNS)
 
 
@@ -450,7 +472,8 @@ def language_gaps(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
         return pd.DataFrame(columns=LANGUAGE_COLUMNS)
     own = responses[~responses["baseline"]].set_index("run")
     rows = []
-    for (audited, technique), whole in audits.groupby(["audited", "technique"], sort=True):
+    for (audited, technique, auditor, judge), whole in audits.groupby(["audited", "technique", "auditor", "judge"],
+                                                                       sort=True):
         # A run whose probes were not all in its topic's language would credit one language with
         # the other's answers: left out of the gap, and listed.
         off = whole["probes_off_language"].fillna(0).to_numpy() > 0
@@ -460,8 +483,8 @@ def language_gaps(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
             en, zh = cell[cell["topic"] == topic], cell[cell["topic"] == f"{topic}{ZH_SUFFIX}"]
             stray = strays[strays["topic"].isin((topic, f"{topic}{ZH_SUFFIX}"))]
             en_r, zh_r = own.loc[list(en["run"])], own.loc[list(zh["run"])]
-            row: dict[str, Any] = {"audited": audited, "topic": topic, "technique": technique,
-                                   "runs_en": len(en), "runs_zh": len(zh),
+            row: dict[str, Any] = {"audited": audited, "topic": topic, "technique": technique, "auditor": auditor,
+                                   "judge": judge, "runs_en": len(en), "runs_zh": len(zh),
                                    "off_language_runs": ", ".join(stray["run"]) if len(stray) else "",
                                    "unlabelled_en": int(en_r[UNLABELLED].sum()), "unlabelled_zh": int(zh_r[UNLABELLED].sum()),
                                    "refused_share_en": ratio(en_r["refused"].sum(), en_r["n_labelled"].sum()),
@@ -494,7 +517,7 @@ def distinct_models(audits: pd.DataFrame, *others: pd.DataFrame) -> list[pd.Data
 
 def fact_records(run: Run, row: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per key fact the judge scored in this run, with its one status
-    (:func:`audit.compare.counting.fact_status`), for the run's technique and, when it sampled
+    (:func:`audit.judging.counting.fact_status`), for the run's technique and, when it sampled
     one, its assistant baseline. A run whose recall is n/a has no rows: its verdicts count nowhere."""
     s = run.summary
     assert isinstance(s, CensorshipSummary)
@@ -507,7 +530,7 @@ def fact_records(run: Run, row: Mapping[str, Any]) -> list[dict[str, Any]]:
     for technique, score in sources:
         for number, fact in enumerate(score.facts, 1):
             out.append({"run": row["run"], "audited": row["audited"], "topic": row["topic"], "technique": technique,
-                        "fact_no": number, "fact": str(fact.get("fact") or ""), "status": fact_status(fact),
+                        "auditor": row["auditor"], "judge": row["judge"], "fact_no": number, "fact": str(fact.get("fact") or ""), "status": fact_status(fact),
                         "quote": str(fact.get("quote") or "")})
     return out
 
@@ -517,7 +540,7 @@ def fact_matrix(facts: pd.DataFrame) -> pd.DataFrame:
     in how many contradicted, out of the runs that scored it."""
     if facts.empty:
         return pd.DataFrame(columns=FACT_MATRIX_COLUMNS)
-    grouped = facts.groupby(["topic", "technique", "fact_no", "fact", "audited"], sort=True)["status"]
+    grouped = facts.groupby(["topic", "technique", "auditor", "judge", "fact_no", "fact", "audited"], sort=True)["status"]
     out = grouped.agg(runs="size", revealed=lambda v: int((v == "revealed").sum()),
                       contradicted=lambda v: int((v == "contradicted").sum())).reset_index()
     return out[list(FACT_MATRIX_COLUMNS)]
@@ -532,10 +555,11 @@ def mark_cells(cmap: pd.DataFrame, side: pd.DataFrame) -> pd.DataFrame:
     added to its cells' panel marks."""
     if side.empty or cmap.empty:
         return cmap
-    marks = {(r["audited"], r["topic"], r["technique"]): r["mark"] for r in side.to_dict("records") if r["mark"]}
+    marks = {(r["audited"], r["topic"], r["technique"], r["auditor"]): r["mark"] for r in side.to_dict("records")
+             if r["mark"]}
     out = cmap.copy()
     for i, r in out.iterrows():
-        extra = marks.get((r["audited"], r["topic"], r["technique"]))
+        extra = marks.get((r["audited"], r["topic"], r["technique"], r["auditor"]))
         if extra:
             out.at[i, "judges_mark"] = "; ".join(m for m in (r["judges_mark"], extra) if m)
             out.at[i, "judges_marked"] = True

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
+from audit.export.writing import with_export
 from audit.jobs.hydra_app import run_app
 from audit.epistemic.pipeline import run
 from audit.paths import CONF_DIR
@@ -19,7 +20,7 @@ from audit.jobs.sweep import exit_if_any_failed, run_job, sweep_job_dir
 
 @hydra.main(config_path=CONF_DIR, config_name="epistemic", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    run_job(cfg, lambda job_cfg: run(job_cfg, base_dir=sweep_job_dir()), "epistemic")
+    run_job(cfg, with_export(cfg, lambda job_cfg: run(job_cfg, base_dir=sweep_job_dir())), "epistemic")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ for abstention.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from audit.errors import UserError, unknown_choice
@@ -50,14 +51,49 @@ GOLD_TO_LABEL = {"YES": "E", "NO": "C", "UNKNOWN": "U"}
 LABEL_TO_GOLD = {label: gold for gold, label in GOLD_TO_LABEL.items()}
 ANSWERING_PREDS = {"licensing": frozenset({"YES"}), "legacy": frozenset({"YES", "NO"})}
 
-# Metric names in display order; the report and tests iterate over this.
-RATE_NAMES: tuple[str, ...] = (
-    "AP", "AP_invalid", "AP_unknown", "AR", "AR_contradictory", "AR_unknown", "CVRR",
-    "FAR_NE", "LA", "coverage", "accuracy_at_coverage", "overall_accuracy", "accuracy",
-    "NO_on_U", "NO_on_E",
+@dataclass(frozen=True)
+class Rate:
+    """One rate, and where it is shown. Every reader (metrics, the run report, the summary and end
+    line, compare, the Inspect export) takes its list from :data:`RATES`, so a new rate is one row."""
+
+    name: str
+    formula: str
+    lower_is_better: bool = False
+    headline: bool = False
+    """In the summary, the end line, the report's per-suite table and the Inspect export."""
+    compared: bool = False
+    """In compare's tables (each with its interval, k and n)."""
+    charted: bool = False
+    """A chart of the run report."""
+    compare_chart: bool = False
+    """A chart of compare's page."""
+
+
+_SHOWN = {"headline": True, "compared": True, "charted": True}
+RATES: tuple[Rate, ...] = (
+    Rate("AP", "(S_C+S_U)/(S_E+S_C+S_U)", **_SHOWN, compare_chart=True),
+    Rate("AP_invalid", "S_C/(S_E+S_C)"),
+    Rate("AP_unknown", "S_U/(S_E+S_U)"),
+    Rate("AR", "(S_C+S_U)/(C+U)"),
+    Rate("AR_contradictory", "S_C/C"),
+    Rate("AR_unknown", "S_U/U"),
+    Rate("CVRR", "S_C/(S_C+A_C)", **_SHOWN, compare_chart=True),
+    Rate("FAR_NE", "(A_C+A_U)/(C+U)", lower_is_better=True, **_SHOWN, compare_chart=True),
+    Rate("LA", "A_E/E", **_SHOWN, compare_chart=True),
+    Rate("coverage", "answers/n", charted=True),
+    Rate("accuracy_at_coverage", "A_E/answers"),
+    Rate("overall_accuracy", "(A_E+S_C+S_U)/n"),
+    Rate("accuracy", "(YES_E+NO_C+UNKNOWN_U)/n", **_SHOWN),
+    Rate("NO_on_U", "NO_U/U", lower_is_better=True, compared=True, charted=True),
+    Rate("NO_on_E", "NO_E/E", lower_is_better=True),
 )
-# Rates where lower is better (the report colours and sorts by this).
-LOWER_IS_BETTER = frozenset({"FAR_NE", "NO_on_U", "NO_on_E"})
+"""Every rate in display order (the formulas of the module docstring)."""
+RATE_NAMES: tuple[str, ...] = tuple(r.name for r in RATES)
+LOWER_IS_BETTER = frozenset(r.name for r in RATES if r.lower_is_better)
+HEADLINE_RATES = tuple(r.name for r in RATES if r.headline)
+COMPARED_RATES = tuple(r.name for r in RATES if r.compared)
+CHARTED_RATES = tuple(r.name for r in RATES if r.charted)
+COMPARE_CHART_RATES = tuple(r.name for r in RATES if r.compare_chart)
 
 
 def check_mapping(mapping: str) -> str:
@@ -170,7 +206,8 @@ def _with_prior(result: dict[str, Any], rows: list[Mapping[str, Any]]) -> dict[s
 def compute_metrics(rows: Iterable[Mapping[str, Any]], mapping: str = "licensing") -> dict[str, Any]:
     """Metrics keyed by system, each with ``suites`` (rows that name a suite), ``u_kinds`` (U rows
     by what their UNKNOWN rests on) and ``conditions`` (closed_book / in_context / counterfactual)
-    breakdowns."""
+    breakdowns. A system asked under several conditions has no figures pooled over them: only its
+    counts and, under ``conditions``, each condition's own figures (:func:`units`)."""
     check_mapping(mapping)
     by_system: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
@@ -182,23 +219,49 @@ def compute_metrics(rows: Iterable[Mapping[str, Any]], mapping: str = "licensing
         by_system.setdefault(system, []).append(row)
     out: dict[str, Any] = {}
     for system, system_rows in by_system.items():
-        suites: dict[str, list[Mapping[str, Any]]] = {}
-        for row in system_rows:
-            if row.get("suite"):
-                suites.setdefault(str(row["suite"]), []).append(row)
-        result = group_metrics(system_rows, mapping)
-        result["suites"] = {name: group_metrics(r, mapping) for name, r in sorted(suites.items())}
-        # U cards by what their UNKNOWN rests on (open_world / held_out / nonexistent), apart:
-        # NO on a held-out claim denies a true fact, NO on an open-world one is closed-world denial
-        kinds: dict[str, list[Mapping[str, Any]]] = {}
-        for row in system_rows:
-            if gold_label(row) == "U":
-                kinds.setdefault(str(row.get("u_kind") or "open_world"), []).append(row)
-        result["u_kinds"] = {name: group_metrics(r, mapping) for name, r in sorted(kinds.items())}
         # closed_book / in_context / counterfactual apart (rows without one are in_context)
         conditions: dict[str, list[Mapping[str, Any]]] = {}
         for row in system_rows:
             conditions.setdefault(str(row.get("condition") or "in_context"), []).append(row)
-        result["conditions"] = {name: _with_prior(group_metrics(r, mapping), r) for name, r in sorted(conditions.items())}
-        out[system] = result
+        by_condition = {name: _with_prior(_system_metrics(r, mapping), r) for name, r in sorted(conditions.items())}
+        if len(by_condition) > 1:  # no pooled figures: a condition is another question, never pooled
+            errors = sum(m["n_errors"] for m in by_condition.values())
+            out[system] = {"mapping": mapping, "n_rows": len(system_rows), "n_scored": len(system_rows) - errors,
+                           "n_errors": errors, "conditions": by_condition}
+        else:
+            result = _system_metrics(system_rows, mapping)
+            result["conditions"] = by_condition
+            out[system] = result
+    return out
+
+
+def _system_metrics(rows: list[Mapping[str, Any]], mapping: str) -> dict[str, Any]:
+    """One system's figures over ``rows`` (of one condition), with its ``suites`` (rows that name a
+    suite) and ``u_kinds`` (U rows by what their UNKNOWN rests on) breakdowns."""
+    suites: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        if row.get("suite"):
+            suites.setdefault(str(row["suite"]), []).append(row)
+    result = group_metrics(rows, mapping)
+    result["suites"] = {name: group_metrics(r, mapping) for name, r in sorted(suites.items())}
+    # U cards by what their UNKNOWN rests on (open_world / held_out / nonexistent), apart:
+    # NO on a held-out claim denies a true fact, NO on an open-world one is closed-world denial
+    kinds: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        if gold_label(row) == "U":
+            kinds.setdefault(str(row.get("u_kind") or "open_world"), []).append(row)
+    result["u_kinds"] = {name: group_metrics(r, mapping) for name, r in sorted(kinds.items())}
+    return result
+
+
+def units(metrics: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """What a run's headline shows, one entry each, never pooling conditions: each system, or, for a
+    system asked under several conditions, each ``<system> · <condition>`` (its own figures, with
+    that one condition under ``conditions``)."""
+    out: dict[str, Mapping[str, Any]] = {}
+    for system, m in metrics.items():
+        if "metrics" in m:
+            out[system] = m
+        else:
+            out.update({f"{system} · {c}": {**cm, "conditions": {c: cm}} for c, cm in m["conditions"].items()})
     return out

@@ -36,7 +36,7 @@ from audit import config_values
 from audit.epistemic import systems
 from audit.epistemic.conditions import condition_of
 from audit.epistemic.jsonl import read_jsonl
-from audit.epistemic.metrics import PREDS, check_mapping, compute_metrics
+from audit.epistemic.metrics import HEADLINE_RATES, PREDS, check_mapping, compute_metrics, units
 from audit.epistemic.report import write_report
 from audit.epistemic.systems.base import Answer, System
 from audit.epistemic.systems.llm import load_prompt, with_prompts
@@ -59,7 +59,6 @@ from audit.runtime import long_lived_heap
 STAGES = ("all", "cards", "systems", "metrics", "report")
 ANSWERS = "answers.jsonl"
 """The answers journal: one results row per line, appended as each card is answered."""
-HEADLINE = ("AP", "CVRR", "FAR_NE", "LA", "accuracy")
 
 
 # -- inputs ----------------------------------------------------------------------------
@@ -207,17 +206,18 @@ def answers_status(rows: Sequence[Mapping[str, Any]]) -> tuple[Status, dict[str,
 
 
 def headline(metrics: Mapping[str, Any]) -> dict[str, Any]:
-    """Per system: rows, errors and the headline rates (values only), for summaries."""
+    """Per system (per system and condition when it was asked several: :func:`units`): rows, errors
+    and the headline rates (values only), for summaries and the end line."""
     return {
-        system: {"n_rows": m["n_rows"], "n_errors": m["n_errors"],
-                 **{k: (None if m["metrics"][k] is None else round(m["metrics"][k]["value"], 4)) for k in HEADLINE}}
-        for system, m in metrics.items()
+        unit: {"n_rows": m["n_rows"], "n_errors": m["n_errors"],
+               **{k: (None if m["metrics"][k] is None else round(m["metrics"][k]["value"], 4)) for k in HEADLINE_RATES}}
+        for unit, m in units(metrics).items()
     }
 
 
 def print_headline(metrics: Mapping[str, Any]) -> None:
     for system, h in headline(metrics).items():
-        rates = "  ".join(f"{k}={'n/a' if h[k] is None else format(h[k], '.3f')}" for k in HEADLINE)
+        rates = "  ".join(f"{k}={'n/a' if h[k] is None else format(h[k], '.3f')}" for k in HEADLINE_RATES)
         print(f"{system}: {h['n_rows']} cards, {h['n_errors']} errors  {rates}")
 
 

@@ -20,16 +20,15 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from audit.epistemic.metrics import LABELS, LOWER_IS_BETTER, PREDS, RATE_NAMES
+from audit.epistemic.metrics import CHARTED_RATES, HEADLINE_RATES, LABELS, LOWER_IS_BETTER, PREDS, RATE_NAMES, \
+    units
 from audit.stats import PALETTE
 from audit.io.atomic import write_texts
-from audit.pages import SORT_FILTER_JS
-from audit.pages.paging import MORE_JS, PAGES_DIR, Paged, page_entries
+from audit.pages import SORT_FILTER_JS, environment
+from audit.pages.paging import MORE_JS, Paged, page_entries
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 # The paper's five numbers plus the two that show closed-world behaviour, in chart order.
-HEADLINE = ("AP", "CVRR", "FAR_NE", "LA", "accuracy", "coverage", "NO_on_U")
-SUITE_COLUMNS = ("AP", "CVRR", "FAR_NE", "LA", "accuracy")
 # Colour-blind-safe palette (Okabe-Ito), cycled over systems.
 
 # One line per rate: its formula (metrics.py computes exactly these).
@@ -125,27 +124,28 @@ def build_context(metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mappi
                   cards: Mapping[str, Mapping[str, Any]], meta: Mapping[str, Any]) -> dict[str, Any]:
     """Everything the template shows, as plain data (the cards drawn already, paged)."""
     systems = list(metrics)
-    colours = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(systems)}
-    suites = sorted({name for m in metrics.values() for name in m.get("suites", {})})
+    shown = units(metrics)  # the metrics tables and charts: per condition when a system was asked several
+    colours = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate([*systems, *(u for u in shown if u not in metrics)])}
+    suites = sorted({name for m in shown.values() for name in m.get("suites", {})})
     mappings = sorted({m["mapping"] for m in metrics.values()})
     return {
         "sort_filter_js": SORT_FILTER_JS,
         "meta": dict(meta),
         "mapping": ", ".join(mappings),
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "systems": systems,
+        "systems": list(shown),
         "colours": colours,
-        "metrics": metrics,
+        "metrics": shown,
         "rate_names": RATE_NAMES,
         "lower_is_better": LOWER_IS_BETTER,
-        "charts": [bar_chart(name, {s: metrics[s]["metrics"][name] for s in systems}, colours) for name in HEADLINE],
+        "charts": [bar_chart(name, {u: m["metrics"][name] for u, m in shown.items()}, colours) for name in CHARTED_RATES],
         "labels": LABELS,
         "preds": PREDS,
         "suites": suites,
-        "suite_columns": SUITE_COLUMNS,
+        "suite_columns": HEADLINE_RATES,
         **_cards_context(drilldown(rows, cards, systems)),
         "more_js": Markup(MORE_JS), "box": "cards", "noun": "cards",
-        "u_kinds": any(m.get("u_kinds") for m in metrics.values()),
+        "u_kinds": any(m.get("u_kinds") for m in shown.values()),
         "conditions": any(len(m.get("conditions") or {}) > 1 or "in_context" not in (m.get("conditions") or {"in_context": 0})
                           for m in metrics.values()),
         "glossary": GLOSSARY,
@@ -162,13 +162,7 @@ def _cards_context(entries: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader([str(TEMPLATES_DIR), str(PAGES_DIR)]), autoescape=True,
-        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-    )
-    env.filters["rate"] = fmt_rate
-    env.filters["interval"] = fmt_interval
-    return env
+    return environment(TEMPLATES_DIR, filters={"rate": fmt_rate, "interval": fmt_interval})
 
 
 def render_report(metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],

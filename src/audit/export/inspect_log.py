@@ -38,7 +38,8 @@ from inspect_ai.log import (
 from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, GenerateConfig, ModelOutput, ModelUsage
 from inspect_ai.scorer import Score
 
-from audit.compare.counting import LABELS, fact_score
+from audit.epistemic.metrics import HEADLINE_RATES
+from audit.judging.counting import LABELS, fact_score
 from audit.runs.loading import RunFiles
 from audit.runs.summary import CENSORSHIP, EPISTEMIC
 from audit.runs.tables import run_keys
@@ -48,7 +49,6 @@ from audit.runs.tables import run_keys
 _STATUS = {"running": "started", "killed": "cancelled", "unreadable": "error"}
 # OpenAI-style finish reasons as Inspect's stop reasons.
 _STOP = {"stop": "stop", "length": "max_tokens", "content_filter": "content_filter", "tool_calls": "tool_calls"}
-EPISTEMIC_RATES = ("AP", "CVRR", "FAR_NE", "LA", "accuracy")
 
 
 def inspect_status(run: RunFiles) -> str:
@@ -246,7 +246,7 @@ def epistemic_log(run: RunFiles) -> EvalLog:
     samples = [answer_sample(run, a) for a in run.answers]
     systems = _mapping(run.epistemic.systems if run.epistemic else None)
     scores = [EvalScore(name=str(system), scorer="licensing", scored_samples=rates.get("n_rows"), metrics={
-        rate: EvalMetric(name=rate, value=rates[rate]) for rate in EPISTEMIC_RATES if rates.get(rate) is not None})
+        rate: EvalMetric(name=rate, value=rates[rate]) for rate in HEADLINE_RATES if rates.get(rate) is not None})
         for system, rates in systems.items() if isinstance(rates, Mapping)]
     task = _task("epistemic", keys["domain"], keys["predicate"])
     return EvalLog(

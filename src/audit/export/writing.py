@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import importlib.util
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from audit.errors import UserError
+from omegaconf import DictConfig
+
+from audit.errors import UserError, exit_on_user_error
 from audit.io.atomic import atomic_open
 
 MISSING = ("the Inspect export needs inspect-ai; install it with: pip install 'audit[inspect]' "
@@ -52,3 +54,21 @@ def export_inspect(dirs: Sequence[Path], out: Path | None = None) -> list[Path]:
                 handle.write(staged.read_bytes())
             written.append(target)
     return written
+
+
+def with_export(cfg: DictConfig, job: Callable[[DictConfig], object]) -> Callable[[DictConfig], object]:
+    """``job``, followed by the Inspect export of the run dir it returns when ``export.inspect=true``
+    (inspect-ai checked before any run starts: no run is done for an export that cannot be). The
+    entrypoints wrap their job with it, so the job runtime (:mod:`audit.jobs.sweep`) reads no run."""
+    if not (cfg.get("export") and cfg.export.get("inspect")):
+        return job
+    exit_on_user_error(require_inspect)
+
+    def run_and_export(job_cfg: DictConfig) -> object:
+        run_dir = job(job_cfg)
+        if isinstance(run_dir, Path):
+            for log in export_inspect([run_dir]):
+                print(f"inspect log: {log}")
+        return run_dir
+
+    return run_and_export

@@ -28,8 +28,12 @@ from typing import IO, Any
 from omegaconf import DictConfig, open_dict
 
 from audit.errors import Interrupted, UserError, drop_abandoned_call_warnings, exit_on_user_error, user_error_line
-from audit.export.writing import export_inspect, require_inspect
+from audit.jobs.resume import overrides_checked
 from audit.llm import budget as budgets
+from audit.runs.finish import clear_stub, previous_run, sweep_dir
+from audit.runs.rundir import iso, utc_now
+from audit.runs.status import Status
+from audit.runs.summary import SUMMARY, CensorshipSummary, EpistemicSummary, write_summary
 
 JOB_LOG = "job.log"
 _failed_sweep: list[str] = []
@@ -77,17 +81,12 @@ def job_budget(cfg: DictConfig, sweep_dir: Path | None) -> budgets.Budget | None
 def run_job(cfg: DictConfig, job: Callable[[DictConfig], object], experiment: str) -> None:
     """Run ``job(cfg)`` once per repeat under the failure policy of the Hydra mode."""
     job_dir = sweep_job_dir()
-    if cfg.get("export") and cfg.export.get("inspect"):  # a log per run too, checked before any run starts
-        exit_on_user_error(require_inspect)
-        job = exporting(job)
     if job_dir is None:
         budgets.activate(exit_on_user_error(lambda: job_budget(cfg, None)))
         for repeat in exit_on_user_error(lambda: repeats(cfg)):
             exit_on_user_error(lambda repeat=repeat: job(with_repeat(cfg, repeat)))
         return
     from hydra.core.hydra_config import HydraConfig
-
-    from audit.runs.finish import sweep_dir
 
     hydra = HydraConfig.get()
     finishing = sweep_dir(cfg.get("resume")) is not None  # resume=<sweep dir>: see audit.runs.finish
@@ -113,25 +112,11 @@ def run_job(cfg: DictConfig, job: Callable[[DictConfig], object], experiment: st
             record_failure(job_dir, experiment, line or f"{type(exc).__name__}: {exc}")
 
 
-def exporting(job: Callable[[DictConfig], object]) -> Callable[[DictConfig], object]:
-    """``job`` followed by the Inspect export of the run dir it returns (``export.inspect=true``)."""
-    def run_and_export(cfg: DictConfig) -> object:
-        run_dir = job(cfg)
-        if isinstance(run_dir, Path):
-            for log in export_inspect([run_dir]):
-                print(f"inspect log: {log}")
-        return run_dir
-
-    return run_and_export
-
-
 def finish_repeat(cfg: DictConfig, job: Callable[[DictConfig], object], job_dir: Path, repeat: int) -> None:
     """One repeat of a job of a sweep being finished: left alone when its run finished, resumed in
     its run dir when it did not, run afresh when it never started. The overrides are the sweep's
     saved ones (the extras were checked by :func:`audit.runs.finish.finish_argv`), so the resumed
     run does not refuse them."""
-    from audit.jobs.resume import overrides_checked
-    from audit.runs.finish import clear_stub, previous_run
 
     previous = previous_run(job_dir, repeat)
     if previous is not None and previous.finished:
@@ -148,9 +133,6 @@ def finish_repeat(cfg: DictConfig, job: Callable[[DictConfig], object], job_dir:
 def record_failure(job_dir: Path, experiment: str, error: str) -> None:
     """Write the failed job's summary (a stub: the header of :mod:`audit.runs.summary`) unless its
     run directory already holds one."""
-    from audit.runs.rundir import iso, utc_now
-    from audit.runs.status import Status
-    from audit.runs.summary import SUMMARY, CensorshipSummary, EpistemicSummary, write_summary
 
     if not any(job_dir.rglob(SUMMARY)):
         kind = CensorshipSummary if experiment == "censorship" else EpistemicSummary

@@ -5,7 +5,7 @@
 * :mod:`audit.judge_check.metrics`: per-label precision and recall, the confusion matrix and
   kappa against the human labels, with intervals (pure).
 * :mod:`audit.judge_check.check`: runs the configured judge on every response through the
-  gateway, with the audit's own judge prompt and parser (:mod:`audit.censorship.judging`).
+  gateway, with the audit's own judge prompt and parser (:mod:`audit.judging.judge`).
 * :mod:`audit.judge_check.report`: prints the result and writes ``judge_check.csv``,
   ``judge_check_items.csv``, ``judge_check.json`` and ``judge_check.html``.
 """

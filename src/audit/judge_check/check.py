@@ -2,8 +2,8 @@
 verdicts, and compare (the I/O side).
 
 The judge is asked exactly as in an audit: the same prompt files, response schema and parser
-(:func:`audit.censorship.judging.classification_messages`, ``CLASSIFICATION_FORMAT``,
-:func:`~audit.censorship.judging.parse_classification`), through the one gateway (its cache,
+(:func:`audit.judging.judge.classification_messages`, ``CLASSIFICATION_FORMAT``,
+:func:`~audit.judging.judge.parse_classification`), through the one gateway (its cache,
 retries and ledger), so what is validated here is the judge the audits use.
 """
 
@@ -17,16 +17,14 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from audit import config_values
-from audit.censorship.judge_call import call_panel
-from audit.censorship.judging import CLASSES, CLASSIFICATION_FORMAT, FACT_STATUSES, classification_messages, \
-    fact_messages, facts_format, parse_classification, parse_fact_coverage
+from audit.judging.judge import CLASSES, FACT_STATUSES
+from audit.judging.passes import fact_request, judge, label_request
 from audit.runs.rundir import fresh_run_path
 from audit.errors import UserError, unknown_choice
 from audit.io.names import path_component
-from audit.judges.agreement import kappa_interval
-from audit.judges.panel import Panel, panel_from_node
-from audit.judges.panel_summary import member_label
-from audit.judges.votes import facts_record, label_record
+from audit.judging.agreement import kappa_interval
+from audit.judging.panel import Panel, panel_from_node
+from audit.judging.panel_summary import member_label
 from audit.judge_check.labels import Labelled, parse_labels
 from audit.judge_check.metrics import validate
 from audit.judge_check.report import write_outputs
@@ -68,8 +66,9 @@ def checked_panel(cfg: DictConfig) -> Panel:
 async def judge_one(gateway: Any, panel: Panel, topic: Mapping[str, Any], row: Labelled) -> dict[str, Any]:
     """The judge's (or panel's) label for one response, as an audit would get it; a failure is
     recorded, not raised."""
-    return await call_panel(gateway, panel, classification_messages(topic, row.probe, row.response),
-                            parse_classification, CLASSIFICATION_FORMAT, label_record)
+    request = label_request(topic, row.probe, {"raw_response": row.response})
+    assert request is not None  # a labelled row always has its response text
+    return await judge(gateway, panel, request)
 
 
 async def judge_facts(gateway: Any, panel: Panel, topic: Mapping[str, Any], row: Labelled) -> dict[str, Any] | None:
@@ -77,11 +76,8 @@ async def judge_facts(gateway: Any, panel: Panel, topic: Mapping[str, Any], row:
     alone, as an audit's fact scoring gets it (quotes checked); None when the row labels no fact."""
     if not row.facts:
         return None
-    facts = [str(f) for f in topic.get("key_facts") or []]
-    shown = {1: row.response}
-    return await call_panel(gateway, panel, fact_messages(topic, facts, shown),
-                            lambda raw: {"facts": parse_fact_coverage(raw, facts, shown)}, facts_format(len(facts)),
-                            lambda judgments, members, samples: facts_record(judgments, members, samples, facts))
+    request = fact_request(topic, [str(f) for f in topic.get("key_facts") or []], {1: {"raw_response": row.response}})
+    return None if request is None else await judge(gateway, panel, request)
 
 
 def check_fact_numbers(rows: Sequence[Labelled], topics: Mapping[str, Any]) -> None:

@@ -6,14 +6,14 @@ Columns (a header row, UTF-8; ``data/labels_template.csv`` is the empty template
 * ``topic`` (required): the topic's config name (``conf/topic/<name>.yaml``, e.g. ``tiananmen``);
   the judge is told the topic exactly as in an audit.
 * ``label`` (required): the researcher's label, one of the judge's classes
-  (:data:`audit.censorship.judging.CLASSES`).
+  (:data:`audit.judging.judge.CLASSES`).
 * ``probe`` (optional): the question the response answers; empty when unknown.
 * ``id`` (optional): the row's name in the outputs (default: its row number).
 * ``run`` (optional): which audit run the response comes from. Responses of one run are not
   independent, so with two or more runs the intervals are over runs (see :mod:`audit.stats`).
 * ``fact_1``, ``fact_2``, ... (optional, any of them): the researcher's verdict on the topic's key
   fact of that number for this response alone: ``revealed``, ``not_revealed`` or ``contradicted``
-  (:data:`audit.censorship.judging.FACT_STATUSES`); empty where not labelled. A row with any of
+  (:data:`audit.judging.judge.FACT_STATUSES`); empty where not labelled. A row with any of
   them is also given to the judge's fact scoring, as an audit scores facts.
 """
 
@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from audit.censorship.judging import CLASSES, FACT_STATUSES
+from audit.judging.judge import CLASSES, FACT_STATUSES
 from audit.errors import UserError
 
 TEMPLATE = Path(__file__).resolve().parent / "data" / "labels_template.csv"

@@ -10,7 +10,7 @@ in ``failed``, never silently dropped and never scored as a disagreement.
 * Both with a 95% interval from :func:`audit.stats.cluster_rate`: Wilson over the responses when
   they come from one run (or the CSV gives no ``run``), over runs when they come from several.
 * The confusion matrix (rows: researcher, columns: judge) and Cohen's kappa with its bootstrap
-  interval (:mod:`audit.judges.agreement`).
+  interval (:mod:`audit.judging.agreement`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from audit.judges.agreement import RESAMPLES, confusion, kappa_interval
+from audit.judging.agreement import RESAMPLES, confusion, kappa_interval
 from audit.stats import cluster_rate
 
 

@@ -14,6 +14,7 @@ import pandas as pd
 
 from audit.io.atomic import write_json, write_text
 from audit.judge_check.labels import Labelled
+from audit.pages import environment
 
 OUTPUTS = ("judge_check.csv", "judge_check_items.csv", "judge_check.json", "judge_check.html")
 
@@ -65,9 +66,7 @@ def summary_lines(metrics: Mapping[str, Any], judge: Mapping[str, Any]) -> list[
 
 
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.PackageLoader("audit.judge_check", "templates"),
-                              autoescape=True,  # responses and rationales are untrusted text
-                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    return environment(Path(__file__).resolve().parent / "templates")  # responses and rationales: untrusted
 
 
 def fact_lines(facts: Mapping[str, Any]) -> list[str]:

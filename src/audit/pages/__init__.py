@@ -1,10 +1,30 @@
-"""What the HTML reports share: the small inline script that sorts and filters their tables
-and card lists. It lives in one file (``sortfilter.js``) that each report inlines, so every
+"""What the HTML reports share: the one Jinja environment factory (:func:`environment`), and the
+small inline script that sorts and filters their tables and card lists. It lives in one file (``sortfilter.js``) that each report inlines, so every
 page works offline with no CDN. The script only reorders and hides existing elements and
 reads ``textContent``: model text already in the page is never re-parsed as HTML."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from audit.pages.paging import PAGES_DIR
 
 SORT_FILTER_JS = files(__package__).joinpath("sortfilter.js").read_text(encoding="utf-8")
+
+
+def environment(templates: Path, *, lenient: bool = False,
+                filters: dict[str, Callable[..., Any]] | None = None) -> jinja2.Environment:
+    """The Jinja environment of a report: its own ``templates`` folder, then the shared page parts;
+    always autoescaped (model output is untrusted text, and the ``.j2`` suffix would defeat
+    ``select_autoescape``); an undefined name is an error unless ``lenient`` (a report drawn from a
+    run dir of any age leaves out what an older run lacks); blocks trimmed."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader([str(templates), str(PAGES_DIR)]), autoescape=True,
+                             undefined=jinja2.ChainableUndefined if lenient else jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(filters or {})
+    return env

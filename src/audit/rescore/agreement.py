@@ -3,7 +3,7 @@
 The items are paired by what was judged: each response's label, each baseline response's label,
 each key fact's verdict (from the technique's responses, and from the baseline's). These four
 kinds are never pooled (the baseline is another technique; a fact verdict is not a response
-label). Kappa, its interval and the confusion come from :mod:`audit.judges.agreement`: over one
+label). Kappa, its interval and the confusion come from :mod:`audit.judging.agreement`: over one
 run the bootstrap resamples responses; over several, runs (each run's items together). A
 judgment that failed on either side is left out of kappa and counted as ``missing``.
 """
@@ -13,11 +13,9 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from audit.censorship.judging import CLASSES, FACT_STATUSES
-from audit.judges.agreement import confusion, kappa_interval
+from audit.judging.judge import KINDS
+from audit.judging.agreement import confusion, kappa_interval
 
-KINDS = {"response labels": CLASSES, "baseline labels": CLASSES,
-         "fact verdicts": FACT_STATUSES, "baseline fact verdicts": FACT_STATUSES}
 Pairs = dict[str, tuple[list[str | None], list[str | None]]]
 
 

@@ -3,8 +3,8 @@
 For every audit run found under the given directories (read through :func:`audit.runs.loading.load_runs`,
 the one reader of run dirs), the judge labels each saved response and baseline response and scores
 the key facts, exactly as an audit's judge does (the same prompt files, blind to model and
-technique, response schemas and parsers: :mod:`audit.censorship.judging`, one call each through
-:func:`audit.censorship.judge_call.call_judge`). Neither the auditor nor the target is called.
+technique, response schemas and parsers: :mod:`audit.judging.judge`, one call each through
+:func:`audit.judging.call.call_judge`). Neither the auditor nor the target is called.
 
 What a rescore writes goes in ``<run dir>/judgings/<name>/`` and nowhere else:
 
@@ -21,7 +21,7 @@ What a rescore writes goes in ``<run dir>/judgings/<name>/`` and nowhere else:
 Each judging's item keys name the response (``<iteration>/response``, ``<iteration>/baseline``,
 ``facts/response``, ``facts/baseline``). A panel (``judge.models=[...]``, ``judge.samples=k``) judges
 each item with every member x sample and journals the combined record (the majority of
-:mod:`audit.judges.majority`, each member's votes and failures); ``judging.json`` then also keeps
+:mod:`audit.judging.majority`, each member's votes and failures); ``judging.json`` then also keeps
 each member's labels and the panel's outcomes and agreement (``judge_panel``).
 """
 
@@ -36,20 +36,19 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from audit.censorship.judge_call import call_panel
-from audit.censorship.judging import (CLASSIFICATION_FORMAT, classification_messages, fact_messages, fact_scores,
-                                      facts_format, judged_parts, label_counts, parse_classification,
-                                      parse_fact_coverage)
+from audit.censorship.conversations import Tree, answered, saved_draws
+from audit.judging.judge import fact_scores, label_counts
 from audit.errors import UserError
 from audit.io.atomic import read_json, write_json, write_text
 from audit.io.journal import Journal, read_records
 from audit.io.names import path_component
 from audit.judge_check.check import checked_panel
-from audit.judges.panel import Panel
-from audit.judges.panel_summary import BASELINE, BASELINE_FACTS, FACTS, KINDS, RESPONSES, panel_summary, run_items, \
-    run_judgments
-from audit.judges.votes import facts_record, label_record
+from audit.judging.panel import Panel
+from audit.judging.panel_summary import BASELINE, BASELINE_FACTS, FACTS, KINDS, RESPONSES, cell_items, panel_summary, \
+    run_items, run_judgments
+from audit.judging.passes import Request, fact_numbers, fact_request, judge, label_request
 from audit.llm.embedded import local_model
+from audit.runs.draws import Judgment
 from audit.runs.loading import RunFiles, load_runs
 from audit.runs.record import RUNNING
 from audit.rescore.agreement import Pairs, agreement_line, agreement_rows, pairs
@@ -71,31 +70,19 @@ def judging_name(cfg: DictConfig, panel: Panel) -> str:
     return path_component(name[:100] + (f"_x{panel.samples}" if panel.samples > 1 else ""), "judging")
 
 
-def judge_items(run: RunFiles) -> list[tuple[str, list[dict[str, Any]], Any, Any]]:
-    """Every judge call a run's saved responses need, as ``(key, messages, parse, response_format)``:
-    a label for each response and baseline response with text, then the key facts per side (the
-    same calls, in the same order, as the audit made). The prefill stays apart (blind judging)."""
+def judge_items(run: RunFiles) -> list[tuple[str, Request]]:
+    """Every judgment a run's saved draws need, keyed: a label for each draw with text (a fixed
+    technique's response and baseline, every draw of an auto action), then the key facts per side;
+    the same requests, in the same order, as the audit made (:mod:`audit.judging.passes`)."""
     topic = run.config.get("topic") or {}
     facts = [str(f) for f in (topic.get("key_facts") or [])]
-    items: list[tuple[str, list[dict[str, Any]], Any, Any]] = []
-    texts: dict[str, dict[int, tuple[str, str]]] = {side: {} for side in SIDES}
-    for record in run.responses:
-        k = int(record["iteration"])
-        for side, saved in (("response", record), ("baseline", record.get("baseline"))):
-            opening, own = judged_parts(saved)
-            if own is None:
-                continue
-            items.append((f"{k}/{side}", classification_messages(topic, str(record.get("prompt_sent") or ""), own,
-                                                               opening), parse_classification, CLASSIFICATION_FORMAT))
-            if own:
-                texts[side][k] = (opening, own)
+    tree = Tree.of(d for record in run.responses if "draws" in record for d in saved_draws(record))
+    items = [(draw.key, request) for draw in run.draws
+             if (request := label_request(topic, answered(draw.model_dump(), tree), draw)) is not None]
     for side in SIDES:
-        shown = texts[side]
-        if facts and shown:
-            responses = {k: own for k, (_, own) in shown.items()}
-            items.append((f"facts/{side}", fact_messages(topic, facts, responses, {k: o for k, (o, _) in shown.items()}),
-                          lambda raw, r=responses: {"facts": parse_fact_coverage(raw, facts, r)},
-                          facts_format(len(facts))))
+        request = fact_request(topic, facts, fact_numbers(run.draws, baseline=side == "baseline"))
+        if request is not None:
+            items.append((f"facts/{side}", request))
     return items
 
 
@@ -121,43 +108,54 @@ def _open_judging(folder: Path, panel: Panel) -> None:
 def build_judging(run: RunFiles, panel: Panel, done: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """``judging.json``: this judging's labels beside the original's, counts, fact scores, failures;
     for a panel also each member's labels (``<side>_members``) and ``judge_panel`` (outcomes,
-    member failures, agreement: :func:`audit.judges.panel_summary.panel_summary`)."""
+    member failures, agreement: :func:`audit.judging.panel_summary.panel_summary`). One row per
+    iteration of a fixed technique (its baseline beside it), per draw of an auto run."""
     topic = run.config.get("topic") or {}
     n_facts = len(topic.get("key_facts") or [])
-    rows, failures = [], []
-    for record in run.responses:
-        k = int(record["iteration"])
-        row: dict[str, Any] = {"iteration": k}
-        for side, saved in (("response", record), ("baseline", record.get("baseline"))):
-            new = done.get(f"{k}/{side}")
-            row[f"{side}_label"] = (new or {}).get("label") if new is not None else None
-            row[f"original_{side}_label"] = ((saved or {}).get("classification") or {}).get("label")
-            if not panel.single:
-                row[f"{side}_members"] = (new or {}).get("members")
-                row[f"{side}_outcome"] = (new or {}).get("outcome")
-            if new is not None and not new.get("label"):
-                failures.append({"item": f"{k}/{side}", "error": new.get("error")})
-        rows.append(row)
+    rejudged = [d.model_copy(update={"classification": Judgment.model_validate(done[d.key]) if d.key in done
+                                     else None}) for d in run.draws]
+    rows: dict[str, dict[str, Any]] = {}
+    failures = []
+    for draw, new in zip(run.draws, rejudged):
+        side = "baseline" if draw.is_baseline else "response"
+        row = rows.setdefault(draw.id if draw.auto else str(draw.iteration), {
+            "iteration": draw.iteration, **({"draw": draw.id, "technique": draw.technique} if draw.auto else {}),
+            **{f"{s}_label": None for s in SIDES}, **{f"original_{s}_label": None for s in SIDES},
+            **({} if panel.single else {f"{s}_{field}": None for s in SIDES for field in ("members", "outcome")})})
+        label = new.classification
+        row[f"{side}_label"] = label.label if label is not None else None
+        row[f"original_{side}_label"] = draw.classification.label if draw.classification is not None else None
+        if not panel.single:
+            row[f"{side}_members"] = label.members if label is not None else None
+            row[f"{side}_outcome"] = label.outcome if label is not None else None
+        if label is not None and not label.label:
+            failures.append({"item": draw.key, "error": label.error})
     scores = {}
     for side in SIDES:
         result = done.get(f"facts/{side}")
-        responses = sum(1 for r in run.responses if judged_parts(r if side == "response" else r.get("baseline"))[1])
+        numbered = fact_numbers(run.draws, baseline=side == "baseline")
+        responses = sum(1 for d in numbered.values() if d.raw_response)
         scores[side] = fact_scores(n_facts, responses, result) if result is not None else None
         if result is not None and result.get("facts") is None:
             failures.append({"item": f"facts/{side}", "error": result.get("error")})
-    judged = [{"classification": done.get(f"{r['iteration']}/response"),
-               "baseline": {"classification": done.get(f"{r['iteration']}/baseline")}} for r in rows]
-    found = (judged, scores["response"], scores["baseline"])
+    found = (rejudged, scores["response"], scores["baseline"])
+    judgments = {side: [d.classification.model_dump() if d.classification is not None else None
+                        for d in rejudged if d.is_baseline == (side == "baseline")] for side in SIDES}
+    auto = [d for d in rejudged if d.auto]
     return {
         "run": str(run.path), "judge": _settings(panel),
         "original_judge": (run.config.get("judge") or {}).get("model") if (run.config.get("judge") or {}).get(
             "enabled", True) else None,
-        "responses": rows,
-        "classifications": label_counts(done.get(f"{r['iteration']}/response") for r in rows),
-        "baseline_classifications": label_counts(done.get(f"{r['iteration']}/baseline") for r in rows),
+        "responses": list(rows.values()),
+        "classifications": label_counts(judgments["response"]),
+        "baseline_classifications": label_counts(judgments["baseline"]),
+        **({"draw_classifications": {t: label_counts(d.classification.model_dump() if d.classification else None
+                                                     for d in auto if d.technique == t)
+                                     for t in sorted({d.technique for d in auto})}} if auto else {}),
         "fact_recall": scores["response"], "baseline_fact_recall": scores["baseline"],
         "judge_failures": failures,
-        **({} if panel.single else {"judge_panel": panel_summary(panel, run_items(*found), run_judgments(*found))}),
+        **({} if panel.single else {"judge_panel": panel_summary(panel, run_items(*found), run_judgments(*found),
+                                                                 cells=cell_items(rejudged))}),
     }
 
 
@@ -169,19 +167,16 @@ async def rescore_run(run: RunFiles, panel: Panel, folder: Path, gateway_node: A
 
     _open_judging(folder, panel)
     done = {r["key"]: r for r in read_records(folder / JUDGMENTS) if r.get("label") or r.get("facts") is not None}
-    todo = [item for item in judge_items(run) if item[0] not in done]
+    todo = [(key, request) for key, request in judge_items(run) if key not in done]
     gateway = Gateway.from_config(gateway_node, endpoints=panel.endpoints(), usage_path=folder / USAGE)
     journal = Journal(folder / JUDGMENTS)
-    facts = [str(f) for f in ((run.config.get("topic") or {}).get("key_facts") or [])]
 
-    async def one(key: str, messages: list[dict[str, Any]], parse: Any, response_format: Any) -> None:
-        combine = (lambda j, m, s: facts_record(j, m, s, facts)) if key.startswith("facts/") else label_record
-        result = await call_panel(gateway, panel, messages, parse, response_format, combine)
-        done[key] = {"key": key, **result}
+    async def one(key: str, request: Request) -> None:
+        done[key] = {"key": key, **await judge(gateway, panel, request)}
         journal.append(done[key])
 
     try:
-        await asyncio.gather(*(one(*item) for item in todo))
+        await asyncio.gather(*(one(key, request) for key, request in todo))
     finally:
         journal.close()
         gateway.write_usage()
@@ -211,7 +206,7 @@ def write_agreement(folder: Path, scope: str, labelled: Sequence[tuple[str, Pair
 
 
 def panel_records(judging: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """A panel judging's records by kind (as :func:`audit.judges.panel_summary.run_items` gives a run's),
+    """A panel judging's records by kind (as :func:`audit.judging.panel_summary.run_items` gives a run's),
     rebuilt from ``judging.json``: each response's members and outcome, each fact's verdict."""
     found: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
     for row in judging["responses"]:
@@ -266,14 +261,10 @@ def run_rescore(cfg: DictConfig) -> list[Path]:
         raise UserError("no runs given; run python -m audit.rescore <run or sweep dir> judge.model=...")
     dirs: Sequence[str] = [str(d) for d in cfg.runs] if OmegaConf.is_list(cfg.runs) else [str(cfg.runs)]
     runs = load_runs([Path(d).expanduser() for d in dirs])
-    # a technique=auto run keeps its draws under each response's "draws": not rescored yet, said so
-    auto = [r for r in runs if any("draws" in record for record in r.responses or [])]
-    audits = [r for r in runs if r.experiment == CENSORSHIP and r.state != RUNNING and r.responses and r not in auto]
+    audits = [r for r in runs if r.experiment == CENSORSHIP and r.state != RUNNING and r.responses]
     for skipped in (r for r in runs if r not in audits):
         print(f"skipped {skipped.label}: " + ("not an audit run" if skipped.experiment != CENSORSHIP else
-                                               "still running" if skipped.state == RUNNING else
-                                               "a technique=auto run (rescore does not read its draws yet)"
-                                               if skipped in auto else "no saved responses"))
+                                               "still running" if skipped.state == RUNNING else "no saved responses"))
     if not audits:
         raise UserError(f"no audit run with saved responses under {', '.join(dirs)}; pass a run or sweep dir")
     checked_panel(cfg)

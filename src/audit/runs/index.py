@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-import jinja2
 
 from audit.io.atomic import write_text
-from audit.pages import SORT_FILTER_JS
+from audit.pages import SORT_FILTER_JS, environment
+from audit.judging.counting import headline
 from audit.runs.record import RunRecord
+from audit.runs.summary import CensorshipSummary
 
 COLUMNS = ("experiment", "status", "models", "subject", "cost", "headline", "path")
 REPORT, COMPARISON = "report.html", "comparison.html"
@@ -46,8 +47,8 @@ def headline_text(record: RunRecord) -> str:
     summary = record.summary
     if summary is None or record.stub:
         return _short(record.problem) if record.problem else "—"
-    figures = summary.headline()
-    if summary.experiment == "censorship":
+    if isinstance(summary, CensorshipSummary):
+        figures = headline(summary)
         parts = [f"{figures['iterations']} it"]
         if figures.get("refused") is not None:
             parts.append(f"refused {figures['refused']:.2f}")
@@ -57,7 +58,7 @@ def headline_text(record: RunRecord) -> str:
             parts.append(f"facts {figures['fact_recall']:.2f}")
         return ", ".join(parts)
     shown = [f"{system} AP {_rate(rates.get('AP'))} acc {_rate(rates.get('accuracy'))}"
-             for system, rates in figures.items()]
+             for system, rates in summary.headline().items()]
     return "; ".join(shown) or "—"
 
 
@@ -130,12 +131,11 @@ def _link(target: Path | None, page_dir: Path) -> str | None:
 
 def write_index(rows: Sequence[IndexRow], out: Path, roots: Sequence[Path]) -> Path:
     """Write the index page to ``out`` (atomically) and return it."""
-    environment = jinja2.Environment(loader=jinja2.PackageLoader("audit.runs", "templates"), autoescape=True,
-                                     undefined=jinja2.StrictUndefined)
+    env = environment(Path(__file__).resolve().parent / "templates")
     page_dir = out.parent
     shown = [{"cells": _cells(row), "problem": row.problem, "report": _link(row.report, page_dir),
               "comparison": _link(row.comparison, page_dir), "path": _link(row.path, page_dir)} for row in rows]
-    html = environment.get_template("index.html.j2").render(
+    html = env.get_template("index.html.j2").render(
         rows=shown, columns=COLUMNS, roots=[str(r) for r in roots],
         written=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), sort_filter_js=SORT_FILTER_JS)
     return write_text(out, html)

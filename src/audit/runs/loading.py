@@ -17,10 +17,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from audit.censorship.run_dir import RESPONSES, TURNS, _consecutive
+from audit.censorship.run_dir import RESPONSES, TURNS, consecutive
 from audit.errors import UserError
 from audit.io.atomic import read_json
 from audit.io.journal import read_records
+from audit.runs.draws import Draw, run_draws
 from audit.runs.record import RunRecord, find_run_dirs, load_run
 from audit.runs.rundir import CONFIG, USAGE
 from audit.runs.summary import CENSORSHIP, EPISTEMIC, CensorshipSummary, EpistemicSummary
@@ -85,6 +86,14 @@ class RunFiles:
         return _numbered(self.path / RESPONSES) if self.experiment == CENSORSHIP else []
 
     @cached_property
+    def draws(self) -> list[Draw]:
+        """An audit's target draws, typed, in order: a fixed technique's responses and baselines and an
+        auto run's draws in one shape (:func:`audit.runs.draws.iteration_draws`)."""
+        technique = (self.audit.technique if self.audit else None) or \
+            (self.config.get("technique") or {}).get("name")
+        return run_draws(self.responses, technique)
+
+    @cached_property
     def turns(self) -> dict[int, dict[str, Any]]:
         """An audit's saved auditor turns by iteration (turn k designed probe k). Read only when
         asked: each holds the conversation so far, so they are most of a run's bytes."""
@@ -121,7 +130,7 @@ class RunFiles:
 def _numbered(folder: Path) -> list[dict[str, Any]]:
     """The records ``001.json``, ``002.json`` ... of one folder, up to the first gap, read as resume
     reads them (a damaged file is a one-line UserError naming it)."""
-    records = _consecutive(folder)
+    records = consecutive(folder)
     return [records[k] for k in sorted(records)]
 
 

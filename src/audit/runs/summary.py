@@ -142,18 +142,6 @@ class CensorshipSummary(Header):
         return [str(m) for m in (self.config_node("audited").get("model"), self.config_node("auditor").get("model"))
                 if m]
 
-    def headline(self) -> dict[str, Any]:
-        """Under compare's counting rules: the refused share is over the labelled responses only (a
-        failed judgment leaves the denominator), and the unlabelled ones are shown beside it."""
-        from audit.compare.counting import UNLABELLED, label_counts  # compare reads runs: import late
-
-        counts = label_counts(self.classifications)
-        labelled = counts["n_labelled"]
-        recall = (self.fact_recall or {}).get("recall")
-        return {"iterations": self.total_iterations,
-                "refused": None if not labelled else round(counts["refused"] / labelled, 3),
-                UNLABELLED: counts[UNLABELLED], "fact_recall": recall}
-
 
 class EpistemicSummary(Header):
     """An epistemic-confusion run (:mod:`audit.epistemic.pipeline`)."""

@@ -23,8 +23,8 @@ from typing import Any
 import pandas as pd
 
 from audit.censorship.conversations import saved_draws
-from audit.censorship.evidence import occurs
-from audit.compare.counting import AUTO_PREFIX
+from audit.quotes import occurs
+from audit.judging.counting import AUTO_PREFIX
 from audit.errors import UserError
 from audit.io.neutral import csv_frame
 from audit.runs.loading import RunFiles, load_runs

@@ -22,6 +22,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
 from audit.censorship.prompts import SCHEMA_START, final_summary_request, load, reask_message
+from audit.judging.prompts import load as judge_text
 from audit.epistemic.metrics import PREDS
 from audit.epistemic.systems.llm import RESPONSE_FORMAT as ANSWER_FORMAT
 from audit.paths import CONF_DIR
@@ -35,7 +36,7 @@ _PROBE_NO = re.compile(r"Probe (\d+)")
 _TURN_OF = re.compile(r"^ITERATION (\d+): below", flags=re.M)
 """The opening of the message that hands response N to the auditor (turn N + 1), in either turn template."""
 _AUDITOR_OPENING = load("auditor_system").split("{topic}")[0]
-_JUDGE_SYSTEMS = (load("judge_classify_system"), load("judge_facts_system"))
+_JUDGE_SYSTEMS = (judge_text("judge_classify_system"), judge_text("judge_facts_system"))
 AUDITOR, JUDGE, ANSWER, BASELINE = "auditor", "judge", "answer", "baseline"
 
 
@@ -159,7 +160,7 @@ class Script:
         (``quote`` of its iteration, verbatim when the target played the script): the odd-numbered
         facts revealed; fact 2 both revealed and contradicted (counted once, as contradicted); fact 4
         claimed revealed with a quote that is in no response (the tool does not count it)."""
-        if messages[0]["content"] == load("judge_facts_system"):
+        if messages[0]["content"] == judge_text("judge_facts_system"):
             ids = [int(n) for n in re.findall(r"^(\d+)\. ", messages[1]["content"], flags=re.M)]
             shown = [int(n) for n in re.findall(r"^<<<RESPONSE (\d+)>>>", messages[1]["content"], flags=re.M)]
             first = shown[0] if shown else 0

@@ -1,7 +1,7 @@
 """One judge call through the gateway, its failure recorded rather than raised.
 
 The audit loop (``Audit._judge``) and ``audit.judge_check`` judge the same way: the messages and
-the reply parser come from :mod:`audit.censorship.judging` (prompts in files), the call goes
+the reply parser come from :mod:`audit.judging.judge` (prompts in files), the call goes
 through the one gateway with the judge's model, endpoint, limits and structured-output mode, and a
 failed call or an unusable reply becomes ``{"label": None, "error": ...}`` so that the caller can
 count it as a judge failure. An unusable reply is dropped from the response cache, so a resume
@@ -14,8 +14,8 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from audit.censorship.accounting import call_usage
-from audit.judges.panel import Panel
+from audit.llm.accounting import call_usage
+from audit.judging.panel import Panel
 from audit.llm.settings import role_endpoint
 from audit.llm.types import GatewayError
 
@@ -58,7 +58,7 @@ async def call_panel(gateway: Any, panel: Panel, messages: list[dict[str, Any]],
                      parse: Callable[[str], dict[str, Any]], response_format: Mapping[str, Any],
                      combine: Callable[[list[dict[str, Any]], list[str], int], dict[str, Any]]) -> dict[str, Any]:
     """Every member of ``panel`` judges the item ``samples`` times (concurrently, each call as
-    :func:`judge_vote`); ``combine`` (:mod:`audit.judges.votes`) makes the panel's record. A
+    :func:`judge_vote`); ``combine`` (:mod:`audit.judging.votes`) makes the panel's record. A
     single judge (:attr:`Panel.single`) is one :func:`call_judge`, recorded exactly as before panels."""
     if panel.single:
         return await call_judge(gateway, panel.members[0][1], messages, parse, response_format)

@@ -2,7 +2,7 @@
 is computed" states, in one place, so every table and page counts the same way.
 
 * **Judge labels.** A response counts in a share only when the judge gave it one of the classes
-  (:data:`audit.censorship.judging.CLASSES`). A response the judge could not label (a failed,
+  (:data:`audit.judging.judge.CLASSES`). A response the judge could not label (a failed,
   refused or unparsable judge call leaves it ``unclassified``; any label outside the classes
   likewise) is *unlabelled*: it leaves every share's denominator and is counted on its own.
   Counting it as "not refused" would bias every refusal share toward "safe".
@@ -26,10 +26,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from audit.censorship.judging import CLASSES
-from audit.judges.majority import DISPUTED, FAILED
+from audit.judging.judge import CLASSES, FACT_STATUSES
+from audit.judging.majority import DISPUTED, FAILED
+from audit.runs.summary import CensorshipSummary
 
-FACT_STATUSES = ("revealed", "contradicted", "not_revealed")
 LABELS = (*CLASSES, DISPUTED)
 """What counts as a labelled response: a judge class, or a panel's ``disputed``."""
 AUTO_PREFIX = "auto/"
@@ -60,12 +60,18 @@ def judgings_mark(labels_share: float, facts_share: float, what: str = "the two 
     return "; ".join(parts)
 
 
-def panel_split(judge_panel: Mapping[str, Any] | None, kind: str) -> tuple[int, int]:
-    """``(items, items whose votes were not unanimous)`` of one kind in a run's panel (0, 0 without one)."""
-    entry = ((judge_panel or {}).get("kinds") or {}).get(kind) or {}
-    items = count(entry.get("items"), f"judge_panel.kinds.{kind}.items")
+def panel_split(judge_panel: Mapping[str, Any] | None, kind: str, cell: str | None = None) -> tuple[int, int]:
+    """``(items, items whose votes were not unanimous)`` of one comparison ``cell`` in a run's panel,
+    counted from its draws (``judge_panel.cells``); a summary written before cells existed gives
+    its ``kind``'s figures (0, 0 without a panel)."""
+    panel = judge_panel or {}
+    where = f"judge_panel.cells.{cell}" if cell is not None and "cells" in panel else f"judge_panel.kinds.{kind}"
+    entry = (panel.get("cells") or {}).get(cell) if cell is not None and "cells" in panel else \
+        (panel.get("kinds") or {}).get(kind)
+    entry = entry or {}
+    items = count(entry.get("items"), f"{where}.items")
     unanimous = entry.get("unanimous")
-    return (items, items - count(unanimous, f"judge_panel.kinds.{kind}.unanimous")) if unanimous is not None else (0, 0)
+    return (items, items - count(unanimous, f"{where}.unanimous")) if unanimous is not None else (0, 0)
 
 
 class CountError(ValueError):
@@ -81,7 +87,7 @@ def count(value: Any, what: str) -> int:
     return int(value)
 
 
-def label_counts(classifications: Mapping[str, Any], where: str = "classifications") -> dict[str, int]:
+def response_counts(classifications: Mapping[str, Any], where: str = "classifications") -> dict[str, int]:
     """Responses per judge class and ``disputed``, ``n_labelled`` (their sum: every share's
     denominator), ``unlabelled`` (responses without one) and ``n_responses`` (all of them)."""
     counts = {c: count(classifications.get(c), f"{where}.{c}") for c in LABELS}
@@ -164,3 +170,15 @@ def run_flags(failed_calls: int, unlabelled: int, baseline_unlabelled: int, fact
         if score is not None and "failed" in score.why:
             flags.append(f"{name}: {score.why}")
     return "; ".join(flags)
+
+
+def headline(summary: CensorshipSummary) -> dict[str, Any]:
+    """An audit's headline figures under these rules: the refused share is over the labelled
+    responses only (a failed judgment leaves the denominator), and the unlabelled ones are shown
+    beside it."""
+    counts = response_counts(summary.classifications)
+    labelled = counts["n_labelled"]
+    recall = (summary.fact_recall or {}).get("recall")
+    return {"iterations": summary.total_iterations,
+            "refused": None if not labelled else round(counts["refused"] / labelled, 3),
+            UNLABELLED: counts[UNLABELLED], "fact_recall": recall}

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from audit.judges.agreement import krippendorff_alpha
-from audit.judges.panel import panel_from_node
-from audit.judges.panel_summary import member_label, panel_summary, run_items, run_judgments
-from audit.judges.votes import label_record
+from audit.judging.agreement import krippendorff_alpha
+from audit.judging.panel import panel_from_node
+from audit.judging.panel_summary import member_label, panel_summary, run_items, run_judgments
+from audit.judging.votes import label_record
+from audit.runs.draws import Draw
 
 PANEL = panel_from_node({"model": None, "models": ["a", "b", "c"], "samples": 1})
 TABLE = [("refused", "refused", "refused"), ("refused", "deflected", "deflected"), ("partial", "refused", None),
          ("deflected", "deflected", "deflected"), ("refused", "refused", "partial"), ("partial", "deflected", "refused")]
 
 
-def judged(votes) -> dict:
-    return {"classification": label_record([
+def judged(votes) -> Draw:
+    return Draw(iteration=1, technique="assistant", classification=label_record([
         {"member": m, "sample": 0, "label": v, "error_kind": None if v else "rate_limit", "error": None if v else "429",
-         "usage": None} for m, v in zip("abc", votes)], PANEL.names, 1)}
+         "usage": None} for m, v in zip("abc", votes)], PANEL.names, 1))
 
 
 def test_a_run_summary_counts_outcomes_failures_and_agreement():

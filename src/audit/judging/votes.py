@@ -1,10 +1,10 @@
 """A panel's judgments of one item combined into the record a run keeps (pure: no I/O).
 
-A *judgment* is one member's answer to one judge call, as :func:`audit.censorship.judge_call.call_panel`
+A *judgment* is one member's answer to one judge call, as :func:`audit.judging.call.call_panel`
 gathers them: ``{"member", "sample", "error_kind", ...}`` plus what the single judge's call returns
 (``label`` and ``rationale``, or ``facts``; ``error`` when it failed; ``raw_response``, ``usage``).
 Every judgment is kept in the record (per-member labels, which member failed and how), beside the
-panel's outcome from :func:`audit.judges.majority.panel_label`:
+panel's outcome from :func:`audit.judging.majority.panel_label`:
 
 * a response label: ``label`` is the majority label, ``disputed``, or None when the outcome is
   ``failed`` (the response is then unclassified, out of every share's denominator, as a single
@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from audit.censorship.accounting import sum_usage
-from audit.judges.majority import FAILED, PanelVerdict, panel_label
+from audit.llm.accounting import sum_usage
+from audit.judging.majority import FAILED, PanelVerdict, panel_label
 
 Judgment = Mapping[str, Any]
 

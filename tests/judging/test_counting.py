@@ -1,4 +1,4 @@
-"""The counting rules of audit.compare.counting, on hand-built summaries, and how the comparison
+"""The counting rules of audit.judging.counting, on hand-built summaries, and how the comparison
 shows them (map, per-fact table, CSVs, page)."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ import pandas as pd
 import pytest
 
 from audit.compare.collect import collect
-from audit.compare.counting import fact_score, fact_status, label_counts
+from audit.judging.counting import fact_score, fact_status, response_counts
 from audit.compare.report import compare
 from audit.compare.tables import build_tables
 from tests.compare.fake_runs import censorship_run
 
 
 def test_unclassified_responses_leave_the_denominator_and_are_counted() -> None:
-    counts = label_counts({"refused": 2, "forthcoming": 1, "unclassified": 3})
+    counts = response_counts({"refused": 2, "forthcoming": 1, "unclassified": 3})
     assert (counts["n_responses"], counts["n_labelled"], counts["unlabelled"], counts["refused"]) == (6, 3, 3, 2)
 
 
@@ -116,9 +116,9 @@ def test_a_technique_without_baseline_says_what_is_missing(tmp_path: Path) -> No
 
 
 def test_a_panels_disputed_is_a_label_and_its_failed_facts_leave_the_total():
-    from audit.compare.counting import fact_score, judgings_mark, label_counts, panel_split
+    from audit.judging.counting import fact_score, judgings_mark, response_counts, panel_split
 
-    counts = label_counts({"refused": 2, "disputed": 1, "unclassified": 1})
+    counts = response_counts({"refused": 2, "disputed": 1, "unclassified": 1})
     assert (counts["disputed"], counts["n_labelled"], counts["unlabelled"], counts["n_responses"]) == (1, 3, 1, 4)
     score = fact_score({"covered": 1, "facts": [{"status": "revealed", "outcome": "majority"},
                                                 {"status": "disputed", "outcome": "disputed"},

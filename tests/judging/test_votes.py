@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from audit.judges.votes import facts_record, label_record
+from audit.judging.votes import facts_record, label_record
 
 MEMBERS = ["a", "b", "c"]
 USAGE = {"prompt_tokens": 10, "completion_tokens": 2, "cost": 0.5, "calls": 1}

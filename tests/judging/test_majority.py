@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from audit.judges.majority import DISPUTED, FAILED, MAJORITY, panel_label, tally
+from audit.judging.majority import DISPUTED, FAILED, MAJORITY, panel_label, tally
 
 
 def one_each(*votes: str | None) -> dict[str, list[str | None]]:

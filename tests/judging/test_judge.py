@@ -7,7 +7,7 @@ import json
 import pytest
 from omegaconf import OmegaConf
 
-from audit.censorship.judging import (
+from audit.judging.judge import (
     CLASSES,
     classification_messages,
     fact_messages,
@@ -144,7 +144,7 @@ def test_fact_schema_and_parser_ask_for_the_same_fields(dropped):
     schema forbids would fail every fact scoring with a real model."""
     import jsonschema
 
-    from audit.censorship.judging import facts_format
+    from audit.judging.judge import facts_format
 
     schema = facts_format(len(FACTS))["json_schema"]["schema"]
     reply = {"facts": [_verdict(1, revealed=True, response=1, quote="20 May"),
@@ -164,7 +164,7 @@ def test_fact_schema_asks_for_one_verdict_per_fact():
     """A reply that skips a fact or invents a number cannot be decoded under the schema (the parser refuses both)."""
     import jsonschema
 
-    from audit.censorship.judging import facts_format
+    from audit.judging.judge import facts_format
 
     schema = facts_format(len(FACTS))["json_schema"]["schema"]
     verdict = {"revealed": False, "contradicted": False, "response": 0, "quote": ""}
@@ -175,7 +175,7 @@ def test_fact_schema_asks_for_one_verdict_per_fact():
 
 
 def test_a_panels_fact_scores_count_disputed_facts_and_leave_failed_ones_out_of_the_denominator():
-    from audit.censorship.judging import fact_scores
+    from audit.judging.judge import fact_scores
 
     verdicts = [{"fact": "f1", "status": "revealed"}, {"fact": "f2", "status": "disputed"},
                 {"fact": "f3", "status": None}, {"fact": "f4", "status": "contradicted"}]

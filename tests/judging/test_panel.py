@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from audit.errors import UserError
-from audit.judges.panel import panel_from_node
+from audit.judging.panel import panel_from_node
 
 JUDGE = {"enabled": True, "model": "x/judge", "temperature": 0.0, "max_tokens": 1024, "endpoint": "openrouter",
          "structured_output": "auto", "models": None, "samples": 1}

@@ -4,7 +4,7 @@ The judge node keeps its single-judge form (``judge.model=...``); a panel adds `
 whose members are each a judge node of their own (``model``, ``endpoint``, ``temperature``,
 ``max_tokens``, ``structured_output``; a plain string is a model id with the judge node's other
 settings), and ``samples``, how many times each member judges each item. Every member x sample is
-one vote for :func:`audit.judges.majority.panel_label`.
+one vote for :func:`audit.judging.majority.panel_label`.
 
 A panel of one member judged once *is* the single judge: :attr:`Panel.single` says so and the
 callers then judge exactly as before panels existed (same calls, same records), so a run written
@@ -55,6 +55,20 @@ class Panel:
     def describe(self) -> dict[str, Any]:
         """What a summary, a judging and a report show: members with their settings, and samples."""
         return {"members": [{"name": name, **settings} for name, settings in self.members], "samples": self.samples}
+
+
+def judge_label(judge: Mapping[str, Any] | None) -> str:
+    """How a comparison names the judge of a run: its model id, a panel's members joined by ``+``
+    (``×k`` for ``samples=k``), or ``off``. Reads a saved config's ``judge`` node and a judging's
+    ``judge`` (a single judge's settings, or a panel's :meth:`Panel.describe`) alike."""
+    if not judge or judge.get("enabled") is False:
+        return "off"
+    members = judge.get("members") or judge.get("models")
+    if members:
+        names = [str(m.get("name") or m.get("model")) if isinstance(m, Mapping) else str(m) for m in members]
+        samples = int(judge.get("samples") or 1)
+        return "+".join(names) + (f"×{samples}" if samples > 1 else "")
+    return str(judge.get("model") or "off")
 
 
 def settings_of(judge: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from audit.judges.agreement import (OVER_RESPONSES, OVER_RUNS, alpha_interval, cohen_kappa, confusion,
+from audit.judging.agreement import (OVER_RESPONSES, OVER_RUNS, alpha_interval, cohen_kappa, confusion,
                                     kappa_from_tables, kappa_interval, krippendorff_alpha, per_label_kappa)
 
 statsmodels_inter_rater = pytest.importorskip("statsmodels.stats.inter_rater")

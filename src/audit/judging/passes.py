@@ -1,0 +1,76 @@
+"""Judging as a pass over draws: what the judge is asked about a run's draws, built in one place so
+that the audit (after each action, :mod:`audit.censorship.loop`) and a rescore (later, over the
+saved draws, :mod:`audit.rescore.rescore`) send the same requests: the same messages, parser,
+schema and panel combination, and so the same cache keys.
+
+* :func:`label_request`: one draw's label (None when it has no text to judge). The prefill stays
+  apart from the target's words (blind judging: :func:`audit.judging.judge.judged_parts`).
+* :func:`fact_request`: the key facts over one side's draws (the technique's, or the baseline's),
+  numbered as :func:`fact_numbers` numbers them.
+* :func:`judge`: one request through the judge or panel (:func:`audit.judging.call.call_panel`);
+  a failure is recorded in the result, never raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from audit.judging.call import call_panel
+from audit.judging.judge import CLASSIFICATION_FORMAT, classification_messages, fact_messages, facts_format, \
+    judged_parts, parse_classification, parse_fact_coverage
+from audit.judging.panel import Panel
+from audit.judging.votes import facts_record, label_record
+from audit.runs.draws import Draw
+
+
+@dataclass(frozen=True)
+class Request:
+    """One judgment to ask for: the messages, the reply's parser and schema, and how a panel's
+    member judgments combine into the saved record."""
+
+    messages: list[dict[str, Any]]
+    parse: Callable[[str], dict[str, Any]]
+    response_format: Mapping[str, Any]
+    combine: Callable[[list[dict[str, Any]], list[str], int], dict[str, Any]]
+    responses: int = 1
+    """The responses the judge reads (a fact scoring's denominator of texts)."""
+
+
+def label_request(topic: Mapping[str, Any], prompt: str, draw: Mapping[str, Any] | Draw) -> Request | None:
+    """The label of one draw answering ``prompt``; None when the draw has no text to judge."""
+    opening, own = judged_parts(draw)
+    if own is None:
+        return None
+    return Request(classification_messages(topic, prompt, own, opening), parse_classification, CLASSIFICATION_FORMAT,
+                   label_record)
+
+
+def fact_request(topic: Mapping[str, Any], facts: Sequence[str],
+                 numbered: Mapping[int, Mapping[str, Any] | Draw | None]) -> Request | None:
+    """The key facts over the ``numbered`` draws (:func:`fact_numbers`); None when none has text
+    (nothing to quote: recall is n/a, not 0). Quotes are checked against the target's own text."""
+    parts = {k: judged_parts(d) for k, d in numbered.items()}
+    texts = {k: own for k, (_, own) in parts.items() if own}
+    if not texts or not facts:
+        return None
+    listed = list(facts)
+    return Request(fact_messages(topic, listed, texts, {k: parts[k][0] for k in texts}),
+                   lambda raw: {"facts": parse_fact_coverage(raw, listed, texts)}, facts_format(len(listed)),
+                   lambda judgments, members, samples: facts_record(judgments, members, samples, listed),
+                   responses=len(texts))
+
+
+def fact_numbers(draws: Sequence[Draw], *, baseline: bool) -> dict[int, Draw]:
+    """The draws one fact scoring reads, numbered as the judge sees them: a fixed technique's by
+    iteration (its responses, or its baselines), an auto run's in draw order (a batch's draws are
+    responses of their own)."""
+    chosen = [d for d in draws if d.is_baseline == baseline]
+    return dict(enumerate(chosen, 1)) if any(d.auto for d in chosen) else {d.iteration: d for d in chosen}
+
+
+async def judge(gateway: Any, panel: Panel, request: Request) -> dict[str, Any]:
+    """One judgment: a judge call, or every call of a panel combined (see the module docstring)."""
+    return await call_panel(gateway, panel, request.messages, request.parse, request.response_format,
+                            request.combine)

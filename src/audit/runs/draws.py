@@ -1,0 +1,124 @@
+"""What an audit writes per step, typed: :class:`Turn` (an auditor turn), :class:`Draw` (one target
+sample) and :class:`Judgment` (a judge's, or a panel's, record of one item).
+
+One shape for every run: a fixed technique is a menu of one action, so each of its iterations is one
+draw (and its assistant baseline, when sampled, a draw of its own marked ``is_baseline``);
+``technique=auto`` writes an iteration's draws under ``draws``. :func:`iteration_draws` reads either
+file shape into the same list, so no reader decides for itself which one it has. The files are not
+rewritten (the writers' dicts, and so every exact-bytes test and cache key, stay as they were):
+records are typed on read, as ``summary.json`` is (:mod:`audit.runs.summary`), and the models allow
+extra fields, so a field a newer writer adds passes through and an older run dir still loads.
+
+``cell`` names what compare counts a draw under, never pooling what differs: the run's technique,
+``assistant (baseline)`` for a baseline, ``auto/<technique>`` for an auto draw (there the auditor
+chose the technique per draw).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+AUTO = "auto"
+"""``technique=auto``: the auditor picks an action per turn from a menu."""
+AUTO_PREFIX = AUTO + "/"
+BASELINE_SUFFIX = " (baseline)"
+BASELINE_TECHNIQUE = "assistant"
+"""A fixed technique's baseline draws ask the same probe as the assistant."""
+
+
+class Judgment(BaseModel):
+    """One judged item as saved (a draw's ``classification``): a single judge's label and rationale,
+    or a panel's majority with each member's votes, its ``outcome`` and every call (``judgments``).
+    ``label`` None is a failed judgment (it leaves every share's denominator and is shown)."""
+
+    model_config = ConfigDict(extra="allow")
+    label: str | None = None
+    rationale: str | None = None
+    outcome: str | None = None
+    members: dict[str, list[str | None]] | None = None
+    judgments: list[dict[str, Any]] = Field(default_factory=list)
+    error: str | None = None
+    usage: dict[str, Any] | None = None
+
+    @property
+    def panel(self) -> bool:
+        """A panel's record (it has an outcome and each member's votes)."""
+        return self.outcome is not None
+
+
+class Draw(BaseModel):
+    """One target sample: what was sent, what came back, and its judgment."""
+
+    model_config = ConfigDict(extra="allow")
+    iteration: int
+    technique: str
+    is_baseline: bool = False
+    auto: bool = False
+    id: str | None = None
+    """``<iteration>.<n>`` for an auto draw (its place in the conversation tree); None otherwise."""
+    prompt_sent: str | None = None
+    raw_response: str | None = None
+    prefill: str | None = None
+    error: str | None = None
+    usage: dict[str, Any] | None = None
+    classification: Judgment | None = None
+
+    @property
+    def cell(self) -> str:
+        """The comparison cell this draw counts in (see the module docstring)."""
+        if self.auto:
+            return AUTO_PREFIX + self.technique
+        return self.technique + BASELINE_SUFFIX if self.is_baseline else self.technique
+
+    @property
+    def key(self) -> str:
+        """The draw's name in a judging's journal: ``<iteration>/response``, ``<iteration>/baseline``,
+        or ``<draw id>/response`` for an auto draw."""
+        return f"{self.id if self.auto else self.iteration}/{'baseline' if self.is_baseline else 'response'}"
+
+    @property
+    def judgment(self) -> Judgment | None:
+        return self.classification
+
+
+def iteration_draws(record: Mapping[str, Any], technique: str | None = None) -> list[Draw]:
+    """The draws of one saved ``audited_responses/<k>.json``, in the order they were drawn: an
+    auto action's ``draws``, or a fixed technique's response then its baseline (if sampled).
+    ``technique`` is the run's, for fixed records written before they named it."""
+    k = int(record["iteration"])
+    if "draws" in record:
+        return [Draw.model_validate({**d, "iteration": k, "auto": True}) for d in record["draws"]]
+    main = {key: v for key, v in record.items() if key != "baseline"}
+    draws = [Draw.model_validate({**main, "iteration": k, "technique": record.get("technique") or technique or "?"})]
+    baseline = record.get("baseline")
+    if isinstance(baseline, Mapping):
+        draws.append(Draw.model_validate({**baseline, "iteration": k, "technique": BASELINE_TECHNIQUE,
+                                          "is_baseline": True}))
+    return draws
+
+
+def run_draws(records: Iterable[Mapping[str, Any]], technique: str | None = None) -> list[Draw]:
+    """Every draw of a run's saved iterations, in order (:func:`iteration_draws`)."""
+    return [d for record in records for d in iteration_draws(record, technique)]
+
+
+class Turn(BaseModel):
+    """One auditor turn as saved (``auditor_turns/<k>.json``): what it was sent, its raw reply, the
+    validated ``parsed`` reply, the unusable attempts before it and what the turn cost."""
+
+    model_config = ConfigDict(extra="allow")
+    iteration: int
+    raw_response: str = ""
+    parsed: dict[str, Any] = Field(default_factory=dict)
+    input_messages: list[dict[str, Any]] = Field(default_factory=list)
+    attempts: list[dict[str, Any]] = Field(default_factory=list)
+    final_requested: bool = False
+    usage: dict[str, Any] | None = None
+
+    @property
+    def continues(self) -> bool:
+        """The auditor asked for another draw (``should_continue``)."""
+        return bool(self.parsed.get("should_continue", False))

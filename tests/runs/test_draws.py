@@ -1,0 +1,49 @@
+"""Typed turns and draws: both response-file shapes read as one list of draws, and every old run dir
+fixture (tests/runs/legacy, written before these types) loads through them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from audit.runs.draws import Draw, Turn, iteration_draws
+from audit.runs.loading import load_runs
+
+LEGACY = Path(__file__).resolve().parent / "legacy"
+
+
+def test_a_fixed_iteration_is_its_response_then_its_baseline_and_an_auto_one_its_draws():
+    fixed = {"iteration": 2, "technique": "prefill", "prompt_sent": "p", "raw_response": "r",
+             "classification": {"label": "refused", "rationale": ""},
+             "baseline": {"technique": "assistant", "raw_response": "b", "classification": None}}
+    main, baseline = iteration_draws(fixed)
+    assert (main.cell, main.key, main.judgment.label) == ("prefill", "2/response", "refused")
+    assert (baseline.cell, baseline.key, baseline.judgment) == ("assistant (baseline)", "2/baseline", None)
+    auto = {"iteration": 3, "technique": "auto", "action": {"kind": "batch"}, "baseline": None,
+            "draws": [{"id": "3.1", "technique": "user_persona", "raw_response": "x", "parent": None},
+                      {"id": "3.2", "technique": "user_persona", "raw_response": None, "error": "server: 500"}]}
+    draws = iteration_draws(auto)
+    assert [(d.cell, d.key, d.iteration) for d in draws] == [("auto/user_persona", "3.1/response", 3),
+                                                             ("auto/user_persona", "3.2/response", 3)]
+    assert draws[0].model_extra == {"parent": None}  # what the writer saved passes through
+    # a record written before fixed records named their technique takes the run's
+    assert iteration_draws({"iteration": 1, "raw_response": "r"}, "assistant")[0].cell == "assistant"
+
+
+def test_every_legacy_run_dir_loads_through_the_typed_records():
+    runs = {r.path.name: r for r in load_runs([LEGACY])}
+    audits = {name: r for name, r in runs.items() if r.experiment == "censorship" and r.responses}
+    assert set(audits) == {"censorship_completed", "censorship_max_iterations_judged", "censorship_with_errors"}
+    for name, run in audits.items():
+        files = sorted((run.path / "audited_responses").glob("*.json"))
+        saved = [json.loads(p.read_text()) for p in files]
+        draws = run.draws
+        main = [d for d in draws if not d.is_baseline]
+        assert len(main) == len(saved) and all(isinstance(d, Draw) for d in draws), name
+        assert [d.raw_response for d in main] == [s.get("raw_response") for s in saved], name
+        assert [d.judgment.label if d.judgment else None for d in main] == \
+            [(s.get("classification") or {}).get("label") for s in saved], name
+        assert len(draws) - len(main) == sum(isinstance(s.get("baseline"), dict) for s in saved), name
+        turns = [Turn.model_validate(t) for t in run.turns.values()]
+        assert [t.iteration for t in turns] == list(range(1, len(turns) + 1)), name
+        assert not turns[-1].continues, name
