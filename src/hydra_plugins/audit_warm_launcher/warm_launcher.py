@@ -8,6 +8,9 @@ where jobs run: a ``forkserver`` process imports :mod:`audit.jobs.warm_imports` 
 worker process is forked from it with those modules already loaded. Jobs still run in processes
 of their own (a job's state, signals and Ctrl-C as under joblib); ``n_jobs`` workers run at once
 (``-1``: one per job, since jobs wait on the network, not on a core). Linux and macOS only (fork).
+
+It lives in the ``hydra_plugins`` namespace because Hydra instantiates launchers from there only;
+Hydra imports this module at every start, so the joblib launcher's code loads in :meth:`launch`.
 """
 
 from __future__ import annotations
@@ -20,9 +23,7 @@ from pathlib import Path
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, configure_log, filter_overrides, setup_globals
-from hydra_plugins.hydra_joblib_launcher._core import execute_job
 from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
-from joblib.externals import cloudpickle
 
 log = logging.getLogger(__name__)
 PRELOAD = ["audit.jobs.warm_imports"]
@@ -32,6 +33,8 @@ class WarmLauncher(JoblibLauncher):
     """Hydra's joblib launcher with a warm fork server in place of loky (same config keys)."""
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        import cloudpickle  # joblib's own dependency (loky pickles jobs with it)
+
         setup_globals()
         assert self.config is not None and self.task_function is not None and self.hydra_context is not None
         configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
@@ -54,5 +57,8 @@ class WarmLauncher(JoblibLauncher):
 
 def _run(job: bytes) -> bytes:
     """One job in a worker: Hydra's own ``execute_job``, its result pickled back the way it came."""
+    from hydra_plugins.hydra_joblib_launcher._core import execute_job
+    import cloudpickle
+
     return cloudpickle.dumps(execute_job(*cloudpickle.loads(job)))
 
