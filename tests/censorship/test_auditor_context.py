@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from audit.censorship.auditor_context import FULL, LEDGER, AuditorContext, exchange, ledger_messages, stable_prefix
+from audit.censorship.auditor_context import FULL, LEDGER, AuditorContext, auditor_label, exchange, ledger_messages, \
+    stable_prefix
 from audit.censorship.loop import conversation_after
 from audit.censorship.prompts import load
 
@@ -101,3 +102,10 @@ def test_a_config_without_the_knob_is_a_full_run():
     """Runs saved before the knob existed showed the auditor everything: a resume must go on so."""
     assert AuditorContext.from_node({}) == AuditorContext(FULL, 2)
     assert AuditorContext.from_node({"context": "ledger", "context_turns": 3}).label() == "ledger/3"
+
+
+def test_a_comparison_keeps_the_contexts_apart():
+    assert auditor_label({"name": "claude_sonnet_4"}) == "claude_sonnet_4"  # saved before the knob: full
+    assert auditor_label({"name": "claude_sonnet_4", "context": "full"}) == "claude_sonnet_4"
+    assert auditor_label({"name": "claude_sonnet_4", "context": "ledger", "context_turns": 3}) == \
+        "claude_sonnet_4 [ledger/3]"

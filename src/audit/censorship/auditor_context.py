@@ -56,6 +56,17 @@ class AuditorContext:
         return self.mode if self.mode == FULL else f"{self.mode}/{self.turns}"
 
 
+def auditor_label(auditor: Mapping[str, Any]) -> str:
+    """The auditor as a comparison names it: its name, and its context when that is not the full
+    transcript (two contexts are two auditing conditions, never pooled into one cell)."""
+    name = str(auditor.get("name") or auditor.get("model"))
+    try:
+        context = AuditorContext.from_node(auditor)
+    except ValueError:
+        return f"{name} [context {auditor.get('context')!r}]"
+    return name if context.mode == FULL else f"{name} [{context.label()}]"
+
+
 def exchange(turn: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A saved turn's own message and its accepted reply (re-asks and earlier context left out)."""
     messages = turn["input_messages"]
