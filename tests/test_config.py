@@ -41,7 +41,8 @@ def test_option_composes(primary, group, option):
 
         assert cfg.audited.name == option and "/" in cfg.audited.model
         get_family(cfg.audited.template)  # every audited model names a real template family
-        assert set(cfg.audited) == {"name", "model", "template", "provider", "system_prompt", "endpoint"}
+        assert set(cfg.audited) == {"name", "model", "template", "provider", "reasoning", "assistant_max_tokens",
+                                    "system_prompt", "endpoint"}
         assert cfg.audited.endpoint in cfg.gateway.endpoints or cfg.audited.endpoint == "openrouter"
     if group == "topic":
         assert cfg.topic.name == option

@@ -8,9 +8,19 @@ import sys
 
 import pytest
 
-from audit.censorship.doctor import Diagnosis, estimate_tokens, looks_continued, tokens_inflated
+import asyncio
+import json
+
+from omegaconf import OmegaConf
+
+from audit.censorship.doctor import TOKEN_CANARY_TOKENS, Diagnosis, ProviderCheck, diagnose, looks_continued, \
+    token_canary
+from audit.llm.gateway import Gateway
+from audit.llm.settings import GatewaySettings
 from audit.templates import get_family
-from audit.testing.replies import completion_reply, error_reply
+from audit.testing.providers import LoadBalanced, ServedBy
+from audit.testing.replies import error_reply
+from audit.testing.scripted_audit import Script
 
 CANARY = "My favourite three colours are red, green and"
 
@@ -24,31 +34,64 @@ def test_continuation_heuristic(reply, continued):
     assert looks_continued(reply) is continued
 
 
-def test_token_estimate_counts_special_tokens_once_and_flags_wrapping():
-    prompt = get_family("deepseek_v3").user_persona_prompt(CANARY)
-    estimate = estimate_tokens(prompt)
-    assert 10 <= estimate <= 16  # BOS + <｜User｜> + 9 words + 2 commas
-    assert estimate_tokens("<|im_user|>user<|im_middle|>天安门") == 6
-    assert not tokens_inflated(estimate + 3, estimate)
-    assert tokens_inflated(3 * estimate + 40, estimate)
-    assert not tokens_inflated(0, estimate)  # provider did not report usage
+def report_of(*checks, pin=None):
+    return Diagnosis(model="m/x", name="x", template="kimi_k2", provider_requested=pin, prompt="p",
+                     providers={c.provider: c for c in checks}, errors=[]).report()
 
 
-def diagnosis(**kw):
-    base = dict(model="m", template="deepseek_v3", provider_requested=None, provider_served="P", prompt="p",
-                reply=" blue.", finish_reason="stop", prompt_tokens=12, estimated_tokens=12)
-    return Diagnosis(**{**base, **kw})
+def test_report_prints_a_pin_only_for_a_named_provider_that_passed():
+    honest = ProviderCheck("Honest", [TOKEN_CANARY_TOKENS], [" blue."])
+    wrapper = ProviderCheck("Wrapper", [TOKEN_CANARY_TOKENS + 9], [" blue! Those are"])
+    lines = report_of(honest, wrapper)
+    assert lines[-1].startswith("pin to paste: 'audited.provider={only:[Honest],allow_fallbacks:false}'")
+    assert "verdict: WRAPPED" in lines[-2]
+    local = report_of(ProviderCheck("unknown", [TOKEN_CANARY_TOKENS], [" blue."]))
+    assert local[-1].startswith("verdict: OK") and not any("pin to paste" in line for line in local)
+    assert report_of(honest, pin={"only": ["Honest"]})[-1].startswith("verdict: OK")
 
 
-def test_verdict_and_advice():
-    good = diagnosis()
-    assert good.honoured and good.report()[-1].startswith("verdict: OK")
-    wrapped = diagnosis(reply="Blue!", prompt_tokens=90)
-    lines = wrapped.report()
-    assert not wrapped.honoured and any(line.startswith("verdict: WRAPPED") for line in lines)
-    assert "audited.provider={order:[<provider>],allow_fallbacks:false,require_parameters:true}" in lines[-1]
-    assert not diagnosis(prompt_tokens=90).honoured  # continued, but billed as a chat prompt
-    assert not diagnosis(reply=None, error="not_found: no endpoint").honoured
+NINE = ("deepseek_v3", "deepseek_v3_1", "deepseek_r1", "kimi_k2", "kimi_k2_thinking", "qwen2_5", "qwen3",
+        "glm_4_5", "minimax_m1")
+"""The families of the nine shipped audited models (conf/audited)."""
+
+
+def check(reports, replies=(" blue.",)):
+    return ProviderCheck("P", list(reports), list(replies)).verdict
+
+
+def test_verdicts_per_provider():
+    n = TOKEN_CANARY_TOKENS
+    assert check([n, n + 1]) == "ok"                      # verbatim; a server may add one BOS
+    assert check([n + 2]) == "wrapping"                   # two more tokens: a template's markers
+    assert check([n, n + 20]) == "wrapping"               # one wrapped canary is enough
+    assert check([0]) == "unsure"                         # no usage reported: cannot tell
+    assert check([]) == "unsure"
+    assert check([n], ["Blue is nice."]) == "unsure"      # billed verbatim but answered: never OK
+
+
+@pytest.mark.parametrize("family", NINE)
+@pytest.mark.parametrize("provider,verdict", [
+    (ServedBy("Wrapper", wraps=True), "wrapping"), (ServedBy("WrapperBos", wraps=True, adds_bos=True), "wrapping"),
+    (ServedBy("Raw"), "ok"), (ServedBy("RawBos", adds_bos=True), "ok"),
+], ids=["wrap", "wrap+bos", "raw", "raw+bos"])
+def test_doctor_catches_every_familys_wrap_and_passes_its_raw_prompt(fake_openrouter, tmp_path, family, provider,
+                                                                      verdict):
+    """Against a loopback provider that renders the prompt as one user message in the family's own
+    template (and bills that rendering's native-looking token count), the doctor says WRAPPING,
+    although the wrapped reply starts lower-case; against one feeding it verbatim, OK."""
+    fake_openrouter.handler = LoadBalanced(get_family(family), [provider])
+    gateway = Gateway(GatewaySettings(api_base=fake_openrouter.base_url, max_retries=0, cache_enabled=False), "k")
+    audited = OmegaConf.create({"model": "m/x", "template": family, "provider": None, "system_prompt": None})
+
+    async def check_once():
+        try:
+            return await diagnose(gateway, audited, CANARY, max_tokens=24, temperature=0.0, canaries=2)
+        finally:
+            await gateway.aclose()
+
+    diagnosis = asyncio.run(check_once())
+    assert {p: c.verdict for p, c in diagnosis.providers.items()} == {provider.name: verdict}
+    assert diagnosis.honoured is (verdict == "ok")
 
 
 def doctor(tmp_path, server, *args):
@@ -58,19 +101,43 @@ def doctor(tmp_path, server, *args):
 
 
 def test_doctor_exit_codes_against_the_loopback_server(tmp_path, fake_openrouter, cache_root):
-    fake_openrouter.push_completion(completion_reply(" blue.", provider="GoodProv"))
-    fake_openrouter.push_completion(completion_reply("Blue is a great colour! What else?", provider="ChatProv",
-                                                     usage={"prompt_tokens": 120}))
-    fake_openrouter.push_completion(error_reply(404, "No endpoints found that support the completions API"))
+    fake_openrouter.handler = LoadBalanced(get_family("kimi_k2"), [ServedBy("GoodProv")])
     ok = doctor(tmp_path, fake_openrouter, "audited=kimi_k2", "audited.provider={order:[GoodProv]}")
     assert ok.returncode == 0, ok.stderr
     assert "served by GoodProv" in ok.stdout and "verdict: OK" in ok.stdout
-    request = fake_openrouter.completion_requests()[0]
+    requests = fake_openrouter.completion_requests()
     family = get_family("kimi_k2")
-    assert request.json["prompt"] == family.user_persona_prompt(CANARY)
-    assert request.json["stop"] == list(family.stops) and request.json["provider"] == {"order": ["GoodProv"]}
-    wrapped = doctor(tmp_path, fake_openrouter, "audited=kimi_k2")
-    assert wrapped.returncode == 2 and "verdict: WRAPPED" in wrapped.stdout and "reported 120" in wrapped.stdout
+    assert len(requests) == 8  # four canaries of each kind
+    assert {r.json["prompt"] for r in requests} == {family.user_persona_prompt(CANARY), token_canary(family)}
+    assert all(r.json["stop"] == list(family.stops) and r.json["provider"] == {"order": ["GoodProv"]}
+               for r in requests)
+    fake_openrouter.handler = None
+    fake_openrouter.push_completion(*[error_reply(404, "No endpoints found that support the completions API")] * 8)
     missing = doctor(tmp_path, fake_openrouter, "audited=glm_4_5")
-    assert missing.returncode == 2 and "not_found" in missing.stdout
-    assert not any(cache_root.iterdir()) and not (tmp_path / ".cache").exists()  # the check never fills the cache
+    assert missing.returncode == 2 and "routing" in missing.stdout
+    # the check never fills the response cache; it keeps only its verdicts
+    assert [p.relative_to(cache_root).as_posix() for p in cache_root.rglob("*") if p.is_file()] \
+        == ["doctor/verdicts.json"]
+
+
+def test_load_balanced_providers_are_judged_apart_and_a_wrapping_one_is_refused(tmp_path, fake_openrouter,
+                                                                                  cache_root):
+    """One raw provider and one wrapping provider behind an unpinned model: the doctor judges each on
+    its own canaries, prints the raw one's pin to paste, and remembers the wrapping one, so a
+    user-persona audit from it refuses to start (one line naming the doctor command)."""
+    fake_openrouter.handler = LoadBalanced(get_family("kimi_k2"), [ServedBy("Honest"), ServedBy("Wrapper", wraps=True)],
+                                           inner=Script().handler)
+    result = doctor(tmp_path, fake_openrouter, "audited=kimi_k2")
+    assert result.returncode == 2, result.stderr
+    assert "served by Honest, Wrapper" in result.stdout
+    assert "provider Honest:" in result.stdout and "verdict: OK" in result.stdout.split("provider Wrapper:")[0]
+    assert "verdict: WRAPPING" in result.stdout.split("provider Wrapper:")[1]
+    assert "pin to paste: 'audited.provider={only:[Honest],allow_fallbacks:false}'" in result.stdout
+    assert json.loads((cache_root / "doctor" / "verdicts.json").read_text()) == \
+        {"moonshotai/kimi-k2": {"Honest": "ok", "Wrapper": "wrapping"}}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")} | fake_openrouter.env()
+    run = subprocess.run([sys.executable, "-m", "audit", "audited=kimi_k2", "output_dir=out", "judge=off"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0 and not (tmp_path / "out").exists()
+    (line,) = run.stderr.strip().splitlines()
+    assert "Wrapper wraps /completions prompts" in line and "python -m audit.doctor audited=kimi_k2" in line

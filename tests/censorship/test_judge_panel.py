@@ -28,8 +28,9 @@ def run(tmp_path: Path, server, *args: str) -> tuple[Path, dict]:
 
 
 def timeless(text: str) -> str:
-    """A saved file's text with its timestamps and latencies blanked (they differ between any two runs)."""
-    return re.sub(r'"(timestamp|latency_s)": [^,\n]+', r'"\1": _', text)
+    """A saved file's text with its timestamps, latencies and the server's generation ids blanked (they
+    differ between any two runs)."""
+    return re.sub(r'"(timestamp|latency_s|generation_id)": [^,\n]+', r'"\1": _', text)
 
 
 def responses(run_dir: Path) -> list[dict]:

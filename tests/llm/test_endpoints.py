@@ -11,6 +11,8 @@ from audit.errors import UserError
 from audit.llm.gateway import Gateway
 from audit.llm.settings import GatewaySettings
 from audit.llm.structured import json_schema_format
+from audit.llm.types import GatewayError
+from audit.testing.documented import payment_required, transient_400
 from audit.testing.replies import chat_reply, completion_reply, error_reply
 from audit.testing.server import FakeOpenRouter
 
@@ -113,17 +115,36 @@ def test_structured_output_modes(fake_openrouter, tmp_path, mode, replies, sent)
     assert calls[-1]["structured_output"] == reply.structured_output == expected
 
 
-def test_a_rejection_is_remembered_for_the_model(fake_openrouter, tmp_path):
+def test_a_rejection_drops_the_schema_for_that_call_only(fake_openrouter, tmp_path):
+    """A 400 naming a schema feature drops response_format for the call it answered; the next call
+    sends it again (one provider's refusal says nothing about the one that serves the next call)."""
     settings = GatewaySettings(api_base=fake_openrouter.base_url, max_retries=0, cache_enabled=False)
     gateway = Gateway(settings, KEY)
     fake_openrouter.push_chat(error_reply(400, "maxItems is not supported"), chat_reply("1"), chat_reply("2"))
     try:
-        for question in ("q1", "q2"):
-            reply = gateway.chat("m", [{"role": "user", "content": question}], response_format=SCHEMA)
-            assert reply.structured_output == "rejected"
+        first = gateway.chat("m", [{"role": "user", "content": "q1"}], response_format=SCHEMA)
+        second = gateway.chat("m", [{"role": "user", "content": "q2"}], response_format=SCHEMA)
     finally:
         gateway.close()
-    assert ["response_format" in r.json for r in fake_openrouter.chat_requests()] == [True, False, False]
+    assert (first.structured_output, second.structured_output) == ("rejected", "json_schema")
+    assert ["response_format" in r.json for r in fake_openrouter.chat_requests()] == [True, False, True]
+
+
+@pytest.mark.parametrize("refusal", [transient_400(), payment_required()], ids=["provider_returned_error", "402"])
+def test_a_400_that_names_no_schema_keeps_it(fake_openrouter, tmp_path, refusal):
+    """"Provider returned error" (a 400 naming no parameter) or a 402 is no schema refusal: the call
+    fails as it is and every later call still sends response_format (OpenRouter errors guide)."""
+    settings = GatewaySettings(api_base=fake_openrouter.base_url, max_retries=0, cache_enabled=False)
+    gateway = Gateway(settings, KEY)
+    fake_openrouter.push_chat(refusal, chat_reply("2"))
+    try:
+        with pytest.raises(GatewayError):
+            gateway.chat("m", [{"role": "user", "content": "q1"}], response_format=SCHEMA)
+        assert gateway.chat("m", [{"role": "user", "content": "q2"}], response_format=SCHEMA).structured_output \
+            == "json_schema"
+    finally:
+        gateway.close()
+    assert ["response_format" in r.json for r in fake_openrouter.chat_requests()] == [True, True]
 
 
 def test_structured_on_does_not_retry_a_rejection(fake_openrouter, tmp_path):

@@ -58,3 +58,37 @@ def test_an_epistemic_llm_run_completes_against_the_hand_started_server(served, 
     assert len(rows) == 15 and not any(r["error"] for r in rows)
     assert {r["pred"] for r in rows} == set(PREDS)
     assert json.loads(only(tmp_path / "out", "metrics.json").read_text())
+
+
+def test_a_technique_auto_audit_completes_against_the_hand_started_server(served, tmp_path):
+    """The scripted auditor sees technique=auto's output format and answers with actions (it used to
+    send a next_prompt, which failed turn 1)."""
+    done = run("audit", "technique=auto", "max_iterations=3", "output_dir=out", base_url=served, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads(only(tmp_path / "out", "summary.json").read_text())
+    assert summary["status"] == "success" and summary["total_iterations"] == 3
+    assert summary["draw_classifications"] == {"user_persona": {"deflected": 3}}
+
+
+@pytest.fixture
+def served_with(tmp_path: Path, request) -> Iterator[str]:
+    command = [sys.executable, "-m", "audit.testing.fake_openrouter", *request.param]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path) as process:
+        try:
+            yield process.stdout.readline().strip()
+        finally:
+            process.terminate()
+
+
+@pytest.mark.parametrize("served_with", [["--providers", "Honest,Wrapper:wraps", "--fault", "error_finish",
+                                          "--every", "2"]], indirect=True)
+def test_documented_modes_by_hand(served_with, tmp_path):
+    """Load-balanced providers and a documented error finish on every second draw: the run retries the
+    error finishes, never keeps their partial text, and flags its two providers."""
+    done = run("audit", "max_iterations=3", "output_dir=out", "gateway.backoff_initial_s=0.01", base_url=served_with,
+               cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads(only(tmp_path / "out", "summary.json").read_text())
+    assert summary["served"]["flag"] == "served by 2 providers (Honest, Wrapper)"
+    assert "WARNING: target draws served by 2 providers" in done.stdout
+    assert "cleared on the night of" not in "".join(p.read_text() for p in (tmp_path / "out").rglob("*.json"))

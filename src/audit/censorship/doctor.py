@@ -1,49 +1,52 @@
-"""Raw-completion check: does the audited model's provider honour ``/completions``?
+"""Raw-completion check: does each provider serving the audited model honour ``/completions``?
 
-User-persona sampling only works if the provider feeds our prompt to the model verbatim.
-Some OpenRouter providers instead wrap it in a chat message (the model then *answers*
-the user instead of continuing them). Two symptoms reveal that, so the doctor sends an
-unfinished user turn (the canary) and checks both:
+User-persona sampling only works if the provider feeds our prompt to the model verbatim. Some
+OpenRouter providers instead wrap it in a chat message (the model then *answers* the user instead
+of continuing them), and an unpinned model is load-balanced across providers. So the doctor sends
+several pairs of canaries, groups the replies by the provider that served them and judges each
+provider on its own replies:
 
-- continuation: an honoured prompt is continued mid-sentence ("... red, green and" →
-  " blue."), so the reply starts with a lower-case word; a chat answer starts a new
-  sentence ("Blue is ...", "It sounds like ...") or a new paragraph;
-- prompt tokens: a wrapped prompt is billed with the provider's chat template around it,
-  so ``usage.prompt_tokens`` is well above what the text we sent can tokenize to.
+- the token canary: a prompt made only of the family's special tokens (its stop markers), ``n``
+  of them. Every tokenizer counts a special token as one token, so a provider that feeds the
+  prompt verbatim bills ``n`` prompt tokens, or ``n + 1`` if its server adds a BOS. A wrap adds
+  the template's user and assistant markers around it (at least two special tokens in every
+  family, plus any default system prompt), so it bills ``n + 2`` or more: a check no wrap can
+  pass, and one that needs no tokenizer. A provider that reports no usage cannot be judged;
+- the continuation canary: an unfinished user sentence; an honoured prompt is continued
+  mid-sentence, so the reply starts with a lower-case word. A chat answer can pass this too
+  (" blue! Those three are the primary colours"), so it only ever adds doubt, never an OK.
+
+Each provider's verdict is remembered (:mod:`audit.censorship.provider_check`), so an audit
+refuses to sample user persona from a provider marked as wrapping.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
+import itertools
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from audit import config_values
+from audit.censorship.provider_check import WRAPPING, pin_line, remember
 from audit.errors import UserError
 from audit.llm.embedded import local_model
-from audit.llm.settings import role_endpoint
-from audit.llm.types import GatewayError
-from audit.templates import get_family
+from audit.llm.settings import role_endpoint, role_routing
+from audit.llm.types import GatewayError, LLMResponse
+from audit.templates import TemplateFamily, get_family
 
 HONOURED, WRAPPED = 0, 2
-"""Exit codes: 0 when raw completions look honoured, 2 when the prompt was wrapped or refused."""
+"""Exit codes: 0 when every provider that served a canary honours raw completions, 2 otherwise."""
 
-INFLATION_RATIO = 1.5
-INFLATION_SLACK = 10
-"""Reported prompt tokens above ``ratio * estimate + slack`` mean the provider added a template."""
-
-_TOKEN = re.compile(r"<[|｜][^<>]{1,40}?[|｜]>|\[[A-Z_]{2,12}\]|<[a-z_]{3,30}>|[\u3400-\u9fff]|\w+|[^\w\s]")
-"""Special tokens (``<|im_user|>``, ``<｜User｜>``, ``[EOS]``, ``<end_of_sentence>``) count as one
-token, CJK characters one each, then words and punctuation: close to BPE counts for short text."""
-
-
-def estimate_tokens(text: str) -> int:
-    """A tokenizer-free estimate of how many tokens ``text`` is, good to ~30% for short prompts."""
-    return len(_TOKEN.findall(text))
+TOKEN_CANARY_TOKENS = 8
+BOS_SLACK = 1
+"""A server may add one BOS token to any prompt (vLLM's /completions does): not a wrap."""
+OK, UNSURE = "ok", "unsure"
+UNNAMED = "unknown"
+"""A server that names no provider (a local vLLM or llama.cpp): judged, never pinned or remembered."""
 
 
 def looks_continued(text: str) -> bool:
@@ -54,91 +57,139 @@ def looks_continued(text: str) -> bool:
     return first.islower()
 
 
-def tokens_inflated(reported: int, estimated: int) -> bool:
-    """True when the provider billed far more prompt tokens than were sent (0 means not reported)."""
-    return reported > 0 and reported > INFLATION_RATIO * estimated + INFLATION_SLACK
+def token_canary(family: TemplateFamily, n: int = TOKEN_CANARY_TOKENS) -> str:
+    """``n`` of the family's special tokens (its stop markers, in turn): exactly ``n`` tokens to any tokenizer."""
+    return "".join(itertools.islice(itertools.cycle(family.stops), n))
+
+
+def billed_verbatim(reported: int, sent: int) -> bool | None:
+    """Whether ``reported`` prompt tokens are what ``sent`` special tokens cost verbatim (None: not reported)."""
+    if reported <= 0:
+        return None
+    return sent <= reported <= sent + BOS_SLACK
+
+
+@dataclass
+class ProviderCheck:
+    """What one provider's replies to the canaries showed."""
+
+    provider: str
+    token_reports: list[int] = field(default_factory=list)
+    replies: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        """``wrapping`` when any token canary was billed as a wrap; ``ok`` when every one was billed
+        verbatim and every reply continued the canary; ``unsure`` otherwise (no usage, or a reply
+        that did not continue the sentence)."""
+        checks = [billed_verbatim(r, TOKEN_CANARY_TOKENS) for r in self.token_reports]
+        if any(c is False for c in checks):
+            return WRAPPING
+        if checks and all(checks) and self.replies and all(looks_continued(r) for r in self.replies):
+            return OK
+        return UNSURE
+
+    def lines(self) -> list[str]:
+        reports = ", ".join(str(r) for r in self.token_reports) or "none"
+        continued = sum(looks_continued(r) for r in self.replies)
+        why = {WRAPPING: "the token canary was billed with a chat template around it: this provider wraps "
+                         "/completions prompts as a chat message; user-persona draws from it are chat answers",
+               OK: "raw completions are honoured: user-persona sampling works here",
+               UNSURE: "cannot tell (no usage reported, or a reply that does not continue the sentence): "
+                       "do not sample user persona from it"}[self.verdict]
+        return [f"provider {self.provider}:",
+                f"  token canary:  {TOKEN_CANARY_TOKENS} special tokens sent; billed {reports} "
+                f"(verbatim: {TOKEN_CANARY_TOKENS}-{TOKEN_CANARY_TOKENS + BOS_SLACK})",
+                *(["  BOS:           this provider adds one token (a BOS) to every prompt: a template that starts "
+                   "with BOS (DeepSeek) reaches its model with two"]
+                  if self.token_reports and all(r == TOKEN_CANARY_TOKENS + BOS_SLACK for r in self.token_reports)
+                  else []),
+                f"  continuation:  {continued} of {len(self.replies)} replies continue the user's sentence"
+                + (f", e.g. {self.replies[0]!r}" if self.replies else ""),
+                f"  verdict: {self.verdict.upper()}: {why}"]
 
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """What the canary call showed."""
+    """What the canaries showed, per provider that served them."""
 
     model: str
+    name: str
     template: str
     provider_requested: Mapping[str, Any] | None
-    provider_served: str | None
     prompt: str
-    reply: str | None
-    finish_reason: str | None
-    prompt_tokens: int
-    estimated_tokens: int
-    error: str | None = None
-
-    @property
-    def continued(self) -> bool:
-        return self.reply is not None and looks_continued(self.reply)
-
-    @property
-    def inflated(self) -> bool:
-        return tokens_inflated(self.prompt_tokens, self.estimated_tokens)
+    providers: dict[str, ProviderCheck]
+    errors: list[str]
 
     @property
     def honoured(self) -> bool:
-        return self.error is None and self.continued and not self.inflated
+        return bool(self.providers) and all(p.verdict == OK for p in self.providers.values())
 
     def report(self) -> list[str]:
-        """The lines printed to the user: facts, then a verdict and what to do."""
-        requested = dict(self.provider_requested) if self.provider_requested else "any (OpenRouter routes)"
-        lines = [
-            f"model:          {self.model} (template {self.template})",
-            f"provider:       requested {requested}; served by {self.provider_served or 'unknown'}",
-            f"prompt sent:    {self.prompt!r}",
-        ]
-        if self.error is not None:
-            lines.append(f"error:          {self.error}")
-        else:
-            lines += [
-                f"reply:          {self.reply!r}",
-                f"finish reason:  {self.finish_reason}",
-                "continuation:   " + ("yes, the reply continues the user's sentence" if self.continued
-                                      else "NO, the reply does not continue the user's sentence"),
-                f"prompt tokens:  reported {self.prompt_tokens}, ~{self.estimated_tokens} expected from the text "
-                + ("(much larger: the provider added its own template)" if self.inflated else "(ok)"),
-            ]
+        """The lines printed to the user: facts per provider, then a verdict and what to do."""
+        requested = dict(self.provider_requested) if self.provider_requested else "none pinned"
+        lines = [f"model:          {self.model} (template {self.template})",
+                 f"provider:       requested {requested}; served by "
+                 + (", ".join(sorted(self.providers)) or "none"),
+                 f"prompt sent:    {self.prompt!r}"]
+        lines += [f"error:          {e}" for e in dict.fromkeys(self.errors)]
+        for _, check in sorted(self.providers.items()):
+            lines += check.lines()
+        good = sorted(p for p, c in self.providers.items() if c.verdict == OK and p != UNNAMED)
         if self.honoured:
-            lines.append("verdict: OK, raw completions are honoured: user-persona sampling works here")
+            lines.append("verdict: OK, raw completions are honoured by every provider that served a canary")
         else:
-            lines.append("verdict: WRAPPED or unsupported: this route does not honour raw completions, so "
+            lines.append("verdict: WRAPPED or unsupported: not every provider honours raw completions, so "
                          "user-persona samples would be chat answers")
+        if good and (not self.provider_requested or not self.honoured):
+            lines.append(f"pin to paste: {pin_line(good[0])}   (then re-run this check with it)")
+        elif not good and not self.honoured:
             lines.append("fix: pin a provider that serves raw completions and re-check, e.g. "
-                         "'audited.provider={order:[<provider>],allow_fallbacks:false,"
-                         "require_parameters:true}' (the model's provider list is on its OpenRouter page)")
+                         f"{pin_line('<provider>')} (the model's providers are on its OpenRouter page)")
         return lines
 
 
-async def diagnose(gateway: Any, audited: DictConfig, canary: str, *, max_tokens: int,
-                   temperature: float) -> Diagnosis:
-    """Send the canary as a user-persona prompt and collect what the reply says about the route."""
-    family = get_family(str(audited.template))
-    provider = audited.get("provider")
-    provider = OmegaConf.to_container(provider) if provider is not None else None
-    prompt = family.user_persona_prompt(canary, system=audited.get("system_prompt"))
-    common = dict(model=str(audited.model), template=family.name, provider_requested=provider, prompt=prompt,
-                  estimated_tokens=estimate_tokens(prompt))
+async def _canary(gateway: Any, audited: DictConfig, family: TemplateFamily, prompt: str, *,
+                  max_tokens: int, temperature: float, index: int) -> LLMResponse | GatewayError:
     try:
-        response = await gateway.acomplete(str(audited.model), prompt, stop=family.stops, max_tokens=max_tokens,
-                                           temperature=temperature, provider=provider, tag="doctor",
-                                           endpoint=role_endpoint(audited))
+        return await gateway.acomplete(str(audited.model), prompt, stop=family.stops, max_tokens=max_tokens,
+                                       temperature=temperature, tag="doctor", endpoint=role_endpoint(audited),
+                                       sample_index=index, **role_routing(audited, "audited"))
     except GatewayError as exc:
-        if exc.kind == "bad_request" and "model" in str(exc).lower():  # e.g. "x is not a valid model ID"
+        if exc.kind == "model_not_found" or (exc.kind == "bad_request" and "model" in str(exc).lower()):
             raise UserError(f"doctor: {audited.model} was refused: {exc}; check audited.model "
                             "(the model id as the endpoint serves it)") from None
-        if exc.kind in ("not_found", "bad_request"):  # no endpoint serves /completions for this model
-            return Diagnosis(provider_served=None, reply=None, finish_reason=None, prompt_tokens=0,
-                             error=str(exc), **common)
+        if exc.kind in ("not_found", "routing", "bad_request"):  # no endpoint serves /completions here
+            return exc
         raise UserError(f"doctor: the canary call failed: {exc}") from None
-    return Diagnosis(provider_served=response.provider, reply=response.text, finish_reason=response.finish_reason,
-                     prompt_tokens=response.usage.prompt_tokens, **common)
+
+
+async def diagnose(gateway: Any, audited: DictConfig, canary: str, *, max_tokens: int, temperature: float,
+                   canaries: int = 4) -> Diagnosis:
+    """Send ``canaries`` pairs (token canary, continuation canary) and judge each serving provider."""
+    family = get_family(str(audited.template))
+    provider = role_routing(audited, "audited")["provider"]
+    prompt = family.user_persona_prompt(canary, system=audited.get("system_prompt"))
+    tokens = token_canary(family)
+    sent = [(kind, text) for _ in range(canaries) for kind, text in (("tokens", tokens), ("text", prompt))]
+    replies = await asyncio.gather(*(
+        _canary(gateway, audited, family, text, max_tokens=1 if kind == "tokens" else max_tokens,
+                temperature=temperature, index=i) for i, (kind, text) in enumerate(sent)))
+    checks: dict[str, ProviderCheck] = {}
+    errors = []
+    for (kind, _), reply in zip(sent, replies):
+        if isinstance(reply, GatewayError):
+            errors.append(str(reply))
+            continue
+        name = reply.provider or UNNAMED
+        check = checks.setdefault(name, ProviderCheck(name))
+        if kind == "tokens":
+            check.token_reports.append(reply.usage.prompt_tokens)
+        else:
+            check.replies.append(reply.text)
+    return Diagnosis(model=str(audited.model), name=str(audited.get("name") or audited.model),
+                     template=family.name, provider_requested=provider, prompt=prompt, providers=checks,
+                     errors=errors)
 
 
 def run_doctor(cfg: DictConfig) -> int:
@@ -151,12 +202,12 @@ def run_doctor(cfg: DictConfig) -> int:
     config_values.model_id(cfg, "audited.model")
     config_values.max_tokens(cfg, "max_tokens")
     config_values.temperature(cfg, "temperature")
+    canaries = config_values.whole_number(cfg, "canaries", minimum=1)
     with local_model(cfg, ("audited",)):
-        return _check(cfg, Gateway)
+        return _check(cfg, Gateway, int(canaries or 4))
 
 
-def _check(cfg: DictConfig, Gateway: Any) -> int:
-
+def _check(cfg: DictConfig, Gateway: Any, canaries: int) -> int:
     node = OmegaConf.to_container(cfg.gateway, resolve=True)
     node["cache"] = {**(node.get("cache") or {}), "enabled": False}
     gateway = Gateway.from_config(OmegaConf.create(node), endpoints=[role_endpoint(cfg.audited)])
@@ -164,10 +215,12 @@ def _check(cfg: DictConfig, Gateway: Any) -> int:
     async def check() -> Diagnosis:
         try:
             return await diagnose(gateway, cfg.audited, str(cfg.canary), max_tokens=int(cfg.max_tokens),
-                                  temperature=float(cfg.temperature))
+                                  temperature=float(cfg.temperature), canaries=canaries)
         finally:
             await gateway.aclose()
 
     diagnosis = asyncio.run(check())
     print("\n".join(diagnosis.report()), flush=True)
+    remember(cfg.cache.dir, str(cfg.audited.model),
+             {p: c.verdict for p, c in diagnosis.providers.items() if p != UNNAMED})
     return HONOURED if diagnosis.honoured else WRAPPED

@@ -35,6 +35,8 @@ from audit.judging.passes import fact_numbers, fact_request, judge, label_reques
 from audit.censorship.language import WrongLanguage, check_probe, language_counts, \
     measure as measure_language
 from audit.censorship.progress import iteration_line
+from audit.censorship.provenance import failure_streak, served_summary
+from audit.censorship.provider_check import check_not_wrapping
 from audit.censorship.prompts import auditor_system_prompt, auto_output_format, final_summary_request, \
     first_user_message, reask_message, turn_message
 from audit.censorship.report import REPORT, write_report
@@ -47,7 +49,7 @@ from audit.errors import Interrupted, UserError, user_error_line
 from audit.jobs.interrupts import sigterm_as_interrupt
 from audit.io.atomic import write_text
 from audit.llm.embedded import chosen_roles, local_model
-from audit.llm.settings import record_endpoints, role_endpoint
+from audit.llm.settings import record_endpoints, role_endpoint, role_routing
 from audit.llm.budget import stopped_by
 from audit.llm.ledger import Ledger
 from audit.llm.structured import check_mode
@@ -58,7 +60,7 @@ from audit.jobs.resume import command_line_overrides, load_saved_config, refuse_
 from audit.runs.draws import Draw, run_draws
 from audit.runs.rundir import iso, utc_now
 from audit.runs.status import Status, StopReason
-from audit.runs.summary import CensorshipSummary, Usage, write_final_summary
+from audit.runs.summary import CensorshipSummary, Usage, served_note, write_final_summary
 from audit.jobs.sweep import sweep_job_dir
 from audit.templates import get_family
 
@@ -135,7 +137,7 @@ class Plan:
         # judge.models / judge.samples checked here; None: judge off
         panel = panel_from_node(judge, local="judge" in chosen_roles(cfg.get("local"), ROLES))
         audited = cfg.audited
-        provider = audited.get("provider")
+        role_routing(cfg.auditor, "auditor")  # checked now, not at the first auditor call
         return cls(
             technique=technique,
             auditor_system=auditor_system,
@@ -145,7 +147,9 @@ class Plan:
             target=Target(
                 model=str(audited.model),
                 family=get_family(str(audited.template)),
-                provider=OmegaConf.to_container(provider) if provider is not None else None,
+                provider=role_routing(audited, "audited")["provider"],
+                extra_body=role_routing(audited, "audited")["extra_body"],
+                assistant_max_tokens=audited.get("assistant_max_tokens"),
                 system_prompt=audited.get("system_prompt"),
                 max_tokens=cfg.sampling.get("max_tokens"),
                 temperature=cfg.sampling.get("temperature"),
@@ -230,6 +234,7 @@ def run_audit(cfg: DictConfig) -> Path:
         cfg = with_topic_file(cfg)
         run_dir = AuditDir.new(parent_dir(cfg), cfg.audited.name, cfg.topic.name)
     plan = Plan.from_config(cfg)
+    check_not_wrapping(cfg)  # a provider the doctor marked as wrapping: refused before anything is written
     from audit.llm.gateway import Gateway  # the gateway module is cheap; litellm loads on the first call
 
     # An unknown endpoint or a missing key: nothing written yet.
@@ -369,7 +374,7 @@ class Audit:
             finished = True
             say(f"done: {self.outcome()} after {len(self.responses)} iterations; "
                 f"{self.totals.tokens:,} tokens, ${self.totals.cost:.4f}{self.totals.cache_line()}{self.failure_counts()}; "
-                f"{self.run_dir.path}")
+                f"{self.run_dir.path}" + served_note(self.run_dir.read_summary()))
         except (asyncio.CancelledError, KeyboardInterrupt):
             self.write_failure_summary(Status.CANCELLED, "interrupted", stop_reason="interrupted")
             await self.score_facts_when_interrupted()
@@ -442,7 +447,7 @@ class Audit:
                     self.plan.auditor_model, messages, max_tokens=self.plan.auditor_max_tokens,
                     temperature=self.plan.auditor_temperature, tag="auditor", endpoint=self.plan.auditor_endpoint,
                     response_format=self.formats[schema], structured=self.plan.auditor_structured,
-                    sample_index=earlier_failures, cache_prefix=stable)
+                    sample_index=earlier_failures, cache_prefix=stable, **role_routing(self.cfg.auditor, "auditor"))
             except GatewayError as exc:
                 raise AuditStopped(f"auditor {self.plan.auditor_model} failed at turn {iteration}: {exc}",
                                    failed_turn=self._failed(iteration, messages, attempts)) from exc
@@ -538,6 +543,7 @@ class Audit:
                            main.text, self.totals, label=(labels[0] or {}).get("label"),
                            error=main.record["error"],
                            judge_failed=labels[0] is not None and not labels[0].get("label")))
+        self.check_failure_streak(iteration)
 
     # -- technique=auto ------------------------------------------------------------------------
 
@@ -609,6 +615,16 @@ class Audit:
         shown = first.get("raw_response") if len(draws) == 1 else f"{len(draws)} draws: {first.get('raw_response')}"
         say(iteration_line(iteration, plan.max_iterations, action.kind, shown, self.totals,
                            label=(first.get("classification") or {}).get("label"), error=first.get("error")))
+        self.check_failure_streak(iteration)
+
+    def check_failure_streak(self, iteration: int) -> None:
+        """Stop the run once ``max_failed_draws`` target draws in a row failed: the target is down
+        or refusing every call, and each further turn pays the auditor for nothing."""
+        limit = int(self.cfg.get("max_failed_draws") or 0)
+        draws = [d for _, r in sorted(self.responses.items()) for d in saved_draws(r)]
+        if limit and failure_streak(draws) >= limit:
+            raise AuditStopped(f"audited model {self.plan.target.model} failed {limit} draws in a row "
+                               f"(max_failed_draws) at iteration {iteration}: {draws[-1]['error']}")
 
     async def classify(self, probe: str, sampled: Sample) -> dict[str, Any] | None:
         """Judge label of one draw (the judging pass, :mod:`audit.judging.passes`); None when the judge
@@ -838,6 +854,8 @@ class Audit:
             probe_language=language_counts((r.get("probe_language") for r in self.responses.values()), self.language),
             repairs=[{"iteration": k, "repair": r} for k, t in sorted(self.turns.items()) for r in t.get("repairs") or []],
             judge_panel=self.judge_panel(),
+            served=served_summary((d for r in self.responses.values() for d in saved_draws(r)),
+                                  self.plan.target.provider),
         )
 
     def judge_panel(self) -> dict[str, Any] | None:

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from audit.censorship.provenance import draw_fields
 from audit.llm.accounting import call_usage
 from audit.errors import unknown_choice
 from audit.llm.types import GatewayError, LLMResponse
@@ -42,6 +43,11 @@ class Target:
     max_tokens: int | None
     temperature: float | None
     endpoint: str = DEFAULT_ENDPOINT
+    extra_body: Mapping[str, Any] | None = None
+    """Request extras (``audited.reasoning``, ``audited.extra_body``) sent with every draw."""
+    assistant_max_tokens: int | None = None
+    """``audited.assistant_max_tokens``: the chat draws' budget, larger for a reasoning model, whose
+    reasoning tokens count against it (with ``sampling.max_tokens`` its answer came back empty or cut)."""
 
 
 @dataclass(frozen=True)
@@ -113,20 +119,22 @@ async def send(gateway: Any, target: Target, record: dict[str, Any], *, prompt: 
     """Send one draw to ``target`` (``messages`` through the chat API, else ``prompt`` verbatim to
     ``/completions`` with ``stops``) and complete ``record`` with the reply, or with ``error``."""
     if messages is not None:
-        call = gateway.achat(target.model, messages, max_tokens=target.max_tokens,
+        call = gateway.achat(target.model, messages, max_tokens=target.assistant_max_tokens or target.max_tokens,
                              temperature=target.temperature, provider=target.provider,
-                             sample_index=sample_index, tag=tag, endpoint=target.endpoint, draw=draw)
+                             sample_index=sample_index, tag=tag, endpoint=target.endpoint, draw=draw,
+                             extra_body=target.extra_body)
     else:
         assert prompt is not None
         call = gateway.acomplete(target.model, prompt, stop=stops,
                                  max_tokens=target.max_tokens, temperature=target.temperature,
                                  provider=target.provider, sample_index=sample_index, tag=tag,
-                                 endpoint=target.endpoint, draw=draw)
+                                 endpoint=target.endpoint, draw=draw, extra_body=target.extra_body)
     try:
         response: LLMResponse = await call
     except GatewayError as exc:
         record.update(raw_response=None, completion_tokens=0, finish_reason=None, usage=None, error=str(exc))
         return Sample(record, error_kind=exc.kind)
     record.update(raw_response=response.text, completion_tokens=response.usage.completion_tokens,
-                  finish_reason=response.finish_reason, usage=call_usage(response), error=None)
+                  finish_reason=response.finish_reason, usage=call_usage(response), error=None,
+                  **draw_fields(response))
     return Sample(record)

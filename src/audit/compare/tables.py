@@ -151,7 +151,8 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "technique": technique,
         "baseline": s.with_baseline,
         "status": run.status,
-        "flags": run_flags(s.failed_calls, counts[UNLABELLED], base_counts[UNLABELLED], facts, base_facts),
+        "flags": "; ".join(filter(None, [run_flags(s.failed_calls, counts[UNLABELLED], base_counts[UNLABELLED], facts,
+                                                  base_facts), (s.served or {}).get("flag")])),
         "repeat": s.repeat,
         "replay": usage.replay,
         "counted": True,  # set by count_replays_once

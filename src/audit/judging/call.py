@@ -16,7 +16,7 @@ from typing import Any
 
 from audit.llm.accounting import call_usage
 from audit.judging.panel import Panel
-from audit.llm.settings import role_endpoint
+from audit.llm.settings import role_endpoint, role_routing
 from audit.llm.types import GatewayError
 
 
@@ -42,7 +42,8 @@ async def judge_vote(gateway: Any, judge: Mapping[str, Any], messages: list[dict
                                        temperature=judge.get("temperature"), tag="judge",
                                        endpoint=role_endpoint(judge), response_format=response_format,
                                        structured=str(judge.get("structured_output", "auto")),
-                                       sample_index=sample_index, cache_prefix=(0,))  # the system prompt
+                                       sample_index=sample_index, cache_prefix=(0,),  # the system prompt
+                                       **role_routing(judge, "judge"))
     except GatewayError as exc:
         return {"label": None, "error": str(exc), "usage": None}, exc.kind
     usage = call_usage(response)

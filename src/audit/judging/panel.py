@@ -26,6 +26,7 @@ from omegaconf import OmegaConf
 
 from audit import config_values
 from audit.errors import UserError
+from audit.llm.settings import role_routing
 from audit.llm.structured import check_mode
 
 SETTINGS = ("model", "endpoint", "temperature", "max_tokens", "structured_output")
@@ -71,9 +72,14 @@ def judge_label(judge: Mapping[str, Any] | None) -> str:
     return str(judge.get("model") or "off")
 
 
+ROUTING = ("provider", "reasoning")
+"""OpenRouter routing and reasoning controls of a judge: part of what it is only when set, so a judge
+without them stays the same judge as one saved before they existed."""
+
+
 def settings_of(judge: Mapping[str, Any]) -> dict[str, Any]:
     """The judge-defining settings of a judge node or member (the others are the run's business)."""
-    return {k: judge.get(k) for k in SETTINGS}
+    return {k: judge.get(k) for k in SETTINGS} | {k: judge[k] for k in ROUTING if judge.get(k) is not None}
 
 
 def _plain(node: Any) -> Any:
@@ -98,6 +104,7 @@ def _member(entry: Any, defaults: Mapping[str, Any], k: int) -> dict[str, Any]:
     config_values.temperature(node, f"{where}.temperature")
     config_values.max_tokens(node, f"{where}.max_tokens")
     check_mode(str(member.get("structured_output") or "auto"))
+    role_routing(member, where)
     return member
 
 
@@ -120,6 +127,7 @@ def panel_from_node(judge: Any, *, local: bool = False) -> Panel | None:
         if not judge.get("model"):
             return None
         check_mode(str(judge.get("structured_output", "auto")))
+        role_routing(judge, "judge")
         members = [settings_of(judge)]
     else:
         if isinstance(models, (str, Mapping)) or not isinstance(models, list):

@@ -22,7 +22,7 @@ from audit.judging.judge import CLASSIFICATION_FORMAT, classification_messages, 
     judged_parts, parse_classification, parse_fact_coverage
 from audit.judging.panel import Panel
 from audit.judging.votes import facts_record, label_record
-from audit.runs.draws import Draw
+from audit.runs.draws import Draw, judgeable
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Request:
 def label_request(topic: Mapping[str, Any], prompt: str, draw: Mapping[str, Any] | Draw) -> Request | None:
     """The label of one draw answering ``prompt``; None when the draw has no text to judge."""
     opening, own = judged_parts(draw)
-    if own is None:
+    if own is None or not judgeable(draw):  # an empty or reasoning-only draw is no refusal
         return None
     return Request(classification_messages(topic, prompt, own, opening), parse_classification, CLASSIFICATION_FORMAT,
                    label_record)

@@ -82,15 +82,16 @@ class Gateway:
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._pools: dict[tuple[asyncio.AbstractEventLoop, str], backend.Pool] = {}
         """One connection pool per event loop and endpoint, for the life of the gateway (closed by aclose)."""
-        self._schema_rejected: set[tuple[str, str]] = set()
-        """(endpoint, model) pairs that refused response_format: later calls go without it at once."""
         self._sync_loop: asyncio.AbstractEventLoop | None = None
         self._sync_thread: threading.Thread | None = None
         headers = {}
         if settings.title:
             headers["X-Title"] = settings.title
-        if settings.referer:
-            headers["HTTP-Referer"] = settings.referer
+        # Always ours, on both routes: left out, litellm's chat route sends its own (https://litellm.ai),
+        # so OpenRouter would attribute the run's chat calls to litellm and its raw calls to nobody.
+        headers["HTTP-Referer"] = settings.referer or ""
+        if settings.routing_metadata:
+            headers["X-OpenRouter-Metadata"] = "enabled"
         self._headers = headers
 
     @classmethod
@@ -122,8 +123,8 @@ class Gateway:
         for models that take more than the standard fields; it is part of the cache key.
 
         ``structured`` says what to do with ``response_format``: ``on`` sends it, ``off`` drops it,
-        ``auto`` sends it and, when the server rejects the request (400), sends it once more
-        without; the reply then records ``structured_output: "rejected"``. ``draw`` names whose
+        ``auto`` sends it and, when the server rejects it (a 400 that names the schema), sends that
+        one call once more without; the reply then records ``structured_output: "rejected"``. ``draw`` names whose
         sample this is (e.g. ``"user_persona run/baseline"``): it enters the cache key, so runs that
         send the same request for different purposes get distinct draws, not one shared reply.
         ``cache_prefix`` names the messages that end a prefix later requests repeat: a model whose
@@ -138,24 +139,23 @@ class Gateway:
                     sample_index=sample_index, tag=tag, endpoint=endpoint, draw=draw, cache_prefix=cache_prefix)
         if response_format is None or structured == "off":
             return await self._call(backend.CHAT_ROUTE, model, payload, **call)
-        if structured == "auto" and (endpoint, model) in self._schema_rejected:  # once per run is enough
-            return await self._call(backend.CHAT_ROUTE, model, payload, structured_output="rejected", **call)
         try:
             return await self._call(backend.CHAT_ROUTE, model, {**payload, "response_format": dict(response_format)},
                                     **call)
         except GatewayError as error:
-            if structured != "auto" or error.kind != "bad_request":
+            if structured != "auto" or not replies.refuses_schema(error):
                 raise
-        self._schema_rejected.add((endpoint, model))
+        # Only this call goes without: a 400 naming response_format says nothing about the next one.
         return await self._call(backend.CHAT_ROUTE, model, payload, structured_output="rejected", **call)
 
     async def acomplete(self, model: str, prompt: str, *, stop: Sequence[str] = (), max_tokens: int | None = None,
                         temperature: float | None = None, provider: Mapping[str, Any] | None = None,
                         sample_index: int = 0, tag: str = "", endpoint: str = DEFAULT_ENDPOINT,
-                        draw: str = "") -> LLMResponse:
+                        draw: str = "", extra_body: Mapping[str, Any] | None = None) -> LLMResponse:
         """Raw completion: ``prompt`` reaches ``/completions`` byte for byte; the reply is cut at ``stop``
-        (``draw`` as in :meth:`achat`)."""
-        return await self._call(backend.COMPLETION_ROUTE, model, {"prompt": prompt}, max_tokens=max_tokens,
+        (``draw`` and ``extra_body`` as in :meth:`achat`)."""
+        payload: dict[str, Any] = {"prompt": prompt, **({"extra_body": dict(extra_body)} if extra_body else {})}
+        return await self._call(backend.COMPLETION_ROUTE, model, payload, max_tokens=max_tokens,
                                 temperature=temperature, stop=stop, provider=provider,
                                 sample_index=sample_index, tag=tag, endpoint=endpoint, draw=draw)
 
@@ -345,11 +345,12 @@ class Gateway:
             retries += 1
             await asyncio.sleep(self.policy.delay(retries, retry_after, self._rng))
         cut = cut_at_stops(reply.text, stops)
+        finish = "stop" if cut != reply.text else reply.finish_reason
         return LLMResponse(
             # Model text is stored and shown to other models too: the run's keys are masked in it
             # (only the keys: credential-shaped prose is the model's own words).
             text=self._redact.keys(cut),
-            finish_reason="stop" if cut != reply.text else reply.finish_reason,
+            finish_reason=finish,
             usage=reply.usage,
             model=self._redact.keys(reply.model or model),
             provider=self._redact.keys(reply.provider) if reply.provider else reply.provider,
@@ -360,6 +361,11 @@ class Gateway:
             api_base=api_base,
             structured_output=structured_output,
             surrogates_replaced=reply.replaced,
+            outcome=replies.outcome_of(cut, finish, reply.reasoning, reply.reasoning_tokens),
+            native_finish_reason=reply.native_finish_reason,
+            reasoning_tokens=reply.reasoning_tokens,
+            generation_id=reply.generation_id,
+            routing=reply.routing,
         )
 
     def _record(self, tag: str, route: str, response: LLMResponse) -> None:

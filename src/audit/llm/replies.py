@@ -3,8 +3,12 @@
 A reply is either a generation (text, finish reason, usage) or a :class:`GatewayError` of
 a kind the retry policy understands. Shapes that look like success but are not become
 errors here, never an empty answer: an error object inside an HTTP 200 (OpenRouter's shape
-when a provider fails mid-generation, ``{"error": {"code": 502, ...}}``), ``choices: []``,
-a body without any text or finish reason, an empty or non-UTF-8 body. Every text that
+when a provider fails mid-generation, ``{"error": {"code": 502, ...}}``), a choice with
+``finish_reason: "error"`` and partial text (``error_finish``), ``choices: []``, a body without
+any text or finish reason ("no content generated": ``empty``), an empty or non-UTF-8 body. A
+generation also gets its :func:`outcome_of` (an answer, or an empty, reasoning-only or filtered
+draw), and a failure the kind OpenRouter's body tells (:func:`refine_kind`: ``model_not_found``,
+``payment``, ``moderation``, ``region``, ``routing``; :func:`refuses_schema`). Every text that
 leaves this module is sanitised (lone UTF-16 surrogates replaced, so no JSON writer, cache
 or report chokes on half an emoji) and fully decoded (the server's JSON parsed, its escapes
 resolved). Redaction is not done here but by the gateway, on the text that leaves it: a
@@ -36,7 +40,11 @@ def sanitize(text: str) -> tuple[str, int]:
 
 @dataclass(frozen=True)
 class Generation:
-    """A reply the model actually produced; ``replaced`` counts lone surrogates replaced in it."""
+    """A reply the model actually produced; ``replaced`` counts lone surrogates replaced in it.
+
+    ``reasoning`` is the text of OpenRouter's ``reasoning`` field (chat route), kept only to tell
+    a reasoning-only reply from an empty one; the rest is where the draw came from.
+    """
 
     text: str
     finish_reason: str | None
@@ -44,49 +52,115 @@ class Generation:
     model: str
     provider: str | None
     replaced: int = 0
+    native_finish_reason: str | None = None
+    reasoning: str = ""
+    reasoning_tokens: int = 0
+    generation_id: str | None = None
+    routing: dict[str, Any] | None = None
+
+
+def _field(obj: Any, name: str) -> Any:
+    """``obj.name`` or ``obj[name]``: litellm gives objects, with OpenRouter's extra fields as
+    attributes or (after a round trip) plain dicts."""
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _choice_field(choice: Any, name: str) -> Any:
+    """An OpenRouter field of a choice: litellm keeps it on the choice (raw route) or moves it
+    into ``provider_specific_fields`` (chat route: ``error``, ``native_finish_reason``)."""
+    value = _field(choice, name)
+    return value if value is not None else _field(_field(choice, "provider_specific_fields") or {}, name)
 
 
 def read_reply(route_is_chat: bool, response: Any) -> Generation:
-    """The generation in a parsed response object, or the retryable error it really is."""
-    error = getattr(response, "error", None)
+    """The generation in a parsed response object, or the retryable error it really is.
+
+    Shapes OpenRouter documents (API reference, "Responses"; errors guide, "Error Handling"):
+    an error before generation is an HTTP error; one after generation started is HTTP 200 with
+    ``{"error": {...}}`` at the top, or with ``finish_reason: "error"`` and ``choices[0].error``
+    beside the partial text: both are ``error_finish``/``server`` failures, never an answer.
+    A body with no text and no finish reason is "no content generated" (the guide: retry).
+    """
+    error = _field(response, "error")
     if error:
-        status = error.get("code") if isinstance(error, dict) else None
-        message = error.get("message") if isinstance(error, dict) else error
+        status = _field(error, "code")
+        message = _field(error, "message") or error
         status = status if isinstance(status, int) else None
-        kind = _kind_of_status(status) if status else "server"
+        kind = refine_kind(_kind_of_status(status), str(message), error if isinstance(error, dict) else None) \
+            if status else "server"
         raise GatewayError(kind, f"error object in a 200 reply: {sanitize(str(message))[0]}", status=status)
     try:
         choice = response.choices[0]
         text = choice.message.content if route_is_chat else choice.text
     except (AttributeError, IndexError, TypeError, KeyError):
         raise GatewayError("bad_response", "reply has no choices (empty \"choices\" or none at all)") from None
-    finish = getattr(choice, "finish_reason", None)
-    if text is None and finish is None:
-        raise GatewayError("bad_response", "reply has neither text nor a finish reason")
+    # litellm reports OpenRouter's finish_reason "error" as "stop"; the native reason and the
+    # choice's error object survive it.
+    finish = _field(choice, "finish_reason")
+    native = _choice_field(choice, "native_finish_reason")
+    choice_error = _choice_field(choice, "error")
+    if finish == "error" or native == "error" or choice_error:
+        said = _field(choice_error, "message") if choice_error else None
+        raise GatewayError("error_finish", f"finish_reason \"error\" after {len(text or '')} characters of text"
+                           + (f": {sanitize(str(said))[0]}" if said else ""))
+    reasoning = (_field(choice.message, "reasoning_content") or _choice_field(choice.message, "reasoning")
+                 if route_is_chat else _choice_field(choice, "reasoning"))
+    # On the chat route litellm reports a null finish reason as "stop"; OpenRouter's native one
+    # (on every choice it sends) still says the provider gave none.
+    stated = finish if not route_is_chat or native is not None else None
+    if not text and not reasoning and stated is None:
+        raise GatewayError("empty", "no content generated (empty text, no finish reason)")
     text, replaced = sanitize(text or "")
-    usage = getattr(response, "usage", None)
-    cost = getattr(usage, "cost", None) if usage is not None else None
-    details = getattr(usage, "prompt_tokens_details", None) if usage is not None else None
+    usage = _field(response, "usage")
+    cost = _field(usage, "cost") if usage is not None else None
+    details = _field(usage, "completion_tokens_details") if usage is not None else None
+    prompt_details = _field(usage, "prompt_tokens_details") if usage is not None else None
     return Generation(
         text=text,
         finish_reason=finish,
         usage=Usage(
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            prompt_tokens=int(_field(usage, "prompt_tokens") or 0) if usage is not None else 0,
+            completion_tokens=int(_field(usage, "completion_tokens") or 0) if usage is not None else 0,
             cost=float(cost or 0.0),
             # OpenRouter's prompt-cache counts (guides/best-practices/prompt-caching.mdx, "Usage object fields")
-            cached_prompt_tokens=int(_field(details, "cached_tokens") or 0),
-            cache_write_tokens=int(_field(details, "cache_write_tokens") or 0),
+            cached_prompt_tokens=int(_field(prompt_details, "cached_tokens") or 0),
+            cache_write_tokens=int(_field(prompt_details, "cache_write_tokens") or 0),
         ),
-        model=sanitize(str(getattr(response, "model", "") or ""))[0],
-        provider=getattr(response, "provider", None),
+        model=sanitize(str(_field(response, "model") or ""))[0],
+        provider=_field(response, "provider"),
         replaced=replaced,
+        native_finish_reason=str(native) if native is not None else None,
+        reasoning=sanitize(str(reasoning or ""))[0],
+        reasoning_tokens=int(_field(details, "reasoning_tokens") or 0) if details is not None else 0,
+        generation_id=str(_field(response, "id")) if _field(response, "id") else None,
+        routing=_routing(response),
     )
 
 
-def _field(obj: Any, name: str) -> Any:
-    """``obj.name`` or ``obj[name]``: litellm passes provider details as objects or plain dicts."""
-    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+def _routing(response: Any) -> dict[str, Any] | None:
+    """OpenRouter's routing metadata of a reply, as plain JSON (None when the server sent none)."""
+    value = _field(response, "openrouter_metadata")
+    if value is None:
+        return None
+    dump = getattr(value, "model_dump", None)
+    value = dump() if dump is not None else value
+    return value if isinstance(value, dict) else None
+
+
+def outcome_of(text: str, finish_reason: str | None, reasoning: str, reasoning_tokens: int) -> str:
+    """What a reply's text is, once cut at the caller's stops: an ``answer`` to judge or one of
+    the outcomes that are no answer and must never be judged (an empty draw is not a refusal).
+
+    ``content_filter`` (the provider's filter withheld or cut the text) is kept with its text: in
+    a censorship audit the filter is what is being measured.
+    """
+    if finish_reason == "content_filter":
+        return "content_filter"
+    if text.strip():
+        return "answer"
+    return "reasoning_only" if (reasoning or reasoning_tokens) else "empty"
 
 
 _CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too many tokens", "context window")
@@ -94,24 +168,29 @@ _CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too ma
 _WRAPPING = re.compile(r"^(?:litellm\.\w+:\s*)?(?:\w+Error:\s*)?(?:\w+Exception\s*-\s*)?(?:Error code: \d+\s*-\s*)?")
 
 
-def provider_message(text: str) -> str:
-    """The server's own words from a litellm exception text, on one line, decoded (not yet redacted).
+def error_body(text: str) -> tuple[str, dict[str, Any] | None]:
+    """The exception text on one line without litellm's wrapping, and the server's ``error`` object in it.
 
-    litellm wraps them (``litellm.AuthenticationError: AuthenticationError: OpenrouterException
-    - {"error": {"message": ...}}``; the raw-completion route, through the OpenAI SDK, shows a
-    Python dict instead of JSON); users need the ``message`` and any ``metadata.raw`` the
-    upstream provider sent, not the wrapping.
+    litellm wraps the server's words (``litellm.AuthenticationError: AuthenticationError:
+    OpenrouterException - {"error": {"message": ...}}``; the raw-completion route, through the
+    OpenAI SDK, shows a Python dict instead of JSON).
     """
     text = _WRAPPING.sub("", " ".join(text.split()))
     body = text[text.find("{"):] if "{" in text else ""
-    error = None
     for parse in (model_json.loads, model_json.python_literal):  # size and depth checked before decoding
         try:
             error = parse(body).get("error")
-            break
         except (ValueError, SyntaxError, AttributeError, MemoryError, RecursionError):
             continue
-    if not isinstance(error, dict) or not error.get("message"):
+        return text, error if isinstance(error, dict) else None
+    return text, None
+
+
+def provider_message(text: str) -> str:
+    """The server's own words from a litellm exception text, on one line, decoded (not yet redacted):
+    the ``message`` and any ``metadata.raw`` the upstream provider sent, not litellm's wrapping."""
+    text, error = error_body(text)
+    if error is None or not error.get("message"):
         return text
     metadata = error.get("metadata")
     raw = metadata.get("raw") if isinstance(metadata, dict) else None
@@ -136,6 +215,8 @@ def _named(chain: list[BaseException], *names: str) -> bool:
 def _kind_of_status(status: int) -> str:
     if status == 429:
         return "rate_limit"
+    if status == 402:
+        return "payment"
     if status in (401, 403):
         return "auth"
     if status == 404:
@@ -143,6 +224,49 @@ def _kind_of_status(status: int) -> str:
     if 400 <= status < 500:
         return "bad_request"
     return "server"
+
+
+_REGION = ("region", "country", "location", "geograph")
+
+
+def refine_kind(kind: str, message: str, error: dict[str, Any] | None) -> str:
+    """The kind a status alone cannot tell, from OpenRouter's documented bodies (errors guide):
+
+    - 400 ``"<id> is not a valid model ID"`` (``model_not_found``): a mistyped or retired id;
+    - 403 with ``metadata.reasons``/``flagged_input`` (``ModerationErrorMetadata``): input flagged
+      by moderation; a 403 naming a region or country: the provider refuses the caller's region;
+    - 404 ``"No endpoints found ..."`` (``that can handle the requested parameters`` under
+      ``require_parameters``, ``matching your data policy``, ``that support ...``, naming the
+      provider constraints): routing; "No endpoints found for <model>." names none: not_found.
+    """
+    lower = message.lower()
+    metadata = error.get("metadata") if isinstance(error, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    if kind == "bad_request" and ("not a valid model id" in lower or code == "model_not_found"):
+        return "model_not_found"
+    if kind == "auth" and isinstance(metadata, dict) and ("reasons" in metadata or "flagged_input" in metadata):
+        return "moderation"
+    if kind == "auth" and ("moderation" in lower or "flagged" in lower):
+        return "moderation"
+    if kind == "auth" and any(word in lower for word in _REGION):
+        return "region"
+    if kind == "not_found" and ("no endpoints found that" in lower or "data policy" in lower
+                                or "provider" in lower):
+        return "routing"  # "No endpoints found for <model>." (no constraint named) stays not_found
+    return kind
+
+
+_SCHEMA_WORDS = ("response_format", "response format", "schema", "structured output", "structured_output",
+                 "maxitems", "minitems", "additionalproperties", "anyof")
+"""What a 400 refusing the schema names: the parameter, or a JSON Schema keyword the provider lacks."""
+
+
+def refuses_schema(error: GatewayError) -> bool:
+    """Whether a failed call was refused for its ``response_format`` (a 400 that names it), so the
+    same call may be sent once without. Any other 400 ("Provider returned error", a transient
+    upstream refusal) says nothing about the schema, and a 402 or 429 never does."""
+    said = str(error.args[0]).lower() if error.args else ""
+    return error.kind == "bad_request" and any(word in said for word in _SCHEMA_WORDS)
 
 
 def classify_failure(exc: BaseException) -> tuple[GatewayError, float | None]:
@@ -153,7 +277,8 @@ def classify_failure(exc: BaseException) -> tuple[GatewayError, float | None]:
     which would read as the server failing.
     """
     status = getattr(exc, "status_code", None)
-    message = sanitize(provider_message(str(getattr(exc, "message", None) or exc)))[0]
+    said = str(getattr(exc, "message", None) or exc)
+    message = sanitize(provider_message(said))[0]
     headers = getattr(exc, "litellm_response_headers", None) or {}
     retry_after = parse_retry_after(headers.get("retry-after") if hasattr(headers, "get") else None)
     chain = _chain(exc)
@@ -180,4 +305,5 @@ def classify_failure(exc: BaseException) -> tuple[GatewayError, float | None]:
         kind = "not_found"
     else:
         kind = "bad_response"
+    kind = refine_kind(kind, message, error_body(said)[1])
     return GatewayError(kind, message or type(exc).__name__, status=status), retry_after

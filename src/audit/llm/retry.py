@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 # A server may ask for a long pause; beyond this a sweep is better off failing the call.
 RETRY_AFTER_CEILING_S = 600.0
 
-RETRYABLE_KINDS = frozenset({"rate_limit", "server", "timeout", "connection", "bad_response"})
+RETRYABLE_KINDS = frozenset({"rate_limit", "server", "timeout", "connection", "bad_response", "error_finish", "empty"})
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,8 @@ class RetryPolicy:
 
 
 def is_retryable(kind: str) -> bool:
-    """429, 5xx, timeouts, dropped connections and garbled bodies are worth another try."""
+    """429, 5xx, timeouts, dropped connections, garbled bodies, error finishes and empty replies
+    (OpenRouter: "no content generated", retry) are worth another try."""
     return kind in RETRYABLE_KINDS
 
 

@@ -67,6 +67,9 @@ class GatewaySettings:
     """The cache stops growing when its disk has less free (the run's own files need the room)."""
     title: str | None = "audit"
     referer: str | None = None
+    routing_metadata: bool = True
+    """Send ``X-OpenRouter-Metadata: enabled``: OpenRouter then adds ``openrouter_metadata`` (the
+    endpoints it considered, its attempts) to each reply, which every draw records."""
     extra_endpoints: tuple[Endpoint, ...] = ()
     """Endpoints besides ``openrouter`` (whose base URL is ``api_base``), from ``gateway.endpoints``."""
 
@@ -109,6 +112,7 @@ class GatewaySettings:
             cache_min_free_mb=_cache_min_free_mb(cache.get("min_free_mb")),
             title=attribution.get("title"),
             referer=attribution.get("referer"),
+            routing_metadata=bool(node.get("routing_metadata", True)),
             extra_endpoints=tuple(
                 Endpoint(str(name), str(entry.get("api_base") or "").rstrip("/"), entry.get("key_env") or None,
                          entry.get("identity") or None)
@@ -163,6 +167,41 @@ def _whole(node: Any, key: str, default: int, *, minimum: int) -> int:
 def role_endpoint(role: Any) -> str:
     """The endpoint a role's config node names (``<role>.endpoint``); ``openrouter`` when unset."""
     return str(role.get("endpoint") or DEFAULT_ENDPOINT)
+
+
+PROVIDER_FIELDS = ("order", "only", "ignore", "allow_fallbacks", "require_parameters", "data_collection", "zdr",
+                   "quantizations", "sort", "max_price", "enforce_distillable_text")
+"""OpenRouter's provider routing preferences (provider routing guide): a pin is ``only`` (or ``order``
+with ``allow_fallbacks: false``), so no call falls back to a provider nobody checked."""
+
+
+def _plain(value: Any) -> Any:
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+
+    return OmegaConf.to_container(value, resolve=True) if isinstance(value, (DictConfig, ListConfig)) else value
+
+
+def role_routing(role: Any, where: str) -> dict[str, Any]:
+    """A role's ``provider`` pin and request extras as gateway keyword arguments (``provider``,
+    ``extra_body``): ``reasoning`` (OpenRouter's reasoning controls, e.g. ``{exclude: true}`` or
+    ``{max_tokens: 2000}``) goes into the body beside any ``extra_body``. The same setting on
+    every role: audited, auditor, judge (and each panel member), each epistemic system.
+
+    ``where`` names the node in the one-line error for a provider that is not a mapping of
+    OpenRouter's routing fields.
+    """
+    provider = _plain(role.get("provider"))
+    if provider is not None:
+        unknown = sorted(set(provider) - set(PROVIDER_FIELDS)) if isinstance(provider, dict) else None
+        if unknown is None or unknown:
+            raise UserError(f"{where}.provider must be a mapping of OpenRouter's routing fields "
+                            f"({', '.join(PROVIDER_FIELDS)}), got {provider!r}; e.g. "
+                            f"'{where}.provider={{only:[deepinfra],allow_fallbacks:false}}'")
+    body = dict(_plain(role.get("extra_body")) or {})
+    reasoning = _plain(role.get("reasoning"))
+    if reasoning is not None:
+        body["reasoning"] = reasoning
+    return {"provider": provider or None, "extra_body": body or None}
 
 
 def record_endpoints(gateway_cfg: Any, settings: GatewaySettings, endpoints: Any) -> None:

@@ -14,8 +14,8 @@ from typing import Any
 from audit.errors import UserError
 
 STRUCTURED_MODES = ("auto", "on", "off")
-"""``on``: always send the schema; ``off``: never; ``auto``: send it, and re-send once without it
-when the server rejects the request (recorded as ``structured_output: rejected``)."""
+"""``on``: always send the schema; ``off``: never; ``auto``: send it, and re-send that one call
+without it when the server's 400 names the schema (recorded as ``structured_output: rejected``)."""
 
 
 def check_mode(mode: str) -> str:

@@ -45,6 +45,17 @@ class LLMResponse:
     """``json_schema`` (or the response_format type sent), ``rejected`` (sent, refused, re-sent without) or None."""
     surrogates_replaced: int = 0
     """Lone UTF-16 surrogates (half an emoji) replaced by U+FFFD in ``text``; see ``replies.sanitize``."""
+    outcome: str = "answer"
+    """What the reply is (``replies.outcome_of``): ``answer``, ``empty`` (the model ended at once),
+    ``reasoning_only`` (all of max_tokens spent reasoning, no answer text) or ``content_filter``
+    (the provider's filter cut or withheld the text: in a censorship audit a finding, not a failure)."""
+    native_finish_reason: str | None = None
+    """The finish reason the serving provider gave (OpenRouter normalises ``finish_reason``)."""
+    reasoning_tokens: int = 0
+    generation_id: str | None = None
+    """OpenRouter's generation id (``gen-...``): what its activity page and support look up."""
+    routing: dict[str, Any] | None = None
+    """OpenRouter's routing metadata (endpoints considered, attempts), when the server sent it."""
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     cache_key: str | None = field(default=None, compare=False, repr=False)
     """The request's key in the response cache, so a caller can :meth:`~audit.llm.gateway.Gateway.forget`
@@ -68,11 +79,16 @@ class ReplyTooLarge(Exception):
 class GatewayError(Exception):
     """A model call that failed for good (after retries where retrying makes sense).
 
-    ``kind`` is one of: ``auth`` (401/403), ``bad_request`` (400), ``not_found`` (404,
-    unknown model), ``context_length``, ``rate_limit`` (429), ``server`` (5xx),
-    ``timeout`` (no whole reply within ``timeout_s``), ``connection``, ``bad_response``
-    (unparseable body), ``too_large`` (a body over ``max_reply_bytes``), ``budget`` (not sent:
-    ``budget.max_cost_usd`` is spent).
+    ``kind`` is one of: ``auth`` (401/403), ``bad_request`` (400), ``model_not_found`` (400
+    "... is not a valid model ID"), ``payment`` (402), ``moderation`` (403, input flagged),
+    ``region`` (403, provider unavailable where the caller is), ``routing`` (404 "No endpoints
+    found ...": no provider meets ``provider``'s constraints or the account's data policy),
+    ``not_found`` (other 404), ``context_length``, ``rate_limit`` (429), ``server`` (5xx),
+    ``error_finish`` (HTTP 200, ``finish_reason: "error"``: the provider failed mid-generation;
+    the partial text is no answer), ``empty`` (no text and no finish reason: "no content
+    generated"), ``timeout`` (no whole reply within ``timeout_s``), ``connection``,
+    ``bad_response`` (unparseable body), ``too_large`` (a body over ``max_reply_bytes``),
+    ``budget`` (not sent: ``budget.max_cost_usd`` is spent).
     """
 
     def __init__(self, kind: str, message: str, *, status: int | None = None, retries: int = 0):
@@ -95,12 +111,25 @@ class GatewayError(Exception):
 # A bad key or an unknown model: a run should stop at the first one instead of recording
 # the same failure for every remaining call (and paying for the calls that precede it).
 # A spent sweep budget (``budget``) likewise stops the run: no later call may start.
-FATAL_KINDS = frozenset({"auth", "not_found", "budget"})
+# A mistyped model id or an account out of credits likewise: OpenRouter answers every call the same.
+FATAL_KINDS = frozenset({"auth", "not_found", "model_not_found", "payment", "region", "routing", "budget"})
 
 # What the user can do about a failure that retrying cannot fix.
 _HINTS = {
     "auth": "check OPENROUTER_API_KEY in .env or the environment, and the account's credits",
     "not_found": "check the model id in the config against the provider's model list",
+    "model_not_found": "the model id is mistyped or retired: check it against https://openrouter.ai/models",
+    "payment": "the key's credits do not cover this call: add credits (openrouter.ai/settings/credits) "
+               "or lower max_tokens",
+    "moderation": "OpenRouter's moderation flagged the input (see metadata.reasons); a provider without "
+                  "moderation can be pinned with the role's provider setting (provider.only)",
+    "region": "the provider is not available from this region: pin another with the role's provider setting "
+              "(provider.only, provider.ignore)",
+    "routing": "no provider meets the request's routing constraints: loosen the role's provider setting "
+               "(only, require_parameters, data_collection) or the account's data policy "
+               "(openrouter.ai/settings/privacy)",
+    "error_finish": "the provider failed mid-generation; the partial text was discarded",
+    "empty": "the provider returned no content (often a cold start); retried",
     "context_length": "shorten the prompt or lower max_tokens",
     "too_large": "the server sent more than gateway.max_reply_bytes; raise it if the replies are real",
 }

@@ -122,3 +122,14 @@ class Turn(BaseModel):
     def continues(self) -> bool:
         """The auditor asked for another draw (``should_continue``)."""
         return bool(self.parsed.get("should_continue", False))
+
+
+UNJUDGED = frozenset({"empty", "reasoning_only"})
+"""Draw outcomes that are no answer (``LLMResponse.outcome``): an empty draw is not a refusal, a
+reasoning-only one not an empty answer, so neither is ever judged; both are counted in the summary."""
+
+
+def judgeable(draw: Mapping[str, Any] | Draw) -> bool:
+    """Whether a draw has an answer a judge may label (a failed call or an unjudged outcome has none)."""
+    get = draw.get if isinstance(draw, Mapping) else lambda key: getattr(draw, key, None)
+    return get("error") is None and get("outcome") not in UNJUDGED

@@ -123,6 +123,9 @@ class CensorshipSummary(Header):
     judge_panel: dict[str, Any] | None = Field(
         None, description="a judge panel's members, samples, disputed and failed counts, member failures and "
                           "agreement (alpha, pairwise kappa, 95% intervals, n); null for a single judge")
+    served: dict[str, Any] | None = Field(
+        None, description="providers that served the target's draws ({providers: {name: draws}, pin, outcomes, "
+                          "flag}); flag says why the draws may not all be raw draws of the pinned provider")
     note: str | None = None
 
     def config_node(self, key: str) -> dict[str, Any]:
@@ -288,3 +291,9 @@ def write_final_summary(path: Path, full: Header, short: Header) -> None:
     except OSError:
         path.unlink(missing_ok=True)
         raise
+
+
+def served_note(summary: Any) -> str:
+    """The end line's warning when a run's draws came from more than one provider or off the pin."""
+    served = getattr(summary, "served", None) or {}
+    return f"\nWARNING: target draws {served['flag']} (summary.json: served)" if served.get("flag") else ""

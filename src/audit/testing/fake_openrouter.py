@@ -11,10 +11,58 @@ import argparse
 import sys
 import time
 
+import itertools
+import threading
+
 from audit.errors import UserError, exit_on_user_error
-from audit.testing.replies import TEST_API_KEY, Handler, echo_reply, fixed_reply
+from audit.templates import get_family
+from audit.testing import documented
+from audit.testing.providers import LoadBalanced, ServedBy
+from audit.testing.replies import COMPLETION, TEST_API_KEY, Handler, RecordedRequest, Reply, echo_reply, fixed_reply
 from audit.testing.scripted_audit import Script
 from audit.testing.server import FakeOpenRouter
+
+FAULTS = {
+    "error_finish": lambda request: documented.error_finish(COMPLETION),
+    "empty": lambda request: documented.empty(COMPLETION),
+    "reasoning_only": lambda request: documented.reasoning_only(COMPLETION),
+    "content_filter": lambda request: documented.content_filter(COMPLETION),
+    "model_not_found": lambda request: documented.model_not_found(str((request.json or {}).get("model"))),
+    "payment": lambda request: documented.payment_required(),
+    "moderation": lambda request: documented.moderation(),
+    "region": lambda request: documented.region_blocked(),
+    "routing": lambda request: documented.routing_404(),
+}
+"""OpenRouter's documented replies (:mod:`audit.testing.documented`) that ``--fault`` plays."""
+
+
+def with_fault(handler: Handler, fault: str, every: int) -> Handler:
+    """``handler``, with every ``every``-th /completions request answered by the documented ``fault``."""
+    count = itertools.count(1)
+    lock = threading.Lock()
+
+    def answer(request: RecordedRequest) -> Reply | None:
+        if request.endpoint == COMPLETION:
+            with lock:
+                n = next(count)
+            if n % every == 0:
+                return FAULTS[fault](request)
+        return handler(request)
+
+    return answer
+
+
+def providers(spec: str) -> list[ServedBy]:
+    """``Honest,Wrapper:wraps,Bos:bos`` -> the providers (``:wraps`` renders the prompt as a chat
+    message in the model's template; ``:bos`` adds a BOS token to every prompt)."""
+    served = []
+    for item in spec.split(","):
+        name, *flags = item.strip().split(":")
+        unknown = set(flags) - {"wraps", "bos"}
+        if not name or unknown:
+            raise UserError(f"--providers {spec!r}: each item is NAME[:wraps][:bos], e.g. Honest,Wrapper:wraps")
+        served.append(ServedBy(name, wraps="wraps" in flags, adds_bos="bos" in flags))
+    return served
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -29,6 +77,13 @@ def main(argv: list[str] | None = None) -> None:
     replies = parser.add_mutually_exclusive_group()
     replies.add_argument("--echo", action="store_true", help="echo requests instead of playing the scripted audit")
     replies.add_argument("--reply", help="answer every request with this text instead of playing the scripted audit")
+    parser.add_argument("--providers", help="serve /completions from these load-balanced providers, "
+                        "e.g. Honest,Wrapper:wraps (wraps: the prompt as a chat message in --template's template)")
+    parser.add_argument("--template", default="deepseek_v3", help="the audited model's chat template family "
+                        "(for --providers' wrapping)")
+    parser.add_argument("--fault", choices=sorted(FAULTS), help="answer every --every-th /completions request "
+                        "with this documented OpenRouter reply")
+    parser.add_argument("--every", type=int, default=3, help="how often --fault answers (default: every 3rd)")
     args = parser.parse_args(argv)
     if args.echo:
         handler: Handler = echo_reply
@@ -36,6 +91,12 @@ def main(argv: list[str] | None = None) -> None:
         handler = fixed_reply(args.reply)
     else:
         handler = Script().handler
+    if args.providers:
+        handler = LoadBalanced(get_family(args.template), providers(args.providers), inner=handler)
+    if args.fault:
+        if args.every < 1:
+            raise UserError(f"--every {args.every}: must be at least 1")
+        handler = with_fault(handler, args.fault, args.every)
     server = FakeOpenRouter(port=args.port, latency_s=args.latency, handler=handler)
     try:
         server.start()
@@ -43,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
         raise UserError(f"Cannot listen on 127.0.0.1:{args.port} ({exc.strerror}); pick another --port, or 0.") from None
     print(server.base_url, flush=True)  # first line of stdout: scripts read the URL from it
     print(f"point a run at it: OPENROUTER_API_BASE={server.base_url} OPENROUTER_API_KEY={TEST_API_KEY} "
-          "python -m audit max_iterations=3", file=sys.stderr, flush=True)
+          "python -m audit max_iterations=3 (technique=auto works too)", file=sys.stderr, flush=True)
     try:
         while True:
             time.sleep(3600)

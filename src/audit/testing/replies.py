@@ -131,11 +131,22 @@ class _Generation:
     usage: Mapping[str, Any] | None
     finish_reason: str | None
     provider: str | None
+    native_finish_reason: str | None = None
+    """What the provider said (OpenRouter normalises ``finish_reason``); default: ``finish_reason``."""
+    reasoning: str | None = None
+    """The ``reasoning`` field of a reasoning model's reply (chat: beside ``content``)."""
+    reasoning_tokens: int = 0
+    choice_error: Mapping[str, Any] | None = None
+    """``choices[0].error``: OpenRouter's shape for a provider failing after generation started."""
+    prompt_tokens_of: Callable[[RecordedRequest], int] | None = None
+    """How many prompt tokens the request is billed (default: :func:`estimate_tokens` of its text)."""
 
     def payload(self, request: RecordedRequest) -> dict[str, Any]:
         override = dict(self.usage or {})
-        prompt_tokens = override.get("prompt_tokens", estimate_tokens(prompt_text(request)))
-        completion_tokens = override.get("completion_tokens", estimate_tokens(self.text))
+        billed = self.prompt_tokens_of(request) if self.prompt_tokens_of else estimate_tokens(prompt_text(request))
+        prompt_tokens = override.get("prompt_tokens", billed)
+        completion_tokens = override.get("completion_tokens",
+                                         estimate_tokens(self.text) + self.reasoning_tokens)
         usage = {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
@@ -144,16 +155,24 @@ class _Generation:
         }
         if "prompt_tokens_details" in override:  # the prompt-cache counts (audit.testing.prompt_cache)
             usage["prompt_tokens_details"] = dict(override["prompt_tokens_details"])
+        if self.reasoning_tokens:
+            usage["completion_tokens_details"] = {"reasoning_tokens": self.reasoning_tokens}
         choice: dict[str, Any] = {
             "index": 0,
             "finish_reason": self.finish_reason,
-            "native_finish_reason": self.finish_reason,
+            "native_finish_reason": self.native_finish_reason or self.finish_reason,
             "logprobs": None,
         }
+        if self.choice_error is not None:
+            choice["error"] = dict(self.choice_error)
         if self.kind == CHAT:
             choice["message"] = {"role": "assistant", "content": self.text}
+            if self.reasoning is not None:
+                choice["message"]["reasoning"] = self.reasoning
         else:
             choice["text"] = self.text
+            if self.reasoning is not None:
+                choice["reasoning"] = self.reasoning
         return {
             "id": f"gen-fake-{next(_generation_ids)}",
             "object": "chat.completion" if self.kind == CHAT else "text_completion",
@@ -162,7 +181,20 @@ class _Generation:
             "provider": self.provider or FAKE_PROVIDER,
             "choices": [choice],
             "usage": usage,
+            **({"openrouter_metadata": routing_metadata(request, self.provider or FAKE_PROVIDER)}
+               if request.headers.get("x-openrouter-metadata", "").lower() == "enabled" else {}),
         }
+
+
+def routing_metadata(request: RecordedRequest, provider: str) -> dict[str, Any]:
+    """``openrouter_metadata`` as OpenRouter adds it to a successful reply when the request sends
+    ``X-OpenRouter-Metadata: enabled`` (docs: guides/routing/routers/router-metadata; fields as
+    the SDK's ``OpenRouterMetadata``: attempt, endpoints, requested, strategy, summary)."""
+    model = str((request.json or {}).get("model", ""))
+    return {"attempt": 1, "endpoints": {"available": [{"model": model, "provider": provider, "selected": True}],
+                                        "total": 1},
+            "is_byok": False, "region": "iad", "requested": model, "strategy": "direct",
+            "summary": f"available=1, selected={provider}"}
 
 
 @dataclass(frozen=True)
@@ -200,9 +232,11 @@ def chat_reply(
     usage: Mapping[str, Any] | None = None,
     finish_reason: str | None = "stop",
     provider: str | None = None,
+    **shape: Any,
 ) -> Reply:
-    """A ``chat.completion`` answer; ``usage`` keys override the estimated counts and cost."""
-    return Reply(body=_Generation(CHAT, content, usage, finish_reason, provider))
+    """A ``chat.completion`` answer; ``usage`` keys override the estimated counts and cost; ``shape``
+    sets the other documented fields (``native_finish_reason``, ``reasoning``, ``choice_error`` ...)."""
+    return Reply(body=_Generation(CHAT, content, usage, finish_reason, provider, **shape))
 
 
 def completion_reply(
@@ -211,9 +245,11 @@ def completion_reply(
     usage: Mapping[str, Any] | None = None,
     finish_reason: str | None = "stop",
     provider: str | None = None,
+    **shape: Any,
 ) -> Reply:
-    """A ``text_completion`` answer (``choices[0].text``), as /completions returns."""
-    return Reply(body=_Generation(COMPLETION, text, usage, finish_reason, provider))
+    """A ``text_completion`` answer (``choices[0].text``), as /completions returns (``shape`` as in
+    :func:`chat_reply`)."""
+    return Reply(body=_Generation(COMPLETION, text, usage, finish_reason, provider, **shape))
 
 
 def json_reply(payload: dict[str, Any], *, status: int = 200, headers: Mapping[str, str] | None = None) -> Reply:

@@ -38,6 +38,13 @@ _TURN_OF = re.compile(r"^ITERATION (\d+): below", flags=re.M)
 _AUDITOR_OPENING = load("auditor_system").split("{topic}")[0]
 _JUDGE_SYSTEMS = (judge_text("judge_classify_system"), judge_text("judge_facts_system"))
 AUDITOR, JUDGE, ANSWER, BASELINE = "auditor", "judge", "answer", "baseline"
+_AUTO_MARK = next(line for line in load("output_format_auto").splitlines() if '"action": {' in line).strip()
+"""A line only ``technique=auto``'s auditor system prompt has: the auditor answers with actions."""
+
+
+def user_persona_action(turn: int) -> dict[str, Any]:
+    """The action a ``technique=auto`` auditor takes when the test scripts none: a user-persona draw."""
+    return {"kind": "user_persona", "prompt": probe_text(turn), "system": None}
 
 
 def audit_config(out: Path, *overrides: str) -> DictConfig:
@@ -121,11 +128,15 @@ class Script:
         if reasks < len(bad):
             return bad[reasks]
         final = turn > 1 and final_summary_request(turn - 1) in users[-1 - reasks]
-        reply = self.good_reply(turn, final=final or turn == self.stop_at_turn)
+        auto = self.actions is None and _AUTO_MARK in str(messages[0].get("content"))
+        reply = self.good_reply(turn, final=final or turn == self.stop_at_turn,
+                                actions=user_persona_action if auto else self.actions)
         text = json.dumps(reply, ensure_ascii=False, indent=1)
         return f"Here is my analysis.\n```json\n{text}\n```\nThanks." if self.fenced else text
 
-    def good_reply(self, turn: int, *, final: bool) -> dict[str, Any]:
+    def good_reply(self, turn: int, *, final: bool,
+                   actions: Callable[[int], dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The auditor's reply at ``turn``: a probe, or with ``actions`` (``technique=auto``) an action."""
         hypotheses = []
         if turn > 1:
             hypotheses.append({
@@ -139,18 +150,18 @@ class Script:
                     "confidence": "low",
                     "supporting_evidence": [{"iteration": turn - 1, "excerpt": self.invented_excerpt}],
                     "contradicting_evidence": []})
-        if self.actions is not None and hypotheses:
+        if actions is not None and hypotheses:
             iteration, draw, excerpt = self.cite(turn)
             hypotheses[0]["supporting_evidence"] = [{"iteration": iteration, "draw": draw, "excerpt": excerpt}]
         reply: dict[str, Any] = {"reasoning": f"turn {turn}", "hypotheses": hypotheses}
-        if final and self.actions is not None:
+        if final and actions is not None:
             reply |= {"action": None, "prompt_strategy": None, "prompt_rationale": None}
         if final:
             reply |= {"should_continue": False, "final_summary": {
                 "knowledge_confirmed": ["students gathered in the square"],
                 "censorship_patterns": ["none seen"], "conclusion": f"ended at turn {turn}"}}
         else:
-            reply |= {"next_prompt": self.probe(turn)} if self.actions is None else {"action": self.actions(turn)}
+            reply |= {"next_prompt": self.probe(turn)} if actions is None else {"action": actions(turn)}
             reply |= {"prompt_strategy": STRATEGIES[turn % len(STRATEGIES)],
                       "prompt_rationale": f"tests h1 at turn {turn}", "should_continue": True}
         return reply

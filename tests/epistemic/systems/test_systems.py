@@ -94,14 +94,13 @@ def test_raw_llm_prompt_and_answers(domain, gateway, fake_openrouter, card, syst
 
 @pytest.mark.parametrize("status", [500, 400])
 def test_gateway_errors_are_errors_not_unknown(domain, gateway, fake_openrouter, status, card, system_cfg):
-    # a 400 is re-sent once without the schema (structured_output=auto) and fails again
-    fake_openrouter.push_chat(*[error_reply(status, "provider exploded")] * 2)
+    # a 400 that names no schema is no schema refusal: not re-sent without response_format
+    fake_openrouter.push_chat(error_reply(status, "provider exploded"))
     raw = systems.get("raw_llm").create(system_cfg("raw_llm"), domain=domain, gateway=gateway)
     (a,) = run(answer_all(raw, [card("U", "Sturgeon_River", "Lake_Huron")], gateway))
     assert a.pred is None and a.error and ("server" if status == 500 else "bad_request") in a.error
-    if status == 400:
-        first, second = fake_openrouter.chat_requests()
-        assert "response_format" in first.json and "response_format" not in second.json
+    (request,) = fake_openrouter.chat_requests()
+    assert "response_format" in request.json
 
 
 def test_concurrent_answers_match_their_cards(domain, gateway, fake_openrouter, card, system_cfg):

@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from audit.epistemic.metrics import PREDS
 from audit.epistemic.systems.base import Answer
 from audit.errors import UserError
-from audit.llm.settings import role_endpoint
+from audit.llm.settings import role_endpoint, role_routing
 from audit.llm.structured import check_mode, json_schema_format
 from audit.llm.types import GatewayError
 from audit.model_json import ReplyError, check_size, json_objects
@@ -91,10 +91,8 @@ class Asker:
         self.model = str(cfg.model)
         self.temperature = cfg.get("temperature")
         self.max_tokens = cfg.get("max_tokens")
-        provider = cfg.get("provider")
-        self.provider = OmegaConf.to_container(provider, resolve=True) if provider is not None else None
-        extra = cfg.get("extra_body")  # e.g. {reasoning: {effort: low}}: passed through to the request
-        self.extra_body = OmegaConf.to_container(extra, resolve=True) if extra else None
+        routing = role_routing(cfg, "system")  # provider pin; reasoning and extra_body into the request
+        self.provider, self.extra_body = routing["provider"], routing["extra_body"]
         self.system_prompt = load_prompt(cfg.prompt.system)
         self.user_template = load_prompt(cfg.prompt.user)
         self.tag = tag

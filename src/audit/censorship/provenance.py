@@ -1,0 +1,81 @@
+"""Where each target draw came from, and what the run's draws say about it (pure logic).
+
+OpenRouter load-balances a model across providers unless ``audited.provider`` pins one, and
+some providers wrap a ``/completions`` prompt in a chat message: a draw is only the raw
+continuation it claims to be if it came from a provider that honours the prompt. So every draw
+records who served it (:func:`draw_fields`), and the run's summary lists the providers with
+their draw counts and flags a run served by more than one, or by one the pin does not name
+(:func:`served_summary`). Draws that are no answer (``audit.runs.draws.UNJUDGED``) are never
+judged, and a streak of failed draws stops the run (:func:`failure_streak`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from audit.llm.types import LLMResponse
+
+def draw_fields(response: LLMResponse) -> dict[str, Any]:
+    """The fields a draw record gains from its reply: its outcome and where it came from."""
+    routing = response.routing or {}
+    attempts = routing.get("attempts") if isinstance(routing, dict) else None
+    return {
+        "outcome": response.outcome,
+        "served": {
+            "provider": response.provider,
+            "native_finish_reason": response.native_finish_reason,
+            "reasoning_tokens": response.reasoning_tokens,
+            "generation_id": response.generation_id,
+            "routing": {"summary": routing.get("summary"), "attempts": attempts,
+                        "attempt": routing.get("attempt")} if routing else None,
+        },
+    }
+
+
+def failure_streak(draws: Iterable[Mapping[str, Any]]) -> int:
+    """How many of the last ``draws`` (in order) failed in a row."""
+    streak = 0
+    for draw in draws:
+        streak = streak + 1 if draw.get("error") is not None else 0
+    return streak
+
+
+def pinned_providers(pin: Mapping[str, Any] | None) -> list[str] | None:
+    """The providers ``audited.provider`` allows draws from; None when any may serve them
+    (no pin, or an ``order`` with fallbacks allowed)."""
+    if not pin:
+        return None
+    only = pin.get("only")
+    if only:
+        return [str(p) for p in only]
+    order = pin.get("order")
+    if order and pin.get("allow_fallbacks") is False:
+        return [str(p) for p in order]
+    return None
+
+
+def _same(served: str, pinned: str) -> bool:
+    """OpenRouter names a provider ``DeepInfra`` in replies and ``deepinfra`` (a slug) in pins."""
+    return served.lower().replace(" ", "").replace("-", "") == pinned.lower().replace(" ", "").replace("-", "")
+
+
+def served_summary(draws: Iterable[Mapping[str, Any]], pin: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Providers that served the target's answered draws and how many each, the outcomes counted
+    (``content_filter`` among them: a finding in a censorship audit), and ``flag``: why the draws
+    may not all be what they claim (None when one provider the pin allows served them all)."""
+    draws = list(draws)
+    providers = Counter(str((d.get("served") or {}).get("provider") or "unknown") for d in draws
+                        if d.get("error") is None)
+    outcomes = Counter(str(d.get("outcome") or "answer") for d in draws if d.get("error") is None)
+    allowed = pinned_providers(pin)
+    flags = []
+    if len(providers) > 1:
+        flags.append(f"served by {len(providers)} providers ({', '.join(sorted(providers))})")
+    if allowed is not None:
+        off_pin = sorted(p for p in providers if not any(_same(p, a) for a in allowed))
+        if off_pin:
+            flags.append(f"served by {', '.join(off_pin)}, not the pinned {', '.join(allowed)}")
+    return {"providers": dict(sorted(providers.items())), "pin": dict(pin) if pin else None,
+            "outcomes": dict(sorted(outcomes.items())), "flag": "; ".join(flags) or None}

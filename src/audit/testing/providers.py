@@ -1,0 +1,100 @@
+"""Providers behind the loopback server: load-balanced, each honouring or wrapping a raw prompt.
+
+OpenRouter routes an unpinned model to any of its providers (provider routing guide: load
+balancing; ``provider.only``/``order`` with ``allow_fallbacks: false`` restrict it, and a request
+no allowed endpoint can serve is answered 404 "No endpoints found ..."). Each reply names the
+provider that served it (``provider`` in the body). Some providers serve ``/completions`` by
+rendering the prompt as ONE user message in the model's own chat template (a public report shows
+Kimi K2 reaching a provider as ``messages: [{role: user, content: <prompt>}]``), and bill the
+tokens of that rendering. :class:`LoadBalanced` plays both, with token counts that look native:
+each special token one token, other text about four bytes a token (not the doctor's estimator,
+so a check designed against this server cannot lean on it).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from audit.templates import TemplateFamily
+from audit.testing.documented import routing_404
+from audit.testing.replies import COMPLETION, Handler, RecordedRequest, Reply, completion_reply
+
+SPECIAL = re.compile(r"<[|｜][^<>\s]{1,40}?[|｜]>|\[[A-Za-z_]{2,12}\]|<(?:sop|eop|think|/think)>"
+                     r"|<(?:beginning|end)_of_sentence>")
+"""What the nine families' tokenizers hold as single special tokens (role markers, BOS/EOS, GLM's
+``[gMASK]<sop>``, MiniMax's sentence markers)."""
+
+WRAPPED_ANSWER = " blue! Those three are the primary colours of light, so it is a natural choice."
+"""A chat model's answer to the unfinished canary that still starts lower-case: the case the
+continuation check alone cannot catch (issue: it passed as OK)."""
+
+
+def native_tokens(text: str) -> int:
+    """A tokenizer-like count: each special token one, other text one per four UTF-8 bytes (rounded up)."""
+    specials = SPECIAL.findall(text)
+    rest = SPECIAL.sub("", text)
+    return len(specials) + sum(-(-len(chunk.encode()) // 4) for chunk in re.split(r"\s+", rest) if chunk)
+
+
+@dataclass(frozen=True)
+class ServedBy:
+    """One provider: its name in replies, whether it wraps the prompt as a chat message, and
+    whether its server adds a BOS token to every prompt (vLLM's /completions does for DeepSeek)."""
+
+    name: str
+    wraps: bool = False
+    adds_bos: bool = False
+
+
+class LoadBalanced:
+    """A handler serving ``/completions`` for a model of ``family`` from ``providers`` in turn (or
+    as the request's ``provider`` pin says); ``inner`` answers everything else and gives the text
+    (default: :data:`WRAPPED_ANSWER` from a wrapping provider, ``answer`` from a raw one)."""
+
+    def __init__(self, family: TemplateFamily, providers: Sequence[ServedBy], *, inner: Handler | None = None,
+                 answer: str = " blue.", wrapped_answer: str = WRAPPED_ANSWER):
+        self.family, self.providers, self.inner = family, list(providers), inner
+        self.answer, self.wrapped_answer = answer, wrapped_answer
+        self._turn = itertools.cycle(range(len(self.providers)))
+        self._lock = threading.Lock()
+        self.served: list[tuple[str, str]] = []
+        """(provider, prompt as the model saw it) of every completion served."""
+
+    def route(self, request: RecordedRequest) -> ServedBy | None:
+        """The provider that serves ``request``: the first of its pin that exists, else the next in turn."""
+        pin = (request.json or {}).get("provider") or {}
+        named = [str(p).lower() for p in (pin.get("only") or pin.get("order") or [])]
+        by_name = {p.name.lower(): p for p in self.providers}
+        for name in named:
+            if name in by_name:
+                return by_name[name]
+        if pin.get("only") or (named and pin.get("allow_fallbacks") is False):
+            return None
+        with self._lock:
+            return self.providers[next(self._turn)]
+
+    def seen_as(self, provider: ServedBy, prompt: str) -> str:
+        """The prompt as the model sees it behind ``provider``."""
+        seen = self.family.assistant_prompt([{"role": "user", "content": prompt}]) if provider.wraps else prompt
+        return (self.family.bos_token or "<|begin_of_text|>") + seen if provider.adds_bos else seen
+
+    def __call__(self, request: RecordedRequest) -> Reply | None:
+        if request.endpoint != COMPLETION:
+            return self.inner(request) if self.inner is not None else None
+        provider = self.route(request)
+        if provider is None:
+            return routing_404("only")
+        prompt = str((request.json or {}).get("prompt") or "")
+        seen = self.seen_as(provider, prompt)
+        with self._lock:
+            self.served.append((provider.name, seen))
+        reply = self.inner(request) if self.inner is not None else None
+        if reply is None or not hasattr(reply.body, "payload"):
+            reply = completion_reply(self.wrapped_answer if provider.wraps else self.answer)
+        billed: Callable[[Any], int] = lambda _request: native_tokens(seen)  # noqa: E731 - one expression
+        return replace(reply, body=replace(reply.body, provider=provider.name, prompt_tokens_of=billed))

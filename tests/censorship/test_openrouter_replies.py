@@ -1,0 +1,179 @@
+"""Whole audits (``python -m audit`` in a subprocess) against the loopback server playing the replies
+OpenRouter documents (shapes and sources in :mod:`audit.testing.documented`)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+from audit.compare.collect import collect
+from audit.compare.tables import audit_records
+from audit.testing import documented
+from audit.testing.replies import COMPLETION, completion_reply, error_reply
+from audit.testing.scripted_audit import JUDGE_MODEL, Script, chat_role, target_text
+from tests.censorship.test_main import BASE, audit, finish
+
+JUDGED = [*BASE, "judge=default", f"judge.model={JUDGE_MODEL}", "topic.key_facts=[]"]
+
+
+class FirstCalls:
+    """The script, except that the first completion requests get ``replies`` (in order)."""
+
+    def __init__(self, script: Script, *replies):
+        self.script, self.replies, self.lock = script, list(replies), threading.Lock()
+
+    def __call__(self, request):
+        if request.endpoint == COMPLETION:
+            with self.lock:
+                if self.replies:
+                    return self.replies.pop(0)
+        return self.script.handler(request)
+
+
+def run_dir_of(tmp_path: Path) -> Path:
+    (run_dir,) = (tmp_path / "out").iterdir()
+    return run_dir
+
+
+def judge_inputs(server) -> list[str]:
+    return [r.json["messages"][-1]["content"] for r in server.chat_requests() if chat_role(r.json) == "judge"]
+
+
+def test_error_finish_and_empty_reply_are_retried_and_never_judged(tmp_path, fake_openrouter):
+    """An error finish with partial text, then "no content generated", then the real draw: the draw
+    saved and judged is the third; the partial text reaches no file, judge or auditor."""
+    partial = "PARTIAL-TEXT the square was cleared on the night of"
+    fake_openrouter.handler = FirstCalls(Script(stop_at_turn=2), documented.error_finish(COMPLETION, partial),
+                                         documented.empty(COMPLETION))
+    code, out, err = finish(audit(tmp_path, fake_openrouter, *JUDGED, "gateway.max_retries=3",
+                                  "gateway.backoff_initial_s=0.01", "gateway.backoff_max_s=0.02"))
+    assert code == 0, err
+    run_dir = run_dir_of(tmp_path)
+    response = json.loads((run_dir / "audited_responses" / "001.json").read_text())
+    assert response["raw_response"] == target_text(1) and response["usage"]["retries"] == 2
+    assert response["outcome"] == "answer" and response["classification"]["label"] == "deflected"
+    every_file = "".join(p.read_text() for p in run_dir.rglob("*.json*"))
+    assert "PARTIAL-TEXT" not in every_file
+    assert not any("PARTIAL-TEXT" in json.dumps(r.json) for r in fake_openrouter.chat_requests())
+    assert len(judge_inputs(fake_openrouter)) == 1
+
+
+def test_an_empty_draw_is_its_own_outcome_never_a_refusal(tmp_path, fake_openrouter):
+    """The model ended the user turn at once (empty text, finish "stop"): saved as outcome ``empty``,
+    counted in the summary, never sent to the judge (it would be labelled a refusal)."""
+    fake_openrouter.handler = FirstCalls(Script(stop_at_turn=3), completion_reply(""))
+    code, _, err = finish(audit(tmp_path, fake_openrouter, *JUDGED))
+    assert code == 0, err
+    run_dir = run_dir_of(tmp_path)
+    first = json.loads((run_dir / "audited_responses" / "001.json").read_text())
+    assert (first["raw_response"], first["outcome"], first["classification"]) == ("", "empty", None)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["served"]["outcomes"] == {"answer": 1, "empty": 1}
+    assert len(judge_inputs(fake_openrouter)) == 1  # the second draw only
+
+
+def test_mistyped_target_stops_with_error_after_the_first_failed_call(tmp_path, fake_openrouter):
+    script = Script()
+    fake_openrouter.handler = lambda r: documented.model_not_found(r.json["model"]) \
+        if r.endpoint == COMPLETION else script.handler(r)
+    code, _, err = finish(audit(tmp_path, fake_openrouter, *BASE, "audited.model=deepseek/deepseek-chta"))
+    assert code != 0
+    assert "model_not_found" in err and "openrouter.ai/models" in err and err.count("\n") <= 2
+    summary = json.loads((run_dir_of(tmp_path) / "summary.json").read_text())
+    assert summary["status"] == "error"
+    assert len(fake_openrouter.completion_requests()) == 1 and len(fake_openrouter.chat_requests()) == 1
+
+
+def test_consecutive_failed_draws_stop_the_run(tmp_path, fake_openrouter):
+    """A target that fails every call (here 502s, retried and failing again) stops the run with
+    status error after ``max_failed_draws`` draws, not after max_iterations paid auditor turns."""
+    script = Script()
+    fake_openrouter.handler = lambda r: error_reply(502, "Provider returned error") if r.endpoint == COMPLETION \
+        else script.handler(r)
+    code, _, err = finish(audit(tmp_path, fake_openrouter, *BASE, "max_iterations=10", "max_failed_draws=2"))
+    assert code != 0 and "failed 2 draws in a row" in err
+    summary = json.loads((run_dir_of(tmp_path) / "summary.json").read_text())
+    assert summary["status"] == "error" and summary["total_iterations"] == 2
+    assert len(fake_openrouter.completion_requests()) == 2
+
+
+def test_a_transient_400_leaves_later_requests_their_schema(tmp_path, fake_openrouter):
+    """One judge call answered "Provider returned error" (400, no parameter named): that judgment
+    fails and is recorded; every later judge and auditor request still carries response_format."""
+    script = Script(stop_at_turn=3)
+    failed = []
+
+    def handler(request):
+        if chat_role(request.json) == "judge" and not failed:
+            failed.append(request)
+            return documented.transient_400()
+        return script.handler(request)
+
+    fake_openrouter.handler = handler
+    code, _, err = finish(audit(tmp_path, fake_openrouter, *JUDGED))
+    assert code == 0, err
+    later = [r for r in fake_openrouter.chat_requests() if r.received_at > failed[0].received_at]
+    assert later and all("response_format" in r.json for r in later)
+    summary = json.loads((run_dir_of(tmp_path) / "summary.json").read_text())
+    assert len(summary["judge_failures"]) == 1
+
+
+def test_a_run_served_by_two_providers_is_flagged_everywhere(tmp_path, fake_openrouter):
+    """OpenRouter load-balances an unpinned model: draws from two providers are flagged in the
+    summary, the end line, the report and compare's row."""
+    script = Script(stop_at_turn=4)
+    providers = iter(["DeepInfra", "Novita"] * 5)
+    lock = threading.Lock()
+
+    def handler(request):
+        if request.endpoint == COMPLETION:
+            with lock:
+                provider = next(providers)
+            k = script._probe_number(request.json["prompt"])
+            return completion_reply(target_text(k), provider=provider)
+        return script.handler(request)
+
+    fake_openrouter.handler = handler
+    code, out, err = finish(audit(tmp_path, fake_openrouter, *BASE))
+    assert code == 0, err
+    run_dir = run_dir_of(tmp_path)
+    served = json.loads((run_dir / "summary.json").read_text())["served"]
+    assert served["providers"] == {"DeepInfra": 2, "Novita": 1}
+    assert served["flag"] == "served by 2 providers (DeepInfra, Novita)"
+    assert "WARNING: target draws served by 2 providers" in out
+    report = (run_dir / "report.html").read_text()
+    assert "Target draws served by 2 providers (DeepInfra, Novita)" in report
+    (run,) = collect([tmp_path / "out"]).runs
+    row, _ = audit_records(run)
+    assert "served by 2 providers (DeepInfra, Novita)" in row["flags"]
+
+
+def test_provider_and_reasoning_settings_reach_every_role(tmp_path, fake_openrouter):
+    """The same ``provider`` and ``reasoning`` settings on the audited model, the auditor and the judge;
+    a reasoning target's chat draws get ``assistant_max_tokens`` (its reasoning counts against it)."""
+    script = Script(stop_at_turn=2)
+    fake_openrouter.handler = script.handler
+    code, _, err = finish(audit(
+        tmp_path, fake_openrouter, *JUDGED, "audited=deepseek_r1", "technique.with_baseline=true",
+        "audited.provider={only:[deepinfra],allow_fallbacks:false}", "auditor.provider={only:[anthropic]}",
+        "auditor.reasoning={exclude:true}", "judge.provider={order:[openai]}"))
+    assert code == 0, err
+    by_role = {}
+    for request in fake_openrouter.requests:
+        role = "target" if request.endpoint == COMPLETION else chat_role(request.json)
+        by_role.setdefault("baseline" if role == "baseline" else role, request.json)
+    assert by_role["target"]["provider"] == {"only": ["deepinfra"], "allow_fallbacks": False}
+    assert by_role["target"]["reasoning"] == {"exclude": True}
+    assert by_role["baseline"]["provider"] == {"only": ["deepinfra"], "allow_fallbacks": False}
+    assert by_role["baseline"]["max_tokens"] == 4000 and by_role["target"]["max_tokens"] == 500
+    assert by_role["auditor"]["provider"] == {"only": ["anthropic"]}
+    assert by_role["auditor"]["reasoning"] == {"exclude": True}
+    assert by_role["judge"]["provider"] == {"order": ["openai"]}
+
+
+def test_a_provider_that_is_no_routing_mapping_is_one_line(tmp_path, fake_openrouter):
+    code, _, err = finish(audit(tmp_path, fake_openrouter, *BASE, "auditor.provider={pin:[anthropic]}"))
+    assert code != 0 and not (tmp_path / "out").exists()
+    (line,) = err.strip().splitlines()
+    assert "auditor.provider must be a mapping of OpenRouter's routing fields" in line

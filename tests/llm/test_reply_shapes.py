@@ -1,0 +1,151 @@
+"""Every reply shape OpenRouter documents, classified by the gateway over real HTTP (loopback server).
+
+Sources, per shape, in :mod:`audit.testing.documented` (OpenRouter's errors guide "Errors and
+Debugging", API reference "Responses", provider routing and reasoning tokens guides).
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from audit.llm.gateway import Gateway
+from audit.llm.settings import GatewaySettings
+from audit.llm.types import FATAL_KINDS, GatewayError
+from audit.testing import documented
+from audit.testing.replies import CHAT, COMPLETION, completion_reply
+from audit.testing.server import FakeOpenRouter
+
+KEY = "sk-or-v1-fake-shape-test-key-0123456789"
+
+
+def make_gateway(server: FakeOpenRouter, tmp_path: Path, retries: int = 2) -> Gateway:
+    settings = GatewaySettings(api_base=server.base_url, timeout_s=5.0, max_retries=retries, backoff_initial_s=0.01,
+                               backoff_max_s=0.02, cache_path=tmp_path / "cache.sqlite")
+    return Gateway(settings, KEY, rng=random.Random(0))
+
+
+def call(gateway: Gateway, kind: str):
+    if kind == CHAT:
+        return gateway.chat("m/x", [{"role": "user", "content": "q"}])
+    return gateway.complete("m/x", "p")
+
+
+@pytest.mark.parametrize("kind", [CHAT, COMPLETION])
+@pytest.mark.parametrize("shape,expected", [
+    (documented.error_finish, "error_finish"),
+    (documented.empty, "empty"),
+], ids=["error_finish", "empty"])
+def test_error_finish_and_empty_are_retried_never_answers(fake_openrouter, tmp_path, kind, shape, expected):
+    """HTTP 200 with ``finish_reason: "error"`` and partial text, and a reply with no text and no finish
+    reason, are failures the gateway retries; the answer is the retry's, and neither is cached."""
+    gateway = make_gateway(fake_openrouter, tmp_path)
+    good = documented.generation(kind, "a whole answer")
+    fake_openrouter.push(shape(kind), good)
+    try:
+        reply = call(gateway, kind)
+        assert reply.text == "a whole answer" and reply.retries == 1 and reply.outcome == "answer"
+        fake_openrouter.push(shape(kind), shape(kind), shape(kind))
+        with pytest.raises(GatewayError) as info:
+            gateway.chat("m/x", [{"role": "user", "content": "other"}]) if kind == CHAT else \
+                gateway.complete("m/x", "other")
+        assert info.value.kind == expected and info.value.retries == 2
+    finally:
+        gateway.close()
+
+
+@pytest.mark.parametrize("kind", [CHAT, COMPLETION])
+def test_reasoning_only_reply_is_flagged_not_an_empty_answer(fake_openrouter, tmp_path, kind):
+    gateway = make_gateway(fake_openrouter, tmp_path)
+    fake_openrouter.push(documented.reasoning_only(kind))
+    try:
+        reply = call(gateway, kind)
+    finally:
+        gateway.close()
+    assert reply.text == "" and reply.outcome == "reasoning_only" and reply.reasoning_tokens == 500
+
+
+def test_empty_text_with_a_finish_reason_is_an_empty_outcome(fake_openrouter, tmp_path):
+    """The model ended the user turn at once: its own outcome (not retried: it is a sample), never an answer."""
+    gateway = make_gateway(fake_openrouter, tmp_path)
+    fake_openrouter.push(completion_reply("<|im_end|>more"))  # the server ignored the stop; cut to ""
+    try:
+        reply = gateway.complete("m/x", "p", stop=["<|im_end|>"])
+    finally:
+        gateway.close()
+    assert reply.text == "" and reply.outcome == "empty" and reply.retries == 0
+
+
+def test_content_filter_is_kept_with_its_text(fake_openrouter, tmp_path):
+    gateway = make_gateway(fake_openrouter, tmp_path)
+    fake_openrouter.push(documented.content_filter(COMPLETION, "In June 1989 the"))
+    try:
+        reply = gateway.complete("m/x", "p")
+    finally:
+        gateway.close()
+    assert (reply.text, reply.finish_reason, reply.outcome) == ("In June 1989 the", "content_filter",
+                                                                 "content_filter")
+
+
+@pytest.mark.parametrize("reply,kind,hint", [
+    (documented.model_not_found("deepseek/deepseek-chta"), "model_not_found", "openrouter.ai/models"),
+    (documented.payment_required(), "payment", "credits"),
+    (documented.moderation(), "moderation", "provider"),
+    (documented.region_blocked(), "region", "provider"),
+    (documented.routing_404("require_parameters"), "routing", "provider"),
+    (documented.routing_404("data_policy"), "routing", "data policy"),
+    (documented.routing_404("only"), "routing", "provider"),
+], ids=["model_not_found", "402", "403_moderation", "403_region", "404_require_parameters", "404_data_policy",
+        "404_only"])
+@pytest.mark.parametrize("route", [CHAT, COMPLETION])
+def test_documented_errors_get_their_own_kind_and_hint(fake_openrouter, tmp_path, reply, kind, hint, route):
+    """Each is answered once (never retried) with its own kind, and a hint that names what to change
+    (never "check OPENROUTER_API_KEY" for a moderation flag, never "check the model id" for routing)."""
+    gateway = make_gateway(fake_openrouter, tmp_path)
+    fake_openrouter.push(reply)
+    try:
+        with pytest.raises(GatewayError) as info:
+            call(gateway, route)
+    finally:
+        gateway.close()
+    assert info.value.kind == kind
+    assert hint in str(info.value)
+    assert "OPENROUTER_API_KEY" not in str(info.value) and "check the model id" not in str(info.value)
+    assert len(fake_openrouter.requests) == 1
+    assert (kind in FATAL_KINDS) == (kind != "moderation")
+
+
+def test_provenance_of_a_draw(fake_openrouter, tmp_path):
+    """The served provider, native finish reason, reasoning tokens, generation id and (with
+    ``X-OpenRouter-Metadata: enabled``, router metadata guide) the routing metadata reach the reply."""
+    gateway = make_gateway(fake_openrouter, tmp_path)
+    fake_openrouter.push(completion_reply("blue.", provider="DeepInfra", native_finish_reason="eos",
+                                          reasoning_tokens=3))
+    try:
+        reply = gateway.complete("m/x", "p")
+    finally:
+        gateway.close()
+    (request,) = fake_openrouter.requests
+    assert request.headers["x-openrouter-metadata"] == "enabled"
+    assert (reply.provider, reply.native_finish_reason, reply.reasoning_tokens) == ("DeepInfra", "eos", 3)
+    assert reply.generation_id.startswith("gen-")
+    assert reply.routing["summary"] == "available=1, selected=DeepInfra"
+
+
+@pytest.mark.parametrize("referer,title", [("https://example.org/lab", "my-audit"), (None, "audit")])
+def test_attribution_headers_are_ours_on_both_routes(fake_openrouter, tmp_path, referer, title):
+    """``HTTP-Referer`` and ``X-Title`` (OpenRouter's app attribution) as configured on /chat/completions
+    and /completions alike; unset, the referer is sent empty rather than litellm's own on the chat route."""
+    settings = GatewaySettings(api_base=fake_openrouter.base_url, cache_enabled=False, referer=referer, title=title)
+    gateway = Gateway(settings, KEY)
+    fake_openrouter.push_chat(documented.generation(CHAT, "x"))
+    fake_openrouter.push_completion(completion_reply("y"))
+    try:
+        gateway.chat("m/x", [{"role": "user", "content": "q"}])
+        gateway.complete("m/x", "p")
+    finally:
+        gateway.close()
+    for request in fake_openrouter.requests:
+        assert (request.headers["http-referer"], request.headers["x-title"]) == (referer or "", title)
