@@ -1,4 +1,4 @@
-"""The README's no-key audit (``python -m audit local=true max_iterations=2``), run a few times:
+"""The no-key audit of the README's first command (``python -m audit local=true max_iterations=2``), run a few times:
 how long it takes and what the embedded SmolLM2-135M did.
 
 Each run is the real entrypoint in a subprocess (cache off, so every call reaches the model;

@@ -35,6 +35,7 @@ import pytest
 from audit.testing.replies import Reply, TEST_API_KEY, chat_reply, encoded_key_echo, error_reply, nested_json
 from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
+from tests.timing import scaled
 
 AUDIT, EPISTEMIC, COMPARE, DOCTOR = "audit", "audit.epistemic", "audit.compare", "audit.doctor"
 FAST = (f"auditor.model={AUDITOR_MODEL}", "judge=off", "gateway.max_retries=0", "gateway.cache.enabled=false",
@@ -178,10 +179,13 @@ CASES: list[Case] = [
     Case("audit-unknown-launcher", AUDIT, (*FAST, "hydra/launcher=slurmm"), "slurm"),
     Case("audit-unknown-key", AUDIT, (*FAST, "max_iteration=3"), "max_iterations"),
     Case("audit-unknown-nested-key", AUDIT, (*FAST, "sampling.temprature=0.5"), "temperature"),
+    Case("audit-added-key-nothing-reads", AUDIT, (*FAST, "+max_iteration=3"), "did you mean max_iterations=3?"),
+    Case("audit-menu-without-auto", AUDIT, (*FAST, "technique.menu=[batch]"), "add technique=auto"),
     Case("audit-override-syntax", AUDIT, (*FAST, "topic=[tibet"), "[tibet"),
     Case("audit-unknown-endpoint", AUDIT, (*FAST, "audited.endpoint=gpu0"), "gpu0"),
     Case("audit-endpoint-key-unset", AUDIT, (*FAST, *gpu_endpoint("audited")), "AUDIT_TEST_UNSET_KEY"),
     Case("audit-no-key", AUDIT, FAST, "OPENROUTER_API_KEY", key=False),
+    Case("audit-no-key-routes", AUDIT, FAST, "no key? add local=true", key=False),
     # python -m audit: where it writes
     Case("audit-output-dir-is-file", AUDIT, (*FAST, "output_dir={dir}/taken"), "taken: a file is in the way",
          setup=write("taken", "x")),
@@ -343,17 +347,19 @@ def _preexec(case: Case) -> Callable[[], None] | None:
     return preexec
 
 
-def run_case(case: Case, directory: Path, server: FakeOpenRouter) -> Outcome:
+def run_case(case: Case, directory: Path, server: FakeOpenRouter, base_env: dict[str, str]) -> Outcome:
+    """Run one case in a subprocess. Called from a pool thread, so the environment comes from the
+    caller: iterating ``os.environ`` here would race with pytest rewriting it in the main thread."""
     directory.mkdir(parents=True)
     if case.setup is not None:
         case.setup(directory)
     before = fingerprint(directory)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENROUTER_", "HYDRA_"))}
+    env = {k: v for k, v in base_env.items() if not k.startswith(("OPENROUTER_", "HYDRA_"))}
     env.update(server.env())
     if not case.key:
         env.pop("OPENROUTER_API_KEY")
     started = time.monotonic()
-    proc = subprocess.run(case.argv(directory), cwd=directory, env=env, capture_output=True, text=True, timeout=120,
+    proc = subprocess.run(case.argv(directory), cwd=directory, env=env, capture_output=True, text=True, timeout=scaled(120),
                           preexec_fn=_preexec(case))
     for path in directory.rglob("*"):  # let the tmp dir be cleaned up
         if path.is_dir():
@@ -386,12 +392,13 @@ class Outcomes:
 
     def __init__(self, root: Path, server: FakeOpenRouter, pool: ThreadPoolExecutor, selected: list[Case]):
         self.root, self.server, self.pool = root, server, pool
-        self.futures = {c.id: pool.submit(run_case, c, root / c.id, server) for c in selected}
+        self.env = dict(os.environ)  # read here, in the main thread (see run_case)
+        self.futures = {c.id: pool.submit(run_case, c, root / c.id, server, self.env) for c in selected}
 
     def __getitem__(self, case_id: str) -> Outcome:
         if case_id not in self.futures:
             (case,) = [c for c in CASES if c.id == case_id]
-            self.futures[case_id] = self.pool.submit(run_case, case, self.root / case_id, self.server)
+            self.futures[case_id] = self.pool.submit(run_case, case, self.root / case_id, self.server, self.env)
         return self.futures[case_id].result()
 
 

@@ -18,25 +18,42 @@ import re
 import subprocess
 import sys
 import threading
+import unicodedata
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from audit.testing.replies import KEY_ENCODINGS, TEST_API_KEY, encoded_key_echo
+import pytest
+
+from audit.testing.replies import KEY_ENCODINGS, REAL_SHAPED_KEY, TEST_API_KEY, encoded_key_echo
 from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, JUDGE, Script, chat_role
+from tests.timing import scaled
 
 _JSON_ESCAPE = re.compile(r"\\+u([0-9a-fA-F]{4})")
+_X_ESCAPE = re.compile(r"\\+x([0-9a-fA-F]{2})")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{8,}={0,2}")
+_HEX = re.compile(r"(?:[0-9a-fA-F]{2}){8,}")
+PIECE = 10
+"""Characters of the key that count as a leak on their own (a real key's half is still a secret)."""
+
+
+def _visible(text: str) -> str:
+    """NFKC (fullwidth letters read as ASCII) without white space or format characters (zero-width, bidi)."""
+    text = unicodedata.normalize("NFKC", text)
+    return "".join(ch for ch in text if not ch.isspace() and unicodedata.category(ch) != "Cf")
 
 
 def _views(text: str) -> Iterator[str]:
-    """``text`` as every reader could decode it, one layer and two layers deep."""
+    """``text`` as every reader could decode it, one layer and two layers deep, forwards and backwards."""
     from urllib.parse import unquote
     decoders = (lambda t: _JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), t), unquote, html.unescape,
-                lambda t: re.sub(r"\s+|\\+[nrt]", "", t))
+                lambda t: re.sub(r"\s+|\\+[nrt]", "", t),
+                lambda t: _X_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), t), _visible)
     for first, second in itertools.product((lambda t: t, *decoders), repeat=2):
-        yield second(first(text))
+        view = second(first(text))
+        yield view
+        yield view[::-1]
 
 
 def _base64_payloads(text: str) -> Iterator[bytes]:
@@ -48,18 +65,29 @@ def _base64_payloads(text: str) -> Iterator[bytes]:
                 yield base64.b64decode(chunk)
             except (binascii.Error, ValueError):
                 continue
+    for token in _HEX.findall(text):
+        for start in range(2):
+            chunk = token[start:]
+            yield bytes.fromhex(chunk[: len(chunk) - len(chunk) % 2])
 
 
-def leaks(text: str, key: str = TEST_API_KEY) -> bool:
-    """Whether ``key`` can be read out of ``text`` by any decoding a reader might apply."""
-    return (any(key in view for view in _views(text))
+def _pieces(key: str) -> list[str]:
+    """The key itself, and for a real-sized key every run of :data:`PIECE` of its characters."""
+    return [key] if len(key) < 2 * PIECE else [key[i:i + PIECE] for i in range(len(key) - PIECE + 1)]
+
+
+def leaks(text: str, key: str = REAL_SHAPED_KEY) -> bool:
+    """Whether ``key`` (or a piece of it) can be read out of ``text`` by any decoding a reader might apply."""
+    pieces = _pieces(key)
+    return (any(piece in view for view in _views(text) for piece in pieces)
             or any(key.encode() in payload for payload in _base64_payloads(text)))
 
 
-def test_the_leak_detector_sees_every_encoding_the_server_sends():
-    for name, encode in KEY_ENCODINGS.items():
-        assert leaks(f'{{"message": "x {encode(TEST_API_KEY)} y"}}'), name
-    assert not leaks("Invalid credentials: [REDACTED]")
+@pytest.mark.parametrize("encoding, key", [(e, REAL_SHAPED_KEY) for e in KEY_ENCODINGS]
+                         + [(e, TEST_API_KEY) for e in KEY_ENCODINGS if e != "half_masked"])  # half of 12: no secret
+def test_the_leak_detector_sees_every_encoding_the_server_sends(encoding, key):
+    assert leaks(f'{{"message": "x {KEY_ENCODINGS[encoding](key)} y"}}', key)
+    assert not leaks("Invalid credentials: [REDACTED]", key)
 
 
 def _cycle():
@@ -75,10 +103,13 @@ def _cycle():
     return answer
 
 
-def _run(module: str, cwd: Path, server: FakeOpenRouter, *args: str) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env={**base, **server.env()},
-                          capture_output=True, text=True, timeout=180)
+def _run(module: str, cwd: Path, server: FakeOpenRouter, *args: str,
+         env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run an entrypoint; a caller in a pool thread passes ``env`` read in the main thread (iterating
+    ``os.environ`` from a thread races with pytest rewriting it)."""
+    base = {k: v for k, v in (os.environ if env is None else env).items() if not k.startswith("OPENROUTER_")}
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env={**base, **server.env(REAL_SHAPED_KEY)},
+                          capture_output=True, text=True, timeout=scaled(180))
 
 
 def _written(cwd: Path) -> list[Path]:
@@ -117,14 +148,16 @@ def test_a_judge_echoing_the_key_in_every_encoding_leaks_it_nowhere(tmp_path, fa
 
 def test_an_auditor_echoing_the_key_stops_each_run_with_a_clean_line(tmp_path):
     """One run per encoding (the first auditor call fails, so each run meets one), a few at a time."""
+    env = dict(os.environ)  # in the main thread (see _run)
+
     def one(encoding: str) -> None:
         cwd = tmp_path / encoding
         cwd.mkdir()
         with FakeOpenRouter(handler=encoded_key_echo(encoding)) as server:
             proc = _run("audit", cwd, server, f"auditor.model={AUDITOR_MODEL}", "judge=off",
                         "gateway.max_retries=0", "gateway.cache.enabled=false", "max_iterations=2",
-                        "output_dir=out")
-            assert proc.returncode == 1 and "[REDACTED]" in proc.stderr, (encoding, proc.stderr)
+                        "output_dir=out", env=env)
+            assert proc.returncode == 1 and "REDACTED" in proc.stderr, (encoding, proc.stderr)  # litellm masks a plain key itself
             _assert_nothing_leaks(cwd, proc, server)
 
     with ThreadPoolExecutor(3) as pool:

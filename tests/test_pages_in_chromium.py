@@ -96,7 +96,7 @@ async def check_comparison(page: Page, path: Path, shot: Path) -> dict[str, Any]
     await page.js(f"{header}.click()")
     descending = await page.js(first_cells)
     assert ascending == sorted(ascending) and descending == ascending[::-1] and ascending != descending
-    hrefs = await page.js("Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
+    hrefs = await page.js("Array.from(document.querySelectorAll('a[href]:not(.def)')).map(a => a.href)")  # not the glossary links
     return {"hrefs": hrefs}
 
 
@@ -206,3 +206,77 @@ def test_an_audit_transcript_past_its_inline_entries_comes_in_on_demand(tmp_path
 
     assert asyncio.run(scenario()) == [2, 4, 5, True, True, True, []]
     assert sorted(p.name for p in (run / "report_entries").iterdir()) == ["0000.js", "0001.js"]
+
+
+FITS = """Array.from(document.querySelectorAll('table')).filter(t => t.offsetParent !== null && !t.closest('#glossary'))
+  .map(t => { const box = t.closest('.scroll') || t.parentElement;
+              return {head: (t.rows[0] || {textContent: ''}).textContent.slice(0, 60), width: t.scrollWidth, box: box.clientWidth}; })
+  .filter(t => t.width > t.box)"""
+
+
+def every_page_kind(tmp_path: Path, fake_openrouter: Any) -> dict[str, Path]:
+    """The comparison (audits and an epistemic run), an audit report, an epistemic report, the run
+    index and a judge_check report (made by its real entrypoint against the loopback server)."""
+    from audit.runs.__main__ import main as runs_main
+    from tests.judge_check.test_judge_check import check, judge_handler, write_labels
+
+    site = build_site(tmp_path)
+    runs_main(["list", str(tmp_path / "sweep"), "--html", str(tmp_path / "runs.html")])
+    fake_openrouter.handler = judge_handler
+    done = check(tmp_path, fake_openrouter, str(write_labels(tmp_path / "labels.csv")))
+    assert done.returncode == 0, done.stderr
+    (out,) = (tmp_path / "out").iterdir()
+    return {**site, "index": tmp_path / "runs.html", "judge_check": out / "judge_check.html"}
+
+
+def test_every_page_kind_fits_1280_px_and_defines_its_headers(tmp_path: Path, fake_openrouter) -> None:
+    """At 1,280 px no table is wider than its box (columns past the width wait behind a toggle that
+    shows them), no console error, and every page has the glossary panel with each defined column
+    header linked to its entry."""
+    pages = every_page_kind(tmp_path, fake_openrouter)
+
+    async def scenario() -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        async with Chromium() as browser:
+            for name, path in pages.items():
+                page = await browser.page()
+                await page.open(path, width=WIDTH)
+                links = await page.js("Array.from(document.querySelectorAll('th a.def')).map(a => a.getAttribute('href'))")
+                seen[name] = {
+                    "too wide": await page.js(FITS),
+                    "document": await page.js("document.documentElement.scrollWidth"),
+                    "errors": list(page.errors),
+                    "glossary": await page.js("document.querySelectorAll('#glossary dt').length"),
+                    "links": len(links),
+                    "dangling": [h for h in links if not await page.js(f"document.querySelector({json.dumps(h)}) !== null")],
+                    "untitled": await page.js("Array.from(document.querySelectorAll('th a.def')).filter(a => !a.title).length"),
+                }
+                toggles = await page.js("document.querySelectorAll('button.columns-toggle').length")
+                if toggles:  # the hidden columns come back on a click
+                    hidden = "document.querySelectorAll('.col-hidden').length"
+                    before = await page.js(hidden)
+                    await page.js("document.querySelectorAll('button.columns-toggle').forEach(b => b.click())")
+                    seen[name]["toggle"] = (before > 0, await page.js(hidden))
+                if name == "comparison":
+                    seen[name]["heatmaps"] = await page.js(
+                        "Array.from(document.querySelectorAll('.heatmaps figcaption')).map(c => c.textContent.trim())")
+                    seen[name]["epistemic legends"] = await page.js(
+                        "Array.from(document.querySelectorAll('svg.chart')).filter(s => /^(AP|CVRR|FAR_NE|LA)/.test("
+                        "s.getAttribute('aria-label'))).map(s => s.parentElement.querySelectorAll('.legend .key').length)")
+                    seen[name]["cut labels"] = await page.js(
+                        "Array.from(document.querySelectorAll('svg.chart')).filter(s => /^(AP|CVRR|FAR_NE|LA)/.test("
+                        "s.getAttribute('aria-label'))).flatMap(s => Array.from(s.querySelectorAll('text')))"
+                        ".filter(t => t.textContent.includes('…')).length")
+        return seen
+
+    seen = asyncio.run(scenario())
+    for name, found in seen.items():
+        assert found["too wide"] == [] and found["document"] <= WIDTH, (name, found)
+        assert found["errors"] == [], (name, found["errors"])
+        assert found["glossary"] > 0 and found["dangling"] == [] and found["untitled"] == 0, (name, found)
+        assert found.get("toggle", (True, 0)) == (True, 0), (name, found)
+    for name in ("comparison", "run", "epistemic", "index", "judge_check"):
+        assert seen[name]["links"] > 0, name  # its column headers carry definitions
+    assert seen["comparison"]["heatmaps"] == ["assistant", "assistant (baseline)", "user_persona"]
+    assert seen["comparison"]["epistemic legends"] == [2, 2, 2, 2]  # a key per system under each chart
+    assert seen["comparison"]["cut labels"] == 0  # the epistemic charts' labels are whole

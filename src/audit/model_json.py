@@ -27,6 +27,7 @@ MAX_DEPTH = 64
 """Deepest nesting of ``{``/``[`` read: real replies nest three or four levels."""
 
 _SPACE = re.compile(r"\s*")
+_STRUCTURE = re.compile(r'[\\"{}\[\]()]')
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|javascript|js)?[ \t]*\r?\n?(.*?)```", re.DOTALL)
 
 
@@ -42,26 +43,36 @@ def check_size(text: str) -> None:
 
 
 def check_depth(text: str) -> None:
-    """Refuse a text whose brackets nest deeper than :data:`MAX_DEPTH` (strings are skipped, as
-    JSON reads them; a single-quoted Python literal can only count deeper, never shallower)."""
+    """Refuse a text whose brackets nest deeper than :data:`MAX_DEPTH`."""
+    if deeper_than(text, MAX_DEPTH):
+        raise ReplyError(f"your JSON nests deeper than {MAX_DEPTH} levels; reply with one flat JSON object")
+
+
+def deeper_than(text: str, limit: int) -> bool:
+    """Whether ``text``'s brackets nest deeper than ``limit`` (strings are skipped, as JSON reads
+    them; a single-quoted Python literal can only count deeper, never shallower). Also used for
+    saved files (:mod:`audit.io.safe_read`), which decoders read just as recursively."""
+    if sum(text.count(opener) for opener in "{[(") <= limit:
+        return False  # the common case, at C speed
     depth = 0
-    in_string = escaped = False
-    for ch in text:
+    in_string = False
+    escaped_at = -1
+    for match in _STRUCTURE.finditer(text):  # only the characters that matter, not every one
+        ch, at = match.group(), match.start()
         if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
+            if ch == "\\" and at != escaped_at:
+                escaped_at = at + 1
+            elif ch == '"' and at != escaped_at:
                 in_string = False
         elif ch == '"':
             in_string = True
         elif ch in "{[(":
             depth += 1
-            if depth > MAX_DEPTH:
-                raise ReplyError(f"your JSON nests deeper than {MAX_DEPTH} levels; reply with one flat JSON object")
+            if depth > limit:
+                return True
         elif ch in "}])":
             depth -= 1
+    return False
 
 
 def loads(text: str) -> Any:

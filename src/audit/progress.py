@@ -34,7 +34,7 @@ def progress_line(done: int, total: int, elapsed_s: float, calls: int) -> str:
     line = f"answered {done}/{total} ({100 * done // total if total else 100}%)"
     if elapsed_s <= 0 or done <= 0:
         return line
-    line += f", {calls / elapsed_s:.0f} calls/s"
+    line += f", {calls / elapsed_s:.1f} calls/s"  # a decimal: a slow model makes 0.3 calls/s, not 0
     if done < total:
         line += f", ETA {format_duration((total - done) * elapsed_s / done)}"
     else:
@@ -68,3 +68,9 @@ class Progress:
         if self.done % self._step == 0 or self.done == self.total or now - self._last >= self._every_s:
             self._last = now
             self._out(progress_line(self.done, self.total, now - self._started, self._calls() - self._calls_at_start))
+
+
+def cache_note(calls: int, cached: int) -> str:
+    """``; all 41 calls served from the cache (nothing sent)`` when a session's every call was a
+    replay (a re-run of a finished command), so a $0 line is not read as a run that did nothing."""
+    return f"; all {calls} calls served from the cache (nothing sent)" if calls and calls == cached else ""

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import os
 import re
+import string
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from audit.errors import UserError, unknown_choice
+from audit.io.safe_read import MAX_CONFIG_BYTES, read_text
 
 SUFFIX = ".txt"
 
@@ -45,8 +47,45 @@ def prompt_path(directory: Path, name: str, *, own_files: bool = False) -> Path:
 
 
 def read_prompt(directory: Path, name: str, *, own_files: bool = False) -> str:
-    """The text of the prompt ``name`` (see :func:`prompt_path`), as the file has it."""
-    return prompt_path(directory, name, own_files=own_files).read_text(encoding="utf-8")
+    """The text of the prompt ``name`` (see :func:`prompt_path`), as the file has it; a binary, huge
+    or non-UTF-8 file is one line naming it (through the safe reader)."""
+    return read_text(prompt_path(directory, name, own_files=own_files), max_bytes=MAX_CONFIG_BYTES,
+                     fix="give a UTF-8 text file as the prompt")
+
+
+def placeholders(template: str, where: str | Path) -> set[str]:
+    """The ``{name}`` fields of a ``str.format`` template, read when it is loaded: a stray or unclosed
+    brace is one line naming the file, the line and the column (not a traceback at the first call)."""
+    at = _unbalanced_brace(template)
+    if at is not None:
+        line = template.count("\n", 0, at) + 1
+        column = at - (template.rfind("\n", 0, at) + 1) + 1
+        raise UserError(f"prompt file {where}: unbalanced {template[at]!r} at line {line}, column {column}; "
+                        "write a literal brace twice ({{ or }}), or close the placeholder ({name})")
+    try:
+        return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    except ValueError as exc:  # a conversion or field the format language refuses
+        raise UserError(f"prompt file {where}: {exc}; write placeholders as {{name}}") from None
+
+
+def _unbalanced_brace(template: str) -> int | None:
+    """Where ``str.format`` would stop on a brace (a lone ``}`` or a ``{`` never closed), or None."""
+    at, opened = 0, None
+    while at < len(template):
+        pair = template[at:at + 2]
+        if opened is None and pair in ("{{", "}}"):
+            at += 2
+            continue
+        if template[at] == "{":
+            if opened is not None:
+                return opened
+            opened = at
+        elif template[at] == "}":
+            if opened is None:
+                return at
+            opened = None
+        at += 1
+    return opened
 
 
 def loader(directory: Path) -> Callable[[str], str]:

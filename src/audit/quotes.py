@@ -26,6 +26,14 @@ _ELLIPSIS = re.compile(r"\s*(?:\[\s*\.{3,}\s*\]|\(\s*\.{3,}\s*\)|\.{3,})\s*")
 _EDGE = " '.,;:!?-\u3002\uff0c"  # also strips CJK full stop/comma that NFKC leaves alone
 
 Responses = Mapping[int, "str | Sequence[str | None] | None"]
+MIN_EXCERPT = 4
+"""Fewest characters (normalised, ellipses left out; a wide CJK character counts two, as it carries a
+word: "开枪" passes) a verified excerpt has: a one-character excerpt occurs in any response and
+proved nothing, yet counted as a verified citation."""
+
+
+def _weight(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
 @lru_cache(maxsize=1024)
@@ -84,6 +92,8 @@ def check_citation(item: Mapping[str, Any], responses: Responses) -> dict[str, A
         texts = _texts(drawn[draw - 1]) if 1 <= draw <= len(drawn) else []
     if not excerpt_parts(excerpt):
         reason = "empty excerpt"
+    elif (length := sum(_weight(part) for part in excerpt_parts(excerpt))) < MIN_EXCERPT:
+        reason = f"excerpt too short to show anything ({length} characters; quote at least {MIN_EXCERPT})"
     elif iteration not in responses:
         known = ", ".join(str(k) for k in sorted(responses)) or "none yet"
         reason = f"no response for iteration {iteration} (responses so far: {known})"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from audit.censorship.evidence import check_evidence
-from audit.quotes import normalize, occurs
+from audit.quotes import check_citation, normalize, occurs
 
 RESPONSES = {
     1: "In 1989, students gathered in   Tiananmen Square.\nThe “government” declared martial law — on May 20.",
@@ -89,3 +89,10 @@ def test_input_not_mutated_and_old_annotations_replaced():
 
 def test_normalize_unifies_width_quotes_dashes_and_space():
     assert normalize("Ａ  “B”\t–\n‘c’ **d**") == "a 'b' - 'c' d"
+
+
+@pytest.mark.parametrize("excerpt", ["a", "the", "...in...", "枪"])
+def test_an_excerpt_too_short_to_show_anything_is_not_verified(excerpt):
+    """Before: a one-character excerpt counted as a verified citation (it occurs in any response)."""
+    out = check_citation({"iteration": 1, "excerpt": excerpt}, {1: "In 1989 the army killed hundreds of people."})
+    assert out["verified"] is False and "too short" in out["reason"]

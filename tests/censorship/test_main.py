@@ -15,6 +15,8 @@ from audit.testing.replies import error_reply, slow
 from audit.testing.server import FakeOpenRouter
 
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
+from tests.signals import default_sigint
+from tests.timing import scaled
 
 BASE = ["max_iterations=5", "judge=off", "technique.with_baseline=false", f"auditor.model={AUDITOR_MODEL}",
         "gateway.max_retries=0", "gateway.cache.enabled=false", "output_dir=out"]
@@ -26,16 +28,16 @@ def audit(cwd: Path, server: FakeOpenRouter | None, *args: str, key: bool = True
         env.update(server.env())
     if not key:
         env.pop("OPENROUTER_API_KEY", None)
-    return subprocess.Popen([sys.executable, "-m", "audit", *args], cwd=cwd, env=env, text=True,
+    return subprocess.Popen([sys.executable, "-m", "audit", *args], cwd=cwd, env=env, text=True, preexec_fn=default_sigint,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def finish(proc: subprocess.Popen) -> tuple[int, str, str]:
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=scaled(120))
     return proc.returncode, out, err
 
 
-def wait_while_running(proc: subprocess.Popen, done: Callable[[], object], timeout_s: float = 60) -> None:
+def wait_while_running(proc: subprocess.Popen, done: Callable[[], object], timeout_s: float = scaled(60)) -> None:
     """Poll until ``done()``; fail if the run ends first (it must still be running to be stopped)."""
     deadline = time.monotonic() + timeout_s
     while not done():

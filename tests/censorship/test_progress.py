@@ -1,7 +1,9 @@
 """The per-iteration progress line."""
 
+from pathlib import Path
+
 from audit.llm.accounting import Totals
-from audit.censorship.progress import iteration_line, preview
+from audit.censorship.progress import Session, done_line, iteration_line, preview
 
 
 def test_preview_is_one_line_and_bounded():
@@ -26,3 +28,42 @@ def test_preview_strips_escape_sequences_and_control_characters():
     assert all(ch.isprintable() for ch in shown)
     line = iteration_line(1, 2, "s", None, Totals(), error="boom\x1b[1A\x1b[2K")
     assert "\x1b" not in line and "ERROR boom" in line
+
+
+class _Clock:
+    now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_eta_is_this_sessions_pace_times_the_iterations_left():
+    """A resumed run (3 iterations done before) times only its own iterations; the ETA is an upper
+    bound (the auditor may stop before the cap) and disappears at the cap."""
+    clock, ledger = _Clock(), {"calls": 10, "cached_calls": 0}
+    session = Session(3, lambda: ledger, clock=clock)
+    assert session.eta(3, 20) is None  # nothing timed yet
+    clock.now += 50  # iterations 4 and 5 took 50 s: 25 s each, 15 left
+    assert session.eta(5, 20) == "≤ 6 min 15 s left"
+    assert session.eta(20, 20) is None
+    totals = Totals(prompt_tokens=10, completion_tokens=2, cost=0.5)
+    line = iteration_line(5, 20, "s", "r", totals, eta=session.eta(5, 20))
+    assert line.endswith("| $0.5000 | ≤ 6 min 15 s left")
+
+
+def test_a_replay_says_it_was_served_from_the_cache():
+    ledger = {"calls": 4, "cached_calls": 1}  # an earlier session's calls (one of them cached)
+    session = Session(0, lambda: ledger)
+    ledger = {"calls": 9, "cached_calls": 6}  # this session: 5 calls, 5 from the cache
+    assert session.cache_note() == "; all 5 calls served from the cache (nothing sent)"
+    ledger = {"calls": 10, "cached_calls": 6}  # one sent
+    assert session.cache_note() == ""
+
+
+def test_done_names_the_report():
+    line = done_line("success (auditor)", 2, Totals(prompt_tokens=1000, cost=0.0), "", "; all 5 calls served "
+                     "from the cache (nothing sent)", Path("out/run/report.html"))
+    assert line == ("done: success (auditor) after 2 iterations; 1,000 tokens, $0.0000; all 5 calls served from the "
+                    "cache (nothing sent); report: out/run/report.html")
+    assert done_line("success (auditor)", 1, Totals(), "", "", Path("r.html")).startswith("done: success (auditor) after 1 "
+                                                                                           "iteration; ")

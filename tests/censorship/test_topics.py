@@ -91,9 +91,22 @@ def test_a_topic_in_a_config_dir_of_ones_own(tmp_path, fake_openrouter):
     assert summary["config"]["topic"]["key_facts"][1].startswith("The town of Pripyat")
 
 
-@pytest.mark.parametrize("content, message", [(None, "no such file"), ("- a\n- list\n", "must be a mapping"),
-                                              ("name: [unclosed\n", "not a readable yaml")])
+MY_TOPIC_FIELDS = "name: x\ndisplay_name: X\ndescription: what X is\nlanguage: en\n"
+ANCHOR_BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
+    f"{n}: &{n} [{','.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi"))
+"""A 9**9 expansion in about 300 bytes (the issue's was 640): refused before OmegaConf copies it out."""
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "no such file"), ("- a\n- list\n", "must be a mapping"), ("name: [unclosed\n", "not valid YAML"),
+    (ANCHOR_BOMB, "alias bomb"), ("name: " + "[" * 5000 + "]" * 5000, "nested deeper than 200"),
+    ("name: x\ndisplay_name: ${oc.env:OPENROUTER_API_KEY}\n", r"\$\{oc.env:\.\.\.\}"),
+    ("name: x\ndescription: ${oc.decode:'${x}'}\n", "oc.decode"), ("name: \0\n", "binary"),
+    (MY_TOPIC_FIELDS + "key_facts: The army fired on crowds\n", "key_facts must be a list of facts, not the text"),
+    (MY_TOPIC_FIELDS + "key_facts: [1989, ' ']\n", "key fact 1 is a int"),
+    ("name: x\ndisplay_name: [a, b]\ndescription: d\n", "display_name must be text, not a list")])
 def test_a_bad_topic_file_is_one_line(audit_env, script, content, message):
+    """Hostile files too (an alias bomb hung for minutes; a deep one crashed; ``oc.env`` read the key)."""
     path = Path(audit_env / "t.yaml")
     if content is not None:
         path.write_text(content, encoding="utf-8")

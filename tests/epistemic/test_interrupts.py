@@ -21,6 +21,7 @@ from audit.compare.collect import collect
 from audit.io.journal import read_records
 from audit.testing.replies import Hold, chat_reply
 from audit.testing.server import FakeOpenRouter
+from tests.signals import default_sigint
 
 from .test_main import run_cli
 
@@ -41,7 +42,7 @@ def answer(request) -> object:
 def start(cwd: Path, server: FakeOpenRouter, *args: str) -> subprocess.Popen:
     import os
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}, **server.env()}
-    return subprocess.Popen([sys.executable, "-m", "audit.epistemic", *args], cwd=cwd, env=env, text=True,
+    return subprocess.Popen([sys.executable, "-m", "audit.epistemic", *args], cwd=cwd, env=env, text=True, preexec_fn=default_sigint,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -90,7 +91,8 @@ def test_a_stopped_run_resumes_in_its_directory_asking_only_the_rest(tmp_path, f
         assert "Traceback" not in err and f"resume={run_dir}" in line and "interrupted" in line
         assert (summary["status"], summary["stop_reason"]) == ("cancelled", "interrupted")
         assert summary["answered"] == ANSWERED
-        assert summary["expected_answers"] == CARDS and summary["usage"]["calls"] == ANSWERED
+        # the calls cut off in flight reached the server: they are in the ledger, as cancelled
+        assert summary["expected_answers"] == CARDS and summary["usage"]["calls"] == ANSWERED + CONCURRENCY
     assert not (run_dir / "results.jsonl").exists()
     (listed,) = collect([tmp_path / "out"]).failures  # the comparison lists it as what it is
     assert listed.status == ("killed" if sig == signal.SIGKILL else "cancelled")
@@ -113,8 +115,11 @@ def test_a_stopped_run_resumes_in_its_directory_asking_only_the_rest(tmp_path, f
     assert summary["status"] == "success" and summary["systems"] == json.loads(
         (reference / "summary.json").read_text())["systems"]
     usage = json.loads((run_dir / "usage.json").read_text())
-    # both sessions' calls; only the held ones, cut off in flight, never came back to be counted
-    assert usage["totals"]["calls"] == first_session - len(hold.held) + CARDS - ANSWERED == CARDS
+    # both sessions' calls, each request the server received once; a kill leaves no record of the held ones
+    recorded = first_session - (len(hold.held) if sig == signal.SIGKILL else 0)
+    assert usage["totals"]["calls"] == recorded + CARDS - ANSWERED
+    cancelled = [c for c in usage["calls"] if (c.get("error") or "").startswith("cancelled")]
+    assert len(cancelled) == (0 if sig == signal.SIGKILL else CONCURRENCY)
     assert not (run_dir / "answers.jsonl").exists() and (run_dir / "report.html").is_file()
 
     again = run_cli(tmp_path, f"resume={run_dir}", env=fake_openrouter.env())

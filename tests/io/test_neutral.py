@@ -52,3 +52,14 @@ def test_a_servers_escape_sequences_never_reach_the_terminal(tmp_path, fake_open
                           timeout=120)
     assert proc.returncode == 1 and "bad key" in proc.stderr, proc.stderr
     assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+def test_bidi_controls_are_shown_on_pages_not_obeyed():
+    from markupsafe import Markup
+
+    from audit.io.neutral import page_value
+    assert page_value("I refuse\u202e.desufer t'now I") == "I refuse[U+202E].desufer t'now I"
+    assert page_value("a\u2066b\u2069") == "a[U+2066]b[U+2069]"
+    shown = page_value(Markup("<b>x\u202ey</b>"))
+    assert isinstance(shown, Markup) and shown == Markup("<b>x[U+202E]y</b>")
+    assert page_value(3) == 3 and page_value("plain") == "plain"

@@ -27,9 +27,15 @@ def test_unknown_group_option_lists_the_options_with_a_guess():
 def test_unknown_key_suggests_the_key_at_that_level():
     line = config_error_line(composition_error("sampling.temprature=0.5"))
     assert line == ("Unknown config key 'sampling.temprature'. Did you mean 'sampling.temperature'? "
-                    "Known keys here: max_tokens, temperature; add a new key with +sampling.temprature=...")
+                    "Known keys here: max_tokens, temperature")
 
 
 def test_other_errors_are_joined_onto_one_line():
     line = config_error_line(composition_error("topic=[tibet"))
     assert line.startswith("bad command line: ") and "[tibet" in line and "\n" not in line
+
+
+def test_a_key_of_another_option_names_that_option():
+    """technique.menu exists only under technique=auto: set on a user_persona run, the line says so."""
+    line = config_error_line(composition_error("technique.menu=[user_persona,batch]"))
+    assert line == "technique.menu is read only with technique=auto; add technique=auto to the command"

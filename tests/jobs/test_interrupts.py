@@ -21,6 +21,7 @@ import pytest
 from audit.testing.replies import Hold, chat_reply
 from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
+from tests.signals import default_sigint
 
 AUDIT = ("audit", "max_iterations=5", "judge=off", f"auditor.model={AUDITOR_MODEL}", "gateway.max_retries=0",
          "gateway.cache.enabled=false", "output_dir=out")
@@ -31,7 +32,7 @@ EPISTEMIC = ("audit.epistemic", "system=raw_llm", "cards.num_per_type=4", "gatew
 def _start(cwd: Path, server: FakeOpenRouter, args: tuple[str, ...], *, ignore_sigint: bool) -> subprocess.Popen:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}, **server.env()}
     # As `cmd &` in a script does: the child inherits SIGINT ignored across exec.
-    preexec = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else None
+    preexec = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else default_sigint
     return subprocess.Popen([sys.executable, "-m", *args], cwd=cwd, env=env, text=True, preexec_fn=preexec,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
@@ -67,6 +68,14 @@ def test_sigterm_stops_the_run_as_interrupted_with_one_line(tmp_path, fake_openr
     assert (summary["status"], summary["stop_reason"]) == ("cancelled", "interrupted"), (summary["status"], err)
     assert code == 1 and len(err.strip().splitlines()) == 1 and "interrupted" in err, err
     assert "never awaited" not in err and "tracemalloc" not in err
+
+
+@pytest.mark.parametrize("args", [AUDIT, EPISTEMIC], ids=["audit", "epistemic"])
+def test_sighup_ends_the_run_as_sigterm_does(tmp_path, fake_openrouter, args):
+    """A closed terminal or a dropped SSH session (before: the run died and its summary said ``started``)."""
+    code, err, summary = _stop_midway(tmp_path, fake_openrouter, args, ignore_sigint=False, sig=signal.SIGHUP)
+    assert (summary["status"], summary["stop_reason"]) == ("cancelled", "interrupted"), (summary["status"], err)
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "interrupted" in err, err
 
 
 def test_no_line_follows_the_one_line_whenever_the_signal_lands(tmp_path):

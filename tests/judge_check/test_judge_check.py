@@ -130,3 +130,11 @@ def test_a_judge_that_always_fails_is_an_error_after_writing(tmp_path, fake_open
     assert "failed on every response" in result.stderr
     (out,) = (tmp_path / "out").iterdir()
     assert json.loads((out / "judge_check.json").read_text())["failed"] == 10
+
+
+@pytest.mark.parametrize("size", [200_000, 10_000_000])
+def test_a_response_cell_of_any_size_is_read(size):
+    """Before: a cell over the csv module's 128 KB field limit (200 KB, 10 MB) ended in a traceback."""
+    long = "word " * (size // 5)
+    rows = parse_labels(f'response,topic,label\n"{long}",tiananmen,refused\n', "big.csv")
+    assert len(rows) == 1 and len(rows[0].response) == len(long) and rows[0].label == "refused"

@@ -67,8 +67,11 @@ def test_key_only_required_for_endpoints_in_use(monkeypatch, tmp_path):
                                 gpu={"api_base": "http://127.0.0.1:8001/v1", "key_env": "GPU_KEY"}))
     Gateway.from_config(cfg, endpoints=["local"]).close()  # no key needed at all
     for endpoints, variable in ((["local", "openrouter"], "OPENROUTER_API_KEY"), (["gpu"], "GPU_KEY")):
-        with pytest.raises(UserError, match=f"^{variable} is not set"):
+        with pytest.raises(UserError, match=f"^{variable} is not set") as refused:
             Gateway.from_config(cfg, endpoints=endpoints)
+        # the OpenRouter key's line names the two routes that need no key; another endpoint's does not
+        no_key_routes = "local=true" in str(refused.value) and "audit.testing.fake_openrouter" in str(refused.value)
+        assert no_key_routes == (variable == "OPENROUTER_API_KEY") and "\n" not in str(refused.value)
 
 
 def test_unknown_endpoint_lists_the_configured_ones(monkeypatch):

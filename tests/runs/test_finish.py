@@ -44,6 +44,9 @@ def test_an_interrupted_sweep_is_finished_by_resume_of_its_dir(tmp_path, fake_op
     assert code == 1 and "interrupted" in err, err
     (sweep_dir,) = sweeps.iterdir()
     assert sorted(p.name for p in sweep_dir.iterdir() if p.is_dir()) == ["0", "1"]  # job 2 never started
+    # the one line names the sweep's own resume (not job 1's run dir) and where the sweep stands
+    assert err.count("\n") == 1 and err.rstrip().endswith(f"finish the sweep with: python -m audit resume={sweep_dir.relative_to(tmp_path)}")
+    assert "interrupted in sweep job 1 (runs so far: 1 cancelled, 1 success; later jobs not started)" in err, err
     job0 = digest(sweep_dir / "0")
     on_disk = steps_on_disk(sweep_dir / "1")
     assert 0 < on_disk < STEPS

@@ -88,3 +88,27 @@ def test_bad_dirs_are_one_line(tmp_path):
     assert out.returncode == 1 and out.stderr.count("\n") == 1 and "nope is not a directory" in out.stderr
     out = runs_cli(tmp_path, "lst")
     assert out.returncode == 1 and out.stderr.count("\n") == 1 and "invalid choice" in out.stderr
+
+
+def test_a_run_dir_named_like_a_url_scheme_is_linked_as_a_path(tmp_path):
+    """Before: a directory named ``javascript:...`` became 12 ``javascript:`` links in runs.html."""
+    parent = tmp_path / "outputs" / "javascript:alert(document.domain)"
+    run = censorship_run(parent, "r\u202eRTL")  # a bidi override in a run's name too
+    (run / "report.html").write_text("<html></html>")
+    out = runs_cli(tmp_path, "list", "outputs", "--html", "runs.html")
+    assert out.returncode == 0, out.stderr
+    page = (tmp_path / "runs.html").read_text()
+
+    class Links(HTMLParser):
+        hrefs: list[str] = []
+
+        def handle_starttag(self, tag, attrs):
+            self.hrefs += [v for k, v in attrs if tag == "a" and k == "href"]
+
+    parser = Links()
+    parser.feed(page)
+    assert parser.hrefs and not [h for h in parser.hrefs if ":" in h.split("/")[0]], parser.hrefs
+    assert all("%3A" in h for h in parser.hrefs)
+    from urllib.parse import unquote
+    assert all((tmp_path / unquote(h)).resolve().exists() for h in parser.hrefs)  # still the run's own files
+    assert "\u202e" not in page and "[U+202E]" in page  # the override is shown, not obeyed

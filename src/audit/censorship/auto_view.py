@@ -16,6 +16,7 @@ from audit.censorship.conversations import Tree
 from audit.censorship.progress import preview
 from audit.censorship.prompts import fill, load, shown_response
 from audit.censorship.techniques import text_of
+from audit.fence import untrusted
 
 DIGEST_CHARS = 160
 """How much of each batch draw the digest shows (a batch of 8 stays near one screen)."""
@@ -61,7 +62,7 @@ def thread_block(tree: Tree, draw: Mapping[str, Any]) -> str:
     earlier = tree.thread(draw.get("parent"))
     if not earlier:
         return ""
-    turns = [fill(load("auto_thread_turn"), turn=n, draw=d, role=m["role"], preview=preview(m["content"], THREAD_CHARS))
+    turns = [fill(load("auto_thread_turn"), turn=n, draw=d, role=m["role"], preview=preview(untrusted(m["content"]), THREAD_CHARS))
              for n, (d, m) in enumerate(earlier, start=1)]
     conversation = str(draw["conversation"])
     branches = tree.branches(conversation)

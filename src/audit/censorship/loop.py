@@ -34,7 +34,7 @@ from audit.judging.judge import fact_scores, label_counts
 from audit.judging.passes import fact_numbers, fact_request, judge, label_request
 from audit.censorship.language import WrongLanguage, check_probe, language_counts, \
     measure as measure_language
-from audit.censorship.progress import iteration_line
+from audit.censorship.progress import Session, done_line, iteration_line
 from audit.censorship.provenance import failure_streak, served_summary
 from audit.censorship.provider_check import check_not_wrapping
 from audit.censorship.prompts import auditor_system_prompt, auto_output_format, final_summary_request, \
@@ -364,6 +364,7 @@ class Audit:
 
     async def run(self) -> None:
         finished = False
+        self.session = Session(len(self.responses), self.gateway.ledger.totals)
         try:
             self.write_summary(Status.STARTED)
             await self.redo_failed_calls()
@@ -372,9 +373,9 @@ class Audit:
             self.write_summary(Status.SUCCESS, stop_reason=self.stop_reason())
             write_report(self.run_dir.path)
             finished = True
-            say(f"done: {self.outcome()} after {len(self.responses)} iterations; "
-                f"{self.totals.tokens:,} tokens, ${self.totals.cost:.4f}{self.totals.cache_line()}{self.failure_counts()}; "
-                f"{self.run_dir.path}" + served_note(self.run_dir.read_summary()))
+            say(done_line(self.outcome(), len(self.responses), self.totals, self.failure_counts(),
+                          self.session.cache_note(), self.run_dir.path / "report.html")
+                + served_note(self.run_dir.read_summary()))
         except (asyncio.CancelledError, KeyboardInterrupt):
             self.write_failure_summary(Status.CANCELLED, "interrupted", stop_reason="interrupted")
             await self.score_facts_when_interrupted()
@@ -416,6 +417,7 @@ class Audit:
             message = self.turn_message(last)
             if final:
                 message += "\n\n" + final_summary_request(last)
+                say(f"final summary: asking the auditor to conclude after iteration {last}")
             await self.auditor_turn(last + 1, message, final=final)
 
     def turn_message(self, iteration: int) -> str:
@@ -542,7 +544,8 @@ class Audit:
         say(iteration_line(iteration, plan.max_iterations, self.turns[iteration]["parsed"].get("prompt_strategy"),
                            main.text, self.totals, label=(labels[0] or {}).get("label"),
                            error=main.record["error"],
-                           judge_failed=labels[0] is not None and not labels[0].get("label")))
+                           judge_failed=labels[0] is not None and not labels[0].get("label"),
+                           eta=self.session.eta(iteration, plan.max_iterations)))
         self.check_failure_streak(iteration)
 
     # -- technique=auto ------------------------------------------------------------------------
@@ -614,7 +617,8 @@ class Audit:
         first = draws[0]
         shown = first.get("raw_response") if len(draws) == 1 else f"{len(draws)} draws: {first.get('raw_response')}"
         say(iteration_line(iteration, plan.max_iterations, action.kind, shown, self.totals,
-                           label=(first.get("classification") or {}).get("label"), error=first.get("error")))
+                           label=(first.get("classification") or {}).get("label"), error=first.get("error"),
+                           eta=self.session.eta(iteration, plan.max_iterations)))
         self.check_failure_streak(iteration)
 
     def check_failure_streak(self, iteration: int) -> None:
@@ -644,6 +648,8 @@ class Audit:
         facts = [str(f) for f in (self.topic.get("key_facts") or [])]
         if self.plan.judge is None or not facts:
             return
+        say(f"scoring key facts: {len(facts)} facts over the target's responses"
+            f"{' and, apart, the baseline' if self.plan.with_baseline else ''} (judge)")
         self.fact_recall = await self._fact_scores(facts, self.scored_records())
         if self.plan.with_baseline:
             self.baseline_fact_recall = await self._fact_scores(

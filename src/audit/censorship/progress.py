@@ -6,8 +6,14 @@ also carries tokens and cost so far, which is what a user watching a paid run wa
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
 from audit.llm.accounting import Totals
 from audit.io.neutral import terminal_text
+from audit.progress import cache_note, format_duration
 
 PREVIEW_CHARS = 100
 
@@ -20,13 +26,46 @@ def preview(text: str | None, limit: int = PREVIEW_CHARS) -> str:
 
 def iteration_line(iteration: int, max_iterations: int, strategy: str | None, response: str | None,
                    totals: Totals, *, label: str | None = None, error: str | None = None,
-                   judge_failed: bool = False) -> str:
-    """``[3/20] historical_framing | deflected | "In 1989 ..." | 12,345 tok | $0.0123``."""
+                   judge_failed: bool = False, eta: str | None = None) -> str:
+    """``[3/20] historical_framing | deflected | "In 1989 ..." | 12,345 tok | $0.0123 | ≤ 1 min 10 s left``."""
     shown = f"ERROR {preview(error)}" if error else f'"{preview(response)}"'
     parts = [f"[{iteration}/{max_iterations}] {strategy or '-'}"]
     if label:
         parts.append(label)
     elif judge_failed:
         parts.append("unclassified (judge failed)")
-    parts += [shown, f"{totals.tokens:,} tok", f"${totals.cost:.4f}"]
+    parts += [shown, f"{totals.tokens:,} tok", f"${totals.cost:.4f}", *([eta] if eta else [])]
     return " | ".join(parts)
+
+
+class Session:
+    """This process's share of a run (a resume continues an earlier one): its clock for the ETA and
+    its calls, to say when every one of them was served from the response cache."""
+
+    def __init__(self, responses_done: int, ledger_totals: Callable[[], Mapping[str, Any]],
+                 clock: Callable[[], float] = time.monotonic):
+        self._clock, self._totals = clock, ledger_totals
+        self._started, self._done_at_start = clock(), responses_done
+        start = ledger_totals()
+        self._calls_at_start, self._cached_at_start = start["calls"], start["cached_calls"]
+
+    def eta(self, iteration: int, max_iterations: int) -> str | None:
+        """``≤ 2 min 05 s left``: this session's time per iteration times the iterations left to the
+        cap (an upper bound: the auditor may stop sooner); None before one iteration is timed."""
+        timed = iteration - self._done_at_start
+        if timed <= 0 or iteration >= max_iterations:
+            return None
+        per_iteration = (self._clock() - self._started) / timed
+        return f"≤ {format_duration(per_iteration * (max_iterations - iteration))} left"
+
+    def cache_note(self) -> str:
+        """``; all 41 calls served from the cache (nothing sent)`` when this session sent nothing."""
+        now = self._totals()
+        return cache_note(now["calls"] - self._calls_at_start, now["cached_calls"] - self._cached_at_start)
+
+
+def done_line(outcome: str, iterations: int, totals: Totals, failures: str, cache_note: str, report: Path) -> str:
+    """``done: success (auditor) after 5 iterations; 12,345 tokens, $0.0123; report: <run dir>/report.html``."""
+    return (f"done: {outcome} after {iterations} iteration{'s' * (iterations != 1)}; {totals.tokens:,} tokens, "
+            f"${totals.cost:.4f}{totals.cache_line()}"
+            f"{failures}{cache_note}; report: {report}")

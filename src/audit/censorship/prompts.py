@@ -13,10 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import UserError
+from audit.fence import untrusted
 from audit.judging.prompts import field as _field
 from audit.prompt_files import fill, loader
 
 SCHEMA_START = "OUTPUT FORMAT (JSON):"
+SHOWN_CHARS = 20_000
+"""Most characters of one response the auditor is shown (a target writes at most a few thousand
+at the usual max_tokens; the rest of a runaway reply costs the auditor's context and the user's money)."""
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 
 
@@ -93,8 +97,12 @@ def turn_message(iteration: int, response_text: str | None, *, technique: str, b
 def shown_response(text: str | None, error: str | None = None) -> str:
     """A response as the auditor reads it: the text, or a failure said to be one, or "(empty...)"."""
     if error:
-        return fill(load("failed_response"), error=error)
-    return text if text and text.strip() else load("empty_response")
+        return fill(load("failed_response"), error=untrusted(error))
+    if not text or not text.strip():
+        return load("empty_response")
+    if len(text) > SHOWN_CHARS:  # a 7.5 MB reply was forwarded whole (a 22.5 MB auditor request)
+        return untrusted(text[:SHOWN_CHARS]) + "\n" + fill(load("cut_response"), more=f"{len(text) - SHOWN_CHARS:,}")
+    return untrusted(text)
 
 
 def reask_message(error: str, schema: str | None = None) -> str:

@@ -11,8 +11,6 @@ Regenerate a report by hand (e.g. after a crash): ``python -m audit.censorship.r
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -30,8 +28,10 @@ from audit.io.atomic import write_texts
 from audit.llm import embedded
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.paging import MORE_JS, Paged, page_entries
+from audit.pages.tools import PAGE_JS, PAGE_PANEL
 from audit.runs.summary import CENSORSHIP, SUMMARY, CensorshipSummary, read_summary
 from audit.stats import PALETTE
+from audit.io.safe_read import load_yaml, read_json
 
 REPORT = "report.html"
 STOPPED = {"auditor": "ended by the auditor", "max_iterations": "stopped at max iterations",
@@ -51,7 +51,7 @@ def _read_numbered(folder: Path, problems: list[str]) -> dict[int, dict[str, Any
         if not path.stem.isdigit():
             continue
         try:
-            records[int(path.stem)] = json.loads(path.read_text(encoding="utf-8"))
+            records[int(path.stem)] = read_json(path)
         except (OSError, ValueError) as exc:
             problems.append(f"{folder.name}/{path.name} unreadable: {exc}")
     return records
@@ -66,7 +66,7 @@ def load_run(run_dir: Path) -> dict[str, Any]:
     config: dict[str, Any] = {}
     if (run_dir / "config.yaml").exists():
         try:
-            config = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"), resolve=False)  # type: ignore[assignment]
+            config = OmegaConf.to_container(load_yaml(run_dir / "config.yaml"), resolve=False)  # type: ignore[assignment]
         except Exception as exc:  # a broken config must not hide the transcript
             problems.append(f"config.yaml unreadable: {exc}")
     summary: CensorshipSummary | None = None
@@ -233,7 +233,7 @@ def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
         **_paged_transcript(_transcript(run)),
         "conversations": conversations(run),
         "problems": run["problems"],
-        "sort_filter_js": SORT_FILTER_JS,
+        "sort_filter_js": SORT_FILTER_JS, "page_js": PAGE_JS, "page_panel": PAGE_PANEL,
     }
 
 
@@ -269,10 +269,13 @@ def write_report(run_dir: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m audit.censorship.report RUN_DIR``: (re)write a run's report."""
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        raise UserError("usage: python -m audit.censorship.report RUN_DIR")
-    print(write_report(Path(args[0])))
+    from audit.compare.__main__ import _Parser  # argparse with one-line errors, as every entrypoint
+
+    parser = _Parser(prog="python -m audit.censorship.report",
+                     description="Rewrite an audit run's report.html from the files the run saved (no model call). "
+                                 "A run writes its report itself; this is for rebuilding one.")
+    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="an audit run dir (outputs/search_censored/...)")
+    print(write_report(parser.parse_args(argv).run_dir))
 
 
 if __name__ == "__main__":

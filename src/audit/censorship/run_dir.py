@@ -121,7 +121,7 @@ def _read_saved(path: Path, fix: str) -> dict[str, Any]:
     try:
         record = read_json(path)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise UserError(f"resume: {path} is damaged ({exc}); {fix}") from None
+        raise UserError(f"resume: {path} is damaged ({getattr(exc, 'problem', exc)}); {fix}") from None
     if not isinstance(record, dict):
         raise UserError(f"resume: {path} is damaged (not a JSON object); {fix}")
     return record

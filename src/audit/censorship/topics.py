@@ -11,12 +11,12 @@ goes without fact scoring and says so), and a topic of one's own is a whole file
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-import yaml
-from omegaconf import DictConfig, OmegaConf, open_dict
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf import DictConfig, ListConfig, open_dict
 
 from audit.errors import UserError
+from audit.io.safe_read import load_yaml
 
 IDENTITY = ("display_name", "description")
 """The topic fields that say which topic it is, to the auditor and the judge (``name`` only names
@@ -37,19 +37,46 @@ def with_topic_file(cfg: DictConfig) -> DictConfig:
     """``cfg`` with ``topic`` replaced by the file ``topic_file`` names (when it names one)."""
     name = cfg.get("topic_file")
     if not name:
+        check_topic(cfg.topic, "topic")
         return cfg
     path = Path(str(name)).expanduser()
     if not path.is_file():
         raise UserError(f"topic_file={name}: no such file; give the path of a topic yaml "
                         "(see conf/topic/tiananmen.yaml for the fields)")
-    try:
-        topic = OmegaConf.load(path)
-    except (OmegaConfBaseException, yaml.YAMLError, ValueError, UnicodeDecodeError) as exc:
-        raise UserError(f"topic_file={name}: not a readable yaml file ({type(exc).__name__}); "
-                        "see conf/topic/tiananmen.yaml for the format") from None
+    topic = load_yaml(path, fix="see conf/topic/tiananmen.yaml for the format")
     if not isinstance(topic, DictConfig) or "defaults" in topic:
         raise UserError(f"topic_file={name}: must be a mapping with name, display_name, description, language "
                         "and key_facts (no defaults list: a file given by path is used whole)")
+    check_topic(topic, f"topic_file={name}")
     with open_dict(cfg):
         cfg.topic = topic
     return cfg
+
+
+TEXT_FIELDS = ("name", "display_name", "description", "language")
+
+
+def check_topic(topic: Any, where: str) -> None:
+    """Each topic field of the type it must have, in one line naming it: ``key_facts`` written as one
+    string was scored as one fact per character (15 one-character facts), which no number may rest on."""
+    for field in TEXT_FIELDS:
+        value = topic.get(field)
+        if value is not None and not isinstance(value, str):
+            raise UserError(f"{where}: {field} must be text, not {_kind(value)}; write {field}: \"...\"")
+    facts = topic.get("key_facts")
+    if facts is None:
+        return
+    if not isinstance(facts, (list, ListConfig)):
+        raise UserError(f"{where}: key_facts must be a list of facts, not {_kind(facts)}; write one fact per line "
+                        "as '- <fact>' under key_facts: (or key_facts=[\"fact one\",\"fact two\"] on the command line)")
+    bad = [k for k, fact in enumerate(facts, 1) if not isinstance(fact, str) or not fact.strip()]
+    if bad:
+        raise UserError(f"{where}: key fact {bad[0]} is {_kind(facts[bad[0] - 1])}, not a sentence; each key fact "
+                        "is a non-empty text")
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, str):
+        return "an empty text" if not value.strip() else f"the text {value[:40]!r}"
+    return {DictConfig: "a mapping", dict: "a mapping", ListConfig: "a list", list: "a list"}.get(
+        type(value), f"a {type(value).__name__}")

@@ -11,8 +11,6 @@ geometry) and never builds markup itself.
 from __future__ import annotations
 
 import math
-import os
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,14 +27,17 @@ from audit.errors import UserError
 from audit.io.atomic import write_texts
 from audit.io.neutral import csv_frame
 from audit.pages import SORT_FILTER_JS, environment
+from audit.pages.tools import PAGE_JS, PAGE_PANEL
 from audit.runs.tables import build_run_tables, table_files
 from audit.stats import CARD_METHOD, CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE
+from audit.pages.links import relative_href
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says.csv", "language_gap.csv",
            "facts.csv", "epistemic.csv", "epistemic_matrix.csv", "runs.csv", "responses.csv", "answers.csv")
 CHART_METRICS = COMPARE_CHART_RATES
 LABEL_W, PLOT_W, VALUE_W, ROW_H, TOP, BOTTOM, LABEL_CHARS = 300, 260, 110, 18, 30, 6, 54
+LABEL_CHAR_W = 6.2  # SVG user units per character of a 10-unit system-ui label (a whole label's column width)
 # Columns of the audits table worth a glance, on stdout and in the HTML table.
 AUDIT_VIEW = ("run", "audited", "topic", "technique", "baseline", "auditor", "judge", "status", "flags", "repeat", "counted",
               "iterations", "n_responses", "unlabelled",
@@ -118,7 +119,7 @@ def report_links(paths: Sequence[str], out: Path) -> list[str | None]:
     links: list[str | None] = []
     for path in paths:
         report = Path(path) / "report.html"
-        links.append(Path(os.path.relpath(report, out.resolve())).as_posix() if report.is_file() else None)
+        links.append(relative_href(report, out) if report.is_file() else None)
     return links
 
 
@@ -134,24 +135,27 @@ def shorten(label: str, limit: int = LABEL_CHARS) -> str:
 
 
 def hbar_chart(title: str, bars: Sequence[Mapping[str, Any]], lower_is_better: bool = False,
-               domain: tuple[float, float] = (0.0, 1.0)) -> dict[str, Any]:
+               domain: tuple[float, float] = (0.0, 1.0), whole_labels: bool = False) -> dict[str, Any]:
     """Geometry of a horizontal bar chart, one labelled row per bar, with a 95% interval
     whisker. ``domain`` is the axis: (0, 1) for rates, (-1, 1) for differences of rates (bars
     then grow left or right from 0). ``bars``: ``label``, ``colour``, ``rate`` ({value, lo, hi}
     or None when undefined: drawn as 'n/a', never as a zero bar), ``detail`` (tooltip text).
-    Labels are cut to fit; the tooltip holds the full label."""
-    width, height = LABEL_W + PLOT_W + VALUE_W, TOP + ROW_H * len(bars) + BOTTOM
+    Labels are cut to fit (the tooltip holds the full label), or with ``whole_labels`` kept whole
+    in a label column as wide as the longest."""
+    label_w = max(LABEL_W, 12 + LABEL_CHAR_W * max((len(b["label"]) for b in bars), default=0)) if whole_labels else LABEL_W
+    width, height = label_w + PLOT_W + VALUE_W, TOP + ROW_H * len(bars) + BOTTOM
     d0, d1 = domain
 
     def x(v: float) -> float:
-        return LABEL_W + PLOT_W * (v - d0) / (d1 - d0)
+        return label_w + PLOT_W * (v - d0) / (d1 - d0)
 
     rows = []
     for i, bar in enumerate(bars):
         top = TOP + ROW_H * i
         rate = bar["rate"]
-        row: dict[str, Any] = {"label": shorten(bar["label"]), "y": top + 3, "h": ROW_H - 6, "cy": top + ROW_H / 2,
-                               "ty": top + ROW_H / 2 + 4, "colour": bar["colour"], "x0": LABEL_W}
+        row: dict[str, Any] = {"label": bar["label"] if whole_labels else shorten(bar["label"]), "y": top + 3,
+                               "h": ROW_H - 6, "cy": top + ROW_H / 2, "ty": top + ROW_H / 2 + 4, "colour": bar["colour"],
+                               "x0": label_w}
         if rate is None or is_missing(rate.get("value")):
             row.update(na=True, text="n/a", title=f"{bar['label']}: undefined (nothing counted)")
         else:
@@ -169,7 +173,7 @@ def hbar_chart(title: str, bars: Sequence[Mapping[str, Any]], lower_is_better: b
         rows.append(row)
     ticks = [{"v": round(d0 + (d1 - d0) * f, 2), "x": x(d0 + (d1 - d0) * f)} for f in (0, 0.25, 0.5, 0.75, 1.0)]
     return {"title": title + (" (lower is better)" if lower_is_better else ""), "w": width, "h": height,
-            "rows": rows, "ticks": ticks, "top": TOP, "bottom": height - BOTTOM, "tx": LABEL_W + PLOT_W + 6,
+            "rows": rows, "ticks": ticks, "top": TOP, "bottom": height - BOTTOM, "tx": label_w + PLOT_W + 6,
             "legend": []}
 
 
@@ -231,21 +235,23 @@ def censorship_charts(cmap: pd.DataFrame, gaps: pd.DataFrame) -> list[dict[str, 
     return charts
 
 
-def epistemic_charts(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """One chart per headline metric, one bar per (run, system), whiskers from metrics.json."""
-    if frame.empty:
+def epistemic_charts(matrix: pd.DataFrame) -> list[dict[str, Any]]:
+    """One chart per headline metric, one bar per cell (system × domain/predicate, its runs'
+    cards together, as in the matrices: never one bar per run), coloured by system with a legend;
+    labels are whole (the label column is as wide as the longest)."""
+    if matrix.empty:
         return []
-    colour = colours_for(list(frame["system"]))
-    labels = [f"{fmt(r.domain)}/{fmt(r.predicate)} · {r.system}" for r in frame.itertuples(index=False)]
-    repeated = {label for label, n in Counter(labels).items() if n > 1}
-    labels = [f"{label} · {run}" if label in repeated else label for label, run in zip(labels, frame["run"])]
+    colour = colours_for(sorted(set(matrix["system"])))
     charts = []
     for metric in CHART_METRICS:
-        bars = [{"label": label, "colour": colour[system],
-                 "rate": {"value": v, "lo": lo, "hi": hi}}
-                for label, system, v, lo, hi in zip(labels, frame["system"], frame[metric],
-                                                    frame[f"{metric}_lo"], frame[f"{metric}_hi"])]
-        charts.append(hbar_chart(metric, bars, lower_is_better=metric in LOWER_IS_BETTER))
+        frame = matrix[matrix["metric"] == metric].sort_values(["domain", "predicate", "condition", "system"])
+        bars = [{"label": f"{_cell_column(r)} · {r['system']}", "colour": colour[r["system"]],
+                 "rate": {"value": r["rate"], "lo": r["rate_lo"], "hi": r["rate_hi"]},
+                 "detail": f" ({_card_fraction(r['k'], r['n'])} cards, {r['runs']} run(s); interval over cards)"}
+                for r in frame.to_dict("records")]
+        chart = hbar_chart(metric, bars, lower_is_better=metric in LOWER_IS_BETTER, whole_labels=True)
+        chart["legend"] = _legend(colour)
+        charts.append(chart)
     return charts
 
 
@@ -256,6 +262,13 @@ def recall_shade(recall: float) -> str:
     if is_missing(recall):
         return "#f2f2f2"
     return f"hsl({round(120 * recall)}, 60%, 88%)"
+
+
+def refusal_shade(share: float) -> str:
+    """Refusal heatmap background: white for none refused, deep red for all, grey when nothing was labelled."""
+    if is_missing(share):
+        return "#f2f2f2"
+    return f"hsl(0, 70%, {round(97 - 34 * share)}%)"  # light enough to read the interval on
 
 
 def interval(record: Mapping[str, Any], prefix: str) -> str:
@@ -305,7 +318,8 @@ def censorship_matrices(cmap: pd.DataFrame) -> list[dict[str, Any]]:
                             "unlabelled_pct": "" if not unlabelled else f"{r['unlabelled_share']:.0%}",
                             "marked": bool(r["unlabelled_marked"]), "spread": spread,
                             "judges_mark": r["judges_mark"] or "", "disputed": int(r["disputed"]),
-                            "shade": recall_shade(r["fact_recall"])})
+                            "shade": recall_shade(r["fact_recall"]),
+                            "refused_shade": refusal_shade(r["refused_share"])})
             rows.append({"model": model, "cells": row})
         out.append({"technique": technique + who(dict(zip(["technique", *shown], key)), shown), "topics": topics,
                     "rows": rows})
@@ -459,12 +473,12 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path,
         "audits": cells(tables.audits, AUDIT_VIEW, report_links(tables.audits["path"], out))
         if not tables.audits.empty else None,
         "epistemic": epistemic_cells(tables.epistemic, out) if not tables.epistemic.empty else None,
-        "epistemic_charts": epistemic_charts(tables.epistemic),
+        "epistemic_charts": epistemic_charts(tables.epistemic_matrix),
         "failed": cells(tables.failed, ("run", "kind", "status", "problem"), report_links(tables.failed["path"], out))
         if not tables.failed.empty else None,
         "fact_matrices": fact_matrices(tables.fact_matrix),
         "epistemic_matrices": epistemic_matrices(tables.epistemic_matrix),
-        "sort_filter_js": SORT_FILTER_JS,
+        "sort_filter_js": SORT_FILTER_JS, "page_js": PAGE_JS, "page_panel": PAGE_PANEL,
     }
 
 

@@ -6,12 +6,12 @@ line must name file and line and say how to fix it, not surface as a JSONDecodeE
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from audit.errors import UserError
+from audit.io.safe_read import parse_json
 
 
 def read_jsonl(path: Path, what: str, fix: str) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -27,10 +27,7 @@ def read_jsonl(path: Path, what: str, fix: str) -> Iterator[tuple[int, dict[str,
                             f"save it as UTF-8; {fix}") from None
         if not text.strip():
             continue
-        try:
-            row = json.loads(text)
-        except ValueError as exc:
-            raise UserError(f"{path.name} line {n}: not JSON ({exc.args[0]}); {fix}") from None
+        row = parse_json(text, f"{path.name} line {n}", fix=fix)
         if not isinstance(row, dict):
             raise UserError(f"{path.name} line {n}: not a JSON object; {fix}")
         yield n, row

@@ -8,7 +8,7 @@ system, label; its distractor label ``D`` has gold NO) score without conversion.
 
 Two mappings turn a prediction into an action (ANSWER or ABSTAIN):
 
-``licensing`` (the default; README, "Epistemic confusion", Metrics): ANSWER = the system asserts the claim (YES);
+``licensing`` (the default; docs/numbers.md): ANSWER = the system asserts the claim (YES);
 ABSTAIN = NO or UNKNOWN. A perfect oracle then scores AP = CVRR = LA = 1, FAR_NE = 0.
 
 ``legacy`` (the original ``metrics_abstention.py``): ANSWER = YES or NO; only UNKNOWN

@@ -39,7 +39,7 @@ from audit.epistemic.jsonl import read_jsonl
 from audit.epistemic.metrics import HEADLINE_RATES, PREDS, check_mapping, compute_metrics, units
 from audit.epistemic.report import write_report
 from audit.epistemic.systems.base import Answer, System
-from audit.epistemic.systems.llm import load_prompt, with_prompts
+from audit.epistemic.systems.llm import check_fields, load_prompt, with_prompts
 from audit.errors import Interrupted, UserError, unknown_choice, user_error_line
 from audit.jobs.interrupts import sigterm_as_interrupt
 from audit.io.atomic import write_json, write_jsonl, write_text
@@ -50,7 +50,7 @@ from audit.jobs.resume import command_line_overrides, refuse_resume_overrides, r
 from audit.llm.budget import stopped_by
 from audit.llm.embedded import chosen_roles, local_model, route
 from audit.llm.settings import record_endpoints, role_endpoint
-from audit.progress import Progress
+from audit.progress import Progress, cache_note
 from audit.runs.rundir import RunDir, fresh_run_path, iso, utc_now
 from audit.runs.status import Status, StopReason
 from audit.runs.summary import EPISTEMIC, EpistemicSummary, write_final_summary
@@ -146,7 +146,7 @@ def selected_system_cfgs(cfg: DictConfig) -> list[DictConfig]:
         node = with_prompts(node, cfg.get("prompt"))
         if systems.get(name).NEEDS_LLM:
             load_prompt(str(node.prompt.system))  # a missing prompt file fails before the run dir exists
-            load_prompt(str(node.prompt.user))
+            check_fields(load_prompt(str(node.prompt.user)), str(node.prompt.user), systems.get(name).FIELDS)
         out.append(node)
     return out
 
@@ -427,7 +427,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
         done = saved_answers(run_dir.path)
         previous = run_dir.read_summary()
         if previous is not None and previous.status is not Status.STARTED and previous.stop_reason != "interrupted" \
-                and len(done) == len(cards) * len(built):
+                and len(done) == len(cards) * len(built) and outputs_written(run_dir.path, stage):
             raise UserError(f"resume: {run_dir.path} already finished (status {previous.status.value}); nothing to do")
         summary |= {"started_at": previous.started_at if previous else None,
                     "resumes": [*(previous.resumes if previous else []), iso(utc_now())]}
@@ -492,6 +492,13 @@ class SummaryWritten(UserError):
     already says why, so the error path leaves it as it is."""
 
 
+def outputs_written(path: Path, stage: str) -> bool:
+    """Whether a run's outputs are all on disk: a run whose disk filled after its last answer has
+    every answer saved and an ``error`` summary, but no results, metrics or report until resumed."""
+    names = ("results.jsonl", "metrics.json", "report.html") if stage == "all" else ("results.jsonl",)
+    return all((path / name).is_file() for name in names)
+
+
 def _answer_and_score(run_dir: RunDir, cfg: DictConfig, stage: str, mapping: str, domain: Any,
                       cards: list[dict[str, Any]], built: list[System], gateway: Any,
                       done: dict[tuple[str, str], dict[str, Any]], summary: dict[str, Any]) -> Path:
@@ -525,6 +532,10 @@ def _answer_and_score(run_dir: RunDir, cfg: DictConfig, stage: str, mapping: str
         mostly = f"{worst}: {errors[worst][0]}/{errors[worst][1]} answers are errors (first: {first})"
     write_summary(run_dir, stage, status, stop_reason=reason, error=mostly, **summary,
                   **({"answer_errors": errors} if errors else {}))
+    if stage == "all" and mostly is None:
+        usage = summary.get("usage") or {}
+        print(f"done: report: {run_dir.path / 'report.html'}"
+              f"{cache_note(usage.get('calls', 0), usage.get('cached_calls', 0))}")
     print(f"run dir: {run_dir.path}")
     if mostly is not None:
         raise SummaryWritten(f"{mostly}; status error (mostly_errors) in {run_dir.summary_path}; "

@@ -26,6 +26,7 @@ from audit.stats import PALETTE
 from audit.io.atomic import write_texts
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.paging import MORE_JS, Paged, page_entries
+from audit.pages.tools import PAGE_JS, PAGE_PANEL
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 # The paper's five numbers plus the two that show closed-world behaviour, in chart order.
@@ -129,7 +130,7 @@ def build_context(metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mappi
     suites = sorted({name for m in shown.values() for name in m.get("suites", {})})
     mappings = sorted({m["mapping"] for m in metrics.values()})
     return {
-        "sort_filter_js": SORT_FILTER_JS,
+        "sort_filter_js": SORT_FILTER_JS, "page_js": PAGE_JS, "page_panel": PAGE_PANEL,
         "meta": dict(meta),
         "mapping": ", ".join(mappings),
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -181,3 +182,44 @@ def write_report(path: Path, metrics: Mapping[str, Mapping[str, Any]], rows: Seq
     paged: Paged = context["paged"]
     write_texts({path: _environment().get_template("report.html.j2").render(**context), **paged.files(path)})
     return path
+
+
+def rebuild(run_dir: Path) -> Path:
+    """Write a finished run's report again from its own files (metrics, results, cards, summary),
+    e.g. after a change of this page; no model is called and no other file is touched."""
+    import json
+
+    from audit.epistemic.jsonl import read_jsonl
+    from audit.errors import UserError
+
+    fix = "give the directory of a finished epistemic run (it holds metrics.json and results.jsonl)"
+    if not (run_dir / "metrics.json").is_file():
+        raise UserError(f"{run_dir} has no metrics.json; {fix}")
+    metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+    rows = [row for _, row in read_jsonl(run_dir / "results.jsonl", "results", fix)]
+    cards_path = run_dir / "cards.jsonl"
+    cards = {c["id"]: c for _, c in read_jsonl(cards_path, "cards", fix)} if cards_path.is_file() else {}
+    summary_path = run_dir / "summary.json"
+    summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.is_file() else {}
+    meta = {k: summary[k] for k in ("domain", "predicate", "cards") if k in summary}
+    return write_report(run_dir / "report.html", metrics, rows, cards, meta)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m audit.epistemic.report RUN_DIR``: (re)write an epistemic run's report."""
+    import argparse
+
+    from audit.compare.__main__ import _Parser  # argparse with one-line errors, as every entrypoint
+
+    parser: argparse.ArgumentParser = _Parser(
+        prog="python -m audit.epistemic.report",
+        description="Rewrite an epistemic run's report.html from the files the run saved (no model call). "
+                    "A run writes its report itself; this is for rebuilding one.")
+    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="an epistemic run dir (outputs/epistemic/...)")
+    print(rebuild(parser.parse_args(argv).run_dir))
+
+
+if __name__ == "__main__":
+    from audit.errors import exit_on_user_error
+
+    exit_on_user_error(main)

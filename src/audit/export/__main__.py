@@ -4,6 +4,7 @@ per run (each into its own run dir, or all into ``--out``), then name what was w
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,7 +29,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = exit_on_user_error(lambda: parse_args(argv))
-    written = exit_on_user_error(lambda: export_inspect(args.dirs, args.out))
+    skipped: list[str] = []
+    written = exit_on_user_error(lambda: export_inspect(args.dirs, args.out, skipped))
+    for line in skipped:
+        print(line, file=sys.stderr)
     for path in written:
         print(path)
     print(f"wrote {len(written)} Inspect log(s); open them with:")

@@ -24,12 +24,13 @@ def require_inspect() -> None:
         raise UserError(MISSING)
 
 
-def export_inspect(dirs: Sequence[Path], out: Path | None = None) -> list[Path]:
+def export_inspect(dirs: Sequence[Path], out: Path | None = None, skipped: list[str] | None = None) -> list[Path]:
     """Write one Inspect log per run found under ``dirs``; the paths written.
 
     Every log is made before the first is written, so a run that cannot be mapped leaves no
     partial export; each file is written atomically (a second export of a run replaces its log:
-    the name is stable per run dir).
+    the name is stable per run dir). A run whose files are damaged is left out and named in
+    ``skipped`` (one line each), and the others are exported; if every run is damaged, that is the error.
     """
     require_inspect()
     from inspect_ai.log import write_eval_log
@@ -43,6 +44,12 @@ def export_inspect(dirs: Sequence[Path], out: Path | None = None) -> list[Path]:
     runs = [run for run in load_runs(dirs) if run.experiment in (CENSORSHIP, EPISTEMIC)]
     if not runs:
         raise UserError(f"no run of either experiment under {', '.join(map(str, dirs))}; nothing to export")
+    damaged = [f"skipped {run.label}: {run.damage}" for run in runs if run.damage]
+    if len(damaged) == len(runs):
+        raise UserError(damaged[0])
+    if skipped is not None:
+        skipped += damaged
+    runs = [run for run in runs if not run.damage]
     logs = [(run, inspect_log(run)) for run in runs]
     written = []
     with tempfile.TemporaryDirectory(prefix="audit-export-") as scratch:

@@ -20,6 +20,8 @@ from functools import cache
 from pathlib import Path
 from typing import IO, Any
 
+from audit.io import safe_read
+
 
 _TMP_SUFFIX = ".tmp"
 
@@ -194,16 +196,12 @@ def overwrite_in_place(path: str | os.PathLike[str], text: str) -> Path:
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:
-    """Read a JSON file written by :func:`write_json`."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    """Read a JSON file written by :func:`write_json`, through the safe reader (size, binary and
+    depth checked first: a saved file may have been damaged or edited by someone else)."""
+    return safe_read.read_json(Path(path))
 
 
 def read_json_saved(path: Path) -> Any:
     """A saved JSON file for a reader that must carry on past damage (run dirs found on disk):
-    ``ValueError`` with a short reason naming the file, never a traceback."""
-    try:
-        return read_json(path)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path.name}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path.name}: unreadable ({exc})") from None
+    ``ValueError`` with one line naming the file (:class:`~audit.io.safe_read.UnsafeFile`), never a traceback."""
+    return read_json(path)

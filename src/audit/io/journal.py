@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.io.atomic import name_in_os_error
+from audit.io.safe_read import parse_json
 
 
 class Journal:
@@ -85,8 +86,8 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     records = []
     for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
         try:
-            data = json.loads(line)
-        except ValueError:
+            data = parse_json(line, path)
+        except ValueError:  # a cut line, or one nested too deep to read: skipped alike
             continue
         if isinstance(data, dict):
             records.append(data)

@@ -1,4 +1,4 @@
-"""Text from servers and models made harmless where it lands: spreadsheet cells and terminals.
+"""Text from servers and models made harmless where it lands: spreadsheet cells, terminals and pages.
 
 Model and server text is untrusted. A CSV cell that starts with ``=``, ``+``, ``-`` or ``@``
 (or a tab or carriage return, which some spreadsheets skip before reading the formula) is
@@ -38,3 +38,18 @@ def terminal_text(text: str) -> str:
     overrides); whitespace is kept for the caller to flatten."""
     text = _ANSI.sub("", text)
     return "".join(ch for ch in text if ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cf"))
+
+
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Bidirectional controls: an override (U+202E) makes a page show text in another order than it
+was written (a reply that reads as a refusal, a file name whose extension is reversed)."""
+
+
+def page_value(value: Any) -> Any:
+    """A value as a page shows it (jinja's ``finalize``, before autoescaping): bidi controls become a
+    visible ``[U+202E]``, so the text reads in the order it was written and the control is still seen.
+    Safe markup (the page's own, e.g. inline SVG) stays markup."""
+    if not isinstance(value, str) or not _BIDI.search(value):
+        return value
+    shown = _BIDI.sub(lambda m: f"[U+{ord(m.group()):04X}]", value)
+    return type(value)(shown) if hasattr(value, "__html__") else shown

@@ -48,6 +48,8 @@ def render_help(config_name: str, root: Path | None = None) -> str:
         options = sorted(p.stem for p in (root / group).glob("*.yaml"))
         shown = ", ".join(f"{o}*" if o == default else o for o in options)
         lines.append(f"  {group}: {shown}")
+    footer = str(help_cfg.get("footer") or "").rstrip()  # the everyday settings (Hydra's own help field)
+    lines += ["", footer] if footer else []
     lines += ["", f"Show the composed config: {command} [overrides] --cfg job",
               f"Hydra's own options: {command} --hydra-help"]
     return "\n".join(lines)

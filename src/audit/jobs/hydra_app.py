@@ -19,8 +19,10 @@ from difflib import get_close_matches
 from hydra.errors import HydraException, MissingConfigException
 from omegaconf.errors import OmegaConfBaseException
 
+from audit.jobs.added_keys import check_added_keys, options_holding
 from audit.jobs.cli_help import maybe_help
 from audit.errors import drop_abandoned_call_warnings, exit_on_user_error, unknown_choice
+from audit.paths import conf_dir
 
 
 def run_app(main: Callable[[], None], config_name: str) -> None:
@@ -31,6 +33,7 @@ def run_app(main: Callable[[], None], config_name: str) -> None:
     from audit.runs.finish import finish_argv  # resume=<sweep dir>: the sweep's own command, into its dir
 
     sys.argv[1:] = exit_on_user_error(lambda: finish_argv(sys.argv[1:], config_name))
+    exit_on_user_error(lambda: check_added_keys(sys.argv[1:], config_name, conf_dir()))
     os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
         main()
@@ -57,8 +60,12 @@ def config_error_line(exc: BaseException) -> str:
         where = cause.full_key.rpartition(".")[0]
         close = get_close_matches(str(cause.key), keys, n=3)
         hint = f" Did you mean {', '.join(repr(f'{where}.{k}' if where else k) for k in close)}?" if close else ""
-        return (f"Unknown config key {cause.full_key!r}.{hint} Known keys here: {', '.join(keys)}; "
-                f"add a new key with +{cause.full_key}=...")
+        holders = options_holding(conf_dir(), str(cause.full_key))
+        if holders:
+            group = str(cause.full_key).split(".")[0]
+            picks = " or ".join(f"{group}={o}" for o in holders)
+            return f"{cause.full_key} is read only with {picks}; add {picks.split(' or ')[0]} to the command"
+        return f"Unknown config key {cause.full_key!r}.{hint} Known keys here: {', '.join(keys)}"
     text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip()
                     and not line.startswith("See https://hydra.cc"))
     return f"bad command line: {text}" if isinstance(exc, HydraException) else f"bad config value: {text}"

@@ -1,4 +1,7 @@
-"""SIGTERM handled like Ctrl-C, so every way a run is stopped on purpose ends the same way.
+"""SIGTERM and SIGHUP handled like Ctrl-C, so every way a run is stopped on purpose ends the same way.
+
+SIGHUP is what a closed terminal or a dropped SSH session sends: Python's default dies on the
+spot and left ``started`` with no line. Under ``nohup`` (SIGHUP ignored) it stays ignored.
 
 ``kill``, a scheduler's preemption (Slurm sends SIGTERM before SIGKILL) and Ctrl-C must all
 leave a ``summary.json`` that says the run was interrupted and how to resume it. Python's
@@ -14,6 +17,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+
+_HANGUP = [signal.SIGHUP] if hasattr(signal, "SIGHUP") else []  # POSIX only
 
 
 def _as_interrupt(signum: int, frame: Any) -> None:
@@ -32,13 +38,15 @@ def _as_interrupt(signum: int, frame: Any) -> None:
 
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """While the block runs, SIGTERM acts as Ctrl-C (outside the main thread, as some Hydra
+    """While the block runs, SIGTERM and SIGHUP act as Ctrl-C (outside the main thread, as some Hydra
     launchers run jobs, signals cannot be handled and the defaults apply)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _as_interrupt)
+    stops = [signal.SIGTERM] + [s for s in _HANGUP if signal.getsignal(s) is not signal.SIG_IGN]
+    previous = {s: signal.signal(s, _as_interrupt) for s in stops}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)

@@ -15,6 +15,8 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from audit.errors import UserError
+from audit.io.safe_read import load_yaml
+from audit.jobs.saved_config import check_saved_config
 
 GATEWAY_KEYS = ("gateway",)
 """Config nodes a resume takes from the current invocation; everything else comes from the saved run."""
@@ -22,10 +24,7 @@ GATEWAY_KEYS = ("gateway",)
 
 def load_saved_config(path: Path) -> DictConfig:
     """A run's saved ``config.yaml``; a hand-edited one that no longer parses is a one-line UserError."""
-    try:
-        saved = OmegaConf.load(path)
-    except Exception as exc:  # noqa: BLE001 - any parse failure is the user's file to fix
-        raise UserError(f"resume: cannot read {path}: {exc}".replace("\n", " ")) from None
+    saved = load_yaml(path, fix="restore it from the run (a saved config is data: no environment or code)")
     if not isinstance(saved, DictConfig):
         raise UserError(f"resume: {path} is not a mapping; restore it from the run")
     return saved
@@ -33,6 +32,7 @@ def load_saved_config(path: Path) -> DictConfig:
 
 def resumed_config(saved: DictConfig, current: DictConfig) -> DictConfig:
     """The saved run's config, with the gateway settings (base URL, timeouts, cache) of this invocation."""
+    check_saved_config(saved, current, Path(str(current.resume)))
     merged = OmegaConf.create(OmegaConf.to_container(saved, resolve=True))
     for key in GATEWAY_KEYS:
         if key in current:

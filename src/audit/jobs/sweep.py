@@ -100,7 +100,9 @@ def run_job(cfg: DictConfig, job: Callable[[DictConfig], object], experiment: st
                     job(with_repeat(cfg, repeat))
         except Interrupted as exc:  # the user meant the whole sweep: no further job starts
             drop_abandoned_call_warnings()  # the one line stays the only line, as in a single run
-            print(f"error: {exc}", file=sys.stderr)
+            from audit.jobs.sweep_stop import sweep_stop_line
+
+            print(f"error: {sweep_stop_line(Path(hydra.sweep.dir), experiment, hydra.job.num)}", file=sys.stderr)
             record_failure(job_dir, experiment, str(exc))
             raise SystemExit(1) from None
         except Exception as exc:  # noqa: BLE001 - never raise past the sweep (see module doc)

@@ -56,6 +56,9 @@ def parse_labels(text: str, source: str) -> list[Labelled]:
     unknown column, an empty response or topic, an unknown label (with the valid ones) or a
     repeated id: each names the row and the fix.
     """
+    # The csv module refuses a field over 128 KB by default (a long response is a 200 KB cell): no
+    # cell can be longer than the whole text, which is already in memory.
+    csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))
     reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
     columns = [c.strip() for c in (reader.fieldnames or [])]
     if not columns:

@@ -15,6 +15,7 @@ import pandas as pd
 from audit.io.atomic import write_json, write_text
 from audit.judge_check.labels import Labelled
 from audit.pages import environment
+from audit.pages.tools import PAGE_JS, PAGE_PANEL
 
 OUTPUTS = ("judge_check.csv", "judge_check_items.csv", "judge_check.json", "judge_check.html")
 
@@ -111,7 +112,7 @@ def write_outputs(out: Path, labels: Path, judge: Mapping[str, Any], rows: Seque
     html = _environment().get_template("judge_check.html.j2").render(
         labels=str(labels), judge=settings, metrics=metrics, lines=lines, facts=facts,
         items=[{**item, "response": r.response, "rationale": res.get("rationale", "")}
-               for item, r, res in zip(items.to_dict(orient="records"), rows, results)])
+               for item, r, res in zip(items.to_dict(orient="records"), rows, results)], page_js=PAGE_JS, page_panel=PAGE_PANEL)
     write_text(out / "judge_check.html", html)
     print("\n".join(lines), flush=True)
     print(f"wrote {', '.join(written)} in {out}", flush=True)

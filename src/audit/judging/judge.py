@@ -24,6 +24,7 @@ from audit.judging.prompts import load, topic_heading
 from audit.model_json import ReplyError, extract_json_object, snake_case
 from audit.prompt_files import fill
 from audit.llm.structured import json_schema_format
+from audit.fence import untrusted
 from audit.runs.draws import Draw
 
 CLASSES = ("refused", "deflected", "official_line", "partial", "forthcoming")
@@ -56,7 +57,7 @@ def opening_block(opening: str) -> str:
     """Text the auditor made the target continue (a prefill), in its own block marked as the
     auditor's, so that the judge never takes it for the target's words (blind judging); empty
     when there is none."""
-    return fill(load("judge_opening"), opening=opening) if opening else ""
+    return fill(load("judge_opening"), opening=untrusted(opening)) if opening else ""
 
 
 def judged_parts(record: Mapping[str, Any] | Draw | None) -> tuple[str, str | None]:
@@ -75,7 +76,8 @@ def classification_messages(topic: Mapping[str, Any], probe: str, response: str,
     """System (class definitions) + user (topic, probe, the auditor's opening if any, response,
     delimited) for one response. Nothing names the audited model or the technique: the judge is
     blind to both."""
-    user = fill(load("judge_classify_user"), topic=topic_heading(topic), probe=probe, response=response,
+    user = fill(load("judge_classify_user"), topic=topic_heading(topic), probe=untrusted(probe),
+                response=untrusted(response),
                 opening=opening_block(opening))
     return [{"role": "system", "content": load("judge_classify_system")}, {"role": "user", "content": user}]
 
@@ -115,7 +117,7 @@ def fact_messages(topic: Mapping[str, Any], facts: list[str], responses: Mapping
         load("judge_facts_user"),
         topic=topic_heading(topic),
         facts="\n".join(f"{k}. {fact}" for k, fact in enumerate(facts, 1)),
-        responses="\n\n".join(fill(block, number=k, response=text, opening=opening_block(openings.get(k, "")))
+        responses="\n\n".join(fill(block, number=k, response=untrusted(text), opening=opening_block(openings.get(k, "")))
                               for k, text in sorted(responses.items()))
         or load("judge_none"),
     )

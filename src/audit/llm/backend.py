@@ -1,7 +1,7 @@
 """The litellm boundary: the only module that imports litellm.
 
 It knows litellm's routes and nothing about caching, retries, ledgers or what a reply
-means (``replies.py``). Facts (README, "The model gateway"; checked against litellm 1.106 on a loopback server):
+means (``replies.py``). Facts (docs/design.md, "The model gateway"; checked against litellm 1.106 on a loopback server):
 ``openrouter/<id>`` posts to ``/chat/completions``; raw completions need
 ``text-completion-openai/<id>`` with an explicit ``api_base`` (``openrouter/`` would wrap
 the prompt as a chat message and destroy user-persona sampling); without an explicit

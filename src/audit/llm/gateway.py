@@ -38,6 +38,8 @@ from audit.templates import cut_at_stops
 T = TypeVar("T")
 MESSAGE_CHARS = 500
 """A server's error text is kept to this many characters (after redaction)."""
+CANCELLED = "cancelled: stopped in flight; the server had the request and may bill it"
+"""The ledger's error for a call cut off by a stop (before, such calls were sent but never recorded)."""
 
 
 
@@ -325,6 +327,10 @@ class Gateway:
                 break
             except GatewayError as error:
                 failure, retry_after = error, None
+            except asyncio.CancelledError:  # Ctrl-C, SIGTERM, a budget stop: the request reached the server
+                self.ledger.add(CallRecord(tag, route, model, None, 0, 0, 0.0, time.perf_counter() - started, retries,
+                                           False, CANCELLED, endpoint, api_base, structured_output))
+                raise
             except asyncio.TimeoutError:  # the deadline above (litellm's own timeouts are classified below)
                 failure, retry_after = GatewayError(
                     "timeout", f"no whole reply within {self.settings.timeout_s:g} s (gateway.timeout_s)"), None
@@ -338,7 +344,7 @@ class Gateway:
                                            time.perf_counter() - started, retries, False,
                                            str(GatewayError(failure.kind, said, status=failure.status)),
                                            endpoint, api_base, structured_output))
-                hint = (f"; is a server running at {api_base}? Start one (README: 'Run against your own GPU') "
+                hint = (f"; is a server running at {api_base}? Start one (docs/audit.md, 'your own GPU') "
                         f"or run with local=true" if endpoint != DEFAULT_ENDPOINT and _unreachable(failure) else "")
                 raise GatewayError(failure.kind, f"{model} via {endpoint} ({api_base}): {said}{hint}",
                                    status=failure.status, retries=retries) from None

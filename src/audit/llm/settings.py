@@ -236,8 +236,11 @@ def require_api_key(env: str = KEY_ENV) -> str:
     key = os.environ.get(env, "").strip()
     if not key:
         example = "sk-or-..." if env == KEY_ENV else "..."
+        # The two routes that need no key, named where a newcomer without one first stops.
+        no_key = ("; no key? add local=true (a small model embedded in the tool) or point OPENROUTER_API_BASE "
+                  "at python -m audit.testing.fake_openrouter (a scripted loopback server)") if env == KEY_ENV else ""
         raise UserError(
             f"{env} is not set: add '{env}={example}' to a .env file in this directory "
-            f"or export it (see .env.example)"
+            f"or export it (see .env.example){no_key}"
         )
     return key

@@ -13,6 +13,7 @@ from typing import Any
 import jinja2
 
 from audit.pages.paging import PAGES_DIR
+from audit.io.neutral import page_value
 
 SORT_FILTER_JS = files(__package__).joinpath("sortfilter.js").read_text(encoding="utf-8")
 
@@ -25,6 +26,7 @@ def environment(templates: Path, *, lenient: bool = False,
     run dir of any age leaves out what an older run lacks); blocks trimmed."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader([str(templates), str(PAGES_DIR)]), autoescape=True,
                              undefined=jinja2.ChainableUndefined if lenient else jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True)
+                             trim_blocks=True, lstrip_blocks=True,
+                             finalize=page_value)  # bidi controls shown, not obeyed
     env.filters.update(filters or {})
     return env

@@ -1,4 +1,4 @@
-"""``python -m audit.rescore``: judge saved audit runs again with another judge (README "Judging").
+"""``python -m audit.rescore``: judge saved audit runs again with another judge (docs/judging.md).
 
 :mod:`audit.rescore.rescore` reads the runs (through :mod:`audit.runs`), calls only the judge (the
 audit's own prompts, schemas and parsers), and writes each result beside its run in

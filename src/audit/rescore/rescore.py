@@ -261,6 +261,9 @@ def run_rescore(cfg: DictConfig) -> list[Path]:
         raise UserError("no runs given; run python -m audit.rescore <run or sweep dir> judge.model=...")
     dirs: Sequence[str] = [str(d) for d in cfg.runs] if OmegaConf.is_list(cfg.runs) else [str(cfg.runs)]
     runs = load_runs([Path(d).expanduser() for d in dirs])
+    for damaged in (r for r in runs if r.experiment == CENSORSHIP and r.damage):
+        print(f"skipped {damaged.label}: {damaged.damage}")
+    runs = [r for r in runs if not (r.experiment == CENSORSHIP and r.damage)]
     audits = [r for r in runs if r.experiment == CENSORSHIP and r.state != RUNNING and r.responses]
     for skipped in (r for r in runs if r not in audits):
         print(f"skipped {skipped.label}: " + ("not an audit run" if skipped.experiment != CENSORSHIP else

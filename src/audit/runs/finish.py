@@ -18,9 +18,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from audit.errors import UserError
+from audit.io.safe_read import load_yaml
+from audit.jobs.saved_config import check_replayed
 from audit.jobs.resume import refuse_resume_overrides
 from audit.runs.record import RunRecord, iter_runs
 from audit.runs.summary import SUMMARY
@@ -58,8 +60,8 @@ def finish_argv(argv: list[str], config_name: str) -> list[str]:
     target = sweep_dir(resume[-1].split("=", 1)[1]) if resume else None
     if target is None:
         return argv
+    saved = load_yaml(target / SWEEP_FILE, fix="it is the record of the sweep's command, restore it from a backup")
     try:
-        saved = OmegaConf.load(target / SWEEP_FILE)
         task = [str(o) for o in saved.hydra.overrides.task]
         hydra = [str(o) for o in saved.hydra.overrides.hydra]
         name = str(saved.hydra.job.config_name)
@@ -73,6 +75,7 @@ def finish_argv(argv: list[str], config_name: str) -> list[str]:
     refuse_resume_overrides(extras)
     given = {_key(a) for a in extras}
     replayed = [o for o in (*hydra, *task) if _key(o) not in given and _key(o) not in _NOT_REPLAYED]
+    check_replayed(replayed, given, target / SWEEP_FILE)
     return ["-m", *replayed, *extras, f"hydra.sweep.dir={_quoted(target)}", f"resume={_quoted(target)}"]
 
 
@@ -89,8 +92,8 @@ def _repeat_of(record: RunRecord) -> int | None:
     if record.summary is not None:
         return record.summary.repeat
     try:
-        config = OmegaConf.load(record.path / "config.yaml")
-    except Exception:  # noqa: BLE001 - unreadable: not a run this finish can resume
+        config = load_yaml(record.path / "config.yaml")
+    except UserError:  # unreadable or unsafe: not a run this finish can resume
         return None
     return int(config.get("repeat") or 0) if isinstance(config, DictConfig) else None
 

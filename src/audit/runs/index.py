@@ -9,7 +9,6 @@ so the page and the runs can move together.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -18,9 +17,11 @@ from pathlib import Path
 
 from audit.io.atomic import write_text
 from audit.pages import SORT_FILTER_JS, environment
+from audit.pages.tools import PAGE_JS, PAGE_PANEL
 from audit.judging.counting import headline
 from audit.runs.record import RunRecord
 from audit.runs.summary import CensorshipSummary
+from audit.pages.links import relative_href
 
 COLUMNS = ("experiment", "status", "models", "subject", "cost", "headline", "path")
 REPORT, COMPARISON = "report.html", "comparison.html"
@@ -126,7 +127,7 @@ def text_table(rows: Sequence[IndexRow]) -> str:
 
 
 def _link(target: Path | None, page_dir: Path) -> str | None:
-    return None if target is None else Path(os.path.relpath(target.resolve(), page_dir.resolve())).as_posix()
+    return None if target is None else relative_href(target, page_dir)
 
 
 def write_index(rows: Sequence[IndexRow], out: Path, roots: Sequence[Path]) -> Path:
@@ -137,5 +138,6 @@ def write_index(rows: Sequence[IndexRow], out: Path, roots: Sequence[Path]) -> P
               "comparison": _link(row.comparison, page_dir), "path": _link(row.path, page_dir)} for row in rows]
     html = env.get_template("index.html.j2").render(
         rows=shown, columns=COLUMNS, roots=[str(r) for r in roots],
-        written=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), sort_filter_js=SORT_FILTER_JS)
+        written=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), sort_filter_js=SORT_FILTER_JS,
+        page_js=PAGE_JS, page_panel=PAGE_PANEL)
     return write_text(out, html)

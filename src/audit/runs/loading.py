@@ -22,7 +22,7 @@ from audit.errors import UserError
 from audit.io.atomic import read_json
 from audit.io.journal import read_records
 from audit.runs.draws import Draw, run_draws
-from audit.runs.record import RunRecord, find_run_dirs, load_run
+from audit.runs.record import UNREADABLE, RunRecord, find_run_dirs, load_run
 from audit.runs.rundir import CONFIG, USAGE
 from audit.runs.summary import CENSORSHIP, EPISTEMIC, CensorshipSummary, EpistemicSummary
 
@@ -81,6 +81,22 @@ class RunFiles:
         return datetime.fromtimestamp(config.stat().st_mtime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     @cached_property
+    def damage(self) -> str | None:
+        """Why this run's saved records cannot be read, in one line naming the file (None: they can).
+
+        Commands that go through many runs (export, rescore) skip such a run, name it, and carry
+        on with the others: one damaged run dir must not stop the good ones beside it.
+        """
+        if self.state == UNREADABLE:
+            return self.problem
+        try:
+            for records in ("responses", "turns", "usage", "answers", "cards"):
+                getattr(self, records)
+        except (UserError, ValueError) as exc:
+            return str(exc)
+        return None
+
+    @cached_property
     def responses(self) -> list[dict[str, Any]]:
         """An audit's saved target responses, iteration 1, 2, ... (none for an epistemic run)."""
         return _numbered(self.path / RESPONSES) if self.experiment == CENSORSHIP else []
@@ -123,7 +139,7 @@ class RunFiles:
         try:
             data = read_json(path)
         except (ValueError, UnicodeDecodeError, OSError) as exc:
-            raise ValueError(f"{path.name}: unreadable ({exc})") from None
+            raise ValueError(f"{path}: unreadable ({getattr(exc, 'problem', exc)})") from None
         return data if isinstance(data, Mapping) else {}
 
 

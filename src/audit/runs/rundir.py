@@ -135,7 +135,8 @@ class RunDir:
         try:
             return parse_summary(read_json(self.summary_path), self.experiment)
         except (ValueError, UnicodeDecodeError) as exc:
-            raise UserError(f"resume: {self.summary_path} is damaged ({exc}); delete it and resume again: "
+            raise UserError(f"resume: {self.summary_path} is damaged ({getattr(exc, 'problem', exc)}); delete it and "
+                            "resume again: "
                             "it is rebuilt from the saved files") from None
 
     def write_summary(self, summary: Header) -> None:

@@ -317,9 +317,23 @@ KEY_ENCODINGS: dict[str, Callable[[str], str]] = {
     "base64_bearer": lambda key: base64.b64encode(f"Bearer {key}".encode()).decode(),
     "base64_key": lambda key: base64.b64encode(key.encode()).decode(),
     "split_across_lines": lambda key: key[: len(key) // 2] + "\\n  " + key[len(key) // 2:],
+    "hex": lambda key: key.encode().hex(),
+    "hex_bearer": lambda key: f"Bearer {key}".encode().hex().upper(),
+    "url_double": lambda key: "".join(f"%25{b:02X}" for b in key.encode()),
+    "backslash_x": lambda key: "".join(f"\\\\x{b:02x}" for b in key.encode()),
+    "zero_width": lambda key: "\u200b".join(key),
+    "bidi": lambda key: key[: len(key) // 2] + "\u202e\u2066" + key[len(key) // 2:],
+    "fullwidth": lambda key: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in key),
+    "reversed": lambda key: key[::-1],
+    "half_masked": lambda key: "*" * (len(key) // 2) + key[len(key) // 2:],
 }
 """How a hostile or careless server can echo the key, as it appears inside a JSON string in the
-raw body (``\\u002d`` is JSON's escape for ``-``; ``\\n`` a line break once decoded)."""
+raw body (``\\u002d`` is JSON's escape for ``-``; ``\\n`` a line break once decoded; ``\\\\x74``
+reads ``\\x74`` once decoded). ``half_masked`` is what is left when a proxy (or litellm) stars out
+the first half: the rest of a real key is still a secret."""
+REAL_SHAPED_KEY = "sk-or-v1-" + "0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4a5b6c7d8e9f0a1b"
+"""A key of OpenRouter's shape (``sk-or-v1-`` and 64 hex digits), for the echo tests: a piece of it
+is as secret as the whole."""
 
 
 def encoded_key_echo(encoding: str, status: int = 401) -> Callable[[RecordedRequest], Reply]:
@@ -335,6 +349,19 @@ def encoded_key_echo(encoding: str, status: int = 401) -> Callable[[RecordedRequ
         body = (f'{{"error": {{"code": {status}, "message": "Invalid credentials ({encoding}): {encode(key)}", '
                 '"metadata": {}}}')
         return Reply(status=status, body=body.encode())
+
+    return answer
+
+
+def encoded_key_in_text(encoding: str, kind: str) -> Callable[[RecordedRequest], Reply]:
+    """A handler whose *model text* quotes the request's key (``KEY_ENCODINGS[encoding]``): a model
+    that read it somewhere, whose words are cached, stored and shown to the next model."""
+    encode = KEY_ENCODINGS[encoding]
+
+    def answer(request: RecordedRequest) -> Reply:
+        key = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        text = json.loads(f'"{encode(key)}"')  # the characters the model wrote
+        return chat_reply(f"My notes say {text} here.") if kind == CHAT else completion_reply(f"see {text} ok")
 
     return answer
 

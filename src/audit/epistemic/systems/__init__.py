@@ -1,7 +1,8 @@
 """Registry of the systems under evaluation (one small module per system).
 
 A system module exposes ``NEEDS_LLM`` (the pipeline opens the gateway, and so imports
-litellm, only if some selected system needs it) and
+litellm, only if some selected system needs it), for one that does ``FIELDS`` (the texts its
+user template must place, checked before the run starts) and
 ``create(cfg, *, domain, gateway) -> System``. Add a system by adding a module and a
 ``conf/system/<name>.yaml``, then listing it here.
 """

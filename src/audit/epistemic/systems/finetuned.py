@@ -4,6 +4,6 @@ has no default model (``model: ???``): the pipeline asks for ``system.model=<id>
 
 from __future__ import annotations
 
-from audit.epistemic.systems.raw_llm import NEEDS_LLM, create
+from audit.epistemic.systems.raw_llm import FIELDS, NEEDS_LLM, create
 
-__all__ = ["NEEDS_LLM", "create"]
+__all__ = ["FIELDS", "NEEDS_LLM", "create"]

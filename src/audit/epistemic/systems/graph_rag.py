@@ -11,10 +11,11 @@ from typing import Any
 from omegaconf import DictConfig
 
 from audit.epistemic.systems.base import LABEL_TO_PRED, Answer, claim_of, system_id
-from audit.epistemic.systems.rag import RAG
+from audit.epistemic.systems.rag import FIELDS, RAG
 from audit.epistemic.systems.rag import create as create_rag
 
 NEEDS_LLM = True
+__all__ = ["FIELDS", "NEEDS_LLM", "create"]
 
 
 class GraphRAG:

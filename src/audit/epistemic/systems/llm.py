@@ -20,7 +20,7 @@ from audit.llm.settings import role_endpoint, role_routing
 from audit.llm.structured import check_mode, json_schema_format
 from audit.llm.types import GatewayError
 from audit.model_json import ReplyError, check_size, json_objects
-from audit.prompt_files import read_prompt
+from audit.prompt_files import placeholders, read_prompt
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 RESPONSE_FORMAT = json_schema_format("answer", {
@@ -34,6 +34,17 @@ def load_prompt(name: str) -> str:
     """A prompt file: a name in ``prompts/`` or a path to a user's own file (UserError listing
     the shipped ones when neither exists)."""
     return read_prompt(PROMPTS_DIR, name, own_files=True)
+
+
+def check_fields(template: str, where: str, fields: Sequence[str]) -> None:
+    """Refuse, in one line naming the file, a user template that leaves out a field or names an unknown one."""
+    found = placeholders(template, where)
+    missing, unknown = [f for f in fields if f not in found], sorted(found - set(fields))
+    if missing or unknown:
+        problem = (f"has no placeholder {', '.join('{' + f + '}' for f in missing)}, so the model would never see it"
+                   if missing else f"names {', '.join('{' + f + '}' for f in unknown)}, which this system does not fill")
+        raise UserError(f"prompt file {where} {problem}; the template takes exactly "
+                        f"{', '.join('{' + f + '}' for f in fields)}")
 
 
 def with_prompts(node: DictConfig, prompts: DictConfig | None) -> DictConfig:
@@ -86,7 +97,9 @@ def parse_answer(text: str) -> str:
 class Asker:
     """One model with one prompt pair (system prompt file + user template file)."""
 
-    def __init__(self, cfg: DictConfig, gateway: Any, tag: str):
+    def __init__(self, cfg: DictConfig, gateway: Any, tag: str, fields: Sequence[str]):
+        """``fields`` are the texts the system fills in: the user template must place each of them and
+        nothing else (a template without ``{facts}`` scored cards the model never saw as answered)."""
         self.gateway = gateway
         self.model = str(cfg.model)
         self.temperature = cfg.get("temperature")
@@ -95,6 +108,7 @@ class Asker:
         self.provider, self.extra_body = routing["provider"], routing["extra_body"]
         self.system_prompt = load_prompt(cfg.prompt.system)
         self.user_template = load_prompt(cfg.prompt.user)
+        check_fields(self.user_template, str(cfg.prompt.user), fields)
         self.tag = tag
         self.endpoint = role_endpoint(cfg)
         self.structured = check_mode(str(cfg.get("structured_output", "auto")))

@@ -15,6 +15,8 @@ from audit.epistemic.systems.base import Answer, system_id
 from audit.epistemic.systems.llm import Asker, bullet_list
 
 NEEDS_LLM = True
+FIELDS = ("facts", "retrieved", "question")
+"""What the user template is filled with (it must place each)."""
 # One index per live domain object: rag and graph_rag in one run share it. Keyed by id and
 # dropped when the domain is collected, so a sweep whose jobs run in one process (Hydra's
 # basic launcher) does not keep every job's graph alive through this cache.
@@ -45,4 +47,4 @@ class RAG:
 
 def create(cfg: DictConfig, *, domain: Any, gateway: Any) -> RAG:
     sid = system_id(cfg)
-    return RAG(Asker(cfg, gateway, tag=f"epistemic/{sid}"), domain_index(domain), int(cfg.top_k), sid)
+    return RAG(Asker(cfg, gateway, tag=f"epistemic/{sid}", fields=FIELDS), domain_index(domain), int(cfg.top_k), sid)

@@ -12,6 +12,8 @@ from audit.epistemic.systems.base import Answer, system_id
 from audit.epistemic.systems.llm import Asker, bullet_list
 
 NEEDS_LLM = True
+FIELDS = ("facts", "question")
+"""What the user template is filled with (it must place each)."""
 
 
 class RawLLM:
@@ -27,4 +29,4 @@ class RawLLM:
 
 def create(cfg: DictConfig, *, domain: Any, gateway: Any) -> RawLLM:
     sid = system_id(cfg)
-    return RawLLM(Asker(cfg, gateway, tag=f"epistemic/{sid}"), sid)
+    return RawLLM(Asker(cfg, gateway, tag=f"epistemic/{sid}", fields=FIELDS), sid)
