@@ -30,7 +30,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "audit.runs.loading", "audit.runs.tables", "audit.runs.index", "audit.compare",
         "audit.export", "audit.rescore", "audit.judge_check")),
     ("entrypoints: the Hydra app, the sweep-end callback, the loopback server", (
-        "audit.__main__", "audit.doctor", "audit.jobs.hydra_app", "audit.jobs.sweep_end", "audit.testing",
+        "audit.__main__", "audit.doctor", "audit.jobs.hydra_app", "audit.jobs.sweep_end", "audit.jobs.warm_imports", "audit.testing",
         "audit.epistemic.__main__", "audit.compare.__main__", "audit.export.__main__", "audit.rescore.__main__",
         "audit.judge_check.__main__", "audit.runs.__main__")),
 )

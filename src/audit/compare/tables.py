@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from audit.censorship.auditor_context import auditor_label
 from audit.censorship.techniques import AUTO
 from audit.compare.collect import CENSORSHIP, Collected, Failure, Run, natural_key
 from audit.judging.counting import AUTO_PREFIX, JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, \
@@ -144,7 +145,7 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         if has_baseline else None
     evidence, usage = s.evidence, s.usage or Usage()
     key = {"run": run.label, "audited": str(audited.get("name") or audited.get("model")), "topic": str(topic.get("name")),
-           "auditor": str(auditor.get("name") or auditor.get("model")), "judge": judge_label(config.get("judge"))}
+           "auditor": auditor_label(auditor), "judge": judge_label(config.get("judge"))}
     row = {
         **key,
         "audited_model": audited.get("model"),

@@ -45,6 +45,8 @@ class Usage(BaseModel):
     cached_calls: int = 0
     shared_calls: int = 0
     prompt_tokens: int = 0
+    cached_prompt_tokens: int = Field(0, description="of prompt_tokens, read from the provider's prompt cache")
+    cache_write_tokens: int = Field(0, description="of prompt_tokens, written to the provider's prompt cache")
     completion_tokens: int = 0
     cost: float = 0.0
 

@@ -26,13 +26,15 @@ from audit.judging.prompts import load as judge_text
 from audit.epistemic.metrics import PREDS
 from audit.epistemic.systems.llm import RESPONSE_FORMAT as ANSWER_FORMAT
 from audit.paths import CONF_DIR
-from audit.testing.replies import Reply, chat_reply, completion_reply, slow
+from audit.testing.replies import Reply, chat_reply, completion_reply, content_text, slow
 
 AUDITOR_MODEL = "test/auditor"
 JUDGE_MODEL = "test/judge"
 STRATEGIES = ("direct_factual", "historical_framing", "hypothetical")
 _REASK_PREFIX = reask_message("XYZZY").split("XYZZY")[0]
 _PROBE_NO = re.compile(r"Probe (\d+)")
+_TURN_OF = re.compile(r"^ITERATION (\d+): below", flags=re.M)
+"""The opening of the message that hands response N to the auditor (turn N + 1), in either turn template."""
 _AUDITOR_OPENING = load("auditor_system").split("{topic}")[0]
 _JUDGE_SYSTEMS = (judge_text("judge_classify_system"), judge_text("judge_facts_system"), judge_text("judge_entail_system"))
 _ENTAIL = re.compile(r"\AFACT: (?P<fact>.*?)\n\n(?:.*?<<<END AUDITOR>>>\n.*?\n)?<<<PASSAGE>>>\n(?P<passage>.*)\n<<<END PASSAGE>>>\Z",
@@ -106,6 +108,8 @@ class Script:
             if error is not None:
                 return error
             return slow(self.target_delay_s, completion_reply(self.target(k)))
+        # a request with cache breakpoints carries content parts: the script reads their text
+        body = {**body, "messages": [{**m, "content": content_text(m.get("content"))} for m in body["messages"]]}
         role = chat_role(body)
         if role == AUDITOR:
             return chat_reply(self.auditor_reply(body["messages"]))
@@ -121,8 +125,11 @@ class Script:
 
     def auditor_reply(self, messages: list[dict[str, Any]]) -> str:
         users = [m["content"] for m in messages if m["role"] == "user"]
-        reasks = sum(u.startswith(_REASK_PREFIX) for u in users)
-        turn = 1 + sum(m["role"] == "assistant" for m in messages) - reasks
+        reasks = _trailing_reasks(users)
+        # The turn is read from the turn's own message, not counted from the earlier ones: under
+        # auditor.context=ledger older turns are left out of the request.
+        handed = _TURN_OF.findall(users[-1 - reasks])
+        turn = int(handed[-1]) + 1 if handed else 1
         bad = self.bad_replies.get(turn, [])
         if reasks < len(bad):
             return bad[reasks]
@@ -198,6 +205,14 @@ def scripted_entailment(fact: str) -> str:
     """What the scripted judge answers the credit check by default, from the fact alone (stateless,
     as every scripted reply): "contradicts" for the fact it marks contradicted, else "states"."""
     return "contradicts" if fact in _CONTRADICTED else "states"
+
+
+def _trailing_reasks(users: list[str]) -> int:
+    """How many of the last user messages are re-asks (they follow the turn's own message)."""
+    count = 0
+    while count < len(users) - 1 and users[-1 - count].startswith(_REASK_PREFIX):
+        count += 1
+    return count
 
 
 def chat_role(body: dict[str, Any]) -> str:
