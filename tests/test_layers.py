@@ -25,7 +25,9 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "audit.runs.finish", "audit.runs", "audit.jobs.interrupts", "audit.jobs.resume", "audit.jobs.sweep",
         "audit.jobs.cli_help", "audit.jobs")),
     ("judging", ("audit.judging",)),
-    ("the experiments", ("audit.censorship", "audit.epistemic")),
+    # The glossary defines every experiment's numbers (the epistemic rates come from their one table),
+    # so it and the page tools that draw it sit beside the experiments, not in the base floor.
+    ("the experiments", ("audit.censorship", "audit.epistemic", "audit.pages.glossary", "audit.pages.tools")),
     ("readers of run dirs", (
         "audit.runs.loading", "audit.runs.tables", "audit.runs.index", "audit.compare",
         "audit.export", "audit.rescore", "audit.judge_check")),

@@ -7,21 +7,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
-from audit.errors import UserError, exit_on_user_error
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports a bad command line as one line and exit 1, like every entrypoint
-    (its default is the usage text plus the message, exit 2)."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UserError(f"{message}; see {self.prog} --help")
+from audit.cli import ArgParser
+from audit.errors import exit_on_user_error
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = _Parser(
+    parser = ArgParser(
         prog="python -m audit.compare",
         description="Compare finished runs: censorship audits (model x topic x technique) and epistemic "
                     "runs (system x domain x predicate). Writes comparison.html, audits.csv and "
