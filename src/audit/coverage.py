@@ -19,7 +19,7 @@ from audit.stats import cell_bounds, paired_bounds, run_level_bounds, unpaired_b
 
 SEED = 15
 RUN_COUNTS = (2, 3, 5, 8)
-# Responses per run, drawn uniformly: the audits of the README's examples answer 4-16 probes.
+# Responses per run, drawn uniformly: the audits of the docs' examples answer 4-16 probes.
 MIN_RESPONSES, MAX_RESPONSES = 4, 16
 
 

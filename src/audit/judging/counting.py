@@ -1,5 +1,5 @@
-"""How one run's summary becomes counts (pure: no I/O). The rules the README's "How each number
-is computed" states, in one place, so every table and page counts the same way.
+"""How one run's summary becomes counts (pure: no I/O). The rules docs/numbers.md ("Rules behind the numbers")
+states, in one place, so every table and page counts the same way.
 
 * **Judge labels.** A response counts in a share only when the judge gave it one of the classes
   (:data:`audit.judging.judge.CLASSES`). A response the judge could not label (a failed,
