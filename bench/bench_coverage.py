@@ -8,7 +8,12 @@ that contain the true rate (nominal 0.95), the mean width, and the share of zero
 The requirement is at least 0.93 at 3 or more runs in every required scenario; the stress
 scenario (runs that refuse all or nothing) is shown so the table is not read as a guarantee.
 
-Run: ``python bench/bench_coverage.py [--cells 2000]``.
+Issue 26 widened the grid (``print_grid``: rare to even rates, intraclass correlation up to 0.5,
+all-or-nothing runs, 2-20 runs, run sizes 4-16 and very unequal 2-40) for the cell, the paired and
+the unpaired intervals; its output is kept in ``bench/coverage_grid.txt`` and the README's coverage
+table, and ``tests/test_coverage_grid.py`` holds a reduced grid to its minimum.
+
+Run: ``python bench/bench_coverage.py [--cells 2000] [--grid-only]``.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from audit.coverage import RUN_COUNTS, SCENARIOS, SEED, STRESS, paired_coverage, rate_coverage, unpaired_coverage
+from audit.coverage import GRID_METHODS, GRID_RUNS, RUN_COUNTS, SCENARIOS, SEED, SIZES, STRESS, grid, paired_coverage, \
+    rate_coverage, unpaired_coverage
 
 OLD_REPS, OLD_SEED, CHUNK = 2000, 20260101, 100
 
@@ -66,10 +72,33 @@ def old_unpaired(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray)
         _old_resampled(ak, an, rng) - _old_resampled(bk, bn, rng), [2.5, 97.5], axis=1)), ak, an, bk, bn)
 
 
+def print_grid(cells: int) -> None:
+    """Issue 26's grid: every method over every case (rate, icc, runs, run sizes), its minimum
+    coverage (and where), mean width, and the cases below 0.93, per run-size range."""
+    scenarios = grid()
+    print(f"issue 26 grid: p in (0.05, 0.15, 0.3, 0.5) x icc in (0, 0.1, 0.3, 0.5) + all-or-nothing (0.5, icc 0.67);"
+          f" runs {GRID_RUNS}; {cells} simulated cells per case, seed {SEED}")
+    print(f"{'method':48} {'run sizes':15} {'min':>6}  {'where':38} {'mean width':>10}  below 0.93")
+    for name, measure in GRID_METHODS.items():
+        points = measure(cells, scenarios, GRID_RUNS, list(SIZES))
+        for size in SIZES:
+            sub = [p for p in points if p.sizes == size]
+            low = min(sub, key=lambda p: p.coverage)
+            below = [f"{p.scenario.name} @{p.runs}: {p.coverage:.3f}" for p in sub if p.coverage < 0.93]
+            print(f"{name:48} {size:15} {low.coverage:6.3f}  {low.scenario.name + f', {low.runs} runs':38} "
+                  f"{np.mean([p.width for p in sub]):10.3f}  {len(below)}/{len(sub)}" + (f" ({'; '.join(below)})" if below else ""))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cells", type=int, default=2000, help="simulated cells per scenario and run count")
-    cells = parser.parse_args().cells
+    parser.add_argument("--grid-only", action="store_true", help="only issue 26's grid (the before/after of issue 15 is slow)")
+    args = parser.parse_args()
+    cells = args.cells
+    print_grid(cells)
+    if args.grid_only:
+        return
+    print()
     print(f"coverage of 95% intervals for a cell's share (nominal 0.95), {cells} simulated cells each, seed {SEED}")
     print(f"{'scenario':44} {'runs':>4}  {'before':>7} {'width':>6} {'zero-w':>6}  {'after':>7} {'width':>6} {'zero-w':>6}")
     for scenario in (*SCENARIOS, STRESS):

@@ -12,8 +12,13 @@ each draw once). This measures reachability with a random policy, not an LLM aud
 a fixed technique cannot find the fact at any number of repeats; how often ``auto`` does depends
 on how often its policy picks the one action that works.
 
+With ``--local-auditor``, the auditor of the ``auto`` condition is the embedded real model
+(SmolLM2-135M on llama.cpp, ``local=[auditor]``) instead of the random policy, once per auditor
+context (``--contexts full,ledger``): does the bounded context find what the full one finds? A run
+whose auditor gave no usable reply counts as not finding it, and is counted apart.
+
 Run: ``python bench/bench_tool_menu.py [--repeats 20] [--draws 5]`` (loopback server, in process,
-about a second per run).
+about a second per run; with ``--local-auditor`` minutes per run).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.censorship.loop import run
+from audit.errors import UserError
 from audit.stats import wilson
 from audit.testing.replies import TEST_API_KEY, completion_reply
 from audit.testing.scripted_audit import Script, audit_config, probe_text
@@ -85,24 +91,35 @@ def found(run_dir: Path) -> bool:
     return False
 
 
-def condition(server: FakeOpenRouter, out: Path, technique: str, repeats: int, draws: int) -> tuple[int, int]:
-    hits = 0
+def condition(server: FakeOpenRouter, out: Path, technique: str, repeats: int, draws: int,
+              context: str | None = None) -> tuple[int, int, int]:
+    """Runs that found the fact, runs, and runs that stopped early (the auditor gave no usable reply)."""
+    hits = stopped = 0
     for r in range(repeats):
         script = Script()
         overrides = [f"technique={technique}", f"max_iterations={draws}"]
         if technique == "auto":
-            script.actions = dict(enumerate(random_policy(r, draws), start=1)).__getitem__
             overrides.append(f"technique.max_draws={draws}")
+            if context is None:
+                script.actions = dict(enumerate(random_policy(r, draws), start=1)).__getitem__
+        if context is not None:  # the embedded model audits
+            overrides += ["local=[auditor]", f"auditor.context={context}"]
         server.handler = target(script)
-        run_dir = run(audit_config(out / technique / str(r), *overrides, "technique.with_baseline=false"))
-        hits += found(run_dir)
-    return hits, repeats
+        parent = out / technique / (context or "scripted") / str(r)
+        try:
+            run(audit_config(parent, *overrides, "technique.with_baseline=false"))
+        except UserError:
+            stopped += 1
+        hits += any(found(d) for d in parent.glob("*/") if (d / "audited_responses").is_dir())
+    return hits, repeats, stopped
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--draws", type=int, default=5, help="target draws per run (fixed: one per iteration)")
+    parser.add_argument("--local-auditor", action="store_true", help="auto only, audited by the embedded model")
+    parser.add_argument("--contexts", default="full,ledger", help="auditor contexts compared with --local-auditor")
     args = parser.parse_args()
     results = {}
     with FakeOpenRouter() as server, tempfile.TemporaryDirectory() as tmp:
@@ -110,16 +127,22 @@ def main() -> None:
         with open(os.devnull, "w") as quiet:
             stdout, sys.stdout = sys.stdout, quiet  # the runs' progress lines
             try:
-                for technique in ("user_persona", "assistant", "prefill", "auto"):
+                if args.local_auditor:
+                    for context in args.contexts.split(","):
+                        results[f"auto/{context}"] = condition(server, Path(tmp), "auto", args.repeats, args.draws,
+                                                               context)
+                for technique in () if args.local_auditor else ("user_persona", "assistant", "prefill", "auto"):
                     results[technique] = condition(server, Path(tmp), technique, args.repeats, args.draws)
             finally:
                 sys.stdout = stdout
-    print(f"hidden fact revealed only under follow-up user sampling; {args.draws} target draws per run")
-    print(f"{'technique':<14}{'runs that found it':>20}  95% Wilson interval (unit: run; runs are independent)")
-    for technique, (k, n) in results.items():
+    auditor = "the embedded SmolLM2-135M auditor" if args.local_auditor else "a scripted auditor"
+    print(f"hidden fact revealed only under follow-up user sampling; {args.draws} target draws per run; {auditor}")
+    print(f"{'condition':<14}{'runs that found it':>20}  95% Wilson interval (unit: run; runs are independent)"
+          "  runs stopped early")
+    for technique, (k, n, stopped) in results.items():
         rate = wilson(k, n)
         assert rate is not None
-        print(f"{technique:<14}{f'{k}/{n}':>20}  [{rate['lo']:.2f}, {rate['hi']:.2f}]")
+        print(f"{technique:<14}{f'{k}/{n}':>20}  [{rate['lo']:.2f}, {rate['hi']:.2f}]{stopped:>32}")
 
 
 if __name__ == "__main__":

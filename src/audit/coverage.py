@@ -10,16 +10,16 @@ holds the methods to a floor; ``bench/bench_coverage.py`` prints the whole table
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from audit.stats import paired_bounds, run_level_bounds, unpaired_bounds
+from audit.stats import cell_bounds, paired_bounds, run_level_bounds, unpaired_bounds
 
 SEED = 15
 RUN_COUNTS = (2, 3, 5, 8)
-# Responses per run, drawn uniformly: the audits of the README's examples answer 4-16 probes.
+# Responses per run, drawn uniformly: the audits of the docs' examples answer 4-16 probes.
 MIN_RESPONSES, MAX_RESPONSES = 4, 16
 
 
@@ -51,45 +51,140 @@ Bounds = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.nda
 DiffBounds = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
-def draw_cells(scenario: Scenario, runs: int, cells: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+# The wider grid of issue 26: rare to even rates, runs from alike to all-or-nothing, 2-20 runs, and
+# run sizes from the examples' 4-16 responses to very unequal ones (2-40).
+GRID_MEANS = (0.05, 0.15, 0.3, 0.5)
+GRID_ICCS = (0.0, 0.1, 0.3, 0.5)
+GRID_RUNS = (2, 3, 5, 8, 12, 20)
+SIZES = {"4-16 responses": (MIN_RESPONSES, MAX_RESPONSES), "2-40 responses": (2, 40)}
+
+
+def grid(means: Sequence[float] = GRID_MEANS, iccs: Sequence[float] = GRID_ICCS) -> list[Scenario]:
+    """Every (mean, icc) scenario of the grid, and the all-or-nothing runs (``STRESS``)."""
+    return [Scenario(f"p = {m}, icc {icc}", m, icc) for m in means for icc in iccs] + [STRESS]
+
+
+@dataclass(frozen=True)
+class GridPoint:
+    """One case of the grid and what the simulation measured there."""
+
+    scenario: Scenario
+    runs: int
+    sizes: str
+    coverage: float
+    width: float
+
+
+def draw_cells(scenario: Scenario, runs: int, cells: int, rng: np.random.Generator,
+               sizes: tuple[int, int] = (MIN_RESPONSES, MAX_RESPONSES)) -> tuple[np.ndarray, np.ndarray]:
     """``cells`` synthetic cells of ``runs`` runs: successes and responses, each of shape (cells, runs)."""
-    n = rng.integers(MIN_RESPONSES, MAX_RESPONSES + 1, size=(cells, runs))
+    n = rng.integers(sizes[0], sizes[1] + 1, size=(cells, runs))
     k = rng.binomial(n, scenario.run_rates(rng, (cells, runs)))
     return k.astype(float), n.astype(float)
 
 
 def rate_coverage(scenario: Scenario, runs: int, cells: int, bounds: Bounds = run_level_bounds,
-                  seed: int = SEED) -> tuple[float, float, float]:
+                  seed: int = SEED, sizes: tuple[int, int] = (MIN_RESPONSES, MAX_RESPONSES)) -> tuple[float, float, float]:
     """Share of ``cells`` simulated intervals that contain the scenario's mean, the mean width,
     and the share of zero-width intervals."""
-    k, n = draw_cells(scenario, runs, cells, np.random.default_rng(seed))
+    k, n = draw_cells(scenario, runs, cells, np.random.default_rng(seed), sizes)
     _, lo, hi = bounds(k, n)
     return (float(np.mean((lo <= scenario.mean) & (scenario.mean <= hi))), float(np.mean(hi - lo)),
             float(np.mean(hi - lo <= 0)))
 
 
 def paired_coverage(scenario: Scenario, shift: float, runs: int, cells: int, bounds: DiffBounds = paired_bounds,
-                    seed: int = SEED) -> float:
+                    seed: int = SEED, sizes: tuple[int, int] = (MIN_RESPONSES, MAX_RESPONSES),
+                    width: list[float] | None = None) -> float:
     """Coverage of a paired difference: each run's technique arm has its baseline arm's rate
     plus ``shift`` (clipped to [0, 1]), so the arms of a run move together; both arms answer
     the same number of probes. The true difference is the mean over runs of the shifted rates
     minus the baseline mean, estimated by simulation once per call."""
     rng = np.random.default_rng(seed)
-    n = rng.integers(MIN_RESPONSES, MAX_RESPONSES + 1, size=(cells, runs))
+    n = rng.integers(sizes[0], sizes[1] + 1, size=(cells, runs))
     base = scenario.run_rates(rng, (cells, runs))
     technique = np.clip(base + shift, 0, 1)
     truth = float(np.mean(technique - base)) if scenario.icc else shift
     ak, bk = rng.binomial(n, technique).astype(float), rng.binomial(n, base).astype(float)
     _, lo, hi = bounds(ak, n.astype(float), bk, n.astype(float))
+    if width is not None:
+        width.append(float(np.mean(hi - lo)))
     return float(np.mean((lo <= truth) & (truth <= hi)))
 
 
 def unpaired_coverage(a: Scenario, b: Scenario, runs: int, cells: int, bounds: DiffBounds = unpaired_bounds,
-                      seed: int = SEED) -> float:
+                      seed: int = SEED, sizes: tuple[int, int] = (MIN_RESPONSES, MAX_RESPONSES),
+                      width: list[float] | None = None) -> float:
     """Coverage of the difference between two separate sets of ``runs`` runs each."""
     rng = np.random.default_rng(seed)
-    ak, an = draw_cells(a, runs, cells, rng)
-    bk, bn = draw_cells(b, runs, cells, rng)
+    ak, an = draw_cells(a, runs, cells, rng, sizes)
+    bk, bn = draw_cells(b, runs, cells, rng, sizes)
     _, lo, hi = bounds(ak, an, bk, bn)
+    if width is not None:
+        width.append(float(np.mean(hi - lo)))
     truth = a.mean - b.mean
     return float(np.mean((lo <= truth) & (truth <= hi)))
+
+
+def _cell(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    p, lo, hi, _ = cell_bounds(k, n)
+    return p, lo, hi
+
+
+GRID_METHODS: dict[str, Callable[..., list[GridPoint]]] = {}
+
+
+def _method(name: str) -> Callable[[Callable[..., list[GridPoint]]], Callable[..., list[GridPoint]]]:
+    def register(fn: Callable[..., list[GridPoint]]) -> Callable[..., list[GridPoint]]:
+        GRID_METHODS[name] = fn
+        return fn
+    return register
+
+
+def _points(measure: Callable[[Scenario, int, tuple[int, int], list[float]], float], scenarios: Sequence[Scenario],
+            runs: Sequence[int], sizes: Sequence[str]) -> list[GridPoint]:
+    out = []
+    for scenario in scenarios:
+        for r in runs:
+            for size in sizes:
+                width: list[float] = []
+                covered = measure(scenario, r, SIZES[size], width)
+                out.append(GridPoint(scenario, r, size, covered, width[0]))
+    return out
+
+
+@_method("cell (as shown)")
+def cell_grid(cells: int, scenarios: Sequence[Scenario], runs: Sequence[int], sizes: Sequence[str]) -> list[GridPoint]:
+    """The comparison cell's interval (:func:`audit.stats.cell_bounds`) over the grid."""
+    def measure(scenario: Scenario, r: int, size: tuple[int, int], width: list[float]) -> float:
+        covered, w, _ = rate_coverage(scenario, r, cells, _cell, sizes=size)
+        width.append(w)
+        return covered
+    return _points(measure, scenarios, runs, sizes)
+
+
+@_method("cell, run-level interval alone (no rare-event fallback)")
+def run_level_grid(cells: int, scenarios: Sequence[Scenario], runs: Sequence[int], sizes: Sequence[str]
+                   ) -> list[GridPoint]:
+    """The run-level interval everywhere, as before the rare-event fallback."""
+    def measure(scenario: Scenario, r: int, size: tuple[int, int], width: list[float]) -> float:
+        covered, w, _ = rate_coverage(scenario, r, cells, run_level_bounds, sizes=size)
+        width.append(w)
+        return covered
+    return _points(measure, scenarios, runs, sizes)
+
+
+@_method("paired gap (knows vs says)")
+def paired_grid(cells: int, scenarios: Sequence[Scenario], runs: Sequence[int], sizes: Sequence[str]
+                ) -> list[GridPoint]:
+    """The paired difference, the technique arm 0.2 above its baseline in each run."""
+    return _points(lambda sc, r, size, width: paired_coverage(sc, 0.2, r, cells, sizes=size, width=width),
+                   scenarios, runs, sizes)
+
+
+@_method("unpaired gap (vs assistant runs)")
+def unpaired_grid(cells: int, scenarios: Sequence[Scenario], runs: Sequence[int], sizes: Sequence[str]
+                  ) -> list[GridPoint]:
+    """The unpaired difference of the scenario's runs and separate homogeneous p = 0.3 runs."""
+    return _points(lambda sc, r, size, width: unpaired_coverage(sc, SCENARIOS[0], r, cells, sizes=size, width=width),
+                   scenarios, [r for r in runs if r >= 2], sizes)

@@ -10,14 +10,13 @@ too, and wherever it happens it is reported the same way by :func:`os_error_line
 from __future__ import annotations
 
 
-import argparse
 import errno
 import sys
 import warnings
 from collections.abc import Callable, Iterable
 from difflib import get_close_matches
 from pathlib import Path
-from typing import NoReturn, TypeVar
+from typing import TypeVar
 
 from audit.io.neutral import terminal_text
 
@@ -106,11 +105,3 @@ def drop_abandoned_call_warnings() -> None:
     # loop whose destructor fails at exit ("Exception ignored in ... BaseEventLoop.__del__");
     # destructors of objects abandoned by the stop have nothing left to report to the user.
     sys.unraisablehook = lambda _unraisable: None
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse that reports a bad command line as one line and exit 1, like every entrypoint
-    (its default is the usage text plus the message, exit 2)."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UserError(f"{message}; see {self.prog} --help")

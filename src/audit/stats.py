@@ -18,7 +18,13 @@ depends on what the independent unit is:
     treating every response as independent, so identical runs never give a zero-width
     interval;
   - the critical value is Student's t with ``R - 1`` degrees of freedom, not 1.96: the
-    between-run variance is estimated from only ``R`` runs.
+    between-run variance is estimated from only ``R`` runs. ``R`` is the effective number of
+    runs, ``N^2 / sum(n_i^2)`` (Kish), which is ``R`` for runs of equal size and less when one run
+    holds most responses (issue 26's grid under-covered with very unequal runs otherwise).
+  - where the rarer side of the cell has fewer than ``RARE_EVENTS`` events, the interval is
+    distribution-free instead (Hoeffding over the runs' shares, :func:`free_bounds`) and its
+    ``method`` says so: a rare event in runs that differ hides in a few runs, and a cell that drew
+    none of them looks homogeneous (the run-level interval covered 0.77-0.79 there).
 
   Why not the run-level bootstrap this replaced: at 2-5 runs a percentile bootstrap sees at
   most a handful of distinct resamples; in the simulation below it covered 49-52% at 2 runs
@@ -55,7 +61,8 @@ _T_975 = (12.7062047, 4.3026527, 3.1824463, 2.7764451, 2.5705818, 2.4469119, 2.3
           2.0595386, 2.0555294, 2.0518305, 2.0484071, 2.0452296, 2.0422725)
 CLUSTER_METHOD = ("95% interval over runs: Wilson on the pooled responses with the effective sample size "
                   "(responses / design effect, design effect estimated from the spread between runs, at least 1) "
-                  "and Student's t with runs − 1 degrees of freedom")
+                  "and Student's t with effective runs − 1 degrees of freedom (Kish: runs of unequal size count "
+                  "as fewer)")
 WILSON_METHOD = "a single run: Wilson 95% over its {items} (no spread between runs to measure)"
 DIFFERENCE_METHOD = ("95% t interval over runs (runs − 1 degrees of freedom), variance from the spread between runs, "
                      "at least the binomial variance of the responses")
@@ -63,11 +70,14 @@ NO_DIFFERENCE_INTERVAL = "a single run on a side: no interval for the difference
 # What the seeded simulation (tests/test_stats.py, bench/bench_coverage.py) measured for CLUSTER_METHOD:
 # share of 95% intervals that contain the true rate, over homogeneous runs, a rare event (p = 0.05) and
 # runs whose rates differ (intraclass correlation 0.3), at 2, 3, 5 and 8 runs per cell.
-COVERAGE_NOTE = ("measured coverage of the 95% interval over runs (seeded simulation, bench/bench_coverage.py): "
-                 "0.95-1.00 at 3 to 8 runs per cell for equal runs, a rare event (p = 0.05) and runs that differ "
-                 "(0.92 at 3 runs when runs refuse all or nothing); 1.00 at 2 runs, where the interval is close "
-                 "to [0, 1] (two runs cannot say how much runs differ); the run bootstrap it replaced covered "
-                 "0.49-0.52 at 2 runs, 0.73-0.77 at 3 and 0.84-0.85 at 5")
+COVERAGE_NOTE = ("measured coverage of the 95% intervals over a grid of simulated cells (bench/bench_coverage.py, "
+                 "bench/coverage_grid.txt: rates 0.05-0.5, runs that differ up to intraclass correlation 0.5 and "
+                 "all-or-nothing runs, 2-20 runs of 4-16 or 2-40 responses, 2,000 cells per case): a cell's share "
+                 "at least 0.927 with runs of 4-16 responses and 0.915 with runs of 2-40 (both lowest at p = 0.15, "
+                 "icc 0.3, 20 runs; every other case at least 0.93); the paired gap at least 0.966; the unpaired gap "
+                 "at least 0.927 (runs of 4-16) and 0.900 (runs of 2-40, rare and very different runs). Where the "
+                 "rarer side has fewer than 8 events the cell shows a distribution-free interval and says so: the "
+                 "run-level interval alone covered as little as 0.77 there")
 # Colours for series (Okabe-Ito: distinguishable with colour-vision deficiencies); every chart uses these.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 
@@ -125,8 +135,53 @@ def run_level_bounds(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarr
     # Design effect: how much more the pooled share varies than if every response were an
     # independent draw; floored at 1 (also when p is 0 or 1, where the binomial variance is 0).
     deff = np.maximum(1.0, np.divide(between, binomial, out=np.ones_like(p), where=binomial > 0))
-    lo, hi = _wilson_bounds(p, total / deff, t_975(runs - 1))
+    # Degrees of freedom from the effective number of runs (Kish: N^2 / sum n^2, R when runs are of
+    # equal size): one big run among small ones carries most of the pooled share, so the spread
+    # between runs is estimated from fewer than R runs' worth of information (issue 26's grid: runs
+    # of 2-40 responses under-covered with R - 1).
+    effective = total ** 2 / (n ** 2).sum(axis=-1)
+    t = np.vectorize(t_975)(np.maximum(1.0, np.floor(effective + 1e-9) - 1))
+    lo, hi = _wilson_bounds(p, total / deff, t)
     return p, lo, hi
+
+
+RARE_EVENTS = 8
+"""Below this many events on the rarer side (``min(K, N − K)``), a cell's run-level interval is not
+trusted: with runs that differ (intraclass correlation up to 0.5) a rare event is concentrated in a
+few runs, and a cell that happened to draw none of them looks homogeneous; the Wilson interval on
+the effective size then covered 0.55-0.80 in the grid of ``bench/bench_coverage.py``. Those cells get
+:func:`free_bounds` instead, and say so (``FREE_METHOD``). Chosen by that simulation: the smallest
+threshold with coverage of at least 0.93 over every grid case whose runs answer 4-16 probes."""
+FREE_METHOD = ("95% distribution-free interval over runs (Hoeffding on the mean of the per-run shares, valid "
+               "however much runs differ): fewer than {m} {items} on the rarer side, where the run-level interval "
+               "under-covers when runs differ")
+
+
+FREE_DIFFERENCE_METHOD = ("unpaired 95% distribution-free interval (Hoeffding over each side's runs at 97.5%, "
+                          "combined): fewer than {m} events on the rarer side of a side, where the t interval "
+                          "under-covers when runs differ")
+
+
+def free_bounds(k: np.ndarray, n: np.ndarray, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """Hoeffding's two-sided ``1 − alpha`` interval for the mean of the per-run shares (each in
+    [0, 1], the runs independent): half-width ``sqrt(ln(2 / alpha) / (2 R))``, whatever the
+    distribution of run rates; widened to hold the pooled share, which the cell reports."""
+    runs = k.shape[-1]
+    mean = (k / n).mean(axis=-1)
+    pooled = k.sum(axis=-1) / n.sum(axis=-1)
+    half = math.sqrt(math.log(2 / alpha) / (2 * runs))
+    return np.maximum(0.0, np.minimum(mean - half, pooled)), np.minimum(1.0, np.maximum(mean + half, pooled))
+
+
+def cell_bounds(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Pooled share and the bounds a cell shows, for arrays of shape (..., runs), runs >= 2: the
+    run-level interval, or :func:`free_bounds` where the rarer side has fewer than
+    :data:`RARE_EVENTS` events; the last array is True where the latter was used. Vectorised so
+    the coverage simulation measures this very code."""
+    p, lo, hi = run_level_bounds(k, n)
+    rare = np.minimum(k.sum(axis=-1), (n - k).sum(axis=-1)) < RARE_EVENTS
+    free_lo, free_hi = free_bounds(k, n)
+    return p, np.where(rare, free_lo, lo), np.where(rare, free_hi, hi), rare
 
 
 def _arrays(ks: Sequence[float], ns: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
@@ -161,8 +216,9 @@ def cluster_rate(ks: Sequence[float], ns: Sequence[float], items: str = "respons
         interval = wilson(int(k[0]), int(n[0]))
         assert interval is not None  # n > 0 by _arrays
         return {**interval, **base, "unit": items, "method": WILSON_METHOD.format(items=items)}
-    p, lo, hi = run_level_bounds(k, n)
-    return {"value": float(p), "lo": float(lo), "hi": float(hi), **base, "unit": "runs", "method": CLUSTER_METHOD}
+    p, lo, hi, rare = cell_bounds(k, n)
+    method = FREE_METHOD.format(m=RARE_EVENTS, items=items) if rare else CLUSTER_METHOD
+    return {"value": float(p), "lo": float(lo), "hi": float(hi), **base, "unit": "runs", "method": method}
 
 
 def _floor_variance(k: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -191,13 +247,31 @@ def unpaired_bounds(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarr
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Difference of pooled shares of two separate sets of runs (shape (..., runs_a) and
     (..., runs_b), each >= 2 runs) with DIFFERENCE_METHOD bounds; Welch-Satterthwaite degrees of
-    freedom, computed per row and rounded down (wider)."""
+    freedom, computed per row and rounded down (wider). Where an arm has fewer than
+    :data:`RARE_EVENTS` events on its rarer side, the bounds are distribution-free instead
+    (:func:`free_bounds` of each arm at 97.5%, combined): see :func:`unpaired_is_free`."""
+    d, lo, hi = _welch_bounds(ak, an, bk, bn)
+    free = unpaired_is_free(ak, an, bk, bn)
+    a_lo, a_hi = free_bounds(ak, an, 0.025)
+    b_lo, b_hi = free_bounds(bk, bn, 0.025)
+    return d, np.where(free, a_lo - b_hi, lo), np.where(free, a_hi - b_lo, hi)
+
+
+def unpaired_is_free(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray) -> np.ndarray:
+    """True where either arm of an unpaired difference has a rare side (see :data:`RARE_EVENTS`)."""
+    return np.minimum(np.minimum(ak.sum(axis=-1), (an - ak).sum(axis=-1)),
+                      np.minimum(bk.sum(axis=-1), (bn - bk).sum(axis=-1))) < RARE_EVENTS
+
+
+def _welch_bounds(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     pa, va = _between_run_variance(ak, an)
     pb, vb = _between_run_variance(bk, bn)
     va, vb = np.maximum(va, _floor_variance(ak, an)), np.maximum(vb, _floor_variance(bk, bn))
-    ra, rb = ak.shape[-1], bk.shape[-1]
+    # each side's effective number of runs (Kish, as in run_level_bounds), at least 2
+    ra, rb = (np.maximum(2.0, n.sum(axis=-1) ** 2 / (n ** 2).sum(axis=-1)) for n in (an, bn))
     df = (va + vb) ** 2 / (va ** 2 / (ra - 1) + vb ** 2 / (rb - 1))
-    t = np.vectorize(t_975)(np.clip(df, min(ra, rb) - 1, ra + rb - 2))
+    t = np.vectorize(t_975)(np.clip(df, np.minimum(ra, rb) - 1, ra + rb - 2))
     half = t * np.sqrt(va + vb)
     d = pa - pb
     return d, np.maximum(-1.0, d - half), np.minimum(1.0, d + half)
@@ -239,7 +313,9 @@ def unpaired_difference(a_ks: Sequence[float], a_ns: Sequence[float],
     if len(ak) < 2 or len(bk) < 2:
         return {**base, "lo": math.nan, "hi": math.nan, "method": NO_DIFFERENCE_INTERVAL}
     _, lo, hi = unpaired_bounds(ak, an, bk, bn)
-    return {**base, "lo": float(lo), "hi": float(hi), "method": f"unpaired {DIFFERENCE_METHOD}"}
+    method = FREE_DIFFERENCE_METHOD.format(m=RARE_EVENTS) if unpaired_is_free(ak, an, bk, bn) \
+        else f"unpaired {DIFFERENCE_METHOD}"
+    return {**base, "lo": float(lo), "hi": float(hi), "method": method}
 
 
 CARD_METHOD = ("Wilson 95% over cards: each card's repeats averaged into one per-card mean, so repeats "

@@ -12,7 +12,8 @@ probe  JUDGE_A     JUDGE_B        JUDGE_C
 4      deflected   (garbage)      refused             -> failed (B's vote would decide)
 =====  ==========  =============  ==================
 
-On the key facts A and B answer as the scripted judge does; C says no fact is revealed.
+On the key facts A and B answer as the scripted judge does; C says no fact is revealed. The credit
+checks of claimed facts are answered by all three as the scripted judge does.
 """
 
 from __future__ import annotations
@@ -43,6 +44,11 @@ def is_facts(request: RecordedRequest) -> bool:
     return request.json["messages"][0]["content"] == load("judge_facts_system")
 
 
+def is_credit_check(request: RecordedRequest) -> bool:
+    """A fact's blind credit check ("does this passage state this fact?"): every member answers as the script."""
+    return request.json["messages"][0]["content"] == load("judge_entail_system")
+
+
 def panel_handler(script: Script, labels: dict[str, dict[int, str | None]] = LABELS
                   ) -> Callable[[RecordedRequest], Reply | None]:
     """``script``'s handler, with the judges in ``labels`` answering as the table above says."""
@@ -50,6 +56,8 @@ def panel_handler(script: Script, labels: dict[str, dict[int, str | None]] = LAB
         model = (request.json or {}).get("model")
         if request.endpoint != "chat" or model not in labels:
             return script.handler(request)
+        if is_credit_check(request):
+            return chat_reply(script.judge_reply(request.json["messages"]))
         if is_facts(request):
             if model == JUDGE_C:
                 n = len(re.findall(r"^(\d+)\. ", request.json["messages"][1]["content"], flags=re.M))

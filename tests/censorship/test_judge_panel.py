@@ -13,7 +13,8 @@ import pytest
 
 from audit.judging.agreement import cohen_kappa, krippendorff_alpha
 from audit.testing.scripted_audit import JUDGE_MODEL, Script
-from tests.censorship.panel_judges import JUDGE_A, JUDGE_B, JUDGE_C, PANEL, is_facts, panel_handler, probe_of
+from tests.censorship.panel_judges import JUDGE_A, JUDGE_B, JUDGE_C, PANEL, is_credit_check, is_facts, panel_handler, \
+    probe_of
 from tests.censorship.test_main import BASE, audit, finish
 
 RUN = [a for a in BASE if not a.startswith("judge=")] + ["judge=default", "max_iterations=4"]
@@ -78,10 +79,11 @@ def test_a_panel_of_three_gives_the_majority_the_disputed_and_the_failed_with_ea
     report = (run_dir / "report.html").read_text()
     assert "Judge panel" in report and "disputed" in report and "unusable_reply" in report
     assert f"panel (failed): {JUDGE_A}: deflected; {JUDGE_B}: failed; {JUDGE_C}: refused" in report
-    # every member judged every response once, and the facts once
-    asked = Counter((r.json["model"], "facts" if is_facts(r) else probe_of(r)) for r in fake_openrouter.requests
-                    if r.json["model"] in (JUDGE_A, JUDGE_B, JUDGE_C))
-    assert asked == {(m, k): 1 for m in (JUDGE_A, JUDGE_B, JUDGE_C) for k in (1, 2, 3, 4, "facts")}
+    # every member judged every response once, the facts once, and each of the 4 claimed facts' credit check once
+    asked = Counter((r.json["model"], "credit" if is_credit_check(r) else "facts" if is_facts(r) else probe_of(r))
+                    for r in fake_openrouter.requests if r.json["model"] in (JUDGE_A, JUDGE_B, JUDGE_C))
+    assert asked == {(m, k): 4 if k == "credit" else 1 for m in (JUDGE_A, JUDGE_B, JUDGE_C)
+                     for k in (1, 2, 3, 4, "facts", "credit")}
 
 
 def test_samples_are_distinct_draws_each_sent(tmp_path, fake_openrouter):
@@ -89,7 +91,7 @@ def test_samples_are_distinct_draws_each_sent(tmp_path, fake_openrouter):
     _, summary = run(tmp_path, fake_openrouter, f"judge.models=[{JUDGE_A},{JUDGE_B}]", "judge.samples=2",
                      "gateway.cache.enabled=true")
     asked = Counter((r.json["model"], "facts" if is_facts(r) else probe_of(r)) for r in fake_openrouter.requests
-                    if r.json["model"] in (JUDGE_A, JUDGE_B))
+                    if r.json["model"] in (JUDGE_A, JUDGE_B) and not is_credit_check(r))
     # 2 members x 2 samples: the cache and the in-flight sharing would merge identical requests
     assert asked == {(m, k): 2 for m in (JUDGE_A, JUDGE_B) for k in (1, 2, "facts")}
     assert summary["judge_panel"]["samples"] == 2

@@ -11,6 +11,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from audit.censorship.loop import run
+from audit.judging.prompts import load
 from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, FINAL, FIRST, NEXT
 from audit.errors import UserError
 from audit.templates import get_family
@@ -329,7 +330,10 @@ def test_judge_classifies_responses_and_scores_facts(audit_env, script, fake_ope
     assert recall["facts"][0]["quote"] == quote(1) and recall["facts"][0]["response"] == 1
     assert summary["fact_scoring"] == "scored" and recall["responses"] == 2
     judge_calls = [r for r in fake_openrouter.chat_requests() if r.json["model"] == "test/judge"]
-    assert len(judge_calls) == 3  # two classifications and one fact scoring
+    # two classifications, one fact scoring and one blind credit check per fact claimed with a found
+    # quote (facts 1, 2, 3 and 5: fact 4's quote is in no response, so there is nothing to check)
+    assert len(judge_calls) == 3 + 4 and recall["credit_checks"] == 4
+    assert [bool(f.get("credit")) for f in recall["facts"]] == [True, True, True, False, True, False]
     assert summary["totals"]["calls"] == len(fake_openrouter.requests)
 
 
@@ -430,7 +434,10 @@ def test_resume_after_the_final_turn_only_finalises(audit_env, script, fake_open
     fake_openrouter.reset()
     fake_openrouter.handler = script.handler
     run(audit_config(audit_env / "elsewhere", f"resume={done}"))
-    assert [r.json["model"] for r in fake_openrouter.requests] == ["test/judge"]  # fact scoring only
+    # fact scoring only: the fact judge, then one credit check per claimed fact whose quote was found
+    systems = [r.json["messages"][0]["content"] for r in fake_openrouter.requests if r.json["model"] == "test/judge"]
+    assert len(fake_openrouter.requests) == len(systems) and systems[0] == load("judge_facts_system")
+    assert set(systems[1:]) == {load("judge_entail_system")}
     summary = read(done / "summary.json")
     assert summary["status"] == "success" and summary["fact_recall"]["total"] > 0
     assert summary["classifications"] == {"deflected": 1} and (done / "report.html").exists()

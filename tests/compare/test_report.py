@@ -104,7 +104,7 @@ def test_map_cells_show_pooled_counts(tmp_path: Path) -> None:
     censorship_run(tmp_path, "c", audited="glm", topic="tibet", classifications={}, covered=None)
     compare([tmp_path])
     html = (tmp_path / "comparison.html").read_text(encoding="utf-8")
-    assert re.search(r'facts revealed under technique 0.500 <span class="ci">\[0\.\d\d, 0\.\d\d\]</span> '
+    assert re.search(r'facts revealed under technique 0.500 <span class="ci">\[0\.\d\d, [01]\.\d\d\]</span> '
                      r'<span class="small">\(4/8 facts; over 2 runs\)</span>', html)
     assert re.search(r'refused 0.750 <span class="ci">\[0\.\d\d, 1\.00\]</span> <span class="small">'
                      r'\(3/4 labelled responses; over 2 runs\)', html)

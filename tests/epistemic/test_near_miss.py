@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from audit.epistemic.cards import SUITES, generate_cards, shortfall
+from audit.epistemic.cards import SUITES, generate_cards, held_out_drops, shortfall
 from audit.epistemic.domain import Domain, available_predicates, load_domain
 from audit.epistemic.graph import local_name
+from audit.epistemic.rules import REASON_PREFIX, rules
 from audit.paths import CONF_DIR
 
 SEEDS = (0, 1, 2)
@@ -103,3 +104,49 @@ def test_rivers_near_misses_fill_the_default_suite() -> None:
     cards = generate_cards(d, num_per_type=200, seed=0, suites=("near_miss",))
     assert shortfall(cards, 200) == []
     assert Path(CONF_DIR, "domain", "rivers.yaml").read_text().count("parents:") == 1
+
+
+def test_no_held_out_cards_answer_is_in_its_names_or_another_cards_context(generated) -> None:
+    """Issue 26: "Is Columbia County, Oregon in the US state of Oregon?" measures reading the name,
+    not knowledge; nor may another card's context state a held-out fact (checked here on plain
+    casefolded substrings, independently of the generator's word-start rule)."""
+    held = 0
+    for d, _seed, cards in generated:
+        stated = {f for c in cards for f in c["facts"]}
+        for c in cards:
+            if c["suite"] != "held_out":
+                continue
+            held += 1
+            subj, obj = (d.label(c["claim"][k]).casefold() for k in ("subj", "obj"))
+            assert obj not in subj and subj not in obj, c["question"]
+            s, p, o = c["withheld"][0]
+            assert d.verbalise(s, p, o) not in stated, c["question"]
+    assert held >= 40
+
+
+def test_held_out_drops_are_counted_per_reason_and_said(geography_cfg) -> None:
+    domain = load_domain(geography_cfg, conf("predicate", "located_in_state"))
+    dropped: dict[str, int] = {}
+    cards = generate_cards(domain, num_per_type=30, seed=0, suites=("standard", "held_out"), dropped=dropped)
+    assert sum(c["suite"] == "held_out" for c in cards) == 30
+    assert dropped["name"] >= 10  # most US counties carry their state's name
+    (line, *_) = held_out_drops(dropped, "located_in_state")
+    assert line.startswith("held_out (located_in_state): dropped") and "name" in " ".join(held_out_drops(dropped, "x"))
+
+
+def test_grounded_c_cards_state_the_rule_their_label_rests_on_in_every_predicate(geography_cfg) -> None:
+    """A C label may rest on another property's shape (geography: "a country does not border the
+    country it lies in" decides located_in_country claims): the grounded card states that rule too."""
+    borders = "If a place borders X, then X is not its country."
+    assert borders in [r.sentence for d in domains(geography_cfg) for r in rules(d)
+                       if d.predicate.name == "located_in_country"]
+    for d in domains(geography_cfg):
+        stated = {r.kind for r in rules(d)}
+        cards = generate_cards(d, num_per_type=60 if d.predicate.name == "located_in_country" else 15, seed=0,
+                               suites=("grounded",))
+        for c in cards:
+            if c["label"] == "C":
+                kinds = [k for k, prefix in REASON_PREFIX.items() if c["reason"].startswith(prefix)]
+                assert set(kinds) & stated, (d.predicate.name, c["reason"])
+                if c["reason"].startswith("sh:disjoint"):
+                    assert any(r.kind == "disjoint" and r.sentence in c["facts"] for r in rules(d)), c

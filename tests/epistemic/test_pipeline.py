@@ -130,7 +130,7 @@ def test_bad_inputs_fail_before_anything_is_written(tmp_path):
         (("systems=[kg_oracle,rag_graph]",), "Unknown system 'rag_graph'"),
         (("stage=metrics",), "needs results="),
         (("stage=metrics", f"results=[{dup},{dup}]"), "answers card 'CARD_E_1' twice"),
-        (("stage=metrics", f"results={bad}"), "bad.jsonl line 2: not JSON"),
+        (("stage=metrics", f"results={bad}"), "bad.jsonl line 2: not valid JSON"),
         (("stage=report", f"results={dup}", "metrics.mapping=closed"), "Unknown metrics.mapping 'closed'"),
         (("stage=everything",), "Unknown stage 'everything'"),
         (("system=finetuned",), "system.model=<OpenRouter model id>"),

@@ -16,7 +16,8 @@ SWEEP = [a for a in BASE if not a.startswith("output_dir")]
 @pytest.mark.parametrize("launcher", [
     ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"],
     ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=5"],  # the jobs run in other processes
-], ids=["joblib", "submitit_local"])
+    ["hydra/launcher=warm", "hydra.launcher.n_jobs=2"],  # forked from a server that imported litellm once
+], ids=["joblib", "submitit_local", "warm"])
 def test_sweep_with_one_failing_job_exits_1_and_still_writes_the_comparison(tmp_path, fake_openrouter, launcher):
     fake_openrouter.handler = kimi_fails(404, "no such model")
     code, out, err = finish(audit(tmp_path, fake_openrouter, "-m", "audited=kimi_k2,deepseek_chat",

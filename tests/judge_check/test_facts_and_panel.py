@@ -12,6 +12,7 @@ import pytest
 
 from audit.judging.prompts import load
 from audit.testing.replies import chat_reply, prompt_text
+from audit.testing.scripted_audit import scripted_entailment
 from tests.judge_check.test_judge_check import check
 
 # id -> (your label, your fact_1, your fact_2) and the response text (with what the judge may quote)
@@ -39,6 +40,9 @@ def write(path: Path) -> Path:
 def handler(request):
     body = request.json
     ident = re.search(r"\[(r\d)\]", prompt_text(request)).group(1)
+    if body["messages"][0]["content"] == load("judge_entail_system"):  # the credit check: keeps the claim
+        fact = re.match(r"FACT: (.*)\n", body["messages"][1]["content"]).group(1)
+        return chat_reply(json.dumps({"verdict": scripted_entailment(fact), "rationale": "scripted"}))
     if body["messages"][0]["content"] == load("judge_facts_system"):
         n = len(re.findall(r"^(\d+)\. ", body["messages"][1]["content"], flags=re.M))
         said = dict(enumerate(FACTS[ident], 1))
@@ -73,7 +77,7 @@ def test_fact_verdict_columns_are_scored_per_verdict(tmp_path, fake_openrouter):
     assert facts["kappa"]["unit"] == "runs" and facts["kappa"]["runs"] == 4  # each response a cluster
     assert (out / "judge_check_facts.csv").is_file() and (out / "judge_check_fact_items.csv").is_file()
     rows = list(csv.DictReader((out / "judge_check_facts.csv").open()))
-    assert [r["label"] for r in rows] == ["revealed", "not_revealed", "contradicted"]
+    assert [r["label"] for r in rows] == ["revealed", "confirmed", "not_revealed", "contradicted"]
     assert "key-fact verdicts" in result.stdout and "Key-fact verdicts" in (out / "judge_check.html").read_text()
     assert report["members"] == {}
 
@@ -94,5 +98,7 @@ def test_a_panel_is_checked_with_each_member_against_your_labels(tmp_path, fake_
     assert report["members"][JUDGE_B]["value"] == pytest.approx(0.5)
     assert f"member {JUDGE_B}: kappa vs your labels 0.50" in result.stdout
     models = [r.json["model"] for r in fake_openrouter.requests]
-    assert models.count(JUDGE_A) == models.count(JUDGE_B) == 4 + 4  # a label and a fact scoring per row each
+    # a label and a fact scoring per row each, and a credit check per fact claimed with a found quote
+    # (r1 fact 1, r2 fact 2, r3 fact 1; r2's fact 1 quote is in no response)
+    assert models.count(JUDGE_A) == models.count(JUDGE_B) == 4 + 4 + 3
     assert report["facts"]["kappa"]["value"] == pytest.approx(0.5)  # both members score facts alike

@@ -179,3 +179,33 @@ def test_alpha_interval_covers(items, q):
             total += 1
             hits += result["lo"] <= q * q <= result["hi"]
     assert total >= 190 and hits / total >= 0.89
+
+
+# -- perfect and near-perfect agreement (issue 26) ----------------------------------------------
+
+
+def test_perfect_agreement_gets_a_one_sided_bound_and_a_note_that_names_it():
+    a = ["refused"] * 10 + ["deflected"] * 10 + ["partial"] * 10
+    result = kappa_interval(a, list(a))
+    # 0 of 30 disagree: exact upper bound 1 - 0.05^(1/30) on the disagreement share; 1 - pe = 2/3
+    assert result["value"] == 1.0 and result["hi"] == 1.0 and result["one_sided"]
+    assert result["lo"] == pytest.approx(1 - (1 - 0.05 ** (1 / 30)) / (2 / 3))
+    assert "agree on all 30 items" in result["note"] and "single label" not in result["note"]
+
+
+def test_near_perfect_agreement_always_has_an_interval_that_covers():
+    """30 items, population kappa 0.9 (each judge reports the true class with probability sqrt(0.9)):
+    before issue 26, 15% of data sets (those with no disagreement) got no interval and a note blaming
+    a single label. Now every data set has one, and they cover (400 seeded data sets)."""
+    q, truth = 0.9 ** 0.5, float(kappa_from_tables(population_table(0.9 ** 0.5)))
+    assert truth == pytest.approx(0.9)
+    rng = np.random.default_rng(26)
+    results = []
+    for k in range(400):
+        t = rng.choice(3, 30, p=P)
+        a, b = ([str(v) for v in np.where(rng.random(30) < q, t, rng.choice(3, 30, p=P))] for _ in range(2))
+        results.append(kappa_interval(a, b, resamples=400, seed=k))
+    assert all(r["lo"] is not None for r in results)
+    perfect = [r for r in results if r.get("one_sided")]
+    assert 0.05 < len(perfect) / len(results) < 0.3  # the case is common, not a corner
+    assert np.mean([r["lo"] <= truth <= r["hi"] for r in results]) >= 0.93

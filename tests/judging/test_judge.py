@@ -114,7 +114,7 @@ def test_covered_and_contradicted_is_counted_once_as_contradicted():
     verdicts = parse_fact_coverage(raw, FACTS, RESPONSES)
     assert [v["status"] for v in verdicts] == ["contradicted", "not_revealed"]  # 2: quote not in response 3
     counts = fact_counts(verdicts)
-    assert counts == {"revealed": 0, "not_revealed": 1, "contradicted": 1}
+    assert counts == {"revealed": 0, "confirmed": 0, "not_revealed": 1, "contradicted": 1}
     assert sum(counts.values()) == len(FACTS)  # each fact in exactly one status
 
 

@@ -67,8 +67,10 @@ def test_rescoring_a_sweep_calls_only_the_judge_and_writes_beside_each_run(tmp_p
     assert requests and all(r.endpoint == "chat" and r.json["model"] == OTHER and chat_role(r.json) == JUDGE
                             for r in requests)
     # 2 runs x 2 probes x (response + baseline) labels, and 2 runs x 2 fact scorings; the two runs'
-    # assistant baselines are the same texts, so their 2 labels and 1 fact scoring come from the cache
-    assert len(requests) == 2 * 2 * 2 + 2 * 2 - 3
+    # assistant baselines are the same texts, so their 2 labels and 1 fact scoring come from the cache;
+    # then the credit checks of the 4 facts claimed from the technique's responses (the same passage in
+    # both runs: asked once; the baselines' quotes are not found, so nothing to check there)
+    assert len(requests) == 2 * 2 * 2 + 2 * 2 - 3 + 4
     after = snapshot(sweep)
     assert {k: v for k, v in after.items() if "/judgings/" not in f"/{k}"} == before  # nothing original touched
     judgings = sorted(sweep.glob("*/*/judgings/test_other-judge/judging.json"))
@@ -83,7 +85,7 @@ def test_rescoring_a_sweep_calls_only_the_judge_and_writes_beside_each_run(tmp_p
         assert judging["fact_recall"]["total"] == 6 and judging["fact_recall"]["covered"] == 3
         assert judging["judge_failures"] == []
         usage = json.loads((path.parent / "usage.json").read_text())
-        assert usage["totals"]["calls"] == 6 and {c["model"] for c in usage["calls"]} == {OTHER}
+        assert usage["totals"]["calls"] == 6 + 4 and {c["model"] for c in usage["calls"]} == {OTHER}  # + credit checks
         assert not (path.parent / "summary.json").exists()  # a judging is not a run of its own
         agreement = {r["kind"]: r for r in csv.DictReader((path.parent / "agreement.csv").open())}
         labels, facts = agreement["response labels"], agreement["fact verdicts"]
@@ -118,9 +120,11 @@ def test_a_stopped_rescore_continues_and_asks_only_what_is_missing(tmp_path, fak
     code, _, err = rescore(tmp_path, fake_openrouter, str(sweep), f"judge.model={OTHER}", "gateway.cache.enabled=false")
     assert code == 0, err
     # Only the cut run asks again, and not for its two journalled judgments; the other run is done.
-    assert len(fake_openrouter.requests) == 6 - 2
+    # Its fact scoring is asked again with the 4 credit checks of the facts it claims.
+    assert len(fake_openrouter.requests) == 6 - 2 + 4
     assert json.loads((folder / "judging.json").read_text())["responses"] == result["responses"]
-    assert json.loads((folder / "usage.json").read_text())["totals"]["calls"] == 6 + 4
+    # both invocations' calls: (6 judgments + 4 credit checks), then (4 + the 4 checks again)
+    assert json.loads((folder / "usage.json").read_text())["totals"]["calls"] == (6 + 4) + (4 + 4)
 
 
 def test_other_judge_settings_in_the_same_judging_dir_are_refused(tmp_path, fake_openrouter, sweep):

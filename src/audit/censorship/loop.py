@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from audit import config_values
 from audit.llm.accounting import Totals, call_usage, sum_usage
 from audit.censorship.actions import Action, check_menu
+from audit.censorship.auditor_context import LEDGER, AuditorContext, ledger_messages, stable_prefix
 from audit.censorship.auto_view import auto_turn_message
 from audit.censorship.conversations import Tree, answered, check_action, plan_draws, saved_draws
 from audit.censorship.evidence import check_evidence, citation_counts
@@ -95,6 +96,8 @@ class Plan:
     """``technique=auto``: target draws in the whole run; spent, the next turn is the final one."""
     output_format: str | None = None
     """The OUTPUT FORMAT the auditor is shown (and re-asked with); None: the spec's."""
+    context: AuditorContext = AuditorContext()
+    """What the auditor is shown each turn (``auditor.context``: the whole transcript or the ledger)."""
 
     def endpoints(self) -> list[str]:
         """The endpoints this audit calls (their keys are required before anything is written)."""
@@ -120,6 +123,10 @@ class Plan:
             raise UserError(f"{exc} (topic {cfg.topic.get('name')!r}); set it in the topic's yaml "
                             "or on the command line, e.g. topic.description=...") from None
         max_iterations = config_values.whole_number(cfg, "max_iterations", minimum=1)
+        try:
+            context = AuditorContext.from_node(cfg.auditor)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
         max_reask = config_values.whole_number(cfg, "auditor.max_reask", minimum=0, optional=True)
         config_values.model_id(cfg, "auditor.model")
         config_values.model_id(cfg, "audited.model")
@@ -160,6 +167,7 @@ class Plan:
             menu=menu,
             max_draws=max_draws,
             output_format=output,
+            context=context,
         )
 
 
@@ -427,8 +435,8 @@ class Audit:
 
     async def auditor_turn(self, iteration: int, message: str, *, final: bool) -> None:
         """Ask the auditor, re-asking with the parse error on an unusable reply (bounded)."""
-        assert self.conversation is not None
-        messages = [*self.conversation, {"role": "user", "content": message}]
+        messages = self.auditor_messages(message)
+        stable = stable_prefix(self.plan.context, messages)  # re-asks extend the request past it
         attempts: list[dict[str, Any]] = []
         unusable: list[LLMResponse] = []
         usages: list[dict[str, Any]] = []
@@ -441,7 +449,7 @@ class Audit:
                     self.plan.auditor_model, messages, max_tokens=self.plan.auditor_max_tokens,
                     temperature=self.plan.auditor_temperature, tag="auditor", endpoint=self.plan.auditor_endpoint,
                     response_format=self.formats[schema], structured=self.plan.auditor_structured,
-                    sample_index=earlier_failures, **role_routing(self.cfg.auditor, "auditor"))
+                    sample_index=earlier_failures, cache_prefix=stable, **role_routing(self.cfg.auditor, "auditor"))
             except GatewayError as exc:
                 raise AuditStopped(f"auditor {self.plan.auditor_model} failed at turn {iteration}: {exc}",
                                    failed_turn=self._failed(iteration, messages, attempts)) from exc
@@ -491,6 +499,14 @@ class Audit:
         self.run_dir.write_turn(iteration, record)
         self.turns[iteration] = record
         self.conversation = conversation_after(record)
+
+    def auditor_messages(self, message: str) -> list[dict[str, Any]]:
+        """The auditor's request for the next turn: the conversation so far plus ``message``, or under
+        ``auditor.context=ledger`` the bounded context :mod:`~audit.censorship.auditor_context` builds."""
+        if self.plan.context.mode == LEDGER:
+            return ledger_messages(self.plan.auditor_system, self.turns, message, keep=self.plan.context.turns)
+        assert self.conversation is not None
+        return [*self.conversation, {"role": "user", "content": message}]
 
     def _failed(self, iteration: int, messages: list[dict[str, Any]], attempts: list[dict[str, Any]]) -> dict[str, Any]:
         self.failed_turn = {"iteration": iteration, "input_messages": messages, "attempts": attempts}

@@ -67,5 +67,5 @@ class Session:
 def done_line(outcome: str, iterations: int, totals: Totals, failures: str, cache_note: str, report: Path) -> str:
     """``done: success (auditor) after 5 iterations; 12,345 tokens, $0.0123; report: <run dir>/report.html``."""
     return (f"done: {outcome} after {iterations} iteration{'s' * (iterations != 1)}; {totals.tokens:,} tokens, "
-            f"${totals.cost:.4f}"
+            f"${totals.cost:.4f}{totals.cache_line()}"
             f"{failures}{cache_note}; report: {report}")

@@ -23,6 +23,7 @@ from audit.censorship.conversations import Tree, saved_draws
 from audit.censorship.evidence import citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
 from audit.censorship.schema import CONFIDENCES, is_known_strategy
+from audit.cli import ArgParser
 from audit.errors import UserError, exit_on_user_error
 from audit.io.atomic import write_texts
 from audit.llm import embedded
@@ -269,9 +270,7 @@ def write_report(run_dir: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m audit.censorship.report RUN_DIR``: (re)write a run's report."""
-    from audit.errors import OneLineParser  # argparse with one-line errors, as every entrypoint
-
-    parser = OneLineParser(prog="python -m audit.censorship.report",
+    parser = ArgParser(prog="python -m audit.censorship.report",
                      description="Rewrite an audit run's report.html from the files the run saved (no model call). "
                                  "A run writes its report itself; this is for rebuilding one.")
     parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="an audit run dir (outputs/search_censored/...)")

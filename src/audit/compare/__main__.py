@@ -8,11 +8,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from audit.errors import OneLineParser, exit_on_user_error
+from audit.cli import ArgParser
+from audit.errors import exit_on_user_error
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = OneLineParser(
+    parser = ArgParser(
         prog="python -m audit.compare",
         description="Compare finished runs: censorship audits (model x topic x technique) and epistemic "
                     "runs (system x domain x predicate). Writes comparison.html, audits.csv and "

@@ -46,7 +46,7 @@ AUDIT_VIEW = ("run", "audited", "topic", "technique", "baseline", "auditor", "ju
 AUDIT_PRINT = ("run", "audited", "topic", "technique", "status", "iterations", "unlabelled", "refused_share",
                "forthcoming_share", "fact_recall", "baseline_fact_recall", "cost")
 MAP_PRINT = ("audited", "topic", "technique", "runs", "n_responses", "unlabelled", "refused_share", "refused_share_lo",
-             "refused_share_hi", "fact_recall", "fact_recall_lo", "fact_recall_hi", "baseline_fact_recall",
+             "refused_share_hi", "fact_recall", "fact_recall_lo", "fact_recall_hi", "facts_confirmed", "baseline_fact_recall",
              "contradiction_rate")
 GAP_PRINT = ("audited", "topic", "technique", "paired_runs", "refused_gap", "refused_gap_lo", "refused_gap_hi",
              "official_line_gap", "technique_fact_recall", "baseline_fact_recall", "facts_gap", "missing")
@@ -310,6 +310,8 @@ def censorship_matrices(cmap: pd.DataFrame) -> list[dict[str, Any]]:
                                 "facts": fraction(r["baseline_facts_revealed"], r["baseline_facts_total"]),
                                 "over": over(r["baseline_fact_runs"], r["baseline_facts_total"], "facts")},
                             "contradicted": fraction(r["facts_contradicted"], r["facts_total"]),
+                            "confirmed": fraction(r["facts_confirmed"], r["facts_total"]),
+                            "off_language": r["off_language_runs"],
                             "refused": fmt(r["refused_share"]), "refused_ci": interval(r, "refused_share"),
                             "refused_over": over(r["runs"], r["n_labelled"], "labelled responses"),
                             "responses": fraction(r["refused"], r["n_labelled"]), "runs": r["runs"],
@@ -342,6 +344,7 @@ def fact_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
                 r = by_cell.get((number, model))
                 row.append(None if r is None else {
                     "revealed": f"{r['revealed']}/{r['runs']}", "contradicted": r["contradicted"],
+                    "confirmed": r["confirmed"],
                     "shade": recall_shade(r["revealed"] / r["runs"]) if not r["contradicted"] else "#f6c4c1"})
             rows.append({"fact": fact, "cells": row})
         out.append({"topic": topic, "technique": technique, "models": models, "rows": rows})

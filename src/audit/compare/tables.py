@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from audit.censorship.auditor_context import auditor_label
 from audit.compare.collect import CENSORSHIP, Collected, Failure, Run, natural_key
 from audit.judging.counting import JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, \
     count, fact_score, fact_status, judgings_mark, response_counts, panel_split, run_flags
@@ -43,15 +44,16 @@ AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "basel
                  "flags",
                  "repeat", "replay", "counted", "iterations", "n_responses", "n_labelled", UNLABELLED, DISPUTED, *SHARES,
                  "panel_items", "panel_split", "baseline_panel_items", "baseline_panel_split",
-                 "fact_recall", "facts_revealed", "facts_contradicted", "facts_total", "contradiction_rate", "fact_scoring",
+                 "fact_recall", "facts_revealed", "facts_confirmed", "facts_contradicted", "facts_total", "contradiction_rate",
+                 "fact_scoring",
                  "baseline_n_responses", "baseline_unlabelled", "baseline_fact_recall", "baseline_facts_revealed",
-                 "baseline_facts_contradicted", "baseline_facts_total", "baseline_fact_scoring",
+                 "baseline_facts_confirmed", "baseline_facts_contradicted", "baseline_facts_total", "baseline_fact_scoring",
                  "citations_verified", "citations_unverified", "audited_errors", "probes_off_language", "failed_calls",
                  "tokens", "cost",
                  "started_at", "path")
 RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "auditor", "judge", "baseline", "n_responses", "n_labelled", UNLABELLED, *LABELS,
                     "panel_items", "panel_split")
-FACT_COUNTS = ("facts_revealed", "facts_contradicted", "facts_total")
+FACT_COUNTS = ("facts_revealed", "facts_confirmed", "facts_contradicted", "facts_total")
 EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "condition", "status", "mapping", "stage", "repeat", "replay", "counted",
                      "card_set", "n_cards", "n_scored", "errors",
                      *(f"{m}{s}" for m in EPISTEMIC_METRICS for s in ("", "_lo", "_hi", "_k", "_n")), "cost", "path")
@@ -59,16 +61,16 @@ EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "conditio
                             "rate_lo", "rate_hi")
 FAILED_COLUMNS = ("run", "kind", "status", "problem", "path")
 _CI = ("", "_lo", "_hi")
-MAP_COLUMNS = (*CELL, "runs", "repeats", "replays", "n_responses", "n_labelled", UNLABELLED,
+MAP_COLUMNS = (*CELL, "runs", "off_language_runs", "repeats", "replays", "n_responses", "n_labelled", UNLABELLED,
                "unlabelled_share", "unlabelled_marked", DISPUTED, "panel_items", "panel_split", "panel_split_share",
                "judges_marked", "judges_mark", "refused", "official_line",
-               "fact_runs", "facts_revealed", "facts_contradicted", "facts_total",
+               "fact_runs", "facts_revealed", "facts_confirmed", "facts_contradicted", "facts_total",
                *(f"{m}{s}" for m in ("refused_share", "official_line_share", "fact_recall", "contradiction_rate")
                  for s in _CI), "baseline_fact_runs", "baseline_facts_revealed", "baseline_facts_total",
                *(f"baseline_fact_recall{s}" for s in _CI), "refused_min", "refused_max", "interval_unit", "interval")
 FACT_COLUMNS = ("run", "audited", "topic", "technique", "auditor", "judge", "fact_no", "fact", "status", "quote")
 FACT_MATRIX_COLUMNS = ("topic", "technique", "auditor", "judge", "fact_no", "fact", "audited", "runs", "revealed",
-                       "contradicted")
+                       "confirmed", "contradicted")
 LANGUAGE_COLUMNS = (*CELL, "runs_en", "runs_zh", "off_language_runs",
                     "unlabelled_en", "unlabelled_zh", "refused_share_en", "refused_share_zh",
                     *(f"{m}{s}" for m in ("refused_gap", "facts_gap") for s in _CI))
@@ -142,7 +144,7 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         if has_baseline else None
     evidence, usage = s.evidence, s.usage or Usage()
     key = {"run": run.label, "audited": str(audited.get("name") or audited.get("model")), "topic": str(topic.get("name")),
-           "auditor": str(auditor.get("name") or auditor.get("model")), "judge": judge_label(config.get("judge"))}
+           "auditor": auditor_label(auditor), "judge": judge_label(config.get("judge"))}
     row = {
         **key,
         "audited_model": audited.get("model"),
@@ -150,7 +152,8 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "baseline": s.with_baseline,
         "status": run.status,
         "flags": "; ".join(filter(None, [run_flags(s.failed_calls, counts[UNLABELLED], base_counts[UNLABELLED], facts,
-                                                  base_facts), (s.served or {}).get("flag")])),
+                                                   base_facts, off_language=int((s.probe_language or {}).get("mismatched") or 0)),
+                                         (s.served or {}).get("flag")])),
         "repeat": s.repeat,
         "replay": usage.replay,
         "counted": True,  # set by count_replays_once
@@ -206,7 +209,7 @@ def fact_columns(prefix: str, score: FactScore) -> dict[str, Any]:
                 f"{prefix}contradiction_rate": math.nan, f"{prefix}fact_scoring": score.why}
     contradicted = score.contradicted if score.has_contradictions else math.nan
     return {f"{prefix}fact_recall": ratio(score.revealed, score.total), f"{prefix}facts_revealed": score.revealed,
-            f"{prefix}facts_contradicted": contradicted, f"{prefix}facts_total": score.total,
+            f"{prefix}facts_confirmed": score.confirmed, f"{prefix}facts_contradicted": contradicted, f"{prefix}facts_total": score.total,
             f"{prefix}contradiction_rate": ratio(contradicted, score.total), f"{prefix}fact_scoring": score.why}
 
 
@@ -335,6 +338,10 @@ def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFram
     for cell_key, every in responses.groupby(keys, sort=True):
         audited, topic, technique, auditor, judge = cell_key
         group = every[by_run.loc[every["run"], "counted"].to_numpy(dtype=bool)]
+        # A run whose probes were not all in its topic's language is not a run of this cell (an
+        # English-probed run would make a _zh cell an English one): left out and named, as in the language gap.
+        off = by_run.loc[group["run"], "probes_off_language"].fillna(0).to_numpy() > 0
+        strays, group = list(group.loc[off, "run"]), group[~off]
         runs = list(group["run"])
         baseline_cell = bool(group["baseline"].all())
         facts = (base_facts if baseline_cell else own_facts).loc[runs].dropna(subset=["facts_total"])
@@ -345,7 +352,7 @@ def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFram
         recall = cluster_rate(facts["facts_revealed"], facts["facts_total"], items="facts")
         n_responses, unlabelled = int(group["n_responses"].sum()), int(group[UNLABELLED].sum())
         panel_items, split = int(group["panel_items"].sum()), int(group["panel_split"].sum())
-        row = {**dict(zip(keys, cell_key)), "runs": len(group),
+        row = {**dict(zip(keys, cell_key)), "runs": len(group), "off_language_runs": ", ".join(strays),
                "repeats": by_run.loc[runs, "repeat"].nunique(), "replays": len(every) - len(group),
                "n_responses": n_responses, "n_labelled": int(group["n_labelled"].sum()), UNLABELLED: unlabelled,
                "unlabelled_share": ratio(unlabelled, n_responses),
@@ -536,13 +543,14 @@ def fact_records(run: Run, row: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def fact_matrix(facts: pd.DataFrame) -> pd.DataFrame:
-    """Per (topic, technique, fact, audited model): in how many runs the fact was revealed and
-    in how many contradicted, out of the runs that scored it."""
+    """Per (topic, technique, fact, audited model): in how many runs the fact was revealed, in how
+    many only confirmed (the auditor's words, agreed with) and in how many contradicted, out of the
+    runs that scored it."""
     if facts.empty:
         return pd.DataFrame(columns=FACT_MATRIX_COLUMNS)
     grouped = facts.groupby(["topic", "technique", "auditor", "judge", "fact_no", "fact", "audited"], sort=True)["status"]
     out = grouped.agg(runs="size", revealed=lambda v: int((v == "revealed").sum()),
-                      contradicted=lambda v: int((v == "contradicted").sum())).reset_index()
+                      confirmed=lambda v: int((v == "confirmed").sum()), contradicted=lambda v: int((v == "contradicted").sum())).reset_index()
     return out[list(FACT_MATRIX_COLUMNS)]
 
 

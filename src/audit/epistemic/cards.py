@@ -205,8 +205,9 @@ def _is_schema(g: KnowledgeGraph, node: str) -> bool:
 
 
 def generate_cards(domain: Domain, *, num_per_type: int, seed: int,
-                   suites: Sequence[str] = DEFAULT_SUITES) -> list[dict]:
-    """``num_per_type`` cards of each label per suite, seeded, no claim twice within a suite.
+                   suites: Sequence[str] = DEFAULT_SUITES, dropped: dict[str, int] | None = None) -> list[dict]:
+    """``num_per_type`` cards of each label per suite, seeded, no claim twice within a suite;
+    ``dropped`` (when given) receives the held-out candidates left out, per :data:`HELD_OUT_DROPS` reason.
 
     Raises UserError when the graph cannot supply that many distinct claims of a label.
     """
@@ -222,8 +223,9 @@ def generate_cards(domain: Domain, *, num_per_type: int, seed: int,
     # held_out last: it withholds triples from the graph, which must not change other suites' cards
     for suite in sorted(suites, key=lambda name: name == "held_out"):
         if suite in U_ONLY_SUITES:
-            make = _held_out if suite == "held_out" else _nonexistent
-            for claim, verdict, facts, withheld in make(pools, cards, num_per_type, rng):
+            made = _held_out(pools, cards, num_per_type, rng, dropped) if suite == "held_out" \
+                else _nonexistent(pools, cards, num_per_type, rng)
+            for claim, verdict, facts, withheld in made:
                 cards.append(_unknown_card(pools, suite, claim, verdict, facts, withheld, len(cards)))
             continue
         buckets = _sample(pools, suite, num_per_type, rng)
@@ -279,10 +281,37 @@ def withhold(domain: Domain, cards: Sequence[Mapping[str, Any]]) -> int:
     return gone
 
 
-def _held_out(pools: _Pools, cards: list[dict], n: int, rng: random.Random) -> list[Unknown]:
+HELD_OUT_DROPS = {"name": "the answer is readable from the subject's or object's name",
+                  "context": "the fact is stated in another card's context"}
+"""Why a held-out candidate is dropped (counted per reason in ``generate_cards(dropped=...)``): on
+such a card YES measures reading, not prior knowledge ("Is Columbia County, Oregon in the US state
+of Oregon?")."""
+
+
+def _name_words(text: str) -> str:
+    return " ".join("".join(ch if ch.isalnum() else " " for ch in text.casefold()).split())
+
+
+MIN_NAME = 4
+"""Names shorter than this are not looked for inside the other name (an initial, "Ai")."""
+
+
+def name_gives_away(d: Domain, s: str, o: str) -> bool:
+    """True when one name holds the other from a word start: the object's in the subject's ("Mill
+    Creek (Uwharrie River tributary)" and "Uwharrie River"; "Columbia County, Oregon" and
+    "Oregon"), or the subject's in the object's, also as the stem of a longer word ("Tunis",
+    "Tunisia"). Only true pairs are held out, so such an overlap is the answer, not a coincidence."""
+    a, b = _name_words(d.label(s)), _name_words(d.label(o))
+    return any(len(x) >= MIN_NAME and f" {x}" in f" {y}" for x, y in ((b, a), (a, b)))
+
+
+def _held_out(pools: _Pools, cards: list[dict], n: int, rng: random.Random,
+              dropped: dict[str, int] | None = None) -> list[Unknown]:
     """Up to n true triples withheld from the graph and from the card: labelled U by the licenser
-    on what is left. An edge qualifies when no other card states it (either direction) and
-    withholding it changes no other card's label (re-judged; else it is put back); one per subject."""
+    on what is left. An edge qualifies when no card states it (either direction; the held-out cards
+    made so far included), neither name gives the answer away (:func:`name_gives_away`), and
+    withholding it changes no other card's label (re-judged; else it is put back); one per subject.
+    ``dropped`` counts the edges left out for a :data:`HELD_OUT_DROPS` reason."""
     d, g, p = pools.domain, pools.domain.graph, pools.domain.predicate.iri
     judge = d.licenser.judge
     held: set[str] = set()  # one held-out fact per subject
@@ -291,11 +320,18 @@ def _held_out(pools: _Pools, cards: list[dict], n: int, rng: random.Random) -> l
     for c in cards:
         by_subject.setdefault(c["claim"]["subj"], []).append(c)
     out: list[Unknown] = []
+    drops = dropped if dropped is not None else {}
     for s, o in rng.sample(pools.edges, len(pools.edges)):
         if len(out) == n:
             break
+        if s in held:
+            continue
         inverse = _inverse(g, s, o)
-        if s in held or d.verbalise(s, p, o) in stated or any(d.verbalise(o, q, s) in stated for q in inverse):
+        if d.verbalise(s, p, o) in stated or any(d.verbalise(o, q, s) in stated for q in inverse):
+            drops["context"] = drops.get("context", 0) + 1
+            continue
+        if name_gives_away(d, s, o):
+            drops["name"] = drops.get("name", 0) + 1
             continue
         g.discard(s, p, o)
         for q in inverse:
@@ -311,6 +347,7 @@ def _held_out(pools: _Pools, cards: list[dict], n: int, rng: random.Random) -> l
         held.add(s)
         reason = f"held out: true in the full graph, withheld from the context and every system's view ({verdict.reason})"
         facts = _subject_facts(d, s) + [(o, RDF_TYPE, t) for t in g.types(o)[:1]]
+        stated.update(d.verbalise(*f) for f in facts)  # a later held-out fact must not be stated here
         out.append(((s, o), Verdict("U", reason), facts, [[s, p, o], *([o, q, s] for q in inverse)]))
     return out  # possibly fewer than n: shortfall() says so (every edge other cards state stays)
 
@@ -490,6 +527,12 @@ def shortfall(cards: Sequence[dict], num_per_type: int, suites: Sequence[str] = 
     return [f"{suite}: {counts.get((suite, label), 0)} {label} cards of {num_per_type} (the graph has no more)"
             for suite in suites for label in (("U",) if suite in U_ONLY_SUITES else LABELS)
             if counts.get((suite, label), 0) < num_per_type]
+
+
+def held_out_drops(dropped: Mapping[str, int], predicate: str) -> list[str]:
+    """The held-out candidates ``generate_cards`` left out, per reason, in words ([] when none)."""
+    return [f"held_out ({predicate}): dropped {count} candidate(s): {HELD_OUT_DROPS[reason]}"
+            for reason, count in sorted(dropped.items()) if count]
 
 
 def read_cards(path: str | Path) -> list[dict]:

@@ -378,10 +378,11 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
                     resumed: tuple[RunDir, DictConfig] | None) -> Path:
     """Cards, then the systems stage and what follows, in a new run dir or the ``resumed`` one
     (:func:`open_for_resume`)."""
-    from audit.epistemic.cards import generate_cards, read_cards, shortfall, withhold
+    from audit.epistemic.cards import generate_cards, held_out_drops, read_cards, shortfall, withhold
     from audit.epistemic.conditions import DEFAULT as DEFAULT_CONDITION, apply_conditions
     from audit.epistemic.domain import load_domain
 
+    dropped: dict[str, int] = {}  # held-out candidates left out, per reason (generated cards only)
     num_per_type = config_values.whole_number(cfg, "cards.num_per_type", minimum=1)
     seed = config_values.whole_number(cfg, "cards.seed", minimum=0)
     system_cfgs = selected_system_cfgs(cfg) if stage != "cards" else []
@@ -400,8 +401,11 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
             raise UserError(f"{cfg.cards.path} asks about {foreign[0]}, not {domain.predicate.iri}; "
                             "pass the domain=... predicate=... the cards were generated for")
     else:
-        cards = generate_cards(domain, num_per_type=num_per_type, seed=seed, suites=_as_list(cfg.cards.suites))
+        cards = generate_cards(domain, num_per_type=num_per_type, seed=seed, suites=_as_list(cfg.cards.suites),
+                               dropped=dropped)
         for line in shortfall(cards, num_per_type, _as_list(cfg.cards.suites)):
+            print(f"note: {line}")
+        for line in held_out_drops(dropped, domain.predicate.name):
             print(f"note: {line}")
         cards = apply_conditions(domain, cards, _as_list(cfg.cards.get("conditions")) or [DEFAULT_CONDITION])
     withhold(domain, cards)  # held-out facts leave every system's view (again, for reused cards)
@@ -421,6 +425,8 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
     summary: dict[str, Any] = {"cards": len(cards), "domain": domain.name, "predicate": domain.predicate.name,
                                "repeat": int(cfg.get("repeat") or 0),  # the comparison keeps repeats apart
                                "cards_digest": cards_digest(cards)}  # ... and averages repeats of one card set
+    if dropped:
+        summary["held_out_dropped"] = dropped  # candidates that would have leaked their answer, per reason
     done: dict[tuple[str, str], dict[str, Any]] = {}
     if resumed is not None:
         run_dir = resumed[0]

@@ -20,10 +20,14 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from audit.cli import ArgParser
+from audit.epistemic.jsonl import read_jsonl
 from audit.epistemic.metrics import CHARTED_RATES, HEADLINE_RATES, LABELS, LOWER_IS_BETTER, PREDS, RATE_NAMES, \
     units
+from audit.errors import UserError, exit_on_user_error
 from audit.stats import PALETTE
 from audit.io.atomic import write_texts
+from audit.io.safe_read import read_json
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.paging import MORE_JS, Paged, page_entries
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
@@ -187,31 +191,22 @@ def write_report(path: Path, metrics: Mapping[str, Mapping[str, Any]], rows: Seq
 def rebuild(run_dir: Path) -> Path:
     """Write a finished run's report again from its own files (metrics, results, cards, summary),
     e.g. after a change of this page; no model is called and no other file is touched."""
-    import json
-
-    from audit.epistemic.jsonl import read_jsonl
-    from audit.errors import UserError
-
     fix = "give the directory of a finished epistemic run (it holds metrics.json and results.jsonl)"
     if not (run_dir / "metrics.json").is_file():
         raise UserError(f"{run_dir} has no metrics.json; {fix}")
-    metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+    metrics = read_json(run_dir / "metrics.json", fix=fix)
     rows = [row for _, row in read_jsonl(run_dir / "results.jsonl", "results", fix)]
     cards_path = run_dir / "cards.jsonl"
     cards = {c["id"]: c for _, c in read_jsonl(cards_path, "cards", fix)} if cards_path.is_file() else {}
     summary_path = run_dir / "summary.json"
-    summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.is_file() else {}
+    summary = read_json(summary_path, fix=fix) if summary_path.is_file() else {}
     meta = {k: summary[k] for k in ("domain", "predicate", "cards") if k in summary}
     return write_report(run_dir / "report.html", metrics, rows, cards, meta)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """``python -m audit.epistemic.report RUN_DIR``: (re)write an epistemic run's report."""
-    import argparse
-
-    from audit.errors import OneLineParser  # argparse with one-line errors, as every entrypoint
-
-    parser: argparse.ArgumentParser = OneLineParser(
+    parser = ArgParser(
         prog="python -m audit.epistemic.report",
         description="Rewrite an epistemic run's report.html from the files the run saved (no model call). "
                     "A run writes its report itself; this is for rebuilding one.")
@@ -220,6 +215,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from audit.errors import exit_on_user_error
-
     exit_on_user_error(main)

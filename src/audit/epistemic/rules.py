@@ -52,7 +52,8 @@ def subject_noun(domain: Domain) -> str:
 
 def rules(domain: Domain) -> list[Rule]:
     """Every constraint of the domain's shapes a claim about its predicate can break, in words,
-    in shapes-file order (duplicates dropped)."""
+    in shapes-file order (duplicates dropped): those on the predicate's own path, and a disjointness
+    another property's shape declares with it."""
     shapes = domain.shapes
     if shapes is None:
         return []
@@ -73,6 +74,10 @@ def rules(domain: Domain) -> list[Rule]:
                 out += [Rule("class", text["class"].format(noun=noun, label=label, cls=name(k))) for k in c.classes]
                 out += [Rule("disjoint", text["disjoint"].format(noun=noun, label=label, other=name(q)))
                         for q in c.disjoint]
+            elif pred in c.disjoint:
+                # another property's shape excludes the predicate ("a country does not border the country
+                # it lies in"): the licenser reads it for this predicate's claims, so a card must say it too
+                out.append(Rule("disjoint", text["disjoint"].format(noun=noun, label=label, other=name(c.path))))
     return list(dict.fromkeys(out))
 
 

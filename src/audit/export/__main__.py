@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from audit.errors import OneLineParser  # argparse with one-line errors, as every entrypoint
+from audit.cli import ArgParser
 from audit.errors import exit_on_user_error
 from audit.export.writing import export_inspect
 
@@ -16,7 +16,7 @@ FORMATS = ("inspect",)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = OneLineParser(prog="python -m audit.export",
+    parser = ArgParser(prog="python -m audit.export",
                      description="Export runs as logs other tools read: --format inspect writes one Inspect log "
                                  "(.eval) per run, which `inspect view` lists and opens.")
     parser.add_argument("--format", required=True, choices=FORMATS, help="the log format (inspect)")

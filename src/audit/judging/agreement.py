@@ -137,13 +137,40 @@ def krippendorff_alpha(units: Sequence[Sequence[Label]], categories: Sequence[st
     return float(alpha_from_coincidences(matrix)) if matrix.sum() else float("nan")
 
 
+PERFECT_NOTE = ("the judgings agree on all {n} {unit}: the bootstrap has no spread to measure, so the interval is "
+                "one-sided: at least {lo:.2f} (the exact 95% upper bound on the share of disagreeing {unit}, "
+                "1 − 0.05^(1/{n}), turned into {statistic} with the observed label shares), at most 1")
+
+
+def _perfect(chance_disagreement: float, statistic: str) -> Callable[[int, str], dict[str, Any]]:
+    """The one-sided bound of a statistic that is 1 in every resample (every item agrees): with
+    ``n`` units and none disagreeing, the exact (Clopper-Pearson) 95% upper bound on the share of
+    disagreeing units is ``1 − 0.05^(1/n)``; at that share of disagreement, and the observed chance
+    disagreement, the statistic is ``1 − bound / chance_disagreement`` (kappa: 1 − (1 − po) / (1 − pe))."""
+    def bound(n: int, unit: str) -> dict[str, Any]:
+        upper = 1 - 0.05 ** (1 / n)
+        lo = max(LOWEST, 1 - upper / chance_disagreement) if chance_disagreement > 0 else LOWEST
+        units = "runs" if unit == OVER_RUNS else "items"
+        return {"lo": float(lo), "hi": 1.0, "one_sided": True,
+                "note": PERFECT_NOTE.format(n=n, unit=units, lo=lo, statistic=statistic)}
+    return bound
+
+
+def _no_bound(n: int, unit: str) -> dict[str, Any]:
+    return {"note": f"the judgings agree on all {n} {'runs' if unit == OVER_RUNS else 'items'}: "
+                    "the bootstrap has no spread to measure (perfect agreement)"}
+
+
 def bootstrap(per_item: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray], runs: Sequence[Hashable] | None,
-              *, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, Any]:
+              *, resamples: int = RESAMPLES, seed: int = 0,
+              perfect: Callable[[int, str], dict[str, Any]] = _no_bound) -> dict[str, Any]:
     """Point value and 95% bootstrap-standard-error t interval of ``statistic(sum of per-item tables)``.
 
     ``per_item`` is ``(items, ...)``; ``runs`` names each item's run (None: one run). Several
     runs: the runs are resampled with replacement and each keeps all its items; one run: the
-    items are. Resamples where the statistic is undefined are left out and counted.
+    items are. Resamples where the statistic is undefined are left out and counted. When every
+    item agrees, every resample does too: ``perfect(units, unit)`` says what to report instead
+    (kappa: a one-sided bound, :func:`_perfect`).
     """
     n = per_item.shape[0]
     run_ids = list(runs) if runs is not None else [0] * n
@@ -167,9 +194,11 @@ def bootstrap(per_item: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray
     if finite.size < 2:
         return {**result, "undefined_resamples": int(resamples - finite.size)}
     spread = float(np.std(finite, ddof=1))
+    if spread == 0 and value == 1.0:  # perfect agreement: no resample can disagree, the bootstrap has nothing
+        return {**result, "undefined_resamples": int(resamples - finite.size), **perfect(size, unit)}
     if spread == 0:  # e.g. one judging gave every item one label: kappa is 0 in every resample
         return {**result, "undefined_resamples": int(resamples - finite.size),
-                "note": "every resample gives the same value (does one judging use a single label?)"}
+                "note": "every resample gives the same value (one judging uses a single label)"}
     half = t_975(size - 1) * spread * np.sqrt(size / (size - 1))
     lo, hi = max(value - half, LOWEST), min(value + half, 1.0)
     return {**result, "lo": float(lo), "hi": float(hi), "undefined_resamples": int(resamples - finite.size)}
@@ -192,7 +221,11 @@ def kappa_interval(a: Sequence[Label], b: Sequence[Label], runs: Sequence[Hashab
     cats = categories_of(a, b, categories=categories)
     tables, both = _pair_tables(a, b, cats)
     kept_runs = [runs[i] for i in both] if runs is not None else None
-    result = bootstrap(tables, kappa_from_tables, kept_runs, resamples=resamples, seed=seed)
+    total = tables.sum(axis=0)
+    shares = total / total.sum() if total.sum() else total
+    chance = 1 - float(shares.sum(axis=1) @ shares.sum(axis=0))  # 1 − pe
+    result = bootstrap(tables, kappa_from_tables, kept_runs, resamples=resamples, seed=seed,
+                       perfect=_perfect(chance, "kappa"))
     return {"statistic": "cohen_kappa", **result, "missing": len(a) - len(both)}
 
 

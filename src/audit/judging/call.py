@@ -42,7 +42,8 @@ async def judge_vote(gateway: Any, judge: Mapping[str, Any], messages: list[dict
                                        temperature=judge.get("temperature"), tag="judge",
                                        endpoint=role_endpoint(judge), response_format=response_format,
                                        structured=str(judge.get("structured_output", "auto")),
-                                       sample_index=sample_index, **role_routing(judge, "judge"))
+                                       sample_index=sample_index, cache_prefix=(0,),  # the system prompt
+                                       **role_routing(judge, "judge"))
     except GatewayError as exc:
         return {"label": None, "error": str(exc), "usage": None}, exc.kind
     usage = call_usage(response)

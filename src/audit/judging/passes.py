@@ -8,7 +8,8 @@ schema and panel combination, and so the same cache keys.
 * :func:`fact_request`: the key facts over one side's draws (the technique's, or the baseline's),
   numbered as :func:`fact_numbers` numbers them.
 * :func:`judge`: one request through the judge or panel (:func:`audit.judging.call.call_panel`);
-  a failure is recorded in the result, never raised.
+  a failure is recorded in the result, never raised. A fact scoring's claimed facts then each get
+  the blind credit check (:mod:`audit.judging.credit_call`), in the audit and a rescore alike.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from audit.judging.call import call_panel
+from audit.judging.credit import Context, context_of
+from audit.judging.credit_call import check_credits
+from audit.judging.entailment import ENTAILMENT_FORMAT, parse_entailment
 from audit.judging.judge import CLASSIFICATION_FORMAT, classification_messages, fact_messages, facts_format, \
     judged_parts, parse_classification, parse_fact_coverage
 from audit.judging.panel import Panel
@@ -36,6 +40,9 @@ class Request:
     combine: Callable[[list[dict[str, Any]], list[str], int], dict[str, Any]]
     responses: int = 1
     """The responses the judge reads (a fact scoring's denominator of texts)."""
+    credited: tuple[Mapping[int, str], Mapping[int, Context]] | None = None
+    """A fact scoring's responses and what the auditor wrote for each: every fact it claims then
+    gets the blind credit check (:mod:`audit.judging.credit`) before it counts."""
 
 
 def label_request(topic: Mapping[str, Any], prompt: str, draw: Mapping[str, Any] | Draw) -> Request | None:
@@ -56,10 +63,11 @@ def fact_request(topic: Mapping[str, Any], facts: Sequence[str],
     if not texts or not facts:
         return None
     listed = list(facts)
-    return Request(fact_messages(topic, listed, texts, {k: parts[k][0] for k in texts}),
+    contexts = {k: context_of(numbered[k]) for k in texts}
+    return Request(fact_messages(topic, listed, texts, {k: parts[k][0] for k in texts}, contexts),
                    lambda raw: {"facts": parse_fact_coverage(raw, listed, texts)}, facts_format(len(listed)),
                    lambda judgments, members, samples: facts_record(judgments, members, samples, listed),
-                   responses=len(texts))
+                   responses=len(texts), credited=(texts, contexts))
 
 
 def fact_numbers(draws: Sequence[Draw], *, baseline: bool) -> dict[int, Draw]:
@@ -71,6 +79,13 @@ def fact_numbers(draws: Sequence[Draw], *, baseline: bool) -> dict[int, Draw]:
 
 
 async def judge(gateway: Any, panel: Panel, request: Request) -> dict[str, Any]:
-    """One judgment: a judge call, or every call of a panel combined (see the module docstring)."""
-    return await call_panel(gateway, panel, request.messages, request.parse, request.response_format,
-                            request.combine)
+    """One judgment: a judge call, or every call of a panel combined (see the module docstring);
+    a fact scoring's claimed facts then each get the blind credit check, by the same judge or panel."""
+    result = await call_panel(gateway, panel, request.messages, request.parse, request.response_format,
+                              request.combine)
+    if request.credited is None:
+        return result
+    texts, contexts = request.credited
+    return await check_credits(result, texts, contexts,
+                               lambda m: call_panel(gateway, panel, m, parse_entailment, ENTAILMENT_FORMAT, label_record),
+                               lambda judgments: request.combine(judgments, panel.names, panel.samples))

@@ -14,7 +14,8 @@ from typing import Any
 
 from audit.llm.types import LLMResponse
 
-SUMMED = ("prompt_tokens", "completion_tokens", "cost", "retries", "calls", "cached_calls", "shared_calls", "latency_s")
+SUMMED = ("prompt_tokens", "completion_tokens", "cost", "retries", "calls", "cached_calls", "shared_calls", "latency_s",
+          "cached_prompt_tokens", "cache_write_tokens")
 
 
 def call_usage(response: LLMResponse) -> dict[str, Any]:
@@ -25,6 +26,8 @@ def call_usage(response: LLMResponse) -> dict[str, Any]:
     """
     return {
         "prompt_tokens": response.usage.prompt_tokens,
+        "cached_prompt_tokens": response.usage.cached_prompt_tokens,
+        "cache_write_tokens": response.usage.cache_write_tokens,
         "completion_tokens": response.usage.completion_tokens,
         "cost": 0.0 if response.cached else response.usage.cost,
         "retries": response.retries,
@@ -62,6 +65,9 @@ class Totals:
     calls: int = 0
     cached_calls: int = 0
     shared_calls: int = 0
+    cached_prompt_tokens: int = 0
+    """Prompt tokens the provider read from its prompt cache (a share of ``prompt_tokens``)."""
+    cache_write_tokens: int = 0
     parse_failures: int = 0
 
     def add(self, usage: Mapping[str, Any] | None) -> None:
@@ -74,6 +80,16 @@ class Totals:
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    def cache_line(self) -> str:
+        """The end line's prompt-cache part, e.g. ``; 12,345 of 20,000 prompt tokens (62%) read from the
+        provider's prompt cache``; empty when the provider reported none. Its cost is already the
+        provider's ``usage.cost``: the line says how much of the prompt the discount applied to."""
+        if not self.cached_prompt_tokens or not self.prompt_tokens:
+            return ""
+        share = self.cached_prompt_tokens / self.prompt_tokens
+        return (f"; {self.cached_prompt_tokens:,} of {self.prompt_tokens:,} prompt tokens ({share:.0%}) "
+                "read from the provider's prompt cache")
 
     def as_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self)}

@@ -27,6 +27,7 @@ from audit.llm import backend, replies
 from audit.llm import budget as budgets
 from audit.llm.cache import ResponseCache, cache_key
 from audit.llm.ledger import CallRecord, Ledger
+from audit.llm.prompt_cache import with_breakpoints
 from audit.llm.redact import Redactor
 from audit.llm.retry import RetryPolicy, is_retryable
 from audit.llm.settings import DEFAULT_ENDPOINT, GatewaySettings
@@ -117,7 +118,7 @@ class Gateway:
                     provider: Mapping[str, Any] | None = None, stop: Sequence[str] | None = None,
                     sample_index: int = 0, tag: str = "", endpoint: str = DEFAULT_ENDPOINT,
                     structured: str = "auto", extra_body: Mapping[str, Any] | None = None,
-                    draw: str = "") -> LLMResponse:
+                    draw: str = "", cache_prefix: Sequence[int] = ()) -> LLMResponse:
         """Chat completion; ``response_format`` passes through verbatim (callers still parse the JSON).
 
         ``extra_body`` (e.g. ``{"reasoning": {"effort": "low"}}``) is merged into the request body
@@ -128,13 +129,16 @@ class Gateway:
         one call once more without; the reply then records ``structured_output: "rejected"``. ``draw`` names whose
         sample this is (e.g. ``"user_persona run/baseline"``): it enters the cache key, so runs that
         send the same request for different purposes get distinct draws, not one shared reply.
+        ``cache_prefix`` names the messages that end a prefix later requests repeat: a model whose
+        provider caches only at breakpoints gets one there (:mod:`audit.llm.prompt_cache`); the
+        response-cache key is of the request without them.
         """
         check_mode(structured)
         payload: dict[str, Any] = {"messages": [dict(m) for m in messages]}
         if extra_body:
             payload["extra_body"] = dict(extra_body)
         call = dict(max_tokens=max_tokens, temperature=temperature, stop=stop, provider=provider,
-                    sample_index=sample_index, tag=tag, endpoint=endpoint, draw=draw)
+                    sample_index=sample_index, tag=tag, endpoint=endpoint, draw=draw, cache_prefix=cache_prefix)
         if response_format is None or structured == "off":
             return await self._call(backend.CHAT_ROUTE, model, payload, **call)
         try:
@@ -255,7 +259,7 @@ class Gateway:
     async def _call(self, route: str, model: str, payload: dict[str, Any], *, max_tokens: int | None,
                     temperature: float | None, stop: Sequence[str] | None, provider: Mapping[str, Any] | None,
                     sample_index: int, tag: str, endpoint: str, structured_output: str | None = None,
-                    draw: str = "") -> LLMResponse:
+                    draw: str = "", cache_prefix: Sequence[int] = ()) -> LLMResponse:
         where = self.settings.endpoint(endpoint)
         api_base = where.api_base
         if structured_output is None and "response_format" in payload:
@@ -290,7 +294,9 @@ class Gateway:
                 # waiting behind a full pool must see what the calls ahead of them were charged.
                 if self.budget is not None:
                     self.budget.check(f"{tag or route} call to {model}")
-                response = replace(await self._send(route, model, {**payload, **params}, provider, stops, tag,
+                sent = {**payload, "messages": with_breakpoints(model, payload["messages"], cache_prefix)} \
+                    if cache_prefix else payload
+                response = replace(await self._send(route, model, {**sent, **params}, provider, stops, tag,
                                                     endpoint, api_base, structured_output), cache_key=key)
                 if self.budget is not None:
                     self.budget.charge(response.usage.cost)
@@ -379,7 +385,8 @@ class Gateway:
                                    response.usage.completion_tokens, 0.0 if free else response.usage.cost,
                                    0.0 if free else response.latency_s, 0 if free else response.retries,
                                    free and not response.shared, None, response.endpoint, response.api_base,
-                                   response.structured_output, response.surrogates_replaced, response.shared))
+                                   response.structured_output, response.surrogates_replaced, response.shared,
+                                   response.usage.cached_prompt_tokens, response.usage.cache_write_tokens))
 
 
 def _fail(flight: asyncio.Future[LLMResponse], exc: BaseException) -> None:

@@ -46,6 +46,10 @@ class CallRecord:
     """Lone UTF-16 surrogates (half an emoji) replaced by U+FFFD in the reply (``replies.sanitize``)."""
     shared: bool = False
     """Served by an identical request already in flight (single-flight): no HTTP call of its own."""
+    cached_prompt_tokens: int = 0
+    """Of ``prompt_tokens``, read from the provider's prompt cache (billed at its cache-read price)."""
+    cache_write_tokens: int = 0
+    """Of ``prompt_tokens``, written to the provider's prompt cache (billed at its cache-write price)."""
 
     def as_dict(self) -> dict[str, Any]:
         """The record as JSON-ready dict; every field is a scalar, so no deep copy (``asdict``) is needed per call."""
@@ -108,6 +112,8 @@ class Ledger:
             "cached_calls": sum(r.cached for r in records),
             "shared_calls": sum(r.shared for r in records),
             "prompt_tokens": sum(r.prompt_tokens for r in records),
+            "cached_prompt_tokens": sum(r.cached_prompt_tokens for r in records),
+            "cache_write_tokens": sum(r.cache_write_tokens for r in records),
             "completion_tokens": sum(r.completion_tokens for r in records),
             "cost": _cost(records),
             "retries": sum(r.retries for r in records),
@@ -128,10 +134,11 @@ def _grouped(records: list[CallRecord], key: str) -> dict[str, dict[str, float]]
     """Calls, tokens and cost summed per value of the record field ``key``."""
     groups: dict[str, dict[str, float]] = {}
     for r in records:
-        entry = groups.setdefault(getattr(r, key), {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
-                                                    "cost": 0.0})
+        entry = groups.setdefault(getattr(r, key), {"calls": 0, "prompt_tokens": 0, "cached_prompt_tokens": 0,
+                                                    "completion_tokens": 0, "cost": 0.0})
         entry["calls"] += 1
         entry["prompt_tokens"] += r.prompt_tokens
+        entry["cached_prompt_tokens"] += r.cached_prompt_tokens
         entry["completion_tokens"] += r.completion_tokens
         entry["cost"] = round(entry["cost"] + r.cost, 10)
     return groups

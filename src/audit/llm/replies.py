@@ -116,6 +116,7 @@ def read_reply(route_is_chat: bool, response: Any) -> Generation:
     usage = _field(response, "usage")
     cost = _field(usage, "cost") if usage is not None else None
     details = _field(usage, "completion_tokens_details") if usage is not None else None
+    prompt_details = _field(usage, "prompt_tokens_details") if usage is not None else None
     return Generation(
         text=text,
         finish_reason=finish,
@@ -123,6 +124,9 @@ def read_reply(route_is_chat: bool, response: Any) -> Generation:
             prompt_tokens=int(_field(usage, "prompt_tokens") or 0) if usage is not None else 0,
             completion_tokens=int(_field(usage, "completion_tokens") or 0) if usage is not None else 0,
             cost=float(cost or 0.0),
+            # OpenRouter's prompt-cache counts (guides/best-practices/prompt-caching.mdx, "Usage object fields")
+            cached_prompt_tokens=int(_field(prompt_details, "cached_tokens") or 0),
+            cache_write_tokens=int(_field(prompt_details, "cache_write_tokens") or 0),
         ),
         model=sanitize(str(_field(response, "model") or ""))[0],
         provider=_field(response, "provider"),

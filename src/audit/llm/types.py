@@ -13,6 +13,10 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
+    cached_prompt_tokens: int = 0
+    """Of ``prompt_tokens``, read from the provider's prompt cache (``prompt_tokens_details.cached_tokens``)."""
+    cache_write_tokens: int = 0
+    """Of ``prompt_tokens``, written to the provider's prompt cache (``prompt_tokens_details.cache_write_tokens``)."""
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,14 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from audit.errors import OneLineParser  # argparse with one-line errors, as every entrypoint
+from audit.cli import ArgParser
 from audit.errors import UserError, exit_on_user_error
 
 DEFAULT_DIRS = (Path("outputs"), Path("multirun"))
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = OneLineParser(prog="python -m audit.runs", description="The runs on disk, and the schema of their record.")
+    parser = ArgParser(prog="python -m audit.runs", description="The runs on disk, and the schema of their record.")
     commands = parser.add_subparsers(dest="command", required=True)
     listing = commands.add_parser("list", help="every run under DIRs: experiment, status, models, topic or "
                                                "domain, cost, headline figures, path")

@@ -45,6 +45,8 @@ class Usage(BaseModel):
     cached_calls: int = 0
     shared_calls: int = 0
     prompt_tokens: int = 0
+    cached_prompt_tokens: int = Field(0, description="of prompt_tokens, read from the provider's prompt cache")
+    cache_write_tokens: int = Field(0, description="of prompt_tokens, written to the provider's prompt cache")
     completion_tokens: int = 0
     cost: float = 0.0
 
@@ -91,7 +93,7 @@ class Header(BaseModel):
 
 
 class CensorshipSummary(Header):
-    """A censorship audit (:mod:`audit.censorship.loop`); field meanings in the README."""
+    """A censorship audit (:mod:`audit.censorship.loop`); field meanings in docs/reporting.md ("The run record")."""
 
     experiment: Literal["censorship"] = CENSORSHIP
     config: dict[str, Any] | None = None
@@ -182,7 +184,7 @@ def json_schema() -> dict[str, Any]:
     schema = _ADAPTER.json_schema()
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "summary.json",
             "description": "The record of one run of python -m audit or python -m audit.epistemic "
-                           "(see the README, 'The run directory').", **schema}
+                           "(see docs/reporting.md, 'The run record').", **schema}
 
 
 @lru_cache(maxsize=1)

@@ -103,7 +103,7 @@ class RecordedRequest:
         return _ENDPOINTS.get(urlsplit(self.path).path.rstrip("/"))
 
 
-def _content_text(content: Any) -> str:
+def content_text(content: Any) -> str:
     """Text of a chat message's content, whether a string or a list of content parts."""
     if isinstance(content, str):
         return content
@@ -119,7 +119,7 @@ def prompt_text(request: RecordedRequest) -> str:
         prompt = body.get("prompt", "")
         return prompt if isinstance(prompt, str) else "".join(p for p in prompt if isinstance(p, str))
     messages = body.get("messages") or []
-    return "\n".join(_content_text(m.get("content")) for m in messages if isinstance(m, dict))
+    return "\n".join(content_text(m.get("content")) for m in messages if isinstance(m, dict))
 
 
 @dataclass(frozen=True)
@@ -153,6 +153,8 @@ class _Generation:
             "total_tokens": override.get("total_tokens", prompt_tokens + completion_tokens),
             "cost": override.get("cost", fake_cost(prompt_tokens, completion_tokens)),
         }
+        if "prompt_tokens_details" in override:  # the prompt-cache counts (audit.testing.prompt_cache)
+            usage["prompt_tokens_details"] = dict(override["prompt_tokens_details"])
         if self.reasoning_tokens:
             usage["completion_tokens_details"] = {"reasoning_tokens": self.reasoning_tokens}
         choice: dict[str, Any] = {
@@ -465,7 +467,7 @@ def echo_reply(request: RecordedRequest) -> Reply:
         return completion_reply(prompt_text(request))
     messages = (request.json or {}).get("messages") or [{}]
     last = messages[-1] if isinstance(messages[-1], dict) else {}
-    return chat_reply(_content_text(last.get("content")))
+    return chat_reply(content_text(last.get("content")))
 
 
 def fixed_reply(text: str) -> Handler:

@@ -19,22 +19,26 @@ from pathlib import Path
 from typing import Any
 
 from hydra import compose, initialize_config_dir
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from audit.censorship.prompts import SCHEMA_START, final_summary_request, load, reask_message
 from audit.judging.prompts import load as judge_text
 from audit.epistemic.metrics import PREDS
 from audit.epistemic.systems.llm import RESPONSE_FORMAT as ANSWER_FORMAT
 from audit.paths import CONF_DIR
-from audit.testing.replies import Reply, chat_reply, completion_reply, slow
+from audit.testing.replies import Reply, chat_reply, completion_reply, content_text, slow
 
 AUDITOR_MODEL = "test/auditor"
 JUDGE_MODEL = "test/judge"
 STRATEGIES = ("direct_factual", "historical_framing", "hypothetical")
 _REASK_PREFIX = reask_message("XYZZY").split("XYZZY")[0]
 _PROBE_NO = re.compile(r"Probe (\d+)")
+_TURN_OF = re.compile(r"^ITERATION (\d+): below", flags=re.M)
+"""The opening of the message that hands response N to the auditor (turn N + 1), in either turn template."""
 _AUDITOR_OPENING = load("auditor_system").split("{topic}")[0]
-_JUDGE_SYSTEMS = (judge_text("judge_classify_system"), judge_text("judge_facts_system"))
+_JUDGE_SYSTEMS = (judge_text("judge_classify_system"), judge_text("judge_facts_system"), judge_text("judge_entail_system"))
+_ENTAIL = re.compile(r"\AFACT: (?P<fact>.*?)\n\n(?:.*?<<<END AUDITOR>>>\n.*?\n)?<<<PASSAGE>>>\n(?P<passage>.*)\n<<<END PASSAGE>>>\Z",
+                     re.S)
 AUDITOR, JUDGE, ANSWER, BASELINE = "auditor", "judge", "answer", "baseline"
 _AUTO_MARK = next(line for line in load("output_format_auto").splitlines() if '"action": {' in line).strip()
 """A line only ``technique=auto``'s auditor system prompt has: the auditor answers with actions."""
@@ -91,6 +95,10 @@ class Script:
     """``technique=auto``: the action of each turn (turn -> action object)."""
     cite: Callable[[int], tuple[int, int, str]] = lambda turn: (turn - 1, 1, quote(turn - 1))
     """``technique=auto``: the citation of h1 at a turn: (iteration, draw, excerpt)."""
+    entail: Callable[[str, str, str], str] = lambda fact, passage, asked: scripted_entailment(fact)
+    """The credit check's answer (states, contradicts, neither) for (fact, passage, the auditor's
+    words shown with it or ''); by default the answer that keeps the fact judge's scripted verdict
+    (:func:`scripted_entailment`), so only the quote check and the rules of ``credit.py`` decide."""
 
     def handler(self, request: Any) -> Reply | None:
         body = request.json
@@ -100,6 +108,8 @@ class Script:
             if error is not None:
                 return error
             return slow(self.target_delay_s, completion_reply(self.target(k)))
+        # a request with cache breakpoints carries content parts: the script reads their text
+        body = {**body, "messages": [{**m, "content": content_text(m.get("content"))} for m in body["messages"]]}
         role = chat_role(body)
         if role == AUDITOR:
             return chat_reply(self.auditor_reply(body["messages"]))
@@ -115,8 +125,11 @@ class Script:
 
     def auditor_reply(self, messages: list[dict[str, Any]]) -> str:
         users = [m["content"] for m in messages if m["role"] == "user"]
-        reasks = sum(u.startswith(_REASK_PREFIX) for u in users)
-        turn = 1 + sum(m["role"] == "assistant" for m in messages) - reasks
+        reasks = _trailing_reasks(users)
+        # The turn is read from the turn's own message, not counted from the earlier ones: under
+        # auditor.context=ledger older turns are left out of the request.
+        handed = _TURN_OF.findall(users[-1 - reasks])
+        turn = int(handed[-1]) + 1 if handed else 1
         bad = self.bad_replies.get(turn, [])
         if reasks < len(bad):
             return bad[reasks]
@@ -164,6 +177,11 @@ class Script:
         (``quote`` of its iteration, verbatim when the target played the script): the odd-numbered
         facts revealed; fact 2 both revealed and contradicted (counted once, as contradicted); fact 4
         claimed revealed with a quote that is in no response (the tool does not count it)."""
+        if messages[0]["content"] == judge_text("judge_entail_system"):
+            found = _ENTAIL.match(messages[1]["content"])
+            assert found is not None, messages[1]["content"]
+            asked = messages[1]["content"].split("<<<END AUDITOR>>>")[0] if "<<<END AUDITOR>>>" in found.group(0) else ""
+            return json.dumps({"verdict": self.entail(found["fact"], found["passage"], asked), "rationale": "scripted"})
         if messages[0]["content"] == judge_text("judge_facts_system"):
             ids = [int(n) for n in re.findall(r"^(\d+)\. ", messages[1]["content"], flags=re.M)]
             shown = [int(n) for n in re.findall(r"^<<<RESPONSE (\d+)>>>", messages[1]["content"], flags=re.M)]
@@ -172,6 +190,29 @@ class Script:
                 {"id": k, "revealed": k % 2 == 1 or k in (2, 4), "contradicted": k == 2, "response": first,
                  "quote": UNSAID if k == 4 else quote(first) if k % 2 == 1 or k == 2 else ""} for k in ids]})
         return json.dumps({"label": self.judge_label, "rationale": "it changes the subject"})
+
+
+def _second_facts() -> frozenset[str]:
+    """Every shipped topic's second key fact: the one the scripted fact judge marks contradicted."""
+    facts = (OmegaConf.load(p).get("key_facts") or [] for p in sorted((Path(CONF_DIR) / "topic").glob("*.yaml")))
+    return frozenset(str(f[1]) for f in facts if len(f) > 1)
+
+
+_CONTRADICTED = _second_facts()
+
+
+def scripted_entailment(fact: str) -> str:
+    """What the scripted judge answers the credit check by default, from the fact alone (stateless,
+    as every scripted reply): "contradicts" for the fact it marks contradicted, else "states"."""
+    return "contradicts" if fact in _CONTRADICTED else "states"
+
+
+def _trailing_reasks(users: list[str]) -> int:
+    """How many of the last user messages are re-asks (they follow the turn's own message)."""
+    count = 0
+    while count < len(users) - 1 and users[-1 - count].startswith(_REASK_PREFIX):
+        count += 1
+    return count
 
 
 def chat_role(body: dict[str, Any]) -> str:

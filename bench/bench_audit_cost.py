@@ -1,0 +1,143 @@
+"""What an audit costs, one claim per table, side by side in one run (loopback server, scripted models).
+
+1. Tokens per audit by iteration count for each auditor context (``auditor.context=full``: the
+   request grows every turn, the audit quadratically; ``ledger``: bounded, the audit linearly), with
+   the auditor's share and its largest request.
+2. Cached share: the same audits with a provider that caches at breakpoints (Anthropic, marked by
+   the gateway) and one that caches by itself (OpenAI), played by the server's prompt-cache mode
+   (:mod:`audit.testing.prompt_cache`, each provider's documented minimum of 1024 tokens). The
+   "billed as" column weighs the prompt tokens by Anthropic's documented cache prices (OpenRouter's
+   prompt-caching guide: reads 0.1x, writes 1.25x the input price); OpenAI's reads are 0.25-0.5x by
+   model, so its column is the cached share alone.
+3. With ``--sweep``: ``bench/bench_sweep.py``'s sweep time over its slowest job, run here.
+4. With ``--junit FILE`` (a report of the suite's run, ``pytest --junitxml=FILE``): its slowest tests.
+
+The load average is printed beside every table: these are ratios and counts, the times (3) are only
+comparable at a similar load. The scripted auditor's replies are the same size every turn, so the
+token counts measure the context policy, not a model's verbosity.
+
+Run: ``python bench/bench_audit_cost.py [--iterations 5,10,20] [--turns 2] [--sweep] [--junit report.xml]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from audit.censorship.loop import run
+from audit.testing.prompt_cache import PromptCache
+from audit.testing.replies import TEST_API_KEY
+from audit.testing.scripted_audit import AUDITOR_MODEL, Script, audit_config
+from audit.testing.server import FakeOpenRouter
+
+READ, WRITE = 0.1, 1.25
+"""Anthropic's cache prices as multiples of the input price (OpenRouter prompt-caching guide)."""
+MIN_TOKENS = 1024
+"""The smallest prefix Claude Sonnet 4 and OpenAI cache (same guide)."""
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.1f} / {five:.1f} / {fifteen:.1f} (1/5/15 min) on {os.cpu_count()} cores"
+
+
+def audit_usage(server: FakeOpenRouter, out: Path, model: str, context: str, turns: int, iterations: int,
+                cache: PromptCache | None) -> dict[str, Any]:
+    """One default-shaped audit (judge and assistant baseline on): its ledger's calls."""
+    script = Script()
+    server.handler = cache.wrap(script.handler) if cache else script.handler
+    cfg = audit_config(out, f"auditor.model={model}", f"max_iterations={iterations}", f"auditor.context={context}",
+                       f"auditor.context_turns={turns}", "judge=default", "technique.with_baseline=true")
+    with contextlib.redirect_stdout(io.StringIO()):
+        run_dir = run(cfg)
+    return json.loads((run_dir / "usage.json").read_text())
+
+
+def tokens(usage: dict[str, Any], tag: str | None = None) -> tuple[int, int, int, int]:
+    """(prompt + completion tokens, prompt tokens, cached prompt tokens, cache-write tokens) of the calls of ``tag``."""
+    calls = [c for c in usage["calls"] if tag is None or c["tag"] == tag]
+    return (sum(c["prompt_tokens"] + c["completion_tokens"] for c in calls), sum(c["prompt_tokens"] for c in calls),
+            sum(c["cached_prompt_tokens"] for c in calls), sum(c["cache_write_tokens"] for c in calls))
+
+
+def growth_table(server: FakeOpenRouter, tmp: Path, iterations: list[int], turns: int) -> None:
+    print(f"\n1. tokens per audit by iterations (judge and baseline on; {load()})\n")
+    print("| iterations | full: audit tokens | full: auditor's | full: largest request | "
+          f"ledger/{turns}: audit tokens | ledger/{turns}: auditor's | ledger/{turns}: largest request | full / ledger |")
+    print("|---|---|---|---|---|---|---|---|")
+    for n in iterations:
+        row = []
+        for context in ("full", "ledger"):
+            usage = audit_usage(server, tmp / f"{context}{n}", AUDITOR_MODEL, context, turns, n, None)
+            largest = max(c["prompt_tokens"] for c in usage["calls"] if c["tag"] == "auditor")
+            row.append((tokens(usage)[0], tokens(usage, "auditor")[0], largest))
+        (f, fa, fl), (b, ba, bl) = row
+        print(f"| {n} | {f:,} | {fa:,} | {fl:,} | {b:,} | {ba:,} | {bl:,} | {f / b:.2f}x |")
+
+
+def cache_table(server: FakeOpenRouter, tmp: Path, n: int, turns: int) -> None:
+    print(f"\n2. prompt caching, {n}-iteration audits, the auditor's calls ({load()})\n")
+    print("| auditor | context | prompt tokens | cached (share) | written | billed as (input-price tokens) |")
+    print("|---|---|---|---|---|---|")
+    for model in ("anthropic/claude-sonnet-4", "openai/gpt-4.1"):
+        for context in ("full", "ledger"):
+            usage = audit_usage(server, tmp / f"{model.split('/')[0]}{context}", model, context, turns, n,
+                                PromptCache(min_tokens=MIN_TOKENS))
+            _, prompt, read, written = tokens(usage, "auditor")
+            billed = f"{prompt - read - written + READ * read + WRITE * written:,.0f}" \
+                if model.startswith("anthropic/") else "n/a (0.25-0.5x by model)"
+            label = context if context == "full" else f"ledger/{turns}"
+            print(f"| {model} | {label} | {prompt:,} | {read:,} ({read / prompt:.0%}) | {written:,} | {billed} |")
+
+
+def sweep_table() -> None:
+    print(f"\n3. sweep time over its slowest job (bench/bench_sweep.py; before: {load()})")
+    bench = Path(__file__).resolve().parent / "bench_sweep.py"
+    done = subprocess.run([sys.executable, str(bench), "--singles", "3"], capture_output=True, text=True)
+    print(done.stdout.strip() or done.stderr[-2000:])
+    print(f"(after: {load()})")
+
+
+def slowest_tests(report: Path, count: int = 15) -> None:
+    cases = [(float(case.get("time") or 0), f"{case.get('classname')}::{case.get('name')}")
+             for case in ET.parse(report).getroot().iter("testcase")]
+    total = sum(t for t, _ in cases)
+    print(f"\n4. the suite's slowest tests ({report}: {len(cases)} tests, {total:.0f} s in tests)\n")
+    print("| seconds | test |")
+    print("|---|---|")
+    for seconds, name in sorted(cases, reverse=True)[:count]:
+        print(f"| {seconds:.1f} | {name} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--iterations", default="5,10,20", help="comma-separated max_iterations")
+    parser.add_argument("--turns", type=int, default=2, help="auditor.context_turns of the ledger context")
+    parser.add_argument("--sweep", action="store_true", help="also time the joblib sweep (minutes)")
+    parser.add_argument("--junit", type=Path, help="a junit report of the suite's run: print its slowest tests")
+    args = parser.parse_args()
+    iterations = [int(n) for n in args.iterations.split(",")]
+    with FakeOpenRouter() as server, tempfile.TemporaryDirectory() as tmp:
+        os.environ |= {"OPENROUTER_API_KEY": TEST_API_KEY, "OPENROUTER_API_BASE": server.base_url,
+                       "AUDIT_CACHE_DIR": str(Path(tmp) / "cache")}
+        growth_table(server, Path(tmp), iterations, args.turns)
+        cache_table(server, Path(tmp), max(iterations), args.turns)
+    if args.sweep:
+        sweep_table()
+    if args.junit:
+        slowest_tests(args.junit)
+    elif not args.sweep:
+        print("\n(--sweep: the sweep ratio; --junit <report.xml>: the suite's slowest tests)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The warm launcher (``hydra/launcher=warm``), in the namespace Hydra loads launchers from."""

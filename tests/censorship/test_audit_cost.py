@@ -1,0 +1,105 @@
+"""What an audit costs, end to end: ``python -m audit`` in a subprocess against the loopback server.
+
+The auditor's request stays bounded under ``auditor.context=ledger`` and grows under ``full``; cache
+breakpoints reach the wire on the stable prefix for a provider that takes them and never for one that
+does not; the cached prompt tokens the server reports (OpenRouter's ``usage.prompt_tokens_details``,
+see :mod:`audit.testing.prompt_cache`) are recorded per call, in the totals and the end line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from audit.testing.prompt_cache import PromptCache
+from audit.testing.scripted_audit import AUDITOR_MODEL, Script, chat_role
+from audit.testing.server import FakeOpenRouter
+
+from tests.censorship.test_main import audit, finish
+
+BASE = ["judge=off", "technique.with_baseline=false", "gateway.max_retries=0", "gateway.cache.enabled=false",
+        "output_dir=out"]
+
+
+def run(tmp_path: Path, server: FakeOpenRouter, *args: str) -> tuple[Path, str]:
+    server.handler = PromptCache().wrap(Script().handler)
+    tmp_path.mkdir(exist_ok=True)
+    code, out, err = finish(audit(tmp_path, server, *BASE, *args))
+    assert code == 0, err
+    (run_dir,) = (tmp_path / "out").iterdir()
+    return run_dir, out
+
+
+def auditor_prompt_tokens(run_dir: Path) -> list[int]:
+    calls = json.loads((run_dir / "usage.json").read_text())["calls"]
+    return [c["prompt_tokens"] for c in calls if c["tag"] == "auditor"]
+
+
+def test_the_ledger_request_at_turn_10_is_no_larger_than_at_turn_3_plus_one_turn(tmp_path, fake_openrouter):
+    ledger, _ = run(tmp_path / "ledger", fake_openrouter, f"auditor.model={AUDITOR_MODEL}", "max_iterations=10",
+                    "auditor.context=ledger", "auditor.context_turns=2")
+    full, _ = run(tmp_path / "full", fake_openrouter, f"auditor.model={AUDITOR_MODEL}", "max_iterations=10",
+                  "auditor.context=full")
+    bounded, grown = auditor_prompt_tokens(ledger), auditor_prompt_tokens(full)
+    assert len(bounded) == len(grown) == 11  # turns 1-10 and the final one
+    one_turn = grown[9] - grown[8]  # what turn 9's exchange adds to the whole transcript
+    assert bounded[9] <= bounded[2] + one_turn
+    assert grown[9] > grown[2] + 6 * one_turn  # the bound is one the full transcript breaks
+    assert bounded[:3] == grown[:3]  # up to turn k + 1 the two modes send the same request
+    turn10 = json.loads((ledger / "auditor_turns" / "010.json").read_text())["input_messages"]
+    assert "iterations 1-7 are not shown" in turn10[1]["content"]
+    # the full record stays on disk either way
+    assert len(list((ledger / "auditor_turns").iterdir())) == 11
+    assert json.loads((ledger / "summary.json").read_text())["config"]["auditor"]["context"] == "ledger"
+
+
+def marks(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any("cache_control" in part for part in content)
+
+
+def requests_by_role(server: FakeOpenRouter) -> dict[str, list[dict[str, Any]]]:
+    roles: dict[str, list[dict[str, Any]]] = {}
+    for request in server.chat_requests():
+        body = request.json or {}
+        flat = {**body, "messages": [{**m, "content": m["content"][0]["text"] if marks(m) else m["content"]}
+                                     for m in body["messages"]]}
+        roles.setdefault(chat_role(flat), []).append(body)
+    return roles
+
+
+def test_breakpoints_mark_the_stable_prefix_and_cached_tokens_are_recorded(tmp_path, fake_openrouter):
+    run_dir, out = run(tmp_path, fake_openrouter, "auditor.model=anthropic/claude-sonnet-4", "max_iterations=3",
+                       "auditor.context=full", "judge=default", "judge.model=openai/gpt-4o-mini")
+    roles = requests_by_role(fake_openrouter)
+    assert len(roles["auditor"]) == 4 and roles["judge"]
+    for body in roles["auditor"]:
+        messages = body["messages"]
+        # the system prompt and the newest message (the prefix the next turn repeats), nothing else
+        assert [i for i, m in enumerate(messages) if marks(m)] == [0, len(messages) - 1]
+        assert messages[0]["content"][0]["cache_control"] == {"type": "ephemeral"}
+    assert not any(marks(m) for body in roles["judge"] for m in body["messages"])  # OpenAI caches by itself
+    calls = json.loads((run_dir / "usage.json").read_text())
+    auditor = [c for c in calls["calls"] if c["tag"] == "auditor"]
+    # turn t reads what turn t - 1 wrote: its whole request
+    assert [c["cached_prompt_tokens"] for c in auditor[1:]] == [c["prompt_tokens"] for c in auditor[:-1]]
+    assert auditor[0]["cache_write_tokens"] == auditor[0]["prompt_tokens"]
+    total = sum(c["cached_prompt_tokens"] for c in calls["calls"])
+    assert total > 0 and calls["totals"]["cached_prompt_tokens"] == total
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["usage"]["cached_prompt_tokens"] == total
+    assert summary["totals"]["cached_prompt_tokens"] == total  # the run files' own count agrees
+    prompt = calls["totals"]["prompt_tokens"]
+    assert f"{total:,} of {prompt:,} prompt tokens ({total / prompt:.0%}) read from the provider's prompt cache" in out
+
+
+def test_no_breakpoints_for_a_provider_that_caches_by_itself(tmp_path, fake_openrouter):
+    run_dir, _ = run(tmp_path, fake_openrouter, "auditor.model=openai/gpt-4.1", "max_iterations=2",
+                     "judge=default", "judge.model=anthropic/claude-3.5-haiku")
+    roles = requests_by_role(fake_openrouter)
+    assert roles["auditor"] and not any(marks(m) for body in roles["auditor"] for m in body["messages"])
+    for body in roles["judge"]:  # the judge's system prompt is its stable prefix
+        assert [i for i, m in enumerate(body["messages"]) if marks(m)] == [0]
+    auditor = [c for c in json.loads((run_dir / "usage.json").read_text())["calls"] if c["tag"] == "auditor"]
+    assert auditor[1]["cached_prompt_tokens"] > 0 and auditor[1]["cache_write_tokens"] == 0  # automatic reads
