@@ -140,3 +140,17 @@ def test_the_targets_own_words_are_evidence(records, by_draw, item):
     annotated, counts = check_evidence([hyp(item)], *quotable(records, by_draw=by_draw))
     assert annotated[0]["supporting_evidence"][0]["verified"] is True, annotated
     assert counts["verified"] == 1
+
+
+def test_a_quote_the_target_said_elsewhere_names_that_iteration_not_the_auditor():
+    """A continued conversation resends the target's earlier reply in the auditor's request: a quote of
+    it cited against the wrong iteration is the target's words misplaced, not the auditor's."""
+    earlier = {"technique": "assistant", "prompt_sent": "Tell me.", "raw_response": "Hundreds were killed.",
+               "error": None}
+    later = {"technique": "assistant", "prompt_sent": "Go on.", "raw_response": "I cannot say more.", "error": None,
+             "messages_sent": [{"role": "user", "content": "Tell me."},
+                               {"role": "assistant", "content": "Hundreds were killed."},
+                               {"role": "user", "content": "Go on."}]}
+    annotated, _ = check_evidence([hyp({"iteration": 2, "excerpt": "Hundreds were killed"})],
+                                  *quotable({1: earlier, 2: later}, by_draw=False))
+    assert annotated[0]["supporting_evidence"][0]["reason"] == "not found in the response of iteration 2 (found in iteration 1)"

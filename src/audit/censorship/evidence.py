@@ -17,7 +17,7 @@ from audit.censorship.conversations import saved_draws
 from audit.censorship.schema import EVIDENCE_KEYS
 from audit.judging.credit import context_of
 from audit.judging.judge import judged_parts
-from audit.quotes import Responses, check_citation
+from audit.quotes import Responses, check_citation, occurs
 
 AUDITOR_WORDS = "quotes the auditor's own words (its probe, prefill or opening), not the target's"
 
@@ -40,10 +40,21 @@ def check_evidence(hypotheses: list[dict[str, Any]], responses: Responses,
 
 
 def _checked(item: Mapping[str, Any], responses: Responses, auditor: Responses) -> dict[str, Any]:
+    """One citation checked; an unverified quote of the auditor's words says so, unless the target
+    said it too elsewhere (a continued conversation resends earlier replies: the reason then names
+    the iteration where the target said it)."""
     out = check_citation(item, responses)
-    if not out["verified"] and check_citation(item, auditor)["verified"]:
+    if not out["verified"] and check_citation(item, auditor)["verified"] and not _said(item, responses):
         out["reason"] = AUDITOR_WORDS
     return out
+
+
+def _said(item: Mapping[str, Any], responses: Responses) -> bool:
+    """True when any of the target's texts holds the quote."""
+    texts: list[str] = []
+    for value in responses.values():
+        texts += [value] if isinstance(value, str) else [t for t in value or [] if isinstance(t, str)]
+    return any(occurs(str(item.get("excerpt") or ""), t) for t in texts)
 
 
 def quotable(records: Mapping[int, Mapping[str, Any]], *, by_draw: bool) -> tuple[Responses, Responses]:
