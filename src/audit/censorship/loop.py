@@ -28,7 +28,8 @@ from audit.censorship.actions import Action, check_menu
 from audit.censorship.auditor_context import LEDGER, AuditorContext, ledger_messages, stable_prefix
 from audit.censorship.auto_view import auto_turn_message
 from audit.censorship.conversations import Tree, answered, check_action, plan_draws, saved_draws
-from audit.censorship.evidence import check_evidence, citation_counts
+from audit.censorship.evidence import check_evidence, citation_counts, quotable
+from audit.quotes import Responses
 from audit.censorship.hypotheses import HypothesisLedger
 from audit.judging.judge import fact_scores, label_counts
 from audit.judging.passes import fact_numbers, fact_request, judge, label_request
@@ -482,7 +483,7 @@ class Audit:
                             {"role": "user", "content": reask_message(str(exc), self.plan.output_format)}]
                 schema = reask_stage(stage, response.text)
         parsed = reply.as_dict()
-        parsed["hypotheses"], counts = check_evidence(parsed["hypotheses"], self.response_texts())
+        parsed["hypotheses"], counts = check_evidence(parsed["hypotheses"], *self.quotable())
         record = {
             "iteration": iteration,
             "timestamp": iso(utc_now()),
@@ -778,15 +779,15 @@ class Audit:
         is checked against the responses it could have seen, as when it was written."""
         for t in sorted(k for k in self.turns if k > after):
             turn = self.turns[t]
-            seen = {k: v for k, v in self.response_texts().items() if k < t}
-            turn["parsed"]["hypotheses"], turn["evidence"] = check_evidence(turn["parsed"]["hypotheses"], seen)
+            own, auditor = self.quotable(before=t)
+            turn["parsed"]["hypotheses"], turn["evidence"] = check_evidence(turn["parsed"]["hypotheses"], own, auditor)
             self.run_dir.write_turn(t, turn)
 
-    def response_texts(self) -> dict[int, list[str | None]]:
-        """Per iteration, the texts evidence may quote: the response, and its baseline when sampled;
-        under ``technique=auto`` every draw's, in draw order (a citation's ``draw`` indexes them)."""
-        return {k: [text_of(d.model_dump()) for d in iteration_draws(r, self.plan.technique)]
-                for k, r in self.responses.items()}
+    def quotable(self, before: int | None = None) -> tuple[Responses, Responses]:
+        """The texts evidence may quote (the target's own words) and the auditor's beside them, of
+        the responses before iteration ``before`` (all when None): :func:`quotable`."""
+        return quotable({k: r for k, r in self.responses.items() if before is None or k < before},
+                        by_draw=self.plan.menu is not None)
 
     def _usage_records(self) -> list[dict[str, Any] | None]:
         records: list[dict[str, Any] | None] = []
