@@ -77,5 +77,5 @@ def test_read_cards_roundtrip_and_errors(tmp_path, cards):
     with pytest.raises(UserError, match=r"cards\.jsonl line 2: .*regenerate"):
         read_cards(path)
     path.write_text("{not json\n")
-    with pytest.raises(UserError, match=r"line 1: not JSON"):
+    with pytest.raises(UserError, match=r"line 1: not valid JSON"):
         read_cards(path)

@@ -64,6 +64,6 @@ def test_a_card_file_that_is_not_world_mind_cards_is_a_one_line_error(tmp_path):
     with pytest.raises(UserError, match=r"a\.jsonl line 2: not a world_mind card"):
         build(src, tmp_path / "rivers.ttl")
     (src / "a.jsonl").write_text("{oops\n")
-    with pytest.raises(UserError, match=r"a\.jsonl line 1: not JSON"):
+    with pytest.raises(UserError, match=r"a\.jsonl line 1: not valid JSON"):
         build(src, tmp_path / "rivers.ttl")
     assert not (tmp_path / "rivers.ttl").exists()
