@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from audit.counted import counted
 from audit.compare.collect import collect
 from audit.judging.counting import JUDGES_MARK, UNLABELLED_MARK
 from audit.compare.judgings import ORIGINAL, chosen, run_pairs, side_by_side, with_judging
@@ -499,7 +500,7 @@ def summary_text(tables: Tables, out: Path) -> str:
     """What stdout shows: the tables at a glance, failed runs, and where the files went."""
     parts = []
     if not tables.audits.empty:
-        parts.append(f"censorship audits ({len(tables.audits)} runs)\n{_text_table(tables.audits[list(AUDIT_PRINT)])}")
+        parts.append(f"censorship audits ({counted(len(tables.audits), 'run')})\n{_text_table(tables.audits[list(AUDIT_PRINT)])}")
         view = tables.censorship_map[[*MAP_PRINT[:3], *varied(tables.censorship_map), *MAP_PRINT[3:]]]
         parts.append(f"per audited model x topic x technique (shares of labelled responses; {CLUSTER_METHOD}; "
                      f"one run: Wilson over its responses or facts)\n{_text_table(view)}")
