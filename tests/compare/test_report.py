@@ -134,3 +134,15 @@ def test_terminal_shows_maps_gaps_and_language_gap(tmp_path: Path, capsys: pytes
     assert "per audited model x topic x technique (shares of labelled responses; 95% interval over runs" in printed
     assert "knows vs says: technique minus assistant baseline" in printed
     assert "language gap: <topic>_zh minus <topic>" in printed
+
+
+def test_csv_run_dirs_are_relative_to_the_comparison(mixed: Path, tmp_path: Path) -> None:
+    """audits.csv and epistemic.csv name each run dir relative to the comparison's folder (no
+    machine path; the folders can move together), and the path still leads to the run."""
+    out = tmp_path / "report"
+    compare([mixed], out)
+    for name in ("audits.csv", "epistemic.csv"):
+        paths = pd.read_csv(out / name)["path"].tolist()
+        assert paths and all(not Path(p).is_absolute() and str(tmp_path) not in p for p in paths), paths
+        assert all((out / p / "summary.json").is_file() for p in paths)
+    assert pd.read_csv(out / "audits.csv")["path"].tolist() == ["../runs/a"]
