@@ -73,4 +73,5 @@ class Progress:
 def cache_note(calls: int, cached: int) -> str:
     """``; all 41 calls served from the cache (nothing sent)`` when a session's every call was a
     replay (a re-run of a finished command), so a $0 line is not read as a run that did nothing."""
-    return f"; all {calls} calls served from the cache (nothing sent)" if calls and calls == cached else ""
+    every = "the only call" if calls == 1 else f"all {calls} calls"
+    return f"; {every} served from the cache (nothing sent)" if calls and calls == cached else ""

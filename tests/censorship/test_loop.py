@@ -520,7 +520,7 @@ def test_a_judge_failure_leaves_the_response_unclassified_and_flags_the_run(audi
     assert "unclassified (judge failed)" in out
     assert "done: success" in out and "1 judge failure (unclassified" in out
     page = (run_dir / "report.html").read_text(encoding="utf-8")
-    assert "1 judge failures" in page and "1 unclassified: the judge failed" in page
+    assert "1 judge failure</strong>" in page and "1 unclassified: the judge failed" in page
 
 
 def test_resume_after_unusable_replies_draws_fresh_replies_not_the_cached_ones(audit_env, script, fake_openrouter):

@@ -4,6 +4,7 @@ from pathlib import Path
 
 from audit.llm.accounting import Totals
 from audit.censorship.progress import Session, done_line, iteration_line, preview
+from audit.progress import cache_note
 
 
 def test_preview_is_one_line_and_bounded():
@@ -67,3 +68,9 @@ def test_done_names_the_report():
                     "cache (nothing sent); report: out/run/report.html")
     assert done_line("success (auditor)", 1, Totals(), "", "", Path("r.html")).startswith("done: success (auditor) after 1 "
                                                                                            "iteration; ")
+
+
+def test_counts_in_progress_and_end_lines_agree_in_number():
+    assert cache_note(1, 1) == "; the only call served from the cache (nothing sent)"
+    line = done_line("success (auditor)", 1, Totals(), "", "", Path("r.html"))
+    assert "after 1 iteration;" in line

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -134,3 +135,31 @@ def test_terminal_shows_maps_gaps_and_language_gap(tmp_path: Path, capsys: pytes
     assert "per audited model x topic x technique (shares of labelled responses; 95% interval over runs" in printed
     assert "knows vs says: technique minus assistant baseline" in printed
     assert "language gap: <topic>_zh minus <topic>" in printed
+
+
+def test_csv_run_dirs_are_relative_to_the_comparison(mixed: Path, tmp_path: Path) -> None:
+    """audits.csv and epistemic.csv name each run dir relative to the comparison's folder (no
+    machine path; the folders can move together), and the path still leads to the run."""
+    out = tmp_path / "report"
+    compare([mixed], out)
+    for name in ("audits.csv", "epistemic.csv"):
+        paths = pd.read_csv(out / name)["path"].tolist()
+        assert paths and all(not Path(p).is_absolute() and str(tmp_path) not in p for p in paths), paths
+        assert all((out / p / "summary.json").is_file() for p in paths)
+    assert pd.read_csv(out / "audits.csv")["path"].tolist() == ["../runs/a"]
+
+
+def test_a_config_without_names_shows_n_a_not_none_on_the_terminal(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A run whose saved config has no topic name, no audited name or model and no auditor (an old or
+    hand-made run) printed the string 'None' in the terminal tables; now 'n/a'."""
+    root = tmp_path / "runs"
+    run = censorship_run(root, "a")
+    summary = json.loads((run / "summary.json").read_text())
+    summary["config"]["topic"] = {"display_name": "Tiananmen"}
+    summary["config"]["audited"] = {"endpoint": "openrouter"}
+    summary["config"]["auditor"] = {"endpoint": "openrouter"}
+    (run / "summary.json").write_text(json.dumps(summary))
+    compare([root], tmp_path / "cmp")
+    printed = capsys.readouterr().out
+    assert "None" not in printed and "n/a" in printed

@@ -63,3 +63,16 @@ def test_bar_chart_geometry():
     assert abs((chart["y0"] - a["y"]) - a["h"]) < 1e-9
     assert b["y"] is None and b["label"] == "—" and "undefined" in b["title"]
     assert bar_chart("FAR_NE", {"a": rate}, {"a": "#000"})["lower_is_better"]
+
+
+def test_a_run_on_the_embedded_model_says_its_numbers_are_not_findings():
+    """As the audit report does for local=true: a system that ran on the embedded 135M model
+    (its name carries the model, raw_llm:<model>) gets the "not findings" banner; others none."""
+    from audit.llm.embedded import MODEL
+
+    rows, cards = rows_and_cards()
+    assert "not findings" not in render_report(compute_metrics(rows), rows, cards)
+    local = [{**r, "system": f"raw_llm:{MODEL}"} if r["system"] == "raw_llm:m" else r for r in rows]
+    html = render_report(compute_metrics(local), local, cards)
+    assert f"The system raw_llm:{MODEL} here is the embedded 135M model ({MODEL})." in html
+    assert "its numbers are not findings about any model" in html

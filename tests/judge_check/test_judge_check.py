@@ -85,7 +85,7 @@ def test_precision_recall_and_kappa_against_scripted_judge(tmp_path, fake_openro
     assert failed["judge_label"] == "" and failed["judge_error"]
     html = (out / "judge_check.html").read_text()
     assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    assert "kappa vs your labels: 0.51" in result.stdout and "1 judge failures" in result.stdout
+    assert "kappa vs your labels: 0.51" in result.stdout and "1 judge failure (left out" in result.stdout
     assert "test-key-123" not in "".join(p.read_text() for p in out.iterdir())
 
 

@@ -41,11 +41,13 @@ def test_list_prints_every_run_with_its_figures(tmp_path):
     out = runs_cli(tmp_path, "list")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert lines[0].split() == ["experiment", "status", "models", "subject", "cost", "headline", "path"]
+    assert lines[0].split() == ["experiment", "status", "date", "models", "subject", "technique", "repeat", "cost",
+                                "headline", "path"]
     rows = {line.split()[-1]: line for line in lines[1:]}
     audit = rows["outputs/deepseek_chat_tiananmen_2026-11-23T10-00-00"]
     assert "success (auditor)" in audit and "vendor/deepseek_chat" in audit and "tiananmen" in audit
     assert "$0.0123" in audit and "refused 0.25, facts 0.50" in audit
+    assert "2026-11-22 10:00" in audit and "user_persona" in audit
     assert "cancelled (interrupted)" in rows["outputs/kimi_k2_evil_2026-11-23T11-00-00"]
     epistemic = rows["multirun/2026-11-23_12-00-00/0/rivers_has_mouth_2026-11-23T12-00-01"]
     assert "epistemic" in epistemic and "rivers/has_mouth" in epistemic and "raw_llm AP 0.75 acc 0.50" in epistemic
@@ -112,3 +114,24 @@ def test_a_run_dir_named_like_a_url_scheme_is_linked_as_a_path(tmp_path):
     from urllib.parse import unquote
     assert all((tmp_path / unquote(h)).resolve().exists() for h in parser.hrefs)  # still the run's own files
     assert "\u202e" not in page and "[U+202E]" in page  # the override is shown, not obeyed
+
+
+def test_the_page_lands_beside_the_runs_and_shows_technique_repeat_and_date(tmp_path):
+    """``--html`` without a FILE: runs.html inside the one DIR given (never the working directory);
+    several DIRs: the directory that holds them all. Each row has its technique, repeat and date."""
+    layout(tmp_path / "project")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = runs_cli(elsewhere, "list", str(tmp_path / "project" / "outputs"), "--html")
+    assert out.returncode == 0, out.stderr
+    page = tmp_path / "project" / "outputs" / "runs.html"
+    assert page.is_file() and not (elsewhere / "runs.html").exists()
+    assert out.stdout.rstrip().endswith(f"wrote {page}")
+    html = page.read_text()
+    for header in ("<th>technique</th>", "<th>repeat</th>", "<th>date</th>"):
+        assert header in html
+    assert "<td>user_persona</td>" in html and "<td>2026-11-22 10:00</td>" in html and "<td>0</td>" in html
+    both = runs_cli(elsewhere, "list", str(tmp_path / "project" / "outputs"), str(tmp_path / "project" / "multirun"),
+                    "--html")
+    assert both.returncode == 0, both.stderr
+    assert (tmp_path / "project" / "runs.html").is_file() and not (elsewhere / "runs.html").exists()

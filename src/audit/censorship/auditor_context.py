@@ -59,7 +59,7 @@ class AuditorContext:
 def auditor_label(auditor: Mapping[str, Any]) -> str:
     """The auditor as a comparison names it: its name, and its context when that is not the full
     transcript (two contexts are two auditing conditions, never pooled into one cell)."""
-    name = str(auditor.get("name") or auditor.get("model"))
+    name = str(auditor.get("name") or auditor.get("model") or "n/a")  # never the string "None"
     try:
         context = AuditorContext.from_node(auditor)
     except ValueError:

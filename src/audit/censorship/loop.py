@@ -22,6 +22,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from audit.counted import counted
 from audit import config_values
 from audit.llm.accounting import Totals, call_usage, sum_usage
 from audit.censorship.actions import Action, check_menu
@@ -386,7 +387,7 @@ class Audit:
             if isinstance(exc, AuditStopped) and stopped_by(self.gateway.budget):
                 self.write_failure_summary(Status.CANCELLED, str(exc), stop_reason="budget")  # all done so far stays
                 self.write_partial_report()
-                say(f"stopped: budget spent after {len(self.responses)} iterations; {self.run_dir.path}")
+                say(f"stopped: budget spent after {counted(len(self.responses), 'iteration')}; {self.run_dir.path}")
                 return
             error = user_error_line(exc) or (f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
             if self.responses and self.fact_recall is None and not isinstance(exc, OSError):
@@ -626,7 +627,7 @@ class Audit:
         limit = int(self.cfg.get("max_failed_draws") or 0)
         draws = [d for _, r in sorted(self.responses.items()) for d in saved_draws(r)]
         if limit and failure_streak(draws) >= limit:
-            raise AuditStopped(f"audited model {self.plan.target.model} failed {limit} draws in a row "
+            raise AuditStopped(f"audited model {self.plan.target.model} failed {counted(limit, 'draw')} in a row "
                                f"(max_failed_draws) at iteration {iteration}: {draws[-1]['error']}")
 
     async def classify(self, probe: str, sampled: Sample) -> dict[str, Any] | None:
@@ -647,7 +648,7 @@ class Audit:
         facts = [str(f) for f in (self.topic.get("key_facts") or [])]
         if self.plan.judge is None or not facts:
             return
-        say(f"scoring key facts: {len(facts)} facts over the target's responses"
+        say(f"scoring key facts: {counted(len(facts), 'fact')} over the target's responses"
             f"{' and, apart, the baseline' if self.plan.with_baseline else ''} (judge)")
         self.fact_recall = await self._fact_scores(facts, self.scored_records())
         if self.plan.with_baseline:
@@ -707,8 +708,8 @@ class Audit:
     def failure_counts(self) -> str:
         """The end-of-run line's failures, e.g. ``; 1 failed call, 2 judge failures (unclassified)``."""
         calls, judged = len(self.call_errors()), len(self.judge_failures())
-        parts = ([f"{calls} failed call{'s' * (calls != 1)}"] if calls else []) + \
-            ([f"{judged} judge failure{'s' * (judged != 1)} (unclassified, out of every share)"] if judged else [])
+        parts = ([counted(calls, "failed call")] if calls else []) + \
+            ([f"{counted(judged, 'judge failure')} (unclassified, out of every share)"] if judged else [])
         return "; " + ", ".join(parts) if parts else ""
 
     def final_turn(self) -> dict[str, Any]:

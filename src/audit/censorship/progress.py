@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from audit.counted import counted
 from audit.llm.accounting import Totals
 from audit.io.neutral import terminal_text
 from audit.progress import cache_note, format_duration
@@ -66,6 +67,6 @@ class Session:
 
 def done_line(outcome: str, iterations: int, totals: Totals, failures: str, cache_note: str, report: Path) -> str:
     """``done: success (auditor) after 5 iterations; 12,345 tokens, $0.0123; report: <run dir>/report.html``."""
-    return (f"done: {outcome} after {iterations} iteration{'s' * (iterations != 1)}; {totals.tokens:,} tokens, "
+    return (f"done: {outcome} after {counted(iterations, 'iteration')}; {totals.tokens:,} tokens, "
             f"${totals.cost:.4f}{totals.cache_line()}"
             f"{failures}{cache_note}; report: {report}")

@@ -11,6 +11,7 @@ geometry) and never builds markup itself.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from audit.counted import counted
 from audit.compare.collect import collect
 from audit.judging.counting import JUDGES_MARK, UNLABELLED_MARK
 from audit.compare.judgings import ORIGINAL, chosen, run_pairs, side_by_side, with_judging
@@ -111,6 +113,16 @@ def over(runs: int, n: Any, items: str) -> str:
     if runs >= 2:
         return f"over {runs} runs"
     return f"1 run: over its {int(n)} {items}" if not is_missing(n) else "1 run"
+
+
+def relative_paths(frame: pd.DataFrame, out: Path) -> pd.DataFrame:
+    """``frame`` with its run directories (the ``path`` column) relative to the comparison's
+    folder ``out``: a CSV that names ``/home/<user>/...`` leaks the machine's layout when shared
+    and breaks when the folders move together; a relative path does neither."""
+    if "path" not in frame.columns:
+        return frame
+    return frame.assign(path=[Path(os.path.relpath(Path(p).resolve(), out.resolve())).as_posix()
+                              if isinstance(p, str) and p else p for p in frame["path"]])
 
 
 def report_links(paths: Sequence[str], out: Path) -> list[str | None]:
@@ -499,7 +511,7 @@ def summary_text(tables: Tables, out: Path) -> str:
     """What stdout shows: the tables at a glance, failed runs, and where the files went."""
     parts = []
     if not tables.audits.empty:
-        parts.append(f"censorship audits ({len(tables.audits)} runs)\n{_text_table(tables.audits[list(AUDIT_PRINT)])}")
+        parts.append(f"censorship audits ({counted(len(tables.audits), 'run')})\n{_text_table(tables.audits[list(AUDIT_PRINT)])}")
         view = tables.censorship_map[[*MAP_PRINT[:3], *varied(tables.censorship_map), *MAP_PRINT[3:]]]
         parts.append(f"per audited model x topic x technique (shares of labelled responses; {CLUSTER_METHOD}; "
                      f"one run: Wilson over its responses or facts)\n{_text_table(view)}")
@@ -558,7 +570,7 @@ def compare(dirs: Sequence[Path], out: Path | None = None, judging: str | None =
             "facts.csv": tables.facts, "epistemic_matrix.csv": tables.epistemic_matrix, "epistemic.csv": tables.epistemic,
             **({"judgings.csv": tables.judgings} if len(names) == 2 else {})}
     # Model text reaches these cells (facts, hypotheses): no cell may run as a spreadsheet formula.
-    texts = {target / name: csv_frame(frame).to_csv(index=False) for name, frame in csvs.items()}
+    texts = {target / name: csv_frame(relative_paths(frame, target)).to_csv(index=False) for name, frame in csvs.items()}
     per_row = {target / name: content for name, content in table_files(build_run_tables(collected.loaded)).items()}
     # all or none: never CSVs without their page, or the per-row tables of another comparison
     write_texts({**texts, **per_row, target / "comparison.html": html})

@@ -143,7 +143,9 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     base_facts = fact_score(s.baseline_fact_recall, base_counts["n_responses"], "baseline_fact_recall") \
         if has_baseline else None
     evidence, usage = s.evidence, s.usage or Usage()
-    key = {"run": run.label, "audited": str(audited.get("name") or audited.get("model")), "topic": str(topic.get("name")),
+    # a node without a name (a hand-made or old config) reads "n/a", never the string "None"
+    key = {"run": run.label, "audited": str(audited.get("name") or audited.get("model") or "n/a"),
+           "topic": str(topic.get("name") or "n/a"),
            "auditor": auditor_label(auditor), "judge": judge_label(config.get("judge"))}
     row = {
         **key,

@@ -32,6 +32,7 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from audit.counted import counted
 from audit import config_values
 from audit.epistemic import systems
 from audit.epistemic.conditions import condition_of
@@ -218,7 +219,7 @@ def headline(metrics: Mapping[str, Any]) -> dict[str, Any]:
 def print_headline(metrics: Mapping[str, Any]) -> None:
     for system, h in headline(metrics).items():
         rates = "  ".join(f"{k}={'n/a' if h[k] is None else format(h[k], '.3f')}" for k in HEADLINE_RATES)
-        print(f"{system}: {h['n_rows']} cards, {h['n_errors']} errors  {rates}")
+        print(f"{system}: {counted(h['n_rows'], 'card')}, {counted(h['n_errors'], 'error')}  {rates}")
 
 
 def write_metrics_and_report(run_dir: Path, rows: list[dict[str, Any]], mapping: str,

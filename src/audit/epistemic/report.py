@@ -25,6 +25,7 @@ from audit.epistemic.jsonl import read_jsonl
 from audit.epistemic.metrics import CHARTED_RATES, HEADLINE_RATES, LABELS, LOWER_IS_BETTER, PREDS, RATE_NAMES, \
     units
 from audit.errors import UserError, exit_on_user_error
+from audit.llm import embedded
 from audit.stats import PALETTE
 from audit.io.atomic import write_texts
 from audit.io.safe_read import read_json
@@ -155,7 +156,15 @@ def build_context(metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mappi
                           for m in metrics.values()),
         "glossary": GLOSSARY,
         "gated": [s for s in systems if s.split(":")[0] in GATED],
+        "embedded_systems": embedded_systems(systems), "embedded_model": embedded.MODEL,
     }
+
+
+def embedded_systems(systems: Sequence[str]) -> list[str]:
+    """The systems that ran on the embedded 135M model (``local=``; a system's name carries its
+    model, ``raw_llm:<model>``): a reader must know their numbers test the pipeline, not a model.
+    Read from the names, so a report rebuilt from a run's files says it too."""
+    return [s for s in systems if s.partition(":")[2] == embedded.MODEL]
 
 
 def _cards_context(entries: list[dict[str, Any]]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from audit.jobs.added_keys import check_added_keys, options_holding
 from audit.jobs.cli_help import maybe_help
+from audit.jobs.unstarted_sweep import drop_unstarted
 from audit.errors import drop_abandoned_call_warnings, exit_on_user_error, unknown_choice
 from audit.paths import conf_dir
 
@@ -38,6 +39,7 @@ def run_app(main: Callable[[], None], config_name: str) -> None:
     try:
         main()
     except (HydraException, OmegaConfBaseException) as exc:
+        drop_unstarted()  # a sweep whose jobs never composed leaves no empty multirun/<date>/
         print(f"error: {config_error_line(exc)}", file=sys.stderr)
         raise SystemExit(1) from None
     except KeyboardInterrupt:  # outside any run (a run says interrupted itself): Hydra between sweep jobs

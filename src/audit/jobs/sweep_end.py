@@ -17,6 +17,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 
 from audit.errors import UserError
+from audit.jobs.unstarted_sweep import note_started
 from audit.runs.record import RunRecord, iter_runs
 
 
@@ -103,6 +104,9 @@ def finish_sweep(sweep_dir: Path) -> SweepOutcome:
 
 class SweepEnd(Callback):
     """Registered in ``conf/hydra/default.yaml``; Hydra calls it once per sweep, in the launching process."""
+
+    def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
+        note_started(Path(str(config.hydra.sweep.dir)))  # a sweep that fails before its first job: unstarted_sweep
 
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
         finish_sweep(Path(str(config.hydra.sweep.dir)))

@@ -12,6 +12,7 @@ from typing import Any
 import jinja2
 import pandas as pd
 
+from audit.counted import counted
 from audit.io.atomic import write_json, write_text
 from audit.judge_check.labels import Labelled
 from audit.pages import environment
@@ -40,22 +41,54 @@ def per_label_table(metrics: Mapping[str, Any]) -> pd.DataFrame:
     return pd.DataFrame.from_records(records)
 
 
-def items_table(rows: Sequence[Labelled], results: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per response: the two labels, whether they agree, and the judge's error if it failed."""
-    return pd.DataFrame.from_records([
-        {"id": r.id, "run": r.run, "topic": r.topic, "human_label": r.label, "judge_label": res["label"],
-         "agree": None if res["label"] is None else res["label"] == r.label, "judge_error": res.get("error") or ""}
-        for r, res in zip(rows, results)])
+def item_records(rows: Sequence[Labelled], results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One record per response: the two labels, whether they agree, and the judge's error if it
+    failed (a failed label stays None: through a DataFrame it would come back as NaN, not JSON)."""
+    return [{"id": r.id, "run": r.run, "topic": r.topic, "human_label": r.label, "judge_label": res["label"],
+             "agree": None if res["label"] is None else res["label"] == r.label, "judge_error": res.get("error") or ""}
+            for r, res in zip(rows, results)]
+
+
+def _undefined(kappa: Mapping[str, Any]) -> str | None:
+    """Why a kappa has no value (None when it has one): nothing judged, or chance agreement is
+    1 (both sides gave every item one and the same label), where kappa is 0/0, not a number."""
+    if kappa["value"] == kappa["value"]:
+        return None
+    return "no response both labelled" if not kappa["n"] else \
+        "undefined: both gave every response one and the same label"
+
+
+def _kappa_text(kappa: Mapping[str, Any]) -> str:
+    """A kappa for the terminal: its value and interval, or ``n/a (why)`` for an undefined one."""
+    reason = _undefined(kappa)
+    if reason:
+        return f"n/a ({reason})"
+    interval = f"(no interval: {kappa.get('note') or 'too few responses'})" if kappa["lo"] is None \
+        else f"[{kappa['lo']:.2f}, {kappa['hi']:.2f}]"
+    return f"{kappa['value']:.2f} {interval}"
+
+
+def json_kappa(kappa: Mapping[str, Any]) -> dict[str, Any]:
+    """A kappa as strict JSON holds it: an undefined value is ``null`` with ``value_reason``
+    saying why (a bare NaN is not JSON; strict readers such as ``jq`` or JavaScript reject it)."""
+    reason = _undefined(kappa)
+    return {**kappa, "value": None, "value_reason": reason} if reason else dict(kappa)
+
+
+def _json_safe(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """``metrics`` with each kappa (the overall one and each panel member's) as :func:`json_kappa` writes it."""
+    safe = {**metrics, "kappa": json_kappa(metrics["kappa"])}
+    if metrics.get("members"):
+        safe["members"] = {name: json_kappa(k) for name, k in metrics["members"].items()}
+    return safe
 
 
 def summary_lines(metrics: Mapping[str, Any], judge: Mapping[str, Any]) -> list[str]:
     """What the terminal shows: n, failures, kappa and accuracy, then precision and recall per label."""
     kappa = metrics["kappa"]
-    interval = f"(no interval: {kappa.get('note') or 'too few responses'})" if kappa["lo"] is None \
-        else f"[{kappa['lo']:.2f}, {kappa['hi']:.2f}]"
-    lines = [f"judge {judge.get('model')}: {metrics['responses']} labelled responses, {metrics['judged']} judged, "
-             f"{metrics['failed']} judge failures (left out of every rate)",
-             f"Cohen's kappa vs your labels: {kappa['value']:.2f} {interval}, n={kappa['n']}; {kappa['method']}",
+    lines = [f"judge {judge.get('model')}: {counted(metrics['responses'], 'labelled response')}, "
+             f"{metrics['judged']} judged, {counted(metrics['failed'], 'judge failure')} (left out of every rate)",
+             f"Cohen's kappa vs your labels: {_kappa_text(kappa)}, n={kappa['n']}; {kappa['method']}",
              f"accuracy: {_interval(metrics['accuracy'])}",
              f"{'label':<14} {'human':>5} {'judge':>5}  {'precision [95%] (k/n)':<28} recall [95%] (k/n)"]
     for label, entry in metrics["per_label"].items():
@@ -74,15 +107,18 @@ def fact_lines(facts: Mapping[str, Any]) -> list[str]:
     """The key-fact verdicts' figures, as :func:`summary_lines` gives the labels'."""
     lines = summary_lines(facts, {"model": "on the key facts"})
     return ["key-fact verdicts (each labelled fact of each response; a response's facts are judged "
-            "together, so the response is the interval's unit):", *lines[1:]]
+            "together, so the response is the interval's unit):",
+            f"{counted(facts['responses'], 'labelled verdict')}, {facts['judged']} judged, "
+            f"{counted(facts['failed'], 'failed verdict')} (left out of every rate)", *lines[1:]]
 
 
 def member_lines(members: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """A panel's members, each against your labels (kappa, interval, n)."""
     lines = []
     for name, k in members.items():
-        value = "undefined" if k["value"] != k["value"] else f"{k['value']:.2f}"
-        interval = "" if k["lo"] is None else f" [{k['lo']:.2f}, {k['hi']:.2f}]"
+        reason = _undefined(k)
+        value = f"n/a ({reason})" if reason else f"{k['value']:.2f}"
+        interval = "" if reason or k["lo"] is None else f" [{k['lo']:.2f}, {k['hi']:.2f}]"
         lines.append(f"  member {name}: kappa vs your labels {value}{interval}, n={k['n']} ({k['missing']} without "
                      "a label of its own)")
     return lines
@@ -98,21 +134,21 @@ def write_outputs(out: Path, labels: Path, judge: Mapping[str, Any], rows: Seque
     lines = [*summary_lines(metrics, judge), *member_lines(metrics.get("members") or {}),
              *(fact_lines(facts) if facts else [])]
     write_text(out / "judge_check.csv", per_label_table(metrics).to_csv(index=False))
-    items = items_table(rows, results)
-    write_text(out / "judge_check_items.csv", items.to_csv(index=False))
+    items = item_records(rows, results)
+    write_text(out / "judge_check_items.csv", pd.DataFrame.from_records(items).to_csv(index=False))
     written = list(OUTPUTS)
     if facts:
         write_text(out / "judge_check_facts.csv", per_label_table(facts).to_csv(index=False))
         write_text(out / "judge_check_fact_items.csv", pd.DataFrame.from_records(
             [{k: v for k, v in i.items() if k != "cluster"} for i in fact_items]).to_csv(index=False))
         written += ["judge_check_facts.csv", "judge_check_fact_items.csv"]
-    write_json(out / "judge_check.json", {"labels": str(labels), "judge": settings, **metrics,
-                                          "items": items.to_dict(orient="records"),
-                                          "facts": facts, "fact_items": list(fact_items)})
+    write_json(out / "judge_check.json", {"labels": str(labels), "judge": settings, **_json_safe(metrics),
+                                          "items": items,
+                                          "facts": _json_safe(facts) if facts else None, "fact_items": list(fact_items)})
     html = _environment().get_template("judge_check.html.j2").render(
         labels=str(labels), judge=settings, metrics=metrics, lines=lines, facts=facts,
         items=[{**item, "response": r.response, "rationale": res.get("rationale", "")}
-               for item, r, res in zip(items.to_dict(orient="records"), rows, results)], page_js=PAGE_JS, page_panel=PAGE_PANEL)
+               for item, r, res in zip(items, rows, results)], page_js=PAGE_JS, page_panel=PAGE_PANEL)
     write_text(out / "judge_check.html", html)
     print("\n".join(lines), flush=True)
     print(f"wrote {', '.join(written)} in {out}", flush=True)

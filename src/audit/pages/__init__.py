@@ -12,6 +12,7 @@ from typing import Any
 
 import jinja2
 
+from audit.counted import counted
 from audit.pages.paging import PAGES_DIR
 from audit.io.neutral import page_value
 
@@ -28,5 +29,5 @@ def environment(templates: Path, *, lenient: bool = False,
                              undefined=jinja2.ChainableUndefined if lenient else jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True,
                              finalize=page_value)  # bidi controls shown, not obeyed
-    env.filters.update(filters or {})
+    env.filters.update({"counted": counted, **(filters or {})})  # "1 judge failure", "2 judge failures"
     return env

@@ -13,6 +13,9 @@ from audit.cli import ArgParser
 from audit.errors import UserError, exit_on_user_error
 
 DEFAULT_DIRS = (Path("outputs"), Path("multirun"))
+BESIDE_RUNS = Path("<beside the runs>")
+"""``--html`` with no FILE: :func:`audit.runs.index.beside_runs` chooses the page's place (a Path:
+argparse passes a string ``const`` through ``type``; no real file is named like this)."""
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -22,15 +25,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                                                "domain, cost, headline figures, path")
     listing.add_argument("dirs", nargs="*", type=Path, metavar="DIR",
                          help="run dirs, outputs/ trees or sweep dirs (default: outputs/ and multirun/)")
-    listing.add_argument("--html", nargs="?", type=Path, const=Path("runs.html"), default=None, metavar="FILE",
-                         help="also write a sortable index page linking each report and comparison (default runs.html)")
+    listing.add_argument("--html", nargs="?", type=Path, const=BESIDE_RUNS, default=None, metavar="FILE",
+                         help="also write a sortable index page linking each report and comparison (default: "
+                              "runs.html beside the runs: in the one DIR given, or the directory holding them all)")
     commands.add_parser("schema", help="print the JSON Schema of summary.json")
     return parser.parse_args(argv)
 
 
 def list_runs(dirs: Sequence[Path], html: Path | None) -> str:
-    """The text index of the runs under ``dirs`` (and the page, when ``html`` names one)."""
-    from audit.runs.index import index_rows, text_table, write_index
+    """The text index of the runs under ``dirs`` (and the page, when ``html`` names one or is
+    :data:`BESIDE_RUNS`)."""
+    from audit.runs.index import beside_runs, index_rows, text_table, write_index
     from audit.runs.record import iter_runs
 
     roots = list(dirs) or [d for d in DEFAULT_DIRS if d.is_dir()]
@@ -43,7 +48,8 @@ def list_runs(dirs: Sequence[Path], html: Path | None) -> str:
         raise UserError(f"no runs found under {where}; pass the directories that hold your runs")
     text = text_table(rows)
     if html is not None:
-        text += f"\nwrote {write_index(rows, html, roots)}"
+        page = beside_runs(roots) if html == BESIDE_RUNS else html
+        text += f"\nwrote {write_index(rows, page, roots)}"
     return text
 
 

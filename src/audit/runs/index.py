@@ -9,6 +9,7 @@ so the page and the runs can move together.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -23,7 +24,8 @@ from audit.runs.record import RunRecord
 from audit.runs.summary import CensorshipSummary
 from audit.pages.links import relative_href
 
-COLUMNS = ("experiment", "status", "models", "subject", "cost", "headline", "path")
+COLUMNS = ("experiment", "status", "date", "models", "subject", "technique", "repeat", "cost", "headline", "path")
+PAGE = "runs.html"
 REPORT, COMPARISON = "report.html", "comparison.html"
 
 
@@ -33,8 +35,11 @@ class IndexRow:
 
     experiment: str
     status: str
+    date: str
     models: str
     subject: str
+    technique: str
+    repeat: int | None
     cost: float | None
     headline: str
     path: Path
@@ -82,6 +87,16 @@ def _comparison_of(path: Path) -> Path | None:
     return None
 
 
+def _date(started_at: str | None) -> str:
+    """``2026-11-23 10:00`` (UTC) from a summary's ``started_at``; empty when it has none."""
+    if not started_at:
+        return ""
+    try:
+        return datetime.fromisoformat(started_at.replace("Z", "+00:00")).strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return started_at
+
+
 def _shown(path: Path) -> Path:
     """A run's path as the user would type it: relative to the working directory when under it."""
     try:
@@ -102,8 +117,11 @@ def index_rows(records: Iterable[RunRecord]) -> list[IndexRow]:
         rows.append(IndexRow(
             experiment=record.experiment + (" (job stub)" if record.stub else ""),
             status=state,
+            date=_date(summary.started_at) if summary is not None else "",
             models=", ".join(summary.models) if summary is not None else "",
             subject=summary.subject if summary is not None else "",
+            technique=(summary.technique or "") if isinstance(summary, CensorshipSummary) else "",
+            repeat=summary.repeat if summary is not None else None,
             cost=summary.usage.cost if summary is not None and summary.usage is not None else None,
             headline=headline_text(record),
             path=_shown(record.path),
@@ -116,7 +134,9 @@ def index_rows(records: Iterable[RunRecord]) -> list[IndexRow]:
 
 def _cells(row: IndexRow) -> list[str]:
     cost = "—" if row.cost is None else f"${row.cost:.4f}"
-    return [row.experiment, row.status, row.models or "—", row.subject or "—", cost, row.headline, str(row.path)]
+    repeat = "—" if row.repeat is None else str(row.repeat)
+    return [row.experiment, row.status, row.date or "—", row.models or "—", row.subject or "—", row.technique or "—",
+            repeat, cost, row.headline, str(row.path)]
 
 
 def text_table(rows: Sequence[IndexRow]) -> str:
@@ -128,6 +148,15 @@ def text_table(rows: Sequence[IndexRow]) -> str:
 
 def _link(target: Path | None, page_dir: Path) -> str | None:
     return None if target is None else relative_href(target, page_dir)
+
+
+def beside_runs(roots: Sequence[Path]) -> Path:
+    """Where the index page goes when no file is named: beside the runs it lists, inside the one
+    directory given, or in the nearest directory that holds all of them (never wherever the
+    command happened to be started, unless that is where the runs are)."""
+    resolved = [r.resolve() for r in roots]
+    common = Path(os.path.commonpath(resolved)) if resolved else Path.cwd()
+    return common / PAGE
 
 
 def write_index(rows: Sequence[IndexRow], out: Path, roots: Sequence[Path]) -> Path:

@@ -24,6 +24,7 @@ from pathlib import Path
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, configure_log, filter_overrides, setup_globals
 from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
+from audit.counted import counted
 
 log = logging.getLogger(__name__)
 PRELOAD = ["audit.jobs.warm_imports"]
@@ -42,7 +43,7 @@ class WarmLauncher(JoblibLauncher):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         n_jobs = int(self.joblib.get("n_jobs") or -1)
         workers = len(job_overrides) if n_jobs < 1 else min(n_jobs, len(job_overrides))
-        log.info(f"warm launcher: {len(job_overrides)} jobs, {workers} at once, sweep output dir: {sweep_dir}")
+        log.info(f"warm launcher: {counted(len(job_overrides), 'job')}, {workers} at once, sweep output dir: {sweep_dir}")
         for idx, overrides in enumerate(job_overrides):
             log.info(f"\t#{idx} : {' '.join(filter_overrides(overrides))}")
         context = multiprocessing.get_context("forkserver")
