@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -156,19 +157,21 @@ def _points(measure: Callable[[Scenario, int, tuple[int, int], list[float]], flo
 @_method("cell (as shown)")
 def cell_grid(cells: int, scenarios: Sequence[Scenario], runs: Sequence[int], sizes: Sequence[str]) -> list[GridPoint]:
     """The comparison cell's interval (:func:`audit.stats.cell_bounds`) over the grid."""
-    def measure(scenario: Scenario, r: int, size: tuple[int, int], width: list[float]) -> float:
-        covered, w, _ = rate_coverage(scenario, r, cells, _cell, sizes=size)
-        width.append(w)
-        return covered
-    return _points(measure, scenarios, runs, sizes)
+    return _rate_points(_cell, cells, scenarios, runs, sizes)
 
 
 @_method("cell, run-level interval alone (no rare-event fallback)")
 def run_level_grid(cells: int, scenarios: Sequence[Scenario], runs: Sequence[int], sizes: Sequence[str]
                    ) -> list[GridPoint]:
     """The run-level interval everywhere, as before the rare-event fallback."""
+    return _rate_points(run_level_bounds, cells, scenarios, runs, sizes)
+
+
+def _rate_points(bounds: Callable[..., Any], cells: int, scenarios: Sequence[Scenario], runs: Sequence[int],
+                 sizes: Sequence[str]) -> list[GridPoint]:
+    """One rate interval (``bounds``, as :func:`rate_coverage` takes it) measured over the grid."""
     def measure(scenario: Scenario, r: int, size: tuple[int, int], width: list[float]) -> float:
-        covered, w, _ = rate_coverage(scenario, r, cells, run_level_bounds, sizes=size)
+        covered, w, _ = rate_coverage(scenario, r, cells, bounds, sizes=size)
         width.append(w)
         return covered
     return _points(measure, scenarios, runs, sizes)
