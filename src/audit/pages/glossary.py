@@ -66,7 +66,9 @@ _TERMS: tuple[tuple[tuple[str, ...], Term], ...] = (
      Term("unlabelled by judge", "responses the judge could not label (failed, refused or unparsable call): out of every "
                                  "share's denominator, counted here", "unlabelled")),
     (("citations_verified", "citations_unverified"),
-     Term("citations", "excerpts the final hypotheses cite, found (verified) or not found in the response they name",
+     Term("citations", "excerpts the final hypotheses cite, found (verified) or not found in the target's own "
+                       "words of the response they name (a quote of the auditor's probe, prefill or opening is "
+                       "unverified)",
           "unverified-citations")),
     (("failed_calls", "flags"),
      Term("flags", "failed calls (holes after retries), unlabelled responses and failed fact scoring of the run",
