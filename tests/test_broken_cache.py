@@ -106,9 +106,11 @@ def run_epistemic(args: list[str], server: FakeOpenRouter, cwd: Path, cache: Pat
 def test_a_resume_after_the_disk_filled_is_not_refilled_by_the_cache(tmp_path, tmpfs, fake_openrouter: FakeOpenRouter):
     """The run dir and the cache on one disk (as with the default cache.dir under $HOME). Before
     the reserve, the cache's write-ahead log held what the full disk refused; the resume, on a disk
-    given enough room for the whole run without a cache (1,200 KB), failed again with the same
-    full disk at 95/360 answers as the log grew back from 205 KB to 868 KB (2 of 2 tries). Now the
-    cache stops growing at ``min_free_mb`` and the resume finishes."""
+    given enough room for the whole run without a cache, failed again with the same full disk at
+    95/360 answers as the log grew back from 205 KB to 868 KB (2 of 2 tries). Now the cache stops
+    growing at ``min_free_mb`` and the resume finishes. The resume's disk is 1,600 KB: the whole run
+    without a cache (1,204 KB since the pages carry their glossary and column tools) plus the
+    0.3 MB reserve, and well short of the run plus the log's regrowth."""
     disk = tmpfs
     mount_small(disk, "500k")
     fake_openrouter.handler = Script().handler
@@ -119,7 +121,7 @@ def test_a_resume_after_the_disk_filled_is_not_refilled_by_the_cache(tmp_path, t
     (run_dir,) = (disk / "out").iterdir()
     assert first.returncode == 1 and "disk full" in first.stderr.splitlines()[-1], first.stderr
     assert json.loads((run_dir / "summary.json").read_text())["status"] == "error"
-    subprocess.run(["mount", "-o", "remount,size=1200k", str(disk)], check=True)
+    subprocess.run(["mount", "-o", "remount,size=1600k", str(disk)], check=True)
     again = run_epistemic([f"resume={run_dir}"], fake_openrouter, tmp_path, cache, "gateway.cache.min_free_mb=0.3")
     assert again.returncode == 0, again.stderr
     assert json.loads((run_dir / "summary.json").read_text())["status"] == "success"
