@@ -7,6 +7,7 @@ import hashlib
 from pathlib import Path
 
 from audit.runs.status import FINISHED
+from audit.runs.draws import UNJUDGED
 from tests.real_model.conftest import SMOLLM2, assert_sampled_in_family, local_endpoint, only_run_dir, read, run_cli
 
 ALL_ON_THE_REAL_MODEL = (
@@ -57,8 +58,11 @@ def test_complete_audit_with_auditor_target_and_judge_on_the_real_model_then_a_r
     assert {(c["tag"], c["endpoint"]) for c in calls} == {("auditor", "local"), ("audited", "local"),
                                                          ("baseline", "local"), ("judge", "local")}
     assert all(c.get("structured_output") != "rejected" for c in calls)
-    classified = [read(run_dir / "audited_responses" / f"{k:03d}.json")["classification"] for k in range(1, n + 1)]
-    assert all(c["label"] or c["error"] for c in classified)
+    responses = [read(run_dir / "audited_responses" / f"{k:03d}.json") for k in range(1, n + 1)]
+    # every response is judged (a label or a recorded failure), except an empty or reasoning-only draw:
+    # its own outcome, counted and never judged (the 135M target sometimes ends the user turn at once)
+    assert all((r["classification"] or {}).get("label") or (r["classification"] or {}).get("error")
+               or r.get("outcome") in UNJUDGED for r in responses)
 
     # a second judging of the same run by the real model at another temperature: only the judge is called,
     # the run's own files are left byte for byte, and the judging is written beside them with its agreement
