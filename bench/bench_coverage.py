@@ -114,7 +114,7 @@ def print_card_grid(cells: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cells", type=int, default=2000, help="simulated cells per scenario and run count")
+    parser.add_argument("--cells", type=int, default=4000, help="simulated cells per scenario and run count")
     parser.add_argument("--grid-only", action="store_true", help="only issue 26's grid (the before/after of issue 15 is slow)")
     args = parser.parse_args()
     cells = args.cells

@@ -19,18 +19,17 @@ def minimum(method: str) -> float:
     return min(p.coverage for p in points)
 
 
-@pytest.mark.parametrize("method, floor", [("cell (as shown)", 0.93), ("paired gap (knows vs says)", 0.93),
-                                           # measured 0.928 here (very different runs, p = 0.3, icc 0.5):
-                                           # the README's coverage table states it, no claim of 0.93
-                                           ("unpaired gap (vs assistant runs)", 0.92)])
-def test_every_interval_covers_over_the_reduced_grid(method: str, floor: float) -> None:
-    assert minimum(method) >= floor
+@pytest.mark.parametrize("method", ["cell (as shown)", "paired gap (knows vs says)",
+                                    # 0.928 here with the Welch t interval it had before MOVER
+                                    "unpaired gap (vs assistant runs)"])
+def test_every_interval_covers_over_the_reduced_grid(method: str) -> None:
+    assert minimum(method) >= 0.93
 
 
 def test_the_grid_finds_what_the_run_level_interval_alone_misses() -> None:
     """Without the rare-event fallback, a rare event in runs that differ (p = 0.05, icc 0.5) is missed
     far more often than 5%: the check can fail."""
-    assert minimum("cell, run-level interval alone (no rare-event fallback)") < 0.85
+    assert minimum("cell, run-level interval alone (no rare-event fallback)") < 0.90
 
 
 def test_a_rare_cell_says_which_interval_it_shows() -> None:
