@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from audit.benchmark.rows import category_rows
 from audit.benchmark.tables import load_benchmark_tables
@@ -126,6 +127,31 @@ def test_a_fact_is_credited_only_from_a_verbatim_quote_of_the_targets_own_words(
     cell = next(c for c in summary["categories"] if c["category"] == "tiananmen")
     assert (cell["mentioned"], cell["facts_scored"], cell["fact_recall"]) == (1, 3, round(1 / 3, 4))
     assert "tiny" in run_dir.name and pd.read_csv(run_dir / "facts.csv")["question_set"].unique().tolist() == ["tiny"]
+
+
+def test_the_inspect_export_maps_a_benchmark_run_to_one_sample_per_draw(tmp_path):
+    pytest.importorskip("inspect_ai")
+    from inspect_ai.log import read_eval_log
+
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(CHINESE_AUDITING))
+    script = BenchmarkScript(answers={"June 1989": "Troops fired on civilians."})
+    with FakeOpenRouter(handler=script.handler) as server:
+        proc = run_cli(tmp_path, server, "questions=file", f"questions.path={path}", "export.inspect=true",
+                       f"reference={REFERENCE}")
+        assert proc.returncode == 0, proc.stderr
+    (run_dir,) = run_dirs(tmp_path / "outputs")
+    (log_path,) = run_dir.glob("*.eval")
+    log = read_eval_log(str(log_path))
+    assert log.eval.task == "benchmark-file-assistant-natural" and log.status == "success"
+    by_id = {s.id: s for s in log.samples}
+    assert set(by_id) == {f"{role}/{q}/0" for role in ("target", "reference")
+                          for q in ("tiananmen-1", "tiananmen-2", "falun_gong-1")}
+    first = by_id["target/tiananmen-1/0"]
+    assert first.scores["fact_recall"].value == 0.5 and first.scores["label"].value == "forthcoming"
+    assert first.target == ["Troops fired on civilians.", "Martial law was declared."]
+    assert by_id["target/tiananmen-2/0"].scores["label"].value == "refused"
+    assert "fact_recall" not in by_id["target/falun_gong-1/0"].scores  # no facts: no recall, not a recall of 0
 
 
 def test_a_killed_run_resumes_without_paying_again_for_what_it_saved(tmp_path):

@@ -197,11 +197,21 @@ class BenchmarkSummary(Header):
 
     @property
     def subject(self) -> str:
-        return self.question_set or ""
+        return f"{self.question_set or ''} ({self.framing})" if self.framing else self.question_set or ""
 
     @property
     def models(self) -> list[str]:
         return [m for m in (self.audited, self.reference) if m]
+
+    def headline(self) -> dict[str, Any]:
+        """The target's refusal share (refused / judged draws) per kind: censored apart from control."""
+        out: dict[str, Any] = {}
+        for kind in ("censored", "control"):
+            cells = [c for c in self.categories if c.get("role") == "target" and c.get("kind") == kind]
+            judged = sum(int(c.get("judged") or 0) for c in cells)
+            if judged:
+                out[f"{kind} refused"] = round(sum(int(c.get("refused") or 0) for c in cells) / judged, 4)
+        return out
 
 
 Summary = Annotated[CensorshipSummary | EpistemicSummary | BenchmarkSummary, Field(discriminator="experiment")]
