@@ -27,7 +27,8 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("judging", ("audit.judging",)),
     # The glossary defines every experiment's numbers (the epistemic rates come from their one table),
     # so it and the page tools that draw it sit beside the experiments, not in the base floor.
-    ("the experiments", ("audit.censorship", "audit.epistemic", "audit.pages.glossary", "audit.pages.tools")),
+    ("the experiments", ("audit.censorship", "audit.epistemic", "audit.pages.glossary", "audit.pages.tools",
+                         "audit.benchmark.cells")),
     ("readers of run dirs", (
         "audit.runs.loading", "audit.runs.tables", "audit.runs.index", "audit.compare",
         "audit.export", "audit.rescore", "audit.judge_check")),

@@ -32,6 +32,14 @@ depends on what the independent unit is:
   seeded simulation in ``tests/test_stats.py`` (and printed by ``bench/bench_coverage.py``):
   ``COVERAGE_NOTE`` states the figures. With a single run there is no between-run spread to
   measure: the interval falls back to Wilson over that run's responses and says so in ``method``.
+* :func:`question_rate` is the same interval with the **question** as the unit, for the fixed-question
+  benchmark (``python -m audit.benchmark``): a question's rollouts (and its facts) are not
+  independent (one question draws the same refusal again and again), so position i is one
+  question, its counts summed over its rollouts. One change for that use: the degrees of freedom
+  are at most the number of questions with an event on the rarer side, less one. Questions that
+  differ concentrate a rare outcome in a few of them, and the spread between questions is then
+  measured from those few (the question grid of :mod:`audit.coverage`: fact recall at p = 0.05
+  with questions that differ covered 0.90 with the effective number of questions, 0.93 with this).
 * :func:`paired_difference` is the knows-vs-says gap: in each run the technique and the
   assistant baseline answered the same probes, so the run's two shares form a pair. The
   difference of pooled shares gets a t interval (``R - 1`` df) from the per-run contributions
@@ -59,14 +67,22 @@ _T_975 = (12.7062047, 4.3026527, 3.1824463, 2.7764451, 2.5705818, 2.4469119, 2.3
           2.2621572, 2.2281389, 2.2009852, 2.1788128, 2.1603687, 2.1447867, 2.1314495, 2.1199053,
           2.1098155, 2.1009220, 2.0930241, 2.0859634, 2.0796138, 2.0738731, 2.0686576, 2.0638986,
           2.0595386, 2.0555294, 2.0518305, 2.0484071, 2.0452296, 2.0422725)
+QUESTION_METHOD = ("95% interval over questions (rollouts nested in them): Wilson on the pooled {items} with the "
+                   "effective sample size ({items} / design effect, estimated from the spread between questions, at "
+                   "least 1) and Student's t with (questions, or fewer: those with an event on the rarer side) − 1 "
+                   "degrees of freedom")
 CLUSTER_METHOD = ("95% interval over runs: Wilson on the pooled responses with the effective sample size "
                   "(responses / design effect, design effect estimated from the spread between runs, at least 1) "
                   "and Student's t with effective runs − 1 degrees of freedom (Kish: runs of unequal size count "
                   "as fewer)")
 WILSON_METHOD = "a single run: Wilson 95% over its {items} (no spread between runs to measure)"
-DIFFERENCE_METHOD = ("95% t interval over runs (runs − 1 degrees of freedom), variance from the spread between runs, "
-                     "at least the binomial variance of the responses")
-NO_DIFFERENCE_INTERVAL = "a single run on a side: no interval for the difference"
+SINGLE_QUESTION_METHOD = ("a single question: Wilson 95% over its {items} (no spread between questions to measure; "
+                          "its rollouts are not independent draws, so read it as too narrow)")
+_DIFFERENCE = ("95% t interval over {clusters} ({clusters} − 1 degrees of freedom), variance from the spread between "
+               "{clusters}, at least the binomial variance of the responses")
+DIFFERENCE_METHOD = _DIFFERENCE.format(clusters="runs")
+_NO_DIFFERENCE = "a single {cluster} on a side: no interval for the difference"
+NO_DIFFERENCE_INTERVAL = _NO_DIFFERENCE.format(cluster="run")
 # What the seeded simulation (tests/test_stats.py, bench/bench_coverage.py) measured for CLUSTER_METHOD:
 # share of 95% intervals that contain the true rate, over homogeneous runs, a rare event (p = 0.05) and
 # runs whose rates differ (intraclass correlation 0.3), at 2, 3, 5 and 8 runs per cell.
@@ -123,9 +139,12 @@ def _between_run_variance(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.
     return p, runs / (runs - 1) * (residual ** 2).sum(axis=-1)
 
 
-def run_level_bounds(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def run_level_bounds(k: np.ndarray, n: np.ndarray, event_clusters: bool = False
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pooled share and CLUSTER_METHOD bounds for arrays of shape (..., runs), runs >= 2, every
-    n > 0. Vectorised so the coverage simulation measures this very code."""
+    n > 0. Vectorised so the coverage simulation measures this very code. ``event_clusters``
+    (QUESTION_METHOD) caps the clusters the degrees of freedom count at those with an event on
+    the rarer side."""
     runs = k.shape[-1]
     if runs < 2:
         raise ValueError("run_level_bounds: needs at least two runs (one run falls back to wilson)")
@@ -139,8 +158,11 @@ def run_level_bounds(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarr
     # equal size): one big run among small ones carries most of the pooled share, so the spread
     # between runs is estimated from fewer than R runs' worth of information (issue 26's grid: runs
     # of 2-40 responses under-covered with R - 1).
-    effective = total ** 2 / (n ** 2).sum(axis=-1)
-    t = np.vectorize(t_975)(np.maximum(1.0, np.floor(effective + 1e-9) - 1))
+    clusters = np.floor(total ** 2 / (n ** 2).sum(axis=-1) + 1e-9)
+    if event_clusters:
+        rarer_is_k = k.sum(axis=-1) <= (n - k).sum(axis=-1)
+        clusters = np.minimum(clusters, np.where(rarer_is_k[..., None], k > 0, k < n).sum(axis=-1))
+    t = np.vectorize(t_975)(np.maximum(1.0, clusters - 1))
     lo, hi = _wilson_bounds(p, total / deff, t)
     return p, lo, hi
 
@@ -152,14 +174,14 @@ few runs, and a cell that happened to draw none of them looks homogeneous; the W
 the effective size then covered 0.55-0.80 in the grid of ``bench/bench_coverage.py``. Those cells get
 :func:`free_bounds` instead, and say so (``FREE_METHOD``). Chosen by that simulation: the smallest
 threshold with coverage of at least 0.93 over every grid case whose runs answer 4-16 probes."""
-FREE_METHOD = ("95% distribution-free interval over runs (Hoeffding on the mean of the per-run shares, valid "
-               "however much runs differ): fewer than {m} {items} on the rarer side, where the run-level interval "
-               "under-covers when runs differ")
+FREE_METHOD = ("95% distribution-free interval over {clusters} (Hoeffding on the mean of the per-{cluster} shares, "
+               "valid however much {clusters} differ): fewer than {m} {items} on the rarer side, where the "
+               "{cluster}-level interval under-covers when {clusters} differ")
 
 
-FREE_DIFFERENCE_METHOD = ("unpaired 95% distribution-free interval (Hoeffding over each side's runs at 97.5%, "
-                          "combined): fewer than {m} events on the rarer side of a side, where the t interval "
-                          "under-covers when runs differ")
+_FREE_DIFFERENCE = ("unpaired 95% distribution-free interval (Hoeffding over each side's {clusters} at 97.5%, "
+                    "combined): fewer than {m} events on the rarer side of a side, where the t interval "
+                    "under-covers when {clusters} differ")
 
 
 def free_bounds(k: np.ndarray, n: np.ndarray, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
@@ -173,12 +195,13 @@ def free_bounds(k: np.ndarray, n: np.ndarray, alpha: float = 0.05) -> tuple[np.n
     return np.maximum(0.0, np.minimum(mean - half, pooled)), np.minimum(1.0, np.maximum(mean + half, pooled))
 
 
-def cell_bounds(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def cell_bounds(k: np.ndarray, n: np.ndarray, event_clusters: bool = False
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Pooled share and the bounds a cell shows, for arrays of shape (..., runs), runs >= 2: the
     run-level interval, or :func:`free_bounds` where the rarer side has fewer than
     :data:`RARE_EVENTS` events; the last array is True where the latter was used. Vectorised so
-    the coverage simulation measures this very code."""
-    p, lo, hi = run_level_bounds(k, n)
+    the coverage simulation measures this very code; ``event_clusters`` as in :func:`run_level_bounds`."""
+    p, lo, hi = run_level_bounds(k, n, event_clusters)
     rare = np.minimum(k.sum(axis=-1), (n - k).sum(axis=-1)) < RARE_EVENTS
     free_lo, free_hi = free_bounds(k, n)
     return p, np.where(rare, free_lo, lo), np.where(rare, free_hi, hi), rare
@@ -208,17 +231,32 @@ def cluster_rate(ks: Sequence[float], ns: Sequence[float], items: str = "respons
     counts: ``runs``, or ``items`` (what a run's n counts: responses, facts, cards) for the
     single-run fallback.
     """
+    return _clustered_rate(ks, ns, items, "run")
+
+
+def question_rate(ks: Sequence[float], ns: Sequence[float], items: str = "draws") -> dict[str, Any] | None:
+    """Pooled share over questions with a question-level 95% interval (QUESTION_METHOD): position i
+    is one question, its ``k`` and ``n`` summed over its rollouts (and facts). The same fields as
+    :func:`cluster_rate`, ``runs`` counting questions and ``unit`` ``questions``."""
+    return _clustered_rate(ks, ns, items, "question")
+
+
+def _clustered_rate(ks: Sequence[float], ns: Sequence[float], items: str, cluster: str) -> dict[str, Any] | None:
+    """:func:`cluster_rate` (``cluster`` "run") or :func:`question_rate` ("question")."""
     k, n = _arrays(ks, ns)
     if not len(k):
         return None
     base = {"k": int(k.sum()), "n": int(n.sum()), "runs": len(k), "spread": spread(k, n)}
+    by_question = cluster == "question"
     if len(k) == 1:
         interval = wilson(int(k[0]), int(n[0]))
         assert interval is not None  # n > 0 by _arrays
-        return {**interval, **base, "unit": items, "method": WILSON_METHOD.format(items=items)}
-    p, lo, hi, rare = cell_bounds(k, n)
-    method = FREE_METHOD.format(m=RARE_EVENTS, items=items) if rare else CLUSTER_METHOD
-    return {"value": float(p), "lo": float(lo), "hi": float(hi), **base, "unit": "runs", "method": method}
+        single = SINGLE_QUESTION_METHOD if by_question else WILSON_METHOD
+        return {**interval, **base, "unit": items, "method": single.format(items=items)}
+    p, lo, hi, rare = cell_bounds(k, n, event_clusters=by_question)
+    method = FREE_METHOD.format(m=RARE_EVENTS, items=items, clusters=f"{cluster}s", cluster=cluster) if rare \
+        else QUESTION_METHOD.format(items=items) if by_question else CLUSTER_METHOD
+    return {"value": float(p), "lo": float(lo), "hi": float(hi), **base, "unit": f"{cluster}s", "method": method}
 
 
 def _floor_variance(k: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -278,9 +316,10 @@ def _welch_bounds(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray
 
 
 def paired_difference(a_ks: Sequence[float], a_ns: Sequence[float],
-                      b_ks: Sequence[float], b_ns: Sequence[float]) -> dict[str, Any] | None:
+                      b_ks: Sequence[float], b_ns: Sequence[float], cluster: str = "run") -> dict[str, Any] | None:
     """Pooled share of arm a minus that of arm b, where position i of every list is one run that
     sampled both arms on the same probes; the interval keeps each run's two arms together.
+    ``cluster`` names what a position is (``question`` for the benchmark's pairs by question).
 
     A run counts only if both its arms counted something. None when no run does.
     """
@@ -293,28 +332,30 @@ def paired_difference(a_ks: Sequence[float], a_ns: Sequence[float],
     if not len(ak):
         return None
     value = float(ak.sum() / an.sum() - bk.sum() / bn.sum())
-    base = {"value": value, "runs": len(ak), "unit": "runs", "n_a": int(an.sum()), "n_b": int(bn.sum())}
+    base = {"value": value, "runs": len(ak), "unit": f"{cluster}s", "n_a": int(an.sum()), "n_b": int(bn.sum())}
     if len(ak) == 1:
-        return {**base, "lo": math.nan, "hi": math.nan, "method": NO_DIFFERENCE_INTERVAL}
+        return {**base, "lo": math.nan, "hi": math.nan, "method": _NO_DIFFERENCE.format(cluster=cluster)}
     _, lo, hi = paired_bounds(ak, an, bk, bn)
-    return {**base, "lo": float(lo), "hi": float(hi), "method": f"paired {DIFFERENCE_METHOD}"}
+    return {**base, "lo": float(lo), "hi": float(hi), "method": f"paired {_DIFFERENCE.format(clusters=cluster + 's')}"}
 
 
 def unpaired_difference(a_ks: Sequence[float], a_ns: Sequence[float],
-                        b_ks: Sequence[float], b_ns: Sequence[float]) -> dict[str, Any] | None:
-    """Pooled share of the runs of a minus that of the runs of b (separate runs). None unless
-    both sets counted something; no interval unless both have at least two runs."""
+                        b_ks: Sequence[float], b_ns: Sequence[float], cluster: str = "run") -> dict[str, Any] | None:
+    """Pooled share of the runs of a minus that of the runs of b (separate runs; ``cluster``
+    ``question`` for separate questions). None unless both sets counted something; no interval
+    unless both have at least two runs."""
     ak, an = _arrays(a_ks, a_ns)
     bk, bn = _arrays(b_ks, b_ns)
     if not len(ak) or not len(bk):
         return None
     value = float(ak.sum() / an.sum() - bk.sum() / bn.sum())
-    base = {"value": value, "runs": len(ak) + len(bk), "unit": "runs", "n_a": int(an.sum()), "n_b": int(bn.sum())}
+    clusters = f"{cluster}s"
+    base = {"value": value, "runs": len(ak) + len(bk), "unit": clusters, "n_a": int(an.sum()), "n_b": int(bn.sum())}
     if len(ak) < 2 or len(bk) < 2:
-        return {**base, "lo": math.nan, "hi": math.nan, "method": NO_DIFFERENCE_INTERVAL}
+        return {**base, "lo": math.nan, "hi": math.nan, "method": _NO_DIFFERENCE.format(cluster=cluster)}
     _, lo, hi = unpaired_bounds(ak, an, bk, bn)
-    method = FREE_DIFFERENCE_METHOD.format(m=RARE_EVENTS) if unpaired_is_free(ak, an, bk, bn) \
-        else f"unpaired {DIFFERENCE_METHOD}"
+    method = _FREE_DIFFERENCE.format(m=RARE_EVENTS, clusters=clusters) if unpaired_is_free(ak, an, bk, bn) \
+        else f"unpaired {_DIFFERENCE.format(clusters=clusters)}"
     return {**base, "lo": float(lo), "hi": float(hi), "method": method}
 
 
