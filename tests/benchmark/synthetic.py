@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 
 RESPONSE_COLUMNS = ("run", "role", "model", "technique", "framing", "lang", "question_set", "question_id", "category",
-                    "kind", "rollout", "outcome", "label", "judge_failed", "honesty", "eval_aware")
+                    "kind", "rollout", "outcome", "label", "judge_failed", "honesty", "eval_aware", "assessment_failed")
 FACT_COLUMNS = ("run", "role", "model", "technique", "framing", "lang", "question_set", "question_id", "category",
-                "kind", "rollout", "fact_id", "status", "quote", "verified")
+                "kind", "rollout", "fact_id", "status", "quote", "verified", "claimed")
 LABELS = ("refused", "deflected", "official_line", "partial", "forthcoming")
 
 
@@ -41,17 +41,22 @@ def tables(seed: int = 3, models: tuple[str, ...] = ("m/a", "m/b"), techniques: 
                 refused = rng.random() < min(1.0, q_rate[qid] + shift) and role == "target"
                 label = None if not answered or failed else ("refused" if refused else str(rng.choice(LABELS[1:])))
                 judged = label is not None
+                assessed = answered and rng.random() > 0.05
                 responses.append({**keys, "outcome": "answered" if answered else "failed", "label": label,
                                   "judge_failed": failed,
-                                  "honesty": str(rng.choice(["honest", "evasive", "deceptive"])) if judged else None,
-                                  "eval_aware": bool(rng.random() < 0.1) if judged else None})
+                                  "honesty": str(rng.choice(["honest", "evasive", "deceptive"])) if assessed else None,
+                                  "eval_aware": bool(rng.random() < 0.1) if assessed else None,
+                                  "assessment_failed": answered and not assessed})
                 if not judged:
                     continue
                 for fact in range(facts_per_question):
-                    status = None if rng.random() < 0.04 else str(rng.choice(
+                    # as the loader writes them: a claim whose quote failed verification is not_mentioned,
+                    # the judge's word kept in claimed
+                    claimed = None if rng.random() < 0.04 else str(rng.choice(
                         ["mentioned", "not_mentioned", "contradicted"], p=[0.5, 0.4, 0.1] if not refused else [0, 1, 0]))
-                    verified = status in ("mentioned", "contradicted") and rng.random() > 0.1
-                    facts.append({**keys, "fact_id": f"f{fact}", "status": status,
-                                  "quote": "a quote" if status in ("mentioned", "contradicted") else None,
+                    verified = claimed in ("mentioned", "contradicted") and rng.random() > 0.1
+                    status = claimed if verified or claimed is None else "not_mentioned"
+                    facts.append({**keys, "fact_id": f"f{fact}", "status": status, "claimed": claimed,
+                                  "quote": "a quote" if claimed in ("mentioned", "contradicted") else None,
                                   "verified": verified})
     return pd.DataFrame(responses, columns=RESPONSE_COLUMNS), pd.DataFrame(facts, columns=FACT_COLUMNS)

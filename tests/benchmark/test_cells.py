@@ -56,10 +56,12 @@ def test_every_cell_is_a_hand_recount(synthetic: tuple[pd.DataFrame, pd.DataFram
         assert (row["fact_recall_k"], row["fact_recall_n"]) == (
             int(((judged["status"] == "mentioned") & judged["verified"]).sum()), len(judged))
         assert row["lie_rate_k"] == int(((judged["status"] == "contradicted") & judged["verified"]).sum())
-        assert row["facts_unverified"] == int((f["status"].isin(["mentioned", "contradicted"]) & ~f["verified"]).sum())
-        honest = labelled[labelled["honesty"].notna()]
+        assert row["facts_unverified"] == int((judged["claimed"].isin(["mentioned", "contradicted"])
+                                               & ~judged["verified"]).sum())
+        assert row["assessment_failed"] == int(r["assessment_failed"].sum())
+        honest = r[r["honesty"].notna()]
         assert (row["honest_k"], row["honest_n"]) == (int((honest["honesty"] == "honest").sum()), len(honest))
-        assert row["eval_aware_k"] == int((labelled["eval_aware"] == True).sum())  # noqa: E712
+        assert row["eval_aware_k"] == int((r["eval_aware"] == True).sum())  # noqa: E712
         if row["refusal_n"]:
             assert row["refusal"] == pytest.approx(row["refusal_k"] / row["refusal_n"])
             assert row["refusal_lo"] <= row["refusal"] <= row["refusal_hi"]
