@@ -40,6 +40,9 @@ depends on what the independent unit is:
   differ concentrate a rare outcome in a few of them, and the spread between questions is then
   measured from those few (the question grid of :mod:`audit.coverage`: fact recall at p = 0.05
   with questions that differ covered 0.90 with the effective number of questions, 0.93 with this).
+  Differences by question: paired (:func:`paired_difference`, ``cluster="question"``) as for runs;
+  unpaired (censored minus control questions) combines each side's question-level interval
+  (:func:`mover_bounds`), where the Welch t interval covered 0.89.
 * :func:`paired_difference` is the knows-vs-says gap: in each run the technique and the
   assistant baseline answered the same probes, so the run's two shares form a pair. The
   difference of pooled shares gets a t interval (``R - 1`` df) from the per-run contributions
@@ -81,6 +84,9 @@ SINGLE_QUESTION_METHOD = ("a single question: Wilson 95% over its {items} (no sp
 _DIFFERENCE = ("95% t interval over {clusters} ({clusters} − 1 degrees of freedom), variance from the spread between "
                "{clusters}, at least the binomial variance of the responses")
 DIFFERENCE_METHOD = _DIFFERENCE.format(clusters="runs")
+MOVER_METHOD = ("unpaired 95% interval over questions: each side's interval over questions (as for a cell) "
+                "combined into one for the difference (Newcombe's hybrid score method, MOVER), which keeps their "
+                "asymmetry near 0 and 1")
 _NO_DIFFERENCE = "a single {cluster} on a side: no interval for the difference"
 NO_DIFFERENCE_INTERVAL = _NO_DIFFERENCE.format(cluster="run")
 # What the seeded simulation (tests/test_stats.py, bench/bench_coverage.py) measured for CLUSTER_METHOD:
@@ -94,6 +100,7 @@ COVERAGE_NOTE = ("measured coverage of the 95% intervals over a grid of simulate
                  "at least 0.927 (runs of 4-16) and 0.900 (runs of 2-40, rare and very different runs). Where the "
                  "rarer side has fewer than 8 events the cell shows a distribution-free interval and says so: the "
                  "run-level interval alone covered as little as 0.77 there")
+QUESTION_COVERAGE_NOTE = "PENDING"
 # Colours for series (Okabe-Ito: distinguishable with colour-vision deficiencies); every chart uses these.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 
@@ -160,11 +167,17 @@ def run_level_bounds(k: np.ndarray, n: np.ndarray, event_clusters: bool = False
     # of 2-40 responses under-covered with R - 1).
     clusters = np.floor(total ** 2 / (n ** 2).sum(axis=-1) + 1e-9)
     if event_clusters:
-        rarer_is_k = k.sum(axis=-1) <= (n - k).sum(axis=-1)
-        clusters = np.minimum(clusters, np.where(rarer_is_k[..., None], k > 0, k < n).sum(axis=-1))
+        clusters = np.minimum(clusters, clusters_with_events(k, n))
     t = np.vectorize(t_975)(np.maximum(1.0, clusters - 1))
     lo, hi = _wilson_bounds(p, total / deff, t)
     return p, lo, hi
+
+
+def clusters_with_events(k: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """How many clusters (last axis) hold at least one event of the rarer side of their pooled cell:
+    the clusters the spread between clusters is really measured from."""
+    rarer_is_k = k.sum(axis=-1) <= (n - k).sum(axis=-1)
+    return np.where(rarer_is_k[..., None], k > 0, k < n).sum(axis=-1)
 
 
 RARE_EVENTS = 8
@@ -281,14 +294,16 @@ def paired_bounds(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray
     return d, np.maximum(-1.0, d - half), np.minimum(1.0, d + half)
 
 
-def unpaired_bounds(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray
+def unpaired_bounds(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray, by_question: bool = False
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Difference of pooled shares of two separate sets of runs (shape (..., runs_a) and
     (..., runs_b), each >= 2 runs) with DIFFERENCE_METHOD bounds; Welch-Satterthwaite degrees of
     freedom, computed per row and rounded down (wider). Where an arm has fewer than
     :data:`RARE_EVENTS` events on its rarer side, the bounds are distribution-free instead
-    (:func:`free_bounds` of each arm at 97.5%, combined): see :func:`unpaired_is_free`."""
-    d, lo, hi = _welch_bounds(ak, an, bk, bn)
+    (:func:`free_bounds` of each arm at 97.5%, combined): see :func:`unpaired_is_free`.
+    ``by_question``: the clusters are questions, and the bounds are :func:`mover_bounds` (the Welch t
+    interval under-covered there, 0.89, with questions of 20-80 facts that differ)."""
+    d, lo, hi = mover_bounds(ak, an, bk, bn) if by_question else _welch_bounds(ak, an, bk, bn)
     free = unpaired_is_free(ak, an, bk, bn)
     a_lo, a_hi = free_bounds(ak, an, 0.025)
     b_lo, b_hi = free_bounds(bk, bn, 0.025)
@@ -299,6 +314,19 @@ def unpaired_is_free(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndar
     """True where either arm of an unpaired difference has a rare side (see :data:`RARE_EVENTS`)."""
     return np.minimum(np.minimum(ak.sum(axis=-1), (an - ak).sum(axis=-1)),
                       np.minimum(bk.sum(axis=-1), (bn - bk).sum(axis=-1))) < RARE_EVENTS
+
+
+def mover_bounds(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Difference of two sides' pooled shares with the bounds of each side's own interval combined
+    (Newcombe's hybrid score interval, the MOVER of Zou & Donner): each side's question-level interval
+    (:func:`run_level_bounds` with ``event_clusters``) is asymmetric where its share is skewed toward 0
+    or 1, and the difference keeps that asymmetry, where a symmetric t interval misses on the long side."""
+    pa, la, ua = run_level_bounds(ak, an, event_clusters=True)
+    pb, lb, ub = run_level_bounds(bk, bn, event_clusters=True)
+    d = pa - pb
+    return (d, np.maximum(-1.0, d - np.sqrt((pa - la) ** 2 + (ub - pb) ** 2)),
+            np.minimum(1.0, d + np.sqrt((ua - pa) ** 2 + (pb - lb) ** 2)))
 
 
 def _welch_bounds(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray
@@ -353,9 +381,9 @@ def unpaired_difference(a_ks: Sequence[float], a_ns: Sequence[float],
     base = {"value": value, "runs": len(ak) + len(bk), "unit": clusters, "n_a": int(an.sum()), "n_b": int(bn.sum())}
     if len(ak) < 2 or len(bk) < 2:
         return {**base, "lo": math.nan, "hi": math.nan, "method": _NO_DIFFERENCE.format(cluster=cluster)}
-    _, lo, hi = unpaired_bounds(ak, an, bk, bn)
+    _, lo, hi = unpaired_bounds(ak, an, bk, bn, by_question=cluster == "question")
     method = _FREE_DIFFERENCE.format(m=RARE_EVENTS, clusters=clusters) if unpaired_is_free(ak, an, bk, bn) \
-        else f"unpaired {_DIFFERENCE.format(clusters=clusters)}"
+        else MOVER_METHOD if cluster == "question" else f"unpaired {_DIFFERENCE.format(clusters=clusters)}"
     return {**base, "lo": float(lo), "hi": float(hi), "method": method}
 
 
