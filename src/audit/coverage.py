@@ -223,6 +223,8 @@ QUESTION_METHODS: dict[str, Callable[[Scenario, int, tuple[int, int], int], tupl
         lambda width: paired_coverage(sc, 0.2, q, cells, sizes=size, width=width)),
     "benchmark unpaired gap (censored vs control)": lambda sc, q, size, cells: _with_width(
         lambda width: unpaired_coverage(sc, SCENARIOS[0], q, cells, _question_unpaired, sizes=size, width=width)),
+    "benchmark unpaired gap, Welch t (the audit runs')": lambda sc, q, size, cells: _with_width(
+        lambda width: unpaired_coverage(sc, SCENARIOS[0], q, cells, sizes=size, width=width)),
 }
 """Each benchmark interval's coverage and mean width for (scenario, questions, per-question sizes, cells)."""
 
