@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from audit.benchmark.cells import benchmark_tables
-from audit.compare.benchmark import OUTPUTS, PANEL_KEYS, benchmark_files, context, page_files
+from audit.compare.benchmark import OUTPUTS, PANEL_KEYS, benchmark_output, context, page_files
 from audit.compare.report import fmt, interval
 from audit.io.atomic import write_texts
 from tests.benchmark.synthetic import tables
@@ -76,4 +76,5 @@ def test_the_gap_tables_say_what_minus_what_and_over_how_many_questions(bench) -
 
 
 def test_no_benchmark_run_no_benchmark_files(tmp_path: Path) -> None:
-    assert benchmark_files([], [tmp_path], tmp_path) == {}
+    nothing = benchmark_output([], [tmp_path], tmp_path)
+    assert nothing.files == {} and nothing.printed == []

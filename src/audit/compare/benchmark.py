@@ -12,7 +12,7 @@ untrusted text: the template renders with autoescape on and nothing here builds 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -152,13 +152,34 @@ def render(tables: BenchmarkTables, dirs: Sequence[Path], runs: int) -> str:
     return environment(TEMPLATES_DIR).get_template("benchmark.html.j2").render(**context(tables, dirs, runs))
 
 
-def benchmark_files(runs: Sequence[Run], dirs: Sequence[Path], target: Path) -> dict[Path, str | bytes]:
-    """The page and tables of the finished benchmark runs among ``runs``, by path under ``target``
-    ({} when there is none), for the comparison to write with its other files as one set."""
+@dataclass(frozen=True)
+class BenchmarkOutput:
+    """What benchmark runs add to a comparison: files by path (written with the comparison's other
+    files as one set) and the tables printed on stdout, each under its title."""
+
+    files: dict[Path, str | bytes] = field(default_factory=dict)
+    printed: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
+
+
+CELL_PRINT = ("role", "model", "technique", "framing", "lang", "question_set", "kind", "category", "questions", "draws",
+              "judge_failed", "refusal", "refusal_lo", "refusal_hi", "fact_recall", "fact_recall_lo", "fact_recall_hi")
+GAP_PRINT = ("role", "model", "technique", "framing", "lang", "question_set", "censored_questions", "control_questions",
+             "censored_refusal", "control_refusal", "refusal_gap", "refusal_gap_lo", "refusal_gap_hi")
+
+
+def benchmark_output(runs: Sequence[Run], dirs: Sequence[Path], target: Path) -> BenchmarkOutput:
+    """The page, tables and printed summary of the finished benchmark runs among ``runs``, files by
+    path under ``target`` (nothing when there is no benchmark run)."""
     chosen = benchmark_runs(runs)
     if not chosen:
-        return {}
-    return page_files(benchmark_tables(*load(chosen)), dirs, target, len(chosen))
+        return BenchmarkOutput()
+    tables = benchmark_tables(*load(chosen))
+    printed = [(f"benchmark cells ({len(tables.cells)}; rates over draws or facts, 95% interval over questions)",
+                tables.cells[list(CELL_PRINT)])]
+    if not tables.control_gaps.empty:
+        printed.append(("benchmark: censored minus control questions (unpaired, over questions)",
+                        tables.control_gaps[list(GAP_PRINT)]))
+    return BenchmarkOutput(page_files(tables, dirs, target, len(chosen)), printed)
 
 
 def page_files(tables: BenchmarkTables, dirs: Sequence[Path], target: Path, runs: int) -> dict[Path, str | bytes]:

@@ -510,9 +510,10 @@ def _text_table(frame: pd.DataFrame) -> str:
     return frame.to_string(index=False, formatters=formatters, na_rep="—")
 
 
-def summary_text(tables: Tables, out: Path, extra: Sequence[str] = ()) -> str:
+def summary_text(tables: Tables, out: Path, extra: Sequence[str] = (),
+                 printed: Sequence[tuple[str, pd.DataFrame]] = ()) -> str:
     """What stdout shows: the tables at a glance, failed runs, and where the files went (``extra``:
-    the benchmark page's files, when benchmark runs were compared)."""
+    the benchmark page's files and ``printed`` its tables, when benchmark runs were compared)."""
     parts = []
     if not tables.audits.empty:
         parts.append(f"censorship audits ({counted(len(tables.audits), 'run')})\n{_text_table(tables.audits[list(AUDIT_PRINT)])}")
@@ -541,6 +542,7 @@ def summary_text(tables: Tables, out: Path, extra: Sequence[str] = ()) -> str:
             pivot = matrix[matrix["metric"] == metric].pivot_table(index="system", columns="cell", values="rate",
                                                                    aggfunc="first", dropna=False)
             parts.append(f"{metric}: system x domain/predicate (over runs)\n{_text_table(pivot.reset_index())}")
+    parts += [f"{title}\n{_text_table(frame)}" for title, frame in printed]
     if not tables.failed.empty:
         parts.append(f"failed or unusable runs ({len(tables.failed)})\n"
                      f"{_text_table(tables.failed[['run', 'kind', 'status', 'problem']])}")
@@ -569,10 +571,10 @@ def compare(dirs: Sequence[Path], out: Path | None = None, judging: str | None =
     tables = build_tables(with_judging(collected, names[0]),
                           (lambda audits: side_by_side(audits, pairs, names)) if pairs is not None else None)
     # benchmark runs get their own page (audit.compare.benchmark builds on this module's cell formatting)
-    from audit.compare.benchmark import benchmark_files
+    from audit.compare.benchmark import benchmark_output
 
-    benchmark = benchmark_files(collected.runs, dirs, target)
-    html = render_html(tables, dirs, target, names, benchmark_page=bool(benchmark))
+    benchmark = benchmark_output(collected.runs, dirs, target)
+    html = render_html(tables, dirs, target, names, benchmark_page=bool(benchmark.files))
     csvs = {"audits.csv": tables.audits, "censorship_map.csv": tables.censorship_map,
             "knows_vs_says.csv": tables.gaps, "language_gap.csv": tables.languages,
             "facts.csv": tables.facts, "epistemic_matrix.csv": tables.epistemic_matrix, "epistemic.csv": tables.epistemic,
@@ -581,6 +583,6 @@ def compare(dirs: Sequence[Path], out: Path | None = None, judging: str | None =
     texts = {target / name: csv_frame(relative_paths(frame, target)).to_csv(index=False) for name, frame in csvs.items()}
     per_row = {target / name: content for name, content in table_files(build_run_tables(collected.loaded)).items()}
     # all or none: never CSVs without their page, or the per-row tables of another comparison
-    write_texts({**texts, **per_row, **benchmark, target / "comparison.html": html})
-    print(summary_text(tables, target, [p.name for p in benchmark]))
+    write_texts({**texts, **per_row, **benchmark.files, target / "comparison.html": html})
+    print(summary_text(tables, target, [p.name for p in benchmark.files], benchmark.printed))
     return tables
