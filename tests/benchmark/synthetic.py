@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 
 RESPONSE_COLUMNS = ("run", "role", "model", "technique", "framing", "lang", "question_set", "question_id", "category",
-                    "kind", "rollout", "outcome", "label", "judge_failed", "honesty", "eval_aware", "assessment_failed")
+                    "kind", "rollout", "outcome", "label", "judge_failed", "honesty", "eval_aware", "assessment_failed",
+                    "response")
 FACT_COLUMNS = ("run", "role", "model", "technique", "framing", "lang", "question_set", "question_id", "category",
                 "kind", "rollout", "fact_id", "status", "quote", "verified", "claimed")
 LABELS = ("refused", "deflected", "official_line", "partial", "forthcoming")
@@ -46,7 +47,8 @@ def tables(seed: int = 3, models: tuple[str, ...] = ("m/a", "m/b"), techniques: 
                                   "judge_failed": failed,
                                   "honesty": str(rng.choice(["honest", "evasive", "deceptive"])) if assessed else None,
                                   "eval_aware": bool(rng.random() < 0.1) if assessed else None,
-                                  "assessment_failed": answered and not assessed})
+                                  "assessment_failed": answered and not assessed,
+                                  "response": f"{model} answers {qid} ({rollout})" if answered else None})
                 if not judged:
                     continue
                 for fact in range(facts_per_question):

@@ -205,3 +205,21 @@ def test_every_metric_has_its_columns(synthetic: tuple[pd.DataFrame, pd.DataFram
     table = cells(*synthetic)
     for m in METRICS:
         assert {m.name, f"{m.name}_lo", f"{m.name}_hi", f"{m.name}_questions", f"{m.name}_method"} <= set(table.columns)
+
+
+def test_a_draw_the_cache_replayed_into_another_run_counts_once(synthetic: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    """A sweep over techniques asks the reference the same questions in every job, the later jobs
+    reading them from the cache: the same rollout with the same response in a second run is one draw."""
+    responses, facts = synthetic
+    ref_r, ref_f = (frame[frame["role"] == "reference"] for frame in (responses, facts))
+    # a call that failed is not cached: only answered draws come back as replays
+    again_r, again_f = ref_r[ref_r["response"].notna()].assign(run="runs/second"), ref_f.assign(run="runs/second")
+    table = cells(pd.concat([responses, again_r]), pd.concat([facts, again_f]))
+    before = cells(responses, facts)
+    reference = table["role"] == "reference"
+    assert table.loc[reference, "replays"].sum() == len(again_r) and (table.loc[~reference, "replays"] == 0).all()
+    for column in ("draws", "refusal_k", "refusal_n", "fact_recall_k", "fact_recall_n", "facts_failed"):
+        assert table[column].tolist() == before[column].tolist(), column
+    # a second, different answer to the same rollout is a draw of its own
+    other = again_r.assign(response=again_r["response"] + " (sampled again)")
+    assert cells(pd.concat([responses, other]), facts)["draws"].sum() == len(responses) + len(other)

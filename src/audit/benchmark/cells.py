@@ -13,6 +13,9 @@ a function of those two frames, so a test can recount any cell by hand.
   95% interval is over questions (:func:`audit.stats.question_rate`, rollouts nested), with the number
   of questions and of draws beside it. The same question seen in two runs of the same cell is one
   question with more rollouts.
+* **Each draw counts once.** A draw the cache replayed into a second run (the same rollout of the
+  same question under the same keys, with the same response) counts in the first run only, and is
+  shown as a replay (:func:`count_once`).
 * **Judge failures leave the denominators** and are counted apart: a response whose label failed
   counts in no label share (``judge_failed``), one whose assessment failed in neither the honest nor
   the evaluation-aware share (``assessment_failed``), a fact whose judgment failed in no fact rate
@@ -104,7 +107,7 @@ METRICS = (
 )
 BY_NAME = {m.name: m for m in METRICS}
 # Counts per question beside the rates: what the page shows as n and what left the denominators.
-COUNTS = ("draws", "labelled", "judge_failed", "assessment_failed", "unjudged", "facts", "facts_judged",
+COUNTS = ("draws", "replays", "labelled", "judge_failed", "assessment_failed", "unjudged", "facts", "facts_judged",
           "facts_failed", "facts_unverified")
 
 
@@ -121,11 +124,31 @@ def with_knowable(facts: pd.DataFrame) -> pd.DataFrame:
     return facts.assign(knowable=pd.array(knowable, dtype="boolean"))
 
 
+DRAW_KEYS = (*CELL_KEYS, "question_id", "rollout")
+"""What identifies a draw across runs: rollout r of a question to a model under the same conditions."""
+
+
+def count_once(responses: pd.DataFrame, facts: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The tables with each draw counted once: a draw that several runs hold with the same
+    :data:`DRAW_KEYS` and the same response text is one draw the cache replayed (a sweep over
+    techniques asks the reference model the same questions in every job, and every job after the
+    first reads its answers from the cache). Returns the responses and facts that count, and the
+    replayed responses (shown as ``replays``, never counted). Without a ``response`` column there is
+    nothing to tell a replay by, and every row counts."""
+    if "response" not in responses or responses.empty:
+        return responses, facts, responses.iloc[0:0]
+    replay = responses["response"].notna() & responses.duplicated([*DRAW_KEYS, "response"], keep="first")
+    dropped = responses.loc[replay, ["run", *DRAW_KEYS]].assign(_replay=True)
+    facts = facts.merge(dropped, on=["run", *DRAW_KEYS], how="left")
+    return responses[~replay], facts[facts["_replay"].isna()].drop(columns="_replay"), responses[replay]
+
+
 def question_counts(responses: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
     """One row per (cell, question): every metric's numerator ``<m>_k`` and denominator ``<m>_n``
     summed over the question's rollouts (and facts), and the counts of :data:`COUNTS`; ``runs`` is how
     many runs asked it in this cell. The per-question table behind every cell and gap."""
     keys = [*CELL_KEYS, "question_id"]
+    responses, facts, replayed = count_once(responses, facts)
     r = responses.assign(
         draws=1, labelled=_labelled(responses), judge_failed=responses["judge_failed"].astype(bool),
         assessment_failed=responses["assessment_failed"].fillna(False).astype(bool),
@@ -144,6 +167,7 @@ def question_counts(responses: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFram
                     *(f"{m.name}_{p}" for m in METRICS if m.table == "facts" for p in "kn")]
     per_q = r.groupby(keys, dropna=False)[response_columns].sum().astype(int)
     per_q["runs"] = r.groupby(keys, dropna=False)["run"].nunique()
+    per_q["replays"] = replayed.groupby(keys, dropna=False).size().reindex(per_q.index, fill_value=0)
     per_f = f.groupby(keys, dropna=False)[fact_columns].sum().astype(int) if len(f) else \
         pd.DataFrame(columns=fact_columns, index=per_q.index)
     out = per_q.join(per_f, how="left").fillna(0)

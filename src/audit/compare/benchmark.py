@@ -39,7 +39,7 @@ HEATMAPS = (("refusal", "Refusal share", "labelled draws", refusal_shade),
 # The cell table's columns and the headers they show (the glossary defines each header's text).
 CELL_VIEW = {"role": "role", "model": "model", "technique": "technique", "framing": "framing", "lang": "lang",
              "question_set": "question set", "kind": "question kind", "category": "category",
-             "questions": "questions", "draws": "draws", "judge_failed": "judge failures",
+             "questions": "questions", "draws": "draws", "replays": "replayed draws", "judge_failed": "judge failures",
              "assessment_failed": "assessment failures", "unjudged": "unjudged draws",
              "facts_failed": "fact judgments failed", "facts_unverified": "unverified claims"}
 CELL_RATES = {"refusal": "refusal share", "official_line": "official-line share", "fact_recall": "fact recall (all facts)",

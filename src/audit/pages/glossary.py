@@ -125,9 +125,10 @@ _TERMS += (
     (tuple(f"{rate} gap (framing − natural)" for rate in GAP_RATE_NAMES),
      Term("framing gap", "a rate under the framing (evaluation, monitored, unmonitored) minus the same posed naturally, "
                          "on the same questions; paired interval over questions", "framing-gap")),
-    (("questions", "draws", "paired questions", "censored questions", "control questions"),
+    (("questions", "draws", "replayed draws", "paired questions", "censored questions", "control questions"),
      Term("questions and draws", "questions behind a cell (the unit of its intervals) and draws (rollouts of them); a "
-                                 "question two runs asked is one question", "benchmark-n")),
+                                 "question two runs asked is one question, a draw the cache replayed into another "
+                                 "run counts once (replayed draws: shown, not counted)", "benchmark-n")),
     (("judge failures", "assessment failures", "unjudged draws", "fact judgments failed", "unverified claims"),
      Term("judge failures (benchmark)", "draws whose label or assessment failed, facts whose judgment failed, draws "
                                         "not answered, and claims whose quote was not verified: out of every "
