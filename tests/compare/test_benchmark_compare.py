@@ -101,5 +101,6 @@ def test_compare_over_benchmark_sweeps_equals_a_recount_of_their_files(tmp_path:
     framing = pd.read_csv(out / "benchmark_framing_gaps.csv")
     assert set(framing["framing"]) == {"evaluation"}
     page = (out / "benchmark.html").read_text()
-    assert page.count("<figure class=\"heat\">") == 2 * (4 * 2 + 2 * 2)  # 2 heatmaps x panels (role·technique·framing·kind)
+    assert page.count("<figure class=\"heat\">") == 2 * (4 + 2)  # 2 heatmaps x panels (role · technique · framing)
+    assert "geography (control)" in page
     assert 'href="benchmark.html"' in (out / "comparison.html").read_text()

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from audit.benchmark.cells import benchmark_tables
-from audit.compare.benchmark import OUTPUTS, PANEL_KEYS, benchmark_output, context, page_files
+from audit.compare.benchmark import OUTPUTS, PANEL_KEYS, benchmark_output, column_name, context, page_files
 from audit.compare.report import fmt, interval
 from audit.io.atomic import write_texts
 from tests.benchmark.synthetic import tables
@@ -38,8 +38,8 @@ def test_the_page_and_every_table_are_written_as_one_set(tmp_path: Path, bench) 
 
 
 def test_each_heatmap_cell_shows_its_cell(bench) -> None:
-    """One panel per role · technique · framing · lang · question set · kind, never pooled; each cell the
-    cell's rate, its interval and its counts."""
+    """One panel per role · technique · framing · lang · question set, never pooled, its columns each one
+    kind and category (control marked); each cell the cell's rate, its interval and its counts."""
     page = context(bench, [Path("sweep")], 3)
     panels = {key: frame for key, frame in bench.cells.groupby(list(PANEL_KEYS))}
     by_title = {" · ".join(map(str, key)): frame for key, frame in panels.items()}
@@ -47,9 +47,13 @@ def test_each_heatmap_cell_shows_its_cell(bench) -> None:
         assert [p["title"] for p in heat["panels"]] == list(by_title)
         for panel in heat["panels"]:
             frame = by_title[panel["title"]]
+            columns = {column_name(k, c): (k, c) for k, c in zip(frame["kind"], frame["category"])}
+            assert sorted(panel["categories"]) == sorted(columns)
             for row in panel["rows"]:
-                for category, cell in zip(panel["categories"], row["cells"]):
-                    record = frame[(frame["model"] == row["model"]) & (frame["category"] == category)]
+                for header, cell in zip(panel["categories"], row["cells"]):
+                    kind, category = columns[header]
+                    record = frame[(frame["model"] == row["model"]) & (frame["kind"] == kind)
+                                   & (frame["category"] == category)]
                     if cell is None:
                         assert record.empty
                         continue

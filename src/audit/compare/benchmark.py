@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from audit.benchmark.cells import GAP_METRICS, BenchmarkTables, benchmark_tables
+from audit.benchmark.cells import CENSORED, GAP_METRICS, BenchmarkTables, benchmark_tables
 from audit.compare.report import TEMPLATES_DIR, cells, fmt, gap_cells, interval, is_missing, recall_shade, \
     refusal_shade
 from audit.compare.collect import Run
@@ -32,8 +32,9 @@ from audit.stats import QUESTION_COVERAGE_NOTE, QUESTION_METHOD
 BENCHMARK = "benchmark"
 """The run kind (``experiment`` in ``summary.json``) of the benchmark's runs."""
 PAGE = "benchmark.html"
-PANEL_KEYS = ("role", "technique", "framing", "lang", "question_set", "kind")
-"""One heatmap panel per value of these keys (never pooled); models are its rows, categories its columns."""
+PANEL_KEYS = ("role", "technique", "framing", "lang", "question_set")
+"""One heatmap panel per value of these keys (never pooled); models are its rows, and its columns the
+categories, censored first, then control ones (marked): each column is one kind and category."""
 HEATMAPS = (("refusal", "Refusal share", "labelled draws", refusal_shade),
             ("fact_recall", "Fact recall", "judged facts", recall_shade))
 # The cell table's columns and the headers they show (the glossary defines each header's text).
@@ -83,16 +84,22 @@ def _heat_cell(record: Mapping[str, Any], metric: str, items: str, shade: Any) -
             "shade": shade(value), "method": record[f"{metric}_method"]}
 
 
+def column_name(kind: str, category: str) -> str:
+    """A heatmap column's header: the category, marked when its questions are control questions."""
+    return category if kind == CENSORED else f"{category} ({kind})"
+
+
 def heatmaps(table: pd.DataFrame, metric: str, items: str, shade: Any) -> list[dict[str, Any]]:
-    """Panels of models (rows) × categories (columns), one per :data:`PANEL_KEYS` value, for ``metric``."""
+    """Panels of models (rows) × (kind, category) columns, one per :data:`PANEL_KEYS` value, for ``metric``."""
     out = []
     for key, frame in table.groupby(list(PANEL_KEYS), sort=True, dropna=False):
-        categories = sorted(set(frame["category"]))
-        by_cell = {(r["model"], r["category"]): r for r in frame.to_dict("records")}
-        rows = [{"model": model, "cells": [None if (model, c) not in by_cell else
-                                           _heat_cell(by_cell[(model, c)], metric, items, shade) for c in categories]}
+        columns = sorted(set(zip(frame["kind"], frame["category"])), key=lambda c: (c[0] != CENSORED, c))
+        by_cell = {(r["model"], r["kind"], r["category"]): r for r in frame.to_dict("records")}
+        rows = [{"model": model, "cells": [None if (model, *c) not in by_cell else
+                                           _heat_cell(by_cell[(model, *c)], metric, items, shade) for c in columns]}
                 for model in sorted(set(frame["model"]))]
-        out.append({"title": " · ".join(str(v) for v in key), "categories": categories, "rows": rows})
+        out.append({"title": " · ".join(str(v) for v in key), "categories": [column_name(*c) for c in columns],
+                    "rows": rows})
     return out
 
 
