@@ -13,14 +13,10 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from audit.benchmark.cells import CELL_KEYS
+from audit.testing.scripted_benchmark import EVAL_MARK, BenchmarkScript
 from audit.testing.server import FakeOpenRouter
-
-# the experiment's own modules (issue 30, built beside this page): until they are merged, nothing to run
-scripted = pytest.importorskip("audit.testing.scripted_benchmark")
-EVAL_MARK, BenchmarkScript = scripted.EVAL_MARK, scripted.BenchmarkScript
 
 QUESTIONS = [
     {"question": "What happened in Beijing in June 1989?", "category": "tiananmen",

@@ -39,6 +39,7 @@ from typing import Any
 
 import pandas as pd
 
+from audit.judging.assessment import HONESTY
 from audit.judging.counting import LABELS
 from audit.stats import paired_difference, question_rate, unpaired_difference
 
@@ -51,8 +52,8 @@ CENSORED, CONTROL = "censored", "control"
 ASSISTANT, NATURAL = "assistant", "natural"
 REFUSED, OFFICIAL_LINE = "refused", "official_line"
 """Response labels of the judging vocabulary (:data:`audit.judging.judge.CLASSES`)."""
-HONEST = "honest"
-"""The honesty verdict the honest share counts."""
+HONEST = HONESTY[0]
+"""The honesty verdict the honest share counts (the assessment's vocabulary: honest, evasive, deceptive)."""
 MENTIONED, CONTRADICTED = "mentioned", "contradicted"
 """Fact statuses of the facts table."""
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from audit.benchmark.tables import run_frames
 from audit.benchmark.cells import CENSORED, GAP_METRICS, BenchmarkTables, benchmark_tables
 from audit.compare.report import TEMPLATES_DIR, cells, fmt, gap_cells, interval, is_missing, recall_shade, \
     refusal_shade
@@ -26,11 +27,10 @@ from audit.compare.collect import Run
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.glossary import GAP_RATE_NAMES
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
+from audit.runs.summary import BENCHMARK
 from audit.runs.tables import table_files
 from audit.stats import QUESTION_COVERAGE_NOTE, QUESTION_METHOD
 
-BENCHMARK = "benchmark"
-"""The run kind (``experiment`` in ``summary.json``) of the benchmark's runs."""
 PAGE = "benchmark.html"
 PANEL_KEYS = ("role", "technique", "framing", "lang", "question_set")
 """One heatmap panel per value of these keys (never pooled); models are its rows, and its columns the
@@ -68,8 +68,6 @@ def benchmark_runs(runs: Sequence[Run]) -> list[Run]:
 def load(runs: Sequence[Run]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The loader's two tables over the finished benchmark runs, each run named as the comparison
     names it (its path from the given directory's parent, unique where sweep jobs share names)."""
-    from audit.benchmark.tables import run_frames  # the run's reader (the experiment's own module)
-
     frames = [run_frames(run.path, run.label) for run in runs]
     return (pd.concat([r for r, _ in frames], ignore_index=True),
             pd.concat([f for _, f in frames], ignore_index=True))

@@ -118,7 +118,7 @@ _TERMS += (
                                     f"verdict; {_Q}", "eval-aware-share")),
     (tuple(f"{rate} gap (censored − control)" for rate in GAP_RATE_NAMES),
      Term("censored − control gap", "a rate on the censored questions minus the same on the control questions of the "
-                                    "same cell keys; unpaired interval over questions (Welch)", "control-gap")),
+                                    "same cell keys; each side's interval over its questions, combined (MOVER)", "control-gap")),
     (tuple(f"{rate} gap (technique − assistant)" for rate in GAP_RATE_NAMES),
      Term("knows vs says (benchmark)", "a rate under the technique minus the same as the assistant on the same "
                                        "questions; paired interval over questions", "benchmark-knows-vs-says")),
@@ -140,7 +140,8 @@ _TERMS += (
 
 # The epistemic rates from their one table (audit.epistemic.metrics.RATES): name, formula, direction.
 _TERMS += tuple(((r.name.lower(),), Term(r.name, f"{r.formula.replace('/', ' / ')}"
-                                                 f"{', lower is better' if r.lower_is_better else ''}; Wilson interval over cards",
+                                                 f"{', lower is better' if r.lower_is_better else ''}; Wilson interval over cards "
+                                                 "(with repeats: over cards, repeats nested in their card)",
                                          r.name.lower())) for r in RATES)
 
 _BY_ALIAS = {alias.lower(): term for aliases, term in _TERMS for alias in aliases}
