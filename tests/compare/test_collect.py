@@ -80,7 +80,7 @@ def test_a_good_run_is_read_with_its_metrics(tmp_path: Path) -> None:
     run = epistemic_run(tmp_path, "e", {"kg_oracle": {"AP": rate(0.5, 0.2, 0.8)}})
     item = read_run(run, "e")
     assert isinstance(item, Run) and item.status == "success"
-    assert item.metrics is not None and item.metrics["kg_oracle"]["metrics"]["AP"]["value"] == 0.5
+    assert item.metrics is not None and item.metrics.root["kg_oracle"].rate("AP")["value"] == 0.5
 
 
 def test_no_runs_is_a_one_line_user_error(tmp_path: Path) -> None:

@@ -7,13 +7,14 @@ import pytest
 from omegaconf import OmegaConf
 
 from audit.epistemic.cards import generate_cards
-from audit.epistemic.conditions import apply_conditions, condition_of
+from audit.epistemic.conditions import apply_conditions
 from audit.epistemic.domain import load_domain
 from audit.epistemic.metrics import compute_metrics
 from audit.epistemic.pipeline import result_row
-from audit.epistemic.systems.base import Answer
+from audit.epistemic.systems.base import Reply
 from audit.errors import UserError
 from audit.paths import CONF_DIR
+from audit.runs.answers import Card
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,7 @@ def cards(domain):
 
 def test_in_context_cards_are_unchanged_and_others_get_their_own_ids(cards) -> None:
     base, every = cards
-    assert every[: len(base)] == base and {condition_of(c) for c in base} == {"in_context"}
+    assert every[: len(base)] == base and {Card.model_validate(c).condition for c in base} == {"in_context"}
     assert len(every) == 3 * len(base) and len({c["id"] for c in every}) == len(every)
 
 
@@ -59,7 +60,7 @@ def test_counterfactual_contexts_assert_the_false_version(domain, cards) -> None
 def test_metrics_keep_conditions_apart_and_measure_falling_back_on_the_prior(domain, cards) -> None:
     _, every = cards
     # a system that always answers the graph's label: perfect in context, never follows a counterfactual
-    rows = [result_row(c, "prior", Answer(pred={"E": "YES", "C": "NO", "U": "UNKNOWN"}[c.get("prior_label", c["label"])],
+    rows = [result_row(Card.model_validate(c), "prior", Reply(pred={"E": "YES", "C": "NO", "U": "UNKNOWN"}[c.get("prior_label", c["label"])],
                                           reason="")) for c in every]
     m = compute_metrics(rows)["prior"]["conditions"]
     assert sorted(m) == ["closed_book", "counterfactual", "in_context"]

@@ -15,6 +15,7 @@ from audit.epistemic.metrics import compute_metrics
 from audit.epistemic.pipeline import result_row
 from audit.epistemic.systems import kg_oracle
 from audit.paths import CONF_DIR
+from audit.runs.answers import Card
 
 N = 25
 
@@ -47,7 +48,7 @@ def test_held_out_claims_are_true_in_the_full_graph_and_absent_from_every_system
         assert (s, p, o) not in domain.graph and all(tuple(t) not in domain.graph for t in c["withheld"])
         assert full.verbalise(s, p, o) not in view and full.verbalise(s, p, o) not in c["facts"]
         assert [o, "http://worldmind.ai/rivers-v4#hasTributary", s] in c["withheld"]  # both directions
-        assert asyncio.run(oracle.answer(c)).pred == "UNKNOWN"
+        assert asyncio.run(oracle.answer(Card.model_validate(c))).pred == "UNKNOWN"
 
 
 def test_other_cards_keep_their_labels_when_facts_are_held_out(run) -> None:
@@ -78,10 +79,10 @@ def test_nonexistent_subjects_are_in_no_graph(full, run) -> None:
 
 def test_metrics_report_each_u_kind_apart(run) -> None:
     _, cards = run
-    from audit.epistemic.systems.base import Answer
+    from audit.epistemic.systems.base import Reply
 
     # a system that answers NO to every U card: its NO share is 1 on every kind, shown apart
-    rows = [result_row(c, "denier", Answer(pred="NO" if c["label"] == "U" else c["gold"], reason="")) for c in cards]
+    rows = [result_row(Card.model_validate(c), "denier", Reply(pred="NO" if c["label"] == "U" else c["gold"], reason="")) for c in cards]
     kinds = compute_metrics(rows)["denier"]["u_kinds"]
     assert sorted(kinds) == ["held_out", "nonexistent", "open_world"]
     assert collections.Counter({k: v["n_rows"] for k, v in kinds.items()}) == {"held_out": N, "nonexistent": N, "open_world": N}

@@ -20,6 +20,7 @@ import pandas as pd
 
 from audit.io.atomic import read_json_saved
 from audit.errors import UserError
+from audit.runs.answers import Metrics
 from audit.runs.loading import RunFiles, load_runs
 from audit.runs.tables import ANSWER_COLUMNS, answer_rows
 from audit.runs.record import UNKNOWN, RunRecord, load_run, natural_key
@@ -37,7 +38,7 @@ class Run:
     label: str  # short, readable name: the path from the given dir's parent
     kind: str
     summary: CensorshipSummary | EpistemicSummary
-    metrics: Mapping[str, Any] | None = None
+    metrics: Metrics | None = None
 
     @property
     def status(self) -> str:
@@ -77,7 +78,7 @@ def as_result(record: RunRecord, label: str) -> Run | Failure:
     metrics = None
     if record.experiment == EPISTEMIC and (record.path / METRICS).is_file():
         try:
-            metrics = _read_object(record.path / METRICS)
+            metrics = Metrics.read(_read_object(record.path / METRICS))
         except ValueError as exc:
             return Failure(record.path, label, record.experiment, "unreadable", str(exc))
     return Run(record.path, label, record.experiment, record.summary, metrics)

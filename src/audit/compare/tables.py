@@ -31,6 +31,7 @@ from audit.judging.counting import JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_M
 from audit.epistemic.metrics import COMPARED_RATES
 from audit.judging.majority import DISPUTED
 from audit.judging.panel import judge_label
+from audit.runs.answers import SystemMetrics
 from audit.runs.draws import AUTO, AUTO_PREFIX, BASELINE_SUFFIX
 from audit.runs.summary import CensorshipSummary, EpistemicSummary, Usage
 from audit.stats import cluster_rate, paired_difference, unpaired_difference
@@ -235,37 +236,26 @@ def epistemic_records(run: Run) -> list[dict[str, Any]]:
     assert isinstance(s, EpistemicSummary)
     if run.metrics is None:
         raise Unusable(f"no metrics.json (stage={s.stage}): nothing was scored", status="unscored")
-    rows = []
-    for system, whole in run.metrics.items():
-        if not isinstance(whole, Mapping):
-            raise Unusable(f"metrics.json: '{system}' should be an object, found {type(whole).__name__}")
-        # one row per condition (closed_book / in_context / counterfactual): never pooled
-        by_condition = whole.get("conditions")
-        split = by_condition if isinstance(by_condition, Mapping) and len(by_condition) > 1 else None
-        for condition, m in (split.items() if split else [(next(iter(by_condition or {"in_context": 0})), whole)]):
-            if not isinstance(m, Mapping):
-                raise Unusable(f"metrics.json: '{system}' condition '{condition}' should be an object")
-            rows.append(_epistemic_row(run, system, str(condition), m))
-    return rows
+    # one row per condition (closed_book / in_context / counterfactual): never pooled
+    return [_epistemic_row(run, system, condition, m) for system, condition, m in run.metrics.by_condition()]
 
 
-def _epistemic_row(run: Run, system: str, condition: str, m: Mapping[str, Any]) -> dict[str, Any]:
+def _epistemic_row(run: Run, system: str, condition: str, m: SystemMetrics) -> dict[str, Any]:
     """One (run, system, condition) row of the epistemic table."""
     s = run.summary
     assert isinstance(s, EpistemicSummary)
-    rates = _node(m, "metrics", f"metrics.json {system}")
+    rates = m.metrics or {}
     row: dict[str, Any] = {
         "run": run.label, "domain": s.domain, "predicate": s.predicate, "system": system,
         "condition": condition,
-        "status": run.status, "mapping": m.get("mapping"), "stage": s.stage,
+        "status": run.status, "mapping": m.mapping, "stage": s.stage,
         "repeat": s.repeat, "replay": s.usage is not None and s.usage.replay,
         "counted": True,
         # which cards the run asked: runs of one card set are repeats of the same cards (older runs
         # without a digest: those of one cell with the same card count are taken to be, which can
         # only widen an interval)
         "card_set": str(s.cards_digest or f"{s.cards} cards"),
-        "n_cards": count(m.get("n_rows"), f"{system}.n_rows"), "n_scored": count(m.get("n_scored"), f"{system}.n_scored"),
-        "errors": count(m.get("n_errors"), f"{system}.n_errors"),
+        "n_cards": m.n_rows, "n_scored": m.n_scored, "errors": m.n_errors,
     }
     for name in EPISTEMIC_METRICS:
         row.update({f"{name}{suffix}": v for suffix, v in _rate(rates.get(name), system, name).items()})

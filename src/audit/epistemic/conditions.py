@@ -23,14 +23,10 @@ from audit.epistemic.domain import Domain
 from audit.epistemic.metrics import LABEL_TO_GOLD
 from audit.epistemic.rules import negation
 from audit.errors import unknown_choice
+from audit.runs.answers import IN_CONTEXT, Card
 
 CONDITIONS = ("in_context", "closed_book", "counterfactual")
-DEFAULT = "in_context"
-
-
-def condition_of(card: Mapping[str, Any]) -> str:
-    """A card's condition (cards without the field are in_context)."""
-    return str(card.get("condition") or DEFAULT)
+DEFAULT = IN_CONTEXT
 
 
 def apply_conditions(domain: Domain, cards: Sequence[dict[str, Any]], conditions: Sequence[str]) -> list[dict[str, Any]]:
@@ -51,8 +47,7 @@ def _transformed(domain: Domain, card: Mapping[str, Any], condition: str) -> dic
     if condition == "closed_book":
         new["facts"] = []
         return new
-    claim = card["claim"]
-    s, p, o = claim["subj"], claim["pred"], claim["obj"]
+    s, p, o = Card.model_validate(card).claim_triple()
     # what the context said about the claim (its subject's values, a negation card's negative fact) goes
     own = {domain.verbalise(s, p, x) for x in domain.graph.objects(s, p)} | {domain.verbalise(s, p, o),
                                                                           negation(domain, s, o)}

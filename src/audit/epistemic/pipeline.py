@@ -35,11 +35,11 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from audit.counted import counted
 from audit import config_values
 from audit.epistemic import systems
-from audit.epistemic.conditions import condition_of
 from audit.epistemic.jsonl import read_jsonl
 from audit.epistemic.metrics import HEADLINE_RATES, PREDS, check_mapping, compute_metrics, units
 from audit.epistemic.report import write_report
-from audit.epistemic.systems.base import Answer, System
+from audit.epistemic.systems.base import Reply, System
+from audit.runs.answers import Card
 from audit.epistemic.systems.llm import check_fields, load_prompt, with_prompts
 from audit.errors import Interrupted, UserError, unknown_choice, user_error_line
 from audit.jobs.interrupts import sigterm_as_interrupt
@@ -176,21 +176,14 @@ def saved_answers(run_dir: Path) -> dict[tuple[str, str], dict[str, Any]]:
     return {(str(r["system"]), str(r["id"])): r for r in rows if "system" in r and "id" in r and answered(r)}
 
 
-def u_kind(card: Mapping[str, Any]) -> str | None:
-    """What a U card's UNKNOWN rests on (cards.U_KINDS); cards before the kinds existed are open_world."""
-    if card.get("label") != "U":
-        return None
-    return str(card.get("u_kind") or "open_world")
-
-
-def result_row(card: Mapping[str, Any], system_id: str, answer: Answer) -> dict[str, Any]:
+def result_row(card: Card, system_id: str, reply: Reply) -> dict[str, Any]:
     """The original's row (id, gold, pred, pass, system, label) plus suite, raw output,
-    reason, error and the system's extras."""
+    reason, error and the system's extras (read back as :class:`audit.runs.answers.Answer`)."""
     return {
-        "id": card["id"], "gold": card["gold"], "pred": answer.pred, "pass": answer.pred == card["gold"],
-        "system": system_id, "label": card["label"], "suite": card.get("suite"), "u_kind": u_kind(card),
-        "condition": condition_of(card), "prior_label": card.get("prior_label"),
-        "raw_output": answer.raw_output, "reason": answer.reason, "error": answer.error, **answer.extra,
+        "id": card.id, "gold": card.gold, "pred": reply.pred, "pass": reply.pred == card.gold,
+        "system": system_id, "label": card.label, "suite": card.suite, "u_kind": card.u_kind,
+        "condition": card.condition, "prior_label": card.prior_label,
+        "raw_output": reply.raw_output, "reason": reply.reason, "error": reply.error, **reply.extra,
     }
 
 
@@ -290,13 +283,14 @@ async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any
     end, from memory (the journal is only read by a resume).
     """
     done = dict(done or {})
-    pairs = [(s, c) for s in built for c in cards]
-    todo = [(s, c) for s, c in pairs if (s.id, str(c["id"])) not in done]
+    typed = [Card.model_validate(c) for c in cards]
+    pairs = [(s, c) for s in built for c in typed]
+    todo = [(s, c) for s, c in pairs if (s.id, c.id) not in done]
     progress = Progress(len(todo), lambda: len(gateway.ledger)) if gateway is not None else None
 
-    async def one(system: System, card: Mapping[str, Any]) -> None:
+    async def one(system: System, card: Card) -> None:
         row = result_row(card, system.id, await system.answer(card))
-        done[(system.id, str(card["id"]))] = row
+        done[(system.id, card.id)] = row
         if journal is not None:
             journal.append(row)
         if progress is not None:
@@ -318,7 +312,7 @@ async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any
             journal.close()
         if gateway is not None:
             await gateway.aclose()
-    return [done[(s.id, str(c["id"]))] for s, c in pairs]
+    return [done[(s.id, c.id)] for s, c in pairs]
 
 
 # -- entry -----------------------------------------------------------------------------
@@ -397,7 +391,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
         cards = read_cards(resumed[0].path / "cards.jsonl")  # exactly the cards the run started with
     elif cfg.cards.get("path"):
         cards = read_cards(cfg.cards.path)
-        foreign = sorted({c["claim"]["pred"] for c in cards} - {domain.predicate.iri})
+        foreign = sorted({Card.model_validate(c).claim_triple()[1] for c in cards} - {domain.predicate.iri})
         if foreign:  # the oracle would judge them against the wrong graph and call them all U
             raise UserError(f"{cfg.cards.path} asks about {foreign[0]}, not {domain.predicate.iri}; "
                             "pass the domain=... predicate=... the cards were generated for")

@@ -40,6 +40,7 @@ from inspect_ai.scorer import Score
 
 from audit.epistemic.metrics import HEADLINE_RATES
 from audit.judging.counting import LABELS, fact_score
+from audit.runs.answers import Answer
 from audit.runs.loading import RunFiles
 from audit.runs.summary import BENCHMARK, CENSORSHIP, EPISTEMIC
 from audit.runs.tables import run_keys
@@ -220,23 +221,21 @@ def censorship_log(run: RunFiles) -> EvalLog:
     )
 
 
-def answer_sample(run: RunFiles, answer: Mapping[str, Any]) -> EvalSample:
+def answer_sample(run: RunFiles, answer: Answer) -> EvalSample:
     """One epistemic answer: the card in, the system's answer out, correct or not."""
-    card = run.cards.get(str(answer.get("id")), {})
-    question = "\n".join([*map(str, card.get("facts") or []), str(card.get("question") or answer.get("id"))])
-    system, pred = str(answer.get("system")), answer.get("pred")
+    card = run.cards.get(answer.id)
+    question = "\n".join([*(card.facts if card else []), (card.question if card else "") or answer.id])
     return EvalSample(
-        id=f"{system}/{answer.get('id')}", epoch=1, input=[ChatMessageUser(content=question)],
-        target=str(answer.get("gold")),
-        output=ModelOutput.from_content(system, str(answer.get("raw_output") or pred or ""),
-                                        error=answer.get("error") or None),
-        scores=None if pred is None else {"correct": Score(value="C" if answer.get("pass") else "I", answer=str(pred),
-                                                           explanation=answer.get("reason"))},
-        metadata={"system": system, "card": answer.get("id"), "label": answer.get("label"),
-                  "suite": answer.get("suite"), "u_kind": answer.get("u_kind"),
-                  "condition": answer.get("condition"), "prior_label": answer.get("prior_label"),
-                  "claim": card.get("claim")},
-        error=_error(answer.get("error")),
+        id=f"{answer.system}/{answer.id}", epoch=1, input=[ChatMessageUser(content=question)],
+        target=answer.gold,
+        output=ModelOutput.from_content(answer.system, str(answer.raw_output or answer.pred or ""),
+                                        error=answer.error or None),
+        scores=None if answer.pred is None else {
+            "correct": Score(value="C" if answer.passed else "I", answer=answer.pred, explanation=answer.reason)},
+        metadata={"system": answer.system, "card": answer.id, "label": answer.label, "suite": answer.suite,
+                  "u_kind": answer.u_kind, "condition": answer.condition, "prior_label": answer.prior_label,
+                  "claim": card.claim.model_dump() if card and card.claim else None},
+        error=_error(answer.error),
     )
 
 

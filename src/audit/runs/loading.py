@@ -21,6 +21,7 @@ from audit.censorship.run_dir import RESPONSES, TURNS, consecutive
 from audit.errors import UserError
 from audit.io.atomic import read_json
 from audit.io.journal import read_records
+from audit.runs.answers import Answer, Card, cards_by_id
 from audit.runs.draws import Draw, run_draws
 from audit.runs.record import UNREADABLE, RunRecord, find_run_dirs, load_run
 from audit.runs.rundir import CONFIG, USAGE
@@ -117,18 +118,19 @@ class RunFiles:
         return dict(enumerate(_numbered(self.path / TURNS), 1)) if self.experiment == CENSORSHIP else {}
 
     @cached_property
-    def answers(self) -> list[dict[str, Any]]:
-        """An epistemic run's answers: ``results.jsonl`` once it finished, else the answers an
-        interrupted run journalled so far."""
+    def answers(self) -> list[Answer]:
+        """An epistemic run's answers, typed (:class:`~audit.runs.answers.Answer`, each completed from
+        its card): ``results.jsonl`` once it finished, else the answers an interrupted run journalled so far."""
         if self.experiment != EPISTEMIC:
             return []
         results = self.path / RESULTS
-        return read_records(results if results.is_file() else self.path / ANSWERS)
+        rows = read_records(results if results.is_file() else self.path / ANSWERS)
+        return [Answer.of(row, self.cards.get(str(row.get("id")))) for row in rows]
 
     @cached_property
-    def cards(self) -> dict[str, dict[str, Any]]:
-        """An epistemic run's cards by id (question, facts, label, suite)."""
-        return {str(c.get("id")): c for c in read_records(self.path / CARDS)}
+    def cards(self) -> dict[str, Card]:
+        """An epistemic run's cards by id (question, facts, label, suite), typed."""
+        return cards_by_id(read_records(self.path / CARDS))
 
     @cached_property
     def usage(self) -> Mapping[str, Any]:

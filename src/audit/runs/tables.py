@@ -143,17 +143,14 @@ def answer_rows(run: RunFiles) -> list[dict[str, Any]]:
     keys = run_keys(run)
     rows = []
     for answer in run.answers:
-        card = run.cards.get(str(answer.get("id")), {})
+        card = run.cards.get(answer.id)
         rows.append({"run": run.label, "status": run.state, "domain": keys["domain"], "predicate": keys["predicate"],
-                     "repeat": keys["repeat"], "system": answer.get("system"), "card": answer.get("id"),
-                     "label": answer.get("label", card.get("label")), "suite": answer.get("suite", card.get("suite")),
-                     "u_kind": answer.get("u_kind", card.get("u_kind")),
-                     # none means in_context (audit.epistemic.conditions.DEFAULT, which imports the graph stack)
-                     "condition": answer.get("condition") or card.get("condition") or "in_context",
-                     "prior_label": answer.get("prior_label", card.get("prior_label")),
-                     "gold": answer.get("gold"), "pred": answer.get("pred"), "passed": answer.get("pass"),
-                     "error": answer.get("error"), "reason": answer.get("reason"), "question": card.get("question"),
-                     "raw_output": answer.get("raw_output"), "path": str(run.path)})
+                     "repeat": keys["repeat"], "system": answer.system, "card": answer.id,
+                     "label": answer.label, "suite": answer.suite, "u_kind": answer.u_kind,
+                     "condition": answer.condition, "prior_label": answer.prior_label,
+                     "gold": answer.gold, "pred": answer.pred, "passed": answer.passed,
+                     "error": answer.error, "reason": answer.reason, "question": card.question if card else None,
+                     "raw_output": answer.raw_output, "path": str(run.path)})
     return rows
 
 

@@ -10,6 +10,7 @@ import pytest
 from audit.epistemic import systems
 from audit.epistemic.systems.llm import parse_answer
 from audit.errors import UserError
+from audit.runs.answers import Card
 from audit.testing.replies import chat_reply, error_reply
 
 
@@ -21,8 +22,8 @@ async def answer_all(system, cards, gateway=None, *, sequential=False):
     """Answer cards on one event loop (concurrently unless ``sequential``), then close the gateway."""
     try:
         if sequential:
-            return [await system.answer(c) for c in cards]
-        return await asyncio.gather(*(system.answer(c) for c in cards))
+            return [await system.answer(Card.model_validate(c)) for c in cards]
+        return await asyncio.gather(*(system.answer(Card.model_validate(c)) for c in cards))
     finally:
         if gateway is not None:
             await gateway.aclose()

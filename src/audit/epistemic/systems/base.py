@@ -1,25 +1,26 @@
 """What every system returns, and the small helpers all systems share.
 
 A system answers one card at a time (``async`` so LLM systems can run concurrently
-through the gateway); the pipeline turns an :class:`Answer` into a results row.
+through the gateway); the pipeline turns a :class:`Reply` into a results row
+(:class:`audit.runs.answers.Answer`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from omegaconf import DictConfig
 
 from audit.epistemic.metrics import LABEL_TO_GOLD
+from audit.runs.answers import Card
 
 LABEL_TO_PRED = LABEL_TO_GOLD  # what a system answers for a claim it knows to be E/C/U
 
 
 @dataclass
-class Answer:
-    """One system's answer to one card.
+class Reply:
+    """One system's reply to one card (the results row around it is :class:`audit.runs.answers.Answer`).
 
     ``pred`` is None exactly when ``error`` says why (API failure, unparseable reply):
     metrics count those rows as errors, never as abstentions. ``extra`` holds
@@ -38,7 +39,7 @@ class System(Protocol):
 
     id: str
 
-    async def answer(self, card: Mapping[str, Any]) -> Answer: ...
+    async def answer(self, card: Card) -> Reply: ...
 
 
 def system_id(cfg: DictConfig) -> str:
@@ -50,9 +51,3 @@ def system_id(cfg: DictConfig) -> str:
     if cfg.get("label"):
         return str(cfg.label)
     return f"{cfg.name}:{cfg.model}" if cfg.get("model") else str(cfg.name)
-
-
-def claim_of(card: Mapping[str, Any]) -> tuple[str, str, str]:
-    """The card's claim as (subject, predicate, object) IRIs."""
-    claim = card["claim"]
-    return claim["subj"], claim["pred"], claim["obj"]

@@ -5,12 +5,12 @@ NO and UNKNOWN pass unchanged: the gate licenses assertions, it does not invent 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from omegaconf import DictConfig
 
-from audit.epistemic.systems.base import LABEL_TO_PRED, Answer, claim_of, system_id
+from audit.runs.answers import Card
+from audit.epistemic.systems.base import LABEL_TO_PRED, Reply, system_id
 from audit.epistemic.systems.rag import FIELDS, RAG
 from audit.epistemic.systems.rag import create as create_rag
 
@@ -22,11 +22,11 @@ class GraphRAG:
     def __init__(self, rag: RAG, licenser: Any, id: str):
         self.rag, self.licenser, self.id = rag, licenser, id
 
-    async def answer(self, card: Mapping[str, Any]) -> Answer:
+    async def answer(self, card: Card) -> Reply:
         answer = await self.rag.answer(card)
         if answer.pred is None:
             return answer
-        verdict = self.licenser.judge(*claim_of(card))
+        verdict = self.licenser.judge(*card.claim_triple())
         answer.extra.update(llm_pred=answer.pred, verdict=verdict.label)
         if answer.pred == "YES" and verdict.label != "E":
             answer.pred = LABEL_TO_PRED[verdict.label]

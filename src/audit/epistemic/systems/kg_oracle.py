@@ -4,12 +4,12 @@ it is the ceiling every other system is compared with."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from omegaconf import DictConfig
 
-from audit.epistemic.systems.base import LABEL_TO_PRED, Answer, claim_of, system_id
+from audit.runs.answers import Card
+from audit.epistemic.systems.base import LABEL_TO_PRED, Reply, system_id
 
 NEEDS_LLM = False
 
@@ -19,9 +19,9 @@ class KGOracle:
         self.licenser = licenser
         self.id = id
 
-    async def answer(self, card: Mapping[str, Any]) -> Answer:
-        verdict = self.licenser.judge(*claim_of(card))
-        return Answer(pred=LABEL_TO_PRED[verdict.label], reason=verdict.reason)
+    async def answer(self, card: Card) -> Reply:
+        verdict = self.licenser.judge(*card.claim_triple())
+        return Reply(pred=LABEL_TO_PRED[verdict.label], reason=verdict.reason)
 
 
 def create(cfg: DictConfig, *, domain: Any, gateway: Any) -> KGOracle:

@@ -14,7 +14,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from audit.epistemic.metrics import PREDS
-from audit.epistemic.systems.base import Answer
+from audit.epistemic.systems.base import Reply
 from audit.errors import UserError
 from audit.llm.settings import role_endpoint, role_routing
 from audit.llm.structured import check_mode, json_schema_format
@@ -119,7 +119,7 @@ class Asker:
             {"role": "user", "content": self.user_template.format(**fields)},
         ]
 
-    async def ask(self, **fields: str) -> Answer:
+    async def ask(self, **fields: str) -> Reply:
         """Call the model with the rendered prompt and parse its answer."""
         try:
             reply = await self.gateway.achat(
@@ -130,10 +130,10 @@ class Asker:
         except GatewayError as exc:
             if exc.fatal:
                 raise UserError(f"{self.tag}: {exc}; stopped, since every call would fail the same way") from None
-            return Answer(pred=None, reason="model call failed", error=str(exc))
+            return Reply(pred=None, reason="model call failed", error=str(exc))
         try:
             pred = parse_answer(reply.text)
         except ValueError as exc:
             self.gateway.forget(reply)  # never served again from the cache
-            return Answer(pred=None, reason="reply not understood", raw_output=reply.text, error=str(exc))
-        return Answer(pred=pred, reason=f"{self.model} answered {pred}", raw_output=reply.text)
+            return Reply(pred=None, reason="reply not understood", raw_output=reply.text, error=str(exc))
+        return Reply(pred=pred, reason=f"{self.model} answered {pred}", raw_output=reply.text)

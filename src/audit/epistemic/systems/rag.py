@@ -5,13 +5,13 @@ it uses it (that is graph_rag's gate). The retrieved facts are stored in the row
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping
 from typing import Any
 
 from omegaconf import DictConfig
 
 from audit.epistemic.retrieval import BM25Index, fact_index
-from audit.epistemic.systems.base import Answer, system_id
+from audit.runs.answers import Card
+from audit.epistemic.systems.base import Reply, system_id
 from audit.epistemic.systems.llm import Asker, bullet_list
 
 NEEDS_LLM = True
@@ -36,10 +36,10 @@ class RAG:
     def __init__(self, asker: Asker, index: BM25Index, top_k: int, id: str):
         self.asker, self.index, self.top_k, self.id = asker, index, top_k, id
 
-    async def answer(self, card: Mapping[str, Any]) -> Answer:
-        retrieved = self.index.top(card["question"], self.top_k)
+    async def answer(self, card: Card) -> Reply:
+        retrieved = self.index.top(card.question, self.top_k)
         answer = await self.asker.ask(
-            facts=bullet_list(card["facts"]), retrieved=bullet_list(retrieved), question=card["question"]
+            facts=bullet_list(card.facts), retrieved=bullet_list(retrieved), question=card.question
         )
         answer.extra.update(model=self.asker.model, retrieved=retrieved)
         return answer

@@ -3,12 +3,12 @@ This is the in-context test itself: does the model stay within the facts it is g
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from omegaconf import DictConfig
 
-from audit.epistemic.systems.base import Answer, system_id
+from audit.runs.answers import Card
+from audit.epistemic.systems.base import Reply, system_id
 from audit.epistemic.systems.llm import Asker, bullet_list
 
 NEEDS_LLM = True
@@ -21,8 +21,8 @@ class RawLLM:
         self.asker = asker
         self.id = id
 
-    async def answer(self, card: Mapping[str, Any]) -> Answer:
-        answer = await self.asker.ask(facts=bullet_list(card["facts"]), question=card["question"])
+    async def answer(self, card: Card) -> Reply:
+        answer = await self.asker.ask(facts=bullet_list(card.facts), question=card.question)
         answer.extra["model"] = self.asker.model
         return answer
 
