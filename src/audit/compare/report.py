@@ -30,7 +30,7 @@ from audit.io.atomic import write_texts
 from audit.io.neutral import csv_frame
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
-from audit.runs.tables import build_run_tables, table_files
+from audit.runs.tables import RunTables, build_run_tables, table_files
 from audit.stats import CARD_METHOD, CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE
 from audit.pages.links import relative_href
 
@@ -571,7 +571,9 @@ def compare(dirs: Sequence[Path], out: Path | None = None, judging: str | None =
             **({"judgings.csv": tables.judgings} if len(names) == 2 else {})}
     # Model text reaches these cells (facts, hypotheses): no cell may run as a spreadsheet formula.
     texts = {target / name: csv_frame(relative_paths(frame, target)).to_csv(index=False) for name, frame in csvs.items()}
-    per_row = {target / name: content for name, content in table_files(build_run_tables(collected.loaded)).items()}
+    rows = build_run_tables(collected.loaded)
+    rows = RunTables(*(relative_paths(frame, target) for frame in (rows.runs, rows.responses, rows.answers)))
+    per_row = {target / name: content for name, content in table_files(rows).items()}
     # all or none: never CSVs without their page, or the per-row tables of another comparison
     write_texts({**texts, **per_row, target / "comparison.html": html})
     print(summary_text(tables, target))
