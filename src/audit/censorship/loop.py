@@ -24,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from audit.counted import counted
 from audit import config_values
+from audit.llm import aborted
 from audit.llm.accounting import Totals, call_usage, sum_usage
 from audit.censorship.actions import Action, check_menu
 from audit.censorship.auditor_context import LEDGER, AuditorContext, ledger_messages, stable_prefix
@@ -710,7 +711,7 @@ class Audit:
         calls, judged = len(self.call_errors()), len(self.judge_failures())
         parts = ([counted(calls, "failed call")] if calls else []) + \
             ([f"{counted(judged, 'judge failure')} (unclassified, out of every share)"] if judged else [])
-        return "; " + ", ".join(parts) if parts else ""
+        return ("; " + ", ".join(parts) if parts else "") + aborted.note(self.gateway.ledger.totals())
 
     def final_turn(self) -> dict[str, Any]:
         return self.turns[max(self.turns)]
