@@ -340,6 +340,39 @@ def censorship_matrices(cmap: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def gap_shade(gap: float) -> str:
+    """Knows-vs-says grid background: blue where the technique refuses less than the assistant (the
+    model says more than it does as the assistant), red where it refuses more, grey without a gap."""
+    if is_missing(gap):
+        return "#f2f2f2"
+    return f"hsl({210 if gap < 0 else 0}, 70%, {round(97 - 34 * min(abs(gap), 1.0))}%)"
+
+
+def gap_matrices(gaps: pd.DataFrame) -> list[dict[str, Any]]:
+    """The knows-vs-says grid: one audited models x topics grid per technique (never pooled), each cell
+    the refusal gap (technique minus the assistant baseline of the same runs, paired by run) with its
+    95% interval and the paired runs it is over; a cell without a paired run says so."""
+    out = []
+    shown = varied(gaps)
+    for key, frame in gaps.groupby(["technique", *shown], sort=True):
+        by_cell = {(r["audited"], r["topic"]): r for r in frame.to_dict("records")}
+        topics = sorted(set(frame["topic"]))
+        rows = []
+        for model in sorted(set(frame["audited"])):
+            row = []
+            for topic in topics:
+                r = by_cell.get((model, topic))
+                gap = None if r is None else r["refused_gap"]
+                row.append(None if r is None else {
+                    "gap": "—" if is_missing(gap) else f"{gap:+.2f}", "ci": interval(r, "refused_gap"),
+                    "over": f"over {counted(int(r['paired_runs']), 'paired run')}" if r["paired_runs"]
+                    else "no run with a baseline", "shade": gap_shade(gap)})
+            rows.append({"model": model, "cells": row})
+        out.append({"technique": key[0] + who(dict(zip(["technique", *shown], key)), shown), "topics": topics,
+                    "rows": rows})
+    return out
+
+
 def fact_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
     """Per topic and technique: key facts (rows) x audited models (columns), each cell how many
     of the model's runs revealed and contradicted the fact."""
@@ -462,6 +495,7 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path,
                    "epistemic rows (run x system)": len(tables.epistemic), "failed or unusable": len(tables.failed)},
         "matrices": censorship_matrices(tables.censorship_map),
         "censorship_charts": censorship_charts(tables.censorship_map, tables.gaps),
+        "gap_matrices": gap_matrices(tables.gaps) if not tables.gaps.empty else [],
         "gaps": gap_cells(tables.gaps, ("audited", "topic", "technique", *varied(tables.gaps), "runs", "paired_runs",
                                         "runs_without_baseline",
                                         "assistant_runs", "unlabelled_technique", "unlabelled_baseline",
