@@ -11,7 +11,8 @@ scenario (runs that refuse all or nothing) is shown so the table is not read as 
 Issue 26 widened the grid (``print_grid``: rare to even rates, intraclass correlation up to 0.5,
 all-or-nothing runs, 2-20 runs, run sizes 4-16 and very unequal 2-40) for the cell, the paired and
 the unpaired intervals; its output is kept in ``bench/coverage_grid.txt`` and the README's coverage
-table, and ``tests/test_coverage_grid.py`` holds a reduced grid to its minimum.
+table, and ``tests/test_coverage_grid.py`` holds a reduced grid to its minimum. ``print_card_grid`` does
+the same for the epistemic matrix with repeats (cards as the unit, repeats nested).
 
 Run: ``python bench/bench_coverage.py [--cells 2000] [--grid-only]``.
 """
@@ -23,8 +24,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from audit.coverage import GRID_METHODS, GRID_RUNS, RUN_COUNTS, SCENARIOS, SEED, SIZES, STRESS, grid, paired_coverage, \
-    rate_coverage, unpaired_coverage
+from audit.coverage import CARD_COUNTS, CARD_REPEATS, GRID_METHODS, GRID_RUNS, RUN_COUNTS, SCENARIOS, SEED, SIZES, STRESS, \
+    card_grid, card_grid_scenarios, grid, paired_coverage, rate_coverage, unpaired_coverage
 
 OLD_REPS, OLD_SEED, CHUNK = 2000, 20260101, 100
 
@@ -89,13 +90,36 @@ def print_grid(cells: int) -> None:
                   f"{np.mean([p.width for p in sub]):10.3f}  {len(below)}/{len(sub)}" + (f" ({'; '.join(below)})" if below else ""))
 
 
+def print_card_grid(cells: int) -> None:
+    """The epistemic matrix with repeats: the card-clustered interval against the interval over
+    per-card averages it replaced, per number of cards, with minimum coverage, mean widths and the
+    ratio of the old width to the new."""
+    scenarios = card_grid_scenarios()
+    points = card_grid(cells, scenarios)
+    print(f"\nepistemic matrix with repeats: {len(scenarios)} scenarios (rates 0.05-0.5 x icc between a card's repeats "
+          f"0-1, and an AP-like ratio) x cards {CARD_COUNTS} x repeats {CARD_REPEATS} = {len(points)} cases; "
+          f"{cells} simulated cells per case, seed {SEED}")
+    print(f"{'cards':>5}  {'min (clustered)':>15}  {'where':58} {'width':>6}  {'min (old)':>9} {'width':>6}  "
+          f"{'old/new width':>13}  below 0.93")
+    for cards in (*CARD_COUNTS, None):
+        sub = [p for p in points if cards is None or p.cards == cards]
+        low = min(sub, key=lambda p: p.coverage)
+        below = [f"{p.scenario.name}, {p.cards} cards x {p.repeats}: {p.coverage:.3f}" for p in sub if p.coverage < 0.93]
+        print(f"{'all' if cards is None else cards:>5}  {low.coverage:15.3f}  "
+              f"{f'{low.scenario.name}, {low.cards} x {low.repeats}':58} {np.mean([p.width for p in sub]):6.3f}  "
+              f"{min(p.old_coverage for p in sub):9.3f} {np.mean([p.old_width for p in sub]):6.3f}  "
+              f"{np.mean([p.old_width / p.width for p in sub]):13.2f}  {len(below)}/{len(sub)}"
+              + (f" ({'; '.join(below)})" if below else ""))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cells", type=int, default=2000, help="simulated cells per scenario and run count")
+    parser.add_argument("--cells", type=int, default=4000, help="simulated cells per scenario and run count")
     parser.add_argument("--grid-only", action="store_true", help="only issue 26's grid (the before/after of issue 15 is slow)")
     args = parser.parse_args()
     cells = args.cells
     print_grid(cells)
+    print_card_grid(cells)
     if args.grid_only:
         return
     print()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from audit.coverage import GRID_METHODS, grid
+from audit.coverage import GRID_METHODS, card_grid, card_grid_scenarios, grid
 from audit.stats import cluster_rate, unpaired_difference
 
 CELLS = 1000
@@ -19,18 +19,17 @@ def minimum(method: str) -> float:
     return min(p.coverage for p in points)
 
 
-@pytest.mark.parametrize("method, floor", [("cell (as shown)", 0.93), ("paired gap (knows vs says)", 0.93),
-                                           # measured 0.928 here (very different runs, p = 0.3, icc 0.5):
-                                           # the README's coverage table states it, no claim of 0.93
-                                           ("unpaired gap (vs assistant runs)", 0.92)])
-def test_every_interval_covers_over_the_reduced_grid(method: str, floor: float) -> None:
-    assert minimum(method) >= floor
+@pytest.mark.parametrize("method", ["cell (as shown)", "paired gap (knows vs says)",
+                                    # 0.928 here with the Welch t interval it had before MOVER
+                                    "unpaired gap (vs assistant runs)"])
+def test_every_interval_covers_over_the_reduced_grid(method: str) -> None:
+    assert minimum(method) >= 0.93
 
 
 def test_the_grid_finds_what_the_run_level_interval_alone_misses() -> None:
     """Without the rare-event fallback, a rare event in runs that differ (p = 0.05, icc 0.5) is missed
     far more often than 5%: the check can fail."""
-    assert minimum("cell, run-level interval alone (no rare-event fallback)") < 0.85
+    assert minimum("cell, run-level interval alone (no rare-event fallback)") < 0.90
 
 
 def test_a_rare_cell_says_which_interval_it_shows() -> None:
@@ -40,3 +39,19 @@ def test_a_rare_cell_says_which_interval_it_shows() -> None:
     assert common is not None and common["method"].startswith("95% interval over runs")
     gap = unpaired_difference([0, 0, 1], [10, 10, 10], [5, 6, 4], [10, 10, 10])
     assert gap is not None and gap["method"].startswith("unpaired 95% distribution-free")
+
+
+def test_the_card_clustered_interval_covers_and_is_narrower_with_repeats() -> None:
+    """The epistemic matrix with repeats over a reduced card grid (a fixed-denominator rate at p 0.05
+    and 0.3, an AP-like ratio; cards alike to deterministic): the clustered interval covers at least
+    0.93, and where repeats disagree (icc 0.3, 200 cards, 3 repeats) the old interval over per-card
+    averages is at least 25% wider (the bench measured 30-36% at 4,000 cells)."""
+    scenarios = [s for s in card_grid_scenarios(means=(0.05, 0.3), iccs=(0.0, 0.3, 1.0))]
+    points = card_grid(CELLS, scenarios, card_counts=(50, 200), repeats=(3,))
+    assert len(points) == len(scenarios) * 2
+    assert min(p.coverage for p in points) >= 0.93
+    disagree = [p for p in points if p.scenario.icc == 0.3 and p.cards == 200 and p.scenario.entailed == 1.0]
+    assert disagree and all(p.old_width / p.width >= 1.25 for p in disagree)
+    # deterministic cards: repeats say nothing new, so the interval is exactly the old one
+    alike = [p for p in points if p.scenario.icc == 1.0]
+    assert all(p.width == pytest.approx(p.old_width) for p in alike)

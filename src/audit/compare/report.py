@@ -31,6 +31,7 @@ from audit.io.neutral import csv_frame
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
 from audit.runs.tables import RunTables, build_run_tables, table_files
+from audit.card_stats import CLUSTERED_METHOD
 from audit.stats import CARD_METHOD, CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE
 from audit.pages.links import relative_href
 
@@ -259,7 +260,7 @@ def epistemic_charts(matrix: pd.DataFrame) -> list[dict[str, Any]]:
         frame = matrix[matrix["metric"] == metric].sort_values(["domain", "predicate", "condition", "system"])
         bars = [{"label": f"{_cell_column(r)} · {r['system']}", "colour": colour[r["system"]],
                  "rate": {"value": r["rate"], "lo": r["rate_lo"], "hi": r["rate_hi"]},
-                 "detail": f" ({_card_fraction(r['k'], r['n'])} cards, {r['runs']} run(s); interval over cards)"}
+                 "detail": f" ({_card_fraction(r['k'], r['n'])} cards, {r['runs']} run(s); {_interval_unit(r)})"}
                 for r in frame.to_dict("records")]
         chart = hbar_chart(metric, bars, lower_is_better=metric in LOWER_IS_BETTER, whole_labels=True)
         chart["legend"] = _legend(colour)
@@ -403,6 +404,13 @@ def _cell_column(r: Mapping[str, Any]) -> str:
     return f"{r['domain']}/{r['predicate']}{tail}"
 
 
+def _interval_unit(r: Mapping[str, Any]) -> str:
+    """What a matrix cell's interval is over: cards, and how many times each was answered."""
+    if r.get("method") == CLUSTERED_METHOD:
+        return f"interval over {r['cards']:.0f} cards, each answered up to {r['card_repeats']:.0f} times (nested)"
+    return "interval over cards"
+
+
 def epistemic_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
     """One system x (domain/predicate) matrix per headline metric, each cell the rate, its
     interval, the runs and the cards behind it."""
@@ -419,8 +427,8 @@ def epistemic_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
             for column in columns:
                 r = by_cell.get((system, column))
                 row.append(None if r is None else {"value": fmt(r["rate"]), "ci": interval(r, "rate"),
-                                                   "detail": f"{_card_fraction(r['k'], r['n'])} cards · interval over "
-                                                             f"cards · {r['runs']} run(s)"
+                                                   "detail": f"{_card_fraction(r['k'], r['n'])} cards · "
+                                                             f"{_interval_unit(r)} · {r['runs']} run(s)"
                                                              + (f" ({r['repeats']} repeats)" if r["repeats"] > 1 else "")
                                                              + (f" · {r['replays']} cached re-run(s) not counted"
                                                                 if r["replays"] else ""),
@@ -514,7 +522,7 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path,
                                {"refused_gap": "refusal gap (zh − en)", "facts_gap": "facts gap (zh − en)"},
                                lambda r: r["runs_en"] + r["runs_zh"])
         if not tables.languages.empty else None,
-        "cluster_method": CLUSTER_METHOD, "card_method": CARD_METHOD,
+        "cluster_method": CLUSTER_METHOD, "card_method": CARD_METHOD, "clustered_method": CLUSTERED_METHOD,
         "difference_method": DIFFERENCE_METHOD, "coverage_note": COVERAGE_NOTE,
         "unlabelled_mark": f"{UNLABELLED_MARK:.0%}",
         "unlabelled_total": int(tables.audits["unlabelled"].sum() + tables.audits["baseline_unlabelled"].fillna(0).sum())
@@ -570,7 +578,7 @@ def summary_text(tables: Tables, out: Path) -> str:
         for metric in CHART_METRICS:
             pivot = matrix[matrix["metric"] == metric].pivot_table(index="system", columns="cell", values="rate",
                                                                    aggfunc="first", dropna=False)
-            parts.append(f"{metric}: system x domain/predicate (over runs)\n{_text_table(pivot.reset_index())}")
+            parts.append(f"{metric}: system x domain/predicate (over runs; interval unit: cards, repeats nested in them)\n{_text_table(pivot.reset_index())}")
     if not tables.failed.empty:
         parts.append(f"failed or unusable runs ({len(tables.failed)})\n"
                      f"{_text_table(tables.failed[['run', 'kind', 'status', 'problem']])}")

@@ -94,7 +94,8 @@ _TERMS: tuple[tuple[tuple[str, ...], Term], ...] = (
 
 # The epistemic rates from their one table (audit.epistemic.metrics.RATES): name, formula, direction.
 _TERMS += tuple(((r.name.lower(),), Term(r.name, f"{r.formula.replace('/', ' / ')}"
-                                                 f"{', lower is better' if r.lower_is_better else ''}; Wilson interval over cards",
+                                                 f"{', lower is better' if r.lower_is_better else ''}; Wilson interval over cards "
+                                                 "(with repeats: over cards, repeats nested in their card)",
                                          r.name.lower())) for r in RATES)
 
 _BY_ALIAS = {alias.lower(): term for aliases, term in _TERMS for alias in aliases}
