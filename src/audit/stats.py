@@ -77,9 +77,9 @@ NO_DIFFERENCE_INTERVAL = "a single run on a side: no interval for the difference
 COVERAGE_NOTE = ("measured coverage of the 95% intervals over a grid of simulated cells (bench/bench_coverage.py, "
                  "bench/coverage_grid.txt: rates 0.05-0.5, runs that differ up to intraclass correlation 0.5 and "
                  "all-or-nothing runs, 2-20 runs of 4-16 or 2-40 responses, 4,000 cells per case): a cell's share "
-                 "at least 0.951 with runs of 4-16 responses and 0.938 with runs of 2-40 (both lowest at p = 0.15, "
-                 "runs that differ, 20 runs); the paired gap at least 0.960; the unpaired gap at least 0.966 (runs of "
-                 "4-16) and 0.944 (runs of 2-40). Where the rarer side has fewer than 8 events the cell shows a "
+                 "at least 0.948 with runs of 4-16 responses and 0.936 with runs of 2-40 (lowest at p = 0.15 in "
+                 "runs that differ, 12-20 runs); the paired gap at least 0.960; the unpaired gap at least 0.959 (runs "
+                 "of 4-16) and 0.942 (runs of 2-40). Where the rarer side has fewer than 5 events the cell shows a "
                  "distribution-free interval and says so: the run-level interval alone covered as little as 0.77 there")
 # Colours for series (Okabe-Ito: distinguishable with colour-vision deficiencies); every chart uses these.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -174,13 +174,15 @@ def run_level_bounds(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return p, lo, hi
 
 
-RARE_EVENTS = 8
+RARE_EVENTS = 5
 """Below this many events on the rarer side (``min(K, N − K)``), a cell's run-level interval is not
 trusted: with runs that differ (intraclass correlation up to 0.5) a rare event is concentrated in a
 few runs, and a cell that happened to draw none of them looks homogeneous; the Wilson interval on
 the effective size then covered 0.55-0.80 in the grid of ``bench/bench_coverage.py``. Those cells get
-:func:`free_bounds` instead, and say so (``FREE_METHOD``). Chosen by that simulation: the smallest
-threshold with coverage of at least 0.93 over every grid case whose runs answer 4-16 probes."""
+:func:`free_bounds` instead, and say so (``FREE_METHOD``). Chosen by that simulation (4,000 cells per
+case, both run-size ranges): the smallest threshold at which every case covers at least 0.935, 0.93
+plus about one Monte Carlo standard error (8 until the continuity correction; with it, 5 covers 0.936
+at least and 4 only 0.931, 3 0.918)."""
 FREE_METHOD = ("95% distribution-free interval over runs (Hoeffding on the mean of the per-run shares, valid "
                "however much runs differ): fewer than {m} {items} on the rarer side, where the run-level interval "
                "under-covers when runs differ")
