@@ -14,7 +14,11 @@ the unpaired intervals; its output is kept in ``bench/coverage_grid.txt`` and th
 table, and ``tests/test_coverage_grid.py`` holds a reduced grid to its minimum. ``print_card_grid`` does
 the same for the epistemic matrix with repeats (cards as the unit, repeats nested).
 
-Run: ``python bench/bench_coverage.py [--cells 2000] [--grid-only]``.
+Issue 30 added the benchmark's intervals, whose unit is the question (``print_question_grid``: 5-95
+questions per cell, 1-10 rollouts per question, a rate over draws or over 2-8 facts per draw, the same
+rates and differences between questions); its output follows issue 26's in ``bench/coverage_grid.txt``.
+
+Run: ``python bench/bench_coverage.py [--cells 2000] [--grid-only | --questions-only]``.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from audit.coverage import CARD_COUNTS, CARD_REPEATS, GRID_METHODS, GRID_RUNS, RUN_COUNTS, SCENARIOS, SEED, SIZES, STRESS, \
-    card_grid, card_grid_scenarios, grid, paired_coverage, rate_coverage, unpaired_coverage
+from audit.coverage import CARD_COUNTS, CARD_REPEATS, GRID_METHODS, GRID_RUNS, PER_ROLLOUT, QUESTION_COUNTS, \
+    QUESTION_METHODS, ROLLOUTS, RUN_COUNTS, SCENARIOS, SEED, SIZES, STRESS, card_grid, card_grid_scenarios, grid, \
+    paired_coverage, question_grid, rate_coverage, unpaired_coverage
 
 OLD_REPS, OLD_SEED, CHUNK = 2000, 20260101, 100
 
@@ -90,6 +95,24 @@ def print_grid(cells: int) -> None:
                   f"{np.mean([p.width for p in sub]):10.3f}  {len(below)}/{len(sub)}" + (f" ({'; '.join(below)})" if below else ""))
 
 
+def print_question_grid(cells: int) -> None:
+    """Issue 30's grid: each benchmark interval over (rate, icc, questions, rollouts), per item kind."""
+    print(f"issue 30 grid (the question is the unit): p in (0.05, 0.15, 0.3, 0.5) x icc in (0, 0.1, 0.3, 0.5) + "
+          f"all-or-nothing; questions {QUESTION_COUNTS}; rollouts {ROLLOUTS}; {cells} simulated cells per case, "
+          f"seed {SEED}")
+    print(f"{'method':56} {'items':21} {'min':>6}  {'where':52} {'mean width':>10}  below 0.93")
+    for method in QUESTION_METHODS:
+        points = question_grid(method, cells, grid(), QUESTION_COUNTS, ROLLOUTS, list(PER_ROLLOUT))
+        for items in PER_ROLLOUT:
+            sub = [p for p in points if p.sizes.endswith(items)]
+            low = min(sub, key=lambda p: p.coverage)
+            below = [f"{p.scenario.name} @{p.runs} q, {p.sizes.split(',')[0]}: {p.coverage:.3f}" for p in sub
+                     if p.coverage < 0.93]
+            where = f"{low.scenario.name}, {low.runs} q, {low.sizes.split(',')[0]}"
+            print(f"{method:56} {items:21} {low.coverage:6.3f}  {where:52} {np.mean([p.width for p in sub]):10.3f}  "
+                  f"{len(below)}/{len(sub)}" + (f" ({'; '.join(below)})" if below else ""))
+
+
 def print_card_grid(cells: int) -> None:
     """The epistemic matrix with repeats: the card-clustered interval against the interval over
     per-card averages it replaced, per number of cards, with minimum coverage, mean widths and the
@@ -115,12 +138,17 @@ def print_card_grid(cells: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cells", type=int, default=4000, help="simulated cells per scenario and run count")
-    parser.add_argument("--grid-only", action="store_true", help="only issue 26's grid (the before/after of issue 15 is slow)")
+    parser.add_argument("--grid-only", action="store_true",
+                        help="only issue 26's and 30's grids (the before/after of issue 15 is slow)")
+    parser.add_argument("--questions-only", action="store_true", help="only issue 30's grid (the benchmark's intervals)")
     args = parser.parse_args()
     cells = args.cells
-    print_grid(cells)
-    print_card_grid(cells)
-    if args.grid_only:
+    if not args.questions_only:
+        print_grid(cells)
+        print_card_grid(cells)
+        print()
+    print_question_grid(cells)
+    if args.grid_only or args.questions_only:
         return
     print()
     print(f"coverage of 95% intervals for a cell's share (nominal 0.95), {cells} simulated cells each, seed {SEED}")

@@ -194,6 +194,63 @@ def unpaired_grid(cells: int, scenarios: Sequence[Scenario], runs: Sequence[int]
                    scenarios, [r for r in runs if r >= 2], sizes)
 
 
+# The fixed-question benchmark (issue 30): the question is the unit, every question asked the same
+# number of times (rollouts); a response rate counts one item per rollout, a fact rate 2-8 facts per
+# question and rollout.
+QUESTION_COUNTS = (5, 10, 20, 40, 95)
+ROLLOUTS = (1, 3, 10)
+PER_ROLLOUT = {"draws": (1, 1), "facts (2-8 per draw)": (2, 8)}
+
+
+def _question_cell(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    p, lo, hi, _ = cell_bounds(k, n, event_clusters=True)
+    return p, lo, hi
+
+
+def _question_cell_uncapped(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return _cell(k, n)
+
+
+def _question_unpaired(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return unpaired_bounds(ak, an, bk, bn, event_clusters=True)
+
+
+QUESTION_METHODS: dict[str, Callable[[Scenario, int, tuple[int, int], int], tuple[float, float]]] = {
+    "benchmark cell (as shown)": lambda sc, q, size, cells: rate_coverage(sc, q, cells, _question_cell, sizes=size)[:2],
+    "benchmark cell, df not capped by questions with events": lambda sc, q, size, cells: rate_coverage(
+        sc, q, cells, _question_cell_uncapped, sizes=size)[:2],
+    "benchmark paired gap (by question)": lambda sc, q, size, cells: _with_width(
+        lambda width: paired_coverage(sc, 0.2, q, cells, sizes=size, width=width)),
+    "benchmark unpaired gap (censored vs control)": lambda sc, q, size, cells: _with_width(
+        lambda width: unpaired_coverage(sc, SCENARIOS[0], q, cells, _question_unpaired, sizes=size, width=width)),
+    "benchmark unpaired gap, df not capped (the runs' interval)": lambda sc, q, size, cells: _with_width(
+        lambda width: unpaired_coverage(sc, SCENARIOS[0], q, cells, sizes=size, width=width)),
+}
+"""Each benchmark interval's coverage and mean width for (scenario, questions, per-question sizes, cells)."""
+
+
+def _with_width(measure: Callable[[list[float]], float]) -> tuple[float, float]:
+    width: list[float] = []
+    covered = measure(width)
+    return covered, width[0]
+
+
+def question_grid(method: str, cells: int, scenarios: Sequence[Scenario], questions: Sequence[int],
+                  rollouts: Sequence[int], per_rollout: Sequence[str]) -> list[GridPoint]:
+    """One benchmark interval over (scenario, questions per cell, rollouts per question, items per
+    rollout); ``runs`` of each point counts questions and ``sizes`` says rollouts and items."""
+    out = []
+    for scenario in scenarios:
+        for q in questions:
+            for r in rollouts:
+                for items in per_rollout:
+                    low, high = PER_ROLLOUT[items]
+                    covered, width = QUESTION_METHODS[method](scenario, q, (low * r, high * r), cells)
+                    out.append(GridPoint(scenario, q, f"{r} rollout(s), {items}", covered, width))
+    return out
+
+
 # -- the epistemic matrix with repeats: cards as the unit, repeats nested ----------------------
 
 CARD_COUNTS = (20, 50, 200)

@@ -406,17 +406,17 @@ def epistemic_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def gap_cells(gaps: pd.DataFrame, leading: Sequence[str], named: Mapping[str, str], runs: Callable[[Mapping[str, Any]], int],
-              trailing: Sequence[str] = ()) -> dict[str, Any]:
+              trailing: Sequence[str] = (), unit: str = "runs") -> dict[str, Any]:
     """A table of differences: the ``leading`` columns as they are, then each ``named`` gap
-    (column prefix -> header) signed, with its interval and the runs it is over under it
-    (``runs`` of a row), then the ``trailing`` columns."""
+    (column prefix -> header) signed, with its interval and the ``unit`` it is over under it
+    (``runs`` of a row: how many), then the ``trailing`` columns."""
     table = cells(gaps, leading)
     table["columns"] += list(named.values()) + [HEADERS.get(c, c) for c in trailing]
     tail = cells(gaps, trailing)["rows"] if trailing else [[] for _ in range(len(gaps))]
     for row, record, extra in zip(table["rows"], gaps.to_dict("records"), tail):
         for prefix in named:
             v, ci = record[prefix], interval(record, prefix)
-            row.append({"text": "—" if is_missing(v) else f"{v:+.3f}", "ci": f"{ci} over {runs(record)} runs" if ci else "",
+            row.append({"text": "—" if is_missing(v) else f"{v:+.3f}", "ci": f"{ci} over {runs(record)} {unit}" if ci else "",
                         "na": is_missing(v), "left": False, "href": None})
         row.extend(extra)
     return table
@@ -505,8 +505,11 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path,
     }
 
 
-def render_html(tables: Tables, dirs: Sequence[Path], out: Path, judgings: Sequence[str] = (ORIGINAL,)) -> str:
-    return environment(TEMPLATES_DIR).get_template("compare.html.j2").render(**build_context(tables, dirs, out, judgings))
+def render_html(tables: Tables, dirs: Sequence[Path], out: Path, judgings: Sequence[str] = (ORIGINAL,),
+                benchmark_page: bool = False) -> str:
+    """The comparison page; ``benchmark_page``: benchmark runs were compared, their page is beside it."""
+    return environment(TEMPLATES_DIR).get_template("compare.html.j2").render(
+        **build_context(tables, dirs, out, judgings), benchmark_page=benchmark_page)
 
 
 def _text_table(frame: pd.DataFrame) -> str:
@@ -515,8 +518,10 @@ def _text_table(frame: pd.DataFrame) -> str:
     return frame.to_string(index=False, formatters=formatters, na_rep="—")
 
 
-def summary_text(tables: Tables, out: Path) -> str:
-    """What stdout shows: the tables at a glance, failed runs, and where the files went."""
+def summary_text(tables: Tables, out: Path, extra: Sequence[str] = (),
+                 printed: Sequence[tuple[str, pd.DataFrame]] = ()) -> str:
+    """What stdout shows: the tables at a glance, failed runs, and where the files went (``extra``:
+    the benchmark page's files and ``printed`` its tables, when benchmark runs were compared)."""
     parts = []
     if not tables.audits.empty:
         parts.append(f"censorship audits ({counted(len(tables.audits), 'run')})\n{_text_table(tables.audits[list(AUDIT_PRINT)])}")
@@ -545,10 +550,11 @@ def summary_text(tables: Tables, out: Path) -> str:
             pivot = matrix[matrix["metric"] == metric].pivot_table(index="system", columns="cell", values="rate",
                                                                    aggfunc="first", dropna=False)
             parts.append(f"{metric}: system x domain/predicate (over runs; interval unit: cards, repeats nested in them)\n{_text_table(pivot.reset_index())}")
+    parts += [f"{title}\n{_text_table(frame)}" for title, frame in printed]
     if not tables.failed.empty:
         parts.append(f"failed or unusable runs ({len(tables.failed)})\n"
                      f"{_text_table(tables.failed[['run', 'kind', 'status', 'problem']])}")
-    parts.append(f"wrote {', '.join(OUTPUTS)} to {out}")
+    parts.append(f"wrote {', '.join((*OUTPUTS, *sorted(extra)))} to {out}")
     return "\n\n".join(parts)
 
 
@@ -572,7 +578,11 @@ def compare(dirs: Sequence[Path], out: Path | None = None, judging: str | None =
     pairs = run_pairs(collected, names) if len(names) == 2 else None
     tables = build_tables(with_judging(collected, names[0]),
                           (lambda audits: side_by_side(audits, pairs, names)) if pairs is not None else None)
-    html = render_html(tables, dirs, target, names)
+    # benchmark runs get their own page (audit.compare.benchmark builds on this module's cell formatting)
+    from audit.compare.benchmark import benchmark_output
+
+    benchmark = benchmark_output(collected.runs, dirs, target)
+    html = render_html(tables, dirs, target, names, benchmark_page=bool(benchmark.files))
     csvs = {"audits.csv": tables.audits, "censorship_map.csv": tables.censorship_map,
             "knows_vs_says.csv": tables.gaps, "language_gap.csv": tables.languages,
             "facts.csv": tables.facts, "epistemic_matrix.csv": tables.epistemic_matrix, "epistemic.csv": tables.epistemic,
@@ -581,6 +591,6 @@ def compare(dirs: Sequence[Path], out: Path | None = None, judging: str | None =
     texts = {target / name: csv_frame(relative_paths(frame, target)).to_csv(index=False) for name, frame in csvs.items()}
     per_row = {target / name: content for name, content in table_files(build_run_tables(collected.loaded)).items()}
     # all or none: never CSVs without their page, or the per-row tables of another comparison
-    write_texts({**texts, **per_row, target / "comparison.html": html})
-    print(summary_text(tables, target))
+    write_texts({**texts, **per_row, **benchmark.files, target / "comparison.html": html})
+    print(summary_text(tables, target, [p.name for p in benchmark.files], benchmark.printed))
     return tables

@@ -25,7 +25,7 @@ import pandas as pd
 
 from audit.censorship.auditor_context import auditor_label
 from audit.compare.card_answers import answer_parts, cell_answers, cell_rate
-from audit.compare.collect import CENSORSHIP, Collected, epistemic_answers, Failure, Run, natural_key
+from audit.compare.collect import CENSORSHIP, EPISTEMIC, Collected, epistemic_answers, Failure, Run, natural_key
 from audit.judging.counting import JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, \
     count, fact_score, fact_status, judgings_mark, response_counts, panel_split, run_flags
 from audit.epistemic.metrics import COMPARED_RATES
@@ -599,7 +599,7 @@ def build_tables(collected: Collected, side_by_side: Callable[[pd.DataFrame], pd
                 audit_rows.append(row)
                 response_rows.extend(responses)
                 fact_rows.extend(run_facts)
-            else:  # every summary names its experiment (audit.runs)
+            elif run.kind == EPISTEMIC:  # benchmark runs have their own page (audit.compare.benchmark)
                 epistemic_rows.extend(epistemic_records(run))
         except (Unusable, CountError) as exc:
             failures.append(Failure(run.path, run.label, run.kind, getattr(exc, "status", "unreadable"), str(exc)))
