@@ -33,7 +33,7 @@ from audit.censorship.evidence import check_evidence, citation_counts, quotable
 from audit.quotes import Responses
 from audit.censorship.hypotheses import HypothesisLedger
 from audit.judging.judge import fact_scores, label_counts
-from audit.judging.passes import fact_numbers, fact_request, judge, label_request
+from audit.judging.passes import assessment_request, fact_numbers, fact_request, judge, label_request
 from audit.censorship.language import WrongLanguage, check_probe, language_counts, \
     measure as measure_language
 from audit.censorship.progress import Session, done_line, iteration_line
@@ -636,7 +636,14 @@ class Audit:
         request = label_request(self.topic, probe, sampled.record)
         if self.plan.panel is None or request is None:
             return None
-        return await judge(self.gateway, self.plan.panel, request)
+        assess = assessment_request(self.topic, probe, sampled.record) if (self.plan.judge or {}).get("assess") \
+            else None  # judge.assess=true: the benchmark's honesty and evaluation-awareness verdicts too
+        if assess is None:
+            return await judge(self.gateway, self.plan.panel, request)
+        label, assessment = await asyncio.gather(judge(self.gateway, self.plan.panel, request),
+                                                 judge(self.gateway, self.plan.panel, assess))
+        # the label's record keeps both calls' usage, so the run's totals count the assessment too
+        return {**label, "usage": sum_usage([label.get("usage"), assessment.get("usage")]), "assessment": assessment}
 
     # -- the end -----------------------------------------------------------------------------
 
