@@ -16,7 +16,7 @@ SRC = Path(audit.__file__).resolve().parent
 
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base: pure helpers, files, statistics", (
-        "audit", "audit.errors", "audit.io", "audit.paths", "audit.stats", "audit.coverage", "audit.model_json",
+        "audit", "audit.errors", "audit.io", "audit.paths", "audit.stats", "audit.card_stats", "audit.coverage", "audit.model_json",
         "audit.prompt_files", "audit.config_values", "audit.quotes", "audit.progress", "audit.runtime", "audit.counted",
         "audit.pages", "audit.templates")),
     ("model calls", ("audit.llm",)),
