@@ -43,6 +43,7 @@ from audit.jobs.interrupts import sigterm_as_interrupt
 from audit.jobs.resume import command_line_overrides, refuse_resume_overrides, resumed_config
 from audit.jobs.sweep import sweep_job_dir
 from audit.judging.passes import assessment_request, judge, label_request
+from audit.llm import aborted
 from audit.llm.accounting import sum_usage
 from audit.llm.budget import stopped_by
 from audit.llm.embedded import local_model
@@ -302,7 +303,7 @@ class Audit:
         calls, judged = len(self.state.call_errors()), len(self.state.judge_failures())
         parts = ([counted(calls, "failed call")] if calls else []) + \
             ([f"{counted(judged, 'judge failure')} (unclassified, out of every share)"] if judged else [])
-        return "; " + ", ".join(parts) if parts else ""
+        return ("; " + ", ".join(parts) if parts else "") + aborted.note(self.gateway.ledger.totals())
 
     def write_partial_report(self) -> None:
         """A run that ended in error after at least one iteration still gets its report.html
