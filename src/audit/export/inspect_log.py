@@ -41,7 +41,6 @@ from inspect_ai.scorer import Score
 from audit.epistemic.metrics import HEADLINE_RATES
 from audit.judging.counting import LABELS, fact_score
 from audit.runs.loading import RunFiles
-from audit.runs.summary import BENCHMARK, CENSORSHIP, EPISTEMIC
 from audit.runs.tables import run_keys
 
 # Our run states are Inspect's statuses (started, success, cancelled, error) plus what a reader
@@ -259,19 +258,6 @@ def epistemic_log(run: RunFiles) -> EvalLog:
         error=_error(run.problem),
         samples=samples,
     )
-
-
-def inspect_log(run: RunFiles) -> EvalLog:
-    """The log of any experiment's run."""
-    if run.experiment == CENSORSHIP:
-        return censorship_log(run)
-    if run.experiment == EPISTEMIC:
-        return epistemic_log(run)
-    if run.experiment == BENCHMARK:
-        from audit.export.benchmark_log import benchmark_log  # it builds on this module's pieces
-
-        return benchmark_log(run)
-    raise ValueError(f"{run.label}: not a run of a known experiment (state {run.state}); nothing to export")
 
 
 def log_file_name(log: EvalLog) -> str:
