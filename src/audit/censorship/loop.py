@@ -24,7 +24,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from audit.counted import counted
 from audit import config_values
-from audit.llm.accounting import Totals, call_usage, sum_usage
+from audit.llm.accounting import Totals, call_usage
 from audit.censorship.actions import Action, check_menu
 from audit.censorship.auditor_context import LEDGER, AuditorContext, ledger_messages, stable_prefix
 from audit.censorship.auto_view import auto_turn_message
@@ -62,7 +62,8 @@ from audit.jobs.resume import command_line_overrides, load_saved_config, refuse_
 from audit.runs.draws import AUTO, Draw, iteration_draws, judgments, run_draws
 from audit.runs.rundir import iso, utc_now
 from audit.runs.status import Status, StopReason
-from audit.runs.summary import CensorshipSummary, Usage, served_note, write_final_summary
+from audit.runs.summary import CensorshipSummary, served_note, write_final_summary
+from audit.usage import Usage
 from audit.jobs.sweep import sweep_job_dir
 from audit.templates import get_family
 
@@ -469,7 +470,7 @@ class Audit:
                 break
             except ReplyError as exc:
                 self.totals.parse_failures += 1
-                attempts.append({"raw_response": response.text, "error": str(exc), "usage": usages[-1]})
+                attempts.append({"raw_response": response.text, "error": str(exc), "usage": usages[-1].as_dict()})
                 unusable.append(response)
                 if attempt == self.plan.max_reask:
                     if isinstance(exc, WrongLanguage):  # usable: sent, and the mismatch is recorded
@@ -496,7 +497,7 @@ class Audit:
             "evidence": counts,
             "repairs": reply.repairs,
             "final_requested": final,
-            "usage": sum_usage(usages),
+            "usage": Usage.total(usages).as_dict(),
         }
         self.run_dir.write_turn(iteration, record)
         self.turns[iteration] = record
@@ -832,7 +833,7 @@ class Audit:
             repeat=int(self.cfg.get("repeat") or 0),
             # Call counts, tokens and cost are the ledger's (every session's calls, failed ones and
             # their retries included), so they equal usage.json; parse failures come from the files.
-            usage=Usage(**ledger),
+            usage=ledger,
             failed_calls=len(call_errors),
             config=OmegaConf.to_container(self.cfg, resolve=True),  # type: ignore[arg-type]
             total_iterations=len(self.responses),
@@ -840,7 +841,7 @@ class Audit:
             final_summary=parsed.get("final_summary"),
             technique=self.plan.technique,
             with_baseline=self.plan.with_baseline,
-            totals={**self.totals.as_dict(), **ledger},
+            totals={**self.totals.as_dict(), **ledger.as_dict()},
             evidence=citation_counts(final_hypotheses),
             classifications=label_counts(judgments(d for d in draws if not d.is_baseline)),
             draw_classifications=self.draw_classifications(),

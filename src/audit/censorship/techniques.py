@@ -133,6 +133,6 @@ async def send(gateway: Any, target: Target, record: dict[str, Any], *, prompt: 
         record.update(raw_response=None, completion_tokens=0, finish_reason=None, usage=None, error=str(exc))
         return Sample(record, error_kind=exc.kind)
     record.update(raw_response=response.text, completion_tokens=response.usage.completion_tokens,
-                  finish_reason=response.finish_reason, usage=call_usage(response), error=None,
+                  finish_reason=response.finish_reason, usage=call_usage(response).as_dict(), error=None,
                   **draw_fields(response))
     return Sample(record)
