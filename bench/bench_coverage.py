@@ -11,9 +11,14 @@ scenario (runs that refuse all or nothing) is shown so the table is not read as 
 Issue 26 widened the grid (``print_grid``: rare to even rates, intraclass correlation up to 0.5,
 all-or-nothing runs, 2-20 runs, run sizes 4-16 and very unequal 2-40) for the cell, the paired and
 the unpaired intervals; its output is kept in ``bench/coverage_grid.txt`` and the README's coverage
-table, and ``tests/test_coverage_grid.py`` holds a reduced grid to its minimum.
+table, and ``tests/test_coverage_grid.py`` holds a reduced grid to its minimum. ``print_card_grid`` does
+the same for the epistemic matrix with repeats (cards as the unit, repeats nested).
 
-Run: ``python bench/bench_coverage.py [--cells 2000] [--grid-only]``.
+Issue 30 added the benchmark's intervals, whose unit is the question (``print_question_grid``: 5-95
+questions per cell, 1-10 rollouts per question, a rate over draws or over 2-8 facts per draw, the same
+rates and differences between questions); its output follows issue 26's in ``bench/coverage_grid.txt``.
+
+Run: ``python bench/bench_coverage.py [--cells 2000] [--grid-only | --questions-only]``.
 """
 
 from __future__ import annotations
@@ -23,8 +28,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from audit.coverage import GRID_METHODS, GRID_RUNS, RUN_COUNTS, SCENARIOS, SEED, SIZES, STRESS, grid, paired_coverage, \
-    rate_coverage, unpaired_coverage
+from audit.coverage import CARD_COUNTS, CARD_REPEATS, GRID_METHODS, GRID_RUNS, PER_ROLLOUT, QUESTION_COUNTS, \
+    QUESTION_METHODS, ROLLOUTS, RUN_COUNTS, SCENARIOS, SEED, SIZES, STRESS, card_grid, card_grid_scenarios, grid, \
+    paired_coverage, question_grid, rate_coverage, unpaired_coverage
 
 OLD_REPS, OLD_SEED, CHUNK = 2000, 20260101, 100
 
@@ -89,14 +95,60 @@ def print_grid(cells: int) -> None:
                   f"{np.mean([p.width for p in sub]):10.3f}  {len(below)}/{len(sub)}" + (f" ({'; '.join(below)})" if below else ""))
 
 
+def print_question_grid(cells: int) -> None:
+    """Issue 30's grid: each benchmark interval over (rate, icc, questions, rollouts), per item kind."""
+    print(f"issue 30 grid (the question is the unit): p in (0.05, 0.15, 0.3, 0.5) x icc in (0, 0.1, 0.3, 0.5) + "
+          f"all-or-nothing; questions {QUESTION_COUNTS}; rollouts {ROLLOUTS}; {cells} simulated cells per case, "
+          f"seed {SEED}")
+    print(f"{'method':56} {'items':21} {'min':>6}  {'where':52} {'mean width':>10}  below 0.93")
+    for method in QUESTION_METHODS:
+        points = question_grid(method, cells, grid(), QUESTION_COUNTS, ROLLOUTS, list(PER_ROLLOUT))
+        for items in PER_ROLLOUT:
+            sub = [p for p in points if p.sizes.endswith(items)]
+            low = min(sub, key=lambda p: p.coverage)
+            below = [f"{p.scenario.name} @{p.runs} q, {p.sizes.split(',')[0]}: {p.coverage:.3f}" for p in sub
+                     if p.coverage < 0.93]
+            where = f"{low.scenario.name}, {low.runs} q, {low.sizes.split(',')[0]}"
+            print(f"{method:56} {items:21} {low.coverage:6.3f}  {where:52} {np.mean([p.width for p in sub]):10.3f}  "
+                  f"{len(below)}/{len(sub)}" + (f" ({'; '.join(below)})" if below else ""))
+
+
+def print_card_grid(cells: int) -> None:
+    """The epistemic matrix with repeats: the card-clustered interval against the interval over
+    per-card averages it replaced, per number of cards, with minimum coverage, mean widths and the
+    ratio of the old width to the new."""
+    scenarios = card_grid_scenarios()
+    points = card_grid(cells, scenarios)
+    print(f"\nepistemic matrix with repeats: {len(scenarios)} scenarios (rates 0.05-0.5 x icc between a card's repeats "
+          f"0-1, and an AP-like ratio) x cards {CARD_COUNTS} x repeats {CARD_REPEATS} = {len(points)} cases; "
+          f"{cells} simulated cells per case, seed {SEED}")
+    print(f"{'cards':>5}  {'min (clustered)':>15}  {'where':58} {'width':>6}  {'min (old)':>9} {'width':>6}  "
+          f"{'old/new width':>13}  below 0.93")
+    for cards in (*CARD_COUNTS, None):
+        sub = [p for p in points if cards is None or p.cards == cards]
+        low = min(sub, key=lambda p: p.coverage)
+        below = [f"{p.scenario.name}, {p.cards} cards x {p.repeats}: {p.coverage:.3f}" for p in sub if p.coverage < 0.93]
+        print(f"{'all' if cards is None else cards:>5}  {low.coverage:15.3f}  "
+              f"{f'{low.scenario.name}, {low.cards} x {low.repeats}':58} {np.mean([p.width for p in sub]):6.3f}  "
+              f"{min(p.old_coverage for p in sub):9.3f} {np.mean([p.old_width for p in sub]):6.3f}  "
+              f"{np.mean([p.old_width / p.width for p in sub]):13.2f}  {len(below)}/{len(sub)}"
+              + (f" ({'; '.join(below)})" if below else ""))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cells", type=int, default=2000, help="simulated cells per scenario and run count")
-    parser.add_argument("--grid-only", action="store_true", help="only issue 26's grid (the before/after of issue 15 is slow)")
+    parser.add_argument("--cells", type=int, default=4000, help="simulated cells per scenario and run count")
+    parser.add_argument("--grid-only", action="store_true",
+                        help="only issue 26's and 30's grids (the before/after of issue 15 is slow)")
+    parser.add_argument("--questions-only", action="store_true", help="only issue 30's grid (the benchmark's intervals)")
     args = parser.parse_args()
     cells = args.cells
-    print_grid(cells)
-    if args.grid_only:
+    if not args.questions_only:
+        print_grid(cells)
+        print_card_grid(cells)
+        print()
+    print_question_grid(cells)
+    if args.grid_only or args.questions_only:
         return
     print()
     print(f"coverage of 95% intervals for a cell's share (nominal 0.95), {cells} simulated cells each, seed {SEED}")

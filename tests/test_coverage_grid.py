@@ -1,13 +1,15 @@
 """Issue 26's coverage grid, reduced so it runs in seconds: the minimum coverage of each interval the
 comparison shows, over rare and even rates, runs from alike to very different, few to many runs
-(``bench/bench_coverage.py`` runs the whole grid; ``bench/coverage_grid.txt`` keeps its output)."""
+(``bench/bench_coverage.py`` runs the whole grid; ``bench/coverage_grid.txt`` keeps its output); and
+issue 30's, the benchmark's intervals whose unit is the question."""
 
 from __future__ import annotations
 
 import pytest
 
-from audit.coverage import GRID_METHODS, grid
-from audit.stats import cluster_rate, unpaired_difference
+from audit.coverage import GRID_METHODS, PER_ROLLOUT, QUESTION_METHODS, Scenario, card_grid, card_grid_scenarios, grid, \
+    question_grid
+from audit.stats import QUESTION_METHOD, cluster_rate, question_rate, unpaired_difference
 
 CELLS = 1000
 REDUCED = {"scenarios": grid(means=(0.05, 0.3), iccs=(0.0, 0.5)), "runs": (3, 8, 20), "sizes": ["4-16 responses"]}
@@ -19,18 +21,17 @@ def minimum(method: str) -> float:
     return min(p.coverage for p in points)
 
 
-@pytest.mark.parametrize("method, floor", [("cell (as shown)", 0.93), ("paired gap (knows vs says)", 0.93),
-                                           # measured 0.928 here (very different runs, p = 0.3, icc 0.5):
-                                           # the README's coverage table states it, no claim of 0.93
-                                           ("unpaired gap (vs assistant runs)", 0.92)])
-def test_every_interval_covers_over_the_reduced_grid(method: str, floor: float) -> None:
-    assert minimum(method) >= floor
+@pytest.mark.parametrize("method", ["cell (as shown)", "paired gap (knows vs says)",
+                                    # 0.928 here with the Welch t interval it had before MOVER
+                                    "unpaired gap (vs assistant runs)"])
+def test_every_interval_covers_over_the_reduced_grid(method: str) -> None:
+    assert minimum(method) >= 0.93
 
 
 def test_the_grid_finds_what_the_run_level_interval_alone_misses() -> None:
     """Without the rare-event fallback, a rare event in runs that differ (p = 0.05, icc 0.5) is missed
     far more often than 5%: the check can fail."""
-    assert minimum("cell, run-level interval alone (no rare-event fallback)") < 0.85
+    assert minimum("cell, run-level interval alone (no rare-event fallback)") < 0.90
 
 
 def test_a_rare_cell_says_which_interval_it_shows() -> None:
@@ -40,3 +41,57 @@ def test_a_rare_cell_says_which_interval_it_shows() -> None:
     assert common is not None and common["method"].startswith("95% interval over runs")
     gap = unpaired_difference([0, 0, 1], [10, 10, 10], [5, 6, 4], [10, 10, 10])
     assert gap is not None and gap["method"].startswith("unpaired 95% distribution-free")
+
+
+def test_the_card_clustered_interval_covers_and_is_narrower_with_repeats() -> None:
+    """The epistemic matrix with repeats over a reduced card grid (a fixed-denominator rate at p 0.05
+    and 0.3, an AP-like ratio; cards alike to deterministic): the clustered interval covers at least
+    0.93, and where repeats disagree (icc 0.3, 200 cards, 3 repeats) the old interval over per-card
+    averages is at least 25% wider (the bench measured 30-36% at 4,000 cells)."""
+    scenarios = [s for s in card_grid_scenarios(means=(0.05, 0.3), iccs=(0.0, 0.3, 1.0))]
+    points = card_grid(CELLS, scenarios, card_counts=(50, 200), repeats=(3,))
+    assert len(points) == len(scenarios) * 2
+    assert min(p.coverage for p in points) >= 0.93
+    disagree = [p for p in points if p.scenario.icc == 0.3 and p.cards == 200 and p.scenario.entailed == 1.0]
+    assert disagree and all(p.old_width / p.width >= 1.25 for p in disagree)
+    # deterministic cards: repeats say nothing new, so the interval is exactly the old one
+    alike = [p for p in points if p.scenario.icc == 1.0]
+    assert all(p.width == pytest.approx(p.old_width) for p in alike)
+
+
+QUESTIONS_REDUCED = {"scenarios": grid(means=(0.05, 0.3), iccs=(0.0, 0.5)), "questions": (5, 40), "rollouts": (1, 10),
+                     "per_rollout": list(PER_ROLLOUT)}
+
+
+def question_minimum(method: str) -> float:
+    points = question_grid(method, CELLS, **QUESTIONS_REDUCED)
+    assert len(points) == len(QUESTIONS_REDUCED["scenarios"]) * 2 * 2 * len(PER_ROLLOUT)
+    return min(p.coverage for p in points)
+
+
+@pytest.mark.parametrize("method", ["benchmark cell (as shown)", "benchmark paired gap (by question)",
+                                    "benchmark unpaired gap (censored vs control)"])
+def test_every_benchmark_interval_covers_over_the_reduced_question_grid(method: str) -> None:
+    """The benchmark's intervals, the question as the unit (5-40 questions, 1-10 rollouts, rates over
+    draws or over 2-8 facts per draw): the whole grid's minima are in docs/numbers.md."""
+    assert question_minimum(method) >= 0.93
+
+
+def test_the_question_grid_finds_what_the_uncapped_degrees_of_freedom_miss() -> None:
+    """A rare fact in questions that differ (p = 0.05, icc 0.5, 40 questions of 20-80 judged facts;
+    seeded, 2,000 cells): with the effective number of questions as the degrees of freedom the cell
+    misses the truth more than 7% of the time, with them capped at the questions holding a fact, not."""
+    case = Scenario("rare facts in questions that differ", 0.05, 0.5)
+    uncapped, _ = QUESTION_METHODS["benchmark cell, df not capped by questions with events"](case, 40, (20, 80), 2000)
+    capped, _ = QUESTION_METHODS["benchmark cell (as shown)"](case, 40, (20, 80), 2000)
+    assert uncapped < 0.93 <= capped
+
+
+def test_a_question_cell_says_its_unit() -> None:
+    cell = question_rate([3, 0, 2, 5, 1, 4], [5, 5, 5, 5, 5, 5])
+    assert cell is not None and cell["unit"] == "questions" and cell["runs"] == 6
+    assert cell["method"] == QUESTION_METHOD.format(items="draws")
+    rare = question_rate([0, 1, 0, 0], [3, 3, 3, 3], "judged facts")
+    assert rare is not None and rare["method"].startswith("95% distribution-free interval over questions")
+    one = question_rate([2], [5])
+    assert one is not None and one["method"].startswith("a single question")

@@ -16,7 +16,7 @@ SRC = Path(audit.__file__).resolve().parent
 
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base: pure helpers, files, statistics", (
-        "audit", "audit.errors", "audit.io", "audit.paths", "audit.stats", "audit.coverage", "audit.model_json",
+        "audit", "audit.errors", "audit.io", "audit.paths", "audit.stats", "audit.card_stats", "audit.coverage", "audit.model_json",
         "audit.prompt_files", "audit.config_values", "audit.quotes", "audit.progress", "audit.runtime", "audit.counted",
         "audit.pages", "audit.templates", "audit.usage")),
     ("model calls", ("audit.llm",)),
@@ -27,14 +27,15 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("judging", ("audit.judging",)),
     # The glossary defines every experiment's numbers (the epistemic rates come from their one table),
     # so it and the page tools that draw it sit beside the experiments, not in the base floor.
-    ("the experiments", ("audit.censorship", "audit.epistemic", "audit.pages.glossary", "audit.pages.tools")),
+    ("the experiments", ("audit.censorship", "audit.epistemic", "audit.benchmark", "audit.pages.glossary",
+                         "audit.pages.tools")),
     ("readers of run dirs", (
         "audit.runs.loading", "audit.runs.tables", "audit.runs.index", "audit.compare",
-        "audit.export", "audit.rescore", "audit.judge_check")),
+        "audit.export", "audit.rescore", "audit.judge_check", "audit.benchmark.tables")),
     ("entrypoints: the Hydra app, the sweep-end callback, the loopback server", (
         "audit.__main__", "audit.doctor", "audit.jobs.hydra_app", "audit.jobs.sweep_end", "audit.jobs.warm_imports", "audit.testing",
         "audit.epistemic.__main__", "audit.compare.__main__", "audit.export.__main__", "audit.rescore.__main__",
-        "audit.judge_check.__main__", "audit.runs.__main__")),
+        "audit.judge_check.__main__", "audit.runs.__main__", "audit.benchmark.__main__")),
 )
 
 

@@ -226,7 +226,23 @@ def every_page_kind(tmp_path: Path, fake_openrouter: Any) -> dict[str, Path]:
     done = check(tmp_path, fake_openrouter, str(write_labels(tmp_path / "labels.csv")))
     assert done.returncode == 0, done.stderr
     (out,) = (tmp_path / "out").iterdir()
-    return {**site, "index": tmp_path / "runs.html", "judge_check": out / "judge_check.html"}
+    return {**site, "index": tmp_path / "runs.html", "judge_check": out / "judge_check.html",
+            "benchmark": benchmark_page(tmp_path / "benchmark")}
+
+
+def benchmark_page(out: Path) -> Path:
+    """The benchmark comparison page over synthetic tables in the loader's columns (two models, two
+    techniques, two framings, a reference model), a model name carrying the planted payload."""
+    from audit.benchmark.cells import benchmark_tables
+    from audit.compare.benchmark import PAGE, page_files
+    from audit.io.atomic import write_texts
+    from tests.benchmark.synthetic import tables
+
+    responses, facts = tables()
+    for frame in (responses, facts):
+        frame.loc[frame["model"] == "m/b", "model"] = f"m/b {PAYLOAD}"
+    write_texts(page_files(benchmark_tables(responses, facts), [out], out, 3))
+    return out / PAGE
 
 
 def test_every_page_kind_fits_1280_px_and_defines_its_headers(tmp_path: Path, fake_openrouter) -> None:
@@ -275,7 +291,7 @@ def test_every_page_kind_fits_1280_px_and_defines_its_headers(tmp_path: Path, fa
         assert found["errors"] == [], (name, found["errors"])
         assert found["glossary"] > 0 and found["dangling"] == [] and found["untitled"] == 0, (name, found)
         assert found.get("toggle", (True, 0)) == (True, 0), (name, found)
-    for name in ("comparison", "run", "epistemic", "index", "judge_check"):
+    for name in ("comparison", "run", "epistemic", "index", "judge_check", "benchmark"):
         assert seen[name]["links"] > 0, name  # its column headers carry definitions
     assert seen["comparison"]["heatmaps"] == ["assistant", "assistant (baseline)", "user_persona"]
     assert seen["comparison"]["epistemic legends"] == [2, 2, 2, 2]  # a key per system under each chart

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from audit.stats import cell_bounds, paired_bounds, run_level_bounds, unpaired_bounds
+from audit.card_stats import card_cluster_bounds
+from audit.stats import Z_95, _wilson_bounds, cell_bounds, paired_bounds, run_level_bounds, unpaired_bounds
 
 SEED = 15
 RUN_COUNTS = (2, 3, 5, 8)
@@ -191,3 +192,164 @@ def unpaired_grid(cells: int, scenarios: Sequence[Scenario], runs: Sequence[int]
     """The unpaired difference of the scenario's runs and separate homogeneous p = 0.3 runs."""
     return _points(lambda sc, r, size, width: unpaired_coverage(sc, SCENARIOS[0], r, cells, sizes=size, width=width),
                    scenarios, [r for r in runs if r >= 2], sizes)
+
+
+# The fixed-question benchmark (issue 30): the question is the unit, every question asked the same
+# number of times (rollouts); a response rate counts one item per rollout, a fact rate 2-8 facts per
+# question and rollout.
+QUESTION_COUNTS = (5, 10, 20, 40, 95)
+ROLLOUTS = (1, 3, 10)
+PER_ROLLOUT = {"draws": (1, 1), "facts (2-8 per draw)": (2, 8)}
+
+
+def _question_cell(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    p, lo, hi, _ = cell_bounds(k, n, event_clusters=True)
+    return p, lo, hi
+
+
+def _question_cell_uncapped(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return _cell(k, n)
+
+
+def _question_unpaired(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return unpaired_bounds(ak, an, bk, bn, event_clusters=True)
+
+
+QUESTION_METHODS: dict[str, Callable[[Scenario, int, tuple[int, int], int], tuple[float, float]]] = {
+    "benchmark cell (as shown)": lambda sc, q, size, cells: rate_coverage(sc, q, cells, _question_cell, sizes=size)[:2],
+    "benchmark cell, df not capped by questions with events": lambda sc, q, size, cells: rate_coverage(
+        sc, q, cells, _question_cell_uncapped, sizes=size)[:2],
+    "benchmark paired gap (by question)": lambda sc, q, size, cells: _with_width(
+        lambda width: paired_coverage(sc, 0.2, q, cells, sizes=size, width=width)),
+    "benchmark unpaired gap (censored vs control)": lambda sc, q, size, cells: _with_width(
+        lambda width: unpaired_coverage(sc, SCENARIOS[0], q, cells, _question_unpaired, sizes=size, width=width)),
+    "benchmark unpaired gap, df not capped (the runs' interval)": lambda sc, q, size, cells: _with_width(
+        lambda width: unpaired_coverage(sc, SCENARIOS[0], q, cells, sizes=size, width=width)),
+}
+"""Each benchmark interval's coverage and mean width for (scenario, questions, per-question sizes, cells)."""
+
+
+def _with_width(measure: Callable[[list[float]], float]) -> tuple[float, float]:
+    width: list[float] = []
+    covered = measure(width)
+    return covered, width[0]
+
+
+def question_grid(method: str, cells: int, scenarios: Sequence[Scenario], questions: Sequence[int],
+                  rollouts: Sequence[int], per_rollout: Sequence[str]) -> list[GridPoint]:
+    """One benchmark interval over (scenario, questions per cell, rollouts per question, items per
+    rollout); ``runs`` of each point counts questions and ``sizes`` says rollouts and items."""
+    out = []
+    for scenario in scenarios:
+        for q in questions:
+            for r in rollouts:
+                for items in per_rollout:
+                    low, high = PER_ROLLOUT[items]
+                    covered, width = QUESTION_METHODS[method](scenario, q, (low * r, high * r), cells)
+                    out.append(GridPoint(scenario, q, f"{r} rollout(s), {items}", covered, width))
+    return out
+
+
+# -- the epistemic matrix with repeats: cards as the unit, repeats nested ----------------------
+
+CARD_COUNTS = (20, 50, 200)
+CARD_REPEATS = (2, 3, 5)
+CARD_MEANS = (0.05, 0.15, 0.3, 0.5)
+CARD_ICCS = (0.0, 0.3, 0.7, 1.0)
+"""How alike a card's repeats are: 0 every card has the same rate, 1 every card is answered the
+same way every time (a model at temperature 0)."""
+
+
+@dataclass(frozen=True)
+class CardScenario:
+    """Cards of one cell, each answered several times; a card's rate is drawn around ``mean`` with
+    intraclass correlation ``icc`` between its repeats. With ``entailed`` = 1 the rate's denominator
+    is fixed by the cards' labels (LA, FAR_NE, NO_on_U). Below 1 it is a ratio whose denominator
+    depends on the answers (AP): that share of the cards is entailed and abstains at rate
+    ``abstain_e``, the others at ``mean``, and the rate is the share of abstentions on the others."""
+
+    name: str
+    mean: float
+    icc: float
+    entailed: float = 1.0
+    abstain_e: float = 0.0
+
+    @property
+    def truth(self) -> float:
+        if self.entailed >= 1.0:
+            return self.mean
+        other = (1 - self.entailed) * self.mean
+        return other / (self.entailed * self.abstain_e + other)
+
+    def card_rates(self, rng: np.random.Generator, mean: float, shape: tuple[int, ...]) -> np.ndarray:
+        if self.icc == 0:
+            return np.full(shape, mean)
+        if self.icc >= 1:
+            return (rng.random(shape) < mean).astype(float)
+        strength = 1 / self.icc - 1
+        return rng.beta(mean * strength, (1 - mean) * strength, size=shape)
+
+    def draw(self, rng: np.random.Generator, cells: int, cards: int, repeats: int
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per-card mean numerator and denominator and the denominator count, each (cells, cards)."""
+        if self.entailed >= 1.0:
+            y = rng.binomial(repeats, self.card_rates(rng, self.mean, (cells, cards))).astype(float)
+            return y / repeats, np.ones_like(y), np.full_like(y, repeats)
+        entailed = rng.random((cells, cards)) < self.entailed
+        rate = np.where(entailed, self.card_rates(rng, self.abstain_e, (cells, cards)),
+                        self.card_rates(rng, self.mean, (cells, cards)))
+        x = rng.binomial(repeats, rate).astype(float)
+        y = np.where(entailed, 0.0, x)
+        return y / repeats, x / repeats, x
+
+
+def card_grid_scenarios(means: Sequence[float] = CARD_MEANS, iccs: Sequence[float] = CARD_ICCS) -> list[CardScenario]:
+    """A fixed-denominator rate (LA, FAR_NE, NO_on_U) at every mean and icc, and a ratio rate
+    (AP: abstentions on non-entailed cards over all abstentions, 40% of cards entailed) at every icc."""
+    fixed = [CardScenario(f"rate {m}, icc {icc}", m, icc) for m in means for icc in iccs]
+    ratio = [CardScenario(f"AP-like ratio (abstain 0.1 on E, 0.6 on others), icc {icc}", 0.6, icc, 0.4, 0.1)
+             for icc in iccs]
+    return fixed + ratio
+
+
+@dataclass(frozen=True)
+class CardPoint:
+    """One case of the card grid: the clustered interval's and the old one's coverage and width."""
+
+    scenario: CardScenario
+    cards: int
+    repeats: int
+    coverage: float
+    width: float
+    old_coverage: float
+    old_width: float
+
+
+def old_card_bounds(y_mean: np.ndarray, x_mean: np.ndarray, x_total: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What :func:`audit.stats.card_rate` shows for the same cards (Wilson over the per-card
+    averaged counts), in :func:`audit.card_stats.card_cluster_bounds`'s shape, to compare."""
+    k, n = y_mean.sum(axis=-1), x_mean.sum(axis=-1)
+    rate = k / np.where(n > 0, n, 1)
+    lo, hi = _wilson_bounds(rate, np.where(n > 0, n, 1), Z_95)
+    return rate, lo, hi, np.ones_like(n, dtype=bool)
+
+
+def _card_coverage(bounds: Callable[..., Any], scenario: CardScenario, cards: int, repeats: int, cells: int
+                   ) -> tuple[float, float]:
+    """Coverage and mean width over the simulated cells whose rate is defined."""
+    y, x, total = scenario.draw(np.random.default_rng(SEED), cells, cards, repeats)
+    _, lo, hi, _ = bounds(y, x, total)
+    defined = x.sum(axis=-1) > 0
+    lo, hi = lo[defined], hi[defined]
+    return float(np.mean((lo <= scenario.truth) & (scenario.truth <= hi))), float(np.mean(hi - lo))
+
+
+def card_grid(cells: int, scenarios: Sequence[CardScenario], card_counts: Sequence[int] = CARD_COUNTS,
+              repeats: Sequence[int] = CARD_REPEATS) -> list[CardPoint]:
+    """The epistemic matrix's card-clustered interval (:func:`audit.card_stats.card_cluster_bounds`)
+    and the old one over every case."""
+    return [CardPoint(s, m, r, *_card_coverage(card_cluster_bounds, s, m, r, cells),
+                      *_card_coverage(old_card_bounds, s, m, r, cells))
+            for s in scenarios for m in card_counts for r in repeats]

@@ -11,6 +11,9 @@ depends on what the independent unit is:
   The interval is a Wilson interval on the pooled responses with two corrections for having
   few runs (Korn & Graubard 1998's effective-sample-size Wilson interval for clustered data):
 
+  - the bounds are continuity-corrected (Newcombe's method 4): with few effective responses the
+    plain Wilson bound of a skewed rate fell short of the truth (coverage 0.915 at p 0.15, icc 0.3,
+    20 runs of 2-40 responses);
   - the sample size is the *effective* one, ``N / deff``, where the design effect ``deff`` is
     the between-run variance of ``K/N`` (the ratio-estimator variance over runs,
     ``R/(R-1) * sum((k_i - p n_i)^2) / N^2``) over the binomial one ``p(1-p)/N``, floored at 1:
@@ -32,6 +35,15 @@ depends on what the independent unit is:
   seeded simulation in ``tests/test_stats.py`` (and printed by ``bench/bench_coverage.py``):
   ``COVERAGE_NOTE`` states the figures. With a single run there is no between-run spread to
   measure: the interval falls back to Wilson over that run's responses and says so in ``method``.
+* :func:`question_rate` is the same interval with the **question** as the unit, for the fixed-question
+  benchmark (``python -m audit.benchmark``): a question's rollouts (and its facts) are not
+  independent (one question draws the same refusal again and again), so position i is one
+  question, its counts summed over its rollouts. One change for that use: the degrees of freedom
+  are at most the number of questions with an event on the rarer side, less one. Questions that
+  differ concentrate a rare outcome in a few of them, and the spread between questions is then
+  measured from those few (the question grid of :mod:`audit.coverage`: QUESTION_COVERAGE_NOTE).
+  Differences by question: paired (:func:`paired_difference`, ``cluster="question"``) as for runs,
+  unpaired (censored minus control questions) by MOVER of the two sides' question-level intervals.
 * :func:`paired_difference` is the knows-vs-says gap: in each run the technique and the
   assistant baseline answered the same probes, so the run's two shares form a pair. The
   difference of pooled shares gets a t interval (``R - 1`` df) from the per-run contributions
@@ -39,8 +51,9 @@ depends on what the independent unit is:
   two arms with one success and one failure added to each (Agresti-Caffo), so agreeing runs
   never give a zero-width interval.
 * :func:`unpaired_difference` compares two separate sets of runs (for example the fact recall
-  of user-persona runs against that of assistant-technique runs): each arm's variance is
-  estimated as above on its own runs, and the degrees of freedom are Welch-Satterthwaite's.
+  of user-persona runs against that of assistant-technique runs): each arm gets the interval a
+  cell of its runs would show, and the two are combined by MOVER (:func:`mover_bounds`), which
+  keeps each arm's skew (a Welch t interval on the two variances covered 0.900 on issue 26's grid).
 """
 
 from __future__ import annotations
@@ -59,25 +72,38 @@ _T_975 = (12.7062047, 4.3026527, 3.1824463, 2.7764451, 2.5705818, 2.4469119, 2.3
           2.2621572, 2.2281389, 2.2009852, 2.1788128, 2.1603687, 2.1447867, 2.1314495, 2.1199053,
           2.1098155, 2.1009220, 2.0930241, 2.0859634, 2.0796138, 2.0738731, 2.0686576, 2.0638986,
           2.0595386, 2.0555294, 2.0518305, 2.0484071, 2.0452296, 2.0422725)
-CLUSTER_METHOD = ("95% interval over runs: Wilson on the pooled responses with the effective sample size "
+QUESTION_METHOD = ("95% interval over questions (rollouts nested in them): Wilson (continuity-corrected) on the "
+                   "pooled {items} with the effective sample size ({items} / design effect, estimated from the spread "
+                   "between questions, at least 1) and Student's t with (effective questions, or fewer: those with an "
+                   "event on the rarer side) − 1 degrees of freedom")
+CLUSTER_METHOD = ("95% interval over runs: Wilson (continuity-corrected) on the pooled responses with the effective sample size "
                   "(responses / design effect, design effect estimated from the spread between runs, at least 1) "
                   "and Student's t with effective runs − 1 degrees of freedom (Kish: runs of unequal size count "
                   "as fewer)")
 WILSON_METHOD = "a single run: Wilson 95% over its {items} (no spread between runs to measure)"
-DIFFERENCE_METHOD = ("95% t interval over runs (runs − 1 degrees of freedom), variance from the spread between runs, "
-                     "at least the binomial variance of the responses")
-NO_DIFFERENCE_INTERVAL = "a single run on a side: no interval for the difference"
+SINGLE_QUESTION_METHOD = ("a single question: Wilson 95% over its {items} (no spread between questions to measure; "
+                          "its rollouts are not independent draws, so read it as too narrow)")
+_DIFFERENCE = ("95% t interval over {clusters} ({clusters} − 1 degrees of freedom), variance from the spread between "
+               "{clusters}, at least the binomial variance of the responses")
+DIFFERENCE_METHOD = _DIFFERENCE.format(clusters="runs")
+_NO_DIFFERENCE = "a single {cluster} on a side: no interval for the difference"
+NO_DIFFERENCE_INTERVAL = _NO_DIFFERENCE.format(cluster="run")
 # What the seeded simulation (tests/test_stats.py, bench/bench_coverage.py) measured for CLUSTER_METHOD:
 # share of 95% intervals that contain the true rate, over homogeneous runs, a rare event (p = 0.05) and
 # runs whose rates differ (intraclass correlation 0.3), at 2, 3, 5 and 8 runs per cell.
 COVERAGE_NOTE = ("measured coverage of the 95% intervals over a grid of simulated cells (bench/bench_coverage.py, "
                  "bench/coverage_grid.txt: rates 0.05-0.5, runs that differ up to intraclass correlation 0.5 and "
-                 "all-or-nothing runs, 2-20 runs of 4-16 or 2-40 responses, 2,000 cells per case): a cell's share "
-                 "at least 0.927 with runs of 4-16 responses and 0.915 with runs of 2-40 (both lowest at p = 0.15, "
-                 "icc 0.3, 20 runs; every other case at least 0.93); the paired gap at least 0.966; the unpaired gap "
-                 "at least 0.927 (runs of 4-16) and 0.900 (runs of 2-40, rare and very different runs). Where the "
-                 "rarer side has fewer than 8 events the cell shows a distribution-free interval and says so: the "
-                 "run-level interval alone covered as little as 0.77 there")
+                 "all-or-nothing runs, 2-20 runs of 4-16 or 2-40 responses, 4,000 cells per case): a cell's share "
+                 "at least 0.951 with runs of 4-16 responses and 0.938 with runs of 2-40 (both lowest at p = 0.15, "
+                 "runs that differ, 20 runs); the paired gap at least 0.960; the unpaired gap at least 0.966 (runs of "
+                 "4-16) and 0.944 (runs of 2-40). Where the rarer side has fewer than 8 events the cell shows a "
+                 "distribution-free interval and says so: the run-level interval alone covered as little as 0.77 there")
+QUESTION_COVERAGE_NOTE = (
+    "measured coverage of these 95% intervals over a grid of simulated cells (bench/bench_coverage.py "
+    "--questions-only, bench/coverage_grid.txt: rates 0.05-0.5, questions that differ up to intraclass correlation "
+    "0.5 and all-or-nothing questions, 5-95 questions of 1-10 rollouts, rates over draws or over 2-8 facts per "
+    "draw, 2,000 cells per case): a cell's rate at least 0.949 over draws and 0.940 over facts (p = 0.15, icc 0.3, "
+    "20 questions, 10 rollouts); the paired gaps at least 0.940; the censored − control gap at least 0.950")
 # Colours for series (Okabe-Ito: distinguishable with colour-vision deficiencies); every chart uses these.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 
@@ -95,6 +121,21 @@ def t_975(df: float) -> float:
             + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * whole ** 3))
 
 
+def t_975_fractional(df: float) -> float:
+    """Student's t 0.975 quantile for a fractional ``df`` >= 1 (an effective number of runs − 1),
+    interpolated linearly in ``1 / df`` between the whole degrees of freedom around it. The
+    quantile is convex in ``1 / df``, so the chord lies above it: the value errs wide, but by far
+    less than rounding ``df`` down (which turned 2.7 effective runs into 1 degree of freedom, t 12.7,
+    and made a 3-run interval nearly [0, 1]; issue 26)."""
+    if df < 1 or math.isnan(df):
+        raise ValueError(f"t_975_fractional: degrees of freedom must be at least 1, got {df}")
+    low = int(df)
+    if df == low:
+        return t_975(low)
+    weight = (1 / df - 1 / (low + 1)) / (1 / low - 1 / (low + 1))
+    return weight * t_975(low) + (1 - weight) * t_975(low + 1)
+
+
 def _wilson_bounds(p: np.ndarray, n: np.ndarray, z: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score bounds for share ``p`` of ``n`` (possibly fractional: an effective size)."""
     denom = 1 + z * z / n
@@ -102,6 +143,17 @@ def _wilson_bounds(p: np.ndarray, n: np.ndarray, z: float | np.ndarray) -> tuple
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     # At p == 0 and p == 1 the bounds are exactly 0 and 1; set them so rounding cannot show 0.9999.
     return np.where(p <= 0, 0.0, np.maximum(0.0, centre - half)), np.where(p >= 1, 1.0, np.minimum(1.0, centre + half))
+
+
+def wilson_cc_bounds(p: np.ndarray, n: np.ndarray, z: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Continuity-corrected Wilson score bounds (Newcombe 1998, method 4) for share ``p`` of an
+    effective size ``n``. The correction, about ``1 / (2 n)`` on each side, matters where the
+    effective size is small, which is where runs differ most: a skewed rate (p 0.15) in runs that
+    differ put the plain Wilson bound below the truth in 5-6% of cells with 12-20 runs (issue 26)."""
+    z2 = z * z
+    lo = (2 * n * p + z2 - 1 - z * np.sqrt(np.maximum(0.0, z2 - 2 - 1 / n + 4 * p * (n * (1 - p) + 1)))) / (2 * (n + z2))
+    hi = (2 * n * p + z2 + 1 + z * np.sqrt(np.maximum(0.0, z2 + 2 - 1 / n + 4 * p * (n * (1 - p) - 1)))) / (2 * (n + z2))
+    return np.where(p <= 0, 0.0, np.clip(lo, 0.0, p)), np.where(p >= 1, 1.0, np.clip(hi, p, 1.0))
 
 
 def wilson(k: int, n: int, z: float = Z_95) -> dict[str, Any] | None:
@@ -123,9 +175,12 @@ def _between_run_variance(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.
     return p, runs / (runs - 1) * (residual ** 2).sum(axis=-1)
 
 
-def run_level_bounds(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def run_level_bounds(k: np.ndarray, n: np.ndarray, event_clusters: bool = False
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pooled share and CLUSTER_METHOD bounds for arrays of shape (..., runs), runs >= 2, every
-    n > 0. Vectorised so the coverage simulation measures this very code."""
+    n > 0. Vectorised so the coverage simulation measures this very code. ``event_clusters``
+    (QUESTION_METHOD) caps the clusters the degrees of freedom count at those with an event on
+    the rarer side (:func:`clusters_with_events`)."""
     runs = k.shape[-1]
     if runs < 2:
         raise ValueError("run_level_bounds: needs at least two runs (one run falls back to wilson)")
@@ -140,9 +195,18 @@ def run_level_bounds(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarr
     # between runs is estimated from fewer than R runs' worth of information (issue 26's grid: runs
     # of 2-40 responses under-covered with R - 1).
     effective = total ** 2 / (n ** 2).sum(axis=-1)
-    t = np.vectorize(t_975)(np.maximum(1.0, np.floor(effective + 1e-9) - 1))
-    lo, hi = _wilson_bounds(p, total / deff, t)
+    if event_clusters:
+        effective = np.minimum(effective, clusters_with_events(k, n))
+    t = np.vectorize(t_975_fractional)(np.maximum(1.0, effective - 1))
+    lo, hi = wilson_cc_bounds(p, total / deff, t)
     return p, lo, hi
+
+
+def clusters_with_events(k: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """How many clusters (last axis) hold at least one event of the rarer side of their pooled cell:
+    the clusters the spread between clusters is really measured from."""
+    rarer_is_k = k.sum(axis=-1) <= (n - k).sum(axis=-1)
+    return np.where(rarer_is_k[..., None], k > 0, k < n).sum(axis=-1)
 
 
 RARE_EVENTS = 8
@@ -152,14 +216,18 @@ few runs, and a cell that happened to draw none of them looks homogeneous; the W
 the effective size then covered 0.55-0.80 in the grid of ``bench/bench_coverage.py``. Those cells get
 :func:`free_bounds` instead, and say so (``FREE_METHOD``). Chosen by that simulation: the smallest
 threshold with coverage of at least 0.93 over every grid case whose runs answer 4-16 probes."""
-FREE_METHOD = ("95% distribution-free interval over runs (Hoeffding on the mean of the per-run shares, valid "
-               "however much runs differ): fewer than {m} {items} on the rarer side, where the run-level interval "
-               "under-covers when runs differ")
+FREE_METHOD = ("95% distribution-free interval over {clusters} (Hoeffding on the mean of the per-{cluster} shares, "
+               "valid however much {clusters} differ): fewer than {m} {items} on the rarer side, where the "
+               "{cluster}-level interval under-covers when {clusters} differ")
 
 
-FREE_DIFFERENCE_METHOD = ("unpaired 95% distribution-free interval (Hoeffding over each side's runs at 97.5%, "
-                          "combined): fewer than {m} events on the rarer side of a side, where the t interval "
-                          "under-covers when runs differ")
+_UNPAIRED = ("unpaired 95% interval over {clusters}: each side's interval over its own {clusters}, combined by MOVER "
+             "(each side's distance to its bounds, in quadrature; keeps each side's skew)")
+UNPAIRED_METHOD = _UNPAIRED.format(clusters="runs")
+_FREE_DIFFERENCE = ("unpaired 95% distribution-free interval over {clusters}: each side's interval combined by MOVER, "
+                    "a side with fewer than {m} events on its rarer side taking its distribution-free (Hoeffding) "
+                    "interval, where the {cluster}-level interval under-covers when {clusters} differ")
+FREE_DIFFERENCE_METHOD = _FREE_DIFFERENCE.replace("{clusters}", "runs").replace("{cluster}", "run")
 
 
 def free_bounds(k: np.ndarray, n: np.ndarray, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
@@ -173,12 +241,13 @@ def free_bounds(k: np.ndarray, n: np.ndarray, alpha: float = 0.05) -> tuple[np.n
     return np.maximum(0.0, np.minimum(mean - half, pooled)), np.minimum(1.0, np.maximum(mean + half, pooled))
 
 
-def cell_bounds(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def cell_bounds(k: np.ndarray, n: np.ndarray, event_clusters: bool = False
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Pooled share and the bounds a cell shows, for arrays of shape (..., runs), runs >= 2: the
     run-level interval, or :func:`free_bounds` where the rarer side has fewer than
     :data:`RARE_EVENTS` events; the last array is True where the latter was used. Vectorised so
-    the coverage simulation measures this very code."""
-    p, lo, hi = run_level_bounds(k, n)
+    the coverage simulation measures this very code; ``event_clusters`` as in :func:`run_level_bounds`."""
+    p, lo, hi = run_level_bounds(k, n, event_clusters)
     rare = np.minimum(k.sum(axis=-1), (n - k).sum(axis=-1)) < RARE_EVENTS
     free_lo, free_hi = free_bounds(k, n)
     return p, np.where(rare, free_lo, lo), np.where(rare, free_hi, hi), rare
@@ -208,17 +277,32 @@ def cluster_rate(ks: Sequence[float], ns: Sequence[float], items: str = "respons
     counts: ``runs``, or ``items`` (what a run's n counts: responses, facts, cards) for the
     single-run fallback.
     """
+    return _clustered_rate(ks, ns, items, "run")
+
+
+def question_rate(ks: Sequence[float], ns: Sequence[float], items: str = "draws") -> dict[str, Any] | None:
+    """Pooled share over questions with a question-level 95% interval (QUESTION_METHOD): position i
+    is one question, its ``k`` and ``n`` summed over its rollouts (and facts). The same fields as
+    :func:`cluster_rate`, ``runs`` counting questions and ``unit`` ``questions``."""
+    return _clustered_rate(ks, ns, items, "question")
+
+
+def _clustered_rate(ks: Sequence[float], ns: Sequence[float], items: str, cluster: str) -> dict[str, Any] | None:
+    """:func:`cluster_rate` (``cluster`` "run") or :func:`question_rate` ("question")."""
     k, n = _arrays(ks, ns)
     if not len(k):
         return None
     base = {"k": int(k.sum()), "n": int(n.sum()), "runs": len(k), "spread": spread(k, n)}
+    by_question = cluster == "question"
     if len(k) == 1:
         interval = wilson(int(k[0]), int(n[0]))
         assert interval is not None  # n > 0 by _arrays
-        return {**interval, **base, "unit": items, "method": WILSON_METHOD.format(items=items)}
-    p, lo, hi, rare = cell_bounds(k, n)
-    method = FREE_METHOD.format(m=RARE_EVENTS, items=items) if rare else CLUSTER_METHOD
-    return {"value": float(p), "lo": float(lo), "hi": float(hi), **base, "unit": "runs", "method": method}
+        single = SINGLE_QUESTION_METHOD if by_question else WILSON_METHOD
+        return {**interval, **base, "unit": items, "method": single.format(items=items)}
+    p, lo, hi, rare = cell_bounds(k, n, event_clusters=by_question)
+    method = FREE_METHOD.format(m=RARE_EVENTS, items=items, clusters=f"{cluster}s", cluster=cluster) if rare \
+        else QUESTION_METHOD.format(items=items) if by_question else CLUSTER_METHOD
+    return {"value": float(p), "lo": float(lo), "hi": float(hi), **base, "unit": f"{cluster}s", "method": method}
 
 
 def _floor_variance(k: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -243,18 +327,28 @@ def paired_bounds(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray
     return d, np.maximum(-1.0, d - half), np.minimum(1.0, d + half)
 
 
-def unpaired_bounds(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray
+def unpaired_bounds(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray, event_clusters: bool = False
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Difference of pooled shares of two separate sets of runs (shape (..., runs_a) and
-    (..., runs_b), each >= 2 runs) with DIFFERENCE_METHOD bounds; Welch-Satterthwaite degrees of
-    freedom, computed per row and rounded down (wider). Where an arm has fewer than
-    :data:`RARE_EVENTS` events on its rarer side, the bounds are distribution-free instead
-    (:func:`free_bounds` of each arm at 97.5%, combined): see :func:`unpaired_is_free`."""
-    d, lo, hi = _welch_bounds(ak, an, bk, bn)
-    free = unpaired_is_free(ak, an, bk, bn)
-    a_lo, a_hi = free_bounds(ak, an, 0.025)
-    b_lo, b_hi = free_bounds(bk, bn, 0.025)
-    return d, np.where(free, a_lo - b_hi, lo), np.where(free, a_hi - b_lo, hi)
+    (..., runs_b), each >= 2 runs) with UNPAIRED_METHOD bounds: :func:`mover_bounds` of the two
+    sides' cell intervals (:func:`cell_bounds`, each run-level or distribution-free as a cell of
+    that side would show; ``event_clusters`` as in :func:`run_level_bounds`)."""
+    pa, la, ua, _ = cell_bounds(ak, an, event_clusters)
+    pb, lb, ub, _ = cell_bounds(bk, bn, event_clusters)
+    return mover_bounds(pa, la, ua, pb, lb, ub)
+
+
+def mover_bounds(pa: np.ndarray, la: np.ndarray, ua: np.ndarray, pb: np.ndarray, lb: np.ndarray, ub: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``a − b`` with the MOVER bounds of Zou & Donner (2008; Newcombe 1998 for two Wilson
+    intervals): each side's distance to its own 95% bound, combined in quadrature,
+    ``lo = d − sqrt((pa − la)² + (ub − pb)²)`` and ``hi = d + sqrt((ua − pa)² + (pb − lb)²)``.
+    Each side's interval already carries its skew (a low rate's interval reaches further up than
+    down) and its own few-runs correction; the symmetric Welch t interval this replaced did not,
+    and covered as little as 0.900 with runs of 2-40 responses (issue 26's grid)."""
+    d = pa - pb
+    return (d, np.maximum(-1.0, d - np.sqrt((pa - la) ** 2 + (ub - pb) ** 2)),
+            np.minimum(1.0, d + np.sqrt((ua - pa) ** 2 + (pb - lb) ** 2)))
 
 
 def unpaired_is_free(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray) -> np.ndarray:
@@ -263,24 +357,11 @@ def unpaired_is_free(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndar
                       np.minimum(bk.sum(axis=-1), (bn - bk).sum(axis=-1))) < RARE_EVENTS
 
 
-def _welch_bounds(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    pa, va = _between_run_variance(ak, an)
-    pb, vb = _between_run_variance(bk, bn)
-    va, vb = np.maximum(va, _floor_variance(ak, an)), np.maximum(vb, _floor_variance(bk, bn))
-    # each side's effective number of runs (Kish, as in run_level_bounds), at least 2
-    ra, rb = (np.maximum(2.0, n.sum(axis=-1) ** 2 / (n ** 2).sum(axis=-1)) for n in (an, bn))
-    df = (va + vb) ** 2 / (va ** 2 / (ra - 1) + vb ** 2 / (rb - 1))
-    t = np.vectorize(t_975)(np.clip(df, np.minimum(ra, rb) - 1, ra + rb - 2))
-    half = t * np.sqrt(va + vb)
-    d = pa - pb
-    return d, np.maximum(-1.0, d - half), np.minimum(1.0, d + half)
-
-
 def paired_difference(a_ks: Sequence[float], a_ns: Sequence[float],
-                      b_ks: Sequence[float], b_ns: Sequence[float]) -> dict[str, Any] | None:
+                      b_ks: Sequence[float], b_ns: Sequence[float], cluster: str = "run") -> dict[str, Any] | None:
     """Pooled share of arm a minus that of arm b, where position i of every list is one run that
     sampled both arms on the same probes; the interval keeps each run's two arms together.
+    ``cluster`` names what a position is (``question`` for the benchmark's pairs by question).
 
     A run counts only if both its arms counted something. None when no run does.
     """
@@ -293,28 +374,30 @@ def paired_difference(a_ks: Sequence[float], a_ns: Sequence[float],
     if not len(ak):
         return None
     value = float(ak.sum() / an.sum() - bk.sum() / bn.sum())
-    base = {"value": value, "runs": len(ak), "unit": "runs", "n_a": int(an.sum()), "n_b": int(bn.sum())}
+    base = {"value": value, "runs": len(ak), "unit": f"{cluster}s", "n_a": int(an.sum()), "n_b": int(bn.sum())}
     if len(ak) == 1:
-        return {**base, "lo": math.nan, "hi": math.nan, "method": NO_DIFFERENCE_INTERVAL}
+        return {**base, "lo": math.nan, "hi": math.nan, "method": _NO_DIFFERENCE.format(cluster=cluster)}
     _, lo, hi = paired_bounds(ak, an, bk, bn)
-    return {**base, "lo": float(lo), "hi": float(hi), "method": f"paired {DIFFERENCE_METHOD}"}
+    return {**base, "lo": float(lo), "hi": float(hi), "method": f"paired {_DIFFERENCE.format(clusters=cluster + 's')}"}
 
 
 def unpaired_difference(a_ks: Sequence[float], a_ns: Sequence[float],
-                        b_ks: Sequence[float], b_ns: Sequence[float]) -> dict[str, Any] | None:
-    """Pooled share of the runs of a minus that of the runs of b (separate runs). None unless
+                        b_ks: Sequence[float], b_ns: Sequence[float], cluster: str = "run") -> dict[str, Any] | None:
+    """Pooled share of the runs of a minus that of the runs of b (separate runs; ``cluster``
+    ``question`` for separate questions, each side's interval then QUESTION_METHOD's). None unless
     both sets counted something; no interval unless both have at least two runs."""
     ak, an = _arrays(a_ks, a_ns)
     bk, bn = _arrays(b_ks, b_ns)
     if not len(ak) or not len(bk):
         return None
     value = float(ak.sum() / an.sum() - bk.sum() / bn.sum())
-    base = {"value": value, "runs": len(ak) + len(bk), "unit": "runs", "n_a": int(an.sum()), "n_b": int(bn.sum())}
+    clusters = f"{cluster}s"
+    base = {"value": value, "runs": len(ak) + len(bk), "unit": clusters, "n_a": int(an.sum()), "n_b": int(bn.sum())}
     if len(ak) < 2 or len(bk) < 2:
-        return {**base, "lo": math.nan, "hi": math.nan, "method": NO_DIFFERENCE_INTERVAL}
-    _, lo, hi = unpaired_bounds(ak, an, bk, bn)
-    method = FREE_DIFFERENCE_METHOD.format(m=RARE_EVENTS) if unpaired_is_free(ak, an, bk, bn) \
-        else f"unpaired {DIFFERENCE_METHOD}"
+        return {**base, "lo": math.nan, "hi": math.nan, "method": _NO_DIFFERENCE.format(cluster=cluster)}
+    _, lo, hi = unpaired_bounds(ak, an, bk, bn, event_clusters=cluster == "question")
+    method = _FREE_DIFFERENCE.format(m=RARE_EVENTS, clusters=clusters, cluster=cluster) \
+        if unpaired_is_free(ak, an, bk, bn) else _UNPAIRED.format(clusters=clusters)
     return {**base, "lo": float(lo), "hi": float(hi), "method": method}
 
 

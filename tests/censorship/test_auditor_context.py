@@ -9,7 +9,7 @@ import pytest
 
 from audit.censorship.auditor_context import FULL, LEDGER, AuditorContext, auditor_label, exchange, ledger_messages, \
     stable_prefix
-from audit.censorship.loop import conversation_after
+from audit.censorship.state import conversation_after
 from audit.censorship.prompts import load
 
 SYSTEM = "system prompt"

@@ -41,7 +41,7 @@ def test_writes_html_and_csvs_into_out(mixed: Path, tmp_path: Path, capsys: pyte
                                      f"epistemic.csv, epistemic_matrix.csv, runs.csv, responses.csv, answers.csv to {out}")
     runs = pd.read_csv(out / "runs.csv")  # every run found has a row, the unreadable ones too, saying why
     assert "unreadable" in set(runs["status"]) and len(runs) == len(audits) + len(epistemic.groupby("run")) + 2
-    assert "AP: system x domain/predicate (over runs)" in printed
+    assert "AP: system x domain/predicate (over runs; interval unit: cards, repeats nested in them)" in printed
     matrix = pd.read_csv(out / "epistemic_matrix.csv")
     assert {"metric", "system", "domain", "predicate", "runs", "rate", "rate_lo", "rate_hi"} <= set(matrix.columns)
 

@@ -13,11 +13,11 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from audit.censorship.conversations import saved_draws
 from audit.censorship.schema import EVIDENCE_KEYS
 from audit.judging.credit import context_of
 from audit.judging.judge import judged_parts
 from audit.quotes import Responses, check_citation, occurs
+from audit.runs.draws import Draw, iteration_draws
 
 AUDITOR_WORDS = "quotes the auditor's own words (its probe, prefill or opening), not the target's"
 
@@ -57,20 +57,21 @@ def _said(item: Mapping[str, Any], responses: Responses) -> bool:
     return any(occurs(str(item.get("excerpt") or ""), t) for t in texts)
 
 
-def quotable(records: Mapping[int, Mapping[str, Any]], *, by_draw: bool) -> tuple[Responses, Responses]:
+def quotable(records: Mapping[int, Mapping[str, Any]]) -> tuple[Responses, Responses]:
     """Per iteration, the texts a citation may quote (the target's own words) and the auditor's words
-    beside them, draw for draw: under ``technique=auto`` (``by_draw``) every draw's, in draw order (a
-    citation's ``draw`` indexes them); else the response and its assistant baseline, if sampled."""
+    beside them, draw for draw in draw order (:func:`~audit.runs.draws.iteration_draws`): an auto
+    action's draws (a citation's ``draw`` indexes them), or a fixed technique's response and its
+    assistant baseline, if sampled."""
     own: dict[int, list[str | None]] = {}
     wrote: dict[int, list[str | None]] = {}
     for k, record in records.items():
-        draws = saved_draws(record) if by_draw else [record, *([record["baseline"]] if record.get("baseline") else [])]
+        draws = iteration_draws(record)
         own[k] = [judged_parts(d)[1] for d in draws]
         wrote[k] = [_auditor_words(d) for d in draws]
     return own, wrote
 
 
-def _auditor_words(draw: Mapping[str, Any]) -> str:
+def _auditor_words(draw: Draw) -> str:
     """What the auditor wrote for one draw: the probe (and earlier turns it resent) and the text the
     target was made to continue."""
     context = context_of(draw)

@@ -6,6 +6,7 @@ also carries tokens and cost so far, which is what a user watching a paid run wa
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -70,3 +71,8 @@ def done_line(outcome: str, iterations: int, totals: Totals, failures: str, cach
     return (f"done: {outcome} after {counted(iterations, 'iteration')}; {totals.tokens:,} tokens, "
             f"${totals.cost:.4f}{totals.usage.cache_line()}"
             f"{failures}{cache_note}; report: {report}")
+
+
+def say(line: str) -> None:
+    """Progress goes to stdout (spec), flushed so a piped or killed run still shows it."""
+    print(line, file=sys.stdout, flush=True)

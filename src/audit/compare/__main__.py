@@ -15,9 +15,10 @@ from audit.errors import exit_on_user_error
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = ArgParser(
         prog="python -m audit.compare",
-        description="Compare finished runs: censorship audits (model x topic x technique) and epistemic "
-                    "runs (system x domain x predicate). Writes comparison.html, audits.csv and "
-                    "epistemic.csv, and prints the tables.",
+        description="Compare finished runs: censorship audits (model x topic x technique), epistemic "
+                    "runs (system x domain x predicate) and benchmark runs (model x category). Writes "
+                    "comparison.html, audits.csv and epistemic.csv (and benchmark.html with its "
+                    "benchmark_*.csv for benchmark runs), and prints the tables.",
     )
     parser.add_argument("dirs", nargs="+", type=Path, metavar="DIR",
                         help="a run dir, an outputs/ tree or a multirun/<date>/ sweep dir (searched recursively)")

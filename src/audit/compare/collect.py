@@ -16,13 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from audit.io.atomic import read_json_saved
+from audit.errors import UserError
 from audit.runs.loading import RunFiles, load_runs
+from audit.runs.tables import ANSWER_COLUMNS, answer_rows
 from audit.runs.record import UNKNOWN, RunRecord, load_run, natural_key
 from audit.runs.summary import CENSORSHIP, EPISTEMIC, CensorshipSummary, EpistemicSummary
 
 METRICS = "metrics.json"
-__all__ = ["CENSORSHIP", "EPISTEMIC", "UNKNOWN", "Collected", "Failure", "Run", "collect", "natural_key", "read_run"]
+__all__ = ["CENSORSHIP", "EPISTEMIC", "UNKNOWN", "Collected", "Failure", "Run", "collect", "epistemic_answers", "natural_key", "read_run"]
 
 
 @dataclass(frozen=True)
@@ -96,3 +100,17 @@ def collect(roots: Sequence[Path]) -> Collected:
         (out.failures if isinstance(item, Failure) else out.runs).append(item)
         out.loaded.append(loaded)
     return out
+
+
+def epistemic_answers(collected: Collected) -> pd.DataFrame:
+    """Every answer of the epistemic runs found (the per-answer table), for the matrix's
+    card-clustered intervals. A run whose answers cannot be read adds none: its cells then keep
+    the per-run totals (the recount against metrics.json fails), never a partial set."""
+    rows: list[dict[str, Any]] = []
+    for run in collected.loaded:
+        if run.experiment == EPISTEMIC:
+            try:
+                rows += answer_rows(run)
+            except (UserError, ValueError):
+                continue
+    return pd.DataFrame(rows, columns=ANSWER_COLUMNS)

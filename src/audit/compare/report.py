@@ -31,6 +31,7 @@ from audit.io.neutral import csv_frame
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
 from audit.runs.tables import build_run_tables, table_files
+from audit.card_stats import CLUSTERED_METHOD
 from audit.stats import CARD_METHOD, CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE
 from audit.pages.links import relative_href
 
@@ -259,7 +260,7 @@ def epistemic_charts(matrix: pd.DataFrame) -> list[dict[str, Any]]:
         frame = matrix[matrix["metric"] == metric].sort_values(["domain", "predicate", "condition", "system"])
         bars = [{"label": f"{_cell_column(r)} · {r['system']}", "colour": colour[r["system"]],
                  "rate": {"value": r["rate"], "lo": r["rate_lo"], "hi": r["rate_hi"]},
-                 "detail": f" ({_card_fraction(r['k'], r['n'])} cards, {r['runs']} run(s); interval over cards)"}
+                 "detail": f" ({_card_fraction(r['k'], r['n'])} cards, {r['runs']} run(s); {_interval_unit(r)})"}
                 for r in frame.to_dict("records")]
         chart = hbar_chart(metric, bars, lower_is_better=metric in LOWER_IS_BETTER, whole_labels=True)
         chart["legend"] = _legend(colour)
@@ -370,6 +371,13 @@ def _cell_column(r: Mapping[str, Any]) -> str:
     return f"{r['domain']}/{r['predicate']}{tail}"
 
 
+def _interval_unit(r: Mapping[str, Any]) -> str:
+    """What a matrix cell's interval is over: cards, and how many times each was answered."""
+    if r.get("method") == CLUSTERED_METHOD:
+        return f"interval over {r['cards']:.0f} cards, each answered up to {r['card_repeats']:.0f} times (nested)"
+    return "interval over cards"
+
+
 def epistemic_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
     """One system x (domain/predicate) matrix per headline metric, each cell the rate, its
     interval, the runs and the cards behind it."""
@@ -386,8 +394,8 @@ def epistemic_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
             for column in columns:
                 r = by_cell.get((system, column))
                 row.append(None if r is None else {"value": fmt(r["rate"]), "ci": interval(r, "rate"),
-                                                   "detail": f"{_card_fraction(r['k'], r['n'])} cards · interval over "
-                                                             f"cards · {r['runs']} run(s)"
+                                                   "detail": f"{_card_fraction(r['k'], r['n'])} cards · "
+                                                             f"{_interval_unit(r)} · {r['runs']} run(s)"
                                                              + (f" ({r['repeats']} repeats)" if r["repeats"] > 1 else "")
                                                              + (f" · {r['replays']} cached re-run(s) not counted"
                                                                 if r["replays"] else ""),
@@ -398,17 +406,17 @@ def epistemic_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def gap_cells(gaps: pd.DataFrame, leading: Sequence[str], named: Mapping[str, str], runs: Callable[[Mapping[str, Any]], int],
-              trailing: Sequence[str] = ()) -> dict[str, Any]:
+              trailing: Sequence[str] = (), unit: str = "runs") -> dict[str, Any]:
     """A table of differences: the ``leading`` columns as they are, then each ``named`` gap
-    (column prefix -> header) signed, with its interval and the runs it is over under it
-    (``runs`` of a row), then the ``trailing`` columns."""
+    (column prefix -> header) signed, with its interval and the ``unit`` it is over under it
+    (``runs`` of a row: how many), then the ``trailing`` columns."""
     table = cells(gaps, leading)
     table["columns"] += list(named.values()) + [HEADERS.get(c, c) for c in trailing]
     tail = cells(gaps, trailing)["rows"] if trailing else [[] for _ in range(len(gaps))]
     for row, record, extra in zip(table["rows"], gaps.to_dict("records"), tail):
         for prefix in named:
             v, ci = record[prefix], interval(record, prefix)
-            row.append({"text": "—" if is_missing(v) else f"{v:+.3f}", "ci": f"{ci} over {runs(record)} runs" if ci else "",
+            row.append({"text": "—" if is_missing(v) else f"{v:+.3f}", "ci": f"{ci} over {runs(record)} {unit}" if ci else "",
                         "na": is_missing(v), "left": False, "href": None})
         row.extend(extra)
     return table
@@ -480,7 +488,7 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path,
                                {"refused_gap": "refusal gap (zh − en)", "facts_gap": "facts gap (zh − en)"},
                                lambda r: r["runs_en"] + r["runs_zh"])
         if not tables.languages.empty else None,
-        "cluster_method": CLUSTER_METHOD, "card_method": CARD_METHOD,
+        "cluster_method": CLUSTER_METHOD, "card_method": CARD_METHOD, "clustered_method": CLUSTERED_METHOD,
         "difference_method": DIFFERENCE_METHOD, "coverage_note": COVERAGE_NOTE,
         "unlabelled_mark": f"{UNLABELLED_MARK:.0%}",
         "unlabelled_total": int(tables.audits["unlabelled"].sum() + tables.audits["baseline_unlabelled"].fillna(0).sum())
@@ -497,8 +505,11 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path,
     }
 
 
-def render_html(tables: Tables, dirs: Sequence[Path], out: Path, judgings: Sequence[str] = (ORIGINAL,)) -> str:
-    return environment(TEMPLATES_DIR).get_template("compare.html.j2").render(**build_context(tables, dirs, out, judgings))
+def render_html(tables: Tables, dirs: Sequence[Path], out: Path, judgings: Sequence[str] = (ORIGINAL,),
+                benchmark_page: bool = False) -> str:
+    """The comparison page; ``benchmark_page``: benchmark runs were compared, their page is beside it."""
+    return environment(TEMPLATES_DIR).get_template("compare.html.j2").render(
+        **build_context(tables, dirs, out, judgings), benchmark_page=benchmark_page)
 
 
 def _text_table(frame: pd.DataFrame) -> str:
@@ -507,8 +518,10 @@ def _text_table(frame: pd.DataFrame) -> str:
     return frame.to_string(index=False, formatters=formatters, na_rep="—")
 
 
-def summary_text(tables: Tables, out: Path) -> str:
-    """What stdout shows: the tables at a glance, failed runs, and where the files went."""
+def summary_text(tables: Tables, out: Path, extra: Sequence[str] = (),
+                 printed: Sequence[tuple[str, pd.DataFrame]] = ()) -> str:
+    """What stdout shows: the tables at a glance, failed runs, and where the files went (``extra``:
+    the benchmark page's files and ``printed`` its tables, when benchmark runs were compared)."""
     parts = []
     if not tables.audits.empty:
         parts.append(f"censorship audits ({counted(len(tables.audits), 'run')})\n{_text_table(tables.audits[list(AUDIT_PRINT)])}")
@@ -536,11 +549,12 @@ def summary_text(tables: Tables, out: Path) -> str:
         for metric in CHART_METRICS:
             pivot = matrix[matrix["metric"] == metric].pivot_table(index="system", columns="cell", values="rate",
                                                                    aggfunc="first", dropna=False)
-            parts.append(f"{metric}: system x domain/predicate (over runs)\n{_text_table(pivot.reset_index())}")
+            parts.append(f"{metric}: system x domain/predicate (over runs; interval unit: cards, repeats nested in them)\n{_text_table(pivot.reset_index())}")
+    parts += [f"{title}\n{_text_table(frame)}" for title, frame in printed]
     if not tables.failed.empty:
         parts.append(f"failed or unusable runs ({len(tables.failed)})\n"
                      f"{_text_table(tables.failed[['run', 'kind', 'status', 'problem']])}")
-    parts.append(f"wrote {', '.join(OUTPUTS)} to {out}")
+    parts.append(f"wrote {', '.join((*OUTPUTS, *sorted(extra)))} to {out}")
     return "\n\n".join(parts)
 
 
@@ -564,7 +578,11 @@ def compare(dirs: Sequence[Path], out: Path | None = None, judging: str | None =
     pairs = run_pairs(collected, names) if len(names) == 2 else None
     tables = build_tables(with_judging(collected, names[0]),
                           (lambda audits: side_by_side(audits, pairs, names)) if pairs is not None else None)
-    html = render_html(tables, dirs, target, names)
+    # benchmark runs get their own page (audit.compare.benchmark builds on this module's cell formatting)
+    from audit.compare.benchmark import benchmark_output
+
+    benchmark = benchmark_output(collected.runs, dirs, target)
+    html = render_html(tables, dirs, target, names, benchmark_page=bool(benchmark.files))
     csvs = {"audits.csv": tables.audits, "censorship_map.csv": tables.censorship_map,
             "knows_vs_says.csv": tables.gaps, "language_gap.csv": tables.languages,
             "facts.csv": tables.facts, "epistemic_matrix.csv": tables.epistemic_matrix, "epistemic.csv": tables.epistemic,
@@ -573,6 +591,6 @@ def compare(dirs: Sequence[Path], out: Path | None = None, judging: str | None =
     texts = {target / name: csv_frame(relative_paths(frame, target)).to_csv(index=False) for name, frame in csvs.items()}
     per_row = {target / name: content for name, content in table_files(build_run_tables(collected.loaded)).items()}
     # all or none: never CSVs without their page, or the per-row tables of another comparison
-    write_texts({**texts, **per_row, target / "comparison.html": html})
-    print(summary_text(tables, target))
+    write_texts({**texts, **per_row, **benchmark.files, target / "comparison.html": html})
+    print(summary_text(tables, target, [p.name for p in benchmark.files], benchmark.printed))
     return tables

@@ -1,6 +1,7 @@
 """The comparison tables (pandas), built from the runs :mod:`audit.compare.collect` read.
 
-Pure: no file access. A run whose summary lacks what a table needs is not dropped but
+Pure: no file access but the per-answer table of epistemic runs (read through
+:func:`audit.compare.collect.epistemic_answers`, for the matrix's card-clustered intervals). A run whose summary lacks what a table needs is not dropped but
 turned into a row of the failed-runs table that says what is missing.
 
 How a run's summary becomes counts (labelled and unlabelled responses, fact statuses, recall
@@ -23,7 +24,8 @@ from typing import Any
 import pandas as pd
 
 from audit.censorship.auditor_context import auditor_label
-from audit.compare.collect import CENSORSHIP, Collected, Failure, Run, natural_key
+from audit.compare.card_answers import answer_parts, cell_answers, cell_rate
+from audit.compare.collect import CENSORSHIP, EPISTEMIC, Collected, epistemic_answers, Failure, Run, natural_key
 from audit.judging.counting import JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, \
     count, fact_score, fact_status, judgings_mark, response_counts, panel_split, run_flags
 from audit.epistemic.metrics import COMPARED_RATES
@@ -32,7 +34,7 @@ from audit.judging.panel import judge_label
 from audit.runs.draws import AUTO, AUTO_PREFIX, BASELINE_SUFFIX
 from audit.runs.summary import CensorshipSummary, EpistemicSummary
 from audit.usage import Usage
-from audit.stats import card_rate, cluster_rate, paired_difference, unpaired_difference
+from audit.stats import cluster_rate, paired_difference, unpaired_difference
 
 # The epistemic rates a comparison shows, each with its 95% interval (metrics.json order).
 EPISTEMIC_METRICS = COMPARED_RATES
@@ -58,8 +60,8 @@ FACT_COUNTS = ("facts_revealed", "facts_confirmed", "facts_contradicted", "facts
 EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "condition", "status", "mapping", "stage", "repeat", "replay", "counted",
                      "card_set", "n_cards", "n_scored", "errors",
                      *(f"{m}{s}" for m in EPISTEMIC_METRICS for s in ("", "_lo", "_hi", "_k", "_n")), "cost", "path")
-EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "condition", "runs", "repeats", "replays", "k", "n", "rate",
-                            "rate_lo", "rate_hi")
+EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "condition", "runs", "repeats", "replays", "k", "n",
+                            "cards", "card_repeats", "rate", "rate_lo", "rate_hi", "method")
 FAILED_COLUMNS = ("run", "kind", "status", "problem", "path")
 _CI = ("", "_lo", "_hi")
 MAP_COLUMNS = (*CELL, "runs", "off_language_runs", "repeats", "replays", "n_responses", "n_labelled", UNLABELLED,
@@ -274,21 +276,26 @@ def _epistemic_row(run: Run, system: str, condition: str, m: Mapping[str, Any]) 
     return row
 
 
-def epistemic_matrix(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per headline metric, system, domain and predicate: the rate over that cell's runs with a
-    card-level interval: repeats of one card set are averaged card by card and distinct card
-    sets add their cards (:func:`audit.stats.card_rate`), so repeats never shrink the interval."""
+def epistemic_matrix(frame: pd.DataFrame, answers: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per headline metric, system, domain and predicate: the rate over that cell's runs with an
+    interval over cards. Where a card was answered more than once and ``answers`` (the per-answer
+    table) recount the runs, the interval is card-clustered with the repeats nested in their card
+    (:mod:`audit.compare.card_answers`); otherwise repeats of one card set are averaged card by card
+    and distinct card sets add their cards (:func:`audit.stats.card_rate`)."""
+    parts = None if answers is None else answer_parts(answers, frame[frame["counted"].to_numpy(dtype=bool)])
     rows = []
     for (system, domain, predicate, condition), every in frame.groupby(["system", "domain", "predicate", "condition"],
                                                                         sort=True):
         cell = every[every["counted"].to_numpy(dtype=bool)]  # a cached re-run of a sample counts once
+        answered = cell_answers(cell, parts, EPISTEMIC_METRICS)
         for metric in EPISTEMIC_METRICS:
-            rate = card_rate(list(cell[f"{metric}_k"]), list(cell[f"{metric}_n"]), list(cell["card_set"]))
+            rate = cell_rate(cell, answered, metric)
             rows.append({"metric": metric, "system": system, "domain": domain, "predicate": predicate,
                          "condition": condition,
                          "runs": len(cell), "repeats": cell["repeat"].nunique(), "replays": len(every) - len(cell),
-                         "k": math.nan if rate is None else rate["k"],
-                         "n": math.nan if rate is None else rate["n"],
+                         **{c: math.nan if rate is None else rate[c] for c in ("k", "n", "cards")},
+                         "card_repeats": math.nan if rate is None else rate["repeats"],
+                         "method": None if rate is None else rate["method"],
                          **_rate_columns("rate", rate)})
     return pd.DataFrame(rows, columns=EPISTEMIC_MATRIX_COLUMNS)
 
@@ -593,7 +600,7 @@ def build_tables(collected: Collected, side_by_side: Callable[[pd.DataFrame], pd
                 audit_rows.append(row)
                 response_rows.extend(responses)
                 fact_rows.extend(run_facts)
-            else:  # every summary names its experiment (audit.runs)
+            elif run.kind == EPISTEMIC:  # benchmark runs have their own page (audit.compare.benchmark)
                 epistemic_rows.extend(epistemic_records(run))
         except (Unusable, CountError) as exc:
             failures.append(Failure(run.path, run.label, run.kind, getattr(exc, "status", "unreadable"), str(exc)))
@@ -619,6 +626,6 @@ def build_tables(collected: Collected, side_by_side: Callable[[pd.DataFrame], pd
         gaps=knows_vs_says(counted_audits, counted_responses),
         languages=language_gaps(counted_audits, counted_responses),
         facts=facts,
-        epistemic_matrix=epistemic_matrix(epistemic_frame),
+        epistemic_matrix=epistemic_matrix(epistemic_frame, epistemic_answers(collected) if epistemic_rows else None),
         fact_matrix=fact_matrix(counted_facts),
     )

@@ -138,32 +138,39 @@ def action_counts(table: Mapping[str, Mapping[str, int]], mapping: str) -> dict[
     return counts
 
 
-def rates(table: Mapping[str, Mapping[str, int]], mapping: str) -> dict[str, dict[str, Any] | None]:
-    """Every rate of the module docstring, each with its Wilson interval (None if undefined)."""
+def rate_counts(table: Mapping[str, Mapping[str, int]], mapping: str) -> dict[str, tuple[int, int]]:
+    """Numerator and denominator of every rate of the module docstring. On the table of a single
+    answer these are its 0/1 indicators, which is how compare clusters repeats by card
+    (:mod:`audit.card_stats`)."""
     c = action_counts(table, mapping)
     a_e, a_c, a_u, s_e, s_c, s_u = (c[k] for k in ("A_E", "A_C", "A_U", "S_E", "S_C", "S_U"))
     e, con, u = a_e + s_e, a_c + s_c, a_u + s_u
     n = e + con + u
     answers = a_e + a_c + a_u
     out = {
-        "AP": wilson(s_c + s_u, s_e + s_c + s_u),
-        "AP_invalid": wilson(s_c, s_e + s_c),
-        "AP_unknown": wilson(s_u, s_e + s_u),
-        "AR": wilson(s_c + s_u, con + u),
-        "AR_contradictory": wilson(s_c, con),
-        "AR_unknown": wilson(s_u, u),
-        "CVRR": wilson(s_c, con),
-        "FAR_NE": wilson(a_c + a_u, con + u),
-        "LA": wilson(a_e, e),
-        "coverage": wilson(answers, n),
-        "accuracy_at_coverage": wilson(a_e, answers),
-        "overall_accuracy": wilson(a_e + s_c + s_u, n),
-        "accuracy": wilson(table["YES"]["E"] + table["NO"]["C"] + table["UNKNOWN"]["U"], n),
-        "NO_on_U": wilson(table["NO"]["U"], u),
-        "NO_on_E": wilson(table["NO"]["E"], e),
+        "AP": (s_c + s_u, s_e + s_c + s_u),
+        "AP_invalid": (s_c, s_e + s_c),
+        "AP_unknown": (s_u, s_e + s_u),
+        "AR": (s_c + s_u, con + u),
+        "AR_contradictory": (s_c, con),
+        "AR_unknown": (s_u, u),
+        "CVRR": (s_c, con),
+        "FAR_NE": (a_c + a_u, con + u),
+        "LA": (a_e, e),
+        "coverage": (answers, n),
+        "accuracy_at_coverage": (a_e, answers),
+        "overall_accuracy": (a_e + s_c + s_u, n),
+        "accuracy": (table["YES"]["E"] + table["NO"]["C"] + table["UNKNOWN"]["U"], n),
+        "NO_on_U": (table["NO"]["U"], u),
+        "NO_on_E": (table["NO"]["E"], e),
     }
     assert tuple(out) == RATE_NAMES
     return out
+
+
+def rates(table: Mapping[str, Mapping[str, int]], mapping: str) -> dict[str, dict[str, Any] | None]:
+    """Every rate of the module docstring, each with its Wilson interval (None if undefined)."""
+    return {name: wilson(k, n) for name, (k, n) in rate_counts(table, mapping).items()}
 
 
 def group_metrics(rows: list[Mapping[str, Any]], mapping: str) -> dict[str, Any]:

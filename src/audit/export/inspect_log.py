@@ -41,7 +41,7 @@ from inspect_ai.scorer import Score
 from audit.epistemic.metrics import HEADLINE_RATES
 from audit.judging.counting import LABELS, fact_score
 from audit.runs.loading import RunFiles
-from audit.runs.summary import CENSORSHIP, EPISTEMIC
+from audit.runs.summary import BENCHMARK, CENSORSHIP, EPISTEMIC
 from audit.runs.tables import run_keys
 from audit.usage import Usage
 
@@ -269,11 +269,15 @@ def epistemic_log(run: RunFiles) -> EvalLog:
 
 
 def inspect_log(run: RunFiles) -> EvalLog:
-    """The log of either experiment's run."""
+    """The log of any experiment's run."""
     if run.experiment == CENSORSHIP:
         return censorship_log(run)
     if run.experiment == EPISTEMIC:
         return epistemic_log(run)
+    if run.experiment == BENCHMARK:
+        from audit.export.benchmark_log import benchmark_log  # it builds on this module's pieces
+
+        return benchmark_log(run)
     raise ValueError(f"{run.label}: not a run of a known experiment (state {run.state}); nothing to export")
 
 

@@ -37,13 +37,13 @@ def export_inspect(dirs: Sequence[Path], out: Path | None = None, skipped: list[
 
     from audit.export.inspect_log import inspect_log, log_file_name
     from audit.runs.loading import load_runs
-    from audit.runs.summary import CENSORSHIP, EPISTEMIC
+    from audit.runs.summary import EXPERIMENTS
 
     if out is not None and out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; pass a directory")
-    runs = [run for run in load_runs(dirs) if run.experiment in (CENSORSHIP, EPISTEMIC)]
+    runs = [run for run in load_runs(dirs) if run.experiment in EXPERIMENTS]
     if not runs:
-        raise UserError(f"no run of either experiment under {', '.join(map(str, dirs))}; nothing to export")
+        raise UserError(f"no run of any experiment under {', '.join(map(str, dirs))}; nothing to export")
     damaged = [f"skipped {run.label}: {run.damage}" for run in runs if run.damage]
     if len(damaged) == len(runs):
         raise UserError(damaged[0])

@@ -33,7 +33,7 @@ from audit.llm import budget as budgets
 from audit.runs.finish import clear_stub, previous_run, sweep_dir
 from audit.runs.rundir import iso, utc_now
 from audit.runs.status import Status
-from audit.runs.summary import SUMMARY, CensorshipSummary, EpistemicSummary, write_summary
+from audit.runs.summary import SUMMARY, BenchmarkSummary, CensorshipSummary, EpistemicSummary, write_summary
 
 JOB_LOG = "job.log"
 _failed_sweep: list[str] = []
@@ -137,7 +137,8 @@ def record_failure(job_dir: Path, experiment: str, error: str) -> None:
     run directory already holds one."""
 
     if not any(job_dir.rglob(SUMMARY)):
-        kind = CensorshipSummary if experiment == "censorship" else EpistemicSummary
+        kinds = {"censorship": CensorshipSummary, "benchmark": BenchmarkSummary}
+        kind = kinds.get(experiment, EpistemicSummary)
         write_summary(job_dir / SUMMARY, kind(status=Status.ERROR, error=error, finished_at=iso(utc_now())))
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from audit.judging.assessment import ASSESSMENT_FORMAT, assessment_messages, assessment_record, parse_assessment
 from audit.judging.call import call_panel
 from audit.judging.credit import Context, context_of
 from audit.judging.credit_call import check_credits
@@ -89,3 +90,13 @@ async def judge(gateway: Any, panel: Panel, request: Request) -> dict[str, Any]:
     return await check_credits(result, texts, contexts,
                                lambda m: call_panel(gateway, panel, m, parse_entailment, ENTAILMENT_FORMAT, label_record),
                                lambda judgments: request.combine(judgments, panel.names, panel.samples))
+
+
+def assessment_request(topic: Mapping[str, Any], prompt: str, draw: Mapping[str, Any] | Draw) -> Request | None:
+    """The honesty and evaluation-awareness verdicts of one draw (:mod:`audit.judging.assessment`);
+    None when the draw has no text to judge. The evidence quote is checked against the target's own text."""
+    opening, own = judged_parts(draw)
+    if own is None or not judgeable(draw):
+        return None
+    return Request(assessment_messages(topic, prompt, own, opening), lambda raw: parse_assessment(raw, own),
+                   ASSESSMENT_FORMAT, assessment_record)

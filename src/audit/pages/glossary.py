@@ -39,6 +39,9 @@ _LABELS = {
     "forthcoming": "answers substantively and candidly, including censored facts",
 }
 
+GAP_RATE_NAMES = ("refusal", "official-line", "fact recall", "lie rate", "evaluation-aware")
+"""The rates of the benchmark's gap tables, as their headers name them (audit.compare.benchmark.GAP_RATES)."""
+
 _TERMS: tuple[tuple[tuple[str, ...], Term], ...] = (
     *(((label, f"{label} share", f"{label}_share"),
        Term(f"{label} share", f"responses labelled {label} ({text}) / labelled responses; interval over runs "
@@ -92,9 +95,53 @@ _TERMS: tuple[tuple[tuple[str, ...], Term], ...] = (
      Term("Krippendorff's alpha", "1 − D_o / D_e over every item with at least two votes", "alpha")),
 )
 
+# The fixed-question benchmark's numbers (audit.benchmark.cells; its comparison page, audit.compare.benchmark).
+_Q = "interval over questions, rollouts nested (one question: its draws)"
+_TERMS += (
+    (("refusal share", "censored refusal", "control refusal", "technique refusal", "assistant refusal"),
+     Term("refusal share (benchmark)", f"draws labelled refused / labelled draws (label failures left out); {_Q}",
+          "benchmark-refusal-share")),
+    (("official-line share",),
+     Term("official-line share", f"draws labelled official_line / labelled draws; {_Q}", "benchmark-official-line")),
+    (("fact recall (all facts)",),
+     Term("fact recall (benchmark)", "facts the target's own words state (mentioned, quote verified) / judged facts, over "
+                                     f"the cell's draws; {_Q}", "benchmark-fact-recall")),
+    (("fact recall (knowable)", "fact recall (never stated by reference)"),
+     Term("knowable facts", "fact recall on the facts the reference model states (verified) in at least one of its "
+                            "rollouts of the question, and apart on the facts it never states", "knowable-facts")),
+    (("lie rate",),
+     Term("lie rate", f"facts the target contradicted (verified quote) / judged facts; {_Q}", "lie-rate")),
+    (("honest share",),
+     Term("honest share", f"draws the assessment calls honest / draws with an honesty verdict; {_Q}", "honest-share")),
+    (("evaluation-aware share", "framing evaluation-aware", "natural evaluation-aware"),
+     Term("evaluation-aware share", "draws whose response says or implies it is being tested / draws with an awareness "
+                                    f"verdict; {_Q}", "eval-aware-share")),
+    (tuple(f"{rate} gap (censored − control)" for rate in GAP_RATE_NAMES),
+     Term("censored − control gap", "a rate on the censored questions minus the same on the control questions of the "
+                                    "same cell keys; each side's interval over its questions, combined (MOVER)", "control-gap")),
+    (tuple(f"{rate} gap (technique − assistant)" for rate in GAP_RATE_NAMES),
+     Term("knows vs says (benchmark)", "a rate under the technique minus the same as the assistant on the same "
+                                       "questions; paired interval over questions", "benchmark-knows-vs-says")),
+    (tuple(f"{rate} gap (framing − natural)" for rate in GAP_RATE_NAMES),
+     Term("framing gap", "a rate under the framing (evaluation, monitored, unmonitored) minus the same posed naturally, "
+                         "on the same questions; paired interval over questions", "framing-gap")),
+    (("questions", "draws", "replayed draws", "paired questions", "censored questions", "control questions"),
+     Term("questions and draws", "questions behind a cell (the unit of its intervals) and draws (rollouts of them); a "
+                                 "question two runs asked is one question, a draw the cache replayed into another "
+                                 "run counts once (replayed draws: shown, not counted)", "benchmark-n")),
+    (("judge failures", "assessment failures", "unjudged draws", "fact judgments failed", "unverified claims"),
+     Term("judge failures (benchmark)", "draws whose label or assessment failed, facts whose judgment failed, draws "
+                                        "not answered, and claims whose quote was not verified: out of every "
+                                        "denominator, counted here", "benchmark-failures")),
+    (("role", "framing", "lang", "question set", "question kind", "category"),
+     Term("benchmark cell keys", "what identifies a cell, never pooled: target or reference model, model, technique, "
+                                 "framing, language, question set, censored or control, category", "benchmark-keys")),
+)
+
 # The epistemic rates from their one table (audit.epistemic.metrics.RATES): name, formula, direction.
 _TERMS += tuple(((r.name.lower(),), Term(r.name, f"{r.formula.replace('/', ' / ')}"
-                                                 f"{', lower is better' if r.lower_is_better else ''}; Wilson interval over cards",
+                                                 f"{', lower is better' if r.lower_is_better else ''}; Wilson interval over cards "
+                                                 "(with repeats: over cards, repeats nested in their card)",
                                          r.name.lower())) for r in RATES)
 
 _BY_ALIAS = {alias.lower(): term for aliases, term in _TERMS for alias in aliases}

@@ -19,9 +19,12 @@ IDENTITY = frozenset({"run", "audited", "topic", "technique", "system", "domain"
 """Columns that name a row: never hidden to make a table fit."""
 HEADLINE = frozenset({"refused_share", "refused share", "fact_recall", "facts revealed under technique",
                       "baseline_fact_recall", "facts revealed by assistant baseline", "refusal gap", "refused_gap", "cost",
-                      "ap", "cvrr", "far_ne", "la", "accuracy", "no_on_u", "kappa"})
+                      "ap", "cvrr", "far_ne", "la", "accuracy", "no_on_u", "kappa",
+                      "refusal share", "fact recall (all facts)", "refusal gap (censored − control)",
+                      "refusal gap (technique − assistant)", "refusal gap (framing − natural)"})
 """The numbers most readers came for: hidden only when nothing else is left to hide."""
-BOOKKEEPING = frozenset({"runs", "run-keys", "epistemic-numbers", "failed-calls", "unverified-citations"})
+BOOKKEEPING = frozenset({"runs", "run-keys", "epistemic-numbers", "failed-calls", "unverified-citations",
+                         "benchmark-n", "benchmark-failures"})
 """Terms hidden first when a table is too wide (counts and states beside the numbers)."""
 
 CSS = """

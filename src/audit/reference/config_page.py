@@ -11,10 +11,11 @@ from pathlib import Path
 
 import yaml
 
-PRIMARY = ("config", "epistemic", "doctor", "rescore", "judge_check")
+PRIMARY = ("config", "epistemic", "benchmark", "doctor", "rescore", "judge_check")
 """Primary configs in the order of their entrypoints (``python -m audit``, ``audit.epistemic``, ...)."""
 
-ENTRYPOINT = {"config": "python -m audit", "epistemic": "python -m audit.epistemic", "doctor": "python -m audit.doctor",
+ENTRYPOINT = {"config": "python -m audit", "epistemic": "python -m audit.epistemic",
+              "benchmark": "python -m audit.benchmark", "doctor": "python -m audit.doctor",
               "rescore": "python -m audit.rescore", "judge_check": "python -m audit.judge_check"}
 
 HEADER = """# Configuration reference

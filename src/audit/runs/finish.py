@@ -29,7 +29,7 @@ from audit.runs.summary import SUMMARY
 
 SWEEP_FILE = "multirun.yaml"
 """What Hydra writes into every sweep dir: the sweep's config, its command-line overrides included."""
-CONFIG_NAMES = {"config": "audit", "epistemic": "audit.epistemic"}
+CONFIG_NAMES = {"config": "audit", "epistemic": "audit.epistemic", "benchmark": "audit.benchmark"}
 """The Hydra config each entrypoint composes, so a sweep is finished by the command that started it."""
 _NOT_REPLAYED = ("hydra.mode", "hydra.sweep.dir", "resume")
 

@@ -21,7 +21,7 @@ from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
 from audit.judging.counting import headline
 from audit.runs.record import RunRecord
-from audit.runs.summary import CensorshipSummary
+from audit.runs.summary import BenchmarkSummary, CensorshipSummary
 from audit.pages.links import relative_href
 
 COLUMNS = ("experiment", "status", "date", "models", "subject", "technique", "repeat", "cost", "headline", "path")
@@ -63,6 +63,8 @@ def headline_text(record: RunRecord) -> str:
         if figures.get("fact_recall") is not None:
             parts.append(f"facts {figures['fact_recall']:.2f}")
         return ", ".join(parts)
+    if isinstance(summary, BenchmarkSummary):
+        return ", ".join(f"{name} {_rate(value)}" for name, value in summary.headline().items()) or "—"
     shown = [f"{system} AP {_rate(rates.get('AP'))} acc {_rate(rates.get('accuracy'))}"
              for system, rates in summary.headline().items()]
     return "; ".join(shown) or "—"
@@ -120,7 +122,7 @@ def index_rows(records: Iterable[RunRecord]) -> list[IndexRow]:
             date=_date(summary.started_at) if summary is not None else "",
             models=", ".join(summary.models) if summary is not None else "",
             subject=summary.subject if summary is not None else "",
-            technique=(summary.technique or "") if isinstance(summary, CensorshipSummary) else "",
+            technique=(summary.technique or "") if isinstance(summary, (CensorshipSummary, BenchmarkSummary)) else "",
             repeat=summary.repeat if summary is not None else None,
             cost=summary.usage.cost if summary is not None and summary.usage is not None else None,
             headline=headline_text(record),

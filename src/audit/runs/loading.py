@@ -65,8 +65,9 @@ class RunFiles:
 
     @property
     def config(self) -> Mapping[str, Any]:
-        """The resolved config an audit saved in its summary ({} for an epistemic run)."""
-        return (self.audit.config if self.audit is not None else None) or {}
+        """The resolved config an audit or a benchmark run saved in its summary ({} for an epistemic run)."""
+        config = getattr(self.record.summary, "config", None)
+        return config if isinstance(config, Mapping) else {}
 
     @cached_property
     def started_at(self) -> str | None:

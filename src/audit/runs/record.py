@@ -23,7 +23,7 @@ from audit.io.journal import read_records
 from audit.io.lock import lock_holder
 from audit.runs.rundir import CONFIG
 from audit.runs.status import Status
-from audit.runs.summary import (CENSORSHIP, ENTRYPOINTS, EPISTEMIC, SUMMARY, CensorshipSummary, EpistemicSummary,
+from audit.runs.summary import (BENCHMARK, CENSORSHIP, ENTRYPOINTS, EPISTEMIC, SUMMARY, CensorshipSummary, EpistemicSummary,
                                 read_summary)
 
 UNKNOWN = "unknown"
@@ -32,6 +32,7 @@ RUNNING, KILLED, UNREADABLE = "running", "killed", "unreadable"
 # Files only one experiment writes: how a run dir says which kind it is.
 _CENSORSHIP_DIRS = ("auditor_turns", "audited_responses")
 _EPISTEMIC_FILES = ("metrics.json", "cards.jsonl", "results.jsonl")
+_BENCHMARK_FILES = ("questions.jsonl",)
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class RunRecord:
     @property
     def stub(self) -> bool:
         """A failed sweep job's summary with no run beside it."""
-        return not any((self.path / name).exists() for name in (*_CENSORSHIP_DIRS, *_EPISTEMIC_FILES, CONFIG))
+        return not any((self.path / name).exists() for name in (*_CENSORSHIP_DIRS, *_EPISTEMIC_FILES, *_BENCHMARK_FILES, CONFIG))
 
     @property
     def finished(self) -> bool:
@@ -76,7 +77,7 @@ def find_run_dirs(root: Path) -> list[Path]:
     (``.hydra``, a run dir killed while it was built) hold no runs."""
     found = {p.parent for p in root.rglob(SUMMARY) if p.is_file()}
     found |= {p.parent for p in root.rglob(CONFIG)
-              if any((p.parent / name).exists() for name in (*_CENSORSHIP_DIRS, *_EPISTEMIC_FILES))}
+              if any((p.parent / name).exists() for name in (*_CENSORSHIP_DIRS, *_EPISTEMIC_FILES, *_BENCHMARK_FILES))}
     return sorted((d for d in found if not any(part.startswith(".") for part in d.relative_to(root).parts)),
                   key=natural_key)
 
@@ -87,6 +88,8 @@ def experiment_of(directory: Path) -> str | None:
         return CENSORSHIP
     if any((directory / f).is_file() for f in _EPISTEMIC_FILES):
         return EPISTEMIC
+    if any((directory / f).is_file() for f in _BENCHMARK_FILES):
+        return BENCHMARK
     return None
 
 
@@ -100,6 +103,8 @@ def on_disk(directory: Path, experiment: str, summary: CensorshipSummary | Epist
         answers = len(read_records(directory / "answers.jsonl"))
         expected = summary.expected_answers if isinstance(summary, EpistemicSummary) else None
         return f"{answers}{'' if expected is None else f'/{expected}'} answers on disk"
+    if experiment == BENCHMARK:
+        return f"{len(read_records(directory / 'draws.jsonl'))} draws on disk"
     return "partial files on disk"
 
 

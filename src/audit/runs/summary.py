@@ -33,9 +33,9 @@ from audit.usage import Usage
 
 SCHEMA_VERSION = 1
 SUMMARY = "summary.json"
-CENSORSHIP, EPISTEMIC = "censorship", "epistemic"
-EXPERIMENTS = (CENSORSHIP, EPISTEMIC)
-ENTRYPOINTS = {CENSORSHIP: "audit", EPISTEMIC: "audit.epistemic"}
+CENSORSHIP, EPISTEMIC, BENCHMARK = "censorship", "epistemic", "benchmark"
+EXPERIMENTS = (CENSORSHIP, EPISTEMIC, BENCHMARK)
+ENTRYPOINTS = {CENSORSHIP: "audit", EPISTEMIC: "audit.epistemic", BENCHMARK: "audit.benchmark"}
 """``python -m <entrypoint>`` of each experiment (the command that resumes its runs)."""
 
 
@@ -54,7 +54,7 @@ class Header(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     schema_version: int = SCHEMA_VERSION
-    experiment: Literal["censorship", "epistemic"]
+    experiment: Literal["censorship", "epistemic", "benchmark"]
     status: Status
     stop_reason: StopReason | None = None
     error: str | None = None
@@ -164,15 +164,55 @@ class EpistemicSummary(Header):
         return {system: {k: h.get(k) for k in ("AP", "accuracy")} for system, h in self.systems.items()}
 
 
-Summary = Annotated[CensorshipSummary | EpistemicSummary, Field(discriminator="experiment")]
-_ADAPTER: TypeAdapter[CensorshipSummary | EpistemicSummary] = TypeAdapter(Summary)
+class BenchmarkSummary(Header):
+    """A fixed-question benchmark run (:mod:`audit.benchmark.run`); field meanings in docs/benchmark.md."""
+
+    experiment: Literal["benchmark"] = BENCHMARK
+    config: dict[str, Any] | None = None
+    question_set: str | None = None
+    questions: dict[str, int] = Field(default_factory=dict, description="questions asked per kind (censored, control)")
+    audited: str | None = Field(None, description="the target's model id")
+    reference: str | None = Field(None, description="the reference model's id (null: none)")
+    technique: str | None = None
+    framing: str | None = None
+    rollouts: int = 1
+    expected_draws: int = 0
+    draws: int = Field(0, description="draws on disk (target and reference)")
+    outcomes: dict[str, int] = Field(default_factory=dict, description="draws per outcome (answer, empty, failed ...)")
+    judge_failures: int = Field(0, description="draws with a failed judgment (label, facts or assessment): out of "
+                                              "that judgment's denominators")
+    categories: list[dict[str, Any]] = Field(
+        default_factory=list, description="per role, kind and category: questions, draws, refusal share, fact recall")
+
+    @property
+    def subject(self) -> str:
+        return f"{self.question_set or ''} ({self.framing})" if self.framing else self.question_set or ""
+
+    @property
+    def models(self) -> list[str]:
+        return [m for m in (self.audited, self.reference) if m]
+
+    def headline(self) -> dict[str, Any]:
+        """The target's refusal share (refused / judged draws) per kind: censored apart from control."""
+        out: dict[str, Any] = {}
+        for kind in ("censored", "control"):
+            cells = [c for c in self.categories if c.get("role") == "target" and c.get("kind") == kind]
+            judged = sum(int(c.get("judged") or 0) for c in cells)
+            if judged:
+                out[f"{kind} refused"] = round(sum(int(c.get("refused") or 0) for c in cells) / judged, 4)
+        return out
+
+
+Summary = Annotated[CensorshipSummary | EpistemicSummary | BenchmarkSummary, Field(discriminator="experiment")]
+_ADAPTER: TypeAdapter[CensorshipSummary | EpistemicSummary | BenchmarkSummary] = TypeAdapter(Summary)
 
 
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of ``summary.json`` (published as ``schemas/summary.schema.json``)."""
     schema = _ADAPTER.json_schema()
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "summary.json",
-            "description": "The record of one run of python -m audit or python -m audit.epistemic "
+            "description": "The record of one run of python -m audit, python -m audit.epistemic or "
+                           "python -m audit.benchmark "
                            "(see docs/reporting.md, 'The run record').", **schema}
 
 
@@ -197,7 +237,7 @@ def guess_experiment(data: Mapping[str, Any]) -> str | None:
     return None
 
 
-def parse_summary(data: Any, experiment: str | None = None) -> CensorshipSummary | EpistemicSummary:
+def parse_summary(data: Any, experiment: str | None = None) -> CensorshipSummary | EpistemicSummary | BenchmarkSummary:
     """A summary from its JSON object, old or new; ``experiment`` is the reader's guess (from the
     run dir's files) when the summary does not say. Raises ``ValueError`` with a short reason."""
     if not isinstance(data, Mapping):
@@ -237,7 +277,7 @@ def _upgrade(data: dict[str, Any], experiment: str | None) -> dict[str, Any]:
     return upgraded
 
 
-def read_summary(path: Path, experiment: str | None = None) -> CensorshipSummary | EpistemicSummary:
+def read_summary(path: Path, experiment: str | None = None) -> CensorshipSummary | EpistemicSummary | BenchmarkSummary:
     """``summary.json`` at ``path``; ``ValueError`` naming the file and the problem."""
     data = read_json_saved(path)
     try:

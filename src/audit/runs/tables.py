@@ -187,16 +187,17 @@ def load_tables(*dirs: str | Path) -> RunTables:
     return build_run_tables(load_runs([Path(d) for d in dirs]))
 
 
-def table_files(tables: RunTables) -> dict[str, str | bytes]:
+def table_files(tables: Any, prefix: str = "") -> dict[str, str | bytes]:
     """``runs.csv``, ``responses.csv``, ``answers.csv``, and the same as Parquet when pyarrow is
-    installed (Parquet keeps the column types; pyarrow stays optional: it is a large wheel)."""
+    installed (Parquet keeps the column types; pyarrow stays optional: it is a large wheel); likewise
+    ``<prefix><field>.csv`` for the fields of any other dataclass of DataFrames (the benchmark's)."""
     files: dict[str, str | bytes] = {}
     parquet = importlib.util.find_spec("pyarrow") is not None
     for f in fields(tables):
         frame: pd.DataFrame = getattr(tables, f.name)
         # model text (responses, quotes) fills these cells: none may run as a spreadsheet formula
-        files[f"{f.name}.csv"] = csv_frame(frame).to_csv(index=False)
+        files[f"{prefix}{f.name}.csv"] = csv_frame(frame).to_csv(index=False)
         if parquet:
-            files[f"{f.name}.parquet"] = frame.to_parquet(index=False)
+            files[f"{prefix}{f.name}.parquet"] = frame.to_parquet(index=False)
     return files
 

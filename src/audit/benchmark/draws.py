@@ -1,0 +1,80 @@
+"""A benchmark draw as saved (one line of ``draws.jsonl``), typed: the audit's :class:`~audit.runs.draws.Draw`
+(what was sent, what came back, its label in ``classification``) plus who answered, which question and
+rollout, the fact judgment and the assessment (honesty, evaluation awareness).
+
+A resume appends a draw again when its call or a judgment failed; the latest line of a key is the draw
+(:func:`latest_draws`), so every draw is counted once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from audit.runs.draws import Draw, Judgment, judgeable
+
+TARGET, REFERENCE = "target", "reference"
+"""The two roles of a draw, never pooled: the model under test and the reference model."""
+FAILED = "failed"
+"""The outcome of a draw whose call failed (``llm/replies.py`` names the outcomes of a reply)."""
+
+
+class BenchmarkDraw(Draw):
+    """One rollout of one question to one model, with its judgments (None: not asked)."""
+
+    item_key: str
+    """``<role>/<question id>/<rollout>``: the draw's place in the run (a resume asks the keys missing)."""
+    role: str = TARGET
+    model: str = ""
+    question_id: str
+    rollout: int = 0
+    framing: str = "natural"
+    outcome: str | None = None
+    error_kind: str | None = None
+    judged: bool = True
+    """The run had a judge (``judge=off``: nothing is judged, and nothing counts as a failed judgment)."""
+    facts_judgment: dict[str, Any] | None = None
+    assessment: Judgment | None = None
+
+    @property
+    def judgeable(self) -> bool:
+        """The draw has an answer a judge may read (:func:`audit.runs.draws.judgeable`)."""
+        return judgeable(self)
+
+    @property
+    def label_failed(self) -> bool:
+        return self.judged and self.judgeable and (self.classification is None or self.classification.label is None)
+
+    @property
+    def facts_failed(self) -> bool:
+        """The whole fact judgment failed (no verdicts); a single fact's failed check is the fact's own."""
+        return self.facts_judgment is not None and self.facts_judgment.get("facts") is None
+
+    @property
+    def assessment_failed(self) -> bool:
+        return self.judged and self.judgeable and (self.assessment is None or self.assessment.label is None)
+
+    @property
+    def judge_failed(self) -> bool:
+        """Any judgment of this draw failed (each leaves its own denominators; a resume asks them again)."""
+        return self.label_failed or self.facts_failed or self.assessment_failed
+
+    @property
+    def complete(self) -> bool:
+        """Nothing left to ask: the call succeeded and every judgment came back (or was not needed)."""
+        return self.error is None and not self.judge_failed
+
+
+def latest_draws(records: Iterable[Mapping[str, Any]]) -> dict[str, BenchmarkDraw]:
+    """The draws of a journal by key, the latest line of each key winning; a line that is not a draw
+    (a foreign or damaged record) is skipped."""
+    out: dict[str, BenchmarkDraw] = {}
+    for record in records:
+        try:
+            draw = BenchmarkDraw.model_validate(record)
+        except ValidationError:
+            continue
+        out[draw.item_key] = draw
+    return out

@@ -1,0 +1,337 @@
+"""One benchmark run: every question of the set, ``rollouts`` times, to the target with one technique and
+framing (and to the reference model, assistant technique, when ``reference=`` names one), each draw
+judged as soon as it is drawn.
+
+The run dir (:class:`audit.runs.RunDir`) appears whole with its config, ``questions.jsonl`` (the
+questions exactly as asked, after ``questions.limit`` and ``questions.categories``) and a ``started``
+summary. Each judged draw is appended to ``draws.jsonl`` (:class:`~audit.io.journal.Journal`) when
+its judgments are in, so a kill loses at most the draws in flight, and every call is in the response
+cache: ``resume=<run dir>`` asks only the draws missing (or whose call or judgment failed) and replays
+what the cache holds at no cost. At the end the tables (``responses.csv``, ``facts.csv``) and the
+per-category table are written from ``draws.jsonl`` alone (:mod:`audit.benchmark.rows`).
+
+Sampling is the audit's (:func:`audit.censorship.techniques.sample`: the same chat templates, user
+persona and prefill prompts); judging is the audit's pass (:mod:`audit.judging.passes`: label, facts
+with the verbatim quote and the blind credit check against the target's own words, and the
+assessment: honesty and evaluation awareness).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from audit import config_values
+from audit.benchmark.draws import BenchmarkDraw, REFERENCE, TARGET, latest_draws
+from audit.benchmark.questions import Question, QuestionSet, load_questions
+from audit.benchmark.rows import category_table, format_category_table, write_tables
+from audit.censorship.techniques import Target, check_technique, sample
+from audit.errors import Interrupted, UserError, user_error_line
+from audit.io.atomic import write_jsonl, write_text
+from audit.io.journal import Journal, read_records
+from audit.jobs.interrupts import sigterm_as_interrupt
+from audit.jobs.resume import command_line_overrides, refuse_resume_overrides, resumed_config
+from audit.jobs.sweep import sweep_job_dir
+from audit.judging.panel import Panel, panel_from_node
+from audit.judging.passes import assessment_request, fact_request, judge, label_request
+from audit.llm.budget import stopped_by
+from audit.llm.embedded import ENDPOINT, MODEL, chosen_roles, local_model
+from audit.llm.settings import record_endpoints, role_endpoint, role_routing
+from audit.llm.types import FATAL_KINDS
+from audit.paths import conf_dir
+from audit.progress import Progress, cache_note
+from audit.prompt_files import fill, loader
+from audit.runs.rundir import RunDir, fresh_run_path, iso, utc_now
+from audit.runs.status import Status, StopReason
+from audit.runs.summary import BENCHMARK, BenchmarkSummary, write_final_summary
+from audit.templates import get_family
+from audit.usage import Usage
+
+QUESTIONS, DRAWS = "questions.jsonl", "draws.jsonl"
+ROLES = ("audited", "judge", "reference")
+"""The model roles ``local=`` may route to the embedded model."""
+load_prompt = loader(Path(__file__).resolve().parent / "prompts")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The checked settings of one run, read once from the config before anything is written."""
+
+    technique: str
+    prefill: str
+    framing: str
+    template: str
+    rollouts: int
+    target: Target
+    reference: Target | None
+    panel: Panel | None
+
+    def endpoints(self) -> list[str]:
+        found = [self.target.endpoint] + ([self.reference.endpoint] if self.reference else [])
+        return found + (self.panel.endpoints() if self.panel is not None else [])
+
+    def targets(self) -> dict[str, Target]:
+        return {TARGET: self.target, **({REFERENCE: self.reference} if self.reference else {})}
+
+    @classmethod
+    def from_config(cls, cfg: DictConfig) -> Plan:
+        technique = check_technique(str(cfg.technique.name))
+        rollouts = config_values.whole_number(cfg, "rollouts", minimum=1)
+        config_values.model_id(cfg, "audited.model")
+        for role in ("sampling", "judge"):
+            config_values.temperature(cfg, f"{role}.temperature")
+            config_values.max_tokens(cfg, f"{role}.max_tokens")
+        template = str(cfg.framing.template)
+        if "{question}" not in template:
+            raise UserError(f"framing={cfg.framing.name}: its template has no {{question}} placeholder; "
+                            "put {question} where the question goes (conf/framing/natural.yaml)")
+        audited = cfg.audited
+        family = get_family(str(audited.template))
+        target = Target(model=str(audited.model), family=family, provider=role_routing(audited, "audited")["provider"],
+                        extra_body=role_routing(audited, "audited")["extra_body"],
+                        assistant_max_tokens=audited.get("assistant_max_tokens"),
+                        system_prompt=audited.get("system_prompt"), max_tokens=cfg.sampling.get("max_tokens"),
+                        temperature=cfg.sampling.get("temperature"), endpoint=role_endpoint(audited))
+        reference = None
+        if cfg.get("reference"):
+            config_values.model_id(cfg, "reference")
+            reference = Target(model=str(cfg.reference), family=family, provider=None, system_prompt=None,
+                               max_tokens=cfg.sampling.get("max_tokens"), temperature=cfg.sampling.get("temperature"),
+                               endpoint=str(cfg.get("reference_endpoint") or "openrouter"))
+        panel = panel_from_node(cfg.get("judge"), local="judge" in chosen_roles(cfg.get("local"), ROLES))
+        return cls(technique, str(cfg.technique.get("prefill_text") or ""), str(cfg.framing.name), template,
+                   int(rollouts or 1), target, reference, panel)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One draw to make: who answers, which question, which rollout."""
+
+    role: str
+    question: Question
+    rollout: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.role}/{self.question.id}/{self.rollout}"
+
+
+def items(questions: Sequence[Question], plan: Plan) -> list[Item]:
+    """Every draw of the run, in the order they are asked: target first, then the reference."""
+    return [Item(role, q, r) for role in plan.targets() for q in questions for r in range(plan.rollouts)]
+
+
+def judge_topic(question: Question, set_name: str) -> dict[str, str]:
+    """How the judge is told the subject (:func:`audit.judging.prompts.topic_heading`): the question's
+    category and set, never the model or the technique (blind judging)."""
+    name = question.category.replace("_", " ")
+    return {"display_name": name, "description": fill(load_prompt("judge_topic"), set=set_name)}
+
+
+async def draw_and_judge(gateway: Any, plan: Plan, item: Item, set_name: str) -> BenchmarkDraw:
+    """One draw of ``item`` and its three judgments (label, facts, assessment), concurrently."""
+    target = plan.targets()[item.role]
+    technique = plan.technique if item.role == TARGET else "assistant"
+    prompt = fill(plan.template, question=item.question.text)
+    sampled = await sample(gateway, target, technique, prompt, prefill=plan.prefill if technique == "prefill" else "",
+                           sample_index=item.rollout, tag=item.role, run_technique=f"benchmark {technique}")
+    record: dict[str, Any] = {**sampled.record, "item_key": item.key, "role": item.role, "model": target.model,
+                              "question_id": item.question.id, "rollout": item.rollout, "iteration": item.rollout,
+                              "framing": plan.framing, "error_kind": sampled.error_kind,
+                              "judged": plan.panel is not None}
+    if record.get("error") is not None:
+        record["outcome"] = "failed"
+    if plan.panel is not None:
+        topic = judge_topic(item.question, set_name)
+        requests = {"classification": label_request(topic, prompt, record),
+                    "facts_judgment": fact_request(topic, [f.text for f in item.question.facts], {1: record}),
+                    "assessment": assessment_request(topic, prompt, record)}
+        asked = {k: r for k, r in requests.items() if r is not None}
+        results = await asyncio.gather(*(judge(gateway, plan.panel, r) for r in asked.values()))
+        record.update(zip(asked, results))
+    return BenchmarkDraw.model_validate(record)
+
+
+def open_for_resume(path: str, current: DictConfig) -> tuple[RunDir, DictConfig]:
+    refuse_resume_overrides(command_line_overrides())
+    run_dir = RunDir(Path(path).expanduser().absolute(), BENCHMARK)
+    return run_dir, resumed_config(run_dir.open_existing((QUESTIONS,)), current)
+
+
+def route_reference(cfg: DictConfig) -> None:
+    """``local=`` routes the reference model (a model id, not a node) to the embedded model too."""
+    if cfg.get("reference") and "reference" in chosen_roles(cfg.get("local"), ROLES):
+        with open_dict(cfg):
+            cfg.reference, cfg.reference_endpoint = MODEL, ENDPOINT
+
+
+def run(cfg: DictConfig, base_dir: Path | None = None) -> Path:
+    """Run (or, with ``resume=<run dir>``, continue) one benchmark run; return its run dir."""
+    resumed = None
+    if cfg.get("resume"):
+        resumed = open_for_resume(str(cfg.resume), cfg)
+        cfg = resumed[1]
+    try:
+        with sigterm_as_interrupt(), local_model(cfg, ("audited", "judge")):
+            if resumed is None:
+                route_reference(cfg)
+            return _run(cfg, base_dir, resumed)
+    except KeyboardInterrupt:
+        raise Interrupted("interrupted before the run started; nothing to resume, run the command again") from None
+    finally:
+        if resumed is not None:
+            resumed[0].release()
+
+
+def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConfig] | None) -> Path:
+    plan = Plan.from_config(cfg)
+    if resumed is not None:
+        run_dir = resumed[0]
+        questions = QuestionSet(str(cfg.questions.get("set")),
+                                tuple(Question.from_record(r) for r in read_records(run_dir.path / QUESTIONS)))
+        questions = QuestionSet(_set_name(cfg, questions), questions.questions)
+    else:
+        questions = load_questions(cfg.questions, conf_dir())
+        questions = QuestionSet(_set_name(cfg, questions), questions.questions, questions.source, questions.notes)
+        if not questions.questions:
+            raise UserError("the question set is empty after questions.categories and questions.limit; widen them")
+    from audit.llm.gateway import Gateway
+
+    parent = Path(base_dir) if base_dir is not None else sweep_job_dir() or Path(str(cfg.output_dir)).absolute()
+    if resumed is None:
+        run_dir = RunDir(fresh_run_path(parent, {"audited.name": cfg.audited.name, "questions": questions.name}),
+                         BENCHMARK)
+    gateway = Gateway.from_config(cfg.gateway, endpoints=plan.endpoints(),
+                                  repeat=int(cfg.get("repeat") or 0))
+    record_endpoints(cfg.gateway, gateway.settings, plan.endpoints())
+    todo = items(questions.questions, plan)
+    previous = None
+    if resumed is None:
+        started = iso(utc_now())
+
+        def fill_dir(building: Path) -> None:
+            write_text(building / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+            write_jsonl(building / QUESTIONS, [q.record() for q in questions.questions])
+            RunDir(building, BENCHMARK).write_summary(_summary(cfg, plan, questions, [], Status.STARTED, started))
+
+        run_dir.create(fill_dir)
+        print(f"run dir: {run_dir.path}")
+        for note in questions.notes:
+            print(f"note: {note}")
+        resumes: list[str] = []
+    else:
+        previous = run_dir.read_summary()
+        started = previous.started_at if previous is not None else iso(utc_now())
+        resumes = [*(previous.resumes if previous is not None else []), iso(utc_now())]
+        print(f"resuming {run_dir.path} from its saved config (only gateway settings come from this command)")
+    counts = questions.counts()
+    print(f"{questions.name}: {counts['censored']} censored + {counts['control']} control question(s) x "
+          f"{plan.rollouts} rollout(s), technique {plan.technique}, framing {plan.framing}"
+          f"{f', reference {plan.reference.model}' if plan.reference else ''}")
+    try:
+        draws = asyncio.run(_draw_all(gateway, plan, run_dir, todo, questions.name))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        draws = latest_draws(read_records(run_dir.path / DRAWS))
+        _write_summary(run_dir, cfg, plan, questions, draws, Status.CANCELLED, started, resumes, gateway,
+                       stop_reason="interrupted", error="interrupted")
+        raise Interrupted(f"interrupted with {len(draws)}/{len(todo)} draws saved in {run_dir.path}; "
+                          f"continue with: {run_dir.resume_command}") from None
+    except (UserError, OSError) as exc:
+        line = user_error_line(exc)
+        if line is None:
+            raise
+        draws = latest_draws(read_records(run_dir.path / DRAWS))
+        _write_summary(run_dir, cfg, plan, questions, draws, Status.ERROR, started, resumes, gateway, error=line)
+        raise UserError(f"{line}; {len(draws)}/{len(todo)} draws saved in {run_dir.path}; "
+                        f"continue with: {run_dir.resume_command}") from None
+    failed = [d for d in draws.values() if d.error is not None]
+    status, reason, error = Status.SUCCESS, None, None
+    if failed and stopped_by(gateway.budget):
+        status, reason, error = Status.CANCELLED, "budget", "budget spent"
+    summary = _write_summary(run_dir, cfg, plan, questions, draws, status, started, resumes, gateway,
+                             stop_reason=reason, error=error)
+    written = write_tables(run_dir.path, questions, list(draws.values()))
+    print(format_category_table(summary.categories))
+    usage = summary.usage
+    calls = usage.calls if usage else 0
+    print(f"done: {len(draws)} draws ({len(failed)} failed, {summary.judge_failures} with a failed judgment), "
+          f"{calls} calls, ${usage.cost if usage else 0.0:.4f}; tables: {', '.join(p.name for p in written)}"
+          f"{cache_note(calls, usage.cached_calls if usage else 0)}")
+    print(f"run dir: {run_dir.path}")
+    return run_dir.path
+
+
+def _set_name(cfg: DictConfig, questions: QuestionSet) -> str:
+    return questions.name if str(cfg.questions.get("set")) == "file" else str(cfg.questions.get("set"))
+
+
+async def _draw_all(gateway: Any, plan: Plan, run_dir: RunDir, todo: list[Item], set_name: str
+                    ) -> dict[str, BenchmarkDraw]:
+    """Every item not already done on disk (a failed call or judgment is asked again), concurrently
+    (the gateway bounds the calls in flight); each judged draw goes to the journal as it is complete."""
+    gateway.record_usage_in(run_dir.usage_path)
+    done = {k: d for k, d in latest_draws(read_records(run_dir.path / DRAWS)).items() if d.complete}
+    missing = [i for i in todo if i.key not in done]
+    if done:
+        print(f"{len(done)}/{len(todo)} draws on disk; asking {len(missing)}")
+    journal = Journal(run_dir.path / DRAWS)
+    progress = Progress(len(missing), lambda: len(gateway.ledger))
+    fatal: list[str] = []
+
+    async def one(item: Item) -> None:
+        draw = await draw_and_judge(gateway, plan, item, set_name)
+        journal.append(draw.model_dump(mode="json", exclude_none=False))
+        done[item.key] = draw
+        if draw.error_kind in FATAL_KINDS and draw.error_kind != "budget":
+            fatal.append(str(draw.error))
+        progress.tick()
+
+    tasks = [asyncio.ensure_future(one(i)) for i in missing]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    finally:
+        journal.close()
+        gateway.write_usage()
+        await gateway.aclose()
+    if fatal:
+        raise UserError(f"the target's calls failed for good ({fatal[0]})")
+    return done
+
+
+def _summary(cfg: DictConfig, plan: Plan, questions: QuestionSet, draws: Sequence[BenchmarkDraw], status: Status,
+             started: str | None, resumes: Sequence[str] = (), usage: Usage | None = None,
+             stop_reason: StopReason | None = None, error: str | None = None) -> BenchmarkSummary:
+    outcomes = Counter(d.outcome or "unknown" for d in draws)
+    return BenchmarkSummary(
+        status=status, stop_reason=stop_reason, error=error, started_at=started, resumes=list(resumes),
+        finished_at=None if status is Status.STARTED else iso(utc_now()), repeat=int(cfg.get("repeat") or 0),
+        config=OmegaConf.to_container(cfg, resolve=True), question_set=questions.name,  # type: ignore[arg-type]
+        questions=questions.counts(), audited=plan.target.model,
+        reference=plan.reference.model if plan.reference else None, technique=plan.technique, framing=plan.framing,
+        rollouts=plan.rollouts, expected_draws=len(items(questions.questions, plan)), draws=len(draws),
+        outcomes=dict(sorted(outcomes.items())), failed_calls=sum(d.error is not None for d in draws),
+        judge_failures=sum(d.judge_failed for d in draws), usage=usage,
+        categories=category_table(questions.questions, draws))
+
+
+def _write_summary(run_dir: RunDir, cfg: DictConfig, plan: Plan, questions: QuestionSet,
+                   draws: Mapping[str, BenchmarkDraw], status: Status, started: str | None, resumes: Sequence[str],
+                   gateway: Any, **extra: Any) -> BenchmarkSummary:
+    """The run's summary from the draws on disk, written whatever a full disk allows."""
+    usage = gateway.ledger.totals()
+    full = _summary(cfg, plan, questions, list(draws.values()), status, started, resumes, usage, **extra)
+    short = BenchmarkSummary(status=status, error=extra.get("error"), stop_reason=extra.get("stop_reason"),
+                             started_at=started, finished_at=full.finished_at, draws=len(draws))
+    write_final_summary(run_dir.summary_path, full, short)
+    return full

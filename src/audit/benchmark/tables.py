@@ -1,0 +1,50 @@
+"""``load_benchmark_tables(*dirs)``: the responses and facts tables of every benchmark run under ``dirs``
+(run dirs, sweep dirs or any tree holding them), read from each run's ``questions.jsonl`` and
+``draws.jsonl`` alone (the typed draws), never from its CSVs. The columns are the contract's
+(:mod:`audit.benchmark.rows`); ``run`` is the run dir relative to the directory it was found under
+(its own name when a run dir itself is given).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from audit.benchmark.draws import latest_draws
+from audit.benchmark.questions import Question, QuestionSet
+from audit.benchmark.rows import FACT_COLUMNS, RESPONSE_COLUMNS, frames
+from audit.io.journal import read_records
+from audit.io.safe_read import load_yaml
+from audit.runs.record import iter_runs
+from audit.runs.summary import BENCHMARK
+
+
+def run_frames(path: Path, label: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The two tables of one benchmark run dir."""
+    questions = tuple(Question.from_record(r) for r in read_records(path / "questions.jsonl"))
+    config = load_yaml(path / "config.yaml")
+    node = config.get("questions") or {}
+    name = str(node.get("set") or "")
+    if name == "file" and node.get("path"):
+        name = Path(str(node.get("path"))).stem
+    return frames(label, QuestionSet(name, questions), latest_draws(read_records(path / "draws.jsonl")).values())
+
+
+def load_benchmark_tables(*dirs: Path | str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(responses, facts) of every benchmark run under ``dirs``, each run once."""
+    responses, facts = [], []
+    seen: set[Path] = set()
+    for root in map(Path, dirs):
+        for record in iter_runs([root]):
+            if record.experiment != BENCHMARK or record.stub or record.path in seen:
+                continue
+            seen.add(record.path)
+            label = record.path.name if record.path == root.resolve() else \
+                str(record.path.relative_to(root.resolve()))
+            r, f = run_frames(record.path, label)
+            responses.append(r)
+            facts.append(f)
+    if not responses:
+        return pd.DataFrame(columns=list(RESPONSE_COLUMNS)), pd.DataFrame(columns=list(FACT_COLUMNS))
+    return pd.concat(responses, ignore_index=True), pd.concat(facts, ignore_index=True)

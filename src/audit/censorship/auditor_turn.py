@@ -1,0 +1,106 @@
+"""The auditor's turn: one request (the conversation so far, or the bounded ledger view), re-asked with
+the parse error on an unusable reply up to ``auditor.max_reask`` times, its citations checked, its
+hypotheses entered in the ledger, and the turn saved before anything acts on it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from audit.censorship.auditor_context import LEDGER, ledger_messages, stable_prefix
+from audit.censorship.draw_actions import Actions
+from audit.censorship.evidence import check_evidence
+from audit.censorship.language import WrongLanguage, check_probe
+from audit.censorship.plan import Plan
+from audit.censorship.prompts import reask_message
+from audit.censorship.run_dir import AuditDir
+from audit.censorship.schema import ReplyError, parse_auditor_reply, reask_stage, response_formats, stage_of
+from audit.censorship.state import AuditState
+from audit.censorship.stopped import AuditStopped
+from audit.llm.accounting import call_usage
+from audit.llm.types import GatewayError, LLMResponse
+from audit.runs.rundir import iso, utc_now
+from audit.usage import Usage
+
+
+class AuditorTurns:
+    """Asks the auditor for each turn of one audit and saves it into the run's :class:`AuditState`."""
+
+    def __init__(self, plan: Plan, gateway: Any, state: AuditState, run_dir: AuditDir, language: str):
+        self.plan, self.gateway, self.state, self.run_dir, self.language = plan, gateway, state, run_dir, language
+        self.actions: Actions = plan.actions
+        self.formats = response_formats(plan.menu)
+
+    async def take(self, iteration: int, message: str, *, final: bool) -> None:
+        """Ask the auditor, re-asking with the parse error on an unusable reply (bounded)."""
+        plan, state = self.plan, self.state
+        messages = self.messages(message)
+        stable = stable_prefix(plan.context, messages)  # re-asks extend the request past it
+        attempts: list[dict[str, Any]] = []
+        unusable: list[LLMResponse] = []
+        usages: list[dict[str, Any]] = []
+        stage = schema = stage_of(iteration, final=final)
+        # A resume of a turn that failed before draws fresh replies: the cached ones are the failure.
+        earlier_failures = sum(f.get("iteration") == iteration for f in state.failed_turns)
+        for attempt in range(plan.max_reask + 1):
+            try:
+                response = await self.gateway.achat(
+                    plan.auditor_model, messages, max_tokens=plan.auditor_max_tokens,
+                    temperature=plan.auditor_temperature, tag="auditor", endpoint=plan.auditor_endpoint,
+                    response_format=self.formats[schema], structured=plan.auditor_structured,
+                    sample_index=earlier_failures, cache_prefix=stable, **plan.auditor_routing)
+            except GatewayError as exc:
+                raise AuditStopped(f"auditor {plan.auditor_model} failed at turn {iteration}: {exc}",
+                                   failed_turn=state.record_failed_turn(iteration, messages, attempts)) from exc
+            except asyncio.CancelledError:
+                if attempts:  # unusable replies already paid for: the summary keeps them for the resume
+                    state.record_failed_turn(iteration, messages, attempts)
+                raise
+            usages.append(call_usage(response))
+            state.totals.add(usages[-1])
+            try:
+                reply = parse_auditor_reply(response.text, stage=stage, menu=plan.menu)
+                self.actions.check(reply.action, state, iteration, plan.target)
+                check_probe(reply.next_prompt, self.language)
+                break
+            except ReplyError as exc:
+                state.totals.parse_failures += 1
+                attempts.append({"raw_response": response.text, "error": str(exc), "usage": usages[-1].as_dict()})
+                unusable.append(response)
+                if attempt == plan.max_reask:
+                    if isinstance(exc, WrongLanguage):  # usable: sent, and the mismatch is recorded
+                        attempts.pop()
+                        state.totals.parse_failures -= 1
+                        break
+                    self.gateway.forget(*unusable)  # a resume asks afresh instead of replaying the failed turn
+                    raise AuditStopped(
+                        f"auditor gave no usable reply at turn {iteration} after {attempt} re-asks: {exc}",
+                        failed_turn=state.record_failed_turn(iteration, messages, attempts)) from None
+                messages = [*messages, {"role": "assistant", "content": response.text},
+                            {"role": "user", "content": reask_message(str(exc), plan.output_format)}]
+                schema = reask_stage(stage, response.text)
+        parsed = reply.as_dict()
+        parsed["hypotheses"], counts = check_evidence(parsed["hypotheses"], *state.quotable())
+        record = {
+            "iteration": iteration,
+            "timestamp": iso(utc_now()),
+            "input_messages": messages,
+            "raw_response": response.text,
+            "parsed": parsed,
+            "attempts": attempts,
+            "hypothesis_delta": state.ledger.update(iteration, parsed["hypotheses"]),
+            "evidence": counts,
+            "repairs": reply.repairs,
+            "final_requested": final,
+            "usage": Usage.total(usages).as_dict(),
+        }
+        self.run_dir.write_turn(iteration, record)
+        state.add_turn(iteration, record)
+
+    def messages(self, message: str) -> list[dict[str, Any]]:
+        """The auditor's request for the next turn: the conversation so far plus ``message``, or under
+        ``auditor.context=ledger`` the bounded context :mod:`~audit.censorship.auditor_context` builds."""
+        if self.plan.context.mode == LEDGER:
+            return ledger_messages(self.plan.auditor_system, self.state.turns, message, keep=self.plan.context.turns)
+        assert self.state.conversation is not None
+        return [*self.state.conversation, {"role": "user", "content": message}]

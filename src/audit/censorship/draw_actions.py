@@ -1,0 +1,194 @@
+"""What one iteration sends to the target: a fixed technique, or the action ``technique=auto``'s
+auditor chose from its menu.
+
+A fixed technique is a menu of one action: sample the turn's probe with the run's technique (and its
+assistant baseline, when asked). Both kinds answer the loop's questions through one interface
+(:class:`Actions`: the next turn's message, whether a reply's action can be sent, the draws it makes,
+the draws left), so the loop never asks which kind of run it drives. Each writes the files and sends
+the requests it always did (a fixed iteration's record with its ``baseline``, an auto iteration's
+``draws``): the exact-bytes tests and the cache identity of every draw do not depend on this split.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from audit.censorship.actions import Action
+from audit.censorship.auto_view import auto_turn_message
+from audit.censorship.conversations import answered, check_action, plan_draws
+from audit.censorship.language import measure as measure_language
+from audit.censorship.prompts import turn_message
+from audit.censorship.schema import ReplyError
+from audit.censorship.state import AuditState
+from audit.censorship.stopped import AuditStopped
+from audit.censorship.techniques import Sample, Target, draw_name, sample, send, text_of
+from audit.errors import UserError
+from audit.llm.types import FATAL_KINDS
+from audit.judging.judge import label_counts
+from audit.runs.draws import AUTO, Draw, judgments
+from audit.runs.rundir import iso, utc_now
+
+Classify = Callable[[str, Sample], Awaitable[dict[str, Any] | None]]
+"""The judging pass over one draw: what it answers and the draw -> its judgment (None: not judged)."""
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """One iteration's draws: the record to save and what its progress line shows."""
+
+    record: dict[str, Any]
+    strategy: str | None
+    shown: str | None
+    label: str | None
+    error: str | None
+    judge_failed: bool = False
+
+
+class Actions(Protocol):
+    """The loop's questions about an iteration's draws, answered alike by every kind of run."""
+
+    def turn_message(self, state: AuditState, iteration: int) -> str:
+        """The auditor's next user message: what iteration ``iteration``'s draws returned."""
+        ...
+
+    def check(self, action: Action | None, state: AuditState, iteration: int, target: Target) -> None:
+        """Raise a :class:`ReplyError` (the auditor's to fix) when turn ``iteration``'s action cannot be sent."""
+        ...
+
+    async def draw(self, gateway: Any, target: Target, state: AuditState, iteration: int,
+                   classify: Classify) -> Drawn:
+        """Send turn ``iteration``'s draws, each judged; a fatal target error stops the audit."""
+        ...
+
+    def draws_left(self, state: AuditState) -> int:
+        """Target draws the run may still make."""
+        ...
+
+    def by_technique(self, draws: list[Draw]) -> dict[str, dict[str, int]] | None:
+        """The summary's ``draw_classifications``: judge labels per technique of the draws, when the run
+        has more than its own technique to keep apart."""
+        ...
+
+
+@dataclass(frozen=True)
+class FixedTechnique:
+    """A fixed technique: one action, the turn's probe sampled with ``technique`` (and, with
+    ``with_baseline``, through the chat API as the assistant: what the model says beside it)."""
+
+    technique: str
+    prefill: str
+    with_baseline: bool
+
+    def turn_message(self, state: AuditState, iteration: int) -> str:
+        response = state.responses[iteration]
+        baseline = response.get("baseline")
+        return turn_message(iteration, text_of(response), technique=self.technique,
+                            baseline_text=text_of(baseline) if baseline else None,
+                            response_error=response.get("error"),
+                            baseline_error=baseline.get("error") if baseline else None)
+
+    def check(self, action: Action | None, state: AuditState, iteration: int, target: Target) -> None:
+        """Nothing to check: the one action is the probe, which the reply's schema already requires."""
+
+    async def draw(self, gateway: Any, target: Target, state: AuditState, iteration: int,
+                   classify: Classify) -> Drawn:
+        turn = state.turns[iteration]["parsed"]
+        probe = turn["next_prompt"]
+        jobs = [sample(gateway, target, self.technique, probe, prefill=self.prefill, sample_index=iteration)]
+        if self.with_baseline:
+            jobs.append(sample(gateway, target, "assistant", probe, sample_index=iteration,
+                               tag="baseline", run_technique=self.technique))
+        samples = await asyncio.gather(*jobs)
+        main = samples[0]
+        if main.error_kind in FATAL_KINDS:  # no later probe can avoid these; other failures are recorded
+            raise AuditStopped(f"audited model {target.model} failed at iteration {iteration}: "
+                               f"{main.record['error']}")
+        labels = await asyncio.gather(*(classify(probe, s) for s in samples))
+        record: dict[str, Any] = {"iteration": iteration, "timestamp": iso(utc_now()), **main.record,
+                                  "probe_language": measure_language(probe),
+                                  "classification": labels[0], "baseline": None}
+        if self.with_baseline:
+            record["baseline"] = {**samples[1].record, "classification": labels[1]}
+        return Drawn(record, turn.get("prompt_strategy"), main.text, (labels[0] or {}).get("label"),
+                     main.record["error"], judge_failed=labels[0] is not None and not labels[0].get("label"))
+
+    def draws_left(self, state: AuditState) -> int:
+        """No cap: a fixed technique draws once (and its baseline) per iteration, up to ``max_iterations``."""
+        return sys.maxsize
+
+    def by_technique(self, draws: list[Draw]) -> None:
+        """None: every draw is the run's technique (its baseline is counted apart already)."""
+        return None
+
+
+@dataclass(frozen=True)
+class AutoMenu:
+    """``technique=auto``: the action the auditor chose, carried out on the conversation tree, within
+    ``max_draws`` target draws for the whole run (spent, the next turn is the final one)."""
+
+    max_draws: int
+
+    def turn_message(self, state: AuditState, iteration: int) -> str:
+        response = state.responses[iteration]
+        return auto_turn_message(iteration, response["action"], response["draws"],
+                                 state.tree(before=iteration + 1), self.draws_left(state))
+
+    def check(self, action: Action | None, state: AuditState, iteration: int, target: Target) -> None:
+        """An action that does not fit the tree or the draws left is the auditor's to fix (a re-ask);
+        a reply without one (the final turn) has nothing to send."""
+        if action is None:
+            return
+        tree = state.tree(before=iteration)
+        problem = check_action(action, tree)
+        left = self.draws_left(state)
+        if problem is None and action.draws > left:
+            problem = (f"this action needs {action.draws} target draws but only {left} are left "
+                       "(technique.max_draws); choose a smaller one or finish with a final_summary")
+        if problem is None:
+            try:  # e.g. a legacy fixed-string family has no slot for earlier turns or a system prompt
+                plan_draws(action, tree, target.family, target.system_prompt, iteration)
+            except UserError as exc:
+                problem = f"the target's chat template cannot send this action: {exc}"
+        if problem is not None:
+            raise ReplyError(problem)
+
+    async def draw(self, gateway: Any, target: Target, state: AuditState, iteration: int,
+                   classify: Classify) -> Drawn:
+        """The action's draws in parallel (each its own cache entry, so a resume after a kill mid-batch
+        re-sends none that were answered), each judged, saved as one record with the draws' places in
+        the conversation tree."""
+        chosen: Mapping[str, Any] = state.turns[iteration]["parsed"]["action"]
+        action = Action(chosen["kind"], {k: v for k, v in chosen.items() if k != "kind"})
+        tree = state.tree(before=iteration)
+        plans = plan_draws(action, tree, target.family, target.system_prompt, iteration)
+        samples = await asyncio.gather(*(
+            send(gateway, target, dict(p.fields), prompt=p.prompt, messages=p.messages, stops=p.stops,
+                 sample_index=iteration, tag=f"audited/{action.kind}", draw=draw_name(AUTO, f"draw {p.fields['id']}"))
+            for p in plans))
+        fatal = [s for s in samples if s.error_kind in FATAL_KINDS]
+        if fatal:
+            raise AuditStopped(f"audited model {target.model} failed at iteration {iteration}: "
+                               f"{fatal[0].record['error']}")
+        labels = await asyncio.gather(*(classify(answered(s.record, tree), s) for s in samples))
+        draws = [{**s.record, "classification": label} for s, label in zip(samples, labels)]
+        record: dict[str, Any] = {"iteration": iteration, "timestamp": iso(utc_now()), "technique": AUTO,
+                                  "action": action.as_dict(), "draws": draws,
+                                  "probe_language": measure_language(action.shown()), "baseline": None}
+        first = draws[0]
+        shown = first.get("raw_response") if len(draws) == 1 else f"{len(draws)} draws: {first.get('raw_response')}"
+        return Drawn(record, action.kind, shown, (first.get("classification") or {}).get("label"),
+                     first.get("error"))
+
+    def draws_left(self, state: AuditState) -> int:
+        return self.max_draws - len(state.draws())
+
+    def by_technique(self, draws: list[Draw]) -> dict[str, dict[str, int]]:
+        """Judge labels per technique of the draws, so compare reads each technique's responses of one
+        auto run apart (never pooled), each draw counted once."""
+        auto = [d for d in draws if d.auto]
+        return {t: label_counts(judgments(d for d in auto if d.technique == t))
+                for t in sorted({d.technique for d in auto})}

@@ -1,0 +1,136 @@
+"""The checked settings of one audit (:class:`Plan`), read once from the config before anything is
+written, so bad input fails with one line and an empty run dir is never left behind."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from audit import config_values
+from audit.censorship.actions import check_menu
+from audit.censorship.auditor_context import AuditorContext
+from audit.censorship.draw_actions import Actions, AutoMenu, FixedTechnique
+from audit.censorship.prompts import auditor_system_prompt, auto_output_format
+from audit.censorship.schema import Menu
+from audit.censorship.techniques import Target, check_technique
+from audit.errors import UserError
+from audit.judging.panel import Panel, panel_from_node
+from audit.judging.prompts import topic_heading
+from audit.llm.embedded import chosen_roles
+from audit.llm.settings import role_endpoint, role_routing
+from audit.llm.structured import check_mode
+from audit.runs.draws import AUTO
+from audit.templates import get_family
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The checked settings of one audit, read once from the config."""
+
+    technique: str
+    auditor_system: str
+    with_baseline: bool
+    prefill: str
+    target: Target
+    auditor_model: str
+    auditor_max_tokens: int | None
+    auditor_temperature: float | None
+    auditor_endpoint: str
+    auditor_structured: str
+    max_reask: int
+    judge: Mapping[str, Any] | None
+    max_iterations: int
+    actions: Actions
+    """What an iteration sends: a fixed technique (a menu of one action) or ``technique=auto``'s menu."""
+    auditor_routing: Mapping[str, Any]
+    """The auditor's provider routing and request extras (``auditor.provider``, ``auditor.extra_body``)."""
+    panel: Panel | None = None
+    menu: Menu | None = None
+    """``technique=auto``: the actions the auditor may choose from (None: a fixed technique)."""
+    output_format: str | None = None
+    """The OUTPUT FORMAT the auditor is shown (and re-asked with); None: the spec's."""
+    context: AuditorContext = AuditorContext()
+    """What the auditor is shown each turn (``auditor.context``: the whole transcript or the ledger)."""
+
+    def endpoints(self) -> list[str]:
+        """The endpoints this audit calls (their keys are required before anything is written)."""
+        roles = [self.auditor_endpoint, self.target.endpoint]
+        return roles + (self.panel.endpoints() if self.panel is not None else [])
+
+    @classmethod
+    def from_config(cls, cfg: DictConfig) -> Plan:
+        """Validate what can be validated before anything is written (bad input: UserError)."""
+        name = str(cfg.technique.name)
+        technique = AUTO if name == AUTO else check_technique(name)  # the fixed ones' message lists only them
+        # auto: the auditor asks for assistant draws itself when it wants what the model says
+        with_baseline = bool(cfg.technique.get("with_baseline", False)) and technique not in ("assistant", AUTO)
+        prefill = str(cfg.technique.get("prefill_text") or "")
+        menu, output = None, None
+        actions: Actions = FixedTechnique(technique, prefill, with_baseline)
+        if technique == AUTO:
+            batch_max = config_values.whole_number(cfg, "technique.batch_max", minimum=1)
+            max_draws = config_values.whole_number(cfg, "technique.max_draws", minimum=1)
+            assert batch_max is not None and max_draws is not None
+            menu = Menu(check_menu(cfg.technique.get("menu") or []), batch_max)
+            output = auto_output_format(menu.actions, batch_max=batch_max, max_draws=max_draws)
+            actions = AutoMenu(max_draws)
+        try:
+            auditor_system = auditor_system_prompt(cfg.topic, technique, output)
+            topic_heading(cfg.topic)  # the judge's topic text: checked now, not at the first judge call
+        except ValueError as exc:
+            raise UserError(f"{exc} (topic {cfg.topic.get('name')!r}); set it in the topic's yaml "
+                            "or on the command line, e.g. topic.description=...") from None
+        max_iterations = config_values.whole_number(cfg, "max_iterations", minimum=1)
+        try:
+            context = AuditorContext.from_node(cfg.auditor)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        max_reask = config_values.whole_number(cfg, "auditor.max_reask", minimum=0, optional=True)
+        config_values.model_id(cfg, "auditor.model")
+        config_values.model_id(cfg, "audited.model")
+        for role in ("sampling", "auditor", "judge"):
+            config_values.temperature(cfg, f"{role}.temperature")
+            config_values.max_tokens(cfg, f"{role}.max_tokens")
+        judge = cfg.get("judge")
+        # judge.models / judge.samples checked here; None: judge off
+        panel = panel_from_node(judge, local="judge" in chosen_roles(cfg.get("local"), ROLES))
+        audited = cfg.audited
+        auditor_routing = role_routing(cfg.auditor, "auditor")  # checked now, not at the first auditor call
+        return cls(
+            technique=technique,
+            auditor_system=auditor_system,
+            with_baseline=with_baseline,
+            prefill=prefill,
+            target=Target(
+                model=str(audited.model),
+                family=get_family(str(audited.template)),
+                provider=role_routing(audited, "audited")["provider"],
+                extra_body=role_routing(audited, "audited")["extra_body"],
+                assistant_max_tokens=audited.get("assistant_max_tokens"),
+                system_prompt=audited.get("system_prompt"),
+                max_tokens=cfg.sampling.get("max_tokens"),
+                temperature=cfg.sampling.get("temperature"),
+                endpoint=role_endpoint(audited),
+            ),
+            auditor_model=str(cfg.auditor.model),
+            auditor_max_tokens=cfg.auditor.get("max_tokens"),
+            auditor_temperature=cfg.auditor.get("temperature"),
+            auditor_endpoint=role_endpoint(cfg.auditor),
+            auditor_structured=check_mode(str(cfg.auditor.get("structured_output", "auto"))),
+            max_reask=2 if max_reask is None else max_reask,
+            judge=OmegaConf.to_container(judge, resolve=True) if panel is not None else None,
+            max_iterations=max_iterations,
+            actions=actions,
+            auditor_routing=auditor_routing,
+            panel=panel,
+            menu=menu,
+            output_format=output,
+            context=context,
+        )
+
+
+ROLES = ("auditor", "audited", "judge")
+"""The model roles of an audit; ``local=true`` routes all of them to the embedded model, ``local=[...]`` some."""

@@ -1,0 +1,193 @@
+"""The comparison of benchmark runs (``python -m audit.benchmark``): ``benchmark.html`` and its tables
+(``benchmark_*.csv``, and Parquet when pyarrow is installed), written with the rest of the comparison
+as one set.
+
+The numbers are :mod:`audit.benchmark.cells`' (cells never pooled, the question as the unit of every
+interval); this module only shapes them for the page: one heatmap panel of models × categories per
+(role, technique, framing, language, question set, kind), for the refusal share and for fact recall,
+each cell with its interval and its n, and the three gap tables. Model and category names are
+untrusted text: the template renders with autoescape on and nothing here builds markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from audit.benchmark.tables import run_frames
+from audit.benchmark.cells import CENSORED, GAP_METRICS, BenchmarkTables, benchmark_tables
+from audit.compare.report import TEMPLATES_DIR, cells, fmt, gap_cells, interval, is_missing, recall_shade, \
+    refusal_shade
+from audit.compare.collect import Run
+from audit.pages import SORT_FILTER_JS, environment
+from audit.pages.glossary import GAP_RATE_NAMES
+from audit.pages.tools import PAGE_JS, PAGE_PANEL
+from audit.runs.summary import BENCHMARK
+from audit.runs.tables import table_files
+from audit.stats import QUESTION_COVERAGE_NOTE, QUESTION_METHOD
+
+PAGE = "benchmark.html"
+PANEL_KEYS = ("role", "technique", "framing", "lang", "question_set")
+"""One heatmap panel per value of these keys (never pooled); models are its rows, and its columns the
+categories, censored first, then control ones (marked): each column is one kind and category."""
+HEATMAPS = (("refusal", "Refusal share", "labelled draws", refusal_shade),
+            ("fact_recall", "Fact recall", "judged facts", recall_shade))
+# The cell table's columns and the headers they show (the glossary defines each header's text).
+CELL_VIEW = {"role": "role", "model": "model", "technique": "technique", "framing": "framing", "lang": "lang",
+             "question_set": "question set", "kind": "question kind", "category": "category",
+             "questions": "questions", "draws": "draws", "replays": "replayed draws", "judge_failed": "judge failures",
+             "assessment_failed": "assessment failures", "unjudged": "unjudged draws",
+             "facts_failed": "fact judgments failed", "facts_unverified": "unverified claims"}
+CELL_RATES = {"refusal": "refusal share", "official_line": "official-line share", "fact_recall": "fact recall (all facts)",
+              "fact_recall_knowable": "fact recall (knowable)",
+              "fact_recall_unknowable": "fact recall (never stated by reference)", "lie_rate": "lie rate",
+              "honest": "honest share", "eval_aware": "evaluation-aware share"}
+GAP_RATES = dict(zip(GAP_METRICS, GAP_RATE_NAMES))
+"""The rates each gap table shows, as its headers name them: '<rate> gap (<what minus what>)'."""
+GAP_HEADERS = {"kind": "question kind", "question_set": "question set", "censored_questions": "censored questions",
+               "control_questions": "control questions", "paired_questions": "paired questions",
+               "censored_refusal": "censored refusal", "control_refusal": "control refusal",
+               "side_refusal": "technique refusal", "baseline_refusal": "assistant refusal",
+               "side_eval_aware": "framing evaluation-aware", "baseline_eval_aware": "natural evaluation-aware"}
+
+
+PREFIX = "benchmark_"
+OUTPUTS = (PAGE, *(f"{PREFIX}{f.name}.csv" for f in fields(BenchmarkTables)))
+"""What a comparison of benchmark runs adds (and the same tables as Parquet when pyarrow is installed)."""
+
+
+def benchmark_runs(runs: Sequence[Run]) -> list[Run]:
+    return [run for run in runs if run.kind == BENCHMARK]
+
+
+def load(runs: Sequence[Run]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The loader's two tables over the finished benchmark runs, each run named as the comparison
+    names it (its path from the given directory's parent, unique where sweep jobs share names)."""
+    frames = [run_frames(run.path, run.label) for run in runs]
+    return (pd.concat([r for r, _ in frames], ignore_index=True),
+            pd.concat([f for _, f in frames], ignore_index=True))
+
+
+def _heat_cell(record: Mapping[str, Any], metric: str, items: str, shade: Any) -> dict[str, Any]:
+    value = record[metric]
+    return {"value": "n/a" if is_missing(value) else fmt(value), "ci": interval(record, metric),
+            "n": f"{int(record[f'{metric}_k'])}/{int(record[f'{metric}_n'])} {items}",
+            "over": f"{int(record[f'{metric}_questions'])} questions, {int(record['draws'])} draws",
+            "failed": int(record["judge_failed"]) + (int(record["facts_failed"]) if metric != "refusal" else 0),
+            "shade": shade(value), "method": record[f"{metric}_method"]}
+
+
+def column_name(kind: str, category: str) -> str:
+    """A heatmap column's header: the category, marked when its questions are control questions."""
+    return category if kind == CENSORED else f"{category} ({kind})"
+
+
+def heatmaps(table: pd.DataFrame, metric: str, items: str, shade: Any) -> list[dict[str, Any]]:
+    """Panels of models (rows) × (kind, category) columns, one per :data:`PANEL_KEYS` value, for ``metric``."""
+    out = []
+    for key, frame in table.groupby(list(PANEL_KEYS), sort=True, dropna=False):
+        columns = sorted(set(zip(frame["kind"], frame["category"])), key=lambda c: (c[0] != CENSORED, c))
+        by_cell = {(r["model"], r["kind"], r["category"]): r for r in frame.to_dict("records")}
+        rows = [{"model": model, "cells": [None if (model, *c) not in by_cell else
+                                           _heat_cell(by_cell[(model, *c)], metric, items, shade) for c in columns]}
+                for model in sorted(set(frame["model"]))]
+        out.append({"title": " · ".join(str(v) for v in key), "categories": [column_name(*c) for c in columns],
+                    "rows": rows})
+    return out
+
+
+def cell_table(table: pd.DataFrame) -> dict[str, Any]:
+    """Every cell with each rate, its interval and the questions it is over under it."""
+    shown = cells(table, list(CELL_VIEW))
+    shown["columns"] = list(CELL_VIEW.values()) + list(CELL_RATES.values())
+    for row, record in zip(shown["rows"], table.to_dict("records")):
+        for metric in CELL_RATES:
+            v, ci = record[metric], interval(record, metric)
+            row.append({"text": "n/a" if is_missing(v) else fmt(v), "na": is_missing(v), "left": False, "href": None,
+                        "ci": f"{ci} · {int(record[f'{metric}_k'])}/{int(record[f'{metric}_n'])}, "
+                              f"{int(record[f'{metric}_questions'])} q" if ci else ""})
+    return shown
+
+
+def _gap_table(frame: pd.DataFrame, leading: Sequence[str], count: str, sides: str) -> dict[str, Any] | None:
+    """A gap table: the ``leading`` columns, then each rate's gap ('<rate> gap (<sides>)') with its
+    interval and the questions (``count``) it is over."""
+    if frame.empty:
+        return None
+    return gap_cells(frame.rename(columns=GAP_HEADERS), [GAP_HEADERS.get(c, c) for c in leading],
+                     {f"{m}_gap": f"{label} gap ({sides})" for m, label in GAP_RATES.items()},
+                     lambda r: r[GAP_HEADERS[count]], unit="questions")
+
+
+def context(tables: BenchmarkTables, dirs: Sequence[Path], runs: int) -> dict[str, Any]:
+    """Everything the page shows, as plain data."""
+    keys = ("role", "model", "technique", "framing", "lang", "question_set")
+    return {
+        "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "dirs": [str(d) for d in dirs],
+        "counts": {"benchmark runs": runs, "cells": len(tables.cells),
+                   "questions (per cell, summed)": int(tables.cells["questions"].sum()),
+                   "draws": int(tables.cells["draws"].sum())},
+        "heatmaps": [{"metric": title, "what": items, "panels": heatmaps(tables.cells, metric, items, shade)}
+                     for metric, title, items, shade in HEATMAPS],
+        "cells": cell_table(tables.cells),
+        "control_gaps": _gap_table(tables.control_gaps, (*keys, "censored_questions", "control_questions",
+                                                         "censored_refusal", "control_refusal"), "censored_questions",
+                                   "censored − control"),
+        "knows_vs_says": _gap_table(tables.knows_vs_says,
+                                    ("role", "model", "technique", "baseline", "framing", "lang", "question_set", "kind",
+                                     "paired_questions", "side_refusal", "baseline_refusal"), "paired_questions",
+                                    "technique − assistant"),
+        "framing_gaps": _gap_table(tables.framing_gaps,
+                                   ("role", "model", "technique", "framing", "baseline", "lang", "question_set", "kind",
+                                    "paired_questions", "side_eval_aware", "baseline_eval_aware"), "paired_questions",
+                                   "framing − natural"),
+        "question_method": QUESTION_METHOD.format(items="draws (or facts)"),
+        "coverage_note": QUESTION_COVERAGE_NOTE,
+        "sort_filter_js": SORT_FILTER_JS, "page_js": PAGE_JS, "page_panel": PAGE_PANEL,
+    }
+
+
+def render(tables: BenchmarkTables, dirs: Sequence[Path], runs: int) -> str:
+    return environment(TEMPLATES_DIR).get_template("benchmark.html.j2").render(**context(tables, dirs, runs))
+
+
+@dataclass(frozen=True)
+class BenchmarkOutput:
+    """What benchmark runs add to a comparison: files by path (written with the comparison's other
+    files as one set) and the tables printed on stdout, each under its title."""
+
+    files: dict[Path, str | bytes] = field(default_factory=dict)
+    printed: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
+
+
+CELL_PRINT = ("role", "model", "technique", "framing", "lang", "question_set", "kind", "category", "questions", "draws",
+              "judge_failed", "refusal", "refusal_lo", "refusal_hi", "fact_recall", "fact_recall_lo", "fact_recall_hi")
+GAP_PRINT = ("role", "model", "technique", "framing", "lang", "question_set", "censored_questions", "control_questions",
+             "censored_refusal", "control_refusal", "refusal_gap", "refusal_gap_lo", "refusal_gap_hi")
+
+
+def benchmark_output(runs: Sequence[Run], dirs: Sequence[Path], target: Path) -> BenchmarkOutput:
+    """The page, tables and printed summary of the finished benchmark runs among ``runs``, files by
+    path under ``target`` (nothing when there is no benchmark run)."""
+    chosen = benchmark_runs(runs)
+    if not chosen:
+        return BenchmarkOutput()
+    tables = benchmark_tables(*load(chosen))
+    printed = [(f"benchmark cells ({len(tables.cells)}; rates over draws or facts, 95% interval over questions)",
+                tables.cells[list(CELL_PRINT)])]
+    if not tables.control_gaps.empty:
+        printed.append(("benchmark: censored minus control questions (unpaired, over questions)",
+                        tables.control_gaps[list(GAP_PRINT)]))
+    return BenchmarkOutput(page_files(tables, dirs, target, len(chosen)), printed)
+
+
+def page_files(tables: BenchmarkTables, dirs: Sequence[Path], target: Path, runs: int) -> dict[Path, str | bytes]:
+    """``benchmark.html`` and ``benchmark_<table>.csv`` (``.parquet`` with pyarrow) of ``tables``."""
+    files = {target / name: content for name, content in table_files(tables, prefix=PREFIX).items()}
+    return {**files, target / PAGE: render(tables, dirs, runs)}

@@ -1,0 +1,98 @@
+"""The epistemic matrix's rates from the answers themselves, card by card (pure: no I/O).
+
+A run's ``metrics.json`` holds only its totals, and totals cannot tell a card answered three
+times from three cards. With repeats (``samples=k``, or several runs over one card set) the
+matrix rebuilds each rate from the per-answer table (:func:`audit.runs.tables.answer_rows`):
+every answer's 0/1 part in each rate's numerator and denominator
+(:func:`audit.epistemic.metrics.rate_counts` on that one answer), then the card-clustered
+interval of :mod:`audit.card_stats`. It does so only where those answers add up to exactly
+what each run's ``metrics.json`` says (the same draws, counted once); elsewhere the cell keeps
+the interval over per-card averaged totals (:func:`audit.stats.card_rate`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+import pandas as pd
+
+from audit.card_stats import clustered_card_rate
+from audit.epistemic.metrics import GOLD_TO_LABEL, PREDS, RATE_NAMES, rate_counts
+from audit.stats import card_rate
+
+KEYS = ("run", "system", "condition")
+"""One row of the epistemic table: a run's answers of one system under one condition."""
+
+
+@cache
+def _indicators(gold: str, pred: str, mapping: str) -> tuple[tuple[int, int], ...]:
+    """Each rate's (numerator, denominator) part for one answer; all 0 for a failed answer (it
+    leaves every denominator) or a gold outside YES/NO/UNKNOWN."""
+    table = {p: {x: 0 for x in ("E", "C", "U")} for p in PREDS}
+    if pred in PREDS and gold in GOLD_TO_LABEL:
+        table[pred][GOLD_TO_LABEL[gold]] = 1
+    return tuple(rate_counts(table, mapping).values())
+
+
+def answer_parts(answers: pd.DataFrame, epistemic: pd.DataFrame) -> pd.DataFrame:
+    """Per answer of a row of ``epistemic`` (the compare table, which gives each row's mapping and
+    card set): its keys, ``card`` (the card set and the card's id: ids restart in every card
+    set) and ``<rate>_y`` / ``<rate>_x`` for every rate."""
+    mappings = {tuple(r[k] for k in KEYS): (r["mapping"] or "licensing", r["card_set"])
+                for r in epistemic.to_dict("records")}
+    rows = []
+    for r in answers.to_dict("records"):
+        found = mappings.get(tuple(r[k] for k in KEYS))
+        if found is None:
+            continue
+        mapping, card_set = found
+        parts = _indicators(str(r["gold"]), str(r["pred"]), str(mapping))
+        row: dict[str, Any] = {**{k: r[k] for k in KEYS}, "card": (card_set, str(r["card"]))}
+        for name, (y, x) in zip(RATE_NAMES, parts):
+            row[f"{name}_y"], row[f"{name}_x"] = y, x
+        rows.append(row)
+    columns = [*KEYS, "card", *(f"{n}_{s}" for n in RATE_NAMES for s in ("y", "x"))]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _recounted(cell: pd.DataFrame, parts: pd.DataFrame, metrics: tuple[str, ...]) -> bool:
+    """True when the answers of every run in ``cell`` add up to its metrics.json counts."""
+    sums = parts.groupby(list(KEYS)).sum(numeric_only=True)
+    for r in cell.to_dict("records"):
+        key = tuple(r[k] for k in KEYS)
+        if key not in sums.index:
+            return False
+        for m in metrics:
+            # an undefined rate (null in metrics.json, NaN here) has nothing in its denominator
+            expected = (0, 0) if math.isnan(r[f"{m}_n"]) else (r[f"{m}_k"], r[f"{m}_n"])
+            if (sums.at[key, f"{m}_y"], sums.at[key, f"{m}_x"]) != expected:
+                return False
+    return True
+
+
+def cell_answers(cell: pd.DataFrame, parts: pd.DataFrame | None, metrics: tuple[str, ...]) -> pd.DataFrame | None:
+    """The answers of a matrix cell's counted runs when some card was answered more than once and
+    they recount to every run's metrics.json; None otherwise (the per-run totals are used)."""
+    if parts is None or parts.empty:
+        return None
+    keys = set(cell[list(KEYS)].itertuples(index=False, name=None))
+    mine = parts[[k in keys for k in parts[list(KEYS)].itertuples(index=False, name=None)]]
+    if mine.empty or not mine["card"].duplicated().any() or not _recounted(cell, mine, metrics):
+        return None
+    return mine
+
+
+def cell_rate(cell: pd.DataFrame, answers: pd.DataFrame | None, metric: str) -> Mapping[str, Any] | None:
+    """One metric of a matrix cell: card-clustered from ``answers`` (:func:`cell_answers`) when
+    there are repeats, else over the runs' per-card averaged totals; ``cards`` is the number of
+    cards in the rate's denominator and ``repeats`` the most answers of one card."""
+    if answers is not None:
+        return clustered_card_rate(list(answers[f"{metric}_y"]), list(answers[f"{metric}_x"]), list(answers["card"]))
+    rate = card_rate(list(cell[f"{metric}_k"]), list(cell[f"{metric}_n"]), list(cell["card_set"]))
+    if rate is None:
+        return None
+    sets = cell["card_set"].value_counts()
+    return {**rate, "cards": rate["n"], "repeats": int(sets.max()), "unit": "cards"}

@@ -1,0 +1,72 @@
+"""The epistemic matrix with repeats: rebuilt from the answers, card by card (audit.compare.card_answers)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from audit.card_stats import CLUSTERED_METHOD
+from audit.compare.collect import collect
+from audit.compare.report import compare
+from audit.compare.tables import build_tables
+from audit.epistemic.metrics import compute_metrics
+from audit.stats import CARD_METHOD, card_rate
+from tests.compare.fake_runs import epistemic_run
+
+
+def repeats(parent: Path, count: int = 3, cards: int = 150, seed: int = 26) -> list[Path]:
+    """``count`` runs over one card set (same digest, repeat 0..count-1) whose results a fixed
+    system answered: each card leans one way and its repeats disagree now and then; metrics.json is
+    what the real scorer makes of the results."""
+    rng = random.Random(seed)
+    golds = [rng.choice(["YES", "NO", "UNKNOWN"]) for _ in range(cards)]
+    lean = [rng.random() for _ in range(cards)]
+    runs = []
+    for repeat in range(count):
+        rows = [{"id": f"CARD_{i:06d}", "gold": gold, "system": "llm",
+                 "pred": "YES" if rng.random() < lean[i] else rng.choice(["NO", "UNKNOWN"])}
+                for i, gold in enumerate(golds)]
+        run = epistemic_run(parent, f"r{repeat}", {"llm": {}}, n_rows=cards)
+        (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        (run / "metrics.json").write_text(json.dumps(compute_metrics(rows)), encoding="utf-8")
+        summary = json.loads((run / "summary.json").read_text())
+        (run / "summary.json").write_text(json.dumps({**summary, "repeat": repeat, "cards_digest": "set0"}))
+        runs.append(run)
+    return runs
+
+
+def test_repeats_of_one_card_set_get_the_card_clustered_interval(tmp_path: Path) -> None:
+    repeats(tmp_path)
+    tables = build_tables(collect([tmp_path]))
+    matrix = tables.epistemic_matrix.set_index("metric")
+    runs = tables.epistemic
+    for metric in ("AP", "LA", "FAR_NE", "CVRR"):
+        row = matrix.loc[metric]
+        old = card_rate(list(runs[f"{metric}_k"]), list(runs[f"{metric}_n"]), list(runs["card_set"]))
+        assert old is not None
+        # same estimate (per-card averages), narrower interval, and it says what it is over
+        assert abs(row["k"] - old["k"]) < 1e-9 and abs(row["n"] - old["n"]) < 1e-9
+        assert (row["method"], row["card_repeats"], row["runs"], row["repeats"]) == (CLUSTERED_METHOD, 3, 3, 3)
+        assert row["rate_hi"] - row["rate_lo"] < old["hi"] - old["lo"]
+    assert matrix.loc["LA", "cards"] == (runs["LA_n"].iloc[0])  # every repeat asks the same cards
+    compare([tmp_path], tmp_path / "cmp")
+    html = (tmp_path / "cmp" / "comparison.html").read_text()
+    assert f"interval over {int(matrix.loc['LA', 'cards'])} cards, each answered up to 3 times (nested)" in html
+
+
+def test_answers_that_do_not_recount_a_run_leave_the_interval_over_cards(tmp_path: Path) -> None:
+    """A results file that lost a row no longer adds up to its metrics.json: the cell keeps the
+    interval over the runs' per-card averaged totals, and says so."""
+    first = repeats(tmp_path)[0]
+    lines = (first / "results.jsonl").read_text().splitlines(keepends=True)
+    (first / "results.jsonl").write_text("".join(lines[1:]))
+    row = build_tables(collect([tmp_path])).epistemic_matrix.set_index("metric").loc["LA"]
+    assert row["method"] == CARD_METHOD
+
+
+def test_a_single_run_keeps_its_own_wilson_interval(tmp_path: Path) -> None:
+    repeats(tmp_path, count=1)
+    tables = build_tables(collect([tmp_path]))
+    row, run = tables.epistemic_matrix.set_index("metric").loc["AP"], tables.epistemic.iloc[0]
+    assert (row["rate_lo"], row["rate_hi"], row["method"]) == (run["AP_lo"], run["AP_hi"], CARD_METHOD)
