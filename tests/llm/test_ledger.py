@@ -63,7 +63,7 @@ def test_a_line_cut_by_a_kill_is_skipped(tmp_path):
     with journal.open("a", encoding="utf-8") as f:
         f.write(json.dumps({"tag": "t", "route": "r"})[:12])
     resumed = Ledger(journal)
-    assert [r.cost for r in resumed.records] == [0.5]
+    assert [r.usage.cost for r in resumed.records] == [0.5]
     resumed.add(CallRecord("t", "r", Usage(calls=1, prompt_tokens=1, completion_tokens=2, cost=0.25, model="m")))
     resumed.close()
-    assert [r.cost for r in read_journal(journal)] == [0.5, 0.25]  # the new line is not glued to the torn one
+    assert [r.usage.cost for r in read_journal(journal)] == [0.5, 0.25]  # the new line is not glued to the torn one

@@ -52,10 +52,6 @@ class CallRecord:
         """Served by an identical request already in flight (single-flight): no HTTP call of its own."""
         return self.usage.shared_calls > 0
 
-    @property
-    def cost(self) -> float:
-        return self.usage.cost
-
     def as_dict(self) -> dict[str, Any]:
         """The record as a flat JSON-ready dict (a ``usage.jsonl`` line)."""
         return {"tag": self.tag, "route": self.route, **self.usage.as_dict(), "cached": self.cached,
