@@ -15,3 +15,8 @@ import signal
 def default_sigint() -> None:
     """``preexec_fn`` for a child a test will interrupt: SIGINT back to its default disposition."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def ignore_sigint() -> None:
+    """``preexec_fn`` for a child started as ``cmd &`` in a script starts it: SIGINT ignored across exec."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

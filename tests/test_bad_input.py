@@ -13,15 +13,12 @@ before any model call; the rest talk to one loopback server (the scripted audit)
 
 from __future__ import annotations
 
-import ctypes
+import functools
 import hashlib
 import json
 import os
-import resource
 import shutil
-import signal
 import stat
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,6 +32,8 @@ import pytest
 from audit.testing.replies import Reply, TEST_API_KEY, chat_reply, encoded_key_echo, error_reply, nested_json
 from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
+from tests import entrypoints
+from tests.limits import limit_child
 from tests.timing import scaled
 
 AUDIT, EPISTEMIC, COMPARE, DOCTOR = "audit", "audit.epistemic", "audit.compare", "audit.doctor"
@@ -51,9 +50,7 @@ HOSTILE = {
 """Models the loopback server answers with hostile replies, by name."""
 FINISHED = {"success", "started", "cancelled"}
 AS_ROOT = os.geteuid() == 0
-PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH = 24, 1, 2
-"""Root ignores file permissions through these capabilities: as root, the read-only cases run
-without them (dropped from the bounding set before exec), so a 0555 directory is read-only."""
+"""As root, the read-only cases run without the capabilities that ignore file permissions."""
 
 
 @dataclass(frozen=True)
@@ -329,22 +326,11 @@ def fingerprint(directory: Path) -> dict[str, str]:
 
 
 def _preexec(case: Case) -> Callable[[], None] | None:
-    """What the child does before exec: a file-size limit (a full disk without root tricks:
-    a write past it fails with EFBIG once SIGXFSZ is ignored), or, as root, giving up the
-    capabilities that ignore file permissions for a read-only case."""
+    """What the child does before it runs (:func:`tests.limits.limit_child`): a file-size limit, or,
+    as root, giving up the capabilities that ignore file permissions for a read-only case."""
     if case.fsize is None and not (case.read_only and AS_ROOT):
         return None
-
-    def preexec() -> None:
-        if case.fsize is not None:
-            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-            resource.setrlimit(resource.RLIMIT_FSIZE, (case.fsize, case.fsize))
-        if case.read_only and AS_ROOT:
-            libc = ctypes.CDLL(None, use_errno=True)
-            for capability in (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH):
-                if libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0:
-                    raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
-    return preexec
+    return functools.partial(limit_child, case.fsize, case.read_only and AS_ROOT)
 
 
 def run_case(case: Case, directory: Path, server: FakeOpenRouter, base_env: dict[str, str]) -> Outcome:
@@ -359,8 +345,9 @@ def run_case(case: Case, directory: Path, server: FakeOpenRouter, base_env: dict
     if not case.key:
         env.pop("OPENROUTER_API_KEY")
     started = time.monotonic()
-    proc = subprocess.run(case.argv(directory), cwd=directory, env=env, capture_output=True, text=True, timeout=scaled(120),
-                          preexec_fn=_preexec(case))
+    # As root, a read-only case runs cold: the capabilities dropped from the bounding set go at exec.
+    proc = entrypoints.run(case.argv(directory), cwd=directory, env=env, capture_output=True, text=True,
+                           timeout=scaled(120), preexec_fn=_preexec(case), cold=case.read_only and AS_ROOT)
     for path in directory.rglob("*"):  # let the tmp dir be cleaned up
         if path.is_dir():
             path.chmod(stat.S_IRWXU)
@@ -421,16 +408,16 @@ def outcomes(request: pytest.FixtureRequest) -> Iterator[Outcomes]:
 def good_audit_run(where: Path, server: FakeOpenRouter) -> Path:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}, **server.env()}
     where.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run([sys.executable, "-m", AUDIT, *FAST, "output_dir=audit"], cwd=where, env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = entrypoints.run([sys.executable, "-m", AUDIT, *FAST, "output_dir=audit"], cwd=where, env=env,
+                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     (run,) = (where / "audit").iterdir()
     return run
 
 
 def good_epistemic_run(where: Path) -> Path:
-    proc = subprocess.run([sys.executable, "-m", EPISTEMIC, "cards.num_per_type=5", "output_dir=epistemic"],
-                          cwd=where, capture_output=True, text=True, timeout=120)
+    proc = entrypoints.run([sys.executable, "-m", EPISTEMIC, "cards.num_per_type=5", "output_dir=epistemic"],
+                           cwd=where, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     (run,) = (where / "epistemic").iterdir()
     return run

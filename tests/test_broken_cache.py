@@ -15,6 +15,7 @@ from pathlib import Path
 from audit.llm.cache import ResponseCache
 from audit.testing.server import FakeOpenRouter
 from tests.conftest import mount_small
+from tests import entrypoints
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
 
 
@@ -60,11 +61,11 @@ def test_an_audit_on_a_damaged_cache_completes_uncached(tmp_path, fake_openroute
     path = damaged_cache(tmp_path / "cache.sqlite")
     fake_openrouter.handler = Script(stop_at_turn=3).handler
     base = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}
-    proc = subprocess.run([sys.executable, "-m", "audit", f"auditor.model={AUDITOR_MODEL}", "judge=off",
+    proc = entrypoints.run([sys.executable, "-m", "audit", f"auditor.model={AUDITOR_MODEL}", "judge=off",
                            "gateway.max_retries=0", "gateway.cache.enabled=true", f"gateway.cache.path={path}",
                            "gateway.cache.wal=false", "max_iterations=4", "output_dir=out"],
-                          cwd=tmp_path, env={**base, **fake_openrouter.env()}, capture_output=True, text=True,
-                          timeout=180)
+                           cwd=tmp_path, env={**base, **fake_openrouter.env()}, capture_output=True, text=True,
+                           timeout=180)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert [line for line in proc.stderr.splitlines() if line.startswith("warning: response cache")]
     (run_dir,) = (tmp_path / "out").iterdir()
@@ -98,9 +99,9 @@ def test_an_epistemic_run_on_a_damaged_cache_completes_uncached(tmp_path, fake_o
 def run_epistemic(args: list[str], server: FakeOpenRouter, cwd: Path, cache: Path,
                   *more: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}
-    return subprocess.run([sys.executable, "-m", "audit.epistemic", *args, "gateway.max_retries=0",
+    return entrypoints.run([sys.executable, "-m", "audit.epistemic", *args, "gateway.max_retries=0",
                            f"gateway.cache.path={cache}", *more],
-                          cwd=cwd, env={**base, **server.env()}, capture_output=True, text=True, timeout=300)
+                           cwd=cwd, env={**base, **server.env()}, capture_output=True, text=True, timeout=300)
 
 
 def test_a_resume_after_the_disk_filled_is_not_refilled_by_the_cache(tmp_path, tmpfs, fake_openrouter: FakeOpenRouter):

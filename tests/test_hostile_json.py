@@ -21,6 +21,7 @@ from audit.model_json import MAX_CHARS
 from audit.testing.replies import chat_reply, nested_json
 from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import ANSWER, AUDITOR, AUDITOR_MODEL, JUDGE, JUDGE_MODEL, Script, chat_role
+from tests import entrypoints
 
 AUDIT = (f"auditor.model={AUDITOR_MODEL}", "gateway.max_retries=0", "max_iterations=4", "output_dir=out")
 HUGE = '{"answer": "' + "x" * (MAX_CHARS + 10) + '"}'
@@ -28,8 +29,8 @@ HUGE = '{"answer": "' + "x" * (MAX_CHARS + 10) + '"}'
 
 def _run(module: str, cwd: Path, server: FakeOpenRouter, *args: str) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env={**base, **server.env()},
-                          capture_output=True, text=True, timeout=180)
+    return entrypoints.run([sys.executable, "-m", module, *args], cwd=cwd, env={**base, **server.env()},
+                           capture_output=True, text=True, timeout=180)
 
 
 def _clean(proc: subprocess.CompletedProcess) -> None:
@@ -167,9 +168,9 @@ def test_judge_parse_failures_are_counted_never_cached_and_asked_afresh(tmp_path
     assert not [t for t in _cached_texts(cache) if "[[[[" in t or "x" * 1000 in t or "{not json" in t]
 
     # A rescore by the same judge meets the same bad replies: recorded failures, not cached...
-    code = subprocess.run([sys.executable, "-m", "audit.rescore", str(run_dir), f"judge.model={JUDGE_MODEL}",
+    code = entrypoints.run([sys.executable, "-m", "audit.rescore", str(run_dir), f"judge.model={JUDGE_MODEL}",
                            *with_cache], cwd=tmp_path, capture_output=True, text=True, timeout=180,
-                          env={**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")},
+                           env={**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")},
                                **fake_openrouter.env()})
     assert code.returncode == 0, code.stderr
     (judging,) = (run_dir / "judgings").iterdir()
@@ -177,9 +178,9 @@ def test_judge_parse_failures_are_counted_never_cached_and_asked_afresh(tmp_path
     # ... and its resume asks those six afresh (the judge now answers) instead of replaying them.
     broken["on"] = False
     judge_calls.clear()
-    again = subprocess.run([sys.executable, "-m", "audit.rescore", str(run_dir), f"judge.model={JUDGE_MODEL}",
+    again = entrypoints.run([sys.executable, "-m", "audit.rescore", str(run_dir), f"judge.model={JUDGE_MODEL}",
                             *with_cache], cwd=tmp_path, capture_output=True, text=True, timeout=180,
-                           env={**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")},
+                            env={**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")},
                                 **fake_openrouter.env()})
     assert again.returncode == 0, again.stderr
     assert sorted(p for p in bad for call in judge_calls if p in call) == sorted(2 * list(bad))

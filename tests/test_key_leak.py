@@ -28,6 +28,7 @@ import pytest
 from audit.testing.replies import KEY_ENCODINGS, REAL_SHAPED_KEY, TEST_API_KEY, encoded_key_echo
 from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, JUDGE, Script, chat_role
+from tests import entrypoints
 from tests.timing import scaled
 
 _JSON_ESCAPE = re.compile(r"\\+u([0-9a-fA-F]{4})")
@@ -104,12 +105,13 @@ def _cycle():
 
 
 def _run(module: str, cwd: Path, server: FakeOpenRouter, *args: str,
-         env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+         env: dict[str, str] | None = None, cold: bool = True) -> subprocess.CompletedProcess:
     """Run an entrypoint; a caller in a pool thread passes ``env`` read in the main thread (iterating
-    ``os.environ`` from a thread races with pytest rewriting it)."""
+    ``os.environ`` from a thread races with pytest rewriting it). A fresh interpreter unless told
+    otherwise, on purpose (``tests/entrypoints.py``): the key must not leak from anything a cold start does."""
     base = {k: v for k, v in (os.environ if env is None else env).items() if not k.startswith("OPENROUTER_")}
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env={**base, **server.env(REAL_SHAPED_KEY)},
-                          capture_output=True, text=True, timeout=scaled(180))
+    return entrypoints.run([sys.executable, "-m", module, *args], cwd=cwd, env={**base, **server.env(REAL_SHAPED_KEY)},
+                           capture_output=True, text=True, timeout=scaled(180), cold=cold)
 
 
 def _written(cwd: Path) -> list[Path]:
@@ -147,7 +149,8 @@ def test_a_judge_echoing_the_key_in_every_encoding_leaks_it_nowhere(tmp_path, fa
 
 
 def test_an_auditor_echoing_the_key_stops_each_run_with_a_clean_line(tmp_path):
-    """One run per encoding (the first auditor call fails, so each run meets one), a few at a time."""
+    """One run per encoding (the first auditor call fails, so each run meets one), a few at a time; the
+    first in a fresh interpreter, the others forked warm (``tests/entrypoints.py``: the same program)."""
     env = dict(os.environ)  # in the main thread (see _run)
 
     def one(encoding: str) -> None:
@@ -156,7 +159,7 @@ def test_an_auditor_echoing_the_key_stops_each_run_with_a_clean_line(tmp_path):
         with FakeOpenRouter(handler=encoded_key_echo(encoding)) as server:
             proc = _run("audit", cwd, server, f"auditor.model={AUDITOR_MODEL}", "judge=off",
                         "gateway.max_retries=0", "gateway.cache.enabled=false", "max_iterations=2",
-                        "output_dir=out", env=env)
+                        "output_dir=out", env=env, cold=encoding == next(iter(KEY_ENCODINGS)))
             assert proc.returncode == 1 and "REDACTED" in proc.stderr, (encoding, proc.stderr)  # litellm masks a plain key itself
             _assert_nothing_leaks(cwd, proc, server)
 

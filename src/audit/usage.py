@@ -23,9 +23,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-_COUNTS = ("calls", "cached_calls", "shared_calls", "errors", "retries", "prompt_tokens", "cached_prompt_tokens",
+_COUNTS = ("calls", "cached_calls", "shared_calls", "errors", "aborted_calls", "retries", "prompt_tokens", "cached_prompt_tokens",
            "cache_write_tokens", "completion_tokens", "surrogates_replaced", "priced_calls", "estimated_calls")
-_MONEY = ("cost", "input_cost", "cache_read_cost", "cache_write_cost", "output_cost", "cache_saving")
+_MONEY = ("cost", "estimated_cost", "input_cost", "cache_read_cost", "cache_write_cost", "output_cost", "cache_saving")
 _LABELS = ("model", "provider")
 
 
@@ -42,6 +42,9 @@ class Usage:
     shared_calls: int = 0
     """Served by an identical request in flight (single-flight); ``calls - cached_calls - shared_calls`` were sent."""
     errors: int = 0
+    """Calls that failed for good (an aborted call is counted in ``aborted_calls`` instead)."""
+    aborted_calls: int = 0
+    """Calls cut off in flight (deadline, Ctrl-C, a budget stop): the server had them and may bill them."""
     retries: int = 0
     prompt_tokens: int = 0
     cached_prompt_tokens: int = 0
@@ -50,7 +53,10 @@ class Usage:
     """Of ``prompt_tokens``, written to the provider's prompt cache (billed at its cache-write price)."""
     completion_tokens: int = 0
     cost: float = 0.0
-    """USD the service billed (OpenRouter's ``usage.cost``); zero for a reply from the response cache."""
+    """USD the service billed (OpenRouter's ``usage.cost``); zero for a reply from the response cache.
+    An aborted call's cost is the gateway's estimate (:mod:`audit.llm.aborted`), also in ``estimated_cost``."""
+    estimated_cost: float = 0.0
+    """Of ``cost``, the estimates of ``aborted_calls`` (no reply said what they cost)."""
     input_cost: float = 0.0
     """USD of the prompt tokens neither read from nor written to the prompt cache."""
     cache_read_cost: float = 0.0

@@ -16,6 +16,7 @@ from audit.testing.replies import Hold
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script, probe_text
 
 from .conftest import read
+from tests import entrypoints
 
 ARGS = ("technique=auto", "max_iterations=3", f"auditor.model={AUDITOR_MODEL}", "judge=off",
         "gateway.max_retries=0", "output_dir=out")
@@ -27,10 +28,10 @@ ACTIONS = {
 }
 
 
-def python_m_audit(cwd: Path, server, *args: str) -> subprocess.Popen:
+def python_m_audit(cwd: Path, server, *args: str) -> entrypoints.Process:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}, **server.env()}
-    return subprocess.Popen([sys.executable, "-m", "audit", *args], cwd=cwd, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return entrypoints.start([sys.executable, "-m", "audit", *args], cwd=cwd, env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def in_batch(request, numbers=(32, 33)) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import pytest
@@ -21,6 +20,7 @@ from audit.templates import get_family
 from audit.testing.providers import LoadBalanced, ServedBy
 from audit.testing.replies import error_reply
 from audit.testing.scripted_audit import Script
+from tests import entrypoints
 
 CANARY = "My favourite three colours are red, green and"
 
@@ -94,15 +94,15 @@ def test_doctor_catches_every_familys_wrap_and_passes_its_raw_prompt(fake_openro
     assert diagnosis.honoured is (verdict == "ok")
 
 
-def doctor(tmp_path, server, *args):
+def doctor(tmp_path, server, *args, cold=False):
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")} | server.env()
-    return subprocess.run([sys.executable, "-m", "audit.doctor", *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return entrypoints.run([sys.executable, "-m", "audit.doctor", *args], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120, cold=cold)
 
 
 def test_doctor_exit_codes_against_the_loopback_server(tmp_path, fake_openrouter, cache_root):
     fake_openrouter.handler = LoadBalanced(get_family("kimi_k2"), [ServedBy("GoodProv")])
-    ok = doctor(tmp_path, fake_openrouter, "audited=kimi_k2", "audited.provider={order:[GoodProv]}")
+    ok = doctor(tmp_path, fake_openrouter, "audited=kimi_k2", "audited.provider={order:[GoodProv]}", cold=True)  # on purpose
     assert ok.returncode == 0, ok.stderr
     assert "served by GoodProv" in ok.stdout and "verdict: OK" in ok.stdout
     requests = fake_openrouter.completion_requests()
@@ -136,8 +136,8 @@ def test_load_balanced_providers_are_judged_apart_and_a_wrapping_one_is_refused(
     assert json.loads((cache_root / "doctor" / "verdicts.json").read_text()) == \
         {"moonshotai/kimi-k2": {"Honest": "ok", "Wrapper": "wrapping"}}
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")} | fake_openrouter.env()
-    run = subprocess.run([sys.executable, "-m", "audit", "audited=kimi_k2", "output_dir=out", "judge=off"],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    run = entrypoints.run([sys.executable, "-m", "audit", "audited=kimi_k2", "output_dir=out", "judge=off"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode != 0 and not (tmp_path / "out").exists()
     (line,) = run.stderr.strip().splitlines()
     assert "Wrapper wraps /completions prompts" in line and "python -m audit.doctor audited=kimi_k2" in line

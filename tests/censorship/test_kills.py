@@ -37,6 +37,7 @@ from audit.testing.scripted_audit import AUDITOR_MODEL, JUDGE_MODEL, Script, aud
 
 from .conftest import read
 from .test_faults import outcome
+from tests import entrypoints
 
 ARGS = (f"auditor.model={AUDITOR_MODEL}", "judge=default", f"judge.model={JUDGE_MODEL}",
         "technique.with_baseline=true", "gateway.max_retries=0", "gateway.cache.enabled=false")
@@ -108,10 +109,10 @@ POINTS = {
 }
 
 
-def start(cwd: Path, server: FakeOpenRouter) -> subprocess.Popen:
+def start(cwd: Path, server: FakeOpenRouter) -> entrypoints.Process:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}, **server.env()}
-    return subprocess.Popen([sys.executable, "-m", "audit", *ARGS, "output_dir=out"], cwd=cwd, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return entrypoints.start([sys.executable, "-m", "audit", *ARGS, "output_dir=out"], cwd=cwd, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def kill_at(point: HeldCall | FileMark, cwd: Path, server: FakeOpenRouter, script: Script) -> tuple[int, bool]:

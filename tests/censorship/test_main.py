@@ -15,6 +15,7 @@ from audit.testing.replies import error_reply, slow
 from audit.testing.server import FakeOpenRouter
 
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
+from tests.entrypoints import Process, start
 from tests.signals import default_sigint
 from tests.timing import scaled
 
@@ -22,22 +23,22 @@ BASE = ["max_iterations=5", "judge=off", "technique.with_baseline=false", f"audi
         "gateway.max_retries=0", "gateway.cache.enabled=false", "output_dir=out"]
 
 
-def audit(cwd: Path, server: FakeOpenRouter | None, *args: str, key: bool = True) -> subprocess.Popen:
+def audit(cwd: Path, server: FakeOpenRouter | None, *args: str, key: bool = True, cold: bool = False) -> Process:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}
     if server is not None:
         env.update(server.env())
     if not key:
         env.pop("OPENROUTER_API_KEY", None)
-    return subprocess.Popen([sys.executable, "-m", "audit", *args], cwd=cwd, env=env, text=True, preexec_fn=default_sigint,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return start([sys.executable, "-m", "audit", *args], cwd=cwd, env=env, text=True, preexec_fn=default_sigint,
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, cold=cold)
 
 
-def finish(proc: subprocess.Popen) -> tuple[int, str, str]:
+def finish(proc: Process) -> tuple[int, str, str]:
     out, err = proc.communicate(timeout=scaled(120))
     return proc.returncode, out, err
 
 
-def wait_while_running(proc: subprocess.Popen, done: Callable[[], object], timeout_s: float = scaled(60)) -> None:
+def wait_while_running(proc: Process, done: Callable[[], object], timeout_s: float = scaled(60)) -> None:
     """Poll until ``done()``; fail if the run ends first (it must still be running to be stopped)."""
     deadline = time.monotonic() + timeout_s
     while not done():
@@ -51,9 +52,10 @@ def tree(run_dir: Path) -> dict[str, list[str]]:
 
 
 def test_full_run_through_the_entrypoint(tmp_path, fake_openrouter):
+    """Cold on purpose (tests/entrypoints.py): a whole audit in a fresh interpreter."""
     script = Script(stop_at_turn=3)
     fake_openrouter.handler = script.handler
-    code, out, err = finish(audit(tmp_path, fake_openrouter, *BASE, "topic=chernobyl", "audited=kimi_k2"))
+    code, out, err = finish(audit(tmp_path, fake_openrouter, *BASE, "topic=chernobyl", "audited=kimi_k2", cold=True))
     assert code == 0, err
     (run_dir,) = (tmp_path / "out").iterdir()
     assert run_dir.name.startswith("kimi_k2_chernobyl_")
@@ -110,7 +112,8 @@ def test_unknown_topic_or_model_lists_the_options(tmp_path):
 
 
 def test_missing_key_fails_clearly_and_writes_nothing(tmp_path, fake_openrouter):
-    code, out, err = finish(audit(tmp_path, fake_openrouter, *BASE, key=False))
+    """Cold on purpose (tests/entrypoints.py): the no-key line from a fresh interpreter."""
+    code, out, err = finish(audit(tmp_path, fake_openrouter, *BASE, key=False, cold=True))
     assert code == 1
     assert err.count("\n") == 1 and "OPENROUTER_API_KEY" in err and "Traceback" not in err
     assert list(tmp_path.iterdir()) == [] and not fake_openrouter.requests
@@ -122,7 +125,7 @@ def test_resume_of_a_non_run_dir_is_one_line(tmp_path):
 
 
 def signalled_after_first_response(tmp_path: Path, server: FakeOpenRouter, stop_at_turn: int,
-                                   sig: signal.Signals) -> subprocess.Popen:
+                                   sig: signal.Signals) -> Process:
     """A scripted audit (slow target) sent ``sig`` once its first response is on disk."""
     server.handler = Script(stop_at_turn=stop_at_turn, target_delay_s=0.3).handler
     proc = audit(tmp_path, server, *BASE)

@@ -13,12 +13,13 @@ from pathlib import Path
 from audit.testing.scripted_audit import Script
 from tests.censorship.panel_judges import PANEL, panel_handler
 from tests.rescore.test_rescore import OTHER, PANEL_JUDGING, rescore, sweep  # noqa: F401 (sweep: the fixture)
+from tests import entrypoints
 
 
 def compare(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}
-    return subprocess.run([sys.executable, "-m", "audit.compare", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300)
+    return entrypoints.run([sys.executable, "-m", "audit.compare", *args], cwd=cwd, env=env, capture_output=True,
+                           text=True, timeout=300)
 
 
 def rows(path: Path) -> list[dict[str, str]]:

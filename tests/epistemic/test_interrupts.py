@@ -22,6 +22,7 @@ from audit.io.journal import read_records
 from audit.testing.replies import Hold, chat_reply
 from audit.testing.server import FakeOpenRouter
 from tests.signals import default_sigint
+from tests import entrypoints
 
 from .test_main import run_cli
 
@@ -39,11 +40,11 @@ def answer(request) -> object:
     return chat_reply(f'{{"answer": "{answer}"}}')
 
 
-def start(cwd: Path, server: FakeOpenRouter, *args: str) -> subprocess.Popen:
+def start(cwd: Path, server: FakeOpenRouter, *args: str) -> entrypoints.Process:
     import os
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}, **server.env()}
-    return subprocess.Popen([sys.executable, "-m", "audit.epistemic", *args], cwd=cwd, env=env, text=True, preexec_fn=default_sigint,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return entrypoints.start([sys.executable, "-m", "audit.epistemic", *args], cwd=cwd, env=env, text=True, preexec_fn=default_sigint,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def stopped_with_answers_saved(tmp_path: Path, server: FakeOpenRouter, sig: signal.Signals) -> tuple[Path, Hold, str]:

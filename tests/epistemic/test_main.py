@@ -10,12 +10,13 @@ from pathlib import Path
 
 from audit.testing.replies import chat_reply
 from audit.testing.server import FakeOpenRouter
+from tests import entrypoints
 
 
-def run_cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def run_cli(cwd: Path, *args: str, env: dict[str, str] | None = None, cold: bool = False) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}
-    return subprocess.run([sys.executable, "-m", "audit.epistemic", *args], cwd=cwd, env={**base, **(env or {})},
-                          capture_output=True, text=True, timeout=120)
+    return entrypoints.run([sys.executable, "-m", "audit.epistemic", *args], cwd=cwd, env={**base, **(env or {})},
+                           capture_output=True, text=True, timeout=120, cold=cold)
 
 
 def only_run_dir(cwd: Path) -> Path:
@@ -24,7 +25,8 @@ def only_run_dir(cwd: Path) -> Path:
 
 
 def test_no_arguments_runs_rivers_through_the_oracle_without_a_key(tmp_path):
-    proc = run_cli(tmp_path)
+    """Cold on purpose (tests/entrypoints.py): the README's first epistemic command in a fresh interpreter."""
+    proc = run_cli(tmp_path, cold=True)
     assert proc.returncode == 0, proc.stderr
     run_dir = only_run_dir(tmp_path)
     assert run_dir.name.startswith("rivers_has_mouth_")

@@ -4,12 +4,12 @@ axis, ``python -m audit.epistemic`` in a subprocess against the loopback server.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 from audit.testing.replies import chat_reply
 from tests.epistemic.test_main import run_cli
+from tests import entrypoints
 
 SUITES = "cards.suites=[standard,grounded,negation,held_out,nonexistent]"
 
@@ -67,8 +67,8 @@ def test_a_sweep_over_condition_and_prompt_is_an_axis_of_the_comparison(tmp_path
         rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
         conditions |= {r["condition"] for r in rows}
     assert conditions == {"closed_book", "in_context", "counterfactual"}
-    compared = subprocess.run([sys.executable, "-m", "audit.compare", str(sweep), "--out", str(tmp_path / "cmp")],
-                              capture_output=True, text=True, timeout=120)
+    compared = entrypoints.run([sys.executable, "-m", "audit.compare", str(sweep), "--out", str(tmp_path / "cmp")],
+                               capture_output=True, text=True, timeout=120)
     assert compared.returncode == 0, compared.stderr
     matrix = (tmp_path / "cmp" / "epistemic_matrix.csv").read_text()
     header = matrix.splitlines()[0].split(",")

@@ -14,6 +14,7 @@ import pytest
 from audit.testing.scripted_audit import Script
 from tests.censorship.test_main import BASE, audit, finish
 from tests.runs.test_tables import run_sweep
+from tests import entrypoints
 
 inspect_log = pytest.importorskip("inspect_ai.log", reason="the Inspect export tests need inspect-ai (the test extra)")
 
@@ -73,9 +74,9 @@ def test_an_exported_sweep_reads_back_with_its_samples_scores_and_usage(tmp_path
 def test_an_exported_epistemic_run_has_one_sample_per_answer_in_its_run_dir(tmp_path, fake_openrouter):
     fake_openrouter.handler = Script().handler
     env = {**os.environ, **fake_openrouter.env()}
-    done = subprocess.run([sys.executable, "-m", "audit.epistemic", "output_dir=out", "systems=[kg_oracle,raw_llm]",
+    done = entrypoints.run([sys.executable, "-m", "audit.epistemic", "output_dir=out", "systems=[kg_oracle,raw_llm]",
                            "cards.num_per_type=1", "gateway.max_retries=0"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     done = export("--format", "inspect", "out", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -28,12 +28,13 @@ import pytest
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
 from audit.testing.server import FakeOpenRouter
 from tests.conftest import mount_small
+from tests import entrypoints
 
 
 def run(args: list[str], server: FakeOpenRouter, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}
-    return subprocess.run([sys.executable, "-m", *args], cwd=cwd, env={**env, **server.env()},
-                          capture_output=True, text=True, timeout=300)
+    return entrypoints.run([sys.executable, "-m", *args], cwd=cwd, env={**env, **server.env()},
+                           capture_output=True, text=True, timeout=300)
 
 
 def whole_files(run_dir: Path) -> list[str]:

@@ -11,6 +11,7 @@ import pytest
 
 from audit.errors import UserError
 from audit.io.names import path_component
+from tests import entrypoints
 
 TRAVERSALS = ["..", ".", "../../escaped", "/tmp/escaped", "a/../../escaped", "a\\..\\escaped", "",
               ".hidden", "a b", "a\nb", "x" * 101, "-rf"]
@@ -40,8 +41,8 @@ ENTRY_OVERRIDES = [
 def _run(cwd: Path, module: str, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}
     env["OPENROUTER_API_KEY"] = "sk-or-test-not-a-real-key"
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=120)
+    return entrypoints.run([sys.executable, "-m", module, *args], cwd=cwd, env=env, capture_output=True,
+                           text=True, timeout=120)
 
 
 @pytest.mark.parametrize("value", ["../../escaped", "/tmp/i9b-escaped", "''"])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import pandas as pd
@@ -13,6 +12,7 @@ from audit.io.atomic import write_texts
 from audit.io.neutral import csv_cell, csv_frame, terminal_text
 from audit.testing.replies import error_reply
 from audit.testing.scripted_audit import AUDITOR_MODEL
+from tests import entrypoints
 
 
 @pytest.mark.parametrize("text", ["=HYPERLINK(\"http://x\",\"y\")", "+1+cmd", "-2+3", "@SUM(A1)", "\t=1", "\r=1"])
@@ -46,10 +46,10 @@ def test_a_set_of_outputs_is_written_all_or_none(tmp_path):
 def test_a_servers_escape_sequences_never_reach_the_terminal(tmp_path, fake_openrouter):
     fake_openrouter.handler = lambda request: error_reply(401, "bad key\x1b]0;pwned\x07\x1b[2J\x1b[1;1H")
     base = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}
-    proc = subprocess.run([sys.executable, "-m", "audit", f"auditor.model={AUDITOR_MODEL}", "judge=off",
+    proc = entrypoints.run([sys.executable, "-m", "audit", f"auditor.model={AUDITOR_MODEL}", "judge=off",
                            "gateway.max_retries=0", "gateway.cache.enabled=false", "output_dir=out"],
-                          cwd=tmp_path, env={**base, **fake_openrouter.env()}, capture_output=True, text=True,
-                          timeout=120)
+                           cwd=tmp_path, env={**base, **fake_openrouter.env()}, capture_output=True, text=True,
+                           timeout=120)
     assert proc.returncode == 1 and "bad key" in proc.stderr, proc.stderr
     assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr and len(proc.stderr.splitlines()) == 1
 

@@ -22,6 +22,8 @@ from audit.testing.replies import Hold, chat_reply
 from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
 from tests.signals import default_sigint
+from tests.signals import ignore_sigint as ignore_sigint_at_start
+from tests import entrypoints
 
 AUDIT = ("audit", "max_iterations=5", "judge=off", f"auditor.model={AUDITOR_MODEL}", "gateway.max_retries=0",
          "gateway.cache.enabled=false", "output_dir=out")
@@ -29,12 +31,12 @@ EPISTEMIC = ("audit.epistemic", "system=raw_llm", "cards.num_per_type=4", "gatew
              "gateway.cache.enabled=false", "gateway.max_concurrency=4", "output_dir=out")
 
 
-def _start(cwd: Path, server: FakeOpenRouter, args: tuple[str, ...], *, ignore_sigint: bool) -> subprocess.Popen:
+def _start(cwd: Path, server: FakeOpenRouter, args: tuple[str, ...], *, ignore_sigint: bool) -> entrypoints.Process:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}, **server.env()}
     # As `cmd &` in a script does: the child inherits SIGINT ignored across exec.
-    preexec = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else default_sigint
-    return subprocess.Popen([sys.executable, "-m", *args], cwd=cwd, env=env, text=True, preexec_fn=preexec,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    preexec = ignore_sigint_at_start if ignore_sigint else default_sigint
+    return entrypoints.start([sys.executable, "-m", *args], cwd=cwd, env=env, text=True, preexec_fn=preexec,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _stop_midway(tmp_path: Path, server: FakeOpenRouter, args: tuple[str, ...], *, ignore_sigint: bool,

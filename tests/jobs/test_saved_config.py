@@ -21,6 +21,7 @@ from audit.jobs.saved_config import check_replayed, check_saved_config
 from audit.testing.replies import TEST_API_KEY
 from audit.testing.server import FakeOpenRouter
 from tests.censorship.test_main import BASE, audit, finish
+from tests import entrypoints
 
 SWEEP_TASK = [o for o in BASE if not o.startswith("output_dir")] + ["audited=deepseek_chat"]
 
@@ -68,12 +69,12 @@ def test_a_saved_run_config_holds_only_the_projects_keys(saved, named):
         check_saved_config(OmegaConf.create(saved), current, Path("run/config.yaml"))
 
 
-def _with_key_only(cwd: Path, *args: str) -> subprocess.Popen:
+def _with_key_only(cwd: Path, *args: str) -> entrypoints.Process:
     """The entrypoint with the user's key in the environment and no base URL: the config decides where calls go."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}
-    return subprocess.Popen([sys.executable, "-m", "audit", *args], cwd=cwd, text=True,
-                            env={**env, "OPENROUTER_API_KEY": TEST_API_KEY},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return entrypoints.start([sys.executable, "-m", "audit", *args], cwd=cwd, text=True,
+                             env={**env, "OPENROUTER_API_KEY": TEST_API_KEY},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _hostile_sweep(sweep: Path, *extra: str) -> Path:

@@ -20,6 +20,7 @@ from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
 from tests.signals import default_sigint
 from tests.timing import scaled
+from tests import entrypoints
 
 ITERATIONS = 15
 SWEEP = ("audit", "-m", "repeat=0,1,2", f"max_iterations={ITERATIONS}", "judge=off", f"auditor.model={AUDITOR_MODEL}",
@@ -32,8 +33,8 @@ DELAYS_S = [0.0, 0.1, 0.3, 0.6, 1.0, 1.5, 2.0, 2.6]
 def _interrupt_once(cwd: Path, server: FakeOpenRouter, delay_s: float) -> str:
     """Start the sweep and Ctrl-C it ``delay_s`` after its first saved response; its stderr."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}, **server.env()}
-    proc = subprocess.Popen([sys.executable, "-m", *SWEEP], cwd=cwd, env=env, text=True, preexec_fn=default_sigint,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = entrypoints.start([sys.executable, "-m", *SWEEP], cwd=cwd, env=env, text=True, preexec_fn=default_sigint,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + scaled(30)
         while not list(cwd.glob("multirun/*/*/*/audited_responses/*")):

@@ -4,18 +4,18 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from audit.jobs import unstarted_sweep
 from audit.jobs.unstarted_sweep import drop_unstarted, note_started
+from tests import entrypoints
 
 
 def test_a_typo_in_a_swept_value_leaves_no_sweep_dir(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "OPENROUTER_API_KEY"}
-    proc = subprocess.run([sys.executable, "-m", "audit", "-m", "topic=tiananmen,tiananmn", "audited=kimi_k2"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    proc = entrypoints.run([sys.executable, "-m", "audit", "-m", "topic=tiananmen,tiananmn", "audited=kimi_k2"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines()[-1].startswith("error: Unknown topic option 'tiananmn'")
     assert not [p for p in tmp_path.rglob("*") if p.is_file()], list(tmp_path.rglob("*"))  # no multirun.yaml left

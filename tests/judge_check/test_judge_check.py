@@ -15,6 +15,7 @@ import pytest
 from audit.judging.prompts import load
 from audit.judge_check.labels import TEMPLATE, parse_labels
 from audit.testing.replies import chat_reply, error_reply, prompt_text
+from tests import entrypoints
 
 EXAMPLE = TEMPLATE.with_name("example_synthetic.csv")
 
@@ -43,17 +44,17 @@ def judge_handler(request):
     return chat_reply(json.dumps({"label": said, "rationale": f"scripted for {ident}"}) if said else "I cannot decide")
 
 
-def check(cwd: Path, server, *args: str) -> subprocess.CompletedProcess:
+def check(cwd: Path, server, *args: str, cold: bool = False) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}
     if server is not None:
         env.update(server.env())
-    return subprocess.run([sys.executable, "-m", "audit.judge_check", *args, "gateway.max_retries=0",
-                           "output_dir=out"], cwd=cwd, env=env, text=True, capture_output=True, timeout=120)
+    return entrypoints.run([sys.executable, "-m", "audit.judge_check", *args, "gateway.max_retries=0", "output_dir=out"],
+                           cwd=cwd, env=env, text=True, capture_output=True, timeout=120, cold=cold)
 
 
 def test_precision_recall_and_kappa_against_scripted_judge(tmp_path, fake_openrouter):
     fake_openrouter.handler = judge_handler
-    result = check(tmp_path, fake_openrouter, str(write_labels(tmp_path / "my labels.csv")))
+    result = check(tmp_path, fake_openrouter, str(write_labels(tmp_path / "my labels.csv")), cold=True)  # on purpose
     assert result.returncode == 0, result.stderr
     (out,) = (tmp_path / "out").iterdir()
     assert sorted(p.name for p in out.iterdir()) == ["judge_check.csv", "judge_check.html", "judge_check.json",

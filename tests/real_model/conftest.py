@@ -19,6 +19,7 @@ import pytest
 
 from audit.llm.embedded import EmbeddedServer
 from audit.templates import get_family
+from tests import entrypoints
 
 TIMEOUT_S = 600  # generous: on a loaded 2-core machine the epistemic run alone took 4 min
 
@@ -34,8 +35,8 @@ def embedded() -> Iterator[EmbeddedServer]:
 def run_cli(module: str, *args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """``python -m <module> args`` in ``cwd`` with no key in the environment (unless ``env`` adds one)."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env={**base, **(env or {})},
-                          capture_output=True, text=True, timeout=TIMEOUT_S)
+    return entrypoints.run([sys.executable, "-m", module, *args], cwd=cwd, env={**base, **(env or {})},
+                           capture_output=True, text=True, timeout=TIMEOUT_S)
 
 
 def local_endpoint(server: EmbeddedServer) -> str:

@@ -13,6 +13,7 @@ from audit.testing.replies import Hold
 from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
 from tests.real_model.conftest import TIMEOUT_S, assert_sampled_in_family, only_run_dir, read, run_cli
+from tests import entrypoints
 
 
 def test_a_killed_local_audit_resumes_with_the_embedded_model(tmp_path: Path) -> None:
@@ -21,10 +22,10 @@ def test_a_killed_local_audit_resumes_with_the_embedded_model(tmp_path: Path) ->
         hold = Hold(script.handler, lambda r: (r.json or {}).get("model") == AUDITOR_MODEL, skip=1)
         fake.handler = hold  # the auditor's turn 2 waits: response 1 is on disk
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}, **fake.env()}
-        proc = subprocess.Popen([sys.executable, "-m", "audit", "local=[audited]", f"auditor.model={AUDITOR_MODEL}",
-                                 "judge=off", "max_iterations=2", "sampling.max_tokens=40", "output_dir=out",
-                                 "gateway.cache.enabled=false"], cwd=tmp_path, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = entrypoints.start([sys.executable, "-m", "audit", "local=[audited]", f"auditor.model={AUDITOR_MODEL}",
+                                  "judge=off", "max_iterations=2", "sampling.max_tokens=40", "output_dir=out",
+                                  "gateway.cache.enabled=false"], cwd=tmp_path, env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             assert hold.wait(TIMEOUT_S), "the audit never reached its second turn"
             proc.send_signal(signal.SIGKILL)

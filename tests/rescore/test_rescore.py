@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import JUDGE, JUDGE_MODEL, Script, chat_role
 from tests.censorship.panel_judges import JUDGE_A, JUDGE_B, JUDGE_C, PANEL, panel_handler
 from tests.censorship.test_main import BASE, audit, finish
+from tests import entrypoints
 
 OTHER = "test/other-judge"
 PANEL_JUDGING = "test_judge-a__test_judge-b__test_judge-c"
@@ -25,10 +25,10 @@ SWEEP = ["-m", "technique=user_persona,prefill", "judge=default", f"judge.model=
          *[a for a in BASE if not a.startswith(("output_dir", "judge=", "technique.with_baseline", "gateway.cache"))]]
 
 
-def rescore(cwd: Path, server: FakeOpenRouter, *args: str) -> tuple[int, str, str]:
+def rescore(cwd: Path, server: FakeOpenRouter, *args: str, cold: bool = False) -> tuple[int, str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")} | server.env()
-    proc = subprocess.run([sys.executable, "-m", "audit.rescore", *args], cwd=cwd, env=env, text=True,
-                          capture_output=True, timeout=120)
+    proc = entrypoints.run([sys.executable, "-m", "audit.rescore", *args], cwd=cwd, env=env, text=True,
+                           capture_output=True, timeout=120, cold=cold)
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -61,7 +61,7 @@ def sweep(tmp_path, fake_openrouter) -> Path:
 
 def test_rescoring_a_sweep_calls_only_the_judge_and_writes_beside_each_run(tmp_path, fake_openrouter, sweep):
     before = snapshot(sweep)
-    code, out, err = rescore(tmp_path, fake_openrouter, str(sweep), f"judge.model={OTHER}")
+    code, out, err = rescore(tmp_path, fake_openrouter, str(sweep), f"judge.model={OTHER}", cold=True)  # on purpose
     assert code == 0, err
     requests = fake_openrouter.requests
     assert requests and all(r.endpoint == "chat" and r.json["model"] == OTHER and chat_role(r.json) == JUDGE

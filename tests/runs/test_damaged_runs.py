@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import pytest
 from audit.testing.scripted_audit import JUDGE_MODEL, Script
 from audit.testing.server import FakeOpenRouter
 from tests.censorship.test_main import BASE, audit, finish
+from tests import entrypoints
 
 DEEP = "[" * 100_000 + "]" * 100_000
 DAMAGE = {
@@ -59,8 +59,8 @@ def test_a_damaged_run_is_named_and_the_good_one_is_still_read(tmp_path, one_run
     (tmp_path / "out" / "b_damaged" / name).write_bytes(content)
     fake_openrouter.handler = Script(stop_at_turn=2).handler
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")} | fake_openrouter.env()
-    proc = subprocess.run([sys.executable, "-m", *COMMANDS[command]], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = entrypoints.run([sys.executable, "-m", *COMMANDS[command]], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=300)
     said = proc.stdout + proc.stderr
     assert "Traceback" not in said, said
     assert proc.returncode == 0, said

@@ -6,13 +6,13 @@ from __future__ import annotations
 import hashlib
 import json
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
 from audit.runs import iter_runs
 from audit.testing.scripted_audit import Script
 from tests.censorship.test_main import BASE, audit, finish, wait_while_running
+from tests import entrypoints
 
 SWEEP = ["-m", *(a for a in BASE if not a.startswith("output_dir")), "audited=deepseek_chat,kimi_k2,qwen3_235b"]
 MODELS = ["deepseek/deepseek-chat", "moonshotai/kimi-k2", "qwen/qwen3-235b-a22b-2507"]
@@ -94,7 +94,7 @@ def test_a_failed_job_is_run_again_and_other_overrides_are_refused(tmp_path, fak
     assert code == 1 and "audited cannot change" in err
     code, out, err = finish(audit(tmp_path, None, f"resume={sweep_dir}", key=False))  # no call, so no key
     assert code == 0 and out.count("left as it is") == 2, err
-    wrong = subprocess.run([sys.executable, "-m", "audit.epistemic", f"resume={sweep_dir}"], cwd=tmp_path,
-                           capture_output=True, text=True, timeout=60)
+    wrong = entrypoints.run([sys.executable, "-m", "audit.epistemic", f"resume={sweep_dir}"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60)
     assert wrong.returncode == 1
     assert f"is a sweep of python -m audit; run python -m audit resume={sweep_dir}" in wrong.stderr

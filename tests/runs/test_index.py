@@ -10,13 +10,14 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from tests.compare.fake_runs import censorship_run, epistemic_run, failed_job, rate
+from tests import entrypoints
 
 EVIL = "<img src=x onerror=alert(1)>"
 
 
 def runs_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "audit.runs", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=60)
+    return entrypoints.run([sys.executable, "-m", "audit.runs", *args], cwd=cwd, capture_output=True, text=True,
+                           timeout=60)
 
 
 def layout(root: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from audit.runs.status import Status, from_legacy
 from audit.runs.summary import (CensorshipSummary, EpistemicSummary, json_schema, parse_summary, read_summary,
                                 write_summary)
 from audit.usage import Usage
+from tests import entrypoints
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "schemas" / "summary.schema.json"
@@ -31,7 +31,8 @@ STOPS = {Status.STARTED: [None], Status.SUCCESS: [None, "auditor", "max_iteratio
 def test_the_published_schema_is_the_one_the_code_generates():
     assert json.loads(SCHEMA.read_text(encoding="utf-8")) == json_schema(), \
         "regenerate it: python -m audit.runs schema > schemas/summary.schema.json"
-    printed = subprocess.run([sys.executable, "-m", "audit.runs", "schema"], capture_output=True, text=True, check=True)
+    printed = entrypoints.run([sys.executable, "-m", "audit.runs", "schema"], capture_output=True, text=True, check=True,
+                              cold=True)  # on purpose (tests/entrypoints.py)
     assert json.loads(printed.stdout) == json_schema()
 
 

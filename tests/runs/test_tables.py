@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -18,6 +17,7 @@ from audit.runs.tables import RESPONSE_COLUMNS, load_tables
 from audit.testing.replies import error_reply
 from audit.testing.scripted_audit import JUDGE_MODEL, Script, quote
 from tests.censorship.test_main import BASE, audit, finish
+from tests import entrypoints
 
 SWEEP = [a for a in BASE if not a.startswith(("output_dir", "judge="))] + [
     f"judge.model={JUDGE_MODEL}", "technique.with_baseline=true", "hydra.sweep.dir=sweep"]
@@ -99,9 +99,9 @@ def test_the_response_table_of_a_sweep_equals_a_recount_of_its_files(tmp_path, f
 def test_the_answer_table_has_one_row_per_card_and_system(tmp_path, fake_openrouter):
     fake_openrouter.handler = Script().handler
     env = {**__import__("os").environ, **fake_openrouter.env()}
-    done = subprocess.run([sys.executable, "-m", "audit.epistemic", "output_dir=out", "systems=[kg_oracle,raw_llm]",
+    done = entrypoints.run([sys.executable, "-m", "audit.epistemic", "output_dir=out", "systems=[kg_oracle,raw_llm]",
                            "cards.num_per_type=1", "gateway.max_retries=0"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     (run_dir,) = (tmp_path / "out").iterdir()
     results = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]

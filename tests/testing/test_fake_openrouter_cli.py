@@ -14,6 +14,7 @@ import pytest
 
 from audit.epistemic.metrics import PREDS
 from audit.testing.replies import TEST_API_KEY
+from tests import entrypoints
 
 
 @pytest.fixture
@@ -27,11 +28,11 @@ def served(tmp_path: Path) -> Iterator[str]:
             process.terminate()
 
 
-def run(module: str, *args: str, base_url: str, cwd: Path) -> subprocess.CompletedProcess:
+def run(module: str, *args: str, base_url: str, cwd: Path, cold: bool = False) -> subprocess.CompletedProcess:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")},
            "OPENROUTER_API_BASE": base_url, "OPENROUTER_API_KEY": TEST_API_KEY}
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=300)
+    return entrypoints.run([sys.executable, "-m", module, *args], cwd=cwd, env=env, capture_output=True, text=True,
+                           timeout=300, cold=cold)
 
 
 def only(parent: Path, name: str) -> Path:
@@ -40,8 +41,8 @@ def only(parent: Path, name: str) -> Path:
 
 
 def test_a_default_audit_completes_against_the_hand_started_server(served, tmp_path):
-    done = run("audit", "max_iterations=3", "output_dir=out", base_url=served, cwd=tmp_path)
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = run("audit", "max_iterations=3", "output_dir=out", base_url=served, cwd=tmp_path, cold=True)  # on purpose:
+    assert done.returncode == 0, done.stdout + done.stderr  # the docs' by-hand command, in a fresh interpreter
     summary = json.loads(only(tmp_path / "out", "summary.json").read_text())
     assert summary["stop_reason"] == "max_iterations" and summary["total_iterations"] == 3
     assert summary["final_summary"]["conclusion"] and summary["evidence"]["verified"] > 0

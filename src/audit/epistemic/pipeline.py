@@ -48,6 +48,7 @@ from audit.io.journal import Journal, read_records
 from audit.io.names import path_component
 from audit.paths import CONF_DIR
 from audit.jobs.resume import command_line_overrides, refuse_resume_overrides, resumed_config
+from audit.llm import aborted
 from audit.llm.budget import stopped_by
 from audit.llm.embedded import chosen_roles, local_model, route
 from audit.llm.settings import record_endpoints, role_endpoint
@@ -542,7 +543,8 @@ def _answer_and_score(run_dir: RunDir, cfg: DictConfig, stage: str, mapping: str
                   **({"answer_errors": errors} if errors else {}))
     if stage == "all" and mostly is None:
         usage = Usage.of(summary.get("usage"))
-        print(f"done: report: {run_dir.path / 'report.html'}{cache_note(usage.calls, usage.cached_calls)}")
+        print(f"done: report: {run_dir.path / 'report.html'}"
+              f"{cache_note(usage.calls, usage.cached_calls)}{aborted.note(usage)}")
     print(f"run dir: {run_dir.path}")
     if mostly is not None:
         raise SummaryWritten(f"{mostly}; status error (mostly_errors) in {run_dir.summary_path}; "

@@ -52,21 +52,29 @@ class CallRecord:
         """Served by an identical request already in flight (single-flight): no HTTP call of its own."""
         return self.usage.shared_calls > 0
 
+    @property
+    def estimated(self) -> bool:
+        """An attempt cut off in flight: tokens and cost are the gateway's estimate (:mod:`audit.llm.aborted`;
+        ``error`` says how it was reckoned)."""
+        return self.usage.aborted_calls > 0
+
     def as_dict(self) -> dict[str, Any]:
         """The record as a flat JSON-ready dict (a ``usage.jsonl`` line)."""
         return {"tag": self.tag, "route": self.route, **self.usage.as_dict(), "cached": self.cached,
-                "shared": self.shared, "error": self.error, "endpoint": self.endpoint, "api_base": self.api_base,
+                "shared": self.shared, "estimated": self.estimated, "error": self.error, "endpoint": self.endpoint, "api_base": self.api_base,
                 "structured_output": self.structured_output}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CallRecord:
         """A line as any version wrote it: lines before the usage record had no ``calls``,
-        ``cached_calls``, ``shared_calls`` or ``errors`` (a line was one call; the booleans and
-        ``error`` said the rest)."""
+        ``cached_calls``, ``shared_calls``, ``errors``, ``aborted_calls`` or ``estimated_cost`` (a
+        line was one call; the booleans and ``error`` said the rest)."""
         usage = Usage.of(data)
+        aborted = usage.aborted_calls or int(bool(data.get("estimated")))
         usage = replace(usage, calls=usage.calls or 1, cached_calls=usage.cached_calls or int(bool(data.get("cached"))),
-                        shared_calls=usage.shared_calls or int(bool(data.get("shared"))),
-                        errors=usage.errors or int(data.get("error") is not None))
+                        shared_calls=usage.shared_calls or int(bool(data.get("shared"))), aborted_calls=aborted,
+                        estimated_cost=usage.estimated_cost or (usage.cost if aborted else 0.0),
+                        errors=usage.errors or int(data.get("error") is not None and not aborted))
         return cls(str(data["tag"]), str(data["route"]), usage, *(None if data.get(k) is None else str(data[k])
                                                                   for k in ("error", "endpoint", "api_base",
                                                                             "structured_output")))
