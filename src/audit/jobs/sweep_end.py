@@ -89,7 +89,7 @@ def read_outcome(sweep_dir: Path) -> SweepOutcome:
 
 def finish_sweep(sweep_dir: Path) -> SweepOutcome:
     """Compare the sweep's runs, print the summary, and record the failures for the exit status."""
-    from audit.compare.report import compare
+    from audit.compare.build import compare
     from audit.jobs.sweep import note_failed_jobs
 
     outcome = read_outcome(sweep_dir)
