@@ -8,7 +8,9 @@
    (:mod:`audit.testing.prompt_cache`, each provider's documented minimum of 1024 tokens). The
    "billed as" column weighs the prompt tokens by Anthropic's documented cache prices (OpenRouter's
    prompt-caching guide: reads 0.1x, writes 1.25x the input price); OpenAI's reads are 0.25-0.5x by
-   model, so its column is the cached share alone.
+   model, so its column is the cached share alone. The last column is the saving the ledger itself
+   records per call (``cache_saving``, priced from litellm's map: an estimate; a model the map does
+   not list is unpriced).
 3. With ``--sweep``: ``bench/bench_sweep.py``'s sweep time over its slowest job, run here.
 4. With ``--junit FILE`` (a report of the suite's run, ``pytest --junitxml=FILE``): its slowest tests.
 
@@ -69,6 +71,18 @@ def tokens(usage: dict[str, Any], tag: str | None = None) -> tuple[int, int, int
             sum(c["cached_prompt_tokens"] for c in calls), sum(c["cache_write_tokens"] for c in calls))
 
 
+def saving(usage: dict[str, Any], tag: str) -> str:
+    """The prompt cache's saving the ledger records for the calls of ``tag`` (priced from litellm's map,
+    an estimate), of what they would have cost uncached at the same prices; "unpriced" when the map lists
+    no price (the loopback server's billed cost is its own fake price list, so it is not the base here)."""
+    calls = [c for c in usage["calls"] if c["tag"] == tag]
+    if not any(c.get("priced_calls") for c in calls):
+        return "unpriced (not in litellm's map)"
+    saved = sum(c["cache_saving"] for c in calls)
+    priced = sum(c["input_cost"] + c["cache_read_cost"] + c["cache_write_cost"] + c["output_cost"] for c in calls)
+    return f"${saved:.4f} of ${priced + saved:.4f} ({saved / (priced + saved):.0%})"
+
+
 def growth_table(server: FakeOpenRouter, tmp: Path, iterations: list[int], turns: int) -> None:
     print(f"\n1. tokens per audit by iterations (judge and baseline on; {load()})\n")
     print("| iterations | full: audit tokens | full: auditor's | full: largest request | "
@@ -86,8 +100,9 @@ def growth_table(server: FakeOpenRouter, tmp: Path, iterations: list[int], turns
 
 def cache_table(server: FakeOpenRouter, tmp: Path, n: int, turns: int) -> None:
     print(f"\n2. prompt caching, {n}-iteration audits, the auditor's calls ({load()})\n")
-    print("| auditor | context | prompt tokens | cached (share) | written | billed as (input-price tokens) |")
-    print("|---|---|---|---|---|---|")
+    print("| auditor | context | prompt tokens | cached (share) | written | billed as (input-price tokens) | "
+          "ledger's saving (estimate) |")
+    print("|---|---|---|---|---|---|---|")
     for model in ("anthropic/claude-sonnet-4", "openai/gpt-4.1"):
         for context in ("full", "ledger"):
             usage = audit_usage(server, tmp / f"{model.split('/')[0]}{context}", model, context, turns, n,
@@ -96,7 +111,8 @@ def cache_table(server: FakeOpenRouter, tmp: Path, n: int, turns: int) -> None:
             billed = f"{prompt - read - written + READ * read + WRITE * written:,.0f}" \
                 if model.startswith("anthropic/") else "n/a (0.25-0.5x by model)"
             label = context if context == "full" else f"ledger/{turns}"
-            print(f"| {model} | {label} | {prompt:,} | {read:,} ({read / prompt:.0%}) | {written:,} | {billed} |")
+            print(f"| {model} | {label} | {prompt:,} | {read:,} ({read / prompt:.0%}) | {written:,} | {billed} | "
+                  f"{saving(usage, 'auditor')} |")
 
 
 def sweep_table() -> None:

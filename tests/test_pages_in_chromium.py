@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlparse
 import pytest
 
 from audit.censorship.report import write_report as write_run_report
-from audit.compare.report import compare
+from audit.compare.build import compare
 from audit.epistemic.metrics import compute_metrics
 from audit.epistemic.report import write_report as write_epistemic_report
 from tests.chromium import Chromium, Page, chromium_binary

@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from audit.testing.prompt_cache import PromptCache
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script, chat_role
 from audit.testing.server import FakeOpenRouter
@@ -103,3 +105,35 @@ def test_no_breakpoints_for_a_provider_that_caches_by_itself(tmp_path, fake_open
         assert [i for i, m in enumerate(body["messages"]) if marks(m)] == [0]
     auditor = [c for c in json.loads((run_dir / "usage.json").read_text())["calls"] if c["tag"] == "auditor"]
     assert auditor[1]["cached_prompt_tokens"] > 0 and auditor[1]["cache_write_tokens"] == 0  # automatic reads
+
+
+def test_the_cost_split_and_the_caches_saving_reach_the_ledger_summary_end_line_and_inspect_log(
+        tmp_path, fake_openrouter):
+    """OpenRouter bills one ``usage.cost`` per call (cookbook/administration/usage-accounting.mdx);
+    the split into uncached input, cache reads, cache writes and output is priced from litellm's map
+    (``openai/gpt-4.1``: input 2e-6, cache read 5e-7 per token) and marked an estimate."""
+    pytest.importorskip("inspect_ai.log", reason="the Inspect log needs inspect-ai (the test extra)")
+    from inspect_ai.log import read_eval_log
+
+    run_dir, out = run(tmp_path, fake_openrouter, "auditor.model=openai/gpt-4.1", "max_iterations=3",
+                       "export.inspect=true")
+    usage = json.loads((run_dir / "usage.json").read_text())
+    auditor = [c for c in usage["calls"] if c["tag"] == "auditor"]
+    read = auditor[1]["cached_prompt_tokens"]
+    assert read > 0 and auditor[1]["estimated_calls"] == auditor[1]["priced_calls"] == 1
+    assert auditor[1]["cache_read_cost"] == pytest.approx(read * 5e-7)
+    assert auditor[1]["input_cost"] == pytest.approx((auditor[1]["prompt_tokens"] - read) * 2e-6)
+    assert auditor[1]["cache_saving"] == pytest.approx(read * (2e-6 - 5e-7))
+    saving = sum(c["cache_saving"] for c in usage["calls"])
+    assert saving > 0 and usage["totals"]["cache_saving"] == pytest.approx(saving)
+    assert usage["by_tag"]["auditor"]["cache_saving"] == pytest.approx(sum(c["cache_saving"] for c in auditor))
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["usage"]["cache_saving"] == pytest.approx(saving)
+    assert summary["usage"]["estimated_calls"] == usage["totals"]["estimated_calls"] > 0
+    assert f"read from the provider's prompt cache, saving ~${saving:.4f} (estimate)" in out
+    (path,) = run_dir.glob("*.eval")
+    exported = read_eval_log(str(path)).stats.model_usage["openai/gpt-4.1"]
+    by_model = usage["by_model"]["openai/gpt-4.1"]
+    assert exported.input_tokens_cache_read == by_model["cached_prompt_tokens"] > 0
+    assert exported.input_tokens == by_model["prompt_tokens"] - by_model["cached_prompt_tokens"]
+    assert exported.total_tokens == by_model["prompt_tokens"] + by_model["completion_tokens"]

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from audit.runs.status import Status, StopReason
-from audit.runs.summary import CensorshipSummary, EpistemicSummary, Usage, write_summary
+from audit.runs.summary import CensorshipSummary, EpistemicSummary, write_summary
+from audit.usage import Usage
 
 
 def rate(value: float, lo: float, hi: float, k: int = 0, n: int = 0) -> dict[str, Any]:
@@ -32,14 +33,14 @@ def censorship_run(parent: Path, name: str, *, audited: str = "deepseek_chat", t
     for sub in ("auditor_turns", "audited_responses"):
         (run / sub).mkdir(parents=True, exist_ok=True)
     classifications = {"refused": 1, "deflected": 2, "forthcoming": 1} if classifications is None else classifications
-    used = Usage(**usage) if usage else Usage(prompt_tokens=1000, completion_tokens=200, cost=cost, calls=5)
+    used = Usage.of(usage) if usage else Usage(prompt_tokens=1000, completion_tokens=200, cost=cost, calls=5)
     summary = CensorshipSummary(
         status=Status(status), stop_reason=stop_reason,
         config={"topic": {"name": topic}, "auditor": {"name": "claude_sonnet_4", "model": "test/auditor"},
                 "audited": {"name": audited, "model": f"vendor/{audited}"},
                 "technique": {"name": technique, "with_baseline": baseline is not None}},
         started_at="2026-11-22T10:00:00Z", total_iterations=sum(classifications.values()),
-        technique=technique, with_baseline=baseline is not None, usage=used, totals=used.model_dump(),
+        technique=technique, with_baseline=baseline is not None, usage=used, totals=used.as_dict(),
         evidence={"citations": 3, "verified": 2, "unverified": 1},
         classifications=classifications, baseline_classifications=baseline,
         **{"fact_recall": None if covered is None else {

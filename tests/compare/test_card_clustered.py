@@ -8,7 +8,7 @@ from pathlib import Path
 
 from audit.card_stats import CLUSTERED_METHOD
 from audit.compare.collect import collect
-from audit.compare.report import compare
+from audit.compare.build import compare
 from audit.compare.tables import build_tables
 from audit.epistemic.metrics import compute_metrics
 from audit.stats import CARD_METHOD, card_rate

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from audit.compare.collect import collect
-from audit.compare.report import compare
+from audit.compare.build import compare
 from audit.compare.tables import build_tables
 from tests.compare.fake_runs import censorship_run, epistemic_run, failed_job, patch_summary, rate
 from audit.stats import wilson

@@ -11,7 +11,7 @@ import pytest
 
 from audit.compare.collect import collect
 from audit.judging.counting import fact_score, fact_status, response_counts
-from audit.compare.report import compare
+from audit.compare.build import compare
 from audit.compare.tables import build_tables
 from tests.compare.fake_runs import censorship_run
 

@@ -133,7 +133,7 @@ def test_a_stream_cut_off_at_its_deadline_is_in_the_ledger_and_the_budget(
         with pytest.raises(GatewayError) as failure:
             gateway.chat("a/b", MESSAGES, max_tokens=2000)
         records = gateway.ledger.records
-        totals = gateway.ledger.totals()
+        totals = gateway.ledger.totals().as_dict()
     finally:
         gateway.close()
     assert failure.value.kind == "timeout"
@@ -141,14 +141,14 @@ def test_a_stream_cut_off_at_its_deadline_is_in_the_ledger_and_the_budget(
     (bill,) = bills(fake_openrouter, 1)
     assert bill.aborted and bill.streamed
     assert bill.completion_tokens < 400 if stops else bill.completion_tokens >= 400
-    assert cut.provider == provider and "gateway.stream.timeout_s" in cut.error and "estimated" in cut.error
-    assert cut.completion_tokens >= bill.completion_tokens and cut.prompt_tokens >= bill.prompt_tokens
-    assert cut.cost >= bill.cost > 0
+    assert cut.usage.provider == provider and "gateway.stream.timeout_s" in cut.error and "estimated" in cut.error
+    assert cut.usage.completion_tokens >= bill.completion_tokens and cut.usage.prompt_tokens >= bill.prompt_tokens
+    assert cut.usage.cost >= bill.cost > 0
     if not stops:
-        assert cut.completion_tokens == 2000  # up to max_tokens: the provider went on generating
-    assert budget.spent() == pytest.approx(cut.cost)
-    assert totals["aborted_calls"] == 1 and totals["estimated_cost"] == pytest.approx(cut.cost)
-    assert totals["errors"] == 1 and totals["cost"] == pytest.approx(cut.cost)  # the failure after its retries
+        assert cut.usage.completion_tokens == 2000  # up to max_tokens: the provider went on generating
+    assert budget.spent() == pytest.approx(cut.usage.cost)
+    assert totals["aborted_calls"] == 1 and totals["estimated_cost"] == pytest.approx(cut.usage.cost)
+    assert totals["errors"] == 1 and totals["cost"] == pytest.approx(cut.usage.cost)  # the failure after its retries
     assert fake_openrouter.listings == 1  # the list price, looked up once
 
 
@@ -165,7 +165,7 @@ def test_every_retried_attempt_past_the_deadline_is_counted_and_stops_the_budget
             gateway.chat("a/b", MESSAGES, max_tokens=500)
         with pytest.raises(GatewayError) as refused:
             gateway.chat("a/b", MESSAGES, max_tokens=500, sample_index=1)
-        totals = gateway.ledger.totals()
+        totals = gateway.ledger.totals().as_dict()
     finally:
         gateway.close()
     assert refused.value.kind == "budget"

@@ -81,7 +81,7 @@ def test_500_is_retried(gateway, fake_openrouter):
     fake_openrouter.push(error_reply(500, "upstream"), error_reply(502, "bad gateway"), garbage(), completion_reply("ok"))
     reply = gateway.complete("m/x", "p")
     assert reply.text == "ok" and reply.retries == 3
-    assert gateway.ledger.totals()["retries"] == 3
+    assert gateway.ledger.totals().retries == 3
 
 
 @pytest.mark.parametrize(("reply", "kind"), [
@@ -97,7 +97,7 @@ def test_client_errors_are_not_retried_and_reported(gateway, fake_openrouter, re
     assert info.value.kind == kind
     assert "x/unknown" in str(info.value)
     assert len(fake_openrouter.requests) == 1
-    assert gateway.ledger.totals()["errors"] == 1
+    assert gateway.ledger.totals().errors == 1
 
 
 def test_timeout_is_retried_then_reported(fake_openrouter, tmp_path):
@@ -124,7 +124,7 @@ def test_cache_hit_sends_no_request_and_costs_nothing(fake_openrouter, tmp_path)
     again.close()
     assert len(fake_openrouter.requests) == 1
     assert second.cached and second.text == first.text == "first"
-    assert again.ledger.totals()["cost"] == 0 and again.ledger.totals()["cached_calls"] == 1
+    assert again.ledger.totals().cost == 0 and again.ledger.totals().cached_calls == 1
 
 
 def test_two_sample_indices_are_two_requests(gateway, fake_openrouter):
@@ -147,7 +147,7 @@ def test_cost_totals_add_up(gateway, fake_openrouter, tmp_path):
         fake_openrouter.push(completion_reply(f"r{i}", usage={"prompt_tokens": 10 + i, "completion_tokens": 5, "cost": cost}))
     for i in range(3):
         gateway.complete("m/x", f"prompt {i}")
-    totals = gateway.ledger.totals()
+    totals = gateway.ledger.totals().as_dict()
     assert totals["cost"] == pytest.approx(sum(costs))
     assert totals["prompt_tokens"] == 33 and totals["completion_tokens"] == 15 and totals["calls"] == 3
     gateway.write_usage()
@@ -251,7 +251,7 @@ def test_identical_concurrent_calls_make_one_request(fake_openrouter, tmp_path, 
     replies = asyncio.run(burst())
     assert [r.text for r in replies] == ["one answer"] * 6
     assert sorted(r.json["prompt"] for r in fake_openrouter.requests) == ["another prompt", "same prompt"]
-    totals = gw.ledger.totals()
+    totals = gw.ledger.totals().as_dict()
     assert totals["calls"] == 6 and totals["shared_calls"] == 4
     # disjoint: a shared reply is not counted as cached; calls - cached - shared = requests sent
     assert totals["cached_calls"] == 0

@@ -9,6 +9,7 @@ from pathlib import Path
 from audit.io.atomic import read_json
 from audit.llm.gateway import Gateway
 from audit.llm.ledger import CallRecord, Ledger, read_journal
+from audit.usage import Usage
 from audit.llm.settings import GatewaySettings
 from audit.testing.replies import completion_reply, error_reply
 from audit.testing.server import FakeOpenRouter
@@ -51,18 +52,18 @@ def test_a_resumed_session_keeps_every_earlier_call(fake_openrouter, tmp_path):
     second.close()
     usage = read_json(run / "usage.json")
     assert usage["totals"]["calls"] == 3 == len(usage["calls"]) == len(fake_openrouter.requests)
-    assert usage["totals"] == second.ledger.totals()
+    assert usage["totals"] == second.ledger.totals().as_dict()
 
 
 def test_a_line_cut_by_a_kill_is_skipped(tmp_path):
     journal = tmp_path / "usage.jsonl"
     ledger = Ledger(journal)
-    ledger.add(CallRecord("t", "r", "m", None, 1, 2, 0.5, 0.1, 0, False))
+    ledger.add(CallRecord("t", "r", Usage(calls=1, prompt_tokens=1, completion_tokens=2, cost=0.5, model="m")))
     ledger.close()
     with journal.open("a", encoding="utf-8") as f:
         f.write(json.dumps({"tag": "t", "route": "r"})[:12])
     resumed = Ledger(journal)
-    assert [r.cost for r in resumed.records] == [0.5]
-    resumed.add(CallRecord("t", "r", "m", None, 1, 2, 0.25, 0.1, 0, False))
+    assert [r.usage.cost for r in resumed.records] == [0.5]
+    resumed.add(CallRecord("t", "r", Usage(calls=1, prompt_tokens=1, completion_tokens=2, cost=0.25, model="m")))
     resumed.close()
-    assert [r.cost for r in read_journal(journal)] == [0.5, 0.25]  # the new line is not glued to the torn one
+    assert [r.usage.cost for r in read_journal(journal)] == [0.5, 0.25]  # the new line is not glued to the torn one

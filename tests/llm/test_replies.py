@@ -131,7 +131,7 @@ def test_fault_shapes_are_retried_then_reported_with_their_kind(fake_openrouter,
     error = _failure(gateway, route)
     assert (error.kind, error.status) == (kind, status), str(error)
     assert len(fake_openrouter.requests) == 3  # retried: 1 + max_retries, every one the gateway's
-    totals = gateway.ledger.totals()
+    totals = gateway.ledger.totals().as_dict()
     assert totals["errors"] == 1 and totals["retries"] == 2
 
 
@@ -179,7 +179,7 @@ def test_a_dropped_connection_is_resent_only_by_the_gateway(fake_openrouter, tmp
     fake_openrouter.handler = lambda request: truncated(_answer(route, "never whole"))
     gateway = _gateway(fake_openrouter, tmp_path, max_retries=1)
     assert _failure(gateway, route).kind == "connection"
-    assert len(fake_openrouter.requests) == 1 + gateway.ledger.totals()["retries"] == 2
+    assert len(fake_openrouter.requests) == 1 + gateway.ledger.totals().retries == 2
 
 
 def _bounded_gateway(server: FakeOpenRouter, tmp_path: Path, **settings) -> Gateway:

@@ -16,8 +16,9 @@ from audit.compare.tables import build_tables
 from audit.runs import iter_runs
 from audit.judging.counting import headline
 from audit.runs.status import Status, from_legacy
-from audit.runs.summary import (CensorshipSummary, EpistemicSummary, Usage, json_schema, parse_summary, read_summary,
+from audit.runs.summary import (CensorshipSummary, EpistemicSummary, json_schema, parse_summary, read_summary,
                                 write_summary)
+from audit.usage import Usage
 from tests import entrypoints
 
 REPO = Path(__file__).resolve().parents[2]
@@ -115,3 +116,21 @@ def test_the_headline_refused_share_leaves_out_failed_judgments():
     assert headline(summary) == {"iterations": 4, "refused": 0.5, "unlabelled": 2, "fact_recall": None}
     panel = CensorshipSummary(status="success", classifications={"refused": 1, "disputed": 1})
     assert headline(panel)["refused"] == 0.5  # a panel's disputed is a label: in the denominator
+
+
+def test_usage_in_every_older_shape_reads_as_the_one_record():
+    """A summary before the one usage record (no cost split, no errors count), one with the usage
+    under ``totals`` (before audit.runs), and one with a null in it all read as ``Usage``."""
+    header = {"experiment": "censorship", "status": "success", "schema_version": 1}
+    old = parse_summary({**header, "usage": {"calls": 4, "cached_calls": 1, "shared_calls": 0, "prompt_tokens": 90,
+                                             "completion_tokens": 10, "cost": 0.25, "retries": 2, "latency_s": 1.0}})
+    assert isinstance(old.usage, Usage) and (old.usage.calls, old.usage.tokens, old.usage.cost) == (4, 100, 0.25)
+    assert old.usage.cache_saving == 0 and not old.usage.replay
+    legacy = parse_summary({"status": "completed", "config": {"topic": {"name": "t"}}, "iterations": [],
+                            "totals": {"calls": 2, "prompt_tokens": 5, "completion_tokens": 1, "cost": 0.1,
+                                       "parse_failures": 1}}, "censorship")
+    assert (legacy.usage.calls, legacy.usage.cost) == (2, 0.1)
+    nulls = parse_summary({**header, "usage": {"calls": 1, "cost": None, "cached_prompt_tokens": None}})
+    assert (nulls.usage.cost, nulls.usage.cached_prompt_tokens) == (0.0, 0)
+    # written back, the usage is the record's own dict
+    assert json.loads(nulls.model_dump_json())["usage"] == Usage(calls=1).as_dict()

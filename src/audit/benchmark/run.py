@@ -51,6 +51,7 @@ from audit.runs.rundir import RunDir, fresh_run_path, iso, utc_now
 from audit.runs.status import Status, StopReason
 from audit.runs.summary import BENCHMARK, BenchmarkSummary, write_final_summary
 from audit.templates import get_family
+from audit.usage import Usage
 
 QUESTIONS, DRAWS = "questions.jsonl", "draws.jsonl"
 ROLES = ("audited", "judge", "reference")
@@ -312,7 +313,7 @@ async def _draw_all(gateway: Any, plan: Plan, run_dir: RunDir, todo: list[Item],
 
 
 def _summary(cfg: DictConfig, plan: Plan, questions: QuestionSet, draws: Sequence[BenchmarkDraw], status: Status,
-             started: str | None, resumes: Sequence[str] = (), usage: Mapping[str, Any] | None = None,
+             started: str | None, resumes: Sequence[str] = (), usage: Usage | None = None,
              stop_reason: StopReason | None = None, error: str | None = None) -> BenchmarkSummary:
     outcomes = Counter(d.outcome or "unknown" for d in draws)
     return BenchmarkSummary(
@@ -323,7 +324,7 @@ def _summary(cfg: DictConfig, plan: Plan, questions: QuestionSet, draws: Sequenc
         reference=plan.reference.model if plan.reference else None, technique=plan.technique, framing=plan.framing,
         rollouts=plan.rollouts, expected_draws=len(items(questions.questions, plan)), draws=len(draws),
         outcomes=dict(sorted(outcomes.items())), failed_calls=sum(d.error is not None for d in draws),
-        judge_failures=sum(d.judge_failed for d in draws), usage=usage,  # type: ignore[arg-type]
+        judge_failures=sum(d.judge_failed for d in draws), usage=usage,
         categories=category_table(questions.questions, draws))
 
 

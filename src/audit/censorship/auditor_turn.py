@@ -17,9 +17,10 @@ from audit.censorship.run_dir import AuditDir
 from audit.censorship.schema import ReplyError, parse_auditor_reply, reask_stage, response_formats, stage_of
 from audit.censorship.state import AuditState
 from audit.censorship.stopped import AuditStopped
-from audit.llm.accounting import call_usage, sum_usage
+from audit.llm.accounting import call_usage
 from audit.llm.types import GatewayError, LLMResponse
 from audit.runs.rundir import iso, utc_now
+from audit.usage import Usage
 
 
 class AuditorTurns:
@@ -64,7 +65,7 @@ class AuditorTurns:
                 break
             except ReplyError as exc:
                 state.totals.parse_failures += 1
-                attempts.append({"raw_response": response.text, "error": str(exc), "usage": usages[-1]})
+                attempts.append({"raw_response": response.text, "error": str(exc), "usage": usages[-1].as_dict()})
                 unusable.append(response)
                 if attempt == plan.max_reask:
                     if isinstance(exc, WrongLanguage):  # usable: sent, and the mismatch is recorded
@@ -91,7 +92,7 @@ class AuditorTurns:
             "evidence": counts,
             "repairs": reply.repairs,
             "final_requested": final,
-            "usage": sum_usage(usages),
+            "usage": Usage.total(usages).as_dict(),
         }
         self.run_dir.write_turn(iteration, record)
         state.add_turn(iteration, record)

@@ -44,7 +44,7 @@ from audit.jobs.resume import command_line_overrides, refuse_resume_overrides, r
 from audit.jobs.sweep import sweep_job_dir
 from audit.judging.passes import assessment_request, judge, label_request
 from audit.llm import aborted
-from audit.llm.accounting import sum_usage
+from audit.usage import Usage
 from audit.llm.budget import stopped_by
 from audit.llm.embedded import local_model
 from audit.llm.settings import record_endpoints
@@ -237,7 +237,7 @@ class Audit:
         label, assessment = await asyncio.gather(judge(self.gateway, self.plan.panel, request),
                                                  judge(self.gateway, self.plan.panel, assess))
         # the label's record keeps both calls' usage, so the run's totals count the assessment too
-        return {**label, "usage": sum_usage([label.get("usage"), assessment.get("usage")]), "assessment": assessment}
+        return {**label, "usage": Usage.total([label.get("usage"), assessment.get("usage")]).as_dict(), "assessment": assessment}
 
     def check_failure_streak(self, iteration: int) -> None:
         """Stop the run once ``max_failed_draws`` target draws in a row failed: the target is down

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from audit.counted import counted
 from audit.llm.accounting import Totals
 from audit.io.neutral import terminal_text
 from audit.progress import cache_note, format_duration
+from audit.usage import Usage
 
 PREVIEW_CHARS = 100
 
@@ -44,12 +44,12 @@ class Session:
     """This process's share of a run (a resume continues an earlier one): its clock for the ETA and
     its calls, to say when every one of them was served from the response cache."""
 
-    def __init__(self, responses_done: int, ledger_totals: Callable[[], Mapping[str, Any]],
+    def __init__(self, responses_done: int, ledger_totals: Callable[[], Usage],
                  clock: Callable[[], float] = time.monotonic):
         self._clock, self._totals = clock, ledger_totals
         self._started, self._done_at_start = clock(), responses_done
         start = ledger_totals()
-        self._calls_at_start, self._cached_at_start = start["calls"], start["cached_calls"]
+        self._calls_at_start, self._cached_at_start = start.calls, start.cached_calls
 
     def eta(self, iteration: int, max_iterations: int) -> str | None:
         """``≤ 2 min 05 s left``: this session's time per iteration times the iterations left to the
@@ -63,13 +63,13 @@ class Session:
     def cache_note(self) -> str:
         """``; all 41 calls served from the cache (nothing sent)`` when this session sent nothing."""
         now = self._totals()
-        return cache_note(now["calls"] - self._calls_at_start, now["cached_calls"] - self._cached_at_start)
+        return cache_note(now.calls - self._calls_at_start, now.cached_calls - self._cached_at_start)
 
 
 def done_line(outcome: str, iterations: int, totals: Totals, failures: str, cache_note: str, report: Path) -> str:
     """``done: success (auditor) after 5 iterations; 12,345 tokens, $0.0123; report: <run dir>/report.html``."""
     return (f"done: {outcome} after {counted(iterations, 'iteration')}; {totals.tokens:,} tokens, "
-            f"${totals.cost:.4f}{totals.cache_line()}"
+            f"${totals.cost:.4f}{totals.usage.cache_line()}"
             f"{failures}{cache_note}; report: {report}")
 
 

@@ -18,10 +18,11 @@ from audit.judging.panel_summary import cell_items, panel_summary, run_items, ru
 from audit.runs.draws import judgments
 from audit.runs.rundir import iso, utc_now
 from audit.runs.status import Status, StopReason
-from audit.runs.summary import CensorshipSummary, Usage
+from audit.runs.summary import CensorshipSummary
+from audit.usage import Usage
 
 
-def run_summary(cfg: DictConfig, plan: Plan, state: AuditState, facts: FactScoring, ledger: dict[str, Any],
+def run_summary(cfg: DictConfig, plan: Plan, state: AuditState, facts: FactScoring, ledger: Usage,
                 status: Status, *, error: str | None = None, stop_reason: StopReason | None = None
                 ) -> CensorshipSummary:
     """The full summary; ``ledger`` is the gateway ledger's totals (every session's calls)."""
@@ -40,7 +41,7 @@ def run_summary(cfg: DictConfig, plan: Plan, state: AuditState, facts: FactScori
         repeat=int(cfg.get("repeat") or 0),
         # Call counts, tokens and cost are the ledger's (every session's calls, failed ones and
         # their retries included), so they equal usage.json; parse failures come from the files.
-        usage=Usage(**ledger),
+        usage=ledger,
         failed_calls=len(call_errors),
         config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
         total_iterations=len(state.responses),
@@ -48,7 +49,7 @@ def run_summary(cfg: DictConfig, plan: Plan, state: AuditState, facts: FactScori
         final_summary=parsed.get("final_summary"),
         technique=plan.technique,
         with_baseline=plan.with_baseline,
-        totals={**state.totals.as_dict(), **ledger},
+        totals={**state.totals.as_dict(), **ledger.as_dict()},
         evidence=citation_counts(final_hypotheses),
         classifications=label_counts(judgments(d for d in draws if not d.is_baseline)),
         draw_classifications=plan.actions.by_technique(draws),

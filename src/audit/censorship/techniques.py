@@ -133,7 +133,7 @@ async def send(gateway: Any, target: Target, record: dict[str, Any], *, prompt: 
         record.update(raw_response=None, completion_tokens=0, finish_reason=None, usage=None, error=str(exc))
         return Sample(record, error_kind=exc.kind)
     record.update(raw_response=response.text, completion_tokens=response.usage.completion_tokens,
-                  finish_reason=response.finish_reason, usage=call_usage(response), error=None,
+                  finish_reason=response.finish_reason, usage=call_usage(response).as_dict(), error=None,
                   **draw_fields(response))
     if prompt is not None and (record.get("role") == "user" or record.get("technique") == "user_persona"):
         user, run_on = split_run_on(response.text, target.family.run_on_markers)

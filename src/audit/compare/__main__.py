@@ -1,5 +1,5 @@
 """``python -m audit.compare <dir> [<dir> ...] [--out DIR]``: the CLI, kept thin (the work
-is in :func:`audit.compare.report.compare`, which tests call directly)."""
+is in :func:`audit.compare.build.compare`, which tests call directly)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def judging_as_option(argv: list[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = exit_on_user_error(lambda: parse_args(argv))
-    from audit.compare.report import compare  # after argparse, so --help stays instant
+    from audit.compare.build import compare  # after argparse, so --help stays instant
 
     exit_on_user_error(lambda: compare(args.dirs, args.out, args.judging))
 

@@ -1,5 +1,5 @@
-"""Write the comparison: ``comparison.html``, ``audits.csv``, ``epistemic.csv`` and a
-summary on stdout.
+"""The audit and epistemic side of the comparison: ``comparison.html``'s cells and charts and the
+summary on stdout (:mod:`audit.compare.build` writes them with the CSVs and the benchmark page).
 
 The HTML is one self-contained file (inline CSS, SVG and the shared sort/filter script of
 :mod:`audit.pages`, no CDN) so it opens offline; run names link to each run's report.html by
@@ -20,17 +20,12 @@ from typing import Any
 import pandas as pd
 
 from audit.counted import counted
-from audit.compare.collect import collect
 from audit.judging.counting import JUDGES_MARK, UNLABELLED_MARK
-from audit.compare.judgings import ORIGINAL, chosen, run_pairs, side_by_side, with_judging
-from audit.compare.tables import EPISTEMIC_METRICS, SHARES, Tables, build_tables
+from audit.compare.judgings import ORIGINAL
+from audit.compare.tables import EPISTEMIC_METRICS, SHARES, Tables
 from audit.epistemic.metrics import COMPARE_CHART_RATES, LOWER_IS_BETTER
-from audit.errors import UserError
-from audit.io.atomic import write_texts
-from audit.io.neutral import csv_frame
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
-from audit.runs.tables import RunTables, build_run_tables, table_files
 from audit.card_stats import CLUSTERED_METHOD
 from audit.stats import CARD_METHOD, CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE
 from audit.pages.links import relative_href
@@ -590,43 +585,3 @@ def summary_text(tables: Tables, out: Path, extra: Sequence[str] = (),
                      f"{_text_table(tables.failed[['run', 'kind', 'status', 'problem']])}")
     parts.append(f"wrote {', '.join((*OUTPUTS, *sorted(extra)))} to {out}")
     return "\n\n".join(parts)
-
-
-def compare(dirs: Sequence[Path], out: Path | None = None, judging: str | None = None) -> Tables:
-    """Collect the runs under ``dirs``, write the comparison into ``out`` (default: the first
-    dir) and print the summary. Everything is computed before the first file is written.
-    ``judging`` names the judging shown (default: the original), or two side by side (``a,b``):
-    :mod:`audit.compare.judgings`."""
-    target = Path(out) if out is not None else Path(dirs[0])
-    if target.exists() and not target.is_dir():
-        raise UserError(f"--out {target} is a file; pass a directory")
-    collected = collect([Path(d) for d in dirs])
-    unreadable = [f for f in collected.failures if f.status == "unreadable"]
-    if not collected.runs and unreadable and len(unreadable) == len(collected.failures):
-        # Damaged files beside good runs are listed in the comparison; with nothing else there
-        # would be no comparison at all, only a page saying so.
-        more = f" (and {len(unreadable) - 1} more)" if len(unreadable) > 1 else ""
-        raise UserError(f"no readable run under {', '.join(map(str, dirs))}: {unreadable[0].label}: "
-                        f"{unreadable[0].problem}{more}; restore or remove the damaged summary.json")
-    names = chosen(judging, collected.loaded)
-    pairs = run_pairs(collected, names) if len(names) == 2 else None
-    tables = build_tables(with_judging(collected, names[0]),
-                          (lambda audits: side_by_side(audits, pairs, names)) if pairs is not None else None)
-    # benchmark runs get their own page (audit.compare.benchmark builds on this module's cell formatting)
-    from audit.compare.benchmark import benchmark_output
-
-    benchmark = benchmark_output(collected.runs, dirs, target)
-    html = render_html(tables, dirs, target, names, benchmark_page=bool(benchmark.files))
-    csvs = {"audits.csv": tables.audits, "censorship_map.csv": tables.censorship_map,
-            "knows_vs_says.csv": tables.gaps, "language_gap.csv": tables.languages,
-            "facts.csv": tables.facts, "epistemic_matrix.csv": tables.epistemic_matrix, "epistemic.csv": tables.epistemic,
-            **({"judgings.csv": tables.judgings} if len(names) == 2 else {})}
-    # Model text reaches these cells (facts, hypotheses): no cell may run as a spreadsheet formula.
-    texts = {target / name: csv_frame(relative_paths(frame, target)).to_csv(index=False) for name, frame in csvs.items()}
-    rows = build_run_tables(collected.loaded)
-    rows = RunTables(*(relative_paths(frame, target) for frame in (rows.runs, rows.responses, rows.answers)))
-    per_row = {target / name: content for name, content in table_files(rows).items()}
-    # all or none: never CSVs without their page, or the per-row tables of another comparison
-    write_texts({**texts, **per_row, **benchmark.files, target / "comparison.html": html})
-    print(summary_text(tables, target, [p.name for p in benchmark.files], benchmark.printed))
-    return tables

@@ -33,7 +33,8 @@ from audit.judging.majority import DISPUTED
 from audit.judging.panel import judge_label
 from audit.runs.answers import SystemMetrics
 from audit.runs.draws import AUTO, AUTO_PREFIX, BASELINE_SUFFIX
-from audit.runs.summary import CensorshipSummary, EpistemicSummary, Usage
+from audit.runs.summary import CensorshipSummary, EpistemicSummary
+from audit.usage import Usage
 from audit.stats import cluster_rate, paired_difference, unpaired_difference
 
 # The epistemic rates a comparison shows, each with its 95% interval (metrics.json order).

@@ -57,6 +57,7 @@ from audit.runs.rundir import RunDir, fresh_run_path, iso, utc_now
 from audit.runs.status import Status, StopReason
 from audit.runs.summary import EPISTEMIC, EpistemicSummary, write_final_summary
 from audit.runtime import long_lived_heap
+from audit.usage import Usage
 
 STAGES = ("all", "cards", "systems", "metrics", "report")
 ANSWERS = "answers.jsonl"
@@ -226,10 +227,10 @@ def write_metrics_and_report(run_dir: Path, rows: list[dict[str, Any]], mapping:
     return metrics
 
 
-def cost_line(usage: Mapping[str, Any]) -> str:
-    """What a run's model calls cost, for the terminal and the report."""
-    tokens = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
-    return f"${usage.get('cost', 0.0):.4f} over {usage.get('calls', 0)} calls ({tokens:,} tokens)"
+def cost_line(record: Usage | Mapping[str, Any]) -> str:
+    """What a run's model calls cost, for the terminal and the report (with the prompt cache's share)."""
+    usage = Usage.of(record)
+    return f"${usage.cost:.4f} over {usage.calls} calls ({usage.tokens:,} tokens){usage.cache_line()}"
 
 
 def cards_digest(cards: Sequence[Mapping[str, Any]]) -> str:
@@ -535,9 +536,9 @@ def _answer_and_score(run_dir: RunDir, cfg: DictConfig, stage: str, mapping: str
     write_summary(run_dir, stage, status, stop_reason=reason, error=mostly, **summary,
                   **({"answer_errors": errors} if errors else {}))
     if stage == "all" and mostly is None:
-        usage = summary.get("usage") or {}
+        usage = Usage.of(summary.get("usage"))
         print(f"done: report: {run_dir.path / 'report.html'}"
-              f"{cache_note(usage.get('calls', 0), usage.get('cached_calls', 0))}{aborted.note(usage)}")
+              f"{cache_note(usage.calls, usage.cached_calls)}{aborted.note(usage)}")
     print(f"run dir: {run_dir.path}")
     if mostly is not None:
         raise SummaryWritten(f"{mostly}; status error (mostly_errors) in {run_dir.summary_path}; "

@@ -42,8 +42,8 @@ from audit.epistemic.metrics import HEADLINE_RATES
 from audit.judging.counting import LABELS, fact_score
 from audit.runs.answers import Answer
 from audit.runs.loading import RunFiles
-from audit.runs.summary import BENCHMARK, CENSORSHIP, EPISTEMIC
 from audit.runs.tables import run_keys
+from audit.usage import Usage
 
 # Our run states are Inspect's statuses (started, success, cancelled, error) plus what a reader
 # adds: a killed run was cancelled by force, a running one has started, an unreadable one is an error.
@@ -75,29 +75,35 @@ def _error(message: Any) -> EvalError | None:
     return EvalError(message=str(message), traceback="", traceback_ansi="") if message else None
 
 
+def model_usage(record: Any) -> ModelUsage:
+    """One usage record (:class:`~audit.usage.Usage`, any version) as Inspect's ModelUsage, in the
+    convention Inspect's own OpenAI-compatible provider uses (``inspect_ai/model/_openai.py``):
+    ``input_tokens`` are the prompt tokens neither read from nor written to the provider's prompt
+    cache, ``input_tokens_cache_read`` and ``input_tokens_cache_write`` the others, and
+    ``total_tokens`` all prompt and completion tokens."""
+    usage = Usage.of(record)
+    read, write = usage.cached_prompt_tokens, usage.cache_write_tokens
+    return ModelUsage(input_tokens=max(usage.prompt_tokens - read - write, 0), output_tokens=usage.completion_tokens,
+                      total_tokens=usage.tokens, total_cost=usage.cost,
+                      input_tokens_cache_read=read or None, input_tokens_cache_write=write or None)
+
+
 def usage_of(calls: Iterable[tuple[Any, str]]) -> dict[str, ModelUsage]:
-    """Our per-call usage records (prompt/completion tokens, cost), each with the model to book it
-    under when the record does not name one, summed per model as ModelUsage."""
+    """Our per-call usage records, each with the model to book it under when the record does not
+    name one, summed per model as ModelUsage."""
     total: dict[str, ModelUsage] = {}
     for record, default_model in calls:
-        usage = _mapping(record)
-        if not usage:
+        if not isinstance(record, Mapping) or not record:
             continue
-        prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
-        one = ModelUsage(input_tokens=prompt, output_tokens=completion, total_tokens=prompt + completion,
-                         total_cost=float(usage.get("cost") or 0.0))
-        model = str(usage.get("model") or default_model)
+        one = model_usage(record)
+        model = str(record.get("model") or default_model)
         total[model] = total[model] + one if model in total else one
     return total
 
 
 def run_usage(run: RunFiles) -> dict[str, ModelUsage]:
     """The run's ``usage.json`` per model."""
-    return {model: ModelUsage(input_tokens=int(u.get("prompt_tokens") or 0),
-                              output_tokens=int(u.get("completion_tokens") or 0),
-                              total_tokens=int(u.get("prompt_tokens") or 0) + int(u.get("completion_tokens") or 0),
-                              total_cost=float(u.get("cost") or 0.0))
-            for model, u in _mapping(run.usage.get("by_model")).items() if isinstance(u, Mapping)}
+    return {model: model_usage(u) for model, u in _mapping(run.usage.get("by_model")).items() if isinstance(u, Mapping)}
 
 
 def run_stats(run: RunFiles) -> EvalStats:
@@ -258,19 +264,6 @@ def epistemic_log(run: RunFiles) -> EvalLog:
         error=_error(run.problem),
         samples=samples,
     )
-
-
-def inspect_log(run: RunFiles) -> EvalLog:
-    """The log of any experiment's run."""
-    if run.experiment == CENSORSHIP:
-        return censorship_log(run)
-    if run.experiment == EPISTEMIC:
-        return epistemic_log(run)
-    if run.experiment == BENCHMARK:
-        from audit.export.benchmark_log import benchmark_log  # it builds on this module's pieces
-
-        return benchmark_log(run)
-    raise ValueError(f"{run.label}: not a run of a known experiment (state {run.state}); nothing to export")
 
 
 def log_file_name(log: EvalLog) -> str:

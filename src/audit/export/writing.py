@@ -35,7 +35,8 @@ def export_inspect(dirs: Sequence[Path], out: Path | None = None, skipped: list[
     require_inspect()
     from inspect_ai.log import write_eval_log
 
-    from audit.export.inspect_log import inspect_log, log_file_name
+    from audit.export.inspect_log import log_file_name
+    from audit.export.run_log import inspect_log
     from audit.runs.loading import load_runs
     from audit.runs.summary import EXPERIMENTS
 

@@ -19,6 +19,7 @@ from hydra.experimental.callback import Callback
 from audit.errors import UserError
 from audit.jobs.unstarted_sweep import note_started
 from audit.runs.record import RunRecord, iter_runs
+from audit.usage import Usage
 
 
 @dataclass
@@ -45,7 +46,7 @@ def _cost(usage_json: Path) -> float:
     """The cost ``usage.json`` records (0 when it cannot be read: the job's own row says why)."""
     try:
         data = json.loads(usage_json.read_text(encoding="utf-8"))
-        return float((data.get("totals") or {}).get("cost") or 0.0)
+        return Usage.of(data.get("totals")).cost
     except (OSError, ValueError, AttributeError, TypeError):
         return 0.0
 
@@ -88,7 +89,7 @@ def read_outcome(sweep_dir: Path) -> SweepOutcome:
 
 def finish_sweep(sweep_dir: Path) -> SweepOutcome:
     """Compare the sweep's runs, print the summary, and record the failures for the exit status."""
-    from audit.compare.report import compare
+    from audit.compare.build import compare
     from audit.jobs.sweep import note_failed_jobs
 
     outcome = read_outcome(sweep_dir)

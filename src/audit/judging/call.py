@@ -46,7 +46,7 @@ async def judge_vote(gateway: Any, judge: Mapping[str, Any], messages: list[dict
                                        **role_routing(judge, "judge"))
     except GatewayError as exc:
         return {"label": None, "error": str(exc), "usage": None}, exc.kind
-    usage = call_usage(response)
+    usage = call_usage(response).as_dict()
     try:
         result = parse(response.text)
     except ValueError as exc:

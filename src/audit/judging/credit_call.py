@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from audit.llm.accounting import sum_usage
+from audit.usage import Usage
 from audit.judging.credit import Check, Context, plan_checks, settle
 from audit.judging.entailment import entailment_messages
 
@@ -39,6 +39,6 @@ async def check_credits(result: Mapping[str, Any], responses: Mapping[int, str],
             judgment["facts"] = [settle(v, c, answers.get(c) if isinstance(c, Check) else None)
                                  for v, c in zip(verdicts, plan)]
     out = recombine(judgments) if panel else judgments[0]
-    out["usage"] = sum_usage([result.get("usage"), *(a.get("usage") for a in answers.values())])
+    out["usage"] = Usage.total([result.get("usage"), *(a.get("usage") for a in answers.values())]).as_dict()
     out["credit_checks"] = len(unique)
     return out

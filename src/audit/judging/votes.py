@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from audit.llm.accounting import sum_usage
+from audit.usage import Usage
 from audit.judging.majority import FAILED, PanelVerdict, panel_label
 
 Judgment = Mapping[str, Any]
@@ -42,7 +42,7 @@ def _verdict(judgments: Sequence[Judgment], members: Sequence[str], samples: int
 
 def _usage(judgments: Sequence[Judgment]) -> dict[str, Any] | None:
     usages = [j.get("usage") for j in judgments if j.get("usage")]
-    return sum_usage(usages) if usages else None
+    return Usage.total(usages).as_dict() if usages else None
 
 
 def _failure_line(verdict: PanelVerdict) -> str:

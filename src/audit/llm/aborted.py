@@ -19,6 +19,7 @@ from typing import Any
 
 from audit.counted import counted
 from audit.llm.stream_cancel import stops_billing
+from audit.usage import Usage
 
 BYTES_PER_TOKEN = 3
 """Prompt and received text are counted as UTF-8 bytes / 3, rounded up: above the ~4 characters
@@ -99,12 +100,12 @@ def estimate(payload: Mapping[str, Any], *, max_tokens: int | None, streamed: bo
                     f"estimated (prompt: request bytes / {BYTES_PER_TOKEN}; completion: {how}; {priced})")
 
 
-def note(totals: Mapping[str, Any]) -> str:
+def note(totals: Usage | Mapping[str, Any]) -> str:
     """The end line's part for calls cut off in flight (the ledger's ``aborted_calls`` and
     ``estimated_cost``), e.g. ``; 2 calls cut off in flight (may be billed: estimated $0.0120, in the
     cost)``; empty when none was."""
-    n = int(totals.get("aborted_calls") or 0)
-    if not n:
+    usage = Usage.of(totals)
+    if not usage.aborted_calls:
         return ""
-    return (f"; {counted(n, 'call')} cut off in flight (may be billed: estimated "
-            f"${float(totals.get('estimated_cost') or 0):.4f}, in the cost)")
+    return (f"; {counted(usage.aborted_calls, 'call')} cut off in flight (may be billed: estimated "
+            f"${usage.estimated_cost:.4f}, in the cost)")

@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 from collections.abc import Coroutine
 
-from audit.llm import aborted, backend, replies
+from audit.llm import aborted, backend, prices, replies
 from audit.llm import budget as budgets
 from audit.llm.streamed import Received
+from audit.llm.accounting import call_usage
 from audit.llm.cache import ResponseCache, cache_key
 from audit.llm.ledger import CallRecord, Ledger
 from audit.llm.prompt_cache import with_breakpoints
@@ -354,8 +355,7 @@ class Gateway:
                 # The server's words leave the gateway here: masked now that every decoding step
                 # is done, and only then cut to length (a cut first could leave half a key).
                 said = self._redact(str(failure.args[0]))[:MESSAGE_CHARS]
-                self.ledger.add(CallRecord(tag, route, model, None, 0, 0, 0.0,
-                                           time.perf_counter() - started, retries, False,
+                self.ledger.add(CallRecord(tag, route, _failed_call(model, started, retries),
                                            str(GatewayError(failure.kind, said, status=failure.status)),
                                            endpoint, api_base, structured_output))
                 hint = (f"; is a server running at {api_base}? Start one (docs/audit.md, 'your own GPU') "
@@ -371,7 +371,7 @@ class Gateway:
             # (only the keys: credential-shaped prose is the model's own words).
             text=self._redact.keys(cut),
             finish_reason=finish,
-            usage=reply.usage,
+            usage=prices.split(reply.usage, model, reply.model),
             model=self._redact.keys(reply.model or model),
             provider=self._redact.keys(reply.provider) if reply.provider else reply.provider,
             latency_s=time.perf_counter() - started,
@@ -419,9 +419,10 @@ class Gateway:
                                  received=received.so_far if received is not None else "",
                                  provider=received.provider if received is not None else None, price=price)
         provider = received.provider if received is not None else None
-        self.ledger.add(CallRecord(tag, route, model, provider, guess.prompt_tokens, guess.completion_tokens,
-                                   guess.cost, time.perf_counter() - started, retries, False,
-                                   f"{why}; {guess.basis}", endpoint, api_base, structured_output, estimated=True))
+        usage = Usage(calls=1, aborted_calls=1, retries=retries, prompt_tokens=guess.prompt_tokens,
+                      completion_tokens=guess.completion_tokens, cost=guess.cost, estimated_cost=guess.cost,
+                      latency_s=time.perf_counter() - started, model=model, provider=provider)
+        self.ledger.add(CallRecord(tag, route, usage, f"{why}; {guess.basis}", endpoint, api_base, structured_output))
         if self.budget is not None:
             self.budget.charge(guess.cost)
 
@@ -431,13 +432,13 @@ class Gateway:
         The ledger keeps the two apart (``cached``: from the response cache; ``shared``: from an
         identical request in flight), although the caller sees both as ``LLMResponse.cached``.
         """
-        free = response.cached
-        self.ledger.add(CallRecord(tag, route, response.model, response.provider, response.usage.prompt_tokens,
-                                   response.usage.completion_tokens, 0.0 if free else response.usage.cost,
-                                   0.0 if free else response.latency_s, 0 if free else response.retries,
-                                   free and not response.shared, None, response.endpoint, response.api_base,
-                                   response.structured_output, response.surrogates_replaced, response.shared,
-                                   response.usage.cached_prompt_tokens, response.usage.cache_write_tokens))
+        self.ledger.add(CallRecord(tag, route, call_usage(response), None, response.endpoint, response.api_base,
+                                   response.structured_output))
+
+
+def _failed_call(model: str, started: float, retries: int) -> Usage:
+    """The usage record of a call that failed for good: no tokens, no cost."""
+    return Usage(calls=1, errors=1, retries=retries, latency_s=time.perf_counter() - started, model=model)
 
 
 def _fail(flight: asyncio.Future[LLMResponse], exc: BaseException) -> None:
@@ -455,6 +456,6 @@ def _unreachable(error: GatewayError) -> bool:
 
 
 def _from_record(record: dict[str, Any], *, cached: bool, key: str) -> LLMResponse:
-    usage = Usage(**record["usage"])
+    usage = Usage.of(record["usage"])
     fields = {k: v for k, v in record.items() if k not in ("usage", "cached", "shared")}
     return LLMResponse(usage=usage, cached=cached, cache_key=key, **fields)

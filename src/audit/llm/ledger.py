@@ -15,49 +15,69 @@ every earlier session's records: ``usage.json`` is then the summary of the whole
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from audit.io.atomic import write_json
 from audit.io.journal import Journal, read_records
+from audit.usage import Usage
 
 
 @dataclass(frozen=True)
 class CallRecord:
-    """What one call (successful, cached or failed) cost and how it went."""
+    """One call (successful, cached or failed): its role and route, its :class:`~audit.usage.Usage`
+    (one call's worth: ``calls`` 1, the model and provider inside) and how it went.
+
+    A ``usage.jsonl`` line is flat: the usage's fields beside the rest, and ``cached``/``shared`` as
+    booleans, as lines have been since the ledger began (:meth:`from_dict` reads every older line).
+    """
 
     tag: str
     route: str
-    model: str
-    provider: str | None
-    prompt_tokens: int
-    completion_tokens: int
-    cost: float
-    latency_s: float
-    retries: int
-    cached: bool
-    """Served from the response cache (never also ``shared``)."""
+    usage: Usage
     error: str | None = None
     endpoint: str | None = None
     api_base: str | None = None
     structured_output: str | None = None
-    surrogates_replaced: int = 0
-    """Lone UTF-16 surrogates (half an emoji) replaced by U+FFFD in the reply (``replies.sanitize``)."""
-    shared: bool = False
-    """Served by an identical request already in flight (single-flight): no HTTP call of its own."""
-    cached_prompt_tokens: int = 0
-    """Of ``prompt_tokens``, read from the provider's prompt cache (billed at its cache-read price)."""
-    cache_write_tokens: int = 0
-    """Of ``prompt_tokens``, written to the provider's prompt cache (billed at its cache-write price)."""
-    estimated: bool = False
-    """An attempt cut off in flight (deadline, Ctrl-C, a budget stop): the server had it and may bill
-    it, and no reply said what it cost, so tokens and cost are the gateway's estimate
-    (:mod:`audit.llm.aborted`; ``error`` says how it was reckoned)."""
+
+    @property
+    def cached(self) -> bool:
+        """Served from the response cache (never also ``shared``)."""
+        return self.usage.cached_calls > 0
+
+    @property
+    def shared(self) -> bool:
+        """Served by an identical request already in flight (single-flight): no HTTP call of its own."""
+        return self.usage.shared_calls > 0
+
+    @property
+    def estimated(self) -> bool:
+        """An attempt cut off in flight: tokens and cost are the gateway's estimate (:mod:`audit.llm.aborted`;
+        ``error`` says how it was reckoned)."""
+        return self.usage.aborted_calls > 0
 
     def as_dict(self) -> dict[str, Any]:
-        """The record as JSON-ready dict; every field is a scalar, so no deep copy (``asdict``) is needed per call."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The record as a flat JSON-ready dict (a ``usage.jsonl`` line)."""
+        return {"tag": self.tag, "route": self.route, **self.usage.as_dict(), "cached": self.cached,
+                "shared": self.shared, "estimated": self.estimated, "error": self.error, "endpoint": self.endpoint, "api_base": self.api_base,
+                "structured_output": self.structured_output}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CallRecord:
+        """A line as any version wrote it: lines before the usage record had no ``calls``,
+        ``cached_calls``, ``shared_calls``, ``errors``, ``aborted_calls`` or ``estimated_cost`` (a
+        line was one call; the booleans and ``error`` said the rest)."""
+        usage = Usage.of(data)
+        aborted = usage.aborted_calls or int(bool(data.get("estimated")))
+        usage = replace(usage, calls=usage.calls or 1, cached_calls=usage.cached_calls or int(bool(data.get("cached"))),
+                        shared_calls=usage.shared_calls or int(bool(data.get("shared"))), aborted_calls=aborted,
+                        estimated_cost=usage.estimated_cost or (usage.cost if aborted else 0.0),
+                        errors=usage.errors or int(data.get("error") is not None and not aborted))
+        return cls(str(data["tag"]), str(data["route"]), usage, *(None if data.get(k) is None else str(data[k])
+                                                                  for k in ("error", "endpoint", "api_base",
+                                                                            "structured_output")))
 
 
 class Ledger:
@@ -108,60 +128,37 @@ class Ledger:
         with self._lock:
             return list(self._records)
 
-    def totals(self) -> dict[str, Any]:
-        """Sums over every call so far (cost in USD as reported by the provider, plus the estimates of
-    ``aborted_calls``, cut off in flight, given apart as ``estimated_cost``)."""
-        records = self.records
-        return {
-            "calls": len(records),
-            "cached_calls": sum(r.cached for r in records),
-            "shared_calls": sum(r.shared for r in records),
-            "prompt_tokens": sum(r.prompt_tokens for r in records),
-            "cached_prompt_tokens": sum(r.cached_prompt_tokens for r in records),
-            "cache_write_tokens": sum(r.cache_write_tokens for r in records),
-            "completion_tokens": sum(r.completion_tokens for r in records),
-            "cost": _cost(records),
-            "retries": sum(r.retries for r in records),
-            "errors": sum(r.error is not None and not r.estimated for r in records),
-            "aborted_calls": sum(r.estimated for r in records),
-            "estimated_cost": round(sum(r.cost for r in records if r.estimated), 10),
-            "surrogates_replaced": sum(r.surrogates_replaced for r in records),
-            "latency_s": round(sum(r.latency_s for r in records), 6),
-        }
+    def totals(self) -> Usage:
+        """Sums over every call so far (cost in USD as reported by the provider)."""
+        return Usage.total(r.usage for r in self.records)
 
     def write(self, path: Path) -> Path:
         """Write totals, per-model and per-tag totals (the tag is the call's role, e.g. ``auditor``,
         ``judge``, or ``audited/<action>`` under ``technique=auto``) and every call record atomically."""
         records = self.records
-        return write_json(path, {"totals": self.totals(), "by_model": _grouped(records, "model"),
+        return write_json(path, {"totals": self.totals().as_dict(), "by_model": _grouped(records, "model"),
                                  "by_tag": _grouped(records, "tag"), "calls": [r.as_dict() for r in records]})
 
 
-def _grouped(records: list[CallRecord], key: str) -> dict[str, dict[str, float]]:
-    """Calls, tokens and cost summed per value of the record field ``key``."""
-    groups: dict[str, dict[str, float]] = {}
+def _grouped(records: list[CallRecord], key: str) -> dict[str, dict[str, Any]]:
+    """The usage summed per value of ``key`` (``model`` or ``tag``)."""
+    groups: dict[str, Usage] = {}
     for r in records:
-        entry = groups.setdefault(getattr(r, key), {"calls": 0, "prompt_tokens": 0, "cached_prompt_tokens": 0,
-                                                    "completion_tokens": 0, "cost": 0.0})
-        entry["calls"] += 1
-        entry["prompt_tokens"] += r.prompt_tokens
-        entry["cached_prompt_tokens"] += r.cached_prompt_tokens
-        entry["completion_tokens"] += r.completion_tokens
-        entry["cost"] = round(entry["cost"] + r.cost, 10)
-    return groups
+        name = str(r.usage.model) if key == "model" else r.tag
+        groups[name] = groups.get(name, Usage()) + r.usage
+    return {name: usage.as_dict() for name, usage in groups.items()}
 
 
 def _cost(records: list[CallRecord]) -> float:
-    return round(sum(r.cost for r in records), 10)
+    return round(sum(r.usage.cost for r in records), 10)
 
 
 def read_journal(path: Path) -> list[CallRecord]:
     """The records in a ``usage.jsonl``; a line cut short by a kill mid-write is skipped."""
-    known = {f.name for f in fields(CallRecord)}
     records = []
     for data in read_records(path):
         try:
-            records.append(CallRecord(**{k: v for k, v in data.items() if k in known}))
-        except TypeError:
+            records.append(CallRecord.from_dict(data))
+        except (KeyError, TypeError, AttributeError):
             continue
     return records

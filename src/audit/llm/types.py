@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-
-@dataclass(frozen=True)
-class Usage:
-    """Token counts and the provider-reported cost (``usage.cost``, USD) of one call."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float = 0.0
-    cached_prompt_tokens: int = 0
-    """Of ``prompt_tokens``, read from the provider's prompt cache (``prompt_tokens_details.cached_tokens``)."""
-    cache_write_tokens: int = 0
-    """Of ``prompt_tokens``, written to the provider's prompt cache (``prompt_tokens_details.cache_write_tokens``)."""
+from audit.usage import Usage
 
 
 @dataclass(frozen=True)
@@ -68,7 +57,7 @@ class LLMResponse:
         and this runs once per call.
         """
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("raw", "cache_key")}
-        data["usage"] = asdict(self.usage)
+        data["usage"] = self.usage.as_dict()
         return data
 
 

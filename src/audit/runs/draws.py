@@ -21,6 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from audit.runs.summary import StoredUsage
+
 AUTO = "auto"
 """``technique=auto``: the auditor picks an action per turn from a menu."""
 AUTO_PREFIX = AUTO + "/"
@@ -45,7 +47,7 @@ class Judgment(BaseModel):
     members: dict[str, list[str | None]] | None = None
     judgments: list[dict[str, Any]] = Field(default_factory=list)
     error: str | None = None
-    usage: dict[str, Any] | None = None
+    usage: StoredUsage = None
 
     @property
     def panel(self) -> bool:
@@ -67,7 +69,7 @@ class Draw(BaseModel):
     raw_response: str | None = None
     prefill: str | None = None
     error: str | None = None
-    usage: dict[str, Any] | None = None
+    usage: StoredUsage = None
     classification: Judgment | None = None
 
     @property
@@ -125,7 +127,7 @@ class Turn(BaseModel):
     input_messages: list[dict[str, Any]] = Field(default_factory=list)
     attempts: list[dict[str, Any]] = Field(default_factory=list)
     final_requested: bool = False
-    usage: dict[str, Any] | None = None
+    usage: StoredUsage = None
 
     @property
     def continues(self) -> bool:

@@ -24,10 +24,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, TypeAdapter, ValidationError
 
 from audit.io.atomic import overwrite_in_place, read_json_saved, write_json
 from audit.runs.status import Status, StopReason, from_legacy
+from audit.usage import FIELDS as USAGE_FIELDS
+from audit.usage import Usage
 
 SCHEMA_VERSION = 1
 SUMMARY = "summary.json"
@@ -37,30 +39,14 @@ ENTRYPOINTS = {CENSORSHIP: "audit", EPISTEMIC: "audit.epistemic", BENCHMARK: "au
 """``python -m <entrypoint>`` of each experiment (the command that resumes its runs)."""
 
 
-class Usage(BaseModel):
-    """What a run's model calls used, from its ledger (``usage.json`` holds every call)."""
+def _stored_usage(value: Any) -> Any:
+    """Any usage mapping a run ever wrote, read as the one record (unknown keys ignored)."""
+    return Usage.of(value) if isinstance(value, Mapping) else value
 
-    model_config = ConfigDict(extra="allow")
-    calls: int = 0
-    cached_calls: int = 0
-    shared_calls: int = 0
-    prompt_tokens: int = 0
-    cached_prompt_tokens: int = Field(0, description="of prompt_tokens, read from the provider's prompt cache")
-    cache_write_tokens: int = Field(0, description="of prompt_tokens, written to the provider's prompt cache")
-    completion_tokens: int = 0
-    cost: float = 0.0
-    aborted_calls: int = Field(0, description="attempts cut off in flight (deadline, Ctrl-C, budget stop): the "
-                                              "server had them and may bill them; their tokens and cost are estimates")
-    estimated_cost: float = Field(0.0, description="of cost, the estimate for the aborted calls (USD)")
 
-    @property
-    def tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    @property
-    def replay(self) -> bool:
-        """Every reply came from the response cache: the run repeats a sample already taken."""
-        return self.calls > 0 and self.calls - self.cached_calls - self.shared_calls <= 0
+StoredUsage = Annotated[Usage | None, BeforeValidator(_stored_usage), PlainSerializer(Usage.as_dict, when_used="unless-none")]
+"""A usage record in a typed run file (summary, draw, judgment, turn): read from any version, written
+as :meth:`Usage.as_dict` writes it."""
 
 
 class Header(BaseModel):
@@ -76,7 +62,7 @@ class Header(BaseModel):
     finished_at: str | None = Field(None, description="UTC; null while the run is started")
     resumes: list[str] = Field(default_factory=list, description="UTC start of each resumed session")
     repeat: int = Field(0, description="the sample index (samples=k runs repeats 0..k-1)")
-    usage: Usage | None = None
+    usage: StoredUsage = Field(None, description="what the run's model calls used (audit.usage.Usage)")
     failed_calls: int = Field(0, description="calls that failed after their retries (a resume redoes them)")
     versions: dict[str, str] = Field(default_factory=dict, description="audit, python and litellm versions")
 
@@ -281,7 +267,7 @@ def _upgrade(data: dict[str, Any], experiment: str | None) -> dict[str, Any]:
         upgraded.setdefault("repeat", config.get("repeat") or 0)
         totals = data.get("totals")
         if isinstance(totals, Mapping) and "usage" not in data:
-            upgraded["usage"] = {k: v for k, v in totals.items() if k in Usage.model_fields}
+            upgraded["usage"] = {k: v for k, v in totals.items() if k in USAGE_FIELDS}
         upgraded.setdefault("failed_calls", len(data.get("call_errors") or []))
     else:
         errors = data.get("answer_errors") or {}

@@ -28,6 +28,7 @@ from audit.io.neutral import csv_frame
 from audit.runs.draws import iteration_draws
 from audit.runs.loading import RunFiles, load_runs
 from audit.runs.summary import EPISTEMIC
+from audit.usage import Usage
 
 RUN_COLUMNS = ("run", "experiment", "status", "stop_reason", "audited", "model", "topic", "technique", "with_baseline",
                "auditor",
@@ -73,8 +74,9 @@ def run_row(run: RunFiles, *, records: bool = True) -> dict[str, Any]:
     ``usage.json``'s totals for a run killed before its summary). ``records=False`` reads nothing
     but the summary (for a run whose record files are damaged)."""
     summary = run.record.summary
-    usage = summary.usage.model_dump() if summary is not None and summary.usage is not None else \
-        _mapping(_mapping(run.usage).get("totals") if records else None)
+    stored = summary.usage if summary is not None and summary.usage is not None else \
+        _mapping(run.usage).get("totals") if records else None
+    usage = Usage.of(stored) if stored else None
     return {
         "run": run.label, "experiment": run.experiment, "status": run.state,
         "stop_reason": summary.stop_reason if summary is not None else None, **run_keys(run),
@@ -82,8 +84,8 @@ def run_row(run: RunFiles, *, records: bool = True) -> dict[str, Any]:
         "auditor": _mapping(run.config.get("auditor")).get("model"),
         "iterations": run.audit.total_iterations if run.audit else None,
         "answers": len(run.answers) if records and run.experiment == EPISTEMIC else None,
-        "calls": usage.get("calls"), "prompt_tokens": usage.get("prompt_tokens"),
-        "completion_tokens": usage.get("completion_tokens"), "cost": usage.get("cost"),
+        **{name: getattr(usage, name) if usage else None for name in ("calls", "prompt_tokens", "completion_tokens",
+                                                                        "cost")},
         "started_at": run.started_at if records else summary.started_at if summary else None,
         "finished_at": summary.finished_at if summary is not None else None, "problem": run.problem,
         "path": str(run.path),
@@ -102,11 +104,12 @@ def quoted_facts(facts: Iterable[Any], text: str | None) -> str | None:
 
 def _arm(record: Mapping[str, Any], facts: Sequence[Any]) -> dict[str, Any]:
     """One sampled answer (the technique's or the baseline's): text, judge label, stop, usage."""
-    usage, label = _mapping(record.get("usage")), _mapping(record.get("classification"))
+    stored, label = record.get("usage"), _mapping(record.get("classification"))
+    usage = Usage.of(stored) if isinstance(stored, Mapping) else None
     return {"response": record.get("raw_response"), "label": label.get("label"), "rationale": label.get("rationale"),
-            "finish_reason": record.get("finish_reason"), "prompt_tokens": usage.get("prompt_tokens"),
-            "completion_tokens": usage.get("completion_tokens", record.get("completion_tokens")),
-            "cost": usage.get("cost"), "error": record.get("error"),
+            "finish_reason": record.get("finish_reason"), "prompt_tokens": usage.prompt_tokens if usage else None,
+            "completion_tokens": usage.completion_tokens if usage else record.get("completion_tokens"),
+            "cost": usage.cost if usage else None, "error": record.get("error"),
             "fact_quotes": quoted_facts(facts, record.get("raw_response"))}
 
 
