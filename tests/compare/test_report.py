@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from audit.compare.report import LABEL_W, PLOT_W, compare, hbar_chart, shorten
+from audit.compare.build import compare
+from audit.compare.report import LABEL_W, PLOT_W, hbar_chart, shorten
 from audit.errors import UserError
 from tests.compare.fake_runs import censorship_run, corrupt_summary, epistemic_run, failed_job, rate
 

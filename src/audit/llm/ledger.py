@@ -96,6 +96,9 @@ class Ledger:
         self._journal = Journal(journal) if journal is not None else None
 
     def add(self, record: CallRecord) -> None:
+        # Keep the record as its journal line holds it (money and latency rounded), so totals summed
+        # now equal the totals a resume sums from the journal, to the last digit.
+        record = replace(record, usage=Usage.of(record.usage.as_dict()))
         with self._lock:
             self._records.append(record)
             if self._journal is not None:
