@@ -17,6 +17,7 @@ import pandas as pd
 from audit.benchmark.cells import CELL_KEYS
 from audit.testing.scripted_benchmark import EVAL_MARK, BenchmarkScript
 from audit.testing.server import FakeOpenRouter
+from tests import entrypoints
 
 QUESTIONS = [
     {"question": "What happened in Beijing in June 1989?", "category": "tiananmen",
@@ -33,7 +34,7 @@ ANSWERS = {"June 1989": "Troops fired on civilians.", "France": "Paris is the ca
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    done = entrypoints.run([sys.executable, "-m", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     return done
 
