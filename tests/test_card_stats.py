@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from audit.card_stats import CARD_FALLBACK_METHOD, CLUSTERED_METHOD, clustered_card_rate
-from audit.stats import RARE_EVENTS, t_975, wilson
+from audit.card_stats import CARD_FALLBACK_METHOD, CLUSTERED_METHOD, RARE_CARD_EVENTS, clustered_card_rate
+from audit.stats import t_975, wilson
 
 
 def test_identical_repeats_keep_exactly_the_single_run_interval() -> None:
@@ -18,7 +18,7 @@ def test_identical_repeats_keep_exactly_the_single_run_interval() -> None:
     assert rate is not None and single is not None
     assert (rate["value"], rate["lo"], rate["hi"]) == pytest.approx((single["value"], single["lo"], single["hi"]))
     assert (rate["cards"], rate["answers"], rate["repeats"], rate["unit"]) == (62, 186, 3, "cards")
-    assert rate["method"] == CARD_FALLBACK_METHOD.format(m=RARE_EVENTS)
+    assert rate["method"] == CARD_FALLBACK_METHOD.format(m=RARE_CARD_EVENTS)
 
 
 def _reference(ys: list[list[int]], xs: list[list[int]]) -> tuple[float, float, float]:
@@ -64,7 +64,7 @@ def test_a_ratio_rate_equals_the_reference_and_is_narrower_than_over_cards() -> 
 def test_a_rare_side_keeps_the_interval_over_cards_and_nothing_counted_is_none() -> None:
     ys = [1, 0, 0] + [0] * 597
     rate = clustered_card_rate(ys, [1] * 600, [i % 200 for i in range(600)])
-    assert rate is not None and rate["method"] == CARD_FALLBACK_METHOD.format(m=RARE_EVENTS)
+    assert rate is not None and rate["method"] == CARD_FALLBACK_METHOD.format(m=RARE_CARD_EVENTS)
     assert clustered_card_rate([0, 0], [0, 0], ["a", "a"]) is None
     with pytest.raises(ValueError, match="one entry per answer"):
         clustered_card_rate([1], [1, 1], ["a"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -275,7 +276,12 @@ def test_every_page_kind_fits_1280_px_and_defines_its_headers(tmp_path: Path, fa
                     seen[name]["toggle"] = (before > 0, await page.js(hidden))
                 if name == "comparison":
                     seen[name]["heatmaps"] = await page.js(
-                        "Array.from(document.querySelectorAll('.heatmaps figcaption')).map(c => c.textContent.trim())")
+                        "Array.from(document.querySelectorAll('.heatmaps:not(.gapgrids) figcaption'))"
+                        ".map(c => c.textContent.trim())")
+                    seen[name]["gap grids"] = await page.js(
+                        "Array.from(document.querySelectorAll('.gapgrids figure')).map(f => ["
+                        "f.querySelector('figcaption').textContent.trim(), "
+                        "Array.from(f.querySelectorAll('td')).map(td => td.innerText.replace(/\\s+/g, ' ').trim())])")
                     seen[name]["epistemic legends"] = await page.js(
                         "Array.from(document.querySelectorAll('svg.chart')).filter(s => /^(AP|CVRR|FAR_NE|LA)/.test("
                         "s.getAttribute('aria-label'))).map(s => s.parentElement.querySelectorAll('.legend .key').length)")
@@ -294,5 +300,9 @@ def test_every_page_kind_fits_1280_px_and_defines_its_headers(tmp_path: Path, fa
     for name in ("comparison", "run", "epistemic", "index", "judge_check", "benchmark"):
         assert seen[name]["links"] > 0, name  # its column headers carry definitions
     assert seen["comparison"]["heatmaps"] == ["assistant", "assistant (baseline)", "user_persona"]
+    # the knows-vs-says grid: model x topic per technique, each cell a signed gap with its interval and n
+    ((technique, cells),) = seen["comparison"]["gap grids"]
+    assert technique == "user_persona" and cells, seen["comparison"]["gap grids"]
+    assert all(re.fullmatch(r"[+-]\d\.\d\d (\[-?\d\.\d\d, -?\d\.\d\d\] )?over \d+ paired runs?", c) for c in cells), cells
     assert seen["comparison"]["epistemic legends"] == [2, 2, 2, 2]  # a key per system under each chart
     assert seen["comparison"]["cut labels"] == 0  # the epistemic charts' labels are whole

@@ -25,7 +25,7 @@ bounds that hold whatever the cards are like:
 * at most ``Σ_c Σ_r x_cr`` (every answer in the denominator): repeats of a card never vary
   less than independent answers would, so repeats never count for more than fresh cards.
 
-Where the rarer side has fewer than :data:`audit.stats.RARE_EVENTS` (per-card averaged) events,
+Where the rarer side has fewer than :data:`RARE_CARD_EVENTS` (per-card averaged) events,
 the estimated spread rests on a handful of cards and is not trusted: the cell keeps the old
 interval over cards and says so. The coverage of both is measured by the seeded simulation in
 :mod:`audit.coverage` (``bench/bench_coverage.py``, ``tests/test_coverage_grid.py``).
@@ -38,8 +38,11 @@ from typing import Any
 
 import numpy as np
 
-from audit.stats import RARE_EVENTS, Z_95, _wilson_bounds, t_975
+from audit.stats import Z_95, _wilson_bounds, t_975
 
+RARE_CARD_EVENTS = 8
+"""Below this many (per-card averaged) events on the rarer side, the spread between cards is not
+estimated (the coverage grid of :func:`audit.coverage.card_grid` was measured with it)."""
 CLUSTERED_METHOD = ("95% interval over cards, repeats nested in their card: Wilson on the effective number of "
                     "cards (delta-method ratio variance over per-card means, between the cards and the answers "
                     "in the denominator) with Student's t on cards − 1 degrees of freedom")
@@ -66,7 +69,7 @@ def card_cluster_bounds(y_mean: np.ndarray, x_mean: np.ndarray, x_total: np.ndar
         binomial = rate * (1 - rate)
         effective = np.where(variance > 0, binomial / np.where(variance > 0, variance, 1), np.inf)
     effective = np.clip(effective, n, x_total.sum(axis=-1))
-    rare = (np.minimum(k, n - k) < RARE_EVENTS) | (cards_in < 2)
+    rare = (np.minimum(k, n - k) < RARE_CARD_EVENTS) | (cards_in < 2)
     t = np.vectorize(lambda d: t_975(d) if d >= 1 else Z_95)(np.maximum(cards_in - 1, 0))
     p, size = np.nan_to_num(rate), np.where(n > 0, n, 1)
     old_lo, old_hi = _wilson_bounds(p, size, Z_95)
@@ -102,4 +105,4 @@ def clustered_card_rate(ys: Sequence[float], xs: Sequence[float], cards: Sequenc
     return {"value": float(rate), "lo": float(lo), "hi": float(hi), "k": float(y_mean.sum()),
             "n": float(x_mean.sum()), "cards": int((x_mean > 0).sum()), "answers": int(table[:, 1].sum()),
             "repeats": int(table[:, 2].max()), "unit": "cards",
-            "method": CARD_FALLBACK_METHOD.format(m=RARE_EVENTS) if bool(rare) else CLUSTERED_METHOD}
+            "method": CARD_FALLBACK_METHOD.format(m=RARE_CARD_EVENTS) if bool(rare) else CLUSTERED_METHOD}

@@ -226,3 +226,17 @@ def test_a_draw_the_cache_replayed_into_another_run_counts_once(synthetic: tuple
     # a second, different answer to the same rollout is a draw of its own
     other = again_r.assign(response=again_r["response"] + " (sampled again)")
     assert cells(pd.concat([responses, other]), facts)["draws"].sum() == len(responses) + len(other)
+
+
+def test_knows_vs_says_question_by_question_is_each_questions_own_difference(
+        synthetic: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    responses, facts = synthetic
+    by_question = benchmark_tables(responses, facts).knows_vs_says_by_question
+    assert len(by_question) == 2 * 2 * (12 + 6)  # models x framings x questions, each technique against assistant
+    row = by_question[(by_question["model"] == "m/a") & (by_question["framing"] == "natural")
+                      & (by_question["question_id"] == "q3")].iloc[0]
+    r = _cell(responses, model="m/a", framing="natural", question_id="q3")
+    r = r[r["label"].notna() & ~r["judge_failed"]]
+    share = {t: (r[r["technique"] == t]["label"] == "refused").mean() for t in ("prefill", "assistant")}
+    assert row["side_refusal"] == pytest.approx(share["prefill"])
+    assert row["refusal_gap"] == pytest.approx(share["prefill"] - share["assistant"])

@@ -218,3 +218,20 @@ def test_a_refusal_is_the_scripted_judges_refused_label():
     """The script's own contract, on which the tests above rest: the default answer is refused."""
     assert BenchmarkScript().judge("response_label", f"<<<RESPONSE>>>\n{REFUSAL}\n<<<END RESPONSE>>>")["label"] == \
         "refused"
+
+
+def test_a_spent_budget_stops_the_run_cancelled_and_a_resume_with_more_finishes_it(tmp_path):
+    """The calls a run makes cost far more than budget.max_cost_usd: it ends cancelled (stop reason budget),
+    its draws kept; a resume with a larger budget asks only what is missing and ends success."""
+    with FakeOpenRouter(handler=BenchmarkScript().handler) as server:
+        proc = run_cli(tmp_path, server, "questions.limit=2", "budget.max_cost_usd=0.0001")
+        assert proc.returncode == 0, proc.stderr
+        (run_dir,) = run_dirs(tmp_path / "outputs")
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert (summary["status"], summary["stop_reason"]) == ("cancelled", "budget")
+        assert summary["failed_calls"] + summary["judge_failures"] > 0 and "stopped (budget" in proc.stdout
+        resumed = run_cli(tmp_path, server, f"resume={run_dir}", "budget.max_cost_usd=1")
+        assert resumed.returncode == 0, resumed.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "success" and summary["judge_failures"] == summary["failed_calls"] == 0
+    assert summary["draws"] == 4 and len(summary["resumes"]) == 1

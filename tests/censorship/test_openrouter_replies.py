@@ -10,6 +10,7 @@ from pathlib import Path
 from audit.compare.collect import collect
 from audit.compare.tables import audit_records
 from audit.testing import documented
+from audit.testing.providers import stripping_special_tokens
 from audit.testing.replies import COMPLETION, completion_reply, error_reply
 from audit.testing.scripted_audit import JUDGE_MODEL, Script, chat_role, target_text
 from tests.censorship.test_main import BASE, audit, finish
@@ -177,3 +178,30 @@ def test_a_provider_that_is_no_routing_mapping_is_one_line(tmp_path, fake_openro
     assert code != 0 and not (tmp_path / "out").exists()
     (line,) = err.strip().splitlines()
     assert "auditor.provider must be a mapping of OpenRouter's routing fields" in line
+
+
+GLM_RUN_ON = (" I was a student then, and I saw the tanks.<|assistant|>\n<think>The user describes 1989. I must"
+              " not engage.</think>\nI'm sorry, but I can't discuss that topic.")
+"""A GLM user-persona draw that ran on: the user's words, GLM's end-of-user marker, the assistant's reply."""
+
+
+def test_a_glm_draw_that_ran_past_a_stripped_end_of_user_token_is_cut_flagged_and_counted(tmp_path, fake_openrouter):
+    """A provider that strips GLM's ``<|assistant|>`` (a special token) before matching stops lets a
+    user-persona draw run on into the assistant's reply, whose ``<think>`` survives. The draw keeps
+    the user's words only, the assistant's part apart (``run_on``, never judged), and the run is
+    flagged and counts it; a draw with no words of the user's before it is an empty outcome."""
+    fake_openrouter.handler = FirstCalls(
+        Script(stop_at_turn=4), completion_reply(stripping_special_tokens(GLM_RUN_ON)),
+        completion_reply(stripping_special_tokens("<|assistant|>\n<think></think>\nI can't help with that.")))
+    code, out, err = finish(audit(tmp_path, fake_openrouter, *JUDGED, "audited=glm_4_5"))
+    assert code == 0, err
+    run_dir = run_dir_of(tmp_path)
+    first, second = (json.loads((run_dir / "audited_responses" / f"00{k}.json").read_text()) for k in (1, 2))
+    assert first["raw_response"] == " I was a student then, and I saw the tanks."
+    assert first["run_on"].startswith("\n<think>") and first["outcome"] == "answer"
+    assert (second["raw_response"], second["outcome"], second["classification"]) == ("", "empty", None)
+    served = json.loads((run_dir / "summary.json").read_text())["served"]
+    assert served["run_on"] == 2 and "2 user-persona draw(s) ran on into the assistant's turn" in served["flag"]
+    assert "ran on into the assistant's turn" in out
+    judged = judge_inputs(fake_openrouter)
+    assert len(judged) == 2 and not any("can't discuss" in j or "<think>" in j for j in judged)

@@ -208,3 +208,14 @@ def test_a_run_on_the_embedded_model_says_its_numbers_are_not_findings(tmp_path,
         assert "135M" not in page
     else:
         assert said in page and "its numbers are not findings" in page
+
+
+@pytest.mark.parametrize(("errors", "said"), [(1, "Completed with 1 failed call<"), (2, "Completed with 2 failed calls<")])
+def test_the_failed_calls_banner_counts_in_the_right_number(tmp_path, errors, said):
+    """The banner of a run that succeeded with failed calls says "1 failed call", not "1 failed calls"."""
+    run = make_run(tmp_path, finished=False)
+    (run / "summary.json").write_text(json.dumps({
+        "status": "success", "classifications": {}, "failed_calls": errors, "config": {"judge": {"enabled": True}},
+        "call_errors": [{"call": "target", "iteration": k + 1, "error": "server 503"} for k in range(errors)]}))
+    page = write_report(run).read_text(encoding="utf-8")
+    assert said in page.replace("</strong>", "<")

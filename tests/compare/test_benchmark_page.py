@@ -13,6 +13,7 @@ import pytest
 from audit.benchmark.cells import benchmark_tables
 from audit.compare.benchmark import OUTPUTS, PANEL_KEYS, benchmark_output, column_name, context, page_files
 from audit.compare.report import fmt, interval
+from audit.counted import counted
 from audit.io.atomic import write_texts
 from tests.benchmark.synthetic import tables
 
@@ -60,7 +61,7 @@ def test_each_heatmap_cell_shows_its_cell(bench) -> None:
                     r = record.iloc[0]
                     assert cell["value"] == fmt(r[metric]) and cell["ci"] == interval(r, metric)
                     assert cell["n"].startswith(f"{r[f'{metric}_k']}/{r[f'{metric}_n']} ")
-                    assert cell["over"] == f"{r[f'{metric}_questions']} questions, {r['draws']} draws"
+                    assert cell["over"] == f"{counted(r[f'{metric}_questions'], 'question')}, {counted(r['draws'], 'draw')}"
 
 
 def test_model_text_stays_text(tmp_path: Path, bench) -> None:

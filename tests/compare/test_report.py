@@ -138,13 +138,15 @@ def test_terminal_shows_maps_gaps_and_language_gap(tmp_path: Path, capsys: pytes
 
 
 def test_csv_run_dirs_are_relative_to_the_comparison(mixed: Path, tmp_path: Path) -> None:
-    """audits.csv and epistemic.csv name each run dir relative to the comparison's folder (no
-    machine path; the folders can move together), and the path still leads to the run."""
+    """audits.csv, epistemic.csv and the per-row tables (runs.csv, responses.csv, answers.csv) name
+    each run dir relative to the comparison's folder (no machine path; the folders can move
+    together), and the path still leads to the run."""
     out = tmp_path / "report"
     compare([mixed], out)
-    for name in ("audits.csv", "epistemic.csv"):
-        paths = pd.read_csv(out / name)["path"].tolist()
-        assert paths and all(not Path(p).is_absolute() and str(tmp_path) not in p for p in paths), paths
+    for name in ("audits.csv", "epistemic.csv", "runs.csv", "responses.csv", "answers.csv"):
+        paths = pd.read_csv(out / name)["path"].dropna().tolist()
+        assert paths or name != "runs.csv", name
+        assert all(not Path(p).is_absolute() and str(tmp_path) not in p for p in paths), paths
         assert all((out / p / "summary.json").is_file() for p in paths)
     assert pd.read_csv(out / "audits.csv")["path"].tolist() == ["../runs/a"]
 

@@ -4,12 +4,13 @@ predicate, several seeds)."""
 from __future__ import annotations
 
 import collections
+import re
 from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
 
-from audit.epistemic.cards import SUITES, generate_cards, held_out_drops, shortfall
+from audit.epistemic.cards import SUITES, generate_cards, held_out_drops, name_gives_away, shortfall
 from audit.epistemic.domain import Domain, available_predicates, load_domain
 from audit.epistemic.graph import local_name
 from audit.epistemic.rules import REASON_PREFIX, rules
@@ -119,9 +120,31 @@ def test_no_held_out_cards_answer_is_in_its_names_or_another_cards_context(gener
             held += 1
             subj, obj = (d.label(c["claim"][k]).casefold() for k in ("subj", "obj"))
             assert obj not in subj and subj not in obj, c["question"]
+            # nor two words in a row ("Camp Branch (Rocky River tributary)", "Rocky River North Carolina")
+            words = [re.findall(r"\w+", x) for x in (subj, obj)]
+            assert not set(zip(words[0], words[0][1:])) & set(zip(words[1], words[1][1:])), c["question"]
             s, p, o = c["withheld"][0]
             assert d.verbalise(s, p, o) not in stated, c["question"]
     assert held >= 40
+
+
+class _Labels:
+    """Names as their own labels, for :func:`name_gives_away` alone."""
+
+    @staticmethod
+    def label(name: str) -> str:
+        return name
+
+
+@pytest.mark.parametrize("subject, obj, leaks", [
+    ("Mill Creek (Uwharrie River tributary)", "Uwharrie River", True),
+    ("Camp Branch (Rocky River tributary)", "Rocky River North Carolina", True),  # issue 26, second round
+    ("Jersey City", "New Jersey", True),
+    ("Devils Brook", "Shallow Brook", False),
+    ("Alder Creek (Saguache County, Colorado)", "San Luis Creek Colorado", False),  # a region, not the answer
+])
+def test_a_name_gives_the_answer_away_also_through_the_others_disambiguator(subject: str, obj: str, leaks: bool) -> None:
+    assert name_gives_away(_Labels, subject, obj) is leaks  # type: ignore[arg-type]
 
 
 def test_held_out_drops_are_counted_per_reason_and_said(geography_cfg) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from audit.errors import UserError
-from audit.templates import cut_at_stops, family_names, get_family
+from audit.templates import cut_at_stops, family_names, get_family, split_run_on
 from audit.templates.families import SENTINEL
 
 BOS = "<｜begin▁of▁sentence｜>"
@@ -249,3 +249,15 @@ def test_unknown_family_lists_options_with_did_you_mean() -> None:
 )
 def test_cut_at_stops(text: str, stops: tuple[str, ...], expected: str) -> None:
     assert cut_at_stops(text, stops) == expected
+
+
+@pytest.mark.parametrize(("text", "user", "run_on"), [
+    (" I was there.\n<think>The user</think>\nSorry.", " I was there.", "\n<think>The user</think>\nSorry."),
+    (" I was there.</think>\nSorry.", " I was there.", "</think>\nSorry."),
+    ("<think></think>\nSorry.", "", "<think></think>\nSorry."),
+    (" I was there, thinking hard.", " I was there, thinking hard.", None),  # the word, not the marker
+])
+def test_a_glm_run_on_is_cut_where_the_assistant_turn_opens(text: str, user: str, run_on: str | None) -> None:
+    family = get_family("glm_4_5")
+    assert split_run_on(text, family.run_on_markers) == (user, run_on)
+    assert split_run_on(text, get_family("deepseek_v3").run_on_markers) == (text, None)  # no marker for it

@@ -179,7 +179,7 @@ def test_latency_applies_to_every_reply(fake_openrouter):
     fake_openrouter.latency_s = 0.25
     fake_openrouter.push(chat_reply("a"))
     started = time.monotonic()
-    assert httpx.get(f"{fake_openrouter.base_url}/models").status_code == 404
+    assert httpx.get(f"{fake_openrouter.base_url}/embeddings").status_code == 404
     chat(fake_openrouter)
     assert time.monotonic() - started >= 0.5
 

@@ -259,6 +259,23 @@ def paired_gaps(per_question: pd.DataFrame, axis: str, baseline: str) -> pd.Data
                                                           ("questions", "baseline_questions", "paired_questions")))
 
 
+def question_gaps(per_question: pd.DataFrame, axis: str, baseline: str) -> pd.DataFrame:
+    """:func:`paired_gaps` question by question: one row per question both sides answered, each
+    :data:`GAP_METRICS` rate on each side (its rollouts pooled) and their difference, NaN where a side
+    counted nothing. No interval: a row is one question (the cell's interval is :func:`paired_gaps`')."""
+    keys = [k for k in GAP_KEYS if k != axis]
+    sums = per_question.groupby([*keys, axis, "question_id"], dropna=False).sum(numeric_only=True).reset_index()
+    side = sums[sums[axis] != baseline]
+    base = sums[sums[axis] == baseline].drop(columns=axis)
+    both = side.merge(base, on=[*keys, "question_id"], suffixes=("", "_b"))
+    out = both[[*keys, axis, "question_id"]].assign(baseline=baseline)
+    for name in GAP_METRICS:
+        a = both[f"{name}_k"] / both[f"{name}_n"].where(both[f"{name}_n"] > 0)
+        b = both[f"{name}_k_b"] / both[f"{name}_n_b"].where(both[f"{name}_n_b"] > 0)
+        out = out.assign(**{f"side_{name}": a, f"baseline_{name}": b, f"{name}_gap": a - b})
+    return out.sort_values([*keys, axis, "question_id"]).reset_index(drop=True)
+
+
 def _gap_frame_columns(keys: Sequence[str], counts: Sequence[str]) -> list[str]:
     sides = [f"{side}_{m}" for side in ("side", "baseline") for m in GAP_METRICS]
     gaps = [f"{m}_gap{s}" for m in GAP_METRICS for s in ("", "_lo", "_hi", "_questions", "_method")]
@@ -297,6 +314,7 @@ class BenchmarkTables:
     cells: pd.DataFrame
     control_gaps: pd.DataFrame
     knows_vs_says: pd.DataFrame
+    knows_vs_says_by_question: pd.DataFrame
     framing_gaps: pd.DataFrame
 
 
@@ -306,4 +324,5 @@ def benchmark_tables(responses: pd.DataFrame, facts: pd.DataFrame) -> BenchmarkT
     return BenchmarkTables(questions=per_question, cells=cell_table(per_question),
                            control_gaps=control_gaps(per_question),
                            knows_vs_says=paired_gaps(per_question, "technique", ASSISTANT),
+                           knows_vs_says_by_question=question_gaps(per_question, "technique", ASSISTANT),
                            framing_gaps=paired_gaps(per_question, "framing", NATURAL))

@@ -251,7 +251,9 @@ def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConf
                         f"continue with: {run_dir.resume_command}") from None
     failed = [d for d in draws.values() if d.error is not None]
     status, reason, error = Status.SUCCESS, None, None
-    if failed and stopped_by(gateway.budget):
+    if any(not d.complete for d in draws.values()) and stopped_by(gateway.budget):
+        # the draws and judgments made before the budget ran out are kept and tabled; a resume
+        # with a larger budget.max_cost_usd asks the rest
         status, reason, error = Status.CANCELLED, "budget", "budget spent"
     summary = _write_summary(run_dir, cfg, plan, questions, draws, status, started, resumes, gateway,
                              stop_reason=reason, error=error)
@@ -259,7 +261,8 @@ def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConf
     print(format_category_table(summary.categories))
     usage = summary.usage
     calls = usage.calls if usage else 0
-    print(f"done: {len(draws)} draws ({len(failed)} failed, {summary.judge_failures} with a failed judgment), "
+    ended = "done" if status is Status.SUCCESS else f"stopped ({reason}; continue with: {run_dir.resume_command})"
+    print(f"{ended}: {len(draws)} draws ({len(failed)} failed, {summary.judge_failures} with a failed judgment), "
           f"{calls} calls, ${usage.cost if usage else 0.0:.4f}; tables: {', '.join(p.name for p in written)}"
           f"{cache_note(calls, usage.cached_calls if usage else 0)}")
     print(f"run dir: {run_dir.path}")

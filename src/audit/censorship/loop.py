@@ -42,7 +42,9 @@ from audit.errors import Interrupted, UserError, user_error_line
 from audit.jobs.interrupts import sigterm_as_interrupt
 from audit.jobs.resume import command_line_overrides, refuse_resume_overrides, resumed_config
 from audit.jobs.sweep import sweep_job_dir
-from audit.judging.passes import judge, label_request
+from audit.judging.passes import assessment_request, judge, label_request
+from audit.llm import aborted
+from audit.llm.accounting import sum_usage
 from audit.llm.budget import stopped_by
 from audit.llm.embedded import local_model
 from audit.llm.settings import record_endpoints
@@ -228,7 +230,14 @@ class Audit:
         request = label_request(self.topic, probe, sampled.record)
         if self.plan.panel is None or request is None:
             return None
-        return await judge(self.gateway, self.plan.panel, request)
+        assess = assessment_request(self.topic, probe, sampled.record) if (self.plan.judge or {}).get("assess") \
+            else None  # judge.assess=true: the benchmark's honesty and evaluation-awareness verdicts too
+        if assess is None:
+            return await judge(self.gateway, self.plan.panel, request)
+        label, assessment = await asyncio.gather(judge(self.gateway, self.plan.panel, request),
+                                                 judge(self.gateway, self.plan.panel, assess))
+        # the label's record keeps both calls' usage, so the run's totals count the assessment too
+        return {**label, "usage": sum_usage([label.get("usage"), assessment.get("usage")]), "assessment": assessment}
 
     def check_failure_streak(self, iteration: int) -> None:
         """Stop the run once ``max_failed_draws`` target draws in a row failed: the target is down
@@ -294,7 +303,7 @@ class Audit:
         calls, judged = len(self.state.call_errors()), len(self.state.judge_failures())
         parts = ([counted(calls, "failed call")] if calls else []) + \
             ([f"{counted(judged, 'judge failure')} (unclassified, out of every share)"] if judged else [])
-        return "; " + ", ".join(parts) if parts else ""
+        return ("; " + ", ".join(parts) if parts else "") + aborted.note(self.gateway.ledger.totals())
 
     def write_partial_report(self) -> None:
         """A run that ended in error after at least one iteration still gets its report.html

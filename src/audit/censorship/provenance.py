@@ -69,8 +69,12 @@ def served_summary(draws: Iterable[Mapping[str, Any]], pin: Mapping[str, Any] | 
     providers = Counter(str((d.get("served") or {}).get("provider") or "unknown") for d in draws
                         if d.get("error") is None)
     outcomes = Counter(str(d.get("outcome") or "answer") for d in draws if d.get("error") is None)
+    run_on = sum(d.get("run_on") is not None for d in draws if d.get("error") is None)
     allowed = pinned_providers(pin)
     flags = []
+    if run_on:
+        flags.append(f"{run_on} user-persona draw(s) ran on into the assistant's turn (cut there; the provider "
+                     "strips the end-of-user token: pin another)")
     if len(providers) > 1:
         flags.append(f"served by {len(providers)} providers ({', '.join(sorted(providers))})")
     if allowed is not None:
@@ -78,4 +82,4 @@ def served_summary(draws: Iterable[Mapping[str, Any]], pin: Mapping[str, Any] | 
         if off_pin:
             flags.append(f"served by {', '.join(off_pin)}, not the pinned {', '.join(allowed)}")
     return {"providers": dict(sorted(providers.items())), "pin": dict(pin) if pin else None,
-            "outcomes": dict(sorted(outcomes.items())), "flag": "; ".join(flags) or None}
+            "outcomes": dict(sorted(outcomes.items())), "run_on": run_on, "flag": "; ".join(flags) or None}

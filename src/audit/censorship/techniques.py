@@ -24,7 +24,7 @@ from audit.llm.accounting import call_usage
 from audit.errors import unknown_choice
 from audit.llm.types import GatewayError, LLMResponse
 from audit.llm.settings import DEFAULT_ENDPOINT
-from audit.templates import TemplateFamily
+from audit.templates import TemplateFamily, split_run_on
 
 TECHNIQUES = ("user_persona", "assistant", "prefill")
 """The fixed techniques: one way of sampling for a whole run."""
@@ -135,4 +135,9 @@ async def send(gateway: Any, target: Target, record: dict[str, Any], *, prompt: 
     record.update(raw_response=response.text, completion_tokens=response.usage.completion_tokens,
                   finish_reason=response.finish_reason, usage=call_usage(response), error=None,
                   **draw_fields(response))
+    if prompt is not None and (record.get("role") == "user" or record.get("technique") == "user_persona"):
+        user, run_on = split_run_on(response.text, target.family.run_on_markers)
+        if run_on is not None:  # never judged as the user's words: kept apart, counted in the summary
+            record.update(raw_response=user, run_on=run_on,
+                          outcome=response.outcome if user.strip() else "empty")
     return Sample(record)

@@ -24,6 +24,7 @@ from audit.benchmark.cells import CENSORED, GAP_METRICS, BenchmarkTables, benchm
 from audit.compare.report import TEMPLATES_DIR, cells, fmt, gap_cells, interval, is_missing, recall_shade, \
     refusal_shade
 from audit.compare.collect import Run
+from audit.counted import counted
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.glossary import GAP_RATE_NAMES
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
@@ -77,7 +78,7 @@ def _heat_cell(record: Mapping[str, Any], metric: str, items: str, shade: Any) -
     value = record[metric]
     return {"value": "n/a" if is_missing(value) else fmt(value), "ci": interval(record, metric),
             "n": f"{int(record[f'{metric}_k'])}/{int(record[f'{metric}_n'])} {items}",
-            "over": f"{int(record[f'{metric}_questions'])} questions, {int(record['draws'])} draws",
+            "over": f"{counted(int(record[f'{metric}_questions']), 'question')}, {counted(int(record['draws']), 'draw')}",
             "failed": int(record["judge_failed"]) + (int(record["facts_failed"]) if metric != "refusal" else 0),
             "shade": shade(value), "method": record[f"{metric}_method"]}
 

@@ -37,10 +37,10 @@ def _indicators(gold: str, pred: str, mapping: str) -> tuple[tuple[int, int], ..
     return tuple(rate_counts(table, mapping).values())
 
 
-def answer_parts(answers: pd.DataFrame, epistemic: pd.DataFrame) -> pd.DataFrame:
-    """Per answer of a row of ``epistemic`` (the compare table, which gives each row's mapping and
-    card set): its keys, ``card`` (the card set and the card's id: ids restart in every card
-    set) and ``<rate>_y`` / ``<rate>_x`` for every rate."""
+def answer_parts(answers: pd.DataFrame, epistemic: pd.DataFrame) -> dict[tuple[Any, ...], pd.DataFrame]:
+    """Per row of ``epistemic`` (the compare table, which gives each row's mapping and card set; a
+    :data:`KEYS` tuple), its answers: ``card`` (the card set and the card's id: ids restart in every
+    card set) and ``<rate>_y`` / ``<rate>_x`` for every rate."""
     mappings = {tuple(r[k] for k in KEYS): (r["mapping"] or "licensing", r["card_set"])
                 for r in epistemic.to_dict("records")}
     rows = []
@@ -55,34 +55,35 @@ def answer_parts(answers: pd.DataFrame, epistemic: pd.DataFrame) -> pd.DataFrame
             row[f"{name}_y"], row[f"{name}_x"] = y, x
         rows.append(row)
     columns = [*KEYS, "card", *(f"{n}_{s}" for n in RATE_NAMES for s in ("y", "x"))]
-    return pd.DataFrame(rows, columns=columns)
+    frame = pd.DataFrame(rows, columns=columns)
+    return {tuple(key): group for key, group in frame.groupby(list(KEYS), sort=False)}
 
 
-def _recounted(cell: pd.DataFrame, parts: pd.DataFrame, metrics: tuple[str, ...]) -> bool:
-    """True when the answers of every run in ``cell`` add up to its metrics.json counts."""
-    sums = parts.groupby(list(KEYS)).sum(numeric_only=True)
-    for r in cell.to_dict("records"):
-        key = tuple(r[k] for k in KEYS)
-        if key not in sums.index:
+def _recounts(row: Mapping[str, Any], answers: pd.DataFrame, metrics: tuple[str, ...]) -> bool:
+    """True when a run's answers add up to its metrics.json counts, every rate."""
+    for m in metrics:
+        # an undefined rate (null in metrics.json, NaN here) has nothing in its denominator
+        expected = (0, 0) if math.isnan(row[f"{m}_n"]) else (row[f"{m}_k"], row[f"{m}_n"])
+        if (answers[f"{m}_y"].sum(), answers[f"{m}_x"].sum()) != expected:
             return False
-        for m in metrics:
-            # an undefined rate (null in metrics.json, NaN here) has nothing in its denominator
-            expected = (0, 0) if math.isnan(r[f"{m}_n"]) else (r[f"{m}_k"], r[f"{m}_n"])
-            if (sums.at[key, f"{m}_y"], sums.at[key, f"{m}_x"]) != expected:
-                return False
     return True
 
 
-def cell_answers(cell: pd.DataFrame, parts: pd.DataFrame | None, metrics: tuple[str, ...]) -> pd.DataFrame | None:
-    """The answers of a matrix cell's counted runs when some card was answered more than once and
-    they recount to every run's metrics.json; None otherwise (the per-run totals are used)."""
-    if parts is None or parts.empty:
+def cell_answers(cell: pd.DataFrame, parts: Mapping[tuple[Any, ...], pd.DataFrame] | None,
+                 metrics: tuple[str, ...]) -> pd.DataFrame | None:
+    """The answers of a matrix cell's counted runs (``parts``: :func:`answer_parts`) when some card
+    was answered more than once and every run's answers recount its metrics.json; None otherwise
+    (the per-run totals are used)."""
+    if not parts or cell.empty:
         return None
-    keys = set(cell[list(KEYS)].itertuples(index=False, name=None))
-    mine = parts[[k in keys for k in parts[list(KEYS)].itertuples(index=False, name=None)]]
-    if mine.empty or not mine["card"].duplicated().any() or not _recounted(cell, mine, metrics):
-        return None
-    return mine
+    mine = []
+    for row in cell.to_dict("records"):
+        answers = parts.get(tuple(row[k] for k in KEYS))
+        if answers is None or not _recounts(row, answers, metrics):
+            return None
+        mine.append(answers)
+    every = pd.concat(mine, ignore_index=True)
+    return every if every["card"].duplicated().any() else None
 
 
 def cell_rate(cell: pd.DataFrame, answers: pd.DataFrame | None, metric: str) -> Mapping[str, Any] | None:

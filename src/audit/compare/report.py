@@ -30,7 +30,7 @@ from audit.io.atomic import write_texts
 from audit.io.neutral import csv_frame
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
-from audit.runs.tables import build_run_tables, table_files
+from audit.runs.tables import RunTables, build_run_tables, table_files
 from audit.card_stats import CLUSTERED_METHOD
 from audit.stats import CARD_METHOD, CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE
 from audit.pages.links import relative_href
@@ -341,6 +341,39 @@ def censorship_matrices(cmap: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def gap_shade(gap: float) -> str:
+    """Knows-vs-says grid background: blue where the technique refuses less than the assistant (the
+    model says more than it does as the assistant), red where it refuses more, grey without a gap."""
+    if is_missing(gap):
+        return "#f2f2f2"
+    return f"hsl({210 if gap < 0 else 0}, 70%, {round(97 - 34 * min(abs(gap), 1.0))}%)"
+
+
+def gap_matrices(gaps: pd.DataFrame) -> list[dict[str, Any]]:
+    """The knows-vs-says grid: one audited models x topics grid per technique (never pooled), each cell
+    the refusal gap (technique minus the assistant baseline of the same runs, paired by run) with its
+    95% interval and the paired runs it is over; a cell without a paired run says so."""
+    out = []
+    shown = varied(gaps)
+    for key, frame in gaps.groupby(["technique", *shown], sort=True):
+        by_cell = {(r["audited"], r["topic"]): r for r in frame.to_dict("records")}
+        topics = sorted(set(frame["topic"]))
+        rows = []
+        for model in sorted(set(frame["audited"])):
+            row = []
+            for topic in topics:
+                r = by_cell.get((model, topic))
+                gap = None if r is None else r["refused_gap"]
+                row.append(None if r is None else {
+                    "gap": "—" if is_missing(gap) else f"{gap:+.2f}", "ci": interval(r, "refused_gap"),
+                    "over": f"over {counted(int(r['paired_runs']), 'paired run')}" if r["paired_runs"]
+                    else "no run with a baseline", "shade": gap_shade(gap)})
+            rows.append({"model": model, "cells": row})
+        out.append({"technique": key[0] + who(dict(zip(["technique", *shown], key)), shown), "topics": topics,
+                    "rows": rows})
+    return out
+
+
 def fact_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
     """Per topic and technique: key facts (rows) x audited models (columns), each cell how many
     of the model's runs revealed and contradicted the fact."""
@@ -470,6 +503,7 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path,
                    "epistemic rows (run x system)": len(tables.epistemic), "failed or unusable": len(tables.failed)},
         "matrices": censorship_matrices(tables.censorship_map),
         "censorship_charts": censorship_charts(tables.censorship_map, tables.gaps),
+        "gap_matrices": gap_matrices(tables.gaps) if not tables.gaps.empty else [],
         "gaps": gap_cells(tables.gaps, ("audited", "topic", "technique", *varied(tables.gaps), "runs", "paired_runs",
                                         "runs_without_baseline",
                                         "assistant_runs", "unlabelled_technique", "unlabelled_baseline",
@@ -589,7 +623,9 @@ def compare(dirs: Sequence[Path], out: Path | None = None, judging: str | None =
             **({"judgings.csv": tables.judgings} if len(names) == 2 else {})}
     # Model text reaches these cells (facts, hypotheses): no cell may run as a spreadsheet formula.
     texts = {target / name: csv_frame(relative_paths(frame, target)).to_csv(index=False) for name, frame in csvs.items()}
-    per_row = {target / name: content for name, content in table_files(build_run_tables(collected.loaded)).items()}
+    rows = build_run_tables(collected.loaded)
+    rows = RunTables(*(relative_paths(frame, target) for frame in (rows.runs, rows.responses, rows.answers)))
+    per_row = {target / name: content for name, content in table_files(rows).items()}
     # all or none: never CSVs without their page, or the per-row tables of another comparison
     write_texts({**texts, **per_row, **benchmark.files, target / "comparison.html": html})
     print(summary_text(tables, target, [p.name for p in benchmark.files], benchmark.printed))

@@ -300,9 +300,17 @@ def name_gives_away(d: Domain, s: str, o: str) -> bool:
     """True when one name holds the other from a word start: the object's in the subject's ("Mill
     Creek (Uwharrie River tributary)" and "Uwharrie River"; "Columbia County, Oregon" and
     "Oregon"), or the subject's in the object's, also as the stem of a longer word ("Tunis",
-    "Tunisia"). Only true pairs are held out, so such an overlap is the answer, not a coincidence."""
+    "Tunisia"); or when either name's first word is in the other from a word start ("Jersey City"
+    and "New Jersey"), or the two share two words in a row, which catches a name whose disambiguator
+    the other lacks ("Camp Branch (Rocky River tributary)" and "Rocky River North Carolina"). Only
+    true pairs are held out, so such an overlap is the answer, not a coincidence; a generic word
+    shared by chance ("Lake") only drops a card, never keeps a leaking one."""
     a, b = _name_words(d.label(s)), _name_words(d.label(o))
-    return any(len(x) >= MIN_NAME and f" {x}" in f" {y}" for x, y in ((b, a), (a, b)))
+    firsts = [(x.split()[0], y) for x, y in ((b, a), (a, b)) if x]
+    if any(len(x) >= MIN_NAME and f" {x}" in f" {y}" for x, y in ((b, a), (a, b), *firsts)):
+        return True
+    pairs = [set(zip(w, w[1:])) for w in (a.split(), b.split())]
+    return bool(pairs[0] & pairs[1])
 
 
 def _held_out(pools: _Pools, cards: list[dict], n: int, rng: random.Random,

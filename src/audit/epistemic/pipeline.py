@@ -48,6 +48,7 @@ from audit.io.journal import Journal, read_records
 from audit.io.names import path_component
 from audit.paths import CONF_DIR
 from audit.jobs.resume import command_line_overrides, refuse_resume_overrides, resumed_config
+from audit.llm import aborted
 from audit.llm.budget import stopped_by
 from audit.llm.embedded import chosen_roles, local_model, route
 from audit.llm.settings import record_endpoints, role_endpoint
@@ -542,7 +543,7 @@ def _answer_and_score(run_dir: RunDir, cfg: DictConfig, stage: str, mapping: str
     if stage == "all" and mostly is None:
         usage = summary.get("usage") or {}
         print(f"done: report: {run_dir.path / 'report.html'}"
-              f"{cache_note(usage.get('calls', 0), usage.get('cached_calls', 0))}")
+              f"{cache_note(usage.get('calls', 0), usage.get('cached_calls', 0))}{aborted.note(usage)}")
     print(f"run dir: {run_dir.path}")
     if mostly is not None:
         raise SummaryWritten(f"{mostly}; status error (mostly_errors) in {run_dir.summary_path}; "

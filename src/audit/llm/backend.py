@@ -11,6 +11,7 @@ key that route falls back to OPENAI_API_KEY, so the key is always passed.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import ssl
@@ -18,6 +19,7 @@ import sys
 from types import ModuleType
 from typing import Any
 
+from audit.llm.streamed import Received
 from audit.llm.types import ReplyTooLarge
 
 CHAT_ROUTE = "openrouter/"
@@ -188,8 +190,14 @@ def _declare_unpriced(route: str, model: str) -> None:
 
 async def post(route: str, model: str, payload: dict[str, Any], *, api_base: str, api_key: str,
                timeout_s: float, headers: dict[str, str], provider: dict[str, Any] | None,
-               client: Any = None) -> Any:
-    """Send one request through litellm with its own retries off; raise litellm's exceptions."""
+               client: Any = None, received: Received | None = None) -> Any:
+    """Send one request through litellm with its own retries off; raise litellm's exceptions.
+
+    With ``received`` (chat route only) the request is streamed: each chunk goes into ``received``
+    as it arrives (so a call cut off knows what it got) and the whole stream is returned as one
+    reply. The chunks are taken from litellm's OpenRouter stream handler, not from the wrapper
+    around it, which drops the last chunk's usage and cost and the native finish reason.
+    """
     lib = litellm()
     common: dict[str, Any] = {
         "api_base": api_base,
@@ -206,9 +214,28 @@ async def post(route: str, model: str, payload: dict[str, Any], *, api_base: str
         extra["provider"] = provider
     if extra:
         common["extra_body"] = extra
+    if route == CHAT_ROUTE and received is not None:
+        stream = await lib.acompletion(model=CHAT_ROUTE + model, client=client, stream=True, **payload, **common)
+        async for chunk in stream.completion_stream:
+            received.add(chunk)
+        return received.whole()
     if route == CHAT_ROUTE:
         return await lib.acompletion(model=CHAT_ROUTE + model, client=client, **payload, **common)
     return await lib.atext_completion(model=COMPLETION_ROUTE + model, client=client, **payload, **common)
+
+
+async def listing(pool: Pool, api_base: str, api_key: str, max_bytes: int) -> Any:
+    """OpenRouter's "List available models" (``GET <api_base>/models``) as parsed JSON, or None when
+    the server has no such list or it is unreadable (a local server; a list over ``max_bytes``).
+    Not a model call, so not litellm's: one GET on the endpoint's own connections."""
+    async with pool.session.get(f"{api_base}/models", headers={"Authorization": f"Bearer {api_key}"}) as answer:
+        if answer.status != 200:
+            return None
+        body = await answer.content.read(max_bytes + 1)
+    try:
+        return json.loads(body) if len(body) <= max_bytes else None
+    except ValueError:
+        return None
 
 
 async def close() -> None:

@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 from collections.abc import Coroutine
 
-from audit.llm import backend, replies
+from audit.llm import aborted, backend, replies
 from audit.llm import budget as budgets
+from audit.llm.streamed import Received
 from audit.llm.cache import ResponseCache, cache_key
 from audit.llm.ledger import CallRecord, Ledger
 from audit.llm.prompt_cache import with_breakpoints
@@ -40,6 +41,9 @@ MESSAGE_CHARS = 500
 """A server's error text is kept to this many characters (after redaction)."""
 CANCELLED = "cancelled: stopped in flight; the server had the request and may bill it"
 """The ledger's error for a call cut off by a stop (before, such calls were sent but never recorded)."""
+PRICE_LOOKUP_S = 10.0
+"""How long a cut-off call waits for the model's list price (``GET /models``) before recording its
+estimate unpriced."""
 
 
 
@@ -84,6 +88,8 @@ class Gateway:
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._pools: dict[tuple[asyncio.AbstractEventLoop, str], backend.Pool] = {}
         """One connection pool per event loop and endpoint, for the life of the gateway (closed by aclose)."""
+        self._prices: dict[tuple[str, str], aborted.Price | None] = {}
+        """List prices by (endpoint, model), looked up once, for the estimates of cut-off calls."""
         self._sync_loop: asyncio.AbstractEventLoop | None = None
         self._sync_thread: threading.Thread | None = None
         headers = {}
@@ -314,28 +320,36 @@ class Gateway:
                     structured_output: str | None) -> LLMResponse:
         started = time.perf_counter()
         retries = 0
+        streamed = self._streams(route, payload.get("max_tokens"))
+        deadline = self.settings.stream_timeout_s if streamed else self.settings.timeout_s
+        cut_off = dict(tag=tag, route=route, model=model, payload=payload, endpoint=endpoint, api_base=api_base,
+                       structured_output=structured_output)
         while True:
+            received = Received() if streamed else None
             try:
                 # The attempt's wall-clock deadline: litellm's timeout is per read, so a server
                 # trickling a byte a second kept one attempt alive for as long as it liked.
-                raw = await within(self.settings.timeout_s, backend.post(
+                raw = await within(deadline, backend.post(
                     route, model, payload, api_base=api_base, api_key=self._key(endpoint),
-                    timeout_s=self.settings.timeout_s, headers=self._headers,
+                    timeout_s=deadline, headers=self._headers,
                     provider=dict(provider) if provider else None,
-                    client=self._pool(endpoint, api_base).client(route)))
+                    client=self._pool(endpoint, api_base).client(route), received=received))
                 reply = replies.read_reply(route == backend.CHAT_ROUTE, raw)
                 break
             except GatewayError as error:
                 failure, retry_after = error, None
             except asyncio.CancelledError:  # Ctrl-C, SIGTERM, a budget stop: the request reached the server
-                self.ledger.add(CallRecord(tag, route, model, None, 0, 0, 0.0, time.perf_counter() - started, retries,
-                                           False, CANCELLED, endpoint, api_base, structured_output))
+                # No await here (the task is being cancelled): priced only if the price is already known.
+                self._cut_off(received, self._prices.get((endpoint, model)), CANCELLED, started, retries, **cut_off)
                 raise
             except asyncio.TimeoutError:  # the deadline above (litellm's own timeouts are classified below)
-                failure, retry_after = GatewayError(
-                    "timeout", f"no whole reply within {self.settings.timeout_s:g} s (gateway.timeout_s)"), None
+                what = "gateway.stream.timeout_s" if streamed else "gateway.timeout_s"
+                failure, retry_after = GatewayError("timeout", f"no whole reply within {deadline:g} s ({what})"), None
+                self._cut_off(received, await self._list_price(endpoint, api_base, model),
+                              f"aborted: cut off at the deadline ({deadline:g} s, {what})", started, retries, **cut_off)
             except Exception as exc:  # litellm raises many types; classify maps them all
-                failure, retry_after = replies.classify_failure(exc)
+                failure, retry_after = replies.stream_failure(exc, len(received.so_far)) \
+                    if received is not None and received.chunks else replies.classify_failure(exc)
             if not is_retryable(failure.kind) or retries >= self.settings.max_retries:
                 # The server's words leave the gateway here: masked now that every decoding step
                 # is done, and only then cut to length (a cut first could leave half a key).
@@ -373,6 +387,43 @@ class Gateway:
             generation_id=reply.generation_id,
             routing=reply.routing,
         )
+
+    def _streams(self, route: str, max_tokens: Any) -> bool:
+        """Whether a call is streamed: a chat call allowed ``gateway.stream.min_tokens`` or more.
+
+        Only the chat route: litellm's raw-completions stream drops the serving provider's name,
+        without which a cut-off call cannot tell whether its billing stopped (target draws are short).
+        """
+        least = self.settings.stream_min_tokens
+        return route == backend.CHAT_ROUTE and least is not None and int(max_tokens or 0) >= least
+
+    async def _list_price(self, endpoint: str, api_base: str, model: str) -> aborted.Price | None:
+        """The model's list price on ``endpoint`` (OpenRouter's ``GET /models``), looked up once;
+        None where the server lists none (a local server) or does not answer in time."""
+        if (endpoint, model) not in self._prices:
+            pool = self._pool(endpoint, api_base)
+            try:
+                found = await within(PRICE_LOOKUP_S, backend.listing(pool, api_base, self._key(endpoint),
+                                                                     self.settings.max_reply_bytes))
+            except Exception:  # a price list is a nicety: without it the estimate counts tokens only
+                found = None
+            self._prices[(endpoint, model)] = aborted.price_of(found, model)
+        return self._prices[(endpoint, model)]
+
+    def _cut_off(self, received: Received | None, price: aborted.Price | None, why: str, started: float,
+                 retries: int, *, tag: str, route: str, model: str, payload: Mapping[str, Any], endpoint: str,
+                 api_base: str, structured_output: str | None) -> None:
+        """Record an attempt cut off in flight with the cost it may have incurred (an estimate, marked
+        as one) and charge it to the budget, so a sweep stops in time instead of missing these calls."""
+        guess = aborted.estimate(payload, max_tokens=payload.get("max_tokens"), streamed=received is not None,
+                                 received=received.so_far if received is not None else "",
+                                 provider=received.provider if received is not None else None, price=price)
+        provider = received.provider if received is not None else None
+        self.ledger.add(CallRecord(tag, route, model, provider, guess.prompt_tokens, guess.completion_tokens,
+                                   guess.cost, time.perf_counter() - started, retries, False,
+                                   f"{why}; {guess.basis}", endpoint, api_base, structured_output, estimated=True))
+        if self.budget is not None:
+            self.budget.charge(guess.cost)
 
     def _record(self, tag: str, route: str, response: LLMResponse) -> None:
         """A cached or shared reply is free in this run: it is recorded with no cost, latency or retries.

@@ -50,6 +50,10 @@ class CallRecord:
     """Of ``prompt_tokens``, read from the provider's prompt cache (billed at its cache-read price)."""
     cache_write_tokens: int = 0
     """Of ``prompt_tokens``, written to the provider's prompt cache (billed at its cache-write price)."""
+    estimated: bool = False
+    """An attempt cut off in flight (deadline, Ctrl-C, a budget stop): the server had it and may bill
+    it, and no reply said what it cost, so tokens and cost are the gateway's estimate
+    (:mod:`audit.llm.aborted`; ``error`` says how it was reckoned)."""
 
     def as_dict(self) -> dict[str, Any]:
         """The record as JSON-ready dict; every field is a scalar, so no deep copy (``asdict``) is needed per call."""
@@ -105,7 +109,8 @@ class Ledger:
             return list(self._records)
 
     def totals(self) -> dict[str, Any]:
-        """Sums over every call so far (cost in USD as reported by the provider)."""
+        """Sums over every call so far (cost in USD as reported by the provider, plus the estimates of
+    ``aborted_calls``, cut off in flight, given apart as ``estimated_cost``)."""
         records = self.records
         return {
             "calls": len(records),
@@ -117,7 +122,9 @@ class Ledger:
             "completion_tokens": sum(r.completion_tokens for r in records),
             "cost": _cost(records),
             "retries": sum(r.retries for r in records),
-            "errors": sum(r.error is not None for r in records),
+            "errors": sum(r.error is not None and not r.estimated for r in records),
+            "aborted_calls": sum(r.estimated for r in records),
+            "estimated_cost": round(sum(r.cost for r in records if r.estimated), 10),
             "surrogates_replaced": sum(r.surrogates_replaced for r in records),
             "latency_s": round(sum(r.latency_s for r in records), 6),
         }

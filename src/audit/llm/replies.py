@@ -269,6 +269,19 @@ def refuses_schema(error: GatewayError) -> bool:
     return error.kind == "bad_request" and any(word in said for word in _SCHEMA_WORDS)
 
 
+def stream_failure(exc: BaseException, received_chars: int) -> tuple[GatewayError, float | None]:
+    """A failure while a stream was being read. OpenRouter ends a stream whose provider failed after
+    tokens were sent with one event holding ``error`` and ``finish_reason: "error"`` (API
+    reference, "Streaming", "Errors After Tokens Have Been Sent"); litellm raises it as an
+    exception whose status is the error's code, a string such as ``"server_error"``. That is the
+    streamed form of ``error_finish``: the partial text is no answer, and it is retried."""
+    failure, retry_after = classify_failure(exc)
+    if isinstance(getattr(exc, "status_code", None), int) or failure.kind in ("too_large", "connection", "timeout"):
+        return failure, retry_after
+    return GatewayError("error_finish", f"the stream ended with an error after {received_chars} characters: "
+                        f"{failure.args[0]}"), None
+
+
 def classify_failure(exc: BaseException) -> tuple[GatewayError, float | None]:
     """Map a litellm/openai/httpx exception to a GatewayError and the server's Retry-After.
 

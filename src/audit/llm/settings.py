@@ -70,6 +70,12 @@ class GatewaySettings:
     routing_metadata: bool = True
     """Send ``X-OpenRouter-Metadata: enabled``: OpenRouter then adds ``openrouter_metadata`` (the
     endpoints it considered, its attempts) to each reply, which every draw records."""
+    stream_min_tokens: int | None = 8192
+    """Calls allowed at least this many tokens (their ``max_tokens``) are streamed: a long call the
+    deadline cuts off then stops billing at the providers that stop on cancellation, and what it
+    sent is known (:mod:`audit.llm.stream_cancel`). 0 streams every call, None none."""
+    stream_timeout_s: float = 600.0
+    """Wall-clock deadline of one streamed attempt (a long reasoning reply needs more than ``timeout_s``)."""
     extra_endpoints: tuple[Endpoint, ...] = ()
     """Endpoints besides ``openrouter`` (whose base URL is ``api_base``), from ``gateway.endpoints``."""
 
@@ -98,6 +104,7 @@ class GatewaySettings:
         cache = node.get("cache") or {}
         attribution = node.get("attribution") or {}
         endpoints = node.get("endpoints") or {}
+        stream = node.get("stream") or {}
         settings = cls(
             api_base=str(os.environ.get(BASE_ENV) or node.get("api_base", cls.api_base)).rstrip("/"),
             timeout_s=_number(node, "timeout_s", cls.timeout_s, above=True),
@@ -113,6 +120,9 @@ class GatewaySettings:
             title=attribution.get("title"),
             referer=attribution.get("referer"),
             routing_metadata=bool(node.get("routing_metadata", True)),
+            stream_min_tokens=None if "min_tokens" in stream and stream.get("min_tokens") is None
+            else _whole(stream, "min_tokens", cls.stream_min_tokens or 0, minimum=0, section="stream"),
+            stream_timeout_s=_number(stream, "timeout_s", cls.stream_timeout_s, above=True, section="stream"),
             extra_endpoints=tuple(
                 Endpoint(str(name), str(entry.get("api_base") or "").rstrip("/"), entry.get("key_env") or None,
                          entry.get("identity") or None)
@@ -139,13 +149,24 @@ class GatewaySettings:
             raise UserError("gateway.timeout_s must be > 0 and gateway.max_retries >= 0")
 
 
-def _number(node: Any, key: str, default: float, *, above: bool = False) -> float:
-    """``gateway.<key>`` as a number (a one-line error for ``gateway.timeout_s=soon``); unset: the default."""
+def _number(node: Any, key: str, default: float, *, above: bool = False, section: str = "") -> float:
+    """``gateway.[<section>.]<key>`` as a number (a one-line error for ``gateway.timeout_s=soon``);
+    unset: the default."""
     value = node.get(key)
     if value is None:
         return default
-    return config_values.number({"gateway": {key: value}}, f"gateway.{key}", minimum=0.0, above=above,
+    return config_values.number(_nested(section, key, value), _dotted(section, key), minimum=0.0, above=above,
                                 example=default)
+
+
+def _nested(section: str, key: str, value: Any) -> dict[str, Any]:
+    """``{"gateway": {section: {key: value}}}`` (no ``section`` level when it is empty)."""
+    inner = {key: value}
+    return {"gateway": {section: inner} if section else inner}
+
+
+def _dotted(section: str, key: str) -> str:
+    return ".".join(p for p in ("gateway", section, key) if p)
 
 
 def _cache_min_free_mb(value: Any) -> float:
@@ -156,12 +177,12 @@ def _cache_min_free_mb(value: Any) -> float:
                                       example=GatewaySettings.cache_min_free_mb))  # type: ignore[arg-type]
 
 
-def _whole(node: Any, key: str, default: int, *, minimum: int) -> int:
-    """``gateway.<key>`` as a whole number of at least ``minimum``; unset: the default."""
+def _whole(node: Any, key: str, default: int, *, minimum: int, section: str = "") -> int:
+    """``gateway.[<section>.]<key>`` as a whole number of at least ``minimum``; unset: the default."""
     value = node.get(key)
     if value is None:
         return default
-    return config_values.whole_number({"gateway": {key: value}}, f"gateway.{key}", minimum=minimum)
+    return config_values.whole_number(_nested(section, key, value), _dotted(section, key), minimum=minimum)
 
 
 def role_endpoint(role: Any) -> str:

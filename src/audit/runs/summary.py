@@ -49,6 +49,9 @@ class Usage(BaseModel):
     cache_write_tokens: int = Field(0, description="of prompt_tokens, written to the provider's prompt cache")
     completion_tokens: int = 0
     cost: float = 0.0
+    aborted_calls: int = Field(0, description="attempts cut off in flight (deadline, Ctrl-C, budget stop): the "
+                                              "server had them and may bill them; their tokens and cost are estimates")
+    estimated_cost: float = Field(0.0, description="of cost, the estimate for the aborted calls (USD)")
 
     @property
     def tokens(self) -> int:

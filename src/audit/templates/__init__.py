@@ -5,6 +5,6 @@ template (shipped in ``chat_templates/``) exactly as Hugging Face does, and name
 sequences that end a user turn; ``cut_at_stops`` applies them to returned text.
 """
 
-from audit.templates.families import TemplateFamily, cut_at_stops, family_names, get_family
+from audit.templates.families import TemplateFamily, cut_at_stops, family_names, get_family, split_run_on
 
-__all__ = ["TemplateFamily", "cut_at_stops", "family_names", "get_family"]
+__all__ = ["TemplateFamily", "cut_at_stops", "family_names", "get_family", "split_run_on"]

@@ -37,6 +37,11 @@ KIMI_STOPS = ("<|im_end|>", "[EOS]", "<|im_assistant|>")
 QWEN_STOPS = ("<|im_end|>", "<|endoftext|>", "<|im_start|>")
 GLM_STOPS = ("<|assistant|>", "<|observation|>", "<|user|>", "<|endoftext|>")
 MINIMAX_STOPS = ("<end_of_sentence>", "<beginning_of_sentence>")
+GLM_ASSISTANT_OPENERS = ("<think>", "</think>")
+"""GLM-4.5's template opens every assistant turn with ``<think>`` after ``<|assistant|>`` (``<think></think>``
+when the turn has no reasoning). ``<|assistant|>`` is a special token, which vLLM-based providers drop
+before matching stops; ``<think>`` and ``</think>`` are ordinary added tokens (the providers' own
+reasoning parsers find them in the decoded text), so they stay in a draw that ran on."""
 
 
 def cut_at_stops(text: str, stops: Sequence[str]) -> str:
@@ -65,6 +70,10 @@ class TemplateFamily:
     render_kwargs: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), hash=False)
     content_parts: bool = False
     legacy_prefix: str | None = None
+    run_on_markers: tuple[str, ...] = ()
+    """Text only the assistant's turn opens with that survives a provider stripping special tokens:
+    a user-persona draw holding one ran on past the user's turn (its end-of-user stop is a special
+    token the provider dropped before matching stops) into the assistant's reply (:func:`split_run_on`)."""
 
     def with_render_kwargs(self, **overrides: Any) -> TemplateFamily:
         """The same family with some template variables changed (e.g. ``enable_thinking=False``)."""
@@ -245,6 +254,7 @@ _FAMILIES: dict[str, TemplateFamily] = {
             stops=GLM_STOPS,
             eos_token="<|endoftext|>",
             render_kwargs=MappingProxyType({"enable_thinking": True}),
+            run_on_markers=GLM_ASSISTANT_OPENERS,
         ),
         TemplateFamily(
             name="minimax_m1",
@@ -269,3 +279,18 @@ def get_family(name: str) -> TemplateFamily:
         return _FAMILIES[name]
     except KeyError:
         raise unknown_choice("chat template family", name, _FAMILIES) from None
+
+
+def split_run_on(text: str, markers: Sequence[str]) -> tuple[str, str | None]:
+    """``text`` cut where the assistant's turn begins (the first of ``markers``, with the line break the
+    template writes before it): the user's words, and the assistant's part (None when there is none).
+
+    Its limit: a provider that also strips the marker, or a reply that opens without it, leaves
+    nothing to find; such a run-on stays in the user's words, undetected.
+    """
+    found = [i for i in (text.find(m) for m in markers) if i >= 0]
+    if not found:
+        return text, None
+    at = min(found)
+    cut = at - 1 if at > 0 and text[at - 1] == "\n" else at
+    return text[:cut], text[cut:]

@@ -34,6 +34,18 @@ WRAPPED_ANSWER = " blue! Those three are the primary colours of light, so it is 
 continuation check alone cannot catch (issue: it passed as OK)."""
 
 
+MARKER = re.compile(r"<[|｜][^<>\s]{1,40}?[|｜]>")
+"""The role and end markers (``<|assistant|>``, ``<｜User｜>``...): tokens a tokenizer flags special."""
+
+
+def stripping_special_tokens(text: str) -> str:
+    """What a vLLM-based provider returns for generated ``text``: it decodes with
+    ``skip_special_tokens`` and matches stops after that, so a special role marker such as GLM's
+    ``<|assistant|>`` is gone (and never matched a stop) while ordinary added tokens such as
+    ``<think>`` stay. The loopback server plays a GLM user-persona draw that ran on with it."""
+    return MARKER.sub("", text)
+
+
 def native_tokens(text: str) -> int:
     """A tokenizer-like count: each special token one, other text one per four UTF-8 bytes (rounded up)."""
     specials = SPECIAL.findall(text)

@@ -40,6 +40,7 @@ _ENDPOINTS = {
 }
 _generation_ids = itertools.count(1)
 STATS_PATH = "/_fake/stats"
+MODELS_PATHS = ("/api/v1/models", "/v1/models")
 
 
 def estimate_tokens(text: str) -> int:
@@ -206,7 +207,8 @@ class Reply:
     the full Content-Length, sends half the body and closes the connection. ``trickle_s``
     sends the body one byte at a time, that many seconds apart (a server that never stalls
     long enough for a read timeout). ``endless`` sends a chunked body that never ends, until
-    the client hangs up.
+    the client hangs up. ``stream_interval_s`` is the pause between the events of a generation
+    sent to a request with ``stream: true`` (:mod:`audit.testing.streaming`): a long generation.
     """
 
     status: int = 200
@@ -217,6 +219,12 @@ class Reply:
     truncate: bool = False
     trickle_s: float = 0.0
     endless: bool = False
+    stream_interval_s: float = 0.0
+
+    @property
+    def generation(self) -> bool:
+        """A model's answer (its JSON built per request, billable, streamable), not a fixed body."""
+        return isinstance(self.body, _Generation) and self.status == 200
 
     def render(self, request: RecordedRequest) -> bytes:
         if isinstance(self.body, _Generation):

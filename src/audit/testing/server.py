@@ -17,6 +17,14 @@ Choosing the reply for a request (first match wins):
 4. ``server.default_reply``;
 5. a 500 whose message says "no scripted reply", so a test that under-scripts sees why.
 
+``stream: true`` in a request makes a generation's reply Server-Sent Events, and every generation
+served is billed in ``server.bills`` as OpenRouter bills it (:mod:`audit.testing.streaming`: a
+streamed reply cut off by the client is billed for what was sent only at providers that stop on
+cancellation; anything else whole). ``GET /api/v1/models`` (not recorded, never scripted) is
+OpenRouter's "List available models": every model requested so far, priced as the fake price
+list (API reference "List available models": ``data[]`` with ``id``, ``pricing.prompt`` and
+``pricing.completion`` in USD per token as strings, ``context_length``, ``top_provider``).
+
 ``GET /_fake/stats`` (not recorded, never scripted) answers ``{"connections_opened": n,
 "requests": m}``: how many TCP connections clients opened and requests they sent so far,
 so a benchmark can tell a client that reuses its connections from one that opens one per
@@ -32,13 +40,18 @@ import sys
 import threading
 import time
 from collections import deque
+from urllib.parse import urlsplit
 from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from audit.testing import streaming
 from audit.testing.replies import (
     CHAT,
     COMPLETION,
+    COMPLETION_PRICE_PER_TOKEN,
+    MODELS_PATHS,
+    PROMPT_PRICE_PER_TOKEN,
     STATS_PATH,
     TEST_API_KEY,
     Handler,
@@ -72,6 +85,10 @@ class FakeOpenRouter:
         self._requests: list[RecordedRequest] = []
         self._queues: dict[str | None, deque[Reply]] = {None: deque(), CHAT: deque(), COMPLETION: deque()}
         self._stopping = threading.Event()
+        self.bills: list[streaming.Bill] = []
+        """What OpenRouter would charge for each generation served, in the order they ended."""
+        self.listings = 0
+        """``GET /models`` requests answered (the price list a client looks up)."""
         self.streamed_bytes = 0
         """Body bytes sent by ``endless`` replies so far (how much a client read before hanging up)."""
         self._httpd: _Server | None = None
@@ -149,9 +166,10 @@ class FakeOpenRouter:
             return sum(len(q) for q in self._queues.values())
 
     def reset(self) -> None:
-        """Forget recorded requests and all scripting (queues, handler, default, latency)."""
+        """Forget recorded requests, bills and all scripting (queues, handler, default, latency)."""
         with self._lock:
             self._requests.clear()
+            self.bills.clear()
             for queue in self._queues.values():
                 queue.clear()
         self.handler = None
@@ -181,6 +199,22 @@ class FakeOpenRouter:
 
     def completion_requests(self) -> list[RecordedRequest]:
         return [r for r in self.requests if r.endpoint == COMPLETION]
+
+    def models_listing(self) -> dict[str, Any]:
+        """OpenRouter's model list as ``GET /models`` answers it: each model requested so far."""
+        with self._lock:
+            self.listings += 1
+            names = sorted({str(r.json.get("model")) for r in self._requests if r.json and r.json.get("model")})
+        return {"data": [{"id": name, "name": name, "created": 0, "context_length": 131072,
+                          "pricing": {"prompt": f"{PROMPT_PRICE_PER_TOKEN:.10f}",
+                                      "completion": f"{COMPLETION_PRICE_PER_TOKEN:.10f}",
+                                      "request": "0", "image": "0"},
+                          "top_provider": {"context_length": 131072, "max_completion_tokens": 16384,
+                                           "is_moderated": False}} for name in names]}
+
+    def _bill(self, bill: streaming.Bill) -> None:
+        with self._lock:
+            self.bills.append(bill)
 
     # -- serving (called from handler threads) ---------------------------------------------
     def _receive(self, request: RecordedRequest) -> Reply:
@@ -286,6 +320,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if self.path == STATS_PATH and self.command == "GET":
             self._write(200, "application/json", json.dumps(fake.stats()).encode(), ())
             return
+        if urlsplit(self.path).path.rstrip("/") in MODELS_PATHS and self.command == "GET":
+            self._write(200, "application/json", json.dumps(fake.models_listing()).encode(), ())
+            return
         try:
             parsed = json.loads(body) if body else None
         except ValueError:
@@ -306,7 +343,43 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if reply.endless or reply.trickle_s:
             self._stream(reply, reply.render(request))
             return
-        self._write(reply.status, reply.content_type, reply.render(request), reply.headers, truncate=reply.truncate)
+        if not reply.generation:
+            self._write(reply.status, reply.content_type, reply.render(request), reply.headers,
+                        truncate=reply.truncate)
+            return
+        payload = reply.body.payload(request)  # type: ignore[union-attr]
+        if (request.json or {}).get("stream") is True:
+            self._events(reply, payload, request.endpoint or CHAT)
+            return
+        # Generated whole before a byte is sent: billed whole, whether or not the client still listens.
+        fake._bill(streaming.bill(payload, streamed=False, sent=None))
+        self._write(reply.status, reply.content_type, json.dumps(payload).encode(), reply.headers,
+                    truncate=reply.truncate)
+
+    def _events(self, reply: Reply, payload: dict[str, Any], kind: str) -> None:
+        """A generation as Server-Sent Events, ``reply.stream_interval_s`` apart, billed as sent."""
+        fake = self.server.fake
+        self.close_connection = True
+        sent, whole = "", False
+        try:
+            self._head(200, "text/event-stream", reply.headers, None)
+            self._chunk(streaming.KEEP_ALIVE)
+            for event, piece in streaming.events(payload, kind):
+                if fake._wait(reply.stream_interval_s):
+                    break
+                self._chunk(event)
+                sent += piece
+            else:
+                self._chunk(b"")
+                whole = True
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        fake._bill(streaming.bill(payload, streamed=True, sent=None if whole else sent))
+
+    def _chunk(self, data: bytes) -> None:
+        """One piece of a chunked body (an empty one ends it)."""
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
 
     def _write(self, status: int, content_type: str, payload: bytes, headers: Iterable[tuple[str, str]], *,
                truncate: bool = False) -> None:

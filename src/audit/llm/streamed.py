@@ -1,0 +1,67 @@
+"""A streamed reply put together chunk by chunk, and what it had delivered when it was cut off.
+
+OpenRouter streams a reply as chunks (API reference, "Streaming"): each carries the generation's
+``id``, ``model`` and ``provider`` and a ``delta`` of text (``content``) or of a reasoning model's
+thinking (``reasoning``); the chunk that ends the text carries ``finish_reason`` and
+``native_finish_reason``; usage and ``cost`` come in the last one (usage accounting guide). litellm
+hands each chunk over parsed (the provider's name in its hidden params as ``upstream_provider``).
+:class:`Received` keeps what has arrived, so a call cut off by its deadline knows how much was
+generated and by whom (:mod:`audit.llm.aborted`), and a whole stream becomes one reply of the shape
+:func:`audit.llm.replies.read_reply` reads, so both kinds of call are classified in one place.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+
+def _get(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+class Received:
+    """What a stream has delivered so far."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.generation_id: str | None = None
+        self.model: str | None = None
+        self.provider: str | None = None
+        self.finish_reason: str | None = None
+        self.native_finish_reason: str | None = None
+        self.usage: Any = None
+        self.chunks = 0
+
+    def add(self, chunk: Any) -> None:
+        """Take one chunk (litellm's parsed chunk object; its bookkeeping dicts carry nothing of OpenRouter's)."""
+        if isinstance(chunk, dict):
+            return
+        self.chunks += 1
+        self.generation_id = self.generation_id or _get(chunk, "id")
+        self.model = self.model or _get(chunk, "model")
+        hidden = getattr(chunk, "_hidden_params", None) or {}
+        self.provider = self.provider or _get(chunk, "provider") or hidden.get("upstream_provider")
+        if _get(chunk, "usage") is not None:
+            self.usage = _get(chunk, "usage")
+        for choice in _get(chunk, "choices") or ():
+            delta = _get(choice, "delta")
+            if delta is not None:
+                self.text.append(_get(delta, "content") or "")
+                self.reasoning.append(_get(delta, "reasoning") or _get(delta, "reasoning_content") or "")
+            self.finish_reason = _get(choice, "finish_reason") or self.finish_reason
+            self.native_finish_reason = _get(choice, "native_finish_reason") or self.native_finish_reason
+
+    @property
+    def so_far(self) -> str:
+        """Everything generated so far, thinking included (both are billed as completion tokens)."""
+        return "".join(self.reasoning) + "".join(self.text)
+
+    def whole(self) -> Any:
+        """The finished stream as one chat reply (``choices[0].message``, ``usage``, ``provider``, ``id``)."""
+        message = SimpleNamespace(content="".join(self.text), reasoning_content="".join(self.reasoning) or None)
+        choice = SimpleNamespace(message=message, finish_reason=self.finish_reason,
+                                 native_finish_reason=self.native_finish_reason, error=None)
+        return SimpleNamespace(choices=[choice], usage=self.usage, model=self.model, provider=self.provider,
+                               id=self.generation_id, error=None, openrouter_metadata=None)

@@ -1,0 +1,189 @@
+"""Long calls streamed, and calls cut off in flight kept in the ledger and the budget (issue 24, finding 9).
+
+OpenRouter bills a call the client stops waiting for: "For non-streaming requests or unsupported
+providers, the model will continue processing and you will be billed for the complete response";
+a streamed one cut off at a provider on its "Supported" list stops billing at once (API reference,
+"Streaming", "Stream Cancellation"). Before, such a call was in the ledger at $0 (or, past the
+deadline, only as the failure after its retries, each re-send billed again): a budget never saw it.
+The loopback server plays both and bills as documented (``server.bills``); these tests hold the
+gateway's estimate against that bill, over real HTTP through litellm.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from audit.llm import aborted
+from audit.llm.budget import Budget
+from audit.llm.gateway import Gateway
+from audit.llm.settings import GatewaySettings
+from audit.llm.stream_cancel import stops_billing
+from audit.llm.types import GatewayError
+from audit.testing.documented import error_finish
+from audit.testing.replies import CHAT, chat_reply, slow
+from audit.testing.server import FakeOpenRouter
+
+KEY = "sk-or-v1-fake-test-key-aborted-0123"
+LONG = " ".join(f"w{i}" for i in range(400))
+MESSAGES = [{"role": "system", "content": "You audit."}, {"role": "user", "content": "Begin the audit now."}]
+
+
+def make_gateway(server: FakeOpenRouter, tmp_path: Path, **overrides) -> Gateway:
+    budget = overrides.pop("budget", None)
+    settings = GatewaySettings(api_base=server.base_url, timeout_s=overrides.pop("timeout_s", 30.0),
+                               stream_timeout_s=overrides.pop("stream_timeout_s", 30.0),
+                               max_retries=overrides.pop("max_retries", 0), backoff_initial_s=0.01,
+                               backoff_max_s=0.02, cache_enabled=False, stream_min_tokens=1000, **overrides)
+    return Gateway(settings, KEY, usage_path=tmp_path / "usage.json", rng=random.Random(0), budget=budget)
+
+
+def bills(server: FakeOpenRouter, n: int) -> list:
+    """The server's first ``n`` bills, once its handler threads have written them (a stream cut off by
+    the client is billed when the server sees the hang-up, at its next write)."""
+    deadline = time.monotonic() + 30
+    while len(server.bills) < n and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return server.bills
+
+
+# -- the estimate (pure) ---------------------------------------------------------------------
+
+LISTING = {"data": [{"id": "a/b", "pricing": {"prompt": "0.000003", "completion": "0.000015", "request": "0"}},
+                    {"id": "c/d", "pricing": {}}]}
+"""``GET /models`` as the API reference "List available models" shows it: USD per token, as strings."""
+
+
+def test_a_list_price_is_read_from_the_documented_listing() -> None:
+    assert aborted.price_of(LISTING, "a/b") == aborted.Price(3e-6, 15e-6)
+    assert aborted.price_of(LISTING, "c/d") is None and aborted.price_of(LISTING, "x/y") is None
+    assert aborted.price_of({"object": "list", "data": [{"id": "local"}]}, "local") is None  # llama.cpp lists no price
+    assert aborted.price_of(None, "a/b") is None
+
+
+def test_the_documented_providers_stop_billing_on_cancellation_and_the_rest_do_not() -> None:
+    assert all(stops_billing(p) for p in ("DeepSeek", "Together", "DeepInfra", "Novita", "Fireworks", "Anthropic"))
+    assert not any(stops_billing(p) for p in ("Google", "Google AI Studio", "Minimax", "Groq", "Alibaba", None, ""))
+
+
+@pytest.mark.parametrize(("streamed", "provider", "completion"), [
+    (False, None, 4000),           # not streamed: the provider finishes and bills it all
+    (True, "Google", 4000),        # streamed, but Google is on the "not currently supported" list
+    (True, "DeepSeek", 5),         # streamed and stopped: what was received (12 bytes / 3) and one in flight
+])
+def test_the_estimate_bills_a_cut_off_call_as_openrouter_documents(streamed, provider, completion) -> None:
+    payload = {"messages": [{"role": "user", "content": "x" * 30}, {"role": "user", "content": "天安门"}]}
+    guess = aborted.estimate(payload, max_tokens=4000, streamed=streamed, received="twelve bytes",
+                             provider=provider, price=aborted.Price(1e-6, 2e-6))
+    assert guess.prompt_tokens == 14  # 30 + 1 + 9 bytes, / 3 rounded up: over English's ~4 characters a token
+    assert guess.completion_tokens == completion
+    assert guess.cost == pytest.approx(14e-6 + completion * 2e-6)
+    assert guess.basis.startswith("estimated")
+
+
+def test_without_a_list_price_the_tokens_are_kept_and_the_cost_says_so() -> None:
+    guess = aborted.estimate({"prompt": "abc"}, max_tokens=10, streamed=False, received="", provider=None, price=None)
+    assert (guess.prompt_tokens, guess.completion_tokens, guess.cost) == (1, 10, 0.0)
+    assert "no list price known" in guess.basis
+
+
+def test_the_end_line_names_the_calls_cut_off_and_their_estimate() -> None:
+    assert aborted.note({"aborted_calls": 0}) == ""
+    assert aborted.note({"aborted_calls": 1, "estimated_cost": 0.0123}) == \
+        "; 1 call cut off in flight (may be billed: estimated $0.0123, in the cost)"
+    assert aborted.note({"aborted_calls": 2, "estimated_cost": 0.5}).startswith("; 2 calls cut off")
+
+
+# -- the gateway over real HTTP ------------------------------------------------------------------
+
+def test_a_long_call_is_streamed_and_reads_as_the_same_reply(fake_openrouter: FakeOpenRouter, tmp_path: Path) -> None:
+    """A call allowed ``stream.min_tokens`` or more goes with ``stream: true``; the SSE reply (usage and
+    cost in its last event) gives the text, finish reasons, usage, cost, provider and generation id
+    a non-streamed reply gives."""
+    fake_openrouter.push_chat(chat_reply("The answer.", provider="DeepSeek", reasoning="Let me think."),
+                              chat_reply("The answer.", provider="DeepSeek", reasoning="Let me think."))
+    gateway = make_gateway(fake_openrouter, tmp_path)
+    try:
+        whole = gateway.chat("a/b", MESSAGES, max_tokens=500)
+        streamed = gateway.chat("a/b", MESSAGES, max_tokens=2000, sample_index=1)
+    finally:
+        gateway.close()
+    plain, sse = fake_openrouter.chat_requests()
+    assert "stream" not in plain.json and sse.json["stream"] is True
+    same = ("text", "finish_reason", "native_finish_reason", "usage", "provider", "outcome")
+    assert {f: getattr(streamed, f) for f in same} == {f: getattr(whole, f) for f in same}
+    assert streamed.usage.cost > 0 and streamed.generation_id and streamed.generation_id.startswith("gen-")
+    assert [b.streamed for b in fake_openrouter.bills] == [False, True]
+
+
+@pytest.mark.parametrize(("provider", "stops"), [("DeepSeek", True), ("Google", False)])
+def test_a_stream_cut_off_at_its_deadline_is_in_the_ledger_and_the_budget(
+        fake_openrouter: FakeOpenRouter, tmp_path: Path, provider: str, stops: bool) -> None:
+    """The deadline ends a long stream; the ledger records that attempt with an estimate at least the
+    loopback server's bill, and the budget is charged it. A provider that stops on cancellation
+    stopped generating (billed for part of the reply); one that does not billed the whole."""
+    fake_openrouter.push_chat(replace(chat_reply(LONG, provider=provider), stream_interval_s=0.02))
+    budget = Budget(1.0)
+    gateway = make_gateway(fake_openrouter, tmp_path, stream_timeout_s=1.5, budget=budget)
+    try:
+        with pytest.raises(GatewayError) as failure:
+            gateway.chat("a/b", MESSAGES, max_tokens=2000)
+        records = gateway.ledger.records
+        totals = gateway.ledger.totals()
+    finally:
+        gateway.close()
+    assert failure.value.kind == "timeout"
+    (cut,) = [r for r in records if r.estimated]
+    (bill,) = bills(fake_openrouter, 1)
+    assert bill.aborted and bill.streamed
+    assert bill.completion_tokens < 400 if stops else bill.completion_tokens >= 400
+    assert cut.provider == provider and "gateway.stream.timeout_s" in cut.error and "estimated" in cut.error
+    assert cut.completion_tokens >= bill.completion_tokens and cut.prompt_tokens >= bill.prompt_tokens
+    assert cut.cost >= bill.cost > 0
+    if not stops:
+        assert cut.completion_tokens == 2000  # up to max_tokens: the provider went on generating
+    assert budget.spent() == pytest.approx(cut.cost)
+    assert totals["aborted_calls"] == 1 and totals["estimated_cost"] == pytest.approx(cut.cost)
+    assert totals["errors"] == 1 and totals["cost"] == pytest.approx(cut.cost)  # the failure after its retries
+    assert fake_openrouter.listings == 1  # the list price, looked up once
+
+
+def test_every_retried_attempt_past_the_deadline_is_counted_and_stops_the_budget(
+        fake_openrouter: FakeOpenRouter, tmp_path: Path) -> None:
+    """A short call (not streamed) past ``timeout_s``: billed whole by the provider each time it is
+    re-sent. Each attempt is in the ledger at up to max_tokens; once they spend the budget, the next
+    call is refused before it is sent (before, the ledger said $0 and the budget never moved)."""
+    fake_openrouter.default_reply = slow(2.5, chat_reply("late", provider="Google"))
+    budget = Budget(0.0015)  # one estimate is 2 + 500 tokens at $1/$2 per million: about $0.001
+    gateway = make_gateway(fake_openrouter, tmp_path, timeout_s=1.0, max_retries=1, budget=budget)
+    try:
+        with pytest.raises(GatewayError):
+            gateway.chat("a/b", MESSAGES, max_tokens=500)
+        with pytest.raises(GatewayError) as refused:
+            gateway.chat("a/b", MESSAGES, max_tokens=500, sample_index=1)
+        totals = gateway.ledger.totals()
+    finally:
+        gateway.close()
+    assert refused.value.kind == "budget"
+    assert len(fake_openrouter.chat_requests()) == 2  # both attempts of the first call; the second never sent
+    assert totals["aborted_calls"] == 2 and budget.spent() == pytest.approx(totals["estimated_cost"])
+    assert budget.spent() > 0.0015
+
+
+def test_an_error_event_mid_stream_is_retried_never_an_answer(fake_openrouter: FakeOpenRouter,
+                                                                tmp_path: Path) -> None:
+    """OpenRouter's mid-stream error (one event with ``error`` and ``finish_reason: "error"``, then the
+    stream ends) is the streamed error finish: retried, and the partial text is never the reply."""
+    fake_openrouter.push_chat(error_finish(CHAT, partial="The square was"), chat_reply("Whole answer.",
+                                                                                       provider="DeepSeek"))
+    gateway = make_gateway(fake_openrouter, tmp_path, max_retries=1)
+    try:
+        reply = gateway.chat("a/b", MESSAGES, max_tokens=2000)
+    finally:
+        gateway.close()
+    assert reply.text == "Whole answer." and reply.retries == 1
+    assert all(r.json.get("stream") is True for r in fake_openrouter.chat_requests())
