@@ -63,7 +63,8 @@ ALSO_IMPORTED = ("hydra", "hydra.utils", "hydra.compose", "hydra._internal.utils
                  "hydra.experimental.callback", "rdflib.plugins.stores.memory", "rdflib.plugins.parsers.notation3",
                  "pyshacl", "pandas", "audit.jobs.hydra_app", "audit.jobs.sweep", "audit.export.writing",
                  "audit.epistemic.pipeline", "audit.epistemic.report", "audit.compare.report", "audit.compare.tables",
-                 "audit.rescore.rescore", "audit.judge_check.check", "audit.judge_check.report", "audit.runs.index")
+                 "audit.rescore.rescore", "audit.judge_check.check", "audit.judge_check.report", "audit.runs.index",
+                 "audit.benchmark.run")
 """What the other entrypoints import beyond the sweep jobs' list (measured with ``python -X importtime``:
 Hydra's parser, the epistemic pipeline's rdflib and pyshacl, the reports' pandas). Never an entrypoint's
 own ``__main__`` or ``audit.doctor``: ``python -m`` runs those as ``__main__``, not as themselves."""

@@ -21,6 +21,7 @@ from audit.testing.scripted_benchmark import EVAL_MARK, REFUSAL, BenchmarkScript
 from audit.testing.server import FakeOpenRouter
 
 from .test_questions import CHINESE_AUDITING
+from tests import entrypoints
 
 FAST = ("gateway.max_retries=0",)
 REFERENCE = "acme/reference"
@@ -31,9 +32,9 @@ def env_of(server: FakeOpenRouter) -> dict[str, str]:
     return {**base, **server.env()}
 
 
-def run_cli(cwd: Path, server: FakeOpenRouter, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "audit.benchmark", *args, *FAST], cwd=cwd, env=env_of(server),
-                          capture_output=True, text=True, timeout=300)
+def run_cli(cwd: Path, server: FakeOpenRouter, *args: str, cold: bool = False) -> subprocess.CompletedProcess:
+    return entrypoints.run([sys.executable, "-m", "audit.benchmark", *args, *FAST], cwd=cwd, env=env_of(server),
+                           capture_output=True, text=True, timeout=300, cold=cold)
 
 
 def run_dirs(root: Path) -> list[Path]:
@@ -109,7 +110,8 @@ def test_a_fact_is_credited_only_from_a_verbatim_quote_of_the_targets_own_words(
                              quote_from_prompt=True)
     with FakeOpenRouter(handler=script.handler) as server:
         proc = run_cli(tmp_path, server, "questions=file", f"questions.path={path}", "technique=prefill",
-                       "technique.prefill_text=He stood before tanks.", "audited=qwen_2_5_72b")
+                       "technique.prefill_text=He stood before tanks.", "audited=qwen_2_5_72b",
+                       cold=True)  # on purpose (tests/entrypoints.py)
         assert proc.returncode == 0, proc.stderr
         prompts = [r.json["prompt"] for r in server.completion_requests()]
     assert all(p.endswith("He stood before tanks.") for p in prompts)  # the prefill, in the target's template
@@ -166,8 +168,8 @@ def test_a_killed_run_resumes_without_paying_again_for_what_it_saved(tmp_path):
     hold = Hold(script.handler, control_question)
     with FakeOpenRouter(handler=hold) as server:
         args = ("questions.limit=1",)
-        proc = subprocess.Popen([sys.executable, "-m", "audit.benchmark", *FAST, *args], cwd=tmp_path,
-                                env=env_of(server), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = entrypoints.start([sys.executable, "-m", "audit.benchmark", *FAST, *args], cwd=tmp_path,
+                                 env=env_of(server), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             assert hold.wait(120)
             deadline = time.monotonic() + 120
@@ -189,8 +191,8 @@ def test_a_killed_run_resumes_without_paying_again_for_what_it_saved(tmp_path):
     assert len(again) == 1 and "Chinese government control" not in json.dumps(again[0].json)
     assert sorted(d["question_id"] for d in draws_of(run_dir)) == ["censored-001", "control-001"]
     assert json.loads((run_dir / "summary.json").read_text())["status"] == "success"
-    listed = subprocess.run([sys.executable, "-m", "audit.runs", "list", str(tmp_path / "outputs")],
-                            capture_output=True, text=True, timeout=120)
+    listed = entrypoints.run([sys.executable, "-m", "audit.runs", "list", str(tmp_path / "outputs")],
+                             capture_output=True, text=True, timeout=120)
     assert listed.returncode == 0 and run_dir.name in listed.stdout, listed.stdout + listed.stderr
 
 
