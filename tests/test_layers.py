@@ -18,7 +18,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base: pure helpers, files, statistics", (
         "audit", "audit.errors", "audit.io", "audit.paths", "audit.stats", "audit.card_stats", "audit.coverage", "audit.model_json",
         "audit.prompt_files", "audit.config_values", "audit.quotes", "audit.progress", "audit.runtime", "audit.counted",
-        "audit.pages", "audit.templates", "audit.usage")),
+        "audit.pages", "audit.templates", "audit.usage", "audit.tasks")),
     ("model calls", ("audit.llm",)),
     ("the run record and the job runtime", (
         "audit.runs.status", "audit.runs.summary", "audit.runs.rundir", "audit.runs.record", "audit.runs.draws",

@@ -52,6 +52,7 @@ from audit.runs.status import Status, StopReason
 from audit.runs.summary import BENCHMARK, BenchmarkSummary, write_final_summary
 from audit.templates import get_family
 from audit.usage import Usage
+from audit.tasks import gather_or_cancel
 
 QUESTIONS, DRAWS = "questions.jsonl", "draws.jsonl"
 ROLES = ("audited", "judge", "reference")
@@ -297,12 +298,7 @@ async def _draw_all(gateway: Any, plan: Plan, run_dir: RunDir, todo: list[Item],
 
     tasks = [asyncio.ensure_future(one(i)) for i in missing]
     try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
+        await gather_or_cancel(tasks)
     finally:
         journal.close()
         gateway.write_usage()

@@ -53,6 +53,7 @@ from audit.llm.budget import stopped_by
 from audit.llm.embedded import chosen_roles, local_model, route
 from audit.llm.settings import record_endpoints, role_endpoint
 from audit.progress import Progress, cache_note
+from audit.tasks import gather_or_cancel
 from audit.runs.rundir import RunDir, fresh_run_path, iso, utc_now
 from audit.runs.status import Status, StopReason
 from audit.runs.summary import EPISTEMIC, EpistemicSummary, write_final_summary
@@ -301,14 +302,8 @@ async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any
     tasks = [asyncio.ensure_future(one(s, c)) for s, c in todo]
     try:
         with long_lived_heap():  # the graph is not rescanned by every collection the calls trigger
-            await asyncio.gather(*tasks)
-    except BaseException:
-        # One answer that cannot be saved (a full disk) stops the run: the calls still in flight
-        # end here, before the gateway closes under them (else aiohttp prints unclosed sessions).
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
+            # one answer that cannot be saved (a full disk) stops the run and the calls in flight
+            await gather_or_cancel(tasks)
     finally:
         if journal is not None:
             journal.close()
