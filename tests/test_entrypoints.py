@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests import entrypoints
-from tests.signals import ignore_sigint
+from tests.signals import default_sigint, ignore_sigint
 
 PROBE = '''
 import json, os, signal, sys, threading
@@ -84,11 +84,16 @@ def test_the_child_ends_as_python_m_would(probe, args):
 def test_a_signal_reaches_the_child_and_its_exit_says_so(probe, sig):
     ends = []
     for cold in (False, True):
+        # default SIGINT handling for the child even when the suite runs with SIGINT ignored (`cmd &`)
         with entrypoints.start([sys.executable, "-m", "probe", "wait"], cold=cold, cwd=probe, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
-            assert child.stdout.readline() == "waiting\n"
-            child.send_signal(sig)
-            out, err = child.communicate(timeout=60)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_sigint) as child:
+            try:
+                assert child.stdout.readline() == "waiting\n"
+                child.send_signal(sig)
+                out, err = child.communicate(timeout=60)
+            finally:  # a child the signal did not end must not hang the suite in the block's wait
+                if child.poll() is None:
+                    child.kill()
             ends.append((child.returncode, out, err.splitlines()[-1:]))
     assert ends[0] == ends[1]
     assert ends[0][0] == -sig

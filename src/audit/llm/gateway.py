@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from collections.abc import Coroutine
 
+from audit.errors import drop_abandoned_call_warnings
 from audit.llm import aborted, backend, prices, replies
 from audit.llm import budget as budgets
 from audit.llm.streamed import Received
@@ -340,6 +341,9 @@ class Gateway:
             except GatewayError as error:
                 failure, retry_after = error, None
             except asyncio.CancelledError:  # Ctrl-C, SIGTERM, a budget stop: the request reached the server
+                # The run is stopping: litellm's coroutine for this call may be freed unawaited at any
+                # moment from now on, before the entrypoint's one line (the warning it would print is noise).
+                drop_abandoned_call_warnings()
                 # No await here (the task is being cancelled): priced only if the price is already known.
                 self._cut_off(received, self._prices.get((endpoint, model)), CANCELLED, started, retries, **cut_off)
                 raise
