@@ -42,11 +42,13 @@ def run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Completed
 def recount(runs: list[Path]) -> pd.DataFrame:
     """Each cell's counts from the runs' CSVs alone, a draw replayed from the cache into a later run
     (same keys, rollout and response) counted once."""
-    responses = pd.concat([pd.read_csv(r / "responses.csv") for r in runs], ignore_index=True)
-    facts = pd.concat([pd.read_csv(r / "facts.csv") for r in runs], ignore_index=True)
+    # a run's own CSVs name it relative to itself, so two jobs' runs started in the same second share
+    # that name: the recount tells them apart by their directories
+    responses = pd.concat([pd.read_csv(r / "responses.csv").assign(run_dir=str(r)) for r in runs], ignore_index=True)
+    facts = pd.concat([pd.read_csv(r / "facts.csv").assign(run_dir=str(r)) for r in runs], ignore_index=True)
     draw = [*CELL_KEYS, "question_id", "rollout"]
     kept = responses.drop_duplicates([*draw, "response"])
-    facts = facts.merge(kept[["run", *draw]], on=["run", *draw])
+    facts = facts.merge(kept[["run_dir", *draw]], on=["run_dir", *draw])
     labelled = kept[kept["label"].notna()]
     judged = facts[facts["status"].notna()]
     cells = kept.groupby(list(CELL_KEYS)).agg(questions=("question_id", "nunique"), draws=("question_id", "size"))
