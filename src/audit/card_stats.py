@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from audit.stats import Z_95, _wilson_bounds, t_975
+from audit.stats import Z_95, wilson_bounds, t_975
 
 RARE_CARD_EVENTS = 8
 """Below this many (per-card averaged) events on the rarer side, the spread between cards is not
@@ -72,8 +72,8 @@ def card_cluster_bounds(y_mean: np.ndarray, x_mean: np.ndarray, x_total: np.ndar
     rare = (np.minimum(k, n - k) < RARE_CARD_EVENTS) | (cards_in < 2)
     t = np.vectorize(lambda d: t_975(d) if d >= 1 else Z_95)(np.maximum(cards_in - 1, 0))
     p, size = np.nan_to_num(rate), np.where(n > 0, n, 1)
-    old_lo, old_hi = _wilson_bounds(p, size, Z_95)
-    new_lo, new_hi = _wilson_bounds(p, np.where(rare, size, effective), t)
+    old_lo, old_hi = wilson_bounds(p, size, Z_95)
+    new_lo, new_hi = wilson_bounds(p, np.where(rare, size, effective), t)
     # never wider than the interval over cards, which holds without estimating the spread (see above)
     keep = rare | (new_hi - new_lo >= old_hi - old_lo)
     lo, hi = np.where(keep, old_lo, new_lo), np.where(keep, old_hi, new_hi)

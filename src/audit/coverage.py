@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from audit.card_stats import card_cluster_bounds
-from audit.stats import Z_95, _wilson_bounds, cell_bounds, paired_bounds, run_level_bounds, unpaired_bounds
+from audit.stats import Z_95, wilson_bounds, cell_bounds, paired_bounds, run_level_bounds, unpaired_bounds
 
 SEED = 15
 RUN_COUNTS = (2, 3, 5, 8)
@@ -332,7 +332,7 @@ def old_card_bounds(y_mean: np.ndarray, x_mean: np.ndarray, x_total: np.ndarray
     averaged counts), in :func:`audit.card_stats.card_cluster_bounds`'s shape, to compare."""
     k, n = y_mean.sum(axis=-1), x_mean.sum(axis=-1)
     rate = k / np.where(n > 0, n, 1)
-    lo, hi = _wilson_bounds(rate, np.where(n > 0, n, 1), Z_95)
+    lo, hi = wilson_bounds(rate, np.where(n > 0, n, 1), Z_95)
     return rate, lo, hi, np.ones_like(n, dtype=bool)
 
 

@@ -136,7 +136,7 @@ def t_975_fractional(df: float) -> float:
     return weight * t_975(low) + (1 - weight) * t_975(low + 1)
 
 
-def _wilson_bounds(p: np.ndarray, n: np.ndarray, z: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def wilson_bounds(p: np.ndarray, n: np.ndarray, z: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score bounds for share ``p`` of ``n`` (possibly fractional: an effective size)."""
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
@@ -160,7 +160,7 @@ def wilson(k: int, n: int, z: float = Z_95) -> dict[str, Any] | None:
     """k/n with its Wilson score interval; None when n == 0 (the rate is undefined)."""
     if n == 0:
         return None
-    lo, hi = _wilson_bounds(np.asarray(k / n), np.asarray(float(n)), z)
+    lo, hi = wilson_bounds(np.asarray(k / n), np.asarray(float(n)), z)
     return {"value": k / n, "lo": float(lo), "hi": float(hi), "k": k, "n": n}
 
 
