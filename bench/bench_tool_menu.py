@@ -10,21 +10,22 @@ Conditions, each run ``--repeats`` times (seeds 0, 1, ...) with the same number 
 (:class:`~audit.testing.visible_policy.VisiblePolicy`): each turn it picks at random, seeded by
 (seed, turn), among the actions that fit what its request shows (a fresh user_persona, assistant
 or prefill probe, a raw text, a batch of 3, or follow-up user sampling on a conversation whose
-latest shown draw is an assistant reply). Under ``full`` it can follow up every conversation it
-opened; under ``ledger/k`` only those with a draw in the last ``k`` turns or the turn's own
-message. A run *finds* the fact when a target draw's own text contains it (counted from the
+latest shown draw is an assistant reply, or that the ledger note lists as ending with one). Under
+``full`` it can follow up every conversation it opened; under ``ledger/k`` those with a draw in the
+last ``k`` turns or the turn's own message, and those the note names. A run *finds* the fact when a target draw's own text contains it (counted from the
 response files, each draw once). The same seed in two contexts is a pair: the table gives found
 in both / only in one / in neither, with the exact two-sided sign test on the discordant pairs.
-This measures what each context lets a policy that reads it reach, not an LLM auditor's skill:
-``ledger/0`` (only the turn's own draws shown) is the control that shows the bench can see a
-context lose.
+This measures what each context lets a policy that reads it reach, not an LLM auditor's skill.
+``--blind`` contexts (default ``ledger/0``, only the turn's own draws shown)
+run again with a policy that ignores the list, the control that shows the bench can see a context
+lose (before the note listed conversations, ``ledger/2`` lost that way too).
 
 With ``--local-auditor``, the auditor of the ``auto`` condition is the embedded real model
 (SmolLM2-135M on llama.cpp, ``local=[auditor]``) instead of the scripted policy, once per auditor
 context. A run whose auditor gave no usable reply counts as not finding it, and is counted apart.
 
 Run: ``python bench/bench_tool_menu.py [--repeats 20] [--draws 5] [--contexts full,ledger,ledger/0]
-[--no-fixed]`` (loopback server, in process, about a second per run; with ``--local-auditor``
+[--blind ledger/0] [--no-fixed]`` (loopback server, in process, about a second per run; with ``--local-auditor``
 minutes per run).
 """
 
@@ -79,9 +80,10 @@ def context_overrides(context: str) -> list[str]:
 
 
 def condition(server: FakeOpenRouter, out: Path, technique: str, seeds: range, draws: int,
-              context: str = "full", *, local: bool = False) -> dict[int, bool | None]:
+              context: str = "full", *, local: bool = False, blind: bool = False) -> dict[int, bool | None]:
     """Per seed: whether the run found the fact, or None when it stopped early (the auditor gave no
-    usable reply; it found nothing)."""
+    usable reply; it found nothing). ``blind``: the scripted policy does not read the ledger note's
+    list of conversations (the control)."""
     results: dict[int, bool | None] = {}
     for seed in seeds:
         script = Script()
@@ -89,11 +91,12 @@ def condition(server: FakeOpenRouter, out: Path, technique: str, seeds: range, d
         if technique == "auto":
             overrides.append(f"technique.max_draws={draws}")
             if not local:
-                script.policy = VisiblePolicy(seed)
+                script.policy = VisiblePolicy(seed, read_note=not blind)
         if local:  # the embedded model audits
             overrides.append("local=[auditor]")
         server.handler = target(script)
-        parent = out / technique / context.replace("/", "_") / ("local" if local else "scripted") / str(seed)
+        parent = out / technique / context.replace("/", "_") / ("local" if local else "blind" if blind else "scripted") \
+            / str(seed)
         try:
             run(audit_config(parent, *overrides, "technique.with_baseline=false"))
             stopped = False
@@ -145,6 +148,8 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=5, help="target draws per run (fixed: one per iteration)")
     parser.add_argument("--contexts", default="full,ledger,ledger/0",
                         help="auditor contexts of the auto condition; the first is the reference of the pairs")
+    parser.add_argument("--blind", default="ledger/0",
+                        help="contexts also run with a policy that ignores the note's conversation list (control)")
     parser.add_argument("--no-fixed", action="store_true", help="leave out the fixed techniques")
     parser.add_argument("--local-auditor", action="store_true", help="auto only, audited by the embedded model")
     args = parser.parse_args()
@@ -161,6 +166,9 @@ def main() -> None:
                 for context in contexts:
                     results[f"auto/{context}"] = condition(server, Path(tmp), "auto", seeds, args.draws, context,
                                                            local=args.local_auditor)
+                for context in [] if args.local_auditor or not args.blind else args.blind.split(","):
+                    results[f"auto/{context} blind"] = condition(server, Path(tmp), "auto", seeds, args.draws,
+                                                                 context, blind=True)
             finally:
                 sys.stdout = stdout
     auditor = ("the embedded SmolLM2-135M auditor" if args.local_auditor

@@ -14,15 +14,15 @@ from audit.censorship.loop import run
 from audit.testing.replies import TEST_API_KEY
 from audit.testing.scripted_audit import Script, audit_config
 from audit.testing.server import FakeOpenRouter
-from audit.testing.visible_policy import VisiblePolicy, draws_left, followable, options, shown_draws
+from audit.testing.visible_policy import VisiblePolicy, draws_left, followable, noted, options, shown_draws
 
 SEED = 15
 """A seed whose full-context run follows up a conversation older than the turn's own draws (at 5 draws)."""
 
 
-def audit(server: FakeOpenRouter, out: Path, seed: int, *context: str) -> list[dict[str, Any]]:
-    """One ``technique=auto`` audit of 5 draws with the policy; each turn's request and the action chosen."""
-    policy, seen = VisiblePolicy(seed), []
+def audit(server: FakeOpenRouter, out: Path, policy: VisiblePolicy, *context: str) -> list[dict[str, Any]]:
+    """One ``technique=auto`` audit of 5 draws with ``policy``; each turn's request and the action chosen."""
+    seen = []
 
     def recording(turn: int, messages: list[dict[str, Any]]):
         action, citation = policy(turn, messages)
@@ -51,24 +51,32 @@ def continued(seen: list[dict[str, Any]]) -> list[tuple[int, str]]:
     return [(s["turn"], s["action"]["conversation"]) for s in seen if s["action"]["kind"] == "continue"]
 
 
+LEDGER0 = ("auditor.context=ledger", "auditor.context_turns=0")
+
+
 def test_the_context_decides_what_it_can_follow_up(loopback, tmp_path):
-    full = audit(loopback, tmp_path / "full", SEED, "auditor.context=full")
-    bounded = audit(loopback, tmp_path / "ledger0", SEED, "auditor.context=ledger", "auditor.context_turns=0")
+    full = audit(loopback, tmp_path / "full", VisiblePolicy(SEED), "auditor.context=full")
+    blind = audit(loopback, tmp_path / "blind", VisiblePolicy(SEED, read_note=False), *LEDGER0)
     # Under full it follows up a conversation opened before the previous turn; under ledger/0 that
-    # conversation is not in its request, so it is not among its options.
+    # conversation's draws are not in its request, so without the note's list it cannot.
     (turn, conversation), = continued(full)
-    assert conversation not in {d.conversation for d in shown_draws(bounded[turn - 1]["messages"])}
-    assert conversation not in {o.get("conversation") for o in options(turn, bounded[turn - 1]["messages"])}
-    assert continued(bounded) == []
+    assert conversation not in {d.conversation for d in shown_draws(blind[turn - 1]["messages"])}
+    assert conversation not in {o.get("conversation") for o in options(turn, blind[turn - 1]["messages"],
+                                                                       read_note=False)}
+    assert continued(blind) == []
     # Up to the turn where the requests differ, the same seed chose the same actions.
-    assert [s["action"] for s in full[:2]] == [s["action"] for s in bounded[:2]]
+    assert [s["action"] for s in full[:2]] == [s["action"] for s in blind[:2]]
+    # The ledger note names it with the role of its last turn, so reading the note it acts as under full.
+    noting = audit(loopback, tmp_path / "ledger0", VisiblePolicy(SEED), *LEDGER0)
+    assert noted(noting[turn - 1]["messages"])[conversation] == "assistant"
+    assert [s["action"] for s in noting] == [s["action"] for s in full]
 
 
 def test_it_continues_only_what_its_request_shows(loopback, tmp_path):
     for mode in ("full", "ledger"):
         for seed in (6, 13):
-            for step in audit(loopback, tmp_path / f"{mode}{seed}", seed, f"auditor.context={mode}"):
-                shown = followable(shown_draws(step["messages"]))
+            for step in audit(loopback, tmp_path / f"{mode}{seed}", VisiblePolicy(seed), f"auditor.context={mode}"):
+                shown = followable(shown_draws(step["messages"]), noted(step["messages"]))
                 if step["action"]["kind"] == "continue":
                     assert step["action"]["conversation"] in shown
                 assert draws_left(step["messages"]) is not None

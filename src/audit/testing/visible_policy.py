@@ -5,11 +5,13 @@ The hidden-fact bench (``bench/bench_tool_menu.py``) asks whether the bounded au
 answer that: its actions would be the same whatever the auditor is shown. This one keeps no state
 between turns. Each turn it reads its own request: the target draws it shows (their iteration,
 draw number, technique and conversation, from the ``auto_draw`` headers), the draws left (from the
-turn's message, or at turn 1 the audit's total from the system prompt), and nothing of what the
-request leaves out. So under ``full`` it can follow up any conversation it ever opened; under
-``ledger/k`` only those with a draw in the turns still shown (the window is contiguous up to the
-present, so the latest draw shown of a conversation is its latest draw). It cites only an excerpt
-it can see, copied from the newest draw shown.
+turn's message, or at turn 1 the audit's total from the system prompt), the conversations the
+ledger note lists with the role of their last turn, and nothing of what the request leaves out.
+So under ``full`` it can follow up any conversation it ever opened; under ``ledger/k`` those with
+a draw in the turns still shown (the window is contiguous up to the present, so the latest draw
+shown of a conversation is its latest draw) and those the note names. With ``read_note=False`` it
+ignores the note's list: the control that shows what a context that names no older conversation
+loses. It cites only an excerpt it can see, copied from the newest draw shown.
 
 Its choice is uniform over the actions that fit what it sees (a fresh ``user_persona``,
 ``assistant`` or ``prefill`` probe, a ``raw_text``, a batch of 3 when 3 draws are left, or a
@@ -28,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from audit.censorship.prompts import load
 from audit.testing.scripted_audit import probe_text
 
 _DRAW = re.compile(r"^<<<TARGET DRAW iteration=(?P<iteration>\d+) draw=(?P<draw>\d+) \((?P<technique>[a-z_]+)"
@@ -37,6 +40,9 @@ _DRAW = re.compile(r"^<<<TARGET DRAW iteration=(?P<iteration>\d+) draw=(?P<draw>
 _DIGEST = re.compile(r"^<<<BATCH DIGEST iteration=(?P<iteration>\d+)>>>\n(?P<lines>.*?)\n<<<END BATCH DIGEST>>>", re.S | re.M)
 _DIGEST_LINE = re.compile(r"^\[draw (?P<draw>\d+)\] \(\d+ chars\) (?P<text>.*)$", re.M)
 """A batch as ``prompts/auto_batch*.txt`` shows it: one line per draw with the start of its text."""
+_NOTED_OPENING = load("context_ledger_conversations").split("{conversations}")[0]
+_NOTED = re.compile(r"(?P<conversation>c\d+) \[(?P<role>[a-z]+)\]")
+"""The ledger note's list of the conversations it left out (``prompts/context_ledger_conversations.txt``)."""
 _LEFT = re.compile(r"(\d+) target draw\(s\) left")
 _TOTAL = re.compile(r"The audit has (\d+) target draws in all")
 ASSISTANT_TURNS = frozenset({"assistant", "prefill", "few_shot"})
@@ -82,14 +88,27 @@ def draws_left(messages: Sequence[Mapping[str, Any]]) -> int | None:
     return int(total[1]) if total else None
 
 
-def followable(draws: Sequence[Shown]) -> list[str]:
-    """The shown conversations whose latest shown draw is an assistant reply (a ``followup_user`` fits)."""
-    latest = {d.conversation: d for d in draws if d.conversation}
-    return sorted((c for c, d in latest.items() if d.technique in ASSISTANT_TURNS), key=lambda c: int(c[1:]))
+def noted(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """The conversations the ledger note names (id -> role of their last turn); none under ``full``."""
+    found: dict[str, str] = {}
+    for message in messages:
+        for line in str(message["content"]).splitlines() if message["role"] == "user" else ():
+            if line.startswith(_NOTED_OPENING):
+                found |= {m["conversation"]: m["role"] for m in _NOTED.finditer(line[len(_NOTED_OPENING):])}
+    return found
 
 
-def options(turn: int, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The actions that fit what the request shows, in a fixed order."""
+def followable(draws: Sequence[Shown], listed: Mapping[str, str]) -> list[str]:
+    """The conversations whose last turn is an assistant reply (a ``followup_user`` fits): by their
+    latest shown draw, or as the ledger note lists those it left out."""
+    latest = {d.conversation: d.technique in ASSISTANT_TURNS for d in draws if d.conversation}
+    ends = {c: role == "assistant" for c, role in listed.items()} | latest
+    return sorted((c for c, assistant in ends.items() if assistant), key=lambda c: int(c[1:]))
+
+
+def options(turn: int, messages: Sequence[Mapping[str, Any]], *, read_note: bool = True) -> list[dict[str, Any]]:
+    """The actions that fit what the request shows, in a fixed order (``read_note=False``: as if the
+    ledger note named no conversation, the control that shows the bench can see a context lose)."""
     probe = probe_text(turn)
     fresh: list[dict[str, Any]] = [
         {"kind": "user_persona", "prompt": probe, "system": None},
@@ -101,7 +120,7 @@ def options(turn: int, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, 
         fresh.append({"kind": "batch", "of": "user_persona", "prompts": [probe] * BATCH, "prefill": None,
                       "system": None})
     return fresh + [{"kind": "continue", "conversation": c, "mode": "followup_user", "prompt": None, "prefill": None}
-                    for c in followable(shown_draws(messages))]
+                    for c in followable(shown_draws(messages), noted(messages) if read_note else {})]
 
 
 def excerpt(text: str) -> str:
@@ -117,9 +136,10 @@ class VisiblePolicy:
     """The policy for one seed: ``policy(turn, messages)`` gives the turn's action and its citation."""
 
     seed: int
+    read_note: bool = True
 
     def __call__(self, turn: int, messages: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], tuple[int, int, str]]:
-        action = random.Random(f"{self.seed}/{turn}").choice(options(turn, messages))
+        action = random.Random(f"{self.seed}/{turn}").choice(options(turn, messages, read_note=self.read_note))
         draws = shown_draws(messages)
         newest = draws[-1] if draws else Shown(turn - 1, 1, "", None, "")
         return action, (newest.iteration, newest.draw, excerpt(newest.text))
