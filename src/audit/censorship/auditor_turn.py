@@ -102,6 +102,6 @@ class AuditorTurns:
         ``auditor.context=ledger`` the bounded context :mod:`~audit.censorship.auditor_context` builds."""
         if self.plan.context.mode == LEDGER:
             return ledger_messages(self.plan.auditor_system, self.state.turns, message, keep=self.plan.context.turns,
-                                   conversations=conversation_ends(self.state.tree()))
+                                   conversations=conversation_ends(self.state.tree()) if self.plan.menu else None)
         assert self.state.conversation is not None
         return [*self.state.conversation, {"role": "user", "content": message}]
