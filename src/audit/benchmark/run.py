@@ -31,6 +31,7 @@ from audit import config_values
 from audit.benchmark.draws import BenchmarkDraw, REFERENCE, TARGET, latest_draws
 from audit.benchmark.questions import Question, QuestionSet, load_questions
 from audit.benchmark.rows import category_table, format_category_table, write_tables
+from audit.censorship.provenance import served_summary
 from audit.censorship.techniques import Target, check_technique, sample
 from audit.errors import Interrupted, UserError, user_error_line
 from audit.io.atomic import write_jsonl, write_text
@@ -49,7 +50,7 @@ from audit.progress import Progress, cache_note
 from audit.prompt_files import fill, loader
 from audit.record.rundir import RunDir, fresh_run_path, iso, utc_now
 from audit.record.status import Status, StopReason
-from audit.record.summary import BENCHMARK, BenchmarkSummary, write_final_summary
+from audit.record.summary import BENCHMARK, BenchmarkSummary, served_note, write_final_summary
 from audit.templates import get_family
 from audit.usage import Usage
 from audit.tasks import gather_or_cancel
@@ -266,7 +267,7 @@ def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConf
     ended = "done" if status is Status.SUCCESS else f"stopped ({reason}; continue with: {run_dir.resume_command})"
     print(f"{ended}: {len(draws)} draws ({len(failed)} failed, {summary.judge_failures} with a failed judgment), "
           f"{calls} calls, ${usage.cost if usage else 0.0:.4f}; tables: {', '.join(p.name for p in written)}"
-          f"{cache_note(calls, usage.cached_calls if usage else 0)}")
+          f"{cache_note(calls, usage.cached_calls if usage else 0)}{served_note(summary)}")
     print(f"run dir: {run_dir.path}")
     return run_dir.path
 
@@ -321,7 +322,15 @@ def _summary(cfg: DictConfig, plan: Plan, questions: QuestionSet, draws: Sequenc
         rollouts=plan.rollouts, expected_draws=len(items(questions.questions, plan)), draws=len(draws),
         outcomes=dict(sorted(outcomes.items())), failed_calls=sum(d.error is not None for d in draws),
         judge_failures=sum(d.judge_failed for d in draws), usage=usage,
-        categories=category_table(questions.questions, draws))
+        categories=category_table(questions.questions, draws),
+        served=served_summary(_records(draws, TARGET), plan.target.provider),
+        reference_served=served_summary(_records(draws, REFERENCE), plan.reference.provider)
+        if plan.reference else None)
+
+
+def _records(draws: Sequence[BenchmarkDraw], role: str) -> list[dict[str, Any]]:
+    """One role's draws as the saved records :func:`served_summary` reads (its ``served`` block kept)."""
+    return [d.model_dump(mode="json") for d in draws if d.role == role]
 
 
 def _write_summary(run_dir: RunDir, cfg: DictConfig, plan: Plan, questions: QuestionSet,

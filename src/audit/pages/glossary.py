@@ -133,6 +133,9 @@ _TERMS += (
      Term("judge failures (benchmark)", "draws whose label or assessment failed, facts whose judgment failed, draws "
                                         "not answered, and claims whose quote was not verified: out of every "
                                         "denominator, counted here", "benchmark-failures")),
+    (("served by",),
+     Term("served by", "the providers that served the cell's answered draws, with each one's draws; more than one "
+                       "is marked (the cell's rates mix them: pin a provider to compare them)", "served-by")),
     (("role", "framing", "lang", "question set", "question kind", "category"),
      Term("benchmark cell keys", "what identifies a cell, never pooled: target or reference model, model, technique, "
                                  "framing, language, question set, censored or control, category", "benchmark-keys")),

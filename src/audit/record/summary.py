@@ -182,7 +182,13 @@ class BenchmarkSummary(Header):
     judge_failures: int = Field(0, description="draws with a failed judgment (label, facts or assessment): out of "
                                               "that judgment's denominators")
     categories: list[dict[str, Any]] = Field(
-        default_factory=list, description="per role, kind and category: questions, draws, refusal share, fact recall")
+        default_factory=list, description="per role, kind and category: questions, draws, refusal share, fact recall, "
+                                          "providers (and mixed_providers: served by more than one)")
+    served: dict[str, Any] | None = Field(
+        None, description="providers that served the target's draws, as an audit's served block ({providers: "
+                          "{name: draws}, pin, outcomes, run_on, flag})")
+    reference_served: dict[str, Any] | None = Field(
+        None, description="the same for the reference model's draws (never pooled with the target's)")
 
     @property
     def subject(self) -> str:
@@ -323,6 +329,11 @@ def write_final_summary(path: Path, full: Header, short: Header) -> None:
 
 
 def served_note(summary: Any) -> str:
-    """The end line's warning when a run's draws came from more than one provider or off the pin."""
-    served = getattr(summary, "served", None) or {}
-    return f"\nWARNING: target draws {served['flag']} (summary.json: served)" if served.get("flag") else ""
+    """The end line's warning when a run's draws came from more than one provider or off the pin
+    (the target's, and a benchmark's reference model's apart)."""
+    notes = []
+    for field, whose in (("served", "target"), ("reference_served", "reference")):
+        served = getattr(summary, field, None) or {}
+        if served.get("flag"):
+            notes.append(f"\nWARNING: {whose} draws {served['flag']} (summary.json: {field})")
+    return "".join(notes)
