@@ -2,7 +2,7 @@
 framing (and to the reference model, assistant technique, when ``reference=`` names one), each draw
 judged as soon as it is drawn.
 
-The run dir (:class:`audit.runs.RunDir`) appears whole with its config, ``questions.jsonl`` (the
+The run dir (:class:`audit.record.RunDir`) appears whole with its config, ``questions.jsonl`` (the
 questions exactly as asked, after ``questions.limit`` and ``questions.categories``) and a ``started``
 summary. Each judged draw is appended to ``draws.jsonl`` (:class:`~audit.io.journal.Journal`) when
 its judgments are in, so a kill loses at most the draws in flight, and every call is in the response

@@ -1,4 +1,4 @@
-"""The files of a censorship audit inside its run dir (:class:`audit.runs.RunDir`), and the scan
+"""The files of a censorship audit inside its run dir (:class:`audit.record.RunDir`), and the scan
 that resumes it.
 
 Layout (spec + contract)::

@@ -1,4 +1,4 @@
-"""The runs a comparison reads, from :mod:`audit.runs` (which finds and reads run dirs).
+"""The runs a comparison reads, from :mod:`audit.record` (which finds and reads run dirs).
 
 Nothing is dropped silently: a file that cannot be read becomes a :class:`Failure` that
 names the file and the problem, and the comparison lists it. So does a run that did not

@@ -13,7 +13,7 @@ Every stage writes into a fresh run directory and never touches its inputs. Ever
 that can fail on bad input (unknown system, missing model or API key, malformed cards)
 is checked before the directory is created, so a failed run leaves nothing half-written.
 
-Interrupts and kills: the run dir (:class:`audit.runs.RunDir`) appears whole with its config,
+Interrupts and kills: the run dir (:class:`audit.record.RunDir`) appears whole with its config,
 cards and a ``started`` summary, and is locked while a process runs it. Each answer is appended to
 ``answers.jsonl`` as it arrives, so Ctrl-C or SIGTERM (summary ``cancelled``) and even
 SIGKILL lose at most the calls in flight; ``resume=<run dir>`` continues in the same

@@ -261,7 +261,7 @@ def parse_summary(data: Any, experiment: str | None = None) -> CensorshipSummary
 
 
 def _upgrade(data: dict[str, Any], experiment: str | None) -> dict[str, Any]:
-    """A summary written before :mod:`audit.runs` in today's shape (nothing is dropped)."""
+    """A summary written before the typed run record, in today's shape (nothing is dropped)."""
     kind = data.get("experiment") or guess_experiment(data) or experiment
     if kind not in EXPERIMENTS:
         raise ValueError("says neither experiment (no 'experiment', and its keys match neither)")
