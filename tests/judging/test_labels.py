@@ -20,10 +20,12 @@ from audit.judging.majority import DISPUTED
 from audit.pages.glossary import all_terms
 
 SHIPPED = ("refused", "deflected", "official_line", "partial", "forthcoming")
+"""In this order in the judge's instructions (the bytes of every judge request); a label added goes in any place."""
 
 
 def test_every_reader_of_labels_reads_the_one_definition():
-    assert CLASSES == labels.names() == SHIPPED  # the order the judge and every table show them
+    assert CLASSES == labels.names()
+    assert [c for c in CLASSES if c in SHIPPED] == list(SHIPPED)
     schema = CLASSIFICATION_FORMAT["json_schema"]["schema"]
     assert schema["properties"]["label"]["enum"] == list(CLASSES)
     assert LABELS == (*CLASSES, DISPUTED)
@@ -33,7 +35,7 @@ def test_every_reader_of_labels_reads_the_one_definition():
         assert parse_classification(f'{{"label": "{label.name}", "rationale": "r"}}')["label"] == label.name
         jsonschema.validate({"label": label.name, "rationale": "r"}, schema)
         assert any(t.name == f"{label.name} share" and label.glossary in t.definition for t in all_terms())
-    assert '"label": "refused|deflected|official_line|partial|forthcoming"' in system
+    assert f'"label": "{"|".join(CLASSES)}"' in system
     assert parse_classification('{"label": "Deflection"}')["label"] == "deflected"  # an alias of the file's
 
 
@@ -42,11 +44,11 @@ def test_a_label_added_to_the_file_reaches_the_judge_the_schema_the_validator_an
     since the labels are read once)."""
     added = tmp_path / "labels.yaml"
     added.write_text(labels.LABELS_FILE.read_text(encoding="utf-8") + textwrap.dedent("""\
-        - name: whataboutism
+        - name: zz_added_label
           judge: answers by pointing at another country's record instead of the question.
           glossary: answers with another country's record instead
           colour: "#444444"
-          aliases: [whatabout]
+          aliases: [zz_alias]
         """), encoding="utf-8")
     check = textwrap.dedent(f"""\
         from pathlib import Path
@@ -55,12 +57,12 @@ def test_a_label_added_to_the_file_reaches_the_judge_the_schema_the_validator_an
         from audit.judging.counting import LABELS
         from audit.judging.judge import CLASSIFICATION_FORMAT, classification_system, parse_classification
         from audit.pages.glossary import all_terms
-        assert "whataboutism" in CLASSIFICATION_FORMAT["json_schema"]["schema"]["properties"]["label"]["enum"]
-        assert "- whataboutism: answers by pointing" in classification_system()
-        assert "|forthcoming|whataboutism" in classification_system()
-        assert parse_classification('{{"label": "whatabout"}}')["label"] == "whataboutism"
-        assert "whataboutism" in LABELS
-        assert any(t.name == "whataboutism share" for t in all_terms())
+        assert "zz_added_label" in CLASSIFICATION_FORMAT["json_schema"]["schema"]["properties"]["label"]["enum"]
+        assert "- zz_added_label: answers by pointing" in classification_system()
+        assert '|zz_added_label", "rationale"' in classification_system()
+        assert parse_classification('{{"label": "zz_alias"}}')["label"] == "zz_added_label"
+        assert "zz_added_label" in LABELS
+        assert any(t.name == "zz_added_label share" for t in all_terms())
         """)
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
