@@ -40,7 +40,7 @@ def test_registry_unknown_system_suggests():
 def test_every_system_module_is_found_and_has_its_option():
     """A system is its module (found, not listed) and its conf/system/<name>.yaml (the option that picks it)."""
     options = {p.stem for p in (conf_dir() / "system").glob("*.yaml")}
-    assert set(systems.available()) == options == {"kg_oracle", "raw_llm", "rag", "graph_rag", "finetuned"}
+    assert set(systems.available()) == options >= {"kg_oracle", "raw_llm", "rag", "graph_rag", "finetuned"}
     for name in systems.available():
         module = systems.get(name)
         assert callable(module.create) and isinstance(module.NEEDS_LLM, bool), name
