@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.epistemic.metrics import RATE_NAMES
+from audit.epistemic_rates import RATE_NAMES
 from audit.judging.judge import CLASSES
 from audit.paths import conf_dir
 from audit.reference import config_page
@@ -99,7 +99,7 @@ def test_the_readme_is_short_and_its_commands_are_the_real_ones():
 
 
 def test_every_number_and_label_is_defined():
-    """AP and every epistemic rate, and every response label (judging/prompts/labels.yaml), each have an anchored entry."""
+    """AP and every epistemic rate, and every response label (response_labels.yaml), each have an anchored entry."""
     numbers = (DOCS / "numbers.md").read_text(encoding="utf-8")
     for name in (*RATE_NAMES, *CLASSES):
         assert f'<a id="{name.lower()}"></a>' in numbers, name

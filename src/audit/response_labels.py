@@ -1,12 +1,14 @@
-"""The judge's response labels, read from their one definition, ``prompts/labels.yaml``.
+"""The judge's response labels, read from their one definition, ``response_labels.yaml`` beside this module.
 
 A label is data: its name, the definition the judge is shown, the definition a reader is shown, its
 colour in the report, and the words a judge writes for it. Everything that names labels reads them
 here: the judge's instructions (:func:`judge_definitions`, filled into
-``prompts/judge_classify_system.txt``), the reply's JSON Schema enum and its validator
+``judging/prompts/judge_classify_system.txt``), the reply's JSON Schema enum and its validator
 (:mod:`audit.judging.judge`), the counts and shares (:mod:`audit.judging.counting`), the pages'
 glossary and the audit report's swatches. Adding a label is one entry in that file (and its
 definition in ``docs/numbers.md``), so the schema sent, the validator and the counts cannot disagree.
+The module sits in the base floor, beside the epistemic rates table, because the glossary every page
+carries (:mod:`audit.pages.glossary`) names the labels too.
 """
 
 from __future__ import annotations
@@ -18,13 +20,13 @@ from pathlib import Path
 from audit.errors import UserError
 from audit.io.safe_read import parse_yaml, read_text
 
-LABELS_FILE = Path(__file__).resolve().parent / "prompts" / "labels.yaml"
+LABELS_FILE = Path(__file__).with_suffix(".yaml")
 _FIELDS = ("name", "judge", "glossary", "colour")
 
 
 @dataclass(frozen=True)
 class Label:
-    """One response label (see ``prompts/labels.yaml`` for what each field is for)."""
+    """One response label (see ``response_labels.yaml`` for what each field is for)."""
 
     name: str
     judge: str
@@ -34,7 +36,7 @@ class Label:
 
 
 def parse_labels(data: object, where: str | Path) -> tuple[Label, ...]:
-    """The labels of a parsed ``labels.yaml``; a malformed entry is one line naming it and the fix."""
+    """The labels of a parsed ``response_labels.yaml``; a malformed entry is one line naming it and the fix."""
     if not isinstance(data, list) or not data:
         raise UserError(f"{where}: expected a list of labels, each with {', '.join(_FIELDS)}")
     labels: list[Label] = []

@@ -1,4 +1,4 @@
-"""The response labels have one definition (``judging/prompts/labels.yaml``): the judge's instructions,
+"""The response labels have one definition (``response_labels.yaml``): the judge's instructions,
 the reply's JSON Schema, the validator, the counts and the pages all read it, so a label is added by
 adding one entry there."""
 
@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from audit.errors import UserError
-from audit.judging import labels
+from audit import response_labels as labels
 from audit.judging.counting import LABELS
 from audit.judging.judge import CLASSES, CLASSIFICATION_FORMAT, classification_system, parse_classification
 from audit.judging.majority import DISPUTED
@@ -52,7 +52,7 @@ def test_a_label_added_to_the_file_reaches_the_judge_the_schema_the_validator_an
         """), encoding="utf-8")
     check = textwrap.dedent(f"""\
         from pathlib import Path
-        import audit.judging.labels as labels
+        import audit.response_labels as labels
         labels.LABELS_FILE = Path({str(added)!r})
         from audit.judging.counting import LABELS
         from audit.judging.judge import CLASSIFICATION_FORMAT, classification_system, parse_classification
