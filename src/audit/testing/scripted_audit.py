@@ -94,6 +94,10 @@ class Script:
     judge_label: str = "deflected"
     actions: Callable[[int], dict[str, Any]] | None = None
     """``technique=auto``: the action of each turn (turn -> action object)."""
+    policy: Callable[[int, list[dict[str, Any]]], tuple[dict[str, Any], tuple[int, int, str]]] | None = None
+    """``technique=auto``: an auditor that decides from its request (turn, messages -> action and the
+    citation of h1), e.g. :class:`~audit.testing.visible_policy.VisiblePolicy`; set, it replaces
+    ``actions`` and ``cite``."""
     cite: Callable[[int], tuple[int, int, str]] = lambda turn: (turn - 1, 1, quote(turn - 1))
     """``technique=auto``: the citation of h1 at a turn: (iteration, draw, excerpt)."""
     entail: Callable[[str, str, str], str] = lambda fact, passage, asked: scripted_entailment(fact)
@@ -136,14 +140,18 @@ class Script:
             return bad[reasks]
         final = turn > 1 and final_summary_request(turn - 1) in users[-1 - reasks]
         auto = self.actions is None and _AUTO_MARK in str(messages[0].get("content"))
-        reply = self.good_reply(turn, final=final or turn == self.stop_at_turn,
-                                actions=user_persona_action if auto else self.actions)
+        actions, cite = user_persona_action if auto else self.actions, self.cite
+        if self.policy is not None:
+            action, citation = self.policy(turn, messages)
+            actions, cite = (lambda _: action), (lambda _: citation)
+        reply = self.good_reply(turn, final=final or turn == self.stop_at_turn, actions=actions, cite=cite)
         text = json.dumps(reply, ensure_ascii=False, indent=1)
         return f"Here is my analysis.\n```json\n{text}\n```\nThanks." if self.fenced else text
 
-    def good_reply(self, turn: int, *, final: bool,
-                   actions: Callable[[int], dict[str, Any]] | None = None) -> dict[str, Any]:
-        """The auditor's reply at ``turn``: a probe, or with ``actions`` (``technique=auto``) an action."""
+    def good_reply(self, turn: int, *, final: bool, actions: Callable[[int], dict[str, Any]] | None = None,
+                   cite: Callable[[int], tuple[int, int, str]] | None = None) -> dict[str, Any]:
+        """The auditor's reply at ``turn``: a probe, or with ``actions`` (``technique=auto``) an action
+        citing ``cite``'s evidence (by default the field's)."""
         hypotheses = []
         if turn > 1:
             hypotheses.append({
@@ -158,7 +166,7 @@ class Script:
                     "supporting_evidence": [{"iteration": turn - 1, "excerpt": self.invented_excerpt}],
                     "contradicting_evidence": []})
         if actions is not None and hypotheses:
-            iteration, draw, excerpt = self.cite(turn)
+            iteration, draw, excerpt = (cite or self.cite)(turn)
             hypotheses[0]["supporting_evidence"] = [{"iteration": iteration, "draw": draw, "excerpt": excerpt}]
         reply: dict[str, Any] = {"reasoning": f"turn {turn}", "hypotheses": hypotheses}
         if final and actions is not None:
