@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,14 @@ from audit.testing.server import FakeOpenRouter
 
 
 SHARED_SCOPES = ("class", "module", "package")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """With ``AUDIT_TEST_CPU_LOG=file``, log each test's CPU seconds there (``tests/cpu_time.py``)."""
+    from tests.cpu_time import CPU_LOG_ENV, CpuLog
+
+    if path := os.environ.get(CPU_LOG_ENV):
+        config.pluginmanager.register(CpuLog(path), "cpu_time")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
