@@ -9,8 +9,9 @@
    "billed as" column weighs the prompt tokens by Anthropic's documented cache prices (OpenRouter's
    prompt-caching guide: reads 0.1x, writes 1.25x the input price); OpenAI's reads are 0.25-0.5x by
    model, so its column is the cached share alone. The last column is the saving the ledger itself
-   records per call (``cache_saving``, priced from litellm's map: an estimate; a model the map does
-   not list is unpriced).
+   records per call (``cache_saving``, an estimate priced from litellm's map, else from the model list
+   the server serves as OpenRouter's ``GET /models``: the loopback's list keeps Anthropic's ratios,
+   reads 0.1x and writes 1.25x the prompt price, so the share is Claude's; unpriced in neither).
 3. With ``--sweep``: ``bench/bench_sweep.py``'s sweep time over its slowest job, run here.
 4. With ``--junit FILE`` (a report of the suite's run, ``pytest --junitxml=FILE``): its slowest tests.
 
@@ -72,15 +73,17 @@ def tokens(usage: dict[str, Any], tag: str | None = None) -> tuple[int, int, int
 
 
 def saving(usage: dict[str, Any], tag: str) -> str:
-    """The prompt cache's saving the ledger records for the calls of ``tag`` (priced from litellm's map,
-    an estimate), of what they would have cost uncached at the same prices; "unpriced" when the map lists
-    no price (the loopback server's billed cost is its own fake price list, so it is not the base here)."""
+    """The prompt cache's saving the ledger records for the calls of ``tag`` (an estimate, priced from
+    litellm's map or the model list), of what they would have cost uncached at the same prices;
+    "unpriced" when neither lists a price (the billed cost is not the base here: the loopback server
+    bills every prompt token at its prompt price)."""
     calls = [c for c in usage["calls"] if c["tag"] == tag]
     if not any(c.get("priced_calls") for c in calls):
-        return "unpriced (not in litellm's map)"
+        return "unpriced (in neither litellm's map nor the model list)"
     saved = sum(c["cache_saving"] for c in calls)
     priced = sum(c["input_cost"] + c["cache_read_cost"] + c["cache_write_cost"] + c["output_cost"] for c in calls)
-    return f"${saved:.4f} of ${priced + saved:.4f} ({saved / (priced + saved):.0%})"
+    where = "the model list" if any(c.get("list_priced_calls") for c in calls) else "litellm's map"
+    return f"${saved:.4f} of ${priced + saved:.4f} ({saved / (priced + saved):.0%}, {where})"
 
 
 def growth_table(server: FakeOpenRouter, tmp: Path, iterations: list[int], turns: int) -> None:

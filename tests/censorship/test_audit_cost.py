@@ -94,6 +94,14 @@ def test_breakpoints_mark_the_stable_prefix_and_cached_tokens_are_recorded(tmp_p
     assert summary["totals"]["cached_prompt_tokens"] == total  # the run files' own count agrees
     prompt = calls["totals"]["prompt_tokens"]
     assert f"{total:,} of {prompt:,} prompt tokens ({total / prompt:.0%}) read from the provider's prompt cache" in out
+    # litellm's map has no Claude Sonnet 4: its split is priced from the model list the loopback server
+    # serves as OpenRouter documents it (prompt 1e-6, input_cache_read 1e-7, input_cache_write 1.25e-6)
+    read = auditor[1]["cached_prompt_tokens"]
+    assert auditor[1]["list_priced_calls"] == auditor[1]["priced_calls"] == 1
+    assert auditor[1]["cache_read_cost"] == pytest.approx(read * 1e-7)
+    assert auditor[0]["cache_write_cost"] == pytest.approx(auditor[0]["cache_write_tokens"] * 1.25e-6)
+    assert summary["usage"]["list_priced_calls"] >= len(auditor)
+    assert f"read from the provider's prompt cache, saving ~${summary['usage']['cache_saving']:.4f} (estimate)" in out
 
 
 def test_no_breakpoints_for_a_provider_that_caches_by_itself(tmp_path, fake_openrouter):

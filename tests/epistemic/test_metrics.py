@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from audit.epistemic.metrics import RATE_NAMES, compute_metrics
+from audit.epistemic.metrics import compute_metrics
+from audit.epistemic_rates import RATE_NAMES
 from audit.stats import wilson
 from audit.errors import UserError
 

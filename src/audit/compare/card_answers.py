@@ -20,7 +20,8 @@ from typing import Any
 import pandas as pd
 
 from audit.card_stats import clustered_card_rate
-from audit.epistemic.metrics import GOLD_TO_LABEL, PREDS, RATE_NAMES, rate_counts
+from audit.epistemic.metrics import GOLD_TO_LABEL, PREDS, rate_counts
+from audit.epistemic_rates import RATE_NAMES
 from audit.stats import card_rate
 
 KEYS = ("run", "system", "condition")

@@ -23,7 +23,7 @@ from audit.epistemic.domain import Domain
 from audit.epistemic.metrics import LABEL_TO_GOLD
 from audit.epistemic.rules import negation
 from audit.errors import unknown_choice
-from audit.runs.answers import IN_CONTEXT, Card
+from audit.record.answers import IN_CONTEXT, Card
 
 CONDITIONS = ("in_context", "closed_book", "counterfactual")
 DEFAULT = IN_CONTEXT

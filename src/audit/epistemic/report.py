@@ -22,8 +22,8 @@ from markupsafe import Markup
 
 from audit.cli import ArgParser
 from audit.epistemic.jsonl import read_jsonl
-from audit.epistemic.metrics import CHARTED_RATES, HEADLINE_RATES, LABELS, LOWER_IS_BETTER, PREDS, RATE_NAMES, \
-    units
+from audit.epistemic.metrics import LABELS, PREDS, units
+from audit.epistemic_rates import CHARTED_RATES, HEADLINE_RATES, LOWER_IS_BETTER, RATE_NAMES
 from audit.errors import UserError, exit_on_user_error
 from audit.llm import embedded
 from audit.stats import PALETTE

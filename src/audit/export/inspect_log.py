@@ -38,9 +38,9 @@ from inspect_ai.log import (
 from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, GenerateConfig, ModelOutput, ModelUsage
 from inspect_ai.scorer import Score
 
-from audit.epistemic.metrics import HEADLINE_RATES
+from audit.epistemic_rates import HEADLINE_RATES
 from audit.judging.counting import LABELS, fact_score
-from audit.runs.answers import Answer
+from audit.record.answers import Answer
 from audit.runs.loading import RunFiles
 from audit.runs.tables import run_keys
 from audit.usage import Usage

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from audit.epistemic.metrics import RATES
+from audit.epistemic_rates import RATES
 
 DOCS_PAGE = "docs/numbers.md"
 """Where the full definitions live, with formulas and interval units (the repository's docs)."""
@@ -133,12 +133,15 @@ _TERMS += (
      Term("judge failures (benchmark)", "draws whose label or assessment failed, facts whose judgment failed, draws "
                                         "not answered, and claims whose quote was not verified: out of every "
                                         "denominator, counted here", "benchmark-failures")),
+    (("served by",),
+     Term("served by", "the providers that served the cell's answered draws, with each one's draws; more than one "
+                       "is marked (the cell's rates mix them: pin a provider to compare them)", "served-by")),
     (("role", "framing", "lang", "question set", "question kind", "category"),
      Term("benchmark cell keys", "what identifies a cell, never pooled: target or reference model, model, technique, "
                                  "framing, language, question set, censored or control, category", "benchmark-keys")),
 )
 
-# The epistemic rates from their one table (audit.epistemic.metrics.RATES): name, formula, direction.
+# The epistemic rates from their one table (audit.epistemic_rates.RATES): name, formula, direction.
 _TERMS += tuple(((r.name.lower(),), Term(r.name, f"{r.formula.replace('/', ' / ')}"
                                                  f"{', lower is better' if r.lower_is_better else ''}; Wilson interval over cards "
                                                  "(with repeats: over cards, repeats nested in their card)",
