@@ -3,7 +3,7 @@
 Why warm: a fresh interpreter pays ~3.5 CPU-seconds importing litellm before the entrypoint does
 anything, and the end-to-end tests start hundreds of them (on 2 cores that was most of the suite).
 Here each pytest process starts one *fork server* on first use: an interpreter that imports what
-the entrypoints import (``audit.jobs.warm_imports``, the warm launcher's list, plus
+the entrypoints import (``audit.app.warm_imports``, the warm launcher's list, plus
 :data:`ALSO_IMPORTED`) once, then forks one child per launch. The child becomes exactly what
 ``python -m <module> <args>`` would be before it runs anything: its own pid (signal it, kill it,
 its exit code is its own, ``-N`` when a signal ends it), the given ``cwd`` and ``env``
@@ -61,7 +61,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ALSO_IMPORTED = ("hydra", "hydra.utils", "hydra.compose", "hydra._internal.utils", "hydra._internal.config_loader_impl",
                  "hydra._internal.logging_config", "hydra.core.override_parser.overrides_parser",
                  "hydra.experimental.callback", "rdflib.plugins.stores.memory", "rdflib.plugins.parsers.notation3",
-                 "pyshacl", "pandas", "audit.jobs.hydra_app", "audit.jobs.sweep", "audit.export.writing",
+                 "pyshacl", "pandas", "audit.app.hydra_app", "audit.jobs.sweep", "audit.export.writing",
                  "audit.epistemic.pipeline", "audit.epistemic.report", "audit.compare.report", "audit.compare.tables",
                  "audit.rescore.rescore", "audit.judge_check.check", "audit.judge_check.report", "audit.runs.index",
                  "audit.benchmark.run")
@@ -387,7 +387,7 @@ def _warm(control: socket.socket) -> dict[str, str]:
 
     before = dict(os.environ)
     with _RecordingReads() as reads:
-        for name in ("audit.jobs.warm_imports", *ALSO_IMPORTED):
+        for name in ("audit.app.warm_imports", *ALSO_IMPORTED):
             importlib.import_module(name)
     added = {k: v for k, v in os.environ.items() if k not in before}
     gc.collect()

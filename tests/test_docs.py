@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.epistemic.metrics import RATE_NAMES
+from audit.epistemic_rates import RATE_NAMES
 from audit.paths import conf_dir
 from audit.reference import config_page
 

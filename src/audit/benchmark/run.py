@@ -47,9 +47,9 @@ from audit.llm.types import FATAL_KINDS
 from audit.paths import conf_dir
 from audit.progress import Progress, cache_note
 from audit.prompt_files import fill, loader
-from audit.runs.rundir import RunDir, fresh_run_path, iso, utc_now
-from audit.runs.status import Status, StopReason
-from audit.runs.summary import BENCHMARK, BenchmarkSummary, write_final_summary
+from audit.record.rundir import RunDir, fresh_run_path, iso, utc_now
+from audit.record.status import Status, StopReason
+from audit.record.summary import BENCHMARK, BenchmarkSummary, write_final_summary
 from audit.templates import get_family
 from audit.usage import Usage
 from audit.tasks import gather_or_cancel
@@ -202,7 +202,7 @@ def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConf
         questions = QuestionSet(_set_name(cfg, questions), questions.questions, questions.source, questions.notes)
         if not questions.questions:
             raise UserError("the question set is empty after questions.categories and questions.limit; widen them")
-    from audit.llm.gateway import Gateway
+    from audit.llm.gateway import Gateway  # lazy: the gateway loads once the config is checked
 
     parent = Path(base_dir) if base_dir is not None else sweep_job_dir() or Path(str(cfg.output_dir)).absolute()
     if resumed is None:

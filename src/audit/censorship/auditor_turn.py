@@ -19,7 +19,7 @@ from audit.censorship.state import AuditState
 from audit.censorship.stopped import AuditStopped
 from audit.llm.accounting import call_usage
 from audit.llm.types import GatewayError, LLMResponse
-from audit.runs.rundir import iso, utc_now
+from audit.record.rundir import iso, utc_now
 from audit.usage import Usage
 
 

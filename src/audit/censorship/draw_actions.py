@@ -29,8 +29,8 @@ from audit.censorship.techniques import Sample, Target, draw_name, sample, send,
 from audit.errors import UserError
 from audit.llm.types import FATAL_KINDS
 from audit.judging.judge import label_counts
-from audit.runs.draws import AUTO, Draw, judgments
-from audit.runs.rundir import iso, utc_now
+from audit.record.draws import AUTO, Draw, judgments
+from audit.record.rundir import iso, utc_now
 
 Classify = Callable[[str, Sample], Awaitable[dict[str, Any] | None]]
 """The judging pass over one draw: what it answers and the draw -> its judgment (None: not judged)."""

@@ -22,7 +22,7 @@ from audit.judging.prompts import topic_heading
 from audit.llm.embedded import chosen_roles
 from audit.llm.settings import role_endpoint, role_routing
 from audit.llm.structured import check_mode
-from audit.runs.draws import AUTO
+from audit.record.draws import AUTO
 from audit.templates import get_family
 
 

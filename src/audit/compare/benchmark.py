@@ -28,7 +28,7 @@ from audit.counted import counted
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.glossary import GAP_RATE_NAMES
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
-from audit.runs.summary import BENCHMARK
+from audit.record.summary import BENCHMARK
 from audit.runs.tables import table_files
 from audit.stats import QUESTION_COVERAGE_NOTE, QUESTION_METHOD
 

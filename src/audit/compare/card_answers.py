@@ -20,8 +20,9 @@ from typing import Any
 import pandas as pd
 
 from audit.card_stats import clustered_card_rate
-from audit.epistemic.metrics import PREDS, RATE_NAMES, rate_counts
-from audit.runs.answers import LABEL_OF_GOLD
+from audit.epistemic.metrics import PREDS, rate_counts
+from audit.epistemic_rates import RATE_NAMES
+from audit.record.answers import LABEL_OF_GOLD
 from audit.stats import card_rate
 
 KEYS = ("run", "system", "condition")

@@ -39,7 +39,7 @@ from audit.epistemic.licensing import Verdict
 from audit.epistemic.metrics import LABELS
 from audit.epistemic.rules import negation, rules
 from audit.errors import UserError, unknown_choice
-from audit.runs.answers import GOLD_OF_LABEL, Card
+from audit.record.answers import GOLD_OF_LABEL, Card
 
 DEFAULT_SUITES = ("standard", "distractor", "near_miss")
 # grounded: standard + the predicate's constraints in words; negation: an explicit negative fact;

@@ -22,7 +22,7 @@ from typing import Any
 from audit.epistemic.domain import Domain
 from audit.epistemic.rules import negation
 from audit.errors import unknown_choice
-from audit.runs.answers import GOLD_OF_LABEL, IN_CONTEXT, Card
+from audit.record.answers import GOLD_OF_LABEL, IN_CONTEXT, Card
 
 CONDITIONS = ("in_context", "closed_book", "counterfactual")
 DEFAULT = IN_CONTEXT

@@ -36,10 +36,11 @@ from audit.counted import counted
 from audit import config_values
 from audit.epistemic import systems
 from audit.epistemic.jsonl import read_jsonl
-from audit.epistemic.metrics import HEADLINE_RATES, PREDS, check_mapping, compute_metrics, units
+from audit.epistemic.metrics import PREDS, check_mapping, compute_metrics, units
+from audit.epistemic_rates import HEADLINE_RATES
 from audit.epistemic.report import write_report
 from audit.epistemic.systems.base import Reply, System
-from audit.runs.answers import Card, Metrics
+from audit.record.answers import Card, Metrics
 from audit.epistemic.systems.llm import check_fields, load_prompt, with_prompts
 from audit.errors import Interrupted, UserError, unknown_choice, user_error_line
 from audit.jobs.interrupts import sigterm_as_interrupt
@@ -54,9 +55,9 @@ from audit.llm.embedded import chosen_roles, local_model, route
 from audit.llm.settings import record_endpoints, role_endpoint
 from audit.progress import Progress, cache_note
 from audit.tasks import gather_or_cancel
-from audit.runs.rundir import RunDir, fresh_run_path, iso, utc_now
-from audit.runs.status import Status, StopReason
-from audit.runs.summary import EPISTEMIC, EpistemicSummary, write_final_summary
+from audit.record.rundir import RunDir, fresh_run_path, iso, utc_now
+from audit.record.status import Status, StopReason
+from audit.record.summary import EPISTEMIC, EpistemicSummary, write_final_summary
 from audit.runtime import long_lived_heap
 from audit.usage import Usage
 
@@ -181,7 +182,7 @@ def saved_answers(run_dir: Path) -> dict[tuple[str, str], dict[str, Any]]:
 
 def result_row(card: Card, system_id: str, reply: Reply) -> dict[str, Any]:
     """The original's row (id, gold, pred, pass, system, label) plus suite, raw output,
-    reason, error and the system's extras (read back as :class:`audit.runs.answers.Answer`)."""
+    reason, error and the system's extras (read back as :class:`audit.record.answers.Answer`)."""
     return {
         "id": card.id, "gold": card.gold, "pred": reply.pred, "pass": reply.pred == card.gold,
         "system": system_id, "label": card.label, "suite": card.suite, "u_kind": card.u_kind,
@@ -266,6 +267,7 @@ def open_gateway(gateway_cfg: DictConfig, endpoints: Sequence[str], repeat: int 
     litellm is imported once the gateway is built (keys checked), not at the first call: its
     ~3 s would otherwise count in the first tenth of the progress line and skew the ETA.
     """
+    # lazy (start-up time): litellm loads with the gateway, as the docstring says
     from audit.llm import backend
     from audit.llm.gateway import Gateway
 
@@ -370,6 +372,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
                     resumed: tuple[RunDir, DictConfig] | None) -> Path:
     """Cards, then the systems stage and what follows, in a new run dir or the ``resumed`` one
     (:func:`open_for_resume`)."""
+    # lazy (start-up time): rdflib and pyshacl load when a run starts, not for --help
     from audit.epistemic.cards import generate_cards, held_out_drops, read_cards, shortfall, withhold
     from audit.epistemic.conditions import DEFAULT as DEFAULT_CONDITION, apply_conditions
     from audit.epistemic.domain import load_domain

@@ -22,10 +22,10 @@ from markupsafe import Markup
 
 from audit.cli import ArgParser
 from audit.epistemic.jsonl import read_jsonl
-from audit.epistemic.metrics import CHARTED_RATES, HEADLINE_RATES, LABELS, LOWER_IS_BETTER, PREDS, RATE_NAMES, \
-    RATES, answers_of, units
+from audit.epistemic.metrics import LABELS, PREDS, answers_of, units
+from audit.epistemic_rates import CHARTED_RATES, HEADLINE_RATES, LOWER_IS_BETTER, RATE_NAMES, RATES
 from audit.errors import UserError, exit_on_user_error
-from audit.runs.answers import IN_CONTEXT, Answer, Card, Metrics, SystemMetrics, cards_by_id, typed
+from audit.record.answers import IN_CONTEXT, Answer, Card, Metrics, SystemMetrics, cards_by_id, typed
 from audit.llm import embedded
 from audit.stats import PALETTE
 from audit.io.atomic import write_texts

@@ -38,10 +38,10 @@ from inspect_ai.log import (
 from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, GenerateConfig, ModelOutput, ModelUsage
 from inspect_ai.scorer import Score
 
-from audit.epistemic.metrics import HEADLINE_RATES
+from audit.epistemic_rates import HEADLINE_RATES
 from audit.judging.counting import LABELS, fact_score
-from audit.runs.answers import Answer
-from audit.runs.draws import Draw, Turn, iteration_draws
+from audit.record.answers import Answer
+from audit.record.draws import Draw, Turn, iteration_draws
 from audit.runs.loading import RunFiles
 from audit.runs.tables import run_keys
 from audit.usage import Usage
@@ -127,7 +127,7 @@ def _label_score(draw: Draw | None) -> Score | None:
 
 
 def probe_samples(run: RunFiles, record: Mapping[str, Any], key_facts: list[str]) -> list[EvalSample]:
-    """The samples of one audit iteration (:func:`audit.runs.draws.iteration_draws`): a fixed
+    """The samples of one audit iteration (:func:`audit.record.draws.iteration_draws`): a fixed
     technique's response with its baseline's label beside it, or under ``technique=auto`` each of its
     action's draws (id ``<iteration>.<n>``; the auditor turn's usage on the first only)."""
     draws, started = iteration_draws(record), record.get("timestamp")

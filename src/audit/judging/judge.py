@@ -26,7 +26,7 @@ from audit.model_json import ReplyError, extract_json_object, snake_case
 from audit.prompt_files import fill
 from audit.llm.structured import json_schema_format
 from audit.fence import untrusted
-from audit.runs.draws import Draw
+from audit.record.draws import Draw
 
 CLASSES = ("refused", "deflected", "official_line", "partial", "forthcoming")
 _LABEL_ALIASES = {"refusal": "refused", "refuse": "refused", "deflection": "deflected", "deflect": "deflected"}

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from audit.epistemic.metrics import RATES
+from audit.epistemic_rates import RATES
 
 DOCS_PAGE = "docs/numbers.md"
 """Where the full definitions live, with formulas and interval units (the repository's docs)."""
@@ -138,7 +138,7 @@ _TERMS += (
                                  "framing, language, question set, censored or control, category", "benchmark-keys")),
 )
 
-# The epistemic rates from their one table (audit.epistemic.metrics.RATES): name, formula, direction.
+# The epistemic rates from their one table (audit.epistemic_rates.RATES): name, formula, direction.
 _TERMS += tuple(((r.name.lower(),), Term(r.name, f"{r.formula.replace('/', ' / ')}"
                                                  f"{', lower is better' if r.lower_is_better else ''}; Wilson interval over cards "
                                                  "(with repeats: over cards, repeats nested in their card)",

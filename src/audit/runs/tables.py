@@ -24,10 +24,10 @@ import pandas as pd
 
 from audit.quotes import occurs
 from audit.errors import UserError
-from audit.io.neutral import csv_frame
-from audit.runs.draws import Draw, iteration_draws
+from audit.neutral import csv_frame
+from audit.record.draws import Draw, iteration_draws
 from audit.runs.loading import RunFiles, load_runs
-from audit.runs.summary import EPISTEMIC
+from audit.record.summary import EPISTEMIC
 from audit.usage import Usage
 
 RUN_COLUMNS = ("run", "experiment", "status", "stop_reason", "audited", "model", "topic", "technique", "with_baseline",

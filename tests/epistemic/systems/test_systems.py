@@ -10,7 +10,7 @@ import pytest
 from audit.epistemic import systems
 from audit.epistemic.systems.llm import parse_answer
 from audit.errors import UserError
-from audit.runs.answers import Card
+from audit.record.answers import Card
 from audit.testing.replies import chat_reply, error_reply
 
 

@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, TypeAdapter, ValidationError
 
 from audit.io.atomic import overwrite_in_place, read_json_saved, write_json
-from audit.runs.status import Status, StopReason, from_legacy
+from audit.record.status import Status, StopReason, from_legacy
 from audit.usage import FIELDS as USAGE_FIELDS
 from audit.usage import Usage
 
