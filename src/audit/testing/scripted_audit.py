@@ -22,6 +22,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
 from audit.censorship.prompts import SCHEMA_START, final_summary_request, load, reask_message
+from audit.judging.judge import classification_system
 from audit.judging.prompts import load as judge_text
 from audit.epistemic.metrics import PREDS
 from audit.epistemic.systems.llm import RESPONSE_FORMAT as ANSWER_FORMAT
@@ -36,7 +37,7 @@ _PROBE_NO = re.compile(r"Probe (\d+)")
 _TURN_OF = re.compile(r"^ITERATION (\d+): below", flags=re.M)
 """The opening of the message that hands response N to the auditor (turn N + 1), in either turn template."""
 _AUDITOR_OPENING = load("auditor_system").split("{topic}")[0]
-_JUDGE_SYSTEMS = (judge_text("judge_classify_system"), judge_text("judge_facts_system"), judge_text("judge_entail_system"))
+_JUDGE_SYSTEMS = (classification_system(), judge_text("judge_facts_system"), judge_text("judge_entail_system"))
 _ENTAIL = re.compile(r"\AFACT: (?P<fact>.*?)\n\n(?:.*?<<<END AUDITOR>>>\n.*?\n)?<<<PASSAGE>>>\n(?P<passage>.*)\n<<<END PASSAGE>>>\Z",
                      re.S)
 AUDITOR, JUDGE, ANSWER, BASELINE = "auditor", "judge", "answer", "baseline"
