@@ -19,6 +19,7 @@ from audit.censorship.state import AuditState
 from audit.censorship.stopped import AuditStopped
 from audit.llm.accounting import call_usage
 from audit.llm.types import GatewayError, LLMResponse
+from audit.record.draws import AUTO
 from audit.record.rundir import iso, utc_now
 from audit.usage import Usage
 
@@ -102,6 +103,7 @@ class AuditorTurns:
         ``auditor.context=ledger`` the bounded context :mod:`~audit.censorship.auditor_context` builds."""
         if self.plan.context.mode == LEDGER:
             return ledger_messages(self.plan.auditor_system, self.state.turns, message, keep=self.plan.context.turns,
-                                   conversations=conversation_ends(self.state.tree()) if self.plan.menu else None)
+                                   conversations=conversation_ends(self.state.tree()) if self.state.technique == AUTO
+                                   else None)
         assert self.state.conversation is not None
         return [*self.state.conversation, {"role": "user", "content": message}]
