@@ -259,19 +259,36 @@ def summary_record(stage: str, status: Status, *, stop_reason: StopReason | None
 
 # -- the systems stage -----------------------------------------------------------------
 
-def open_gateway(gateway_cfg: DictConfig, endpoints: Sequence[str], repeat: int = 0) -> Any:
+def run_workers(cfg: DictConfig) -> int:
+    """The processes that make the run's model calls (``workers``: a number, or ``auto``, one per core)."""
+    from audit.llm.workers import worker_count
+
+    return worker_count(cfg.get("workers", 1))
+
+
+def open_gateway(gateway_cfg: DictConfig, endpoints: Sequence[str], repeat: int = 0, workers: int = 1) -> Any:
     """The model gateway, imported here so runs without LLM systems never load litellm.
 
     ``repeat`` (``samples=k``) enters the cache keys: each repeat answers every card afresh.
     litellm is imported once the gateway is built (keys checked), not at the first call: its
-    ~3 s would otherwise count in the first tenth of the progress line and skew the ETA.
+    ~3 s would otherwise count in the first tenth of the progress line and skew the ETA (and
+    workers forked from this process then have it already).
+    ``workers`` > 1 makes the calls in that many processes, each with the same gateway
+    (:mod:`audit.llm.workers`); this process keeps the one ledger, budget and journal.
     """
     from audit.llm import backend
     from audit.llm.gateway import Gateway
 
-    gateway = Gateway.from_config(gateway_cfg, endpoints=endpoints, repeat=repeat)
+    def make() -> Gateway:
+        return Gateway.from_config(gateway_cfg, endpoints=endpoints, repeat=repeat)
+
+    gateway = make()
     backend.litellm()
-    return gateway
+    if workers == 1:
+        return gateway
+    from audit.llm.workers import WorkerGateway
+
+    return WorkerGateway(gateway, make, workers)
 
 
 async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any]], gateway: Any,
@@ -406,7 +423,8 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
     # Build systems (and the gateway, which checks the API key) before creating the run dir.
     needs_llm = any(systems.get(c.name).NEEDS_LLM for c in system_cfgs)
     endpoints = [role_endpoint(c) for c in system_cfgs if systems.get(c.name).NEEDS_LLM]
-    gateway = open_gateway(cfg.gateway, endpoints, int(cfg.get("repeat") or 0)) if needs_llm else None
+    gateway = open_gateway(cfg.gateway, endpoints, int(cfg.get("repeat") or 0), run_workers(cfg)) \
+        if needs_llm else None
     if gateway is not None:
         record_endpoints(cfg.gateway, gateway.settings, endpoints)
     built = [systems.get(c.name).create(c, domain=domain, gateway=gateway) for c in system_cfgs]
@@ -504,6 +522,8 @@ def _answer_and_score(run_dir: RunDir, cfg: DictConfig, stage: str, mapping: str
     if gateway is not None:
         gateway.record_usage_in(run_dir.usage_path)  # every call on disk as it completes
     if stage != "cards":
+        if hasattr(gateway, "start"):
+            gateway.start()  # the workers are forked before the event loop runs
         rows = asyncio.run(answer_cards(built, cards, gateway, done, Journal(run_dir.path / ANSWERS)))
         write_jsonl(run_dir.path / "results.jsonl", rows)
         (run_dir.path / ANSWERS).unlink(missing_ok=True)  # every row is in results.jsonl now
