@@ -524,6 +524,7 @@ def _answer_and_score(run_dir: RunDir, cfg: DictConfig, stage: str, mapping: str
     if stage != "cards":
         if hasattr(gateway, "start"):
             gateway.start()  # the workers are forked before the event loop runs
+            print(f"calls made by {gateway.count} worker processes (workers={cfg.get('workers')})")
         rows = asyncio.run(answer_cards(built, cards, gateway, done, Journal(run_dir.path / ANSWERS)))
         write_jsonl(run_dir.path / "results.jsonl", rows)
         (run_dir.path / ANSWERS).unlink(missing_ok=True)  # every row is in results.jsonl now
