@@ -392,6 +392,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
     from audit.epistemic.domain import load_domain
 
     dropped: dict[str, int] = {}  # held-out candidates left out, per reason (generated cards only)
+    workers = run_workers(cfg)
     num_per_type = config_values.whole_number(cfg, "cards.num_per_type", minimum=1)
     seed = config_values.whole_number(cfg, "cards.seed", minimum=0)
     system_cfgs = selected_system_cfgs(cfg) if stage != "cards" else []
@@ -423,8 +424,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
     # Build systems (and the gateway, which checks the API key) before creating the run dir.
     needs_llm = any(systems.get(c.name).NEEDS_LLM for c in system_cfgs)
     endpoints = [role_endpoint(c) for c in system_cfgs if systems.get(c.name).NEEDS_LLM]
-    gateway = open_gateway(cfg.gateway, endpoints, int(cfg.get("repeat") or 0), run_workers(cfg)) \
-        if needs_llm else None
+    gateway = open_gateway(cfg.gateway, endpoints, int(cfg.get("repeat") or 0), workers) if needs_llm else None
     if gateway is not None:
         record_endpoints(cfg.gateway, gateway.settings, endpoints)
     built = [systems.get(c.name).create(c, domain=domain, gateway=gateway) for c in system_cfgs]

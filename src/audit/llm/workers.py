@@ -45,14 +45,17 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from audit.errors import UserError
 from audit.llm import budget as budgets
-from audit.llm.gateway import Gateway
-from audit.llm.ledger import CallRecord, Ledger
-from audit.llm.settings import GatewaySettings
 from audit.llm.types import GatewayError, LLMResponse
+from audit.runtime import long_lived_heap
+
+if TYPE_CHECKING:  # a run checks its ``workers`` setting before it loads the gateway
+    from audit.llm.gateway import Gateway
+    from audit.llm.ledger import CallRecord, Ledger
+    from audit.llm.settings import GatewaySettings
 
 AUTO_MAX = 4
 """``workers=auto`` uses one worker per core this process may run on, at most this many: past a few
@@ -302,7 +305,10 @@ def _serve(sock: socket.socket, make: Callable[[], Gateway]) -> int:
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), signal.SIG_IGN)
     budgets.activate(None)  # the parent asks and charges the budget
-    return asyncio.run(_calls(sock, make()))
+    # The parent's heap (a knowledge graph, the cards) came along with the fork: frozen, the collections
+    # the calls trigger do not rescan it (nor copy its pages in by touching them).
+    with long_lived_heap():
+        return asyncio.run(_calls(sock, make()))
 
 
 async def _calls(sock: socket.socket, gateway: Gateway) -> int:
