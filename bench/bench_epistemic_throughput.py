@@ -48,13 +48,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def tree_cpu_seconds(pid: int) -> float:
-    """CPU seconds of a process and its live children (the run's workers)."""
+def tree_cpu_seconds(pid: int) -> tuple[float, float]:
+    """CPU seconds of a process and of its live children (the run's workers)."""
     try:
         children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     except OSError:
         children = []
-    return cpu_seconds(pid) + sum(cpu_seconds(int(child)) for child in children)
+    return cpu_seconds(pid), sum(cpu_seconds(int(child)) for child in children)
 
 
 def load_average() -> float:
@@ -63,16 +63,16 @@ def load_average() -> float:
 
 
 def run(base_url: str, out: Path, num_per_type: int, concurrency: int,
-        workers: str = "1") -> tuple[int, float, float, float, str]:
+        workers: str = "1") -> tuple[int, float, float, tuple[float, float], str]:
     """Cards answered, seconds of the request phase, steady calls/s (from 10% on), CPU seconds of the
-    request phase (workers included), and the run's last progress line."""
+    request phase (the run's own process, its workers), and the run's last progress line."""
     env = {**os.environ, "OPENROUTER_API_BASE": base_url, "OPENROUTER_API_KEY": "bench-key"}
     command = [sys.executable, "-m", "audit.epistemic", "domain=geography", "predicate=located_in_country",
                "system=raw_llm", "system.model=bench/model", f"cards.num_per_type={num_per_type}",
                f"gateway.max_concurrency={concurrency}", f"gateway.cache.path={out / 'cache.sqlite'}",
                f"workers={workers}", f"output_dir={out}", f"hydra.run.dir={out / 'hydra'}"]
     started = finished = tenth = None
-    cards, tenth_done, last, cpu_start, cpu_end = 0, 0, "", 0.0, 0.0
+    cards, tenth_done, last, cpu_start, cpu_end = 0, 0, "", (0.0, 0.0), (0.0, 0.0)
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env) as process:
         assert process.stdout is not None
         for line in process.stdout:
@@ -89,7 +89,7 @@ def run(base_url: str, out: Path, num_per_type: int, concurrency: int,
         raise SystemExit(f"the run failed (exit {process.returncode}); run the command by hand: {' '.join(command)}")
     assert tenth is not None
     steady = (cards - tenth_done) / (finished - tenth) if finished > tenth else float("nan")
-    return cards, finished - started, steady, cpu_end - cpu_start, last
+    return cards, finished - started, steady, (cpu_end[0] - cpu_start[0], cpu_end[1] - cpu_start[1]), last
 
 
 def main() -> None:
@@ -106,12 +106,13 @@ def main() -> None:
         for round_ in range(1, args.rounds + 1):
             for workers in settings:
                 before = load_average()
-                cards, seconds, steady, cpu, last = run(url, Path(tmp) / f"{round_}-{workers}", args.num_per_type,
-                                                        args.concurrency, workers)
-                rate = cards / seconds
+                cards, seconds, steady, (own, theirs), last = run(url, Path(tmp) / f"{round_}-{workers}",
+                                                                  args.num_per_type, args.concurrency, workers)
+                rate, cpu = cards / seconds, own + theirs
                 results[workers].append((rate, cpu))
                 print(f"round {round_} workers={workers}: {cards} cards in {seconds:.1f} s = {rate:.0f} calls/s "
-                      f"({steady:.0f} steady), CPU {cpu:.1f} s = {cpu / cards * 1000:.2f} ms per card, "
+                      f"({steady:.0f} steady), CPU {cpu:.1f} s = {cpu / cards * 1000:.2f} ms per card "
+                      f"(the run's process {own:.1f} s, its workers {theirs:.1f} s), "
                       f"load {before:.1f} -> {load_average():.1f}; last line: {last}", flush=True)
     ideal = cards / args.concurrency * LATENCY_S
     print(f"{cards} cards, raw_llm, concurrency {args.concurrency}, {LATENCY_S * 1000:.0f} ms server "

@@ -163,6 +163,7 @@ class WorkerGateway:
             return
         sys.stdout.flush()
         sys.stderr.flush()
+        self.gateway.redact("")  # the redactor's tables are built here once, not in every worker
         for number in range(self.count):
             ours, theirs = socket.socketpair()
             pid = os.fork()
