@@ -67,7 +67,7 @@ def as_repeat(source: Path, target: Path, repeat: int) -> None:
     """Copy a run dir as repeat ``repeat`` of its cell (the index its config and summary record)."""
     shutil.copytree(source, target)
     summary = json.loads((target / "summary.json").read_text())
-    summary["repeat"] = repeat  # the run record's header (audit.runs.summary)
+    summary["repeat"] = repeat  # the run record's header (audit.record.summary)
     if isinstance(summary.get("config"), dict):
         summary["config"]["repeat"] = repeat
     (target / "summary.json").write_text(json.dumps(summary))

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,20 +18,53 @@ from audit.testing.server import FakeOpenRouter
 SHARED_SCOPES = ("class", "module", "package")
 
 
+START_FIRST = ("tests/real_model/test_local_audit.py", "tests/real_model/test_real_model.py::test_epistemic",
+               "tests/real_model/test_local_benchmark.py", "tests/real_model/")
+"""The longest work of the suite, started first and in this order (measured with ``AUDIT_TEST_CPU_LOG``): the
+real-model tests take minutes of one worker between them (the llama.cpp server computes on one core), so
+one that starts late sets the suite's finish; the other worker runs everything else meanwhile. Within the
+group the longest go first, so when xdist hands that worker more work (at two tests left) it waits behind
+short ones."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep the order :func:`pytest_collection_modifyitems` sets (xdist would sort groups by size alone);
+    with ``AUDIT_TEST_CPU_LOG=file``, log each test's CPU seconds there (``tests/cpu_time.py``)."""
+    from tests.cpu_time import CPU_LOG_ENV, CpuLog
+
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+    if path := os.environ.get(CPU_LOG_ENV):
+        config.pluginmanager.register(CpuLog(path), "cpu_time")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under ``-n auto --dist loadgroup``, tests that share an expensive fixture share a worker, so it
     is made once: the real-model tests (one session-scoped llama.cpp server; two on a 2-core machine
     would each run at half speed), and the tests of a module with a module-scoped fixture (built once
     per worker that runs any of them: the bad-input corpus runs every case of its module from one
-    fixture, so split over two workers it ran twice)."""
+    fixture, so split over two workers it ran twice).
+
+    Then the order xdist hands the work out in: :data:`START_FIRST`, then the groups by their number of
+    tests, largest first (what xdist's own reordering does), then single tests as collected."""
+    group: dict[str, str] = {}
     for item in items:
         if "real_model" in item.path.parts:
             item.add_marker(pytest.mark.xdist_group("embedded_model"))
+            group[item.nodeid] = "embedded_model"
             continue
         info = getattr(item, "_fixtureinfo", None)
         definitions = info.name2fixturedefs.values() if info is not None else ()
         if any(d.scope in SHARED_SCOPES for defs in definitions for d in defs):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+            group[item.nodeid] = item.nodeid.split("::")[0]
+            item.add_marker(pytest.mark.xdist_group(group[item.nodeid]))
+    sizes = Counter(group.values())
+
+    def rank(item: pytest.Item) -> tuple[int, int]:
+        first = next((k for k, prefix in enumerate(START_FIRST) if item.nodeid.startswith(prefix)), len(START_FIRST))
+        return first, -sizes[group.get(item.nodeid, item.nodeid)]
+
+    items.sort(key=rank)
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,7 @@
 Why warm: a fresh interpreter pays ~3.5 CPU-seconds importing litellm before the entrypoint does
 anything, and the end-to-end tests start hundreds of them (on 2 cores that was most of the suite).
 Here each pytest process starts one *fork server* on first use: an interpreter that imports what
-the entrypoints import (``audit.jobs.warm_imports``, the warm launcher's list, plus
+the entrypoints import (``audit.app.warm_imports``, the warm launcher's list, plus
 :data:`ALSO_IMPORTED`) once, then forks one child per launch. The child becomes exactly what
 ``python -m <module> <args>`` would be before it runs anything: its own pid (signal it, kill it,
 its exit code is its own, ``-N`` when a signal ends it), the given ``cwd`` and ``env``
@@ -61,7 +61,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ALSO_IMPORTED = ("hydra", "hydra.utils", "hydra.compose", "hydra._internal.utils", "hydra._internal.config_loader_impl",
                  "hydra._internal.logging_config", "hydra.core.override_parser.overrides_parser",
                  "hydra.experimental.callback", "rdflib.plugins.stores.memory", "rdflib.plugins.parsers.notation3",
-                 "pyshacl", "pandas", "audit.jobs.hydra_app", "audit.jobs.sweep", "audit.export.writing",
+                 "pyshacl", "pandas", "audit.app.hydra_app", "audit.jobs.sweep", "audit.export.writing",
                  "audit.epistemic.pipeline", "audit.epistemic.report", "audit.compare.report", "audit.compare.tables",
                  "audit.rescore.rescore", "audit.judge_check.check", "audit.judge_check.report", "audit.runs.index",
                  "audit.benchmark.run")
@@ -162,7 +162,9 @@ class Popen:
     def _ended(self, reply: bytes) -> None:
         if not reply:
             raise RuntimeError(f"the warm server lost track of pid {self.pid}")
-        self.returncode = int(reply)
+        code, cpu_s = reply.split()
+        self.returncode = int(code)
+        _count_cpu(float(cpu_s))
         self._status.close()
 
     def send_signal(self, sig: int) -> None:
@@ -222,6 +224,35 @@ class Popen:
             if stream is not None:
                 stream.close()
         self.wait()
+
+
+_warm_cpu_s = 0.0
+_warm_cpu_lock = threading.Lock()
+
+
+def _count_cpu(seconds: float) -> None:
+    global _warm_cpu_s
+    with _warm_cpu_lock:
+        _warm_cpu_s += seconds
+
+
+def warm_cpu_s() -> float:
+    """CPU seconds of the warm children that have ended so far in this process (the fork server's
+    own are not among them). A cold child's count in ``RUSAGE_CHILDREN`` once waited for; a warm one
+    is a grandchild, which reaches this process's count only when the server ends, so its
+    supervisor reports it (``tests/cpu_time.py`` reads it per test)."""
+    return _warm_cpu_s
+
+
+def server_cpu_s() -> float:
+    """The fork server's own CPU seconds so far (its imports), 0 when none was started."""
+    if _started is None or _started.process.poll() is not None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{_started.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
 def run(args: Sequence[str | os.PathLike[str]], *, input: str | bytes | None = None, capture_output: bool = False,
@@ -387,7 +418,7 @@ def _warm(control: socket.socket) -> dict[str, str]:
 
     before = dict(os.environ)
     with _RecordingReads() as reads:
-        for name in ("audit.jobs.warm_imports", *ALSO_IMPORTED):
+        for name in ("audit.app.warm_imports", *ALSO_IMPORTED):
             importlib.import_module(name)
     added = {k: v for k, v in os.environ.items() if k not in before}
     gc.collect()
@@ -421,9 +452,9 @@ def _serve(control: socket.socket) -> dict[str, Any] | None:
         for fd in set(std):
             os.close(fd)
         status.send(str(child).encode())
-        code = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
-        try:
-            status.send(str(code).encode())
+        _, wait_status, usage = os.wait4(child, 0)
+        try:  # the exit code, and the CPU seconds of the child and the processes it waited for
+            status.send(f"{os.waitstatus_to_exitcode(wait_status)} {usage.ru_utime + usage.ru_stime:.3f}".encode())
         finally:
             os._exit(0)
 

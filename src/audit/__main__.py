@@ -13,14 +13,14 @@ import hydra
 from omegaconf import DictConfig
 
 from audit.export.writing import with_export
-from audit.jobs.hydra_app import run_app
+from audit.app.hydra_app import run_app
 from audit.paths import CONF_DIR
 from audit.jobs.sweep import exit_if_any_failed, run_job
 
 
 @hydra.main(config_path=CONF_DIR, config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    from audit.censorship.loop import run
+    from audit.censorship.loop import run  # lazy: --help answers before it loads
 
     run_job(cfg, with_export(cfg, run), "censorship")
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
-from audit.jobs.hydra_app import run_app
+from audit.app.hydra_app import run_app
 from audit.errors import exit_on_user_error
 from audit.paths import CONF_DIR
 
 
 @hydra.main(config_path=CONF_DIR, config_name="doctor", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    from audit.censorship.doctor import run_doctor
+    from audit.censorship.doctor import run_doctor  # lazy: --help answers before it loads
 
     code = exit_on_user_error(lambda: run_doctor(cfg))
     raise SystemExit(code)

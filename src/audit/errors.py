@@ -18,7 +18,7 @@ from difflib import get_close_matches
 from pathlib import Path
 from typing import TypeVar
 
-from audit.io.neutral import terminal_text
+from audit.neutral import terminal_text
 
 T = TypeVar("T")
 

@@ -12,9 +12,9 @@ fields are zero, unknown ones ignored, ``null`` is no usage), so old run dirs ke
 The cost split: ``cost`` is what the service billed (OpenRouter's ``usage.cost``). OpenRouter
 documents no per-part cost (``cookbook/administration/usage-accounting.mdx``: ``cost`` and
 ``cost_details.upstream_inference_cost``, the latter for BYOK only), so the four parts and the
-prompt cache's saving are priced per token from a price list (:mod:`audit.llm.prices`) and
-counted in ``estimated_calls``; a call no price list knows has no split (``priced_calls`` says how
-many had one).
+prompt cache's saving are priced per token from a price list (:mod:`audit.llm.prices`: litellm's
+map, else OpenRouter's model list, counted in ``list_priced_calls``) and counted in
+``estimated_calls``; a call no price list knows has no split (``priced_calls`` says how many had one).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 _COUNTS = ("calls", "cached_calls", "shared_calls", "errors", "aborted_calls", "retries", "prompt_tokens", "cached_prompt_tokens",
-           "cache_write_tokens", "completion_tokens", "surrogates_replaced", "priced_calls", "estimated_calls")
+           "cache_write_tokens", "completion_tokens", "surrogates_replaced", "priced_calls", "estimated_calls",
+           "list_priced_calls")
 _MONEY = ("cost", "estimated_cost", "input_cost", "cache_read_cost", "cache_write_cost", "output_cost", "cache_saving")
 _LABELS = ("model", "provider")
 
@@ -68,6 +69,9 @@ class Usage:
     """Calls with a cost split (the four parts and the saving); the others have none."""
     estimated_calls: int = 0
     """Of ``priced_calls``, split from a price list rather than the service's own figures."""
+    list_priced_calls: int = 0
+    """Of ``estimated_calls``, priced from OpenRouter's model list (``GET /models``); the rest from
+    litellm's price map (:mod:`audit.llm.prices`)."""
     latency_s: float = 0.0
     surrogates_replaced: int = 0
     """Lone UTF-16 surrogates (half an emoji) replaced by U+FFFD in replies (``replies.sanitize``)."""

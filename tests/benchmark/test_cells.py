@@ -13,7 +13,7 @@ from scipy import stats as scipy_stats
 from statsmodels.regression.linear_model import OLS
 
 from audit.benchmark.cells import (CELL_KEYS, GAP_METRICS, METRICS, OFFICIAL_LINE, REFUSED, benchmark_tables, cells,
-                                   question_counts, with_knowable)
+                                   question_counts, served_by, with_knowable)
 from audit.judging.judge import CLASSES
 from tests.benchmark.synthetic import tables
 
@@ -240,3 +240,23 @@ def test_knows_vs_says_question_by_question_is_each_questions_own_difference(
     share = {t: (r[r["technique"] == t]["label"] == "refused").mean() for t in ("prefill", "assistant")}
     assert row["side_refusal"] == pytest.approx(share["prefill"])
     assert row["refusal_gap"] == pytest.approx(share["prefill"] - share["assistant"])
+
+
+def test_a_cell_served_by_more_than_one_provider_is_marked(synthetic: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    """Who served each answered draw (the ``provider`` column), per cell: a cell two providers served is
+    marked, failed calls served nothing, a replay counts once, and a table without the column says unknown."""
+    responses, facts = synthetic
+    target = responses["role"] == "target"
+    provider = np.where(target & (responses["model"] == "m/a") & (responses["rollout"] == 0), "Novita", "DeepInfra")
+    served = responses.assign(provider=provider)
+    table = benchmark_tables(served, facts).cells
+    mixed = table["mixed_providers"]
+    assert set(table.loc[mixed, "model"]) == {"m/a"} and set(table.loc[mixed, "role"]) == {"target"}
+    for row in table.itertuples():  # a recount by hand of each cell's answered draws
+        keys = np.logical_and.reduce([served[k] == getattr(row, k) for k in CELL_KEYS])
+        answered = served[keys & (served["outcome"] != "failed")]
+        assert row.providers == ", ".join(f"{p} {n}" for p, n in sorted(answered["provider"].value_counts().items()))
+    again = served[(served["role"] == "reference") & served["response"].notna()].assign(run="runs/second")
+    assert served_by(pd.concat([served, again]))["providers"].tolist() == served_by(served)["providers"].tolist()
+    unknown = benchmark_tables(responses, facts).cells
+    assert not unknown["mixed_providers"].any() and unknown["providers"].str.startswith("unknown ").all()

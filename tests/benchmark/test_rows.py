@@ -6,7 +6,7 @@ import pandas as pd
 
 from audit.benchmark.draws import BenchmarkDraw, latest_draws
 from audit.benchmark.questions import Fact, Question, QuestionSet
-from audit.benchmark.rows import category_rows, frames
+from audit.benchmark.rows import category_rows, format_category_table, frames
 
 FACTS = tuple(Fact(f"f{k}", f"fact {k}") for k in range(1, 6))
 QUESTIONS = QuestionSet("s", (Question("c1", "censored?", "cat", "censored", "en", FACTS),
@@ -59,3 +59,25 @@ def test_the_latest_line_of_a_draw_is_the_draw():
     first = draw(label=None).model_dump()
     second = draw(label="refused").model_dump()
     assert latest_draws([first, {"junk": 1}, second])["target/c1/0"].classification.label == "refused"
+
+
+def test_a_cell_served_by_more_than_one_provider_is_marked_never_pooled_silently():
+    """Each draw names the provider that served it (``served.provider``, from OpenRouter's reply); a cell
+    whose answered draws came from two is marked in the summary's rows and the printed table."""
+    draws = [draw(served={"provider": "DeepInfra"}), draw(rollout=1, served={"provider": "Novita"}),
+             draw(rollout=2, served={"provider": "Novita"}),
+             draw(rollout=3, outcome="failed", classification=None, error="boom", served={"provider": "Other"}),
+             draw("k1", label="refused", served={"provider": "DeepInfra"})]
+    responses, facts = frames("run", QUESTIONS, draws)
+    assert responses["provider"].tolist() == ["DeepInfra", "Novita", "Novita", "Other", "DeepInfra"]
+    rows = {r["kind"]: r for r in category_rows(responses, facts)}
+    assert rows["censored"]["providers"] == {"DeepInfra": 1, "Novita": 2}  # the failed draw served nothing
+    assert rows["censored"]["mixed_providers"] and not rows["control"]["mixed_providers"]
+    table = format_category_table(list(rows.values()))
+    censored_line, control_line = table.splitlines()[1:3]
+    assert "cat *" in censored_line and "*" not in control_line
+    assert table.splitlines()[-1] == "* served by more than one provider: target cat: DeepInfra 1, Novita 2"
+    # a table from before draws named their provider: one "unknown" provider, nothing marked
+    old = category_rows(responses.drop(columns="provider"), facts)
+    assert all(r["providers"] == {"unknown": r["draws"] - (r["kind"] == "censored")} for r in old)
+    assert not any(r["mixed_providers"] for r in old)

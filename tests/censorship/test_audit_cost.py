@@ -94,6 +94,28 @@ def test_breakpoints_mark_the_stable_prefix_and_cached_tokens_are_recorded(tmp_p
     assert summary["totals"]["cached_prompt_tokens"] == total  # the run files' own count agrees
     prompt = calls["totals"]["prompt_tokens"]
     assert f"{total:,} of {prompt:,} prompt tokens ({total / prompt:.0%}) read from the provider's prompt cache" in out
+    # litellm's map has no Claude Sonnet 4: its split is priced from the model list the loopback server
+    # serves as OpenRouter documents it (prompt 1e-6, input_cache_read 1e-7, input_cache_write 1.25e-6)
+    read = auditor[1]["cached_prompt_tokens"]
+    assert auditor[1]["list_priced_calls"] == auditor[1]["priced_calls"] == 1
+    assert auditor[1]["cache_read_cost"] == pytest.approx(read * 1e-7)
+    assert auditor[0]["cache_write_cost"] == pytest.approx(auditor[0]["cache_write_tokens"] * 1.25e-6)
+    assert summary["usage"]["list_priced_calls"] >= len(auditor)
+    assert f"read from the provider's prompt cache, saving ~${summary['usage']['cache_saving']:.4f} (estimate)" in out
+
+
+def test_under_the_ledger_context_only_the_system_prompt_is_marked_and_read(tmp_path, fake_openrouter):
+    """The ledger's window slides, so only the system prompt is a prefix the next request repeats: a
+    breakpoint on the newest message would pay a cache write every turn that no later turn reads."""
+    run_dir, _ = run(tmp_path, fake_openrouter, "auditor.model=anthropic/claude-sonnet-4", "max_iterations=5",
+                     "auditor.context=ledger", "auditor.context_turns=1")
+    roles = requests_by_role(fake_openrouter)
+    assert len(roles["auditor"]) == 6
+    assert all([i for i, m in enumerate(body["messages"]) if marks(m)] == [0] for body in roles["auditor"])
+    auditor = [c for c in json.loads((run_dir / "usage.json").read_text())["calls"] if c["tag"] == "auditor"]
+    system = auditor[0]["cache_write_tokens"]  # turn 1 writes its system prompt, every later turn reads it
+    assert 0 < system < auditor[0]["prompt_tokens"]
+    assert all(c["cached_prompt_tokens"] == system and c["cache_write_tokens"] == 0 for c in auditor[1:])
 
 
 def test_no_breakpoints_for_a_provider_that_caches_by_itself(tmp_path, fake_openrouter):

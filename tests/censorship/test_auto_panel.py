@@ -17,7 +17,7 @@ from audit.censorship.loop import run
 from audit.compare.collect import collect
 from audit.compare.judgings import run_pairs, side_by_side, with_judging
 from audit.compare.tables import build_tables
-from audit.runs.draws import iteration_draws
+from audit.record.draws import iteration_draws
 from audit.testing.scripted_audit import Script, audit_config, probe_text
 from tests.censorship.panel_judges import JUDGE_A, JUDGE_B, JUDGE_C, PANEL, panel_handler
 from tests.rescore.test_rescore import rescore

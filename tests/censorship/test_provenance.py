@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from audit.censorship.provenance import failure_streak, pinned_providers, served_summary
-from audit.runs.draws import judgeable
+from audit.record.draws import judgeable
 from audit.llm.settings import role_routing
 from audit.errors import UserError
 

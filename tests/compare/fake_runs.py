@@ -1,5 +1,5 @@
 """Small run directories shaped like the ones the experiments write, through the same typed
-summary (:mod:`audit.runs.summary`), with numbers chosen by each test."""
+summary (:mod:`audit.record.summary`), with numbers chosen by each test."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from audit.runs.status import Status, StopReason
-from audit.runs.summary import CensorshipSummary, EpistemicSummary, write_summary
+from audit.record.status import Status, StopReason
+from audit.record.summary import CensorshipSummary, EpistemicSummary, write_summary
 from audit.usage import Usage
 
 

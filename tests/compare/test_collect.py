@@ -8,8 +8,8 @@ from audit.compare.collect import CENSORSHIP, EPISTEMIC, Failure, Run, collect, 
 from audit.compare.tables import build_tables
 from audit.errors import UserError
 from audit.io.lock import hold_lock
-from audit.runs.record import experiment_of, find_run_dirs
-from audit.runs.summary import guess_experiment
+from audit.record.run_record import experiment_of, find_run_dirs
+from audit.record.summary import guess_experiment
 from tests.compare.fake_runs import censorship_run, corrupt_summary, epistemic_run, failed_job, rate
 
 

@@ -14,7 +14,7 @@ from audit.epistemic.pipeline import result_row
 from audit.epistemic.systems.base import Reply
 from audit.errors import UserError
 from audit.paths import CONF_DIR
-from audit.runs.answers import Card
+from audit.record.answers import Card
 
 
 @pytest.fixture(scope="module")

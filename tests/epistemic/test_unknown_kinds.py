@@ -15,7 +15,7 @@ from audit.epistemic.metrics import compute_metrics
 from audit.epistemic.pipeline import result_row
 from audit.epistemic.systems import kg_oracle
 from audit.paths import CONF_DIR
-from audit.runs.answers import Card
+from audit.record.answers import Card
 
 N = 25
 

@@ -8,7 +8,7 @@ from audit.judging.agreement import krippendorff_alpha
 from audit.judging.panel import panel_from_node
 from audit.judging.panel_summary import member_label, panel_summary, run_items, run_judgments
 from audit.judging.votes import label_record
-from audit.runs.draws import Draw
+from audit.record.draws import Draw
 
 PANEL = panel_from_node({"model": None, "models": ["a", "b", "c"], "samples": 1})
 TABLE = [("refused", "refused", "refused"), ("refused", "deflected", "deflected"), ("partial", "refused", None),

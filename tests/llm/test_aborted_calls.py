@@ -21,6 +21,7 @@ import pytest
 from audit.llm import aborted
 from audit.llm.budget import Budget
 from audit.llm.gateway import Gateway
+from audit.llm.prices import Price
 from audit.llm.settings import GatewaySettings
 from audit.llm.stream_cancel import stops_billing
 from audit.llm.types import GatewayError
@@ -53,18 +54,6 @@ def bills(server: FakeOpenRouter, n: int) -> list:
 
 # -- the estimate (pure) ---------------------------------------------------------------------
 
-LISTING = {"data": [{"id": "a/b", "pricing": {"prompt": "0.000003", "completion": "0.000015", "request": "0"}},
-                    {"id": "c/d", "pricing": {}}]}
-"""``GET /models`` as the API reference "List available models" shows it: USD per token, as strings."""
-
-
-def test_a_list_price_is_read_from_the_documented_listing() -> None:
-    assert aborted.price_of(LISTING, "a/b") == aborted.Price(3e-6, 15e-6)
-    assert aborted.price_of(LISTING, "c/d") is None and aborted.price_of(LISTING, "x/y") is None
-    assert aborted.price_of({"object": "list", "data": [{"id": "local"}]}, "local") is None  # llama.cpp lists no price
-    assert aborted.price_of(None, "a/b") is None
-
-
 def test_the_documented_providers_stop_billing_on_cancellation_and_the_rest_do_not() -> None:
     assert all(stops_billing(p) for p in ("DeepSeek", "Together", "DeepInfra", "Novita", "Fireworks", "Anthropic"))
     assert not any(stops_billing(p) for p in ("Google", "Google AI Studio", "Minimax", "Groq", "Alibaba", None, ""))
@@ -78,7 +67,7 @@ def test_the_documented_providers_stop_billing_on_cancellation_and_the_rest_do_n
 def test_the_estimate_bills_a_cut_off_call_as_openrouter_documents(streamed, provider, completion) -> None:
     payload = {"messages": [{"role": "user", "content": "x" * 30}, {"role": "user", "content": "天安门"}]}
     guess = aborted.estimate(payload, max_tokens=4000, streamed=streamed, received="twelve bytes",
-                             provider=provider, price=aborted.Price(1e-6, 2e-6))
+                             provider=provider, price=Price(1e-6, 2e-6))
     assert guess.prompt_tokens == 14  # 30 + 1 + 9 bytes, / 3 rounded up: over English's ~4 characters a token
     assert guess.completion_tokens == completion
     assert guess.cost == pytest.approx(14e-6 + completion * 2e-6)
@@ -88,7 +77,7 @@ def test_the_estimate_bills_a_cut_off_call_as_openrouter_documents(streamed, pro
 def test_without_a_list_price_the_tokens_are_kept_and_the_cost_says_so() -> None:
     guess = aborted.estimate({"prompt": "abc"}, max_tokens=10, streamed=False, received="", provider=None, price=None)
     assert (guess.prompt_tokens, guess.completion_tokens, guess.cost) == (1, 10, 0.0)
-    assert "no list price known" in guess.basis
+    assert "no price known" in guess.basis
 
 
 def test_the_end_line_names_the_calls_cut_off_and_their_estimate() -> None:

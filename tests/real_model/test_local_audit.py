@@ -6,8 +6,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from audit.runs.status import FINISHED
-from audit.runs.draws import UNJUDGED
+from audit.record.status import FINISHED
+from audit.record.draws import UNJUDGED
 from tests.real_model.conftest import SMOLLM2, assert_sampled_in_family, local_endpoint, only_run_dir, read, run_cli
 
 ALL_ON_THE_REAL_MODEL = (

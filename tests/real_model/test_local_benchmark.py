@@ -9,7 +9,7 @@ import pandas as pd
 
 from audit.benchmark.tables import load_benchmark_tables
 from audit.quotes import occurs
-from audit.runs.draws import UNJUDGED
+from audit.record.draws import UNJUDGED
 from tests.real_model.conftest import SMOLLM2, local_endpoint, read, run_cli
 
 JUDGE = ("judge.endpoint=local", "judge.model=smollm2", "judge.structured_output=on", "judge.max_tokens=512")

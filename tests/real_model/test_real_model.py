@@ -4,11 +4,35 @@ an epistemic run and the cache. The complete local audit is in test_local_audit.
 from __future__ import annotations
 
 import json
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
 from tests.real_model.conftest import SMOLLM2, assert_sampled_in_family, local_endpoint, only_run_dir, read, run_cli
+
+
+def sample(server, prompt: str) -> str:
+    """One chat reply at temperature 1 from the server, over its own HTTP API."""
+    body = {"model": "smollm2", "messages": [{"role": "user", "content": prompt}], "max_tokens": 24, "temperature": 1.0}
+    request = urllib.request.Request(f"{server.base_url}/chat/completions", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as reply:
+        return json.loads(reply.read())["choices"][0]["message"]["content"]
+
+
+def test_the_seeded_server_replays_a_sample_alone_and_beside_another_request(embedded):
+    """Why the session's tests take the same path on every run (conftest's SEED): the same request gets
+    the same sampled reply, also while another request shares the server's batch (the judge and the
+    baseline run beside the target). Unseeded, two 24-token samples at temperature 1 differ."""
+    prompt = "Name a river and say where it flows."
+    first = sample(embedded, prompt)
+    with ThreadPoolExecutor(2) as pool:
+        beside = pool.submit(sample, embedded, "Write one line about the sea.")
+        again = sample(embedded, prompt)
+        beside.result()
+    assert first and again == first
 
 
 def test_doctor_reports_raw_completions_honoured(embedded, tmp_path):

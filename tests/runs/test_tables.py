@@ -3,6 +3,7 @@ real sweep (``python -m audit -m`` against the loopback server) and a real epist
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import sys
@@ -13,7 +14,7 @@ import pandas as pd
 
 from audit.judging.judge import CLASSES
 from audit.judging.prompts import load
-from audit.runs.tables import RESPONSE_COLUMNS, load_tables
+from audit.runs.tables import CACHE_COLUMNS, RESPONSE_COLUMNS, load_tables, table_files
 from audit.testing.replies import error_reply
 from audit.testing.scripted_audit import JUDGE_MODEL, Script, quote
 from tests.censorship.test_main import BASE, audit, finish
@@ -90,7 +91,11 @@ def test_the_response_table_of_a_sweep_equals_a_recount_of_its_files(tmp_path, f
     runs = tables.runs
     assert len(runs) == 2 and set(runs["status"]) == {"success"} and (runs["problem"].isna()).all()
     for row in runs.itertuples():
-        assert row.cost == json.loads((Path(row.path) / "summary.json").read_text())["totals"]["cost"]
+        totals = json.loads((Path(row.path) / "summary.json").read_text())["totals"]
+        assert row.cost == totals["cost"]
+        # the prompt cache's columns, recorded by this version (0 here: the script reports no cache)
+        assert (row.cached_prompt_tokens, row.cache_write_tokens, row.cache_saving) == \
+            (totals["cached_prompt_tokens"], totals["cache_write_tokens"], totals["cache_saving"])
     # the end-of-sweep comparison wrote the same table as CSV
     written = pd.read_csv(sweep / "responses.csv")
     assert len(written) == len(frame) and list(written["label"].fillna("-")) == list(frame["label"].fillna("-"))
@@ -111,3 +116,19 @@ def test_the_answer_table_has_one_row_per_card_and_system(tmp_path, fake_openrou
     assert Counter(zip(answers["system"], answers["pred"])) == Counter((r["system"], r["pred"]) for r in results)
     assert answers["question"].notna().all()  # joined from cards.jsonl
     assert tables.runs["answers"].tolist() == [len(results)] and tables.responses.empty
+
+
+LEGACY = Path(__file__).resolve().parent / "legacy"
+
+
+def test_runs_from_before_the_prompt_cache_was_recorded_have_empty_cache_columns_not_zero():
+    """The legacy fixture's files (written before cached tokens were recorded) name no cache fields:
+    their cells are empty in the frame and in ``runs.csv``, while the tokens they did record show."""
+    runs = load_tables(LEGACY).runs
+    finished = runs[(runs["status"] == "success") & (runs["experiment"] == "censorship")]
+    assert len(finished) >= 2 and finished["prompt_tokens"].notna().all()
+    assert runs[list(CACHE_COLUMNS)].isna().all().all()
+    written = pd.read_csv(io.StringIO(str(table_files(load_tables(LEGACY))["runs.csv"])), keep_default_na=False,
+                          dtype=str)
+    assert len(written) == len(runs) and (written[list(CACHE_COLUMNS)] == "").all().all()
+    assert (written.loc[finished.index, "prompt_tokens"] != "").all()

@@ -55,6 +55,26 @@ def test_chat_reply_has_openrouter_shape_with_estimated_usage(fake_openrouter):
     assert data["usage"]["cost"] > 0
 
 
+@pytest.mark.parametrize("opted_in", [True, False])
+def test_a_stream_carries_the_routing_metadata_on_its_final_chunk_when_asked(fake_openrouter, opted_in):
+    """Router metadata guide: "For streaming responses, ``openrouter_metadata`` is delivered on the
+    final chunk before ``data: [DONE]``", only when the request sends ``X-OpenRouter-Metadata: enabled``."""
+    fake_openrouter.push(chat_reply("It was a year of protests.", provider="DeepInfra"))
+    headers = {"X-OpenRouter-Metadata": "enabled"} if opted_in else {}
+    body = {"model": "deepseek/deepseek-chat", "messages": MESSAGES, "stream": True}
+    lines = httpx.post(f"{fake_openrouter.base_url}/chat/completions", json=body, headers=headers).text.splitlines()
+    events = [line.removeprefix("data: ") for line in lines if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    final = chunks[-1]
+    assert final["usage"]["cost"] > 0 and all(c["provider"] == "DeepInfra" for c in chunks)
+    assert not any("openrouter_metadata" in c for c in chunks[:-1])
+    if opted_in:
+        assert final["openrouter_metadata"]["summary"] == "available=1, selected=DeepInfra"
+    else:
+        assert "openrouter_metadata" not in final
+
+
 def test_completion_reply_has_text_and_counts_the_prompt(fake_openrouter):
     prompt = "<｜begin▁of▁sentence｜><｜User｜>天安门<｜Assistant｜>"
     fake_openrouter.push(completion_reply("I cannot", finish_reason="length", provider="Novita"))

@@ -10,14 +10,14 @@ import hydra
 from omegaconf import DictConfig
 
 from audit.export.writing import with_export
-from audit.jobs.hydra_app import run_app
+from audit.app.hydra_app import run_app
 from audit.jobs.sweep import exit_if_any_failed, run_job
 from audit.paths import CONF_DIR
 
 
 @hydra.main(config_path=CONF_DIR, config_name="benchmark", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    from audit.benchmark.run import run
+    from audit.benchmark.run import run  # lazy: --help answers before it loads
 
     run_job(cfg, with_export(cfg, run), "benchmark")
 

@@ -318,10 +318,30 @@ class BenchmarkTables:
     framing_gaps: pd.DataFrame
 
 
+def served_by(responses: pd.DataFrame) -> pd.DataFrame:
+    """Per cell (:data:`CELL_KEYS`): ``providers``, who served its answered draws and how many each
+    (``DeepInfra 3, Novita 1``; ``unknown`` where a reply named none or the table has no ``provider``
+    column), and ``mixed_providers``: more than one did, so the cell's rates mix them (marked, never
+    pooled silently). A replayed draw is its first run's draw: counted once (:func:`count_once`)."""
+    counted_draws, _, _ = count_once(responses, responses.iloc[0:0])
+    answered = counted_draws[counted_draws["outcome"] != "failed"] if "outcome" in counted_draws else counted_draws
+    provider = answered["provider"] if "provider" in answered else pd.Series(None, index=answered.index, dtype=object)
+    rows = []
+    for key, group in answered.assign(_provider=provider.fillna("unknown")).groupby(list(CELL_KEYS), sort=True,
+                                                                                  dropna=False):
+        counts = group["_provider"].value_counts()
+        rows.append({**dict(zip(CELL_KEYS, key)), "providers": ", ".join(f"{p} {n}" for p, n in sorted(counts.items())),
+                     "mixed_providers": len(counts) > 1})
+    return pd.DataFrame(rows, columns=[*CELL_KEYS, "providers", "mixed_providers"])
+
+
 def benchmark_tables(responses: pd.DataFrame, facts: pd.DataFrame) -> BenchmarkTables:
-    """The cells and the three gap tables from the loader's two tables."""
+    """The cells (with who served them: :func:`served_by`) and the three gap tables from the loader's
+    two tables."""
     per_question = question_counts(responses, facts)
-    return BenchmarkTables(questions=per_question, cells=cell_table(per_question),
+    cells = cell_table(per_question).merge(served_by(responses), on=list(CELL_KEYS), how="left")
+    cells["mixed_providers"] = cells["mixed_providers"].fillna(False).astype(bool)
+    return BenchmarkTables(questions=per_question, cells=cells,
                            control_gaps=control_gaps(per_question),
                            knows_vs_says=paired_gaps(per_question, "technique", ASSISTANT),
                            knows_vs_says_by_question=question_gaps(per_question, "technique", ASSISTANT),

@@ -1,4 +1,4 @@
-"""A benchmark draw as saved (one line of ``draws.jsonl``), typed: the audit's :class:`~audit.runs.draws.Draw`
+"""A benchmark draw as saved (one line of ``draws.jsonl``), typed: the audit's :class:`~audit.record.draws.Draw`
 (what was sent, what came back, its label in ``classification``) plus who answered, which question and
 rollout, the fact judgment and the assessment (honesty, evaluation awareness).
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from audit.runs.draws import Draw, Judgment, judgeable
+from audit.record.draws import Draw, Judgment, judgeable
 
 TARGET, REFERENCE = "target", "reference"
 """The two roles of a draw, never pooled: the model under test and the reference model."""
@@ -40,7 +40,7 @@ class BenchmarkDraw(Draw):
 
     @property
     def judgeable(self) -> bool:
-        """The draw has an answer a judge may read (:func:`audit.runs.draws.judgeable`)."""
+        """The draw has an answer a judge may read (:func:`audit.record.draws.judgeable`)."""
         return judgeable(self)
 
     @property

@@ -24,14 +24,14 @@ from typing import Any
 
 import pandas as pd
 
-from audit.benchmark.draws import BenchmarkDraw
+from audit.benchmark.draws import FAILED, BenchmarkDraw
 from audit.benchmark.questions import Question, QuestionSet
 from audit.io.atomic import atomic_open
 
 KEYS = ("run", "role", "model", "technique", "framing", "lang", "question_set", "question_id", "category", "kind",
         "rollout")
-RESPONSE_COLUMNS = (*KEYS, "outcome", "label", "judge_failed", "honesty", "eval_aware", "assessment_failed",
-                    "eval_aware_unverified", "facts_failed", "response")
+RESPONSE_COLUMNS = (*KEYS, "outcome", "provider", "label", "judge_failed", "honesty", "eval_aware",
+                    "assessment_failed", "eval_aware_unverified", "facts_failed", "response")
 FACT_COLUMNS = (*KEYS, "fact_id", "status", "quote", "verified", "claimed", "confirmed", "judgment", "fact")
 STATUS = {"revealed": "mentioned", "not_revealed": "not_mentioned", "contradicted": "contradicted",
           "confirmed": "not_mentioned"}
@@ -50,7 +50,9 @@ def response_row(run: str, set_name: str, question: Question, draw: BenchmarkDra
     label = draw.classification.label if draw.classification is not None else None
     assessment = draw.assessment if draw.assessment is not None and draw.assessment.label is not None else None
     extra = assessment.model_extra or {} if assessment is not None else {}
-    return {**_keys(run, set_name, question, draw), "outcome": draw.outcome, "label": label,
+    served = (draw.model_extra or {}).get("served")
+    return {**_keys(run, set_name, question, draw), "outcome": draw.outcome,
+            "provider": served.get("provider") if isinstance(served, Mapping) else None, "label": label,
             "judge_failed": draw.label_failed, "honesty": assessment.label if assessment else None,
             "eval_aware": extra.get("eval_aware") if assessment else None,
             "assessment_failed": draw.assessment_failed,
@@ -98,7 +100,9 @@ def frames(run: str, questions: QuestionSet, draws: Iterable[BenchmarkDraw]) -> 
 def category_rows(responses: pd.DataFrame, facts: pd.DataFrame) -> list[dict[str, Any]]:
     """Per role, model, kind and category (never pooled): questions, draws, judged draws, refusal share
     (refused / judged draws), judge failures, facts scored and fact recall (mentioned / facts scored),
-    contradicted share. Point values over draws; intervals (unit: the question) are the comparison's."""
+    contradicted share. Point values over draws; intervals (unit: the question) are the comparison's.
+    ``providers`` counts the answered draws per provider that served them; ``mixed_providers`` marks a
+    cell served by more than one (its shares mix providers: say so, never pool silently)."""
     out = []
     groups = ["role", "model", "technique", "framing", "kind", "category"]
     if responses.empty:
@@ -113,7 +117,14 @@ def category_rows(responses: pd.DataFrame, facts: pd.DataFrame) -> list[dict[str
         refused = int((judged["label"] == REFUSED).sum())
         mentioned = int((scored["status"] == "mentioned").sum())
         contradicted = int((scored["status"] == "contradicted").sum())
+        answered = group[group["outcome"] != FAILED]
+        # a table written before draws named their provider has no such column: every draw "unknown"
+        providers = (answered["provider"] if "provider" in answered else pd.Series(None, index=answered.index,
+                                                                                   dtype=object)
+                     ).fillna("unknown").value_counts()
         out.append({**cell, "questions": int(group["question_id"].nunique()), "draws": len(group),
+                    "providers": {str(p): int(n) for p, n in sorted(providers.items())},
+                    "mixed_providers": len(providers) > 1,
                     "judged": len(judged), "judge_failed": int(group["judge_failed"].sum()),
                     "refused": refused, "refusal_share": round(refused / len(judged), 4) if len(judged) else None,
                     "facts_scored": len(scored), "mentioned": mentioned, "contradicted": contradicted,
@@ -141,8 +152,13 @@ def format_category_table(rows: Sequence[Mapping[str, Any]]) -> str:
     for r in rows:
         refused = f"{_share(r['refusal_share'])} ({r['refused']}/{r['judged']})"
         recall = f"{_share(r['fact_recall'])} ({r['mentioned']}/{r['facts_scored']})" if r["facts_scored"] else "n/a"
-        lines.append(f"{r['role']:<9} {r['kind']:<8} {str(r['category'])[:24]:<24} {r['questions']:>9} "
+        category = str(r["category"])[:22] + (" *" if r.get("mixed_providers") else "")
+        lines.append(f"{r['role']:<9} {r['kind']:<8} {category:<24} {r['questions']:>9} "
                      f"{r['draws']:>5} {refused:>13} {recall:>17}")
+    mixed = [r for r in rows if r.get("mixed_providers")]
+    if mixed:
+        lines.append("* served by more than one provider: " + "; ".join(
+            f"{r['role']} {r['category']}: " + ", ".join(f"{p} {n}" for p, n in r["providers"].items()) for r in mixed))
     return "\n".join(lines)
 
 

@@ -2,7 +2,7 @@
 framing (and to the reference model, assistant technique, when ``reference=`` names one), each draw
 judged as soon as it is drawn.
 
-The run dir (:class:`audit.runs.RunDir`) appears whole with its config, ``questions.jsonl`` (the
+The run dir (:class:`audit.record.RunDir`) appears whole with its config, ``questions.jsonl`` (the
 questions exactly as asked, after ``questions.limit`` and ``questions.categories``) and a ``started``
 summary. Each judged draw is appended to ``draws.jsonl`` (:class:`~audit.io.journal.Journal`) when
 its judgments are in, so a kill loses at most the draws in flight, and every call is in the response
@@ -31,6 +31,7 @@ from audit import config_values
 from audit.benchmark.draws import BenchmarkDraw, REFERENCE, TARGET, latest_draws
 from audit.benchmark.questions import Question, QuestionSet, load_questions
 from audit.benchmark.rows import category_table, format_category_table, write_tables
+from audit.censorship.provenance import served_summary
 from audit.censorship.techniques import Target, check_technique, sample
 from audit.errors import Interrupted, UserError, user_error_line
 from audit.io.atomic import write_jsonl, write_text
@@ -47,9 +48,9 @@ from audit.llm.types import FATAL_KINDS
 from audit.paths import conf_dir
 from audit.progress import Progress, cache_note
 from audit.prompt_files import fill, loader
-from audit.runs.rundir import RunDir, fresh_run_path, iso, utc_now
-from audit.runs.status import Status, StopReason
-from audit.runs.summary import BENCHMARK, BenchmarkSummary, write_final_summary
+from audit.record.rundir import RunDir, fresh_run_path, iso, utc_now
+from audit.record.status import Status, StopReason
+from audit.record.summary import BENCHMARK, BenchmarkSummary, served_note, write_final_summary
 from audit.templates import get_family
 from audit.usage import Usage
 from audit.tasks import gather_or_cancel
@@ -202,7 +203,7 @@ def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConf
         questions = QuestionSet(_set_name(cfg, questions), questions.questions, questions.source, questions.notes)
         if not questions.questions:
             raise UserError("the question set is empty after questions.categories and questions.limit; widen them")
-    from audit.llm.gateway import Gateway
+    from audit.llm.gateway import Gateway  # lazy: the gateway loads once the config is checked
 
     parent = Path(base_dir) if base_dir is not None else sweep_job_dir() or Path(str(cfg.output_dir)).absolute()
     if resumed is None:
@@ -266,7 +267,7 @@ def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConf
     ended = "done" if status is Status.SUCCESS else f"stopped ({reason}; continue with: {run_dir.resume_command})"
     print(f"{ended}: {len(draws)} draws ({len(failed)} failed, {summary.judge_failures} with a failed judgment), "
           f"{calls} calls, ${usage.cost if usage else 0.0:.4f}; tables: {', '.join(p.name for p in written)}"
-          f"{cache_note(calls, usage.cached_calls if usage else 0)}")
+          f"{cache_note(calls, usage.cached_calls if usage else 0)}{served_note(summary)}")
     print(f"run dir: {run_dir.path}")
     return run_dir.path
 
@@ -321,7 +322,15 @@ def _summary(cfg: DictConfig, plan: Plan, questions: QuestionSet, draws: Sequenc
         rollouts=plan.rollouts, expected_draws=len(items(questions.questions, plan)), draws=len(draws),
         outcomes=dict(sorted(outcomes.items())), failed_calls=sum(d.error is not None for d in draws),
         judge_failures=sum(d.judge_failed for d in draws), usage=usage,
-        categories=category_table(questions.questions, draws))
+        categories=category_table(questions.questions, draws),
+        served=served_summary(_records(draws, TARGET), plan.target.provider),
+        reference_served=served_summary(_records(draws, REFERENCE), plan.reference.provider)
+        if plan.reference else None)
+
+
+def _records(draws: Sequence[BenchmarkDraw], role: str) -> list[dict[str, Any]]:
+    """One role's draws as the saved records :func:`served_summary` reads (its ``served`` block kept)."""
+    return [d.model_dump(mode="json") for d in draws if d.role == role]
 
 
 def _write_summary(run_dir: RunDir, cfg: DictConfig, plan: Plan, questions: QuestionSet,

@@ -16,8 +16,8 @@ from audit.benchmark.questions import Question, QuestionSet
 from audit.benchmark.rows import FACT_COLUMNS, RESPONSE_COLUMNS, frames
 from audit.io.journal import read_records
 from audit.io.safe_read import load_yaml
-from audit.runs.record import iter_runs
-from audit.runs.summary import BENCHMARK
+from audit.record.run_record import iter_runs
+from audit.record.summary import BENCHMARK
 
 
 def run_frames(path: Path, label: str) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -197,7 +197,7 @@ def run_doctor(cfg: DictConfig) -> int:
 
     With ``local=true`` it checks the embedded model (started for the check).
     """
-    from audit.llm.gateway import Gateway
+    from audit.llm.gateway import Gateway  # lazy: the gateway loads once the config is checked
 
     config_values.model_id(cfg, "audited.model")
     config_values.max_tokens(cfg, "max_tokens")

@@ -19,7 +19,8 @@ from typing import Any, Protocol
 
 from audit.censorship.actions import Action
 from audit.censorship.auto_view import auto_turn_message
-from audit.censorship.conversations import answered, check_action, plan_draws
+from audit.censorship.action_kinds import check_action, plan_draws
+from audit.censorship.conversations import answered
 from audit.censorship.language import measure as measure_language
 from audit.censorship.prompts import turn_message
 from audit.censorship.schema import ReplyError
@@ -29,8 +30,8 @@ from audit.censorship.techniques import Sample, Target, draw_name, sample, send,
 from audit.errors import UserError
 from audit.llm.types import FATAL_KINDS
 from audit.judging.judge import label_counts
-from audit.runs.draws import AUTO, Draw, judgments
-from audit.runs.rundir import iso, utc_now
+from audit.record.draws import AUTO, Draw, judgments
+from audit.record.rundir import iso, utc_now
 
 Classify = Callable[[str, Sample], Awaitable[dict[str, Any] | None]]
 """The judging pass over one draw: what it answers and the draw -> its judgment (None: not judged)."""

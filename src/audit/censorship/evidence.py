@@ -17,7 +17,7 @@ from audit.censorship.schema import EVIDENCE_KEYS
 from audit.judging.credit import context_of
 from audit.judging.judge import judged_parts
 from audit.quotes import Responses, check_citation, occurs
-from audit.runs.draws import Draw, iteration_draws
+from audit.record.draws import Draw, iteration_draws
 
 AUDITOR_WORDS = "quotes the auditor's own words (its probe, prefill or opening), not the target's"
 
@@ -59,7 +59,7 @@ def _said(item: Mapping[str, Any], responses: Responses) -> bool:
 
 def quotable(records: Mapping[int, Mapping[str, Any]]) -> tuple[Responses, Responses]:
     """Per iteration, the texts a citation may quote (the target's own words) and the auditor's words
-    beside them, draw for draw in draw order (:func:`~audit.runs.draws.iteration_draws`): an auto
+    beside them, draw for draw in draw order (:func:`~audit.record.draws.iteration_draws`): an auto
     action's draws (a citation's ``draw`` indexes them), or a fixed technique's response and its
     assistant baseline, if sampled."""
     own: dict[int, list[str | None]] = {}

@@ -16,7 +16,7 @@ from audit.censorship.state import AuditState
 from audit.counted import counted
 from audit.judging.judge import fact_scores
 from audit.judging.passes import fact_numbers, fact_request, judge
-from audit.runs.draws import Draw
+from audit.record.draws import Draw
 
 
 class FactScoring:

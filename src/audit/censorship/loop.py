@@ -48,8 +48,8 @@ from audit.usage import Usage
 from audit.llm.budget import stopped_by
 from audit.llm.embedded import local_model
 from audit.llm.settings import record_endpoints
-from audit.runs.status import Status, StopReason
-from audit.runs.summary import CensorshipSummary, served_note, write_final_summary
+from audit.record.status import Status, StopReason
+from audit.record.summary import CensorshipSummary, served_note, write_final_summary
 
 
 def run(cfg: DictConfig) -> Path:

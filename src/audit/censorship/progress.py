@@ -13,7 +13,7 @@ from pathlib import Path
 
 from audit.counted import counted
 from audit.llm.accounting import Totals
-from audit.io.neutral import terminal_text
+from audit.neutral import terminal_text
 from audit.progress import cache_note, format_duration
 from audit.usage import Usage
 

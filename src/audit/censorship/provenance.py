@@ -5,7 +5,7 @@ some providers wrap a ``/completions`` prompt in a chat message: a draw is only 
 continuation it claims to be if it came from a provider that honours the prompt. So every draw
 records who served it (:func:`draw_fields`), and the run's summary lists the providers with
 their draw counts and flags a run served by more than one, or by one the pin does not name
-(:func:`served_summary`). Draws that are no answer (``audit.runs.draws.UNJUDGED``) are never
+(:func:`served_summary`). Draws that are no answer (``audit.record.draws.UNJUDGED``) are never
 judged, and a streak of failed draws stops the run (:func:`failure_streak`).
 """
 

@@ -26,18 +26,19 @@ from audit.censorship.schema import CONFIDENCES, is_known_strategy
 from audit.cli import ArgParser
 from audit.errors import UserError, exit_on_user_error
 from audit.io.atomic import write_texts
+from audit.response_labels import labels
 from audit.llm import embedded
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.paging import MORE_JS, Paged, page_entries
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
-from audit.runs.summary import CENSORSHIP, SUMMARY, CensorshipSummary, read_summary
+from audit.record.summary import CENSORSHIP, SUMMARY, CensorshipSummary, read_summary
 from audit.stats import PALETTE
 from audit.io.safe_read import load_yaml, read_json
 
 REPORT = "report.html"
 STOPPED = {"auditor": "ended by the auditor", "max_iterations": "stopped at max iterations",
            "budget": "stopped by the budget", "interrupted": "interrupted"}
-"""How the report words a run's stop reason (:data:`audit.runs.status.StopReason`)."""
+"""How the report words a run's stop reason (:data:`audit.record.status.StopReason`)."""
 CHART = {"width": 760, "left": 70, "right": 60, "top": 16, "row": 46}
 
 
@@ -234,6 +235,7 @@ def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
         **_paged_transcript(_transcript(run)),
         "conversations": conversations(run),
         "problems": run["problems"],
+        "labels": labels(),  # their colours
         "sort_filter_js": SORT_FILTER_JS, "page_js": PAGE_JS, "page_panel": PAGE_PANEL,
     }
 

@@ -14,7 +14,7 @@ from audit.censorship.report import REPORT, write_report
 from audit.censorship.run_dir import AuditDir
 from audit.errors import UserError
 from audit.io.atomic import write_text
-from audit.jobs.resume import load_saved_config
+from audit.record.rundir import load_saved_config
 from audit.llm.ledger import Ledger
 
 

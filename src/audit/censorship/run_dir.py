@@ -1,4 +1,4 @@
-"""The files of a censorship audit inside its run dir (:class:`audit.runs.RunDir`), and the scan
+"""The files of a censorship audit inside its run dir (:class:`audit.record.RunDir`), and the scan
 that resumes it.
 
 Layout (spec + contract)::
@@ -23,8 +23,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from audit.errors import UserError
 from audit.io.atomic import read_json, write_json, write_text
-from audit.runs.rundir import CONFIG, RunDir, fresh_run_path
-from audit.runs.summary import CENSORSHIP
+from audit.record.rundir import CONFIG, RunDir, fresh_run_path
+from audit.record.summary import CENSORSHIP
 
 TURNS = "auditor_turns"
 RESPONSES = "audited_responses"

@@ -15,10 +15,10 @@ from audit.censorship.provenance import served_summary
 from audit.censorship.state import AuditState
 from audit.judging.judge import label_counts
 from audit.judging.panel_summary import cell_items, panel_summary, run_items, run_judgments
-from audit.runs.draws import judgments
-from audit.runs.rundir import iso, utc_now
-from audit.runs.status import Status, StopReason
-from audit.runs.summary import CensorshipSummary
+from audit.record.draws import judgments
+from audit.record.rundir import iso, utc_now
+from audit.record.status import Status, StopReason
+from audit.record.summary import CensorshipSummary
 from audit.usage import Usage
 
 

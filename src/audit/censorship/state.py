@@ -5,7 +5,7 @@ scores once made.
 A run is resumed from its files alone, so this state is rebuilt from them (:meth:`AuditState.replay`)
 and every step adds to it as it writes its file: nothing lives only in memory that a kill would lose.
 Its questions (the draws, the failed calls, the missing judgments, the texts a citation may quote)
-read the typed draws (:func:`audit.runs.draws.iteration_draws`), the same for every technique.
+read the typed draws (:func:`audit.record.draws.iteration_draws`), the same for every technique.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from audit.censorship.hypotheses import HypothesisLedger
 from audit.censorship.run_dir import AuditDir
 from audit.llm.accounting import Totals
 from audit.quotes import Responses
-from audit.runs.draws import Draw, iteration_draws, run_draws
-from audit.runs.rundir import iso, utc_now
-from audit.runs.summary import CensorshipSummary
+from audit.record.draws import Draw, iteration_draws, run_draws
+from audit.record.rundir import iso, utc_now
+from audit.record.summary import CensorshipSummary
 
 
 @dataclass

@@ -28,7 +28,7 @@ from audit.counted import counted
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.glossary import GAP_RATE_NAMES
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
-from audit.runs.summary import BENCHMARK
+from audit.record.summary import BENCHMARK
 from audit.runs.tables import table_files
 from audit.stats import QUESTION_COVERAGE_NOTE, QUESTION_METHOD
 
@@ -43,7 +43,8 @@ CELL_VIEW = {"role": "role", "model": "model", "technique": "technique", "framin
              "question_set": "question set", "kind": "question kind", "category": "category",
              "questions": "questions", "draws": "draws", "replays": "replayed draws", "judge_failed": "judge failures",
              "assessment_failed": "assessment failures", "unjudged": "unjudged draws",
-             "facts_failed": "fact judgments failed", "facts_unverified": "unverified claims"}
+             "facts_failed": "fact judgments failed", "facts_unverified": "unverified claims",
+             "providers": "served by"}
 CELL_RATES = {"refusal": "refusal share", "official_line": "official-line share", "fact_recall": "fact recall (all facts)",
               "fact_recall_knowable": "fact recall (knowable)",
               "fact_recall_unknowable": "fact recall (never stated by reference)", "lie_rate": "lie rate",

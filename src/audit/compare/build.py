@@ -16,7 +16,7 @@ from audit.compare.report import relative_paths, render_html, summary_text
 from audit.compare.tables import Tables, build_tables
 from audit.errors import UserError
 from audit.io.atomic import write_texts
-from audit.io.neutral import csv_frame
+from audit.neutral import csv_frame
 from audit.runs.tables import RunTables, build_run_tables, table_files
 
 

@@ -1,4 +1,4 @@
-"""The runs a comparison reads, from :mod:`audit.runs` (which finds and reads run dirs).
+"""The runs a comparison reads, from :mod:`audit.record` (which finds and reads run dirs).
 
 Nothing is dropped silently: a file that cannot be read becomes a :class:`Failure` that
 names the file and the problem, and the comparison lists it. So does a run that did not
@@ -20,11 +20,11 @@ import pandas as pd
 
 from audit.io.atomic import read_json_saved
 from audit.errors import UserError
-from audit.runs.answers import Metrics
+from audit.record.answers import Metrics
 from audit.runs.loading import RunFiles, load_runs
 from audit.runs.tables import ANSWER_COLUMNS, answer_rows
-from audit.runs.record import UNKNOWN, RunRecord, load_run, natural_key
-from audit.runs.summary import CENSORSHIP, EPISTEMIC, CensorshipSummary, EpistemicSummary
+from audit.record.run_record import UNKNOWN, RunRecord, load_run, natural_key
+from audit.record.summary import CENSORSHIP, EPISTEMIC, CensorshipSummary, EpistemicSummary
 
 METRICS = "metrics.json"
 __all__ = ["CENSORSHIP", "EPISTEMIC", "UNKNOWN", "Collected", "Failure", "Run", "collect", "epistemic_answers", "natural_key", "read_run"]

@@ -32,9 +32,9 @@ from audit.judging.agreement import RESAMPLES, kappa_interval
 from audit.judging.majority import DISPUTED
 from audit.errors import UserError
 from audit.io.atomic import read_json_saved
-from audit.runs.draws import AUTO, AUTO_PREFIX, BASELINE_SUFFIX
+from audit.record.draws import AUTO, AUTO_PREFIX, BASELINE_SUFFIX
 from audit.runs.loading import RunFiles
-from audit.runs.summary import CensorshipSummary
+from audit.record.summary import CensorshipSummary
 
 ORIGINAL = "original"
 JUDGINGS, JUDGING = "judgings", "judging.json"

@@ -23,7 +23,7 @@ from audit.counted import counted
 from audit.judging.counting import JUDGES_MARK, UNLABELLED_MARK
 from audit.compare.judgings import ORIGINAL
 from audit.compare.tables import EPISTEMIC_METRICS, SHARES, Tables
-from audit.epistemic.metrics import COMPARE_CHART_RATES, LOWER_IS_BETTER
+from audit.epistemic_rates import COMPARE_CHART_RATES, LOWER_IS_BETTER
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
 from audit.card_stats import CLUSTERED_METHOD

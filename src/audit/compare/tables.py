@@ -28,12 +28,12 @@ from audit.compare.card_answers import answer_parts, cell_answers, cell_rate
 from audit.compare.collect import CENSORSHIP, EPISTEMIC, Collected, epistemic_answers, Failure, Run, natural_key
 from audit.judging.counting import JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, \
     count, fact_score, fact_status, judgings_mark, response_counts, panel_split, run_flags
-from audit.epistemic.metrics import COMPARED_RATES
+from audit.epistemic_rates import COMPARED_RATES
 from audit.judging.majority import DISPUTED
 from audit.judging.panel import judge_label
-from audit.runs.answers import SystemMetrics
-from audit.runs.draws import AUTO, AUTO_PREFIX, BASELINE_SUFFIX
-from audit.runs.summary import CensorshipSummary, EpistemicSummary
+from audit.record.answers import SystemMetrics
+from audit.record.draws import AUTO, AUTO_PREFIX, BASELINE_SUFFIX
+from audit.record.summary import CensorshipSummary, EpistemicSummary
 from audit.usage import Usage
 from audit.stats import cluster_rate, paired_difference, unpaired_difference
 

@@ -12,7 +12,7 @@ import hydra
 from omegaconf import DictConfig
 
 from audit.export.writing import with_export
-from audit.jobs.hydra_app import run_app
+from audit.app.hydra_app import run_app
 from audit.epistemic.pipeline import run
 from audit.paths import CONF_DIR
 from audit.jobs.sweep import exit_if_any_failed, run_job, sweep_job_dir

@@ -13,7 +13,7 @@ Every stage writes into a fresh run directory and never touches its inputs. Ever
 that can fail on bad input (unknown system, missing model or API key, malformed cards)
 is checked before the directory is created, so a failed run leaves nothing half-written.
 
-Interrupts and kills: the run dir (:class:`audit.runs.RunDir`) appears whole with its config,
+Interrupts and kills: the run dir (:class:`audit.record.RunDir`) appears whole with its config,
 cards and a ``started`` summary, and is locked while a process runs it. Each answer is appended to
 ``answers.jsonl`` as it arrives, so Ctrl-C or SIGTERM (summary ``cancelled``) and even
 SIGKILL lose at most the calls in flight; ``resume=<run dir>`` continues in the same
@@ -36,10 +36,11 @@ from audit.counted import counted
 from audit import config_values
 from audit.epistemic import systems
 from audit.epistemic.jsonl import read_jsonl
-from audit.epistemic.metrics import HEADLINE_RATES, PREDS, check_mapping, compute_metrics, units
+from audit.epistemic.metrics import PREDS, check_mapping, compute_metrics, units
+from audit.epistemic_rates import HEADLINE_RATES
 from audit.epistemic.report import write_report
 from audit.epistemic.systems.base import Reply, System
-from audit.runs.answers import Card
+from audit.record.answers import Card, Metrics
 from audit.epistemic.systems.llm import check_fields, load_prompt, with_prompts
 from audit.errors import Interrupted, UserError, unknown_choice, user_error_line
 from audit.jobs.interrupts import sigterm_as_interrupt
@@ -54,9 +55,9 @@ from audit.llm.embedded import chosen_roles, local_model, route
 from audit.llm.settings import record_endpoints, role_endpoint
 from audit.progress import Progress, cache_note
 from audit.tasks import gather_or_cancel
-from audit.runs.rundir import RunDir, fresh_run_path, iso, utc_now
-from audit.runs.status import Status, StopReason
-from audit.runs.summary import EPISTEMIC, EpistemicSummary, write_final_summary
+from audit.record.rundir import RunDir, fresh_run_path, iso, utc_now
+from audit.record.status import Status, StopReason
+from audit.record.summary import EPISTEMIC, EpistemicSummary, write_final_summary
 from audit.runtime import long_lived_heap
 from audit.usage import Usage
 
@@ -181,7 +182,7 @@ def saved_answers(run_dir: Path) -> dict[tuple[str, str], dict[str, Any]]:
 
 def result_row(card: Card, system_id: str, reply: Reply) -> dict[str, Any]:
     """The original's row (id, gold, pred, pass, system, label) plus suite, raw output,
-    reason, error and the system's extras (read back as :class:`audit.runs.answers.Answer`)."""
+    reason, error and the system's extras (read back as :class:`audit.record.answers.Answer`)."""
     return {
         "id": card.id, "gold": card.gold, "pred": reply.pred, "pass": reply.pred == card.gold,
         "system": system_id, "label": card.label, "suite": card.suite, "u_kind": card.u_kind,
@@ -206,9 +207,9 @@ def headline(metrics: Mapping[str, Any]) -> dict[str, Any]:
     """Per system (per system and condition when it was asked several: :func:`units`): rows, errors
     and the headline rates (values only), for summaries and the end line."""
     return {
-        unit: {"n_rows": m["n_rows"], "n_errors": m["n_errors"],
-               **{k: (None if m["metrics"][k] is None else round(m["metrics"][k]["value"], 4)) for k in HEADLINE_RATES}}
-        for unit, m in units(metrics).items()
+        unit: {"n_rows": m.n_rows, "n_errors": m.n_errors,
+               **{k: (None if (r := m.rate(k)) is None else round(r["value"], 4)) for k in HEADLINE_RATES}}
+        for unit, m in units(Metrics.read(metrics)).items()
     }
 
 
@@ -276,6 +277,7 @@ def open_gateway(gateway_cfg: DictConfig, endpoints: Sequence[str], repeat: int 
     ``workers`` > 1 makes the calls in that many processes, each with the same gateway
     (:mod:`audit.llm.workers`); this process keeps the one ledger, budget and journal.
     """
+    # lazy (start-up time): litellm loads with the gateway, as the docstring says
     from audit.llm import backend
     from audit.llm.gateway import Gateway
 
@@ -387,6 +389,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
                     resumed: tuple[RunDir, DictConfig] | None) -> Path:
     """Cards, then the systems stage and what follows, in a new run dir or the ``resumed`` one
     (:func:`open_for_resume`)."""
+    # lazy (start-up time): rdflib and pyshacl load when a run starts, not for --help
     from audit.epistemic.cards import generate_cards, held_out_drops, read_cards, shortfall, withhold
     from audit.epistemic.conditions import DEFAULT as DEFAULT_CONDITION, apply_conditions
     from audit.epistemic.domain import load_domain

@@ -11,7 +11,7 @@ from inspect_ai.log import EvalLog
 from audit.export.benchmark_log import benchmark_log
 from audit.export.inspect_log import censorship_log, epistemic_log
 from audit.runs.loading import RunFiles
-from audit.runs.summary import BENCHMARK, CENSORSHIP, EPISTEMIC
+from audit.record.summary import BENCHMARK, CENSORSHIP, EPISTEMIC
 
 
 def inspect_log(run: RunFiles) -> EvalLog:

@@ -35,10 +35,11 @@ def export_inspect(dirs: Sequence[Path], out: Path | None = None, skipped: list[
     require_inspect()
     from inspect_ai.log import write_eval_log
 
+    # lazy: every entrypoint imports this module; the mapping and the readers load only for an export
     from audit.export.inspect_log import log_file_name
     from audit.export.run_log import inspect_log
     from audit.runs.loading import load_runs
-    from audit.runs.summary import EXPERIMENTS
+    from audit.record.summary import EXPERIMENTS
 
     if out is not None and out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; pass a directory")

@@ -28,6 +28,7 @@ import yaml
 
 from audit.errors import UserError
 from audit.model_json import deeper_than
+from audit.paths import CONF_DIR
 
 MAX_BYTES = 200_000_000
 """Largest saved file read back (a run's biggest file, its response journal, stays far below)."""
@@ -161,8 +162,6 @@ def foreign_resolvers(value: Any) -> list[str]:
 @cache
 def own_interpolations() -> frozenset[str]:
     """Every text value in the project's own config files that uses a resolver."""
-    from audit.paths import CONF_DIR
-
     found: set[str] = set()
 
     def walk(node: Any) -> None:

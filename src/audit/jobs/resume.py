@@ -15,19 +15,10 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from audit.errors import UserError
-from audit.io.safe_read import load_yaml
 from audit.jobs.saved_config import check_saved_config
 
 GATEWAY_KEYS = ("gateway",)
 """Config nodes a resume takes from the current invocation; everything else comes from the saved run."""
-
-
-def load_saved_config(path: Path) -> DictConfig:
-    """A run's saved ``config.yaml``; a hand-edited one that no longer parses is a one-line UserError."""
-    saved = load_yaml(path, fix="restore it from the run (a saved config is data: no environment or code)")
-    if not isinstance(saved, DictConfig):
-        raise UserError(f"resume: {path} is not a mapping; restore it from the run")
-    return saved
 
 
 def resumed_config(saved: DictConfig, current: DictConfig) -> DictConfig:
@@ -48,7 +39,7 @@ _CHECKED: ContextVar[bool] = ContextVar("resume_overrides_checked", default=Fals
 def overrides_checked() -> Iterator[None]:
     """Within the block a resume takes no overrides from the command line: a sweep being finished
     passes each job its saved overrides (equal to what its run saved), and the finish checked the
-    command's own extras already (:func:`audit.runs.finish.finish_argv`)."""
+    command's own extras already (:func:`audit.jobs.finish.finish_argv`)."""
     token = _CHECKED.set(True)
     try:
         yield

@@ -2,7 +2,7 @@
 
 A single run that fails on bad input prints its one-line error and exits 1. In a ``-m``
 sweep a failed job must not stop the others and must not raise at all: Hydra skips the
-``on_multirun_end`` callback (:mod:`audit.jobs.sweep_end`, which writes the comparison and the
+``on_multirun_end`` callback (:mod:`audit.app.sweep_end`, which writes the comparison and the
 sweep summary) when a job raises, and with the joblib or submitit launchers the job runs in
 another process, so nothing in the launching process's memory knows it failed. Each job
 therefore leaves its verdict on disk: its run's ``summary.json``, or, when it failed before
@@ -29,15 +29,16 @@ from omegaconf import DictConfig, open_dict
 
 from audit.errors import Interrupted, UserError, drop_abandoned_call_warnings, exit_on_user_error, user_error_line
 from audit.jobs.resume import overrides_checked
+from audit.jobs.sweep_stop import sweep_stop_line
 from audit.llm import budget as budgets
-from audit.runs.finish import clear_stub, previous_run, sweep_dir
-from audit.runs.rundir import iso, utc_now
-from audit.runs.status import Status
-from audit.runs.summary import SUMMARY, BenchmarkSummary, CensorshipSummary, EpistemicSummary, write_summary
+from audit.jobs.finish import clear_stub, previous_run, sweep_dir
+from audit.record.rundir import iso, utc_now
+from audit.record.status import Status
+from audit.record.summary import SUMMARY, BenchmarkSummary, CensorshipSummary, EpistemicSummary, write_summary
 
 JOB_LOG = "job.log"
 _failed_sweep: list[str] = []
-"""Set by :mod:`audit.jobs.sweep_end` in the launching process: the failed jobs, read from disk."""
+"""Set by :mod:`audit.app.sweep_end` in the launching process: the failed jobs, read from disk."""
 
 
 def sweep_job_dir() -> Path | None:
@@ -89,7 +90,7 @@ def run_job(cfg: DictConfig, job: Callable[[DictConfig], object], experiment: st
     from hydra.core.hydra_config import HydraConfig
 
     hydra = HydraConfig.get()
-    finishing = sweep_dir(cfg.get("resume")) is not None  # resume=<sweep dir>: see audit.runs.finish
+    finishing = sweep_dir(cfg.get("resume")) is not None  # resume=<sweep dir>: see audit.jobs.finish
     with job_output(job_dir / JOB_LOG, f"[job {hydra.job.num}] "):
         try:
             budgets.activate(job_budget(cfg, Path(hydra.sweep.dir)))
@@ -100,8 +101,6 @@ def run_job(cfg: DictConfig, job: Callable[[DictConfig], object], experiment: st
                     job(with_repeat(cfg, repeat))
         except Interrupted as exc:  # the user meant the whole sweep: no further job starts
             drop_abandoned_call_warnings()  # the one line stays the only line, as in a single run
-            from audit.jobs.sweep_stop import sweep_stop_line
-
             print(f"error: {sweep_stop_line(Path(hydra.sweep.dir), experiment, hydra.job.num)}", file=sys.stderr)
             record_failure(job_dir, experiment, str(exc))
             raise SystemExit(1) from None
@@ -117,7 +116,7 @@ def run_job(cfg: DictConfig, job: Callable[[DictConfig], object], experiment: st
 def finish_repeat(cfg: DictConfig, job: Callable[[DictConfig], object], job_dir: Path, repeat: int) -> None:
     """One repeat of a job of a sweep being finished: left alone when its run finished, resumed in
     its run dir when it did not, run afresh when it never started. The overrides are the sweep's
-    saved ones (the extras were checked by :func:`audit.runs.finish.finish_argv`), so the resumed
+    saved ones (the extras were checked by :func:`audit.jobs.finish.finish_argv`), so the resumed
     run does not refuse them."""
 
     previous = previous_run(job_dir, repeat)
@@ -133,7 +132,7 @@ def finish_repeat(cfg: DictConfig, job: Callable[[DictConfig], object], job_dir:
 
 
 def record_failure(job_dir: Path, experiment: str, error: str) -> None:
-    """Write the failed job's summary (a stub: the header of :mod:`audit.runs.summary`) unless its
+    """Write the failed job's summary (a stub: the header of :mod:`audit.record.summary`) unless its
     run directory already holds one."""
 
     if not any(job_dir.rglob(SUMMARY)):

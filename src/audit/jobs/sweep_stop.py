@@ -2,7 +2,7 @@
 
 A run's own advice (``resume=<run dir>``) would finish one job and leave the jobs that never
 started; "nothing to resume, run the command again" would redo the finished ones. The sweep is
-finished by ``resume=<sweep dir>`` (:mod:`audit.runs.finish`), so that is what the line names,
+finished by ``resume=<sweep dir>`` (:mod:`audit.jobs.finish`), so that is what the line names,
 with the count of runs by state read from the sweep dir, in one line.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from audit.runs.record import iter_runs
-from audit.runs.summary import ENTRYPOINTS
+from audit.record.run_record import iter_runs
+from audit.record.summary import ENTRYPOINTS
 
 
 def sweep_stop_line(sweep_dir: Path, experiment: str, job_num: int) -> str:

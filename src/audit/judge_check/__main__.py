@@ -10,7 +10,7 @@ import hydra
 from omegaconf import DictConfig
 
 from audit.errors import exit_on_user_error
-from audit.jobs.hydra_app import run_app
+from audit.app.hydra_app import run_app
 from audit.paths import CONF_DIR
 
 
@@ -27,7 +27,7 @@ def labels_as_override(argv: list[str]) -> list[str]:
 def main(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
 
-    from audit.judge_check.check import run_check
+    from audit.judge_check.check import run_check  # lazy: --help answers before it loads
 
     choice = HydraConfig.get().runtime.choices.get("judge") or "judge"
     exit_on_user_error(lambda: run_check(cfg, str(choice)))

@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from audit import config_values
 from audit.judging.judge import CLASSES, FACT_STATUSES
 from audit.judging.passes import fact_request, judge, label_request
-from audit.runs.rundir import fresh_run_path
+from audit.record.rundir import fresh_run_path
 from audit.errors import UserError, unknown_choice
 from audit.io.names import path_component
 from audit.judging.agreement import kappa_interval
@@ -140,7 +140,7 @@ def run_check(cfg: DictConfig, judge_name: str = "judge") -> Path:
     out = fresh_run_path(Path(str(cfg.output_dir)).expanduser().absolute(), {"experiment": "judge_check", "judge": judge_name})
     with local_model(cfg, ("judge",)):
         panel = checked_panel(cfg)  # after local= routed it
-        from audit.llm.gateway import Gateway
+        from audit.llm.gateway import Gateway  # lazy: the gateway loads once the config is checked
 
         gateway = Gateway.from_config(cfg.gateway, endpoints=panel.endpoints(), usage_path=out / "usage.json")
         out.mkdir(parents=True)

@@ -30,7 +30,7 @@ from typing import Any
 
 from audit.judging.judge import CLASSES, FACT_STATUSES
 from audit.judging.majority import DISPUTED, FAILED
-from audit.runs.summary import CensorshipSummary
+from audit.record.summary import CensorshipSummary
 
 LABELS = (*CLASSES, DISPUTED)
 """What counts as a labelled response: a judge class, or a panel's ``disputed``."""

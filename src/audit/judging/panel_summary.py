@@ -15,7 +15,7 @@ technique and a fact verdict is not a response label. For each kind:
   majority of its own samples; a member whose own samples have no majority has no label for that
   item (``missing``), so kappa compares members, not single draws.
 
-``cells`` gives the response items again per comparison cell (:attr:`audit.runs.draws.Draw.cell`: the
+``cells`` gives the response items again per comparison cell (:attr:`audit.record.draws.Draw.cell`: the
 run's technique, its baseline, each ``auto/<technique>`` of an auto run's draws) with their
 ``items`` and ``unanimous``, so compare marks each cell from its own draws.
 
@@ -34,14 +34,14 @@ from audit.judging.judge import BASELINE, BASELINE_FACTS, FACTS, KINDS, RESPONSE
 from audit.judging.agreement import RESAMPLES, alpha_interval, kappa_interval
 from audit.judging.majority import MAJORITY, OUTCOMES, panel_label
 from audit.judging.panel import Panel
-from audit.runs.draws import Draw
+from audit.record.draws import Draw
 
 __all__ = ["BASELINE", "BASELINE_FACTS", "FACTS", "KINDS", "RESPONSES", "panel_summary", "run_items", "run_judgments"]
 
 
 def run_items(draws: Iterable[Draw], fact_recall: Mapping[str, Any] | None,
               baseline_fact_recall: Mapping[str, Any] | None) -> dict[str, list[Mapping[str, Any]]]:
-    """``kind -> panel records`` of one run's draws (:func:`audit.runs.draws.run_draws`: a fixed
+    """``kind -> panel records`` of one run's draws (:func:`audit.record.draws.run_draws`: a fixed
     technique's responses and baselines, an auto run's draws alike) and fact scores; items a panel
     did not judge (no text, a single judge) are left out."""
     found: dict[str, list[Mapping[str, Any]]] = {kind: [] for kind in KINDS}

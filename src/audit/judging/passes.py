@@ -27,7 +27,7 @@ from audit.judging.judge import CLASSIFICATION_FORMAT, classification_messages, 
     judged_parts, parse_classification, parse_fact_coverage
 from audit.judging.panel import Panel
 from audit.judging.votes import facts_record, label_record
-from audit.runs.draws import Draw, judgeable
+from audit.record.draws import Draw, judgeable
 
 
 @dataclass(frozen=True)

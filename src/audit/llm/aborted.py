@@ -5,9 +5,9 @@ server, and OpenRouter bills it: whole when it was not streamed or its provider 
 cancellation, for what was generated so far otherwise (:mod:`audit.llm.stream_cancel`). The reply
 that would have said what it cost never comes, so the ledger records an estimate instead of the
 zero it used to: prompt tokens from the request's text, completion tokens up to ``max_tokens``
-(or what was received, when the stream's provider stops), priced from the model's list price
-(OpenRouter's "List available models": ``pricing.prompt`` and ``pricing.completion``, USD per
-token). The estimate errs towards paying: a budget stops early rather than late.
+(or what was received, when the stream's provider stops), priced at the model's input and output
+price (:mod:`audit.llm.prices`: litellm's map, else OpenRouter's model list). The estimate errs
+towards paying: a budget stops early rather than late.
 """
 
 from __future__ import annotations
@@ -18,20 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from audit.counted import counted
+from audit.llm.prices import Price
 from audit.llm.stream_cancel import stops_billing
 from audit.usage import Usage
 
 BYTES_PER_TOKEN = 3
 """Prompt and received text are counted as UTF-8 bytes / 3, rounded up: above the ~4 characters
 a token of English text, about one token per character of Chinese (3 bytes each)."""
-
-
-@dataclass(frozen=True)
-class Price:
-    """A model's list price in USD per token."""
-
-    prompt: float
-    completion: float
 
 
 @dataclass(frozen=True)
@@ -63,19 +56,6 @@ def request_text(payload: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def price_of(listing: Any, model: str) -> Price | None:
-    """``model``'s price in a ``GET /models`` answer (``{"data": [{"id", "pricing": {...}}]}``);
-    None when the model or its price is missing or unreadable (a local server lists no prices)."""
-    for entry in (listing.get("data") if isinstance(listing, Mapping) else None) or ():
-        if isinstance(entry, Mapping) and entry.get("id") == model:
-            pricing = entry.get("pricing")
-            try:
-                return Price(float(pricing["prompt"]), float(pricing["completion"]))
-            except (KeyError, TypeError, ValueError):
-                return None
-    return None
-
-
 def estimate(payload: Mapping[str, Any], *, max_tokens: int | None, streamed: bool, received: str,
              provider: str | None, price: Price | None) -> Estimate:
     """The estimate for one cut-off attempt of ``payload``.
@@ -94,8 +74,8 @@ def estimate(payload: Mapping[str, Any], *, max_tokens: int | None, streamed: bo
                f"streamed; {provider or 'an unnamed provider'} is not known to stop billing: up to max_tokens")
     else:
         completion, how = tokens_in(received), "no max_tokens: only what was received (an underestimate)"
-    cost = prompt * price.prompt + completion * price.completion if price is not None else 0.0
-    priced = "at the model's list price" if price is not None else "no list price known: cost counted as 0"
+    cost = prompt * price.input + completion * price.output if price is not None else 0.0
+    priced = f"at the model's price in {price.origin}" if price is not None else "no price known: cost counted as 0"
     return Estimate(prompt, completion, round(cost, 10),
                     f"estimated (prompt: request bytes / {BYTES_PER_TOKEN}; completion: {how}; {priced})")
 

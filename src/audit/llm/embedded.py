@@ -47,10 +47,12 @@ class EmbeddedServer:
     """llama.cpp's server on 127.0.0.1 (a free port), alive as long as this object is.
 
     ``n_parallel`` requests run at once (the judge and the baseline run concurrently with the
-    target), each with ``SLOT_TOKENS`` of context.
+    target), each with ``SLOT_TOKENS`` of context. ``seed`` fixes the sampling seed of every request
+    that names none (llama.cpp draws a random one otherwise): the same requests then get the same
+    replies, so a test on the real model takes the same path, and the same time, on every run.
     """
 
-    def __init__(self, *, n_parallel: int = 4, threads: int | None = None):
+    def __init__(self, *, n_parallel: int = 4, threads: int | None = None, seed: int | None = None):
         try:
             import xllamacpp
         except ImportError:
@@ -69,6 +71,8 @@ class EmbeddedServer:
         # than the free cores costs far more than it gives. Measured on 2 busy cores, 120 tokens:
         # 1 thread 21-81 tokens/s, 2 threads 4 tokens/s.
         params.cpuparams.n_threads = params.cpuparams_batch.n_threads = threads or max(1, min(4, (os.cpu_count() or 2) // 2))
+        if seed is not None:
+            params.sampling.seed = seed
         params.use_jinja = True
         params.verbosity = -1  # llama.cpp logs every slot event otherwise
         self._server = xllamacpp.Server(params)

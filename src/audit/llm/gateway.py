@@ -30,6 +30,8 @@ from audit.llm.streamed import Received
 from audit.llm.accounting import call_usage
 from audit.llm.cache import ResponseCache, cache_key
 from audit.llm.ledger import CallRecord, Ledger
+from audit.llm.price_list import PriceList
+from audit.llm.prices import Price
 from audit.llm.prompt_cache import with_breakpoints
 from audit.llm.redact import Redactor
 from audit.llm.retry import RetryPolicy, is_retryable
@@ -44,8 +46,8 @@ MESSAGE_CHARS = 500
 CANCELLED = "cancelled: stopped in flight; the server had the request and may bill it"
 """The ledger's error for a call cut off by a stop (before, such calls were sent but never recorded)."""
 PRICE_LOOKUP_S = 10.0
-"""How long a cut-off call waits for the model's list price (``GET /models``) before recording its
-estimate unpriced."""
+"""How long a call waits for the endpoint's model list (``GET /models``, its prices) before it is
+recorded unpriced."""
 
 
 
@@ -90,8 +92,8 @@ class Gateway:
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._pools: dict[tuple[asyncio.AbstractEventLoop, str], backend.Pool] = {}
         """One connection pool per event loop and endpoint, for the life of the gateway (closed by aclose)."""
-        self._prices: dict[tuple[str, str], aborted.Price | None] = {}
-        """List prices by (endpoint, model), looked up once, for the estimates of cut-off calls."""
+        self._prices = PriceList()
+        """Prices by endpoint and model, for the cost split and the estimates of cut-off calls."""
         self._sync_loop: asyncio.AbstractEventLoop | None = None
         self._sync_thread: threading.Thread | None = None
         headers = {}
@@ -349,12 +351,12 @@ class Gateway:
                 # moment from now on, before the entrypoint's one line (the warning it would print is noise).
                 drop_abandoned_call_warnings()
                 # No await here (the task is being cancelled): priced only if the price is already known.
-                self._cut_off(received, self._prices.get((endpoint, model)), CANCELLED, started, retries, **cut_off)
+                self._cut_off(received, self._prices.known(endpoint, model), CANCELLED, started, retries, **cut_off)
                 raise
             except asyncio.TimeoutError:  # the deadline above (litellm's own timeouts are classified below)
                 what = "gateway.stream.timeout_s" if streamed else "gateway.timeout_s"
                 failure, retry_after = GatewayError("timeout", f"no whole reply within {deadline:g} s ({what})"), None
-                self._cut_off(received, await self._list_price(endpoint, api_base, model),
+                self._cut_off(received, await self._price(endpoint, api_base, model),
                               f"aborted: cut off at the deadline ({deadline:g} s, {what})", started, retries, **cut_off)
             except Exception as exc:  # litellm raises many types; classify maps them all
                 failure, retry_after = replies.stream_failure(exc, len(received.so_far)) \
@@ -374,12 +376,12 @@ class Gateway:
             await asyncio.sleep(self.policy.delay(retries, retry_after, self._rng))
         cut = cut_at_stops(reply.text, stops)
         finish = "stop" if cut != reply.text else reply.finish_reason
-        return LLMResponse(
+        response = LLMResponse(
             # Model text is stored and shown to other models too: the run's keys are masked in it
             # (only the keys: credential-shaped prose is the model's own words).
             text=self._redact.keys(cut),
             finish_reason=finish,
-            usage=prices.split(reply.usage, model, reply.model),
+            usage=reply.usage,
             model=self._redact.keys(reply.model or model),
             provider=self._redact.keys(reply.provider) if reply.provider else reply.provider,
             latency_s=time.perf_counter() - started,
@@ -395,6 +397,16 @@ class Gateway:
             generation_id=reply.generation_id,
             routing=reply.routing,
         )
+        if not reply.usage.cost:  # nothing billed, nothing to split (and no list to fetch)
+            return response
+        try:
+            price = await self._price(endpoint, api_base, model, reply.model)
+        except asyncio.CancelledError:  # a stop during the first price lookup: the reply is billed, keep it
+            self._record(tag, route, response)
+            if self.budget is not None:
+                self.budget.charge(response.usage.cost)
+            raise
+        return replace(response, usage=prices.split(reply.usage, price))
 
     def _streams(self, route: str, max_tokens: Any) -> bool:
         """Whether a call is streamed: a chat call allowed ``gateway.stream.min_tokens`` or more.
@@ -405,20 +417,15 @@ class Gateway:
         least = self.settings.stream_min_tokens
         return route == backend.CHAT_ROUTE and least is not None and int(max_tokens or 0) >= least
 
-    async def _list_price(self, endpoint: str, api_base: str, model: str) -> aborted.Price | None:
-        """The model's list price on ``endpoint`` (OpenRouter's ``GET /models``), looked up once;
-        None where the server lists none (a local server) or does not answer in time."""
-        if (endpoint, model) not in self._prices:
-            pool = self._pool(endpoint, api_base)
-            try:
-                found = await within(PRICE_LOOKUP_S, backend.listing(pool, api_base, self._key(endpoint),
-                                                                     self.settings.max_reply_bytes))
-            except Exception:  # a price list is a nicety: without it the estimate counts tokens only
-                found = None
-            self._prices[(endpoint, model)] = aborted.price_of(found, model)
-        return self._prices[(endpoint, model)]
+    async def _price(self, endpoint: str, api_base: str, model: str, served: str | None = None) -> Price | None:
+        """The model's price (:mod:`audit.llm.price_list`): litellm's map, else the endpoint's model
+        list (OpenRouter's ``GET /models``), fetched once; None where neither prices it (a local
+        server lists no price) or the list does not come in time."""
+        return await self._prices.price(endpoint, model, lambda: within(PRICE_LOOKUP_S, backend.listing(
+            self._pool(endpoint, api_base), api_base, self._key(endpoint), self.settings.max_reply_bytes)),
+            served=served)
 
-    def _cut_off(self, received: Received | None, price: aborted.Price | None, why: str, started: float,
+    def _cut_off(self, received: Received | None, price: Price | None, why: str, started: float,
                  retries: int, *, tag: str, route: str, model: str, payload: Mapping[str, Any], endpoint: str,
                  api_base: str, structured_output: str | None) -> None:
         """Record an attempt cut off in flight with the cost it may have incurred (an estimate, marked

@@ -14,7 +14,7 @@ import jinja2
 
 from audit.counted import counted
 from audit.pages.paging import PAGES_DIR
-from audit.io.neutral import page_value
+from audit.neutral import page_value
 
 SORT_FILTER_JS = files(__package__).joinpath("sortfilter.js").read_text(encoding="utf-8")
 

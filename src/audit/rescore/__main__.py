@@ -10,7 +10,7 @@ import hydra
 from omegaconf import DictConfig
 
 from audit.errors import exit_on_user_error
-from audit.jobs.hydra_app import run_app
+from audit.app.hydra_app import run_app
 from audit.paths import CONF_DIR
 
 
@@ -25,7 +25,7 @@ def dirs_as_override(argv: list[str]) -> list[str]:
 
 @hydra.main(config_path=CONF_DIR, config_name="rescore", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    from audit.rescore.rescore import run_rescore
+    from audit.rescore.rescore import run_rescore  # lazy: --help answers before it loads
 
     exit_on_user_error(lambda: run_rescore(cfg))
 

@@ -48,11 +48,11 @@ from audit.judging.panel_summary import BASELINE, BASELINE_FACTS, FACTS, KINDS, 
     run_items, run_judgments
 from audit.judging.passes import Request, fact_numbers, fact_request, judge, label_request
 from audit.llm.embedded import local_model
-from audit.runs.draws import Judgment
+from audit.record.draws import Judgment
 from audit.runs.loading import RunFiles, load_runs
-from audit.runs.record import RUNNING
+from audit.record.run_record import RUNNING
 from audit.rescore.agreement import Pairs, agreement_line, agreement_rows, pairs
-from audit.runs.summary import CENSORSHIP
+from audit.record.summary import CENSORSHIP
 
 JUDGINGS = "judgings"
 JUDGMENTS, JUDGING, JUDGE_SETTINGS, USAGE = "judgments.jsonl", "judging.json", "judge.json", "usage.json"
@@ -163,7 +163,7 @@ async def rescore_run(run: RunFiles, panel: Panel, folder: Path, gateway_node: A
     """Judge every item of ``run`` not yet judged in ``folder`` (failed ones again), then write the
     result. A panel judges each item with every member x sample (:func:`call_panel`); an item the
     panel failed on is asked again (the members that answered come from the cache)."""
-    from audit.llm.gateway import Gateway
+    from audit.llm.gateway import Gateway  # lazy: the gateway loads once the config is checked
 
     _open_judging(folder, panel)
     done = {r["key"]: r for r in read_records(folder / JUDGMENTS) if r.get("label") or r.get("facts") is not None}

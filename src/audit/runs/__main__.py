@@ -35,8 +35,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def list_runs(dirs: Sequence[Path], html: Path | None) -> str:
     """The text index of the runs under ``dirs`` (and the page, when ``html`` names one or is
     :data:`BESIDE_RUNS`)."""
+    # lazy: --help answers before pandas and pydantic load
     from audit.runs.index import beside_runs, index_rows, text_table, write_index
-    from audit.runs.record import iter_runs
+    from audit.record.run_record import iter_runs
 
     roots = list(dirs) or [d for d in DEFAULT_DIRS if d.is_dir()]
     missing = [str(d) for d in dirs if not d.is_dir()]
@@ -56,7 +57,7 @@ def list_runs(dirs: Sequence[Path], html: Path | None) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     args = exit_on_user_error(lambda: parse_args(argv))
     if args.command == "schema":
-        from audit.runs.summary import json_schema
+        from audit.record.summary import json_schema  # lazy: pydantic loads only for this command
 
         print(json.dumps(json_schema(), indent=2, ensure_ascii=False))
         return

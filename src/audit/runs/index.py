@@ -20,8 +20,8 @@ from audit.io.atomic import write_text
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
 from audit.judging.counting import headline
-from audit.runs.record import RunRecord
-from audit.runs.summary import BenchmarkSummary, CensorshipSummary
+from audit.record.run_record import RunRecord
+from audit.record.summary import BenchmarkSummary, CensorshipSummary
 from audit.pages.links import relative_href
 
 COLUMNS = ("experiment", "status", "date", "models", "subject", "technique", "repeat", "cost", "headline", "path")

@@ -3,7 +3,7 @@
 The tables (:mod:`audit.runs.tables`) and the export (:mod:`audit.export`) never open a run's
 files themselves: they get :class:`RunFiles` from :func:`load_runs` and ask it for what they
 need. Which directories are runs, their experiment, typed summary and state come from the run
-record (:func:`audit.runs.record.load_run`); this module adds the records beside the summary
+record (:func:`audit.record.run_record.load_run`); this module adds the records beside the summary
 (an audit's responses and turns, an epistemic run's answers and cards, ``usage.json``), each
 read on first use.
 """
@@ -21,18 +21,18 @@ from audit.censorship.run_dir import RESPONSES, TURNS, consecutive
 from audit.errors import UserError
 from audit.io.atomic import read_json
 from audit.io.journal import read_records
-from audit.runs.answers import Answer, Card, cards_by_id
-from audit.runs.draws import Draw, run_draws
-from audit.runs.record import UNREADABLE, RunRecord, find_run_dirs, load_run
-from audit.runs.rundir import CONFIG, USAGE
-from audit.runs.summary import CENSORSHIP, EPISTEMIC, CensorshipSummary, EpistemicSummary
+from audit.record.answers import Answer, Card, cards_by_id
+from audit.record.draws import Draw, run_draws
+from audit.record.run_record import UNREADABLE, RunRecord, find_run_dirs, load_run
+from audit.record.rundir import CONFIG, USAGE
+from audit.record.summary import CENSORSHIP, EPISTEMIC, CensorshipSummary, EpistemicSummary
 
 RESULTS, ANSWERS, CARDS = "results.jsonl", "answers.jsonl", "cards.jsonl"
 
 
 @dataclass(frozen=True)
 class RunFiles:
-    """One run as recorded (:class:`~audit.runs.record.RunRecord`), and its records read on first use."""
+    """One run as recorded (:class:`~audit.record.run_record.RunRecord`), and its records read on first use."""
 
     record: RunRecord
     label: str  # the path from the given directory's parent, as audit.compare names runs
@@ -106,7 +106,7 @@ class RunFiles:
     @cached_property
     def draws(self) -> list[Draw]:
         """An audit's target draws, typed, in order: a fixed technique's responses and baselines and an
-        auto run's draws in one shape (:func:`audit.runs.draws.iteration_draws`)."""
+        auto run's draws in one shape (:func:`audit.record.draws.iteration_draws`)."""
         technique = (self.audit.technique if self.audit else None) or \
             (self.config.get("technique") or {}).get("name")
         return run_draws(self.responses, technique)
@@ -119,7 +119,7 @@ class RunFiles:
 
     @cached_property
     def answers(self) -> list[Answer]:
-        """An epistemic run's answers, typed (:class:`~audit.runs.answers.Answer`, each completed from
+        """An epistemic run's answers, typed (:class:`~audit.record.answers.Answer`, each completed from
         its card): ``results.jsonl`` once it finished, else the answers an interrupted run journalled so far."""
         if self.experiment != EPISTEMIC:
             return []

@@ -27,6 +27,10 @@ from urllib.parse import urlsplit
 FAKE_PROVIDER = "FakeProvider"
 PROMPT_PRICE_PER_TOKEN = 1e-6
 COMPLETION_PRICE_PER_TOKEN = 2e-6
+CACHE_READ_PRICE_PER_TOKEN = 1e-7
+"""The model list's prompt-cache prices (a tenth and 1.25x the prompt price, as Anthropic's); the
+fake bills every prompt token at the prompt price all the same (:func:`fake_cost`)."""
+CACHE_WRITE_PRICE_PER_TOKEN = 1.25e-6
 TEST_API_KEY = "test-key-123"
 
 CHAT = "chat"

@@ -22,8 +22,8 @@ served is billed in ``server.bills`` as OpenRouter bills it (:mod:`audit.testing
 streamed reply cut off by the client is billed for what was sent only at providers that stop on
 cancellation; anything else whole). ``GET /api/v1/models`` (not recorded, never scripted) is
 OpenRouter's "List available models": every model requested so far, priced as the fake price
-list (API reference "List available models": ``data[]`` with ``id``, ``pricing.prompt`` and
-``pricing.completion`` in USD per token as strings, ``context_length``, ``top_provider``).
+list (:meth:`FakeOpenRouter.models_listing`: ``data[]`` with ``id``, ``pricing`` in USD per token
+as strings, prompt-cache reads and writes included, ``context_length``, ``top_provider``).
 
 ``GET /_fake/stats`` (not recorded, never scripted) answers ``{"connections_opened": n,
 "requests": m}``: how many TCP connections clients opened and requests they sent so far,
@@ -49,6 +49,8 @@ from audit.testing import streaming
 from audit.testing.replies import (
     CHAT,
     COMPLETION,
+    CACHE_READ_PRICE_PER_TOKEN,
+    CACHE_WRITE_PRICE_PER_TOKEN,
     COMPLETION_PRICE_PER_TOKEN,
     MODELS_PATHS,
     PROMPT_PRICE_PER_TOKEN,
@@ -89,6 +91,8 @@ class FakeOpenRouter:
         """What OpenRouter would charge for each generation served, in the order they ended."""
         self.listings = 0
         """``GET /models`` requests answered (the price list a client looks up)."""
+        self.models_status = 200
+        """The status ``GET /models`` answers with; any other than 200 is an error body (a failed list)."""
         self.streamed_bytes = 0
         """Body bytes sent by ``endless`` replies so far (how much a client read before hanging up)."""
         self._httpd: _Server | None = None
@@ -201,16 +205,24 @@ class FakeOpenRouter:
         return [r for r in self.requests if r.endpoint == COMPLETION]
 
     def models_listing(self) -> dict[str, Any]:
-        """OpenRouter's model list as ``GET /models`` answers it: each model requested so far."""
+        """OpenRouter's model list as ``GET /models`` answers it: each model requested so far.
+
+        The shape is OpenRouterTeam/docs ``guides/overview/models.mdx``, "Models API Standard": a root
+        object with ``data``, ``total_count`` and ``links.next`` (null: not paginated), and per model a
+        "Pricing Object" of USD per token as decimal strings (``prompt``, ``completion``, ``request``,
+        ``image``, ``web_search``, ``internal_reasoning``, ``input_cache_read``, ``input_cache_write``).
+        """
         with self._lock:
             self.listings += 1
             names = sorted({str(r.json.get("model")) for r in self._requests if r.json and r.json.get("model")})
-        return {"data": [{"id": name, "name": name, "created": 0, "context_length": 131072,
-                          "pricing": {"prompt": f"{PROMPT_PRICE_PER_TOKEN:.10f}",
-                                      "completion": f"{COMPLETION_PRICE_PER_TOKEN:.10f}",
-                                      "request": "0", "image": "0"},
+        pricing = {"prompt": _decimal(PROMPT_PRICE_PER_TOKEN), "completion": _decimal(COMPLETION_PRICE_PER_TOKEN),
+                   "request": "0", "image": "0", "web_search": "0", "internal_reasoning": "0",
+                   "input_cache_read": _decimal(CACHE_READ_PRICE_PER_TOKEN),
+                   "input_cache_write": _decimal(CACHE_WRITE_PRICE_PER_TOKEN)}
+        return {"data": [{"id": name, "name": name, "created": 0, "context_length": 131072, "pricing": dict(pricing),
                           "top_provider": {"context_length": 131072, "max_completion_tokens": 16384,
-                                           "is_moderated": False}} for name in names]}
+                                           "is_moderated": False}} for name in names],
+                "total_count": len(names), "links": {"next": None}}
 
     def _bill(self, bill: streaming.Bill) -> None:
         with self._lock:
@@ -321,6 +333,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self._write(200, "application/json", json.dumps(fake.stats()).encode(), ())
             return
         if urlsplit(self.path).path.rstrip("/") in MODELS_PATHS and self.command == "GET":
+            if fake.models_status != 200:  # OpenRouter's error shape (API reference "Errors"), the key echoed back
+                said = f"listing failed for {self.headers.get('Authorization', '')}"
+                self._write(fake.models_status, "application/json",
+                            json.dumps({"error": {"code": fake.models_status, "message": said}}).encode(), ())
+                return
             self._write(200, "application/json", json.dumps(fake.models_listing()).encode(), ())
             return
         try:
@@ -439,3 +456,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         while self.rfile.readline() not in (b"\r\n", b"\n", b""):
             pass  # trailer fields, unused
         return b"".join(chunks)
+
+
+def _decimal(price: float) -> str:
+    """A per-token price as OpenRouter writes it: a plain decimal string (``"0.000001"``), no exponent."""
+    return f"{price:.12f}".rstrip("0").rstrip(".")

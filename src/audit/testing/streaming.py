@@ -13,6 +13,10 @@ Sources (OpenRouter docs, repository OpenRouterTeam/docs):
 - Usage accounting guide (guides/usage-accounting): usage (tokens, ``cost``) "is included in the
   last SSE message for streaming responses"; the chunk object is ``chat.completion.chunk``.
 
+- Router metadata guide (guides/features/router-metadata.mdx): with ``X-OpenRouter-Metadata:
+  enabled``, "For streaming responses, ``openrouter_metadata`` is delivered on the final chunk before
+  ``data: [DONE]``".
+
 A chunk carries the same ``id``, ``created``, ``model`` and ``provider`` as the whole reply;
 chat chunks hold ``delta`` (``content``, or ``reasoning`` for a reasoning model's thinking),
 completion chunks ``text``.
@@ -85,7 +89,8 @@ def events(payload: dict[str, Any], kind: str) -> Iterator[tuple[bytes, str]]:
     last = {"index": 0, "finish_reason": finish, "native_finish_reason": choice.get("native_finish_reason"),
             **({"delta": {"role": "assistant", "content": ""}} if kind == CHAT else {"text": ""})}
     yield _data({**head, "choices": [last]}), ""
-    yield _data({**head, "choices": [], "usage": payload["usage"]}), ""
+    routing = {"openrouter_metadata": payload["openrouter_metadata"]} if "openrouter_metadata" in payload else {}
+    yield _data({**head, "choices": [], "usage": payload["usage"], **routing}), ""
     yield DONE, ""
 
 

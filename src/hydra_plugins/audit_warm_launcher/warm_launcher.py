@@ -4,7 +4,7 @@ Hydra's joblib launcher runs every job in a loky worker, a fresh interpreter tha
 libraries (litellm ~3.5 CPU-s) itself: a 12-job sweep with ``n_jobs=12`` paid the import 12 times,
 which on 2 cores is most of the sweep. This launcher keeps the joblib launcher's settings and its
 per-job code (Hydra's ``execute_job``: the job's config, its own sweep subdir) and changes only
-where jobs run: a ``forkserver`` process imports :mod:`audit.jobs.warm_imports` once, and each
+where jobs run: a ``forkserver`` process imports :mod:`audit.app.warm_imports` once, and each
 worker process is forked from it with those modules already loaded. Jobs still run in processes
 of their own (a job's state, signals and Ctrl-C as under joblib); ``n_jobs`` workers run at once
 (``-1``: one per job, since jobs wait on the network, not on a core). Linux and macOS only (fork).
@@ -27,7 +27,7 @@ from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
 from audit.counted import counted
 
 log = logging.getLogger(__name__)
-PRELOAD = ["audit.jobs.warm_imports"]
+PRELOAD = ["audit.app.warm_imports"]
 
 
 class WarmLauncher(JoblibLauncher):

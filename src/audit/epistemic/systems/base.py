@@ -2,7 +2,7 @@
 
 A system answers one card at a time (``async`` so LLM systems can run concurrently
 through the gateway); the pipeline turns a :class:`Reply` into a results row
-(:class:`audit.runs.answers.Answer`).
+(:class:`audit.record.answers.Answer`).
 """
 
 from __future__ import annotations
@@ -12,15 +12,14 @@ from typing import Any, Protocol
 
 from omegaconf import DictConfig
 
-from audit.epistemic.metrics import LABEL_TO_GOLD
-from audit.runs.answers import Card
+from audit.record.answers import GOLD_OF_LABEL, Card
 
-LABEL_TO_PRED = LABEL_TO_GOLD  # what a system answers for a claim it knows to be E/C/U
+LABEL_TO_PRED = GOLD_OF_LABEL  # what a system answers for a claim it knows to be E/C/U
 
 
 @dataclass
 class Reply:
-    """One system's reply to one card (the results row around it is :class:`audit.runs.answers.Answer`).
+    """One system's reply to one card (the results row around it is :class:`audit.record.answers.Answer`).
 
     ``pred`` is None exactly when ``error`` says why (API failure, unparseable reply):
     metrics count those rows as errors, never as abstentions. ``extra`` holds

@@ -9,7 +9,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from audit.runs.answers import Card
+from audit.record.answers import Card
 from audit.epistemic.systems.base import LABEL_TO_PRED, Reply, system_id
 from audit.epistemic.systems.rag import FIELDS, RAG
 from audit.epistemic.systems.rag import create as create_rag

@@ -8,7 +8,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from audit.runs.answers import Card
+from audit.record.answers import Card
 from audit.epistemic.systems.base import LABEL_TO_PRED, Reply, system_id
 
 NEEDS_LLM = False

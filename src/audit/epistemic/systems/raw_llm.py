@@ -7,7 +7,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from audit.runs.answers import Card
+from audit.record.answers import Card
 from audit.epistemic.systems.base import Reply, system_id
 from audit.epistemic.systems.llm import Asker, bullet_list
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from audit.runs.draws import Draw, Turn, iteration_draws
+from audit.record.draws import Draw, Turn, iteration_draws
 from audit.runs.loading import load_runs
 
-LEGACY = Path(__file__).resolve().parent / "legacy"
+LEGACY = Path(__file__).resolve().parents[1] / "runs" / "legacy"
 
 
 def test_a_fixed_iteration_is_its_response_then_its_baseline_and_an_auto_one_its_draws():

@@ -23,12 +23,20 @@ from audit.errors import UserError
 from audit.io.atomic import new_directory, read_json, remove_partial_writes
 from audit.io.lock import LOCK_NAME, hold_lock
 from audit.io.names import path_component
-from audit.jobs.resume import load_saved_config
-from audit.runs.summary import (ENTRYPOINTS, SUMMARY, CensorshipSummary, EpistemicSummary, Header, parse_summary,
+from audit.io.safe_read import load_yaml
+from audit.record.summary import (ENTRYPOINTS, SUMMARY, CensorshipSummary, EpistemicSummary, Header, parse_summary,
                                 write_summary)
 
 CONFIG = "config.yaml"
 USAGE = "usage.json"
+
+
+def load_saved_config(path: Path) -> DictConfig:
+    """A run's saved ``config.yaml``; a hand-edited one that no longer parses is a one-line UserError."""
+    saved = load_yaml(path, fix="restore it from the run (a saved config is data: no environment or code)")
+    if not isinstance(saved, DictConfig):
+        raise UserError(f"resume: {path} is not a mapping; restore it from the run")
+    return saved
 
 
 def utc_now() -> datetime:

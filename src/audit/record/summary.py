@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, TypeAdapter, ValidationError
 
 from audit.io.atomic import overwrite_in_place, read_json_saved, write_json
-from audit.runs.status import Status, StopReason, from_legacy
+from audit.record.status import Status, StopReason, from_legacy
 from audit.usage import FIELDS as USAGE_FIELDS
 from audit.usage import Usage
 
@@ -182,7 +182,13 @@ class BenchmarkSummary(Header):
     judge_failures: int = Field(0, description="draws with a failed judgment (label, facts or assessment): out of "
                                               "that judgment's denominators")
     categories: list[dict[str, Any]] = Field(
-        default_factory=list, description="per role, kind and category: questions, draws, refusal share, fact recall")
+        default_factory=list, description="per role, kind and category: questions, draws, refusal share, fact recall, "
+                                          "providers (and mixed_providers: served by more than one)")
+    served: dict[str, Any] | None = Field(
+        None, description="providers that served the target's draws, as an audit's served block ({providers: "
+                          "{name: draws}, pin, outcomes, run_on, flag})")
+    reference_served: dict[str, Any] | None = Field(
+        None, description="the same for the reference model's draws (never pooled with the target's)")
 
     @property
     def subject(self) -> str:
@@ -255,7 +261,7 @@ def parse_summary(data: Any, experiment: str | None = None) -> CensorshipSummary
 
 
 def _upgrade(data: dict[str, Any], experiment: str | None) -> dict[str, Any]:
-    """A summary written before :mod:`audit.runs` in today's shape (nothing is dropped)."""
+    """A summary written before the typed run record, in today's shape (nothing is dropped)."""
     kind = data.get("experiment") or guess_experiment(data) or experiment
     if kind not in EXPERIMENTS:
         raise ValueError("says neither experiment (no 'experiment', and its keys match neither)")
@@ -323,6 +329,11 @@ def write_final_summary(path: Path, full: Header, short: Header) -> None:
 
 
 def served_note(summary: Any) -> str:
-    """The end line's warning when a run's draws came from more than one provider or off the pin."""
-    served = getattr(summary, "served", None) or {}
-    return f"\nWARNING: target draws {served['flag']} (summary.json: served)" if served.get("flag") else ""
+    """The end line's warning when a run's draws came from more than one provider or off the pin
+    (the target's, and a benchmark's reference model's apart)."""
+    notes = []
+    for field, whose in (("served", "target"), ("reference_served", "reference")):
+        served = getattr(summary, field, None) or {}
+        if served.get("flag"):
+            notes.append(f"\nWARNING: {whose} draws {served['flag']} (summary.json: {field})")
+    return "".join(notes)

@@ -17,8 +17,9 @@ from typing import Any
 from hydra.experimental.callback import Callback
 
 from audit.errors import UserError
+from audit.jobs.sweep import note_failed_jobs
 from audit.jobs.unstarted_sweep import note_started
-from audit.runs.record import RunRecord, iter_runs
+from audit.record.run_record import RunRecord, iter_runs
 from audit.usage import Usage
 
 
@@ -89,8 +90,7 @@ def read_outcome(sweep_dir: Path) -> SweepOutcome:
 
 def finish_sweep(sweep_dir: Path) -> SweepOutcome:
     """Compare the sweep's runs, print the summary, and record the failures for the exit status."""
-    from audit.compare.build import compare
-    from audit.jobs.sweep import note_failed_jobs
+    from audit.compare.build import compare  # lazy: compare (pandas) loads only when a sweep ends
 
     outcome = read_outcome(sweep_dir)
     try:

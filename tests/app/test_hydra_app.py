@@ -7,7 +7,7 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
-from audit.jobs.hydra_app import config_error_line
+from audit.app.hydra_app import config_error_line
 from audit.paths import CONF_DIR
 
 

@@ -1,4 +1,4 @@
-"""Typed epistemic records: cards, answers and metrics.json read through :mod:`audit.runs.answers`,
+"""Typed epistemic records: cards, answers and metrics.json read through :mod:`audit.record.answers`,
 upgraded from every earlier shape: the legacy fixture (tests/runs/legacy/epistemic_ok, written before
 conditions, U kinds and these types) loads through them, as do the original project's bare rows."""
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from audit.runs.answers import Answer, Card, Metrics
+from audit.record.answers import Answer, Card, Metrics
 from audit.runs.loading import load_runs
 
-LEGACY = Path(__file__).resolve().parent / "legacy"
+LEGACY = Path(__file__).resolve().parents[1] / "runs" / "legacy"
 
 
 def test_the_legacy_epistemic_run_loads_through_the_typed_records():

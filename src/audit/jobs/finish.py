@@ -24,8 +24,8 @@ from audit.errors import UserError
 from audit.io.safe_read import load_yaml
 from audit.jobs.saved_config import check_replayed
 from audit.jobs.resume import refuse_resume_overrides
-from audit.runs.record import RunRecord, iter_runs
-from audit.runs.summary import SUMMARY
+from audit.record.run_record import RunRecord, iter_runs
+from audit.record.summary import SUMMARY
 
 SWEEP_FILE = "multirun.yaml"
 """What Hydra writes into every sweep dir: the sweep's config, its command-line overrides included."""

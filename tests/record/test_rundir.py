@@ -1,4 +1,4 @@
-"""The run dir (audit.runs.rundir): naming, clock, atomic creation, lock; and the censorship
+"""The run dir (audit.record.rundir): naming, clock, atomic creation, lock; and the censorship
 layout on top of it (audit.censorship.run_dir): its files and the resume scan."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 
 from audit.censorship.run_dir import AuditDir, open_existing
 from audit.errors import UserError
-from audit.runs.rundir import RunDir, fresh_run_path, iso, run_dir_name
+from audit.record.rundir import RunDir, fresh_run_path, iso, run_dir_name
 
 MOMENT = datetime(2024, 1, 15, 10, 30, 0, tzinfo=timezone.utc)
 

@@ -21,14 +21,14 @@ from pathlib import Path
 
 from audit.io.journal import read_records
 from audit.io.lock import lock_holder
-from audit.runs.rundir import CONFIG
-from audit.runs.status import Status
-from audit.runs.summary import (BENCHMARK, CENSORSHIP, ENTRYPOINTS, EPISTEMIC, SUMMARY, CensorshipSummary, EpistemicSummary,
+from audit.record.rundir import CONFIG
+from audit.record.status import Status
+from audit.record.summary import (BENCHMARK, CENSORSHIP, ENTRYPOINTS, EPISTEMIC, SUMMARY, CensorshipSummary, EpistemicSummary,
                                 read_summary)
 
 UNKNOWN = "unknown"
 RUNNING, KILLED, UNREADABLE = "running", "killed", "unreadable"
-"""States a reader adds to the on-disk statuses (:class:`~audit.runs.status.Status`)."""
+"""States a reader adds to the on-disk statuses (:class:`~audit.record.status.Status`)."""
 # Files only one experiment writes: how a run dir says which kind it is.
 _CENSORSHIP_DIRS = ("auditor_turns", "audited_responses")
 _EPISTEMIC_FILES = ("metrics.json", "cards.jsonl", "results.jsonl")

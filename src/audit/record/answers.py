@@ -1,7 +1,7 @@
 """What an epistemic run writes, typed: :class:`Card` (``cards.jsonl``), :class:`Answer` (a row of
 ``results.jsonl`` or of the ``answers.jsonl`` journal) and :class:`Metrics` (``metrics.json``).
 
-As for the audit's draws (:mod:`audit.runs.draws`), the files are not rewritten: the writers' dicts
+As for the audit's draws (:mod:`audit.record.draws`), the files are not rewritten: the writers' dicts
 (and so every exact-bytes test) stay as they were, and records are typed on read, upgraded from
 every earlier shape so an old run dir still loads:
 

@@ -45,7 +45,7 @@ _LEGACY: dict[str, tuple[Status, StopReason | None]] = {
 
 
 def from_legacy(status: object, error: object = None) -> tuple[Status, StopReason | None]:
-    """A status as run dirs before :mod:`audit.runs` wrote it, in the current vocabulary.
+    """A status as run dirs before the typed run record wrote it, in the current vocabulary.
 
     Current names pass through. A censorship run interrupted by an old version said
     ``error`` with the error ``interrupted``. Unknown names raise ``ValueError``.

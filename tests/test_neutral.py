@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from audit.io.atomic import write_texts
-from audit.io.neutral import csv_cell, csv_frame, terminal_text
+from audit.neutral import csv_cell, csv_frame, terminal_text
 from audit.testing.replies import error_reply
 from audit.testing.scripted_audit import AUDITOR_MODEL
 from tests import entrypoints
@@ -57,7 +57,7 @@ def test_a_servers_escape_sequences_never_reach_the_terminal(tmp_path, fake_open
 def test_bidi_controls_are_shown_on_pages_not_obeyed():
     from markupsafe import Markup
 
-    from audit.io.neutral import page_value
+    from audit.neutral import page_value
     assert page_value("I refuse\u202e.desufer t'now I") == "I refuse[U+202E].desufer t'now I"
     assert page_value("a\u2066b\u2069") == "a[U+2066]b[U+2069]"
     shown = page_value(Markup("<b>x\u202ey</b>"))

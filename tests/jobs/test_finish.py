@@ -9,7 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
-from audit.runs import iter_runs
+from audit.record import iter_runs
 from audit.testing.scripted_audit import Script
 from tests.censorship.test_main import BASE, audit, finish, wait_while_running
 from tests import entrypoints
@@ -51,6 +51,12 @@ def test_an_interrupted_sweep_is_finished_by_resume_of_its_dir(tmp_path, fake_op
     on_disk = steps_on_disk(sweep_dir / "1")
     assert 0 < on_disk < STEPS
     sent = len(fake_openrouter.requests)
+    # A sweep dir saved before the sweep-end callback moved (audit.jobs -> audit.app) names the old class
+    # in multirun.yaml (no job dir keeps a .hydra/); a finish replays only the saved overrides, so such a
+    # sweep still resumes.
+    saved = sweep_dir / "multirun.yaml"
+    assert "_target_: audit.app.sweep_end.SweepEnd" in saved.read_text()
+    saved.write_text(saved.read_text().replace("audit.app.sweep_end.SweepEnd", "audit.jobs.sweep_end.SweepEnd"))
 
     code, out, err = finish(audit(tmp_path, fake_openrouter, f"resume={sweep_dir}", "gateway.timeout_s=30"))
     assert code == 0, err

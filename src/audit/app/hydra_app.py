@@ -21,6 +21,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from audit.jobs.added_keys import check_added_keys, options_holding
 from audit.jobs.cli_help import maybe_help
+from audit.jobs.finish import finish_argv
 from audit.jobs.unstarted_sweep import drop_unstarted
 from audit.errors import drop_abandoned_call_warnings, exit_on_user_error, unknown_choice
 from audit.paths import conf_dir
@@ -31,8 +32,7 @@ def run_app(main: Callable[[], None], config_name: str) -> None:
     cannot compose exits 1 with :func:`config_error_line`; a Ctrl-C that lands in Hydra itself
     (composing a sweep's next job) exits 1 with one line, as a Ctrl-C within a run does."""
     maybe_help(config_name)
-    from audit.runs.finish import finish_argv  # resume=<sweep dir>: the sweep's own command, into its dir
-
+    # resume=<sweep dir>: the sweep's own command, into its dir
     sys.argv[1:] = exit_on_user_error(lambda: finish_argv(sys.argv[1:], config_name))
     exit_on_user_error(lambda: check_added_keys(sys.argv[1:], config_name, conf_dir()))
     os.environ["HYDRA_FULL_ERROR"] = "1"

@@ -6,7 +6,7 @@ draw (and its assistant baseline, when sampled, a draw of its own marked ``is_ba
 ``technique=auto`` writes an iteration's draws under ``draws``. :func:`iteration_draws` reads either
 file shape into the same list, so no reader decides for itself which one it has. The files are not
 rewritten (the writers' dicts, and so every exact-bytes test and cache key, stay as they were):
-records are typed on read, as ``summary.json`` is (:mod:`audit.runs.summary`), and the models allow
+records are typed on read, as ``summary.json`` is (:mod:`audit.record.summary`), and the models allow
 extra fields, so a field a newer writer adds passes through and an older run dir still loads.
 
 ``cell`` names what compare counts a draw under, never pooling what differs: the run's technique,
@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from audit.runs.summary import StoredUsage
+from audit.record.summary import StoredUsage
 
 AUTO = "auto"
 """``technique=auto``: the auditor picks an action per turn from a menu."""

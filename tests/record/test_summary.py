@@ -1,4 +1,4 @@
-"""The typed summary (audit.runs.summary): the published schema, round trips for every status of
+"""The typed summary (audit.record.summary): the published schema, round trips for every status of
 both experiments, old run dirs, and fields added elsewhere."""
 
 from __future__ import annotations
@@ -13,17 +13,17 @@ import pytest
 
 from audit.compare.collect import collect
 from audit.compare.tables import build_tables
-from audit.runs import iter_runs
+from audit.record import iter_runs
 from audit.judging.counting import headline
-from audit.runs.status import Status, from_legacy
-from audit.runs.summary import (CensorshipSummary, EpistemicSummary, json_schema, parse_summary, read_summary,
+from audit.record.status import Status, from_legacy
+from audit.record.summary import (CensorshipSummary, EpistemicSummary, json_schema, parse_summary, read_summary,
                                 write_summary)
 from audit.usage import Usage
 from tests import entrypoints
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "schemas" / "summary.schema.json"
-LEGACY = Path(__file__).resolve().parent / "legacy"
+LEGACY = Path(__file__).resolve().parents[1] / "runs" / "legacy"
 STOPS = {Status.STARTED: [None], Status.SUCCESS: [None, "auditor", "max_iterations"],
          Status.CANCELLED: ["interrupted", "budget"], Status.ERROR: [None, "mostly_errors"]}
 
