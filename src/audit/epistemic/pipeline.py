@@ -53,6 +53,7 @@ from audit.llm import aborted
 from audit.llm.budget import stopped_by
 from audit.llm.embedded import chosen_roles, local_model, route
 from audit.llm.settings import record_endpoints, role_endpoint
+from audit.llm.workers import WorkerGateway, worker_count
 from audit.progress import Progress, cache_note
 from audit.tasks import gather_or_cancel
 from audit.record.rundir import RunDir, fresh_run_path, iso, utc_now
@@ -262,8 +263,6 @@ def summary_record(stage: str, status: Status, *, stop_reason: StopReason | None
 
 def run_workers(cfg: DictConfig) -> int:
     """The processes that make the run's model calls (``workers``: a number, or ``auto``, one per core)."""
-    from audit.llm.workers import worker_count
-
     return worker_count(cfg.get("workers", 1))
 
 
@@ -286,11 +285,7 @@ def open_gateway(gateway_cfg: DictConfig, endpoints: Sequence[str], repeat: int 
 
     gateway = make()
     backend.litellm()
-    if workers == 1:
-        return gateway
-    from audit.llm.workers import WorkerGateway
-
-    return WorkerGateway(gateway, make, workers)
+    return gateway if workers == 1 else WorkerGateway(gateway, make, workers)
 
 
 async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any]], gateway: Any,
@@ -525,7 +520,7 @@ def _answer_and_score(run_dir: RunDir, cfg: DictConfig, stage: str, mapping: str
     if gateway is not None:
         gateway.record_usage_in(run_dir.usage_path)  # every call on disk as it completes
     if stage != "cards":
-        if hasattr(gateway, "start"):
+        if isinstance(gateway, WorkerGateway):
             gateway.start()  # the workers are forked before the event loop runs
             print(f"calls made by {gateway.count} worker processes (workers={cfg.get('workers')})")
         rows = asyncio.run(answer_cards(built, cards, gateway, done, Journal(run_dir.path / ANSWERS)))

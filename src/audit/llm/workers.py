@@ -117,8 +117,16 @@ class _Worker:
     waiting: dict[int, asyncio.Future[LLMResponse]] = field(default_factory=dict)
     writer: asyncio.StreamWriter | None = None
     reading: asyncio.Task[None] | None = None
-    crashed: str | None = None
+    failure: Exception | None = None
+    """Why no call can go to this worker any more (it died, or its records could not be written)."""
     said_bye: bool = False
+
+    def fail(self, failure: Exception) -> None:
+        """Fail the calls waiting for this worker, and every later one, with ``failure``."""
+        self.failure = failure
+        for reply in self.waiting.values():
+            if not reply.done():
+                reply.set_exception(failure)
 
 
 class WorkerGateway:
@@ -184,8 +192,8 @@ class WorkerGateway:
         assert self._slots is not None
         worker = self._workers[route_of(model, messages, options, self.count)]
         async with self._slots:
-            if worker.crashed is not None:
-                raise WorkerCrashed(worker.crashed)
+            if worker.failure is not None:
+                raise worker.failure
             if self.budget is not None:  # when the call takes its slot, as in the gateway
                 self.budget.check(f"{options.get('tag') or 'chat'} call to {model}")
             number = next(self._ids)
@@ -196,7 +204,7 @@ class WorkerGateway:
             try:
                 return await reply
             except asyncio.CancelledError:
-                if worker.crashed is None and not worker.writer.is_closing():
+                if worker.failure is None and not worker.writer.is_closing():
                     worker.writer.write(_frame(("cancel", number)))  # its cut-off record still comes back
                 raise
             finally:
@@ -217,39 +225,41 @@ class WorkerGateway:
             worker.reading = asyncio.ensure_future(self._read(worker, reader))
 
     async def _read(self, worker: _Worker, reader: asyncio.StreamReader) -> None:
-        """Records into the ledger (charged to the budget), then the reply to whoever waits for it."""
-        while (message := await _receive(reader)) is not None:
-            for record in message[-1]:
-                self.ledger.add(record)
-                if self.budget is not None:
-                    self.budget.charge(record.usage.cost)
-            if message[0] == "bye":
-                worker.said_bye = True
-                break
-            _, number, outcome, value = message[:4]
-            reply = worker.waiting.get(number)
-            if reply is None or reply.done():
-                continue
-            if outcome == "ok":
-                reply.set_result(value)
-            elif outcome == "gateway":
-                kind, text, status, retries = value
-                reply.set_exception(GatewayError(kind, text, status=status, retries=retries))
-            elif outcome == "failed":
-                reply.set_exception(WorkerCrashed(f"gateway worker {worker.number + 1} failed: {value}"))
-            else:
-                reply.cancel()
-        if not worker.said_bye:
-            worker.crashed = f"gateway worker {worker.number + 1} (pid {worker.pid}) {await _ended(worker.pid)}"
-            for reply in worker.waiting.values():
-                if not reply.done():
-                    reply.set_exception(WorkerCrashed(worker.crashed))
+        """Records into the ledger (charged to the budget), then the reply to whoever waits for it.
+
+        A record that cannot be written (a full disk) fails the calls as it would in one process."""
+        try:
+            while (message := await _receive(reader)) is not None:
+                for record in message[-1]:
+                    self.ledger.add(record)
+                    if self.budget is not None:
+                        self.budget.charge(record.usage.cost)
+                if message[0] == "bye":
+                    worker.said_bye = True
+                    return
+                _, number, outcome, value = message[:4]
+                reply = worker.waiting.get(number)
+                if reply is None or reply.done():
+                    continue
+                if outcome == "ok":
+                    reply.set_result(value)
+                elif outcome == "gateway":
+                    kind, text, status, retries = value
+                    reply.set_exception(GatewayError(kind, text, status=status, retries=retries))
+                elif outcome == "failed":
+                    reply.set_exception(WorkerCrashed(f"gateway worker {worker.number + 1} failed: {value}"))
+                else:
+                    reply.cancel()
+        except Exception as exc:  # noqa: BLE001 - handed to every call waiting here, which raises it
+            worker.fail(exc)
+            return
+        worker.fail(WorkerCrashed(f"gateway worker {worker.number + 1} (pid {worker.pid}) {_ended(worker.pid)}"))
 
     async def aclose(self) -> None:
         """Tell every worker to stop (its calls in flight cut off and recorded), take its last records,
         reap it (killed after :data:`STOP_S`), then close the gateway."""
         try:
-            live = [w for w in self._workers if w.writer is not None and w.crashed is None]
+            live = [w for w in self._workers if w.writer is not None and w.failure is None]
             for worker in live:
                 assert worker.writer is not None
                 worker.writer.write(_frame(("stop",)))
@@ -268,9 +278,10 @@ class WorkerGateway:
             await self.gateway.aclose()
 
 
-async def _ended(pid: int) -> str:
-    """How a worker ended, for the one line (waited for briefly: it closed its socket as it went)."""
-    deadline = time.monotonic() + 5
+def _ended(pid: int, wait_s: float = 5.0) -> str:
+    """How a worker ended, for the one line. Waited for here, loop and all (it closed its socket as it
+    went, so this takes milliseconds): no call may go to it meanwhile, and the run is stopping anyway."""
+    deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         try:
             done, status = os.waitpid(pid, os.WNOHANG)
@@ -280,7 +291,7 @@ async def _ended(pid: int) -> str:
             if os.WIFSIGNALED(status):
                 return f"was killed by {signal.Signals(os.WTERMSIG(status)).name}"
             return f"ended unexpectedly with exit {os.WEXITSTATUS(status)}"
-        await asyncio.sleep(0.05)
+        time.sleep(0.005)
     return "closed its connection unexpectedly"
 
 
