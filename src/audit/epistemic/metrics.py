@@ -231,14 +231,14 @@ def _system_metrics(rows: list[Answer], mapping: str) -> dict[str, Any]:
 
 
 def units(metrics: Metrics) -> dict[str, SystemMetrics]:
-    """What a run's headline shows, one entry each, never pooling conditions: each system, or, for a
-    system asked under several conditions, each ``<system> · <condition>`` (its own figures, with
-    that one condition under ``conditions``)."""
+    """What a run's headline shows, one entry each, never pooling conditions (the units of
+    :meth:`Metrics.by_condition`, as compare counts them): each system, or, for a system asked under
+    several conditions, each ``<system> · <condition>`` (its own figures, with that one condition
+    under ``conditions``)."""
     out: dict[str, SystemMetrics] = {}
-    for system, m in metrics.items():
-        if m.pooled:
+    for system, condition, m in metrics.by_condition():
+        if m is metrics.root[system]:
             out[system] = m
         else:
-            out.update({f"{system} · {c}": cm.model_copy(update={"conditions": {c: cm}})
-                        for c, cm in m.conditions.items()})
+            out[f"{system} · {condition}"] = m.model_copy(update={"conditions": {condition: m}})
     return out
