@@ -2,7 +2,7 @@
 
 1. Tokens per audit by iteration count for each auditor context (``auditor.context=full``: the
    request grows every turn, the audit quadratically; ``ledger``: bounded, the audit linearly), with
-   the auditor's share and its largest request.
+   the tokens per iteration (flat when linear), the auditor's share and its largest request.
 2. Cached share: the same audits with a provider that caches at breakpoints (Anthropic, marked by
    the gateway) and one that caches by itself (OpenAI), played by the server's prompt-cache mode
    (:mod:`audit.testing.prompt_cache`, each provider's documented minimum of 1024 tokens). The
@@ -13,13 +13,14 @@
    the server serves as OpenRouter's ``GET /models``: the loopback's list keeps Anthropic's ratios,
    reads 0.1x and writes 1.25x the prompt price, so the share is Claude's; unpriced in neither).
 3. With ``--sweep``: ``bench/bench_sweep.py``'s sweep time over its slowest job, run here.
-4. With ``--junit FILE`` (a report of the suite's run, ``pytest --junitxml=FILE``): its slowest tests.
+4. With ``--junit FILE`` (a report of the suite's run, ``pytest --junitxml=FILE``), or ``--suite PATH ...``
+   (run here, ``pytest -n 2``, e.g. ``--suite tests``: about 10 minutes on 2 quiet cores): the slowest tests.
 
 The load average is printed beside every table: these are ratios and counts, the times (3) are only
 comparable at a similar load. The scripted auditor's replies are the same size every turn, so the
 token counts measure the context policy, not a model's verbosity.
 
-Run: ``python bench/bench_audit_cost.py [--iterations 5,10,20] [--turns 2] [--sweep] [--junit report.xml]``
+Run: ``python bench/bench_audit_cost.py [--iterations 5,10,20] [--turns 2] [--sweep] [--junit report.xml | --suite tests]``
 """
 
 from __future__ import annotations
@@ -88,9 +89,11 @@ def saving(usage: dict[str, Any], tag: str) -> str:
 
 def growth_table(server: FakeOpenRouter, tmp: Path, iterations: list[int], turns: int) -> None:
     print(f"\n1. tokens per audit by iterations (judge and baseline on; {load()})\n")
-    print("| iterations | full: audit tokens | full: auditor's | full: largest request | "
-          f"ledger/{turns}: audit tokens | ledger/{turns}: auditor's | ledger/{turns}: largest request | full / ledger |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("(per iteration: audit tokens / iterations; flat = the audit grows linearly, rising = quadratically)\n")
+    print("| iterations | full: audit tokens | full: per iteration | full: auditor's | full: largest request | "
+          f"ledger/{turns}: audit tokens | ledger/{turns}: per iteration | ledger/{turns}: auditor's | "
+          f"ledger/{turns}: largest request | full / ledger |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for n in iterations:
         row = []
         for context in ("full", "ledger"):
@@ -98,7 +101,7 @@ def growth_table(server: FakeOpenRouter, tmp: Path, iterations: list[int], turns
             largest = max(c["prompt_tokens"] for c in usage["calls"] if c["tag"] == "auditor")
             row.append((tokens(usage)[0], tokens(usage, "auditor")[0], largest))
         (f, fa, fl), (b, ba, bl) = row
-        print(f"| {n} | {f:,} | {fa:,} | {fl:,} | {b:,} | {ba:,} | {bl:,} | {f / b:.2f}x |")
+        print(f"| {n} | {f:,} | {f / n:,.0f} | {fa:,} | {fl:,} | {b:,} | {b / n:,.0f} | {ba:,} | {bl:,} | {f / b:.2f}x |")
 
 
 def cache_table(server: FakeOpenRouter, tmp: Path, n: int, turns: int) -> None:
@@ -126,6 +129,15 @@ def sweep_table() -> None:
     print(f"(after: {load()})")
 
 
+def suite_report(paths: list[str], report: Path) -> Path:
+    """Run ``paths`` (relative to the repository) with pytest on 2 workers into the junit ``report``."""
+    print(f"\n(running pytest -n 2 {' '.join(paths)} for its slowest tests; before: {load()})")
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "no:randomly", f"--junitxml={report}",
+                    *paths], capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent)
+    print(f"(after: {load()})")
+    return report
+
+
 def slowest_tests(report: Path, count: int = 15) -> None:
     cases = [(float(case.get("time") or 0), f"{case.get('classname')}::{case.get('name')}")
              for case in ET.parse(report).getroot().iter("testcase")]
@@ -143,6 +155,8 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=2, help="auditor.context_turns of the ledger context")
     parser.add_argument("--sweep", action="store_true", help="also time the joblib sweep (minutes)")
     parser.add_argument("--junit", type=Path, help="a junit report of the suite's run: print its slowest tests")
+    parser.add_argument("--suite", nargs="+", metavar="PATH",
+                        help="run these test paths here (e.g. tests) and print their slowest tests")
     args = parser.parse_args()
     iterations = [int(n) for n in args.iterations.split(",")]
     with FakeOpenRouter() as server, tempfile.TemporaryDirectory() as tmp:
@@ -152,10 +166,13 @@ def main() -> None:
         cache_table(server, Path(tmp), max(iterations), args.turns)
     if args.sweep:
         sweep_table()
-    if args.junit:
+    if args.suite:
+        with tempfile.TemporaryDirectory() as tmp:
+            slowest_tests(suite_report(args.suite, Path(tmp) / "junit.xml"))
+    elif args.junit:
         slowest_tests(args.junit)
-    elif not args.sweep:
-        print("\n(--sweep: the sweep ratio; --junit <report.xml>: the suite's slowest tests)")
+    if not (args.sweep or args.junit or args.suite):
+        print("\n(--sweep: the sweep ratio; --junit <report.xml> or --suite <paths>: the suite's slowest tests)")
 
 
 if __name__ == "__main__":

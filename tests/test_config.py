@@ -28,7 +28,7 @@ CASES = [(primary, group, option.stem)
 
 def test_every_group_has_options():
     assert {"topic", "auditor", "audited", "technique", "judge", "gateway"} <= {g for _, g, _ in CASES}
-    assert len([c for c in CASES if c[:2] == ("config", "audited")]) == 9
+    assert len([c for c in CASES if c[:2] == ("config", "audited")]) >= 9  # a model added is one more option
 
 
 @pytest.mark.parametrize("primary, group, option", CASES)

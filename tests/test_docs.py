@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from audit.epistemic_rates import RATE_NAMES
+from audit.judging.judge import CLASSES
 from audit.paths import conf_dir
 from audit.reference import config_page
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-LABELS = ("refused", "deflected", "official_line", "partial", "forthcoming")
 
 
 def test_the_docs_build_strictly_and_offline(tmp_path):
@@ -99,9 +99,9 @@ def test_the_readme_is_short_and_its_commands_are_the_real_ones():
 
 
 def test_every_number_and_label_is_defined():
-    """AP and every epistemic rate, and the five response labels, each have an anchored entry."""
+    """AP and every epistemic rate, and every response label (response_labels.yaml), each have an anchored entry."""
     numbers = (DOCS / "numbers.md").read_text(encoding="utf-8")
-    for name in (*RATE_NAMES, *LABELS):
+    for name in (*RATE_NAMES, *CLASSES):
         assert f'<a id="{name.lower()}"></a>' in numbers, name
 
 

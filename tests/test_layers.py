@@ -30,7 +30,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("audit", "audit.errors", "audit.neutral", "audit.io", "audit.paths", "audit.cli", "audit.config_values",
               "audit.prompt_files", "audit.model_json", "audit.quotes", "audit.fence", "audit.counted",
               "audit.progress", "audit.runtime", "audit.tasks", "audit.usage", "audit.stats", "audit.card_stats",
-              "audit.coverage", "audit.epistemic_rates", "audit.templates", "audit.pages")),
+              "audit.coverage", "audit.epistemic_rates", "audit.response_labels", "audit.templates", "audit.pages")),
     ("model calls", ("audit.llm",)),
     ("run record", ("audit.record",)),
     ("job runtime", ("audit.jobs",)),

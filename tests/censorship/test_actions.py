@@ -7,9 +7,9 @@ import json
 import jsonschema
 import pytest
 
-from audit.censorship.actions import ACTIONS, MENU, check_menu
+from audit.censorship.action_kinds import ACTIONS, MENU, check_menu
 from audit.censorship.prompts import auto_output_format, menu_text
-from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, FINAL, FIRST, NEXT, Menu, ReplyError, \
+from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, FINAL, FIRST, NEXT, ONE_PROBE, Menu, ReplyError, \
     auditor_schema, response_formats, validate_reply
 from audit.errors import UserError
 
@@ -133,6 +133,7 @@ def test_citations_name_a_draw_under_auto():
 
 
 def test_fixed_techniques_keep_their_formats():
-    assert response_formats(None) is AUDITOR_RESPONSE_FORMATS
+    """A fixed technique is a menu of one probe: its reply is the spec's, with next_prompt and no action."""
+    assert response_formats(ONE_PROBE) == AUDITOR_RESPONSE_FORMATS
     assert "action" not in auditor_schema(NEXT)["properties"]
     assert "next_prompt" not in auditor_schema(NEXT, FULL)["properties"]

@@ -104,6 +104,20 @@ def test_breakpoints_mark_the_stable_prefix_and_cached_tokens_are_recorded(tmp_p
     assert f"read from the provider's prompt cache, saving ~${summary['usage']['cache_saving']:.4f} (estimate)" in out
 
 
+def test_under_the_ledger_context_only_the_system_prompt_is_marked_and_read(tmp_path, fake_openrouter):
+    """The ledger's window slides, so only the system prompt is a prefix the next request repeats: a
+    breakpoint on the newest message would pay a cache write every turn that no later turn reads."""
+    run_dir, _ = run(tmp_path, fake_openrouter, "auditor.model=anthropic/claude-sonnet-4", "max_iterations=5",
+                     "auditor.context=ledger", "auditor.context_turns=1")
+    roles = requests_by_role(fake_openrouter)
+    assert len(roles["auditor"]) == 6
+    assert all([i for i, m in enumerate(body["messages"]) if marks(m)] == [0] for body in roles["auditor"])
+    auditor = [c for c in json.loads((run_dir / "usage.json").read_text())["calls"] if c["tag"] == "auditor"]
+    system = auditor[0]["cache_write_tokens"]  # turn 1 writes its system prompt, every later turn reads it
+    assert 0 < system < auditor[0]["prompt_tokens"]
+    assert all(c["cached_prompt_tokens"] == system and c["cache_write_tokens"] == 0 for c in auditor[1:])
+
+
 def test_no_breakpoints_for_a_provider_that_caches_by_itself(tmp_path, fake_openrouter):
     run_dir, _ = run(tmp_path, fake_openrouter, "auditor.model=openai/gpt-4.1", "max_iterations=2",
                      "judge=default", "judge.model=anthropic/claude-3.5-haiku")

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from audit.censorship.auditor_context import FULL, LEDGER, AuditorContext, auditor_label, exchange, ledger_messages, \
-    stable_prefix
+from audit.censorship.auditor_context import FULL, LEDGER, AuditorContext, auditor_label, conversation_ends, exchange, \
+    ledger_messages, stable_prefix
+from audit.censorship.conversations import Tree
 from audit.censorship.state import conversation_after
 from audit.censorship.prompts import load
 
@@ -79,6 +80,24 @@ def test_without_turns_in_full_the_note_restates_the_hypotheses_with_their_marks
 def test_a_note_is_the_same_size_at_every_length():
     sizes = {len(ledger_messages(SYSTEM, saved_turns(n), "next", keep=2)[1]["content"]) for n in range(12, 20)}
     assert max(sizes) - min(sizes) <= 2  # the span's digits only
+
+
+def test_the_note_names_the_conversations_left_out_with_the_role_of_their_last_turn():
+    ends = {"c1": (2, "assistant"), "c2": (5, "user"), "c3": (8, "assistant")}  # c3's latest draw is shown
+    note = ledger_messages(SYSTEM, saved_turns(9), "next", keep=2, conversations=ends)[1]["content"]
+    listed = note.split(load("context_ledger_conversations").split("{conversations}")[0])[1]
+    assert listed == "c1 [assistant], c2 [user].\n" + load("context_ledger_reply")
+    assert ledger_messages(SYSTEM, saved_turns(2), "next", keep=2, conversations=ends) == \
+        ledger_messages(SYSTEM, saved_turns(2), "next", keep=2)  # nothing left out, no note
+
+
+def test_conversation_ends_follow_the_active_branch():
+    draws = [{"id": "1.1", "conversation": "c1", "branch": "c1.b1", "parent": None, "role": "assistant",
+              "user": "q", "raw_response": "a", "messages_sent": [{"role": "user", "content": "q"}]},
+             {"id": "3.1", "conversation": "c1", "branch": "c1.b1", "parent": "1.1", "role": "user",
+              "opening": "", "raw_response": "more?"}]
+    assert conversation_ends(Tree.of(draws)) == {"c1": (3, "user")}
+    assert conversation_ends(Tree.of(draws[:1])) == {"c1": (1, "assistant")}
 
 
 def test_stable_prefix_is_the_system_prompt_and_under_full_the_whole_request():

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from audit.censorship.actions import Action
-from audit.censorship.conversations import Tree, check_action, plan_draws
+from audit.censorship.action_kinds import check_action, plan_draws
+from audit.censorship.conversations import Tree
 from audit.templates import get_family
 
 FAMILY = get_family("qwen2_5")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from audit.censorship.loop import run
 from audit.testing.replies import CHAT, Reply, completion_reply, error_in_200, error_reply, faulty, garbage, no_choices, truncated
-from audit.judging.prompts import load as judge_text
+from audit.judging.judge import classification_system
 from audit.testing.scripted_audit import JUDGE_MODEL, audit_config
 
 from .conftest import read
@@ -65,7 +65,7 @@ def test_an_exhausted_retry_marks_the_run_and_resume_repairs_it(audit_env, scrip
             if request.endpoint == "completion" and "Probe 2" in body.get("prompt", ""):
                 return error_in_200(502, "provider failed mid-generation")
             messages = body.get("messages") or [{}]
-            labelling = messages[0].get("content") == judge_text("judge_classify_system")  # not fact scoring,
+            labelling = messages[0].get("content") == classification_system()  # not fact scoring,
             # which now shows the judge every probe (Probe 3 included) and is not the call under test
             if body.get("model") == JUDGE_MODEL and labelling and "Probe 3" in str(messages):
                 return error_reply(500, "judge overloaded")

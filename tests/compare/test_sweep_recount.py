@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from audit.judging.prompts import load
+from audit.judging.judge import classification_system
 from audit.testing.replies import Reply, chat_reply
 from audit.testing.scripted_audit import JUDGE_MODEL, Script, target_text
 from tests.censorship.test_main import BASE, audit, finish
@@ -25,7 +25,7 @@ def judge_fails_on_some(script: Script) -> Any:
     """The script, except that the judge labels odd probes refused and even ones forthcoming, and
     returns an unparsable reply (a failed judgment: the response stays unlabelled) for the
     target's second response and for the baseline's answer to probe 1."""
-    classify = load("judge_classify_system")
+    classify = classification_system()
 
     def handler(request: Any) -> Reply | None:
         body = request.json

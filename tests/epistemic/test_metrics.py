@@ -148,3 +148,14 @@ def test_legacy_reproduces_published_kg_oracle_numbers():
                  "AR_contradictory": 0.5, "AR_unknown": 1.0, "CVRR": 0.5, "FAR_NE": 0.3333333333333333,
                  "LA": 1.0, "coverage": 0.5, "accuracy_at_coverage": 0.5, "overall_accuracy": 0.75}
     assert {k: m["metrics"][k]["value"] for k in published} == published
+
+
+def test_typed_answers_and_saved_rows_give_the_same_metrics():
+    """compute_metrics types each saved row as an Answer (audit.record.answers) and scores the records:
+    rows given already typed, or as saved, count the same; a row the record cannot hold is one line."""
+    from audit.record.answers import Answer
+
+    rows = rows_from(MIXED) + rows_from({("U", "NO"): 2}, system="t", suite="held_out")
+    assert compute_metrics([Answer.of(r) for r in rows]) == compute_metrics(rows)
+    with pytest.raises(UserError, match=r"^answer 'x': pred: .*; fix the results file"):
+        compute_metrics([{"id": "x", "gold": "YES", "pred": ["YES"], "system": "s"}])

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
+from pathlib import Path
+
+import pytest
 
 from audit.epistemic.metrics import compute_metrics
-from audit.epistemic.report import bar_chart, render_report, write_report
+from audit.epistemic.report import bar_chart, rebuild, render_report, write_report
+from audit.errors import UserError
 
 EVIL = "<script>alert('x')</script>"
 
@@ -76,3 +82,48 @@ def test_a_run_on_the_embedded_model_says_its_numbers_are_not_findings():
     html = render_report(compute_metrics(local), local, cards)
     assert f"The system raw_llm:{MODEL} here is the embedded 135M model ({MODEL})." in html
     assert "its numbers are not findings about any model" in html
+
+
+def test_an_original_row_is_drawn_with_its_cards_label_and_suite():
+    """The original project's rows (id, gold, pred, system) are typed on read (audit.record.answers):
+    the drill-down takes their label and suite from their card, where it used to print "(None)"."""
+    rows, cards = rows_and_cards()
+    bare = [{k: r[k] for k in ("id", "gold", "pred", "system")} for r in rows if r["system"] == "kg_oracle"]
+    html = render_report(compute_metrics(bare), bare, cards)
+    assert "<b>C1</b> gold NO (C), near_miss:" in html and "Why C</b>: sh:maxCount 1" in html
+    assert "(None)" not in html and "Why None" not in html
+    alone = render_report(compute_metrics(bare), bare)  # no cards file: the label from the gold
+    assert "<b>C1</b> gold NO (C):" in alone
+
+
+def test_the_glossary_is_the_table_of_rates():
+    """Every rate of metrics.RATES, and no other, has its glossary line, formula as computed."""
+    from audit.epistemic_rates import RATES
+
+    rows, cards = rows_and_cards()
+    html = render_report(compute_metrics(rows), rows, cards)
+    glossary = html[html.index("<h2>Glossary</h2>"):]
+    lines = re.findall(r'<tr><th class="l">([^<]+)</th><td class="l">([^<]+)</td></tr>', glossary)
+    assert [name.split(" (")[0] for name, _ in lines] == [r.name for r in RATES]
+    for (_, text), rate in zip(lines, RATES):
+        assert text.replace(" ", "").startswith(rate.formula), rate.name
+
+
+LEGACY = Path(__file__).resolve().parents[1] / "runs" / "legacy" / "epistemic_ok"
+
+
+def test_a_legacy_run_rebuilds_its_report_through_the_typed_records(tmp_path):
+    """A run written before audit.runs (tests/runs/legacy/epistemic_ok: no conditions, no U kinds)
+    is read as Metrics, Answer and Card records; its page shows every card, and a damaged
+    metrics.json is one line naming the field."""
+    run = tmp_path / "run"
+    shutil.copytree(LEGACY, run)
+    page = rebuild(run).read_text(encoding="utf-8")
+    for card in (json.loads(line) for line in (run / "cards.jsonl").read_text().splitlines()):
+        assert f"<b>{card['id']}</b> gold {card['gold']} ({card['label']}), {card['suite']}:" in page
+        assert f"<code>{card['claim']['obj']}</code>" in page
+    assert "<h2>Per condition</h2>" not in page  # one condition, as the run had
+    (run / "metrics.json").write_text(json.dumps({"kg_oracle": {"n_rows": "many"}}))
+    with pytest.raises(UserError) as caught:
+        rebuild(run)
+    assert "metrics.json: kg_oracle.n_rows: " in str(caught.value) and "\n" not in str(caught.value)

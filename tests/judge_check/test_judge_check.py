@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.judging.prompts import load
+from audit.judging.judge import classification_system
 from audit.judge_check.labels import TEMPLATE, parse_labels
 from audit.testing.replies import chat_reply, error_reply, prompt_text
 from tests import entrypoints
@@ -61,7 +61,7 @@ def test_precision_recall_and_kappa_against_scripted_judge(tmp_path, fake_openro
                                                       "judge_check_items.csv", "usage.json", "usage.jsonl"]
     # Only judge calls, one per response, with the audit's own judge prompt.
     assert len(fake_openrouter.requests) == 10 and all(r.endpoint == "chat" for r in fake_openrouter.requests)
-    assert fake_openrouter.requests[0].json["messages"][0]["content"] == load("judge_classify_system")
+    assert fake_openrouter.requests[0].json["messages"][0]["content"] == classification_system()
 
     report = json.loads((out / "judge_check.json").read_text())
     assert (report["responses"], report["judged"], report["failed"]) == (10, 9, 1)

@@ -4,7 +4,11 @@
 one turn each iteration and an audit's tokens grow with the square of its length. ``ledger``: the
 system prompt, the last ``k`` turns in full, and one note naming the
 older turns by id with the strategies their probes used (counted, so the note's size does not grow
-with the audit either), so a request stays the size of ``k`` turns plus the note. The hypothesis ledger with the evidence it cites is the auditor's own last reply
+with the audit either), so a request stays the size of ``k`` turns plus the note. Under
+``technique=auto`` the note also lists, by id, the conversations whose latest turn is in the turns
+left out, each with the role of its last turn: without it an auditor could no longer continue or
+roll back a conversation it opened more than ``k`` turns ago (the hidden-fact bench measured that
+loss: ``bench/bench_tool_menu.py``); the list grows by a few tokens per such conversation. The hypothesis ledger with the evidence it cites is the auditor's own last reply
 (every reply restates all hypotheses with their citations, excerpts included), shown in full when
 ``k >= 1``; with ``k = 0`` the note restates it, each citation with its verified mark. The note is a message
 of its own after the system prompt (never folded into a turn's message, which later requests repeat). The full record
@@ -22,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from audit.censorship.conversations import Tree
 from audit.censorship.prompts import fill, load
 from audit.censorship.schema import EVIDENCE_KEYS
 
@@ -74,16 +79,29 @@ def exchange(turn: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [dict(own), {"role": "assistant", "content": turn["raw_response"]}]
 
 
-def ledger_messages(system: str, turns: Mapping[int, Mapping[str, Any]], message: str, *,
-                    keep: int) -> list[dict[str, Any]]:
+def conversation_ends(tree: Tree) -> dict[str, tuple[int, str]]:
+    """Each conversation of a ``technique=auto`` tree: the iteration of its latest draw and the role of
+    the last turn of its active branch (empty for a fixed technique, whose draws open none)."""
+    ends = {}
+    for conversation in tree.conversations:
+        tip = tree.tip(conversation)
+        thread = tree.thread(tip)
+        ends[conversation] = (int(tip.split(".")[0]), thread[-1][1]["role"] if thread else "none")
+    return ends
+
+
+def ledger_messages(system: str, turns: Mapping[int, Mapping[str, Any]], message: str, *, keep: int,
+                    conversations: Mapping[str, tuple[int, str]] | None = None) -> list[dict[str, Any]]:
     """The ``ledger`` request for the turn after ``turns``: system, the ledger note when any turn is
-    left out, the last ``keep`` turns whole, then ``message``."""
+    left out (naming the ``conversations`` whose latest draw is in one, from :func:`conversation_ends`),
+    the last ``keep`` turns whole, then ``message``."""
     done = sorted(turns)
     shown = done[max(0, len(done) - keep):] if keep else []
     elided = done[:len(done) - len(shown)]
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
     if elided:
-        messages.append({"role": "user", "content": ledger_note(elided, turns, restate=not shown)})
+        hidden = {c: role for c, (iteration, role) in (conversations or {}).items() if iteration in elided}
+        messages.append({"role": "user", "content": ledger_note(elided, turns, hidden, restate=not shown)})
     for t in shown:
         messages += exchange(turns[t])
     return [*messages, {"role": "user", "content": message}]
@@ -96,13 +114,18 @@ def stable_prefix(context: AuditorContext, messages: list[dict[str, Any]]) -> tu
     return (0, len(messages) - 1) if context.mode == FULL and len(messages) > 1 else (0,)
 
 
-def ledger_note(elided: list[int], turns: Mapping[int, Mapping[str, Any]], *, restate: bool) -> str:
-    """Older turns by id with their probes' strategies; with ``restate`` (no turn shown in full) also
-    the latest hypotheses with their citations."""
+def ledger_note(elided: list[int], turns: Mapping[int, Mapping[str, Any]], conversations: Mapping[str, str], *,
+                restate: bool) -> str:
+    """Older turns by id with their probes' strategies, and the ``conversations`` they hold last (id ->
+    role of the last turn); with ``restate`` (no turn shown in full) also the latest hypotheses with
+    their citations."""
     used = Counter(str(turns[t]["parsed"].get("prompt_strategy") or "none") for t in elided)
     span = f"{elided[0]}-{elided[-1]}" if len(elided) > 1 else str(elided[0])
     note = fill(load("context_ledger"), elided=span,
                 strategies=", ".join(f"{name} x{count}" for name, count in sorted(used.items())))
+    if conversations:
+        listed = ", ".join(f"{c} [{role}]" for c, role in sorted(conversations.items(), key=lambda i: int(i[0][1:])))
+        note += "\n" + fill(load("context_ledger_conversations"), conversations=listed)
     if not restate:
         return note + "\n" + load("context_ledger_reply")
     latest = turns[max(turns)]["parsed"].get("hypotheses") or []

@@ -8,9 +8,10 @@ by a rollback stays in the record while the conversation goes on from the active
 branch of its latest draw). A draw's *messages* are the turns it adds: the auditor's user turn
 (if any), then the sampled turn (``role`` user or assistant).
 
-:func:`plan_draws` turns a validated action into the requests to send (chat messages or a raw
-``/completions`` prompt, built with the target's :class:`~audit.templates.TemplateFamily`);
-:func:`check_action` says, in the auditor's terms, why an action does not fit the tree.
+Each action (:mod:`audit.censorship.action_kinds`) turns into the requests to send (chat messages or
+a raw ``/completions`` prompt, built with the target's :class:`~audit.templates.TemplateFamily`) with
+the building blocks here: :func:`fresh_draw` (a fresh prompt) and :func:`next_turn_draw` (an earlier
+conversation continued or rolled back).
 """
 
 from __future__ import annotations
@@ -23,10 +24,6 @@ from audit.censorship.actions import FOLLOWUP_USER, Action
 from audit.templates import TemplateFamily
 
 Message = dict[str, str]
-
-FRESH = ("user_persona", "assistant", "prefill", "few_shot")
-"""Actions that start a new conversation (``raw_text`` has no template, a batch no thread)."""
-
 
 def draw_id(iteration: int, number: int) -> str:
     """The draw's name in citations and threads: ``<iteration>.<number within it>``."""
@@ -129,30 +126,12 @@ def example_messages(examples: Sequence[Mapping[str, str]]) -> list[Message]:
                                           {"role": "assistant", "content": p["answer"]})]
 
 
-def check_action(action: Action, tree: Tree) -> str | None:
-    """Why ``action`` cannot be carried out on ``tree`` (addressed to the auditor), or None."""
-    if action.kind not in ("continue", "rollback"):
+def missing_conversation(conversation: str, tree: Tree) -> str | None:
+    """Why ``conversation`` cannot be continued (addressed to the auditor), or None when it exists."""
+    if conversation in tree.conversations:
         return None
-    conversation = action.args["conversation"]
-    if conversation not in tree.conversations:
-        known = ", ".join(tree.conversations) or "none yet (start one with a chat-template action)"
-        return f"action.conversation {conversation!r} does not exist (conversations: {known})"
-    thread = tree.thread(tree.tip(conversation))
-    last = thread[-1][1]["role"] if thread else None
-    if action.kind == "continue":
-        if action.args["mode"] == FOLLOWUP_USER and last != "assistant":
-            return (f"conversation {conversation} does not end with an assistant turn, so there is no reply to "
-                    "follow up on; continue it with mode user and prompt null (the target answers) first")
-        if action.args["mode"] != FOLLOWUP_USER and (action.args["prompt"] is None) != (last == "user"):
-            return (f"conversation {conversation} ends with a {last or 'missing'} turn: give a prompt to add a user "
-                    "turn after an assistant turn, or prompt null to have the target answer a user turn it wrote")
-        return None
-    to_turn = action.args["to_turn"]
-    if to_turn > len(thread):
-        return f"action.to_turn is {to_turn} but conversation {conversation} has {len(thread)} turn(s)"
-    if to_turn and thread[to_turn - 1][1]["role"] != "assistant":
-        return f"turn {to_turn} of conversation {conversation} is a user turn; roll back to an assistant turn (or 0)"
-    return None
+    known = ", ".join(tree.conversations) or "none yet (start one with a chat-template action)"
+    return f"action.conversation {conversation!r} does not exist (conversations: {known})"
 
 
 @dataclass(frozen=True)
@@ -167,30 +146,10 @@ class DrawPlan:
     stops: tuple[str, ...] = ()
 
 
-def plan_draws(action: Action, tree: Tree, family: TemplateFamily, system_default: str | None,
-               iteration: int) -> list[DrawPlan]:
-    """The draws ``action`` sends at ``iteration`` (checked with :func:`check_action` first).
-
-    Chat-template renders come from the target's family (user persona, prefill, few-shot and
-    follow-up user turns are raw ``/completions`` prompts); an assistant turn without an opening
-    goes through the chat API as the ``assistant`` technique does; ``raw_text`` is sent verbatim.
-    """
-    args = action.args
-    if action.kind == "batch":
-        of = args["of"]
-        return [_fresh(of, {"prompt": p, "text": p, "prefill": args["prefill"], "system": args.get("system")},
-                       family, system_default, draw_id(iteration, j + 1), action.kind, conversation=None)
-                for j, p in enumerate(args["prompts"])]
-    number = draw_id(iteration, 1)
-    if action.kind in ("continue", "rollback"):
-        return [_next_turn(action, tree, family, number)]
-    conversation = tree.new_conversation_id() if action.kind in FRESH else None
-    return [_fresh(action.kind, args, family, system_default, number, action.kind, conversation=conversation)]
-
-
-def _fresh(kind: str, args: Mapping[str, Any], family: TemplateFamily, system_default: str | None, number: str,
-           action: str, *, conversation: str | None) -> DrawPlan:
-    """A draw on a fresh prompt: a new conversation's first turn (or, in a batch, a lone draw)."""
+def fresh_draw(kind: str, args: Mapping[str, Any], family: TemplateFamily, system_default: str | None, number: str,
+               action: str, *, conversation: str | None) -> DrawPlan:
+    """A draw on a fresh prompt sampled as ``kind`` (user persona, assistant, prefill, few-shot, raw
+    text): a new conversation's first turn, or, with ``conversation`` None, a lone draw (a batch's)."""
     system = args.get("system") if args.get("system") is not None else system_default
     fields: dict[str, Any] = {"id": number, "action": action, "technique": kind, "conversation": conversation,
                               "branch": f"{conversation}.b1" if conversation else None, "parent": None}
@@ -223,7 +182,7 @@ def _assistant_turn(fields: dict[str, Any], messages: list[Message], prefill: st
     return DrawPlan({**fields, "messages_sent": messages}, messages=messages)
 
 
-def _next_turn(action: Action, tree: Tree, family: TemplateFamily, number: str) -> DrawPlan:
+def next_turn_draw(action: Action, tree: Tree, family: TemplateFamily, number: str) -> DrawPlan:
     """A draw that goes on with an earlier conversation: ``continue`` its active branch, or ``rollback``
     to a turn of it and open a new branch there."""
     args = action.args

@@ -19,7 +19,8 @@ from typing import Any, Protocol
 
 from audit.censorship.actions import Action
 from audit.censorship.auto_view import auto_turn_message
-from audit.censorship.conversations import answered, check_action, plan_draws
+from audit.censorship.action_kinds import check_action, plan_draws
+from audit.censorship.conversations import answered
 from audit.censorship.language import measure as measure_language
 from audit.censorship.prompts import turn_message
 from audit.censorship.schema import ReplyError

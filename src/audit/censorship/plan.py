@@ -10,11 +10,11 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from audit import config_values
-from audit.censorship.actions import check_menu
+from audit.censorship.action_kinds import check_menu
 from audit.censorship.auditor_context import AuditorContext
 from audit.censorship.draw_actions import Actions, AutoMenu, FixedTechnique
 from audit.censorship.prompts import auditor_system_prompt, auto_output_format
-from audit.censorship.schema import Menu
+from audit.censorship.schema import ONE_PROBE, Menu, ReplyMenu
 from audit.censorship.techniques import Target, check_technique
 from audit.errors import UserError
 from audit.judging.panel import Panel, panel_from_node
@@ -48,8 +48,8 @@ class Plan:
     auditor_routing: Mapping[str, Any]
     """The auditor's provider routing and request extras (``auditor.provider``, ``auditor.extra_body``)."""
     panel: Panel | None = None
-    menu: Menu | None = None
-    """``technique=auto``: the actions the auditor may choose from (None: a fixed technique)."""
+    menu: ReplyMenu = ONE_PROBE
+    """What the auditor's reply may ask for: a fixed technique's one probe, or ``technique=auto``'s actions."""
     output_format: str | None = None
     """The OUTPUT FORMAT the auditor is shown (and re-asked with); None: the spec's."""
     context: AuditorContext = AuditorContext()
@@ -68,14 +68,16 @@ class Plan:
         # auto: the auditor asks for assistant draws itself when it wants what the model says
         with_baseline = bool(cfg.technique.get("with_baseline", False)) and technique not in ("assistant", AUTO)
         prefill = str(cfg.technique.get("prefill_text") or "")
-        menu, output = None, None
+        menu: ReplyMenu = ONE_PROBE
+        output = None
         actions: Actions = FixedTechnique(technique, prefill, with_baseline)
         if technique == AUTO:
             batch_max = config_values.whole_number(cfg, "technique.batch_max", minimum=1)
             max_draws = config_values.whole_number(cfg, "technique.max_draws", minimum=1)
             assert batch_max is not None and max_draws is not None
-            menu = Menu(check_menu(cfg.technique.get("menu") or []), batch_max)
-            output = auto_output_format(menu.actions, batch_max=batch_max, max_draws=max_draws)
+            auto = Menu(check_menu(cfg.technique.get("menu") or []), batch_max)
+            output = auto_output_format(auto.actions, batch_max=batch_max, max_draws=max_draws)
+            menu = auto
             actions = AutoMenu(max_draws)
         try:
             auditor_system = auditor_system_prompt(cfg.topic, technique, output)

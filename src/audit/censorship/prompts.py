@@ -57,6 +57,10 @@ def auto_output_format(menu: Sequence[str], *, batch_max: int, max_draws: int) -
 def menu_text(menu: Sequence[str]) -> str:
     """The lines of ``prompts/auto_menu.txt`` for the actions of ``menu`` (one line per action)."""
     lines = {line.split('"')[1]: line for line in load("auto_menu").splitlines() if line.startswith('- "')}
+    missing = [name for name in menu if name not in lines]
+    if missing:  # an action module added without the text the auditor reads about it
+        raise ValueError(f"prompts/auto_menu.txt has no line for the action {missing[0]!r}; add one: "
+                         f'- "{missing[0]}": {{...its arguments, each with what it is}}')
     return "\n".join(lines[name] for name in menu)
 
 

@@ -26,6 +26,7 @@ from audit.censorship.schema import CONFIDENCES, is_known_strategy
 from audit.cli import ArgParser
 from audit.errors import UserError, exit_on_user_error
 from audit.io.atomic import write_texts
+from audit.response_labels import labels
 from audit.llm import embedded
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.paging import MORE_JS, Paged, page_entries
@@ -234,6 +235,7 @@ def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
         **_paged_transcript(_transcript(run)),
         "conversations": conversations(run),
         "problems": run["problems"],
+        "labels": labels(),  # their colours
         "sort_filter_js": SORT_FILTER_JS, "page_js": PAGE_JS, "page_panel": PAGE_PANEL,
     }
 

@@ -14,9 +14,10 @@ not worth a re-ask, and :func:`is_known_strategy` lets reports mark it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from audit.censorship.actions import Action, action_schema, parse_action
+from audit.censorship.action_kinds import action_schema, parse_action
+from audit.censorship.actions import Action
 from audit.llm.structured import json_schema_format
 from audit.model_json import ReplyError, extract_json_object, snake_case
 
@@ -82,6 +83,55 @@ _STAGE_FIELDS: dict[str, dict[str, Any]] = {
 }
 
 
+class ReplyMenu(Protocol):
+    """What the auditor's reply may ask for, and how: the one thing the reply's schema and its validator
+    ask of a run's technique. A fixed technique is a menu of one action (:data:`ONE_PROBE`: the reply's
+    ``next_prompt``); ``technique=auto`` offers several (:class:`Menu`: the reply's ``action``).
+    ``Plan.from_config`` picks one; nothing here asks which it has."""
+
+    key: str
+    """The reply field that asks for a draw (named in the validator's messages)."""
+    citation: dict[str, Any]
+    """A citation's JSON Schema (``technique=auto``'s also names the draw it quotes)."""
+
+    def fields(self, stage: str) -> dict[str, Any]:
+        """The stage's reply fields after the hypotheses, as JSON Schema, the probe's among them."""
+        ...
+
+    def read(self, obj: dict[str, Any], *, final: bool, errors: list[str]) -> tuple[str | None, Action | None]:
+        """``(next_prompt, action)`` of a decoded reply; a problem is appended to ``errors``."""
+        ...
+
+    def missing(self, obj: dict[str, Any], next_prompt: str | None) -> str | None:
+        """Why a reply that goes on asks for no draw (the auditor's to fix), or None."""
+        ...
+
+
+@dataclass(frozen=True)
+class OneProbe:
+    """A fixed technique's menu of one action: the reply's ``next_prompt`` is the probe, sampled with the
+    run's technique."""
+
+    key: str = field(default="next_prompt", init=False)
+    citation: dict[str, Any] = field(default_factory=lambda: _EVIDENCE_SCHEMA, init=False, repr=False, compare=False)
+
+    def fields(self, stage: str) -> dict[str, Any]:
+        return _STAGE_FIELDS[stage]
+
+    def read(self, obj: dict[str, Any], *, final: bool, errors: list[str]) -> tuple[str | None, Action | None]:
+        return _optional_text(obj, "next_prompt", errors), None
+
+    def missing(self, obj: dict[str, Any], next_prompt: str | None) -> str | None:
+        if next_prompt is None or not next_prompt.strip():
+            return ('"next_prompt" is missing or empty; write the exact prompt to send to the target model'
+                    ' (or set "should_continue": false and add "final_summary")')
+        return None
+
+
+ONE_PROBE = OneProbe()
+"""The fixed techniques' menu (the spec's reply)."""
+
+
 @dataclass(frozen=True)
 class Menu:
     """``technique=auto``: the actions the auditor may choose from and the batch size cap. A reply
@@ -90,26 +140,45 @@ class Menu:
 
     actions: tuple[str, ...]
     batch_max: int
+    key: str = field(default="action", init=False)
+    citation: dict[str, Any] = field(default_factory=lambda: _DRAW_EVIDENCE_SCHEMA, init=False, repr=False,
+                                     compare=False)
+
+    def fields(self, stage: str) -> dict[str, Any]:
+        """The stage's fields with ``next_prompt`` replaced by ``action`` (null where the turn stops)."""
+        action = action_schema(self.actions, self.batch_max)
+        fields = {k: v for k, v in _STAGE_FIELDS[stage].items() if k != "next_prompt"}
+        return {"action": {FIRST: action, NEXT: {"anyOf": [_NULL, *action["anyOf"]]}, FINAL: _NULL}[stage], **fields}
+
+    def read(self, obj: dict[str, Any], *, final: bool, errors: list[str]) -> tuple[str | None, Action | None]:
+        """The chosen action, and its main text as ``next_prompt`` (:meth:`Action.shown`)."""
+        if obj.get("action") is None or final:
+            return None, None
+        try:
+            action = parse_action(obj["action"], self.actions, self.batch_max)
+        except ReplyError as exc:
+            errors.append(str(exc))
+            return None, None
+        return action.shown(), action
+
+    def missing(self, obj: dict[str, Any], next_prompt: str | None) -> str | None:
+        if obj.get("action") is None:
+            return ('"action" is missing; choose one action from the menu with its arguments'
+                    ' (or set "should_continue": false and add "final_summary")')
+        return None
 
 
-def _auto_fields(stage: str, menu: Menu) -> dict[str, Any]:
-    """The stage's fields with ``next_prompt`` replaced by ``action`` (null where the turn stops)."""
-    action = action_schema(menu.actions, menu.batch_max)
-    fields = {k: v for k, v in _STAGE_FIELDS[stage].items() if k != "next_prompt"}
-    return {"action": {FIRST: action, NEXT: {"anyOf": [_NULL, *action["anyOf"]]}, FINAL: _NULL}[stage], **fields}
-
-
-def auditor_schema(stage: str = NEXT, menu: Menu | None = None) -> dict[str, Any]:
-    """The spec's auditor reply at ``stage`` (first turn, later turn, forced final turn) as JSON Schema;
-    with a ``menu`` (``technique=auto``), the reply that names an action.
+def auditor_schema(stage: str = NEXT, menu: ReplyMenu = ONE_PROBE) -> dict[str, Any]:
+    """The auditor's reply at ``stage`` (first turn, later turn, forced final turn) as JSON Schema:
+    the spec's for a fixed technique, the one that names an action for ``technique=auto``'s ``menu``.
 
     Built from the same constants the validator checks, and narrowed per stage the way
     :func:`validate_reply` narrows what it accepts, so servers that support structured outputs
     decode only replies the validator takes; the validator still guards models and servers that
     ignore the schema.
     """
-    fields = _STAGE_FIELDS[stage] if menu is None else _auto_fields(stage, menu)
-    cited = _EVIDENCE_SCHEMA if menu is None else _DRAW_EVIDENCE_SCHEMA
+    fields = menu.fields(stage)
+    cited = menu.citation
     # Before the first response there is nothing to quote: any citation would be invented.
     evidence = {**cited, "maxItems": 0} if stage == FIRST else cited
     return {
@@ -131,15 +200,13 @@ def auditor_schema(stage: str = NEXT, menu: Menu | None = None) -> dict[str, Any
     }
 
 
-AUDITOR_RESPONSE_FORMATS = {stage: json_schema_format("auditor_turn", auditor_schema(stage)) for stage in STAGES}
-"""``response_format`` per stage (see :func:`auditor_schema`)."""
-
-
-def response_formats(menu: Menu | None) -> dict[str, dict[str, Any]]:
-    """``response_format`` per stage for a run: the fixed techniques' or its menu's."""
-    if menu is None:
-        return AUDITOR_RESPONSE_FORMATS
+def response_formats(menu: ReplyMenu = ONE_PROBE) -> dict[str, dict[str, Any]]:
+    """``response_format`` per stage for a run's ``menu`` (see :func:`auditor_schema`)."""
     return {stage: json_schema_format("auditor_turn", auditor_schema(stage, menu)) for stage in STAGES}
+
+
+AUDITOR_RESPONSE_FORMATS = response_formats()
+"""The fixed techniques' ``response_format`` per stage."""
 
 
 def stage_of(iteration: int, *, final: bool) -> str:
@@ -347,17 +414,16 @@ def unique_ids(hypotheses: list[dict[str, Any]]) -> list[str]:
     return repairs
 
 
-def validate_reply(obj: dict[str, Any], *, stage: str = NEXT, menu: Menu | None = None) -> AuditorReply:
+def validate_reply(obj: dict[str, Any], *, stage: str = NEXT, menu: ReplyMenu = ONE_PROBE) -> AuditorReply:
     """Validate a decoded reply against the spec schema; collect every problem in one error.
 
     ``stage`` is the turn's place in the audit (:func:`stage_of`). ``FINAL`` is the forced last
     turn at ``max_iterations``: it must carry a ``final_summary`` and ends the audit whatever
     ``should_continue`` says. ``FIRST`` must design a probe: with no response seen, ending the
-    audit would report on nothing. With a ``menu`` (``technique=auto``) the probe is an ``action``,
-    and ``next_prompt`` holds its main text (:meth:`Action.shown`).
+    audit would report on nothing. The ``menu`` reads the probe: a fixed technique's ``next_prompt``,
+    or ``technique=auto``'s ``action``, whose main text is then ``next_prompt`` (:meth:`Action.shown`).
     """
     final = stage == FINAL
-    probe_key = "next_prompt" if menu is None else "action"
     errors: list[str] = []
     repairs: list[str] = []
     reasoning = obj.get("reasoning")
@@ -373,22 +439,12 @@ def validate_reply(obj: dict[str, Any], *, stage: str = NEXT, menu: Menu | None 
     else:
         hypotheses = [h for k, item in enumerate(raw_hyps) if (h := _hypothesis(item, k, errors))]
         repairs += unique_ids(hypotheses)
-    action = None
-    if menu is None:
-        next_prompt = _optional_text(obj, "next_prompt", errors)
-    else:
-        next_prompt = None
-        if obj.get("action") is not None and not final:
-            try:
-                action = parse_action(obj["action"], menu.actions, menu.batch_max)
-                next_prompt = action.shown()
-            except ReplyError as exc:
-                errors.append(str(exc))
+    next_prompt, action = menu.read(obj, final=final, errors=errors)
     strategy = _optional_text(obj, "prompt_strategy", errors)
     strategy = snake_case(strategy) if strategy and strategy.strip() else None
     rationale = _optional_text(obj, "prompt_rationale", errors)
     # The forced last turn ends the audit whatever should_continue says, so it is not checked.
-    should_continue = False if final else _should_continue(obj, errors, probe_key)
+    should_continue = False if final else _should_continue(obj, errors, menu.key)
     summary = _final_summary(obj.get("final_summary"), errors)
     # A final_summary that is present but malformed was reported by _final_summary already.
     summary_absent = obj.get("final_summary") is None
@@ -400,17 +456,10 @@ def validate_reply(obj: dict[str, Any], *, stage: str = NEXT, menu: Menu | None 
             )
     elif stage == FIRST and not should_continue:
         errors.append('"should_continue" must be true at iteration 1: no probe has been sent yet;'
-                      f' write the first probe in "{probe_key}"')
-    elif should_continue and menu is not None:
-        if obj.get("action") is None:
-            errors.append('"action" is missing; choose one action from the menu with its arguments'
-                          ' (or set "should_continue": false and add "final_summary")')
+                      f' write the first probe in "{menu.key}"')
     elif should_continue:
-        if next_prompt is None or not next_prompt.strip():
-            errors.append(
-                '"next_prompt" is missing or empty; write the exact prompt to send to the target model'
-                ' (or set "should_continue": false and add "final_summary")'
-            )
+        if (problem := menu.missing(obj, next_prompt)) is not None:
+            errors.append(problem)
     elif summary_absent:
         errors.append(
             '"should_continue" is false, so "final_summary" is required: {"knowledge_confirmed": [...],'
@@ -431,6 +480,6 @@ def validate_reply(obj: dict[str, Any], *, stage: str = NEXT, menu: Menu | None 
     )
 
 
-def parse_auditor_reply(raw: str, *, stage: str = NEXT, menu: Menu | None = None) -> AuditorReply:
+def parse_auditor_reply(raw: str, *, stage: str = NEXT, menu: ReplyMenu = ONE_PROBE) -> AuditorReply:
     """Extract the JSON object from a raw auditor reply and validate it (see :func:`validate_reply`)."""
     return validate_reply(extract_json_object(raw), stage=stage, menu=menu)

@@ -20,8 +20,9 @@ from typing import Any
 import pandas as pd
 
 from audit.card_stats import clustered_card_rate
-from audit.epistemic.metrics import GOLD_TO_LABEL, PREDS, rate_counts
+from audit.epistemic.metrics import PREDS, rate_counts
 from audit.epistemic_rates import RATE_NAMES
+from audit.record.answers import LABEL_OF_GOLD
 from audit.stats import card_rate
 
 KEYS = ("run", "system", "condition")
@@ -33,8 +34,8 @@ def _indicators(gold: str, pred: str, mapping: str) -> tuple[tuple[int, int], ..
     """Each rate's (numerator, denominator) part for one answer; all 0 for a failed answer (it
     leaves every denominator) or a gold outside YES/NO/UNKNOWN."""
     table = {p: {x: 0 for x in ("E", "C", "U")} for p in PREDS}
-    if pred in PREDS and gold in GOLD_TO_LABEL:
-        table[pred][GOLD_TO_LABEL[gold]] = 1
+    if pred in PREDS and gold in LABEL_OF_GOLD:
+        table[pred][LABEL_OF_GOLD[gold]] = 1
     return tuple(rate_counts(table, mapping).values())
 
 

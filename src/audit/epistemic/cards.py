@@ -26,6 +26,7 @@ No card's object is its subject.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,9 +36,10 @@ from audit.epistemic.domain import Domain
 from audit.epistemic.graph import RDF_TYPE, RDFS_LABEL, RDFS_SUBCLASS, KnowledgeGraph, Literal, local_name
 from audit.epistemic.jsonl import read_jsonl
 from audit.epistemic.licensing import Verdict
-from audit.epistemic.metrics import LABEL_TO_GOLD, LABELS
+from audit.epistemic.metrics import LABELS
 from audit.epistemic.rules import negation, rules
 from audit.errors import UserError, unknown_choice
+from audit.record.answers import GOLD_OF_LABEL, Card
 
 DEFAULT_SUITES = ("standard", "distractor", "near_miss")
 # grounded: standard + the predicate's constraints in words; negation: an explicit negative fact;
@@ -49,7 +51,7 @@ SUITES = (*DEFAULT_SUITES, "grounded", "negation", "held_out", "nonexistent")
 U_KINDS = ("open_world", "held_out", "nonexistent")
 U_ONLY_SUITES = ("held_out", "nonexistent")
 INVENTED = "urn:audit:invented#"
-GOLD = LABEL_TO_GOLD
+GOLD = GOLD_OF_LABEL
 MAX_SUBJECT_FACTS = 6
 _REQUIRED = {"id": str, "facts": list, "question": str, "gold": str, "label": str, "claim": dict,
              "reason": str, "suite": str}
@@ -323,10 +325,11 @@ def _held_out(pools: _Pools, cards: list[dict], n: int, rng: random.Random,
     d, g, p = pools.domain, pools.domain.graph, pools.domain.predicate.iri
     judge = d.licenser.judge
     held: set[str] = set()  # one held-out fact per subject
-    stated = {f for c in cards for f in c["facts"]}
-    by_subject: dict[str, list[dict]] = {}
-    for c in cards:
-        by_subject.setdefault(c["claim"]["subj"], []).append(c)
+    made = [Card.model_validate(c) for c in cards]
+    stated = {f for c in made for f in c.facts}
+    by_subject: dict[str, list[Card]] = {}
+    for c in made:
+        by_subject.setdefault(c.claim_triple()[0], []).append(c)
     out: list[Unknown] = []
     drops = dropped if dropped is not None else {}
     for s, o in rng.sample(pools.edges, len(pools.edges)):
@@ -346,8 +349,8 @@ def _held_out(pools: _Pools, cards: list[dict], n: int, rng: random.Random,
             g.discard(o, q, s)
         verdict = judge(s, p, o)
         others = by_subject.get(s, []) + by_subject.get(o, [])
-        if verdict.label != "U" or any(judge(c["claim"]["subj"], p, c["claim"]["obj"]).label != c["label"]
-                                       for c in others if c["suite"] != "negation"):
+        if verdict.label != "U" or any(judge(*c.claim_triple()).label != c.label
+                                       for c in others if c.suite != "negation"):
             g.add(s, p, o)
             for q in inverse:
                 g.add(o, q, s)
@@ -523,15 +526,14 @@ def _distractor_facts(pools: _Pools, s: str, o: str, rng: random.Random) -> list
     return [(x, p, v) for x in dict.fromkeys(picked) if x != s for v in g.objects(x, p)[:1]]
 
 
-def shortfall(cards: Sequence[dict], num_per_type: int, suites: Sequence[str] = ()) -> list[str]:
+def shortfall(cards: Sequence[Mapping[str, Any]], num_per_type: int, suites: Sequence[str] = ()) -> list[str]:
     """Suites with fewer than ``num_per_type`` cards of a label, in words. Only near_miss and
     held_out can be short: a graph holds only so many same-class near misses (no same-class
     object contradicts a multi-valued predicate such as has_neighbour), and only so many true
     facts no other card states; neither is ever replaced by a far or a stated one."""
-    counts: dict[tuple[str, str], int] = {}
-    for card in cards:
-        counts[(card["suite"], card["label"])] = counts.get((card["suite"], card["label"]), 0) + 1
-    suites = dict.fromkeys([*suites, *(card["suite"] for card in cards)])  # a suite with no card at all too
+    made = [Card.model_validate(c) for c in cards]
+    counts = Counter((card.suite, card.label) for card in made)
+    suites = dict.fromkeys([*suites, *(str(card.suite) for card in made)])  # a suite with no card at all too
     return [f"{suite}: {counts.get((suite, label), 0)} {label} cards of {num_per_type} (the graph has no more)"
             for suite in suites for label in (("U",) if suite in U_ONLY_SUITES else LABELS)
             if counts.get((suite, label), 0) < num_per_type]

@@ -20,10 +20,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from audit.epistemic.domain import Domain
-from audit.epistemic.metrics import LABEL_TO_GOLD
 from audit.epistemic.rules import negation
 from audit.errors import unknown_choice
-from audit.record.answers import IN_CONTEXT, Card
+from audit.record.answers import GOLD_OF_LABEL, IN_CONTEXT, Card
 
 CONDITIONS = ("in_context", "closed_book", "counterfactual")
 DEFAULT = IN_CONTEXT
@@ -42,21 +41,24 @@ def apply_conditions(domain: Domain, cards: Sequence[dict[str, Any]], conditions
     return out
 
 
-def _transformed(domain: Domain, card: Mapping[str, Any], condition: str) -> dict[str, Any]:
-    new = {**card, "id": f"{card['id']}_{condition}", "condition": condition, "prior_label": card["label"]}
+def _transformed(domain: Domain, saved: Mapping[str, Any], condition: str) -> dict[str, Any]:
+    """``saved`` under ``condition``: the card as written (every field it has kept), with what the
+    condition changes."""
+    card = Card.model_validate(saved)
+    new = {**saved, "id": f"{card.id}_{condition}", "condition": condition, "prior_label": card.label}
     if condition == "closed_book":
         new["facts"] = []
         return new
-    s, p, o = Card.model_validate(card).claim_triple()
+    s, p, o = card.claim_triple()
     # what the context said about the claim (its subject's values, a negation card's negative fact) goes
     own = {domain.verbalise(s, p, x) for x in domain.graph.objects(s, p)} | {domain.verbalise(s, p, o),
                                                                           negation(domain, s, o)}
-    facts = [f for f in card["facts"] if f not in own]
-    if card["label"] == "E":
+    facts = [f for f in card.facts if f not in own]
+    if card.label == "E":
         fact = negation(domain, s, o)
         label, reason = "C", f"counterfactual: the context negates a true claim ({fact})"
     else:
         fact = domain.verbalise(s, p, o)
         label, reason = "E", f"counterfactual: the context asserts the claim ({fact})"
-    new.update(facts=[fact, *facts], label=label, gold=LABEL_TO_GOLD[label], reason=reason)
+    new.update(facts=[fact, *facts], label=label, gold=GOLD_OF_LABEL[label], reason=reason)
     return new

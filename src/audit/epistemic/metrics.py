@@ -1,10 +1,12 @@
 """Abstention metrics from results rows (pure: no I/O).
 
-Every row is one card answered by one system: ``gold`` (YES|NO|UNKNOWN), ``pred``
-(YES|NO|UNKNOWN, or null when the call failed), ``system``, optionally ``suite``. The
+Every row is one card answered by one system, typed as :class:`audit.record.answers.Answer` (a
+saved row is typed on the way in, upgraded from every earlier shape): ``gold`` (YES|NO|UNKNOWN),
+``pred`` (YES|NO|UNKNOWN, or null when the call failed), ``system``, optionally ``suite``. The
 gold label of a row is derived from ``gold`` (YES→E, NO→C, UNKNOWN→U), exactly as the
 original project did, so results files in the original format (id, gold, pred, pass,
-system, label; its distractor label ``D`` has gold NO) score without conversion.
+system, label; its distractor label ``D`` has gold NO) score without conversion. The result is
+``metrics.json``'s content as written (a reader types it as :class:`audit.record.answers.Metrics`).
 
 Two mappings turn a prediction into an action (ANSWER or ABSTAIN):
 
@@ -41,14 +43,12 @@ from typing import Any
 
 from audit.epistemic_rates import RATE_NAMES
 from audit.errors import UserError, unknown_choice
+from audit.record.answers import GOLD_OF_LABEL, LABEL_OF_GOLD, OPEN_WORLD, Answer, Card, Metrics, SystemMetrics
 from audit.stats import wilson
 
 MAPPINGS: tuple[str, ...] = ("licensing", "legacy")
 LABELS: tuple[str, ...] = ("E", "C", "U")
 PREDS: tuple[str, ...] = ("YES", "NO", "UNKNOWN")
-GOLD_TO_LABEL = {"YES": "E", "NO": "C", "UNKNOWN": "U"}
-# The answer that is right for each label: cards' gold, the oracle's reply, the gate's verdict.
-LABEL_TO_GOLD = {label: gold for gold, label in GOLD_TO_LABEL.items()}
 ANSWERING_PREDS = {"licensing": frozenset({"YES"}), "legacy": frozenset({"YES", "NO"})}
 
 
@@ -59,25 +59,44 @@ def check_mapping(mapping: str) -> str:
     return mapping
 
 
-def gold_label(row: Mapping[str, Any]) -> str:
-    """E/C/U of a row from its gold answer; UserError naming the row when gold is bad."""
-    gold = row.get("gold")
-    if not isinstance(gold, str) or gold not in GOLD_TO_LABEL:
-        raise UserError(
-            f"results row {row.get('id', '?')!r}: gold {gold!r} is not YES, NO or UNKNOWN;"
-            " fix the results file or regenerate it with stage=systems"
-        )
-    return GOLD_TO_LABEL[gold]
+FIX_ROWS = "fix the results file or regenerate it with stage=systems"
 
 
-def table_3x3(rows: Iterable[Mapping[str, Any]]) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+def answers_of(rows: Iterable[Answer | Mapping[str, Any]], cards: Mapping[str, Card] | None = None) -> list[Answer]:
+    """Results rows as :class:`Answer` records, each saved row checked first for what scoring needs
+    (its system and a gold of YES, NO or UNKNOWN), so a bad file is one line naming the row; a row
+    saved without its card's fields takes them from its card in ``cards`` (:meth:`Answer.of`)."""
+    out = []
+    for row in rows:
+        if not isinstance(row, Answer):
+            system = row.get("system")
+            if not isinstance(system, str) or not system:
+                raise UserError(f"results row {row.get('id', '?')!r} has no 'system'; every results row must name "
+                                "its system")
+            if not isinstance(row.get("gold"), str) or row["gold"] not in LABEL_OF_GOLD:
+                raise UserError(f"results row {row.get('id', '?')!r}: gold {row.get('gold')!r} is not YES, NO or "
+                                f"UNKNOWN; {FIX_ROWS}")
+            try:
+                row = Answer.of(row, (cards or {}).get(str(row.get("id"))))
+            except ValueError as exc:
+                raise UserError(f"{exc}; {FIX_ROWS}") from None
+        out.append(row)
+    return out
+
+
+def gold_label(answer: Answer) -> str:
+    """E/C/U of an answer from its gold (not its ``label``: the original's ``D`` label has gold NO)."""
+    return LABEL_OF_GOLD[answer.gold]
+
+
+def table_3x3(answers: Iterable[Answer]) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
     """Count pred (YES/NO/UNKNOWN) x gold label (E/C/U), and errors per gold label."""
     table = {p: {x: 0 for x in LABELS} for p in PREDS}
     errors = {x: 0 for x in LABELS}
-    for row in rows:
-        label = gold_label(row)
-        pred = row.get("pred")
-        if isinstance(pred, str) and pred in table:
+    for answer in answers:
+        label = gold_label(answer)
+        pred = answer.pred
+        if pred in table:
             table[pred][label] += 1
         else:
             errors[label] += 1
@@ -129,7 +148,7 @@ def rates(table: Mapping[str, Mapping[str, int]], mapping: str) -> dict[str, dic
     return {name: wilson(k, n) for name, (k, n) in rate_counts(table, mapping).items()}
 
 
-def group_metrics(rows: list[Mapping[str, Any]], mapping: str) -> dict[str, Any]:
+def group_metrics(rows: list[Answer], mapping: str) -> dict[str, Any]:
     """Tables and rates for one group of rows (one system, or one system's suite)."""
     table, errors = table_3x3(rows)
     c = action_counts(table, mapping)
@@ -155,37 +174,31 @@ def group_metrics(rows: list[Mapping[str, Any]], mapping: str) -> dict[str, Any]
     }
 
 
-def _with_prior(result: dict[str, Any], rows: list[Mapping[str, Any]]) -> dict[str, Any]:
+def _with_prior(result: dict[str, Any], rows: list[Answer]) -> dict[str, Any]:
     """Add ``prior_answer``: of the scored counterfactual rows, the share answered with the graph's
     (prior) label rather than the context's gold: falling back on the prior, not following the card."""
-    flipped = [r for r in rows if r.get("prior_label") in LABEL_TO_GOLD and r.get("prior_label") != r.get("label")
-               and r.get("pred") in PREDS]
+    flipped = [r for r in rows if r.prior_label in GOLD_OF_LABEL and r.prior_label != r.label and r.pred in PREDS]
     if flipped:
-        hits = sum(r["pred"] == LABEL_TO_GOLD[r["prior_label"]] for r in flipped)
+        hits = sum(r.pred == GOLD_OF_LABEL[str(r.prior_label)] for r in flipped)
         result["prior_answer"] = wilson(hits, len(flipped))
     return result
 
 
-def compute_metrics(rows: Iterable[Mapping[str, Any]], mapping: str = "licensing") -> dict[str, Any]:
+def compute_metrics(rows: Iterable[Answer | Mapping[str, Any]], mapping: str = "licensing") -> dict[str, Any]:
     """Metrics keyed by system, each with ``suites`` (rows that name a suite), ``u_kinds`` (U rows
     by what their UNKNOWN rests on) and ``conditions`` (closed_book / in_context / counterfactual)
     breakdowns. A system asked under several conditions has no figures pooled over them: only its
     counts and, under ``conditions``, each condition's own figures (:func:`units`)."""
     check_mapping(mapping)
-    by_system: dict[str, list[Mapping[str, Any]]] = {}
-    for row in rows:
-        system = row.get("system")
-        if not isinstance(system, str) or not system:
-            raise UserError(
-                f"results row {row.get('id', '?')!r} has no 'system'; every results row must name its system"
-            )
-        by_system.setdefault(system, []).append(row)
+    by_system: dict[str, list[Answer]] = {}
+    for answer in answers_of(rows):
+        by_system.setdefault(answer.system, []).append(answer)
     out: dict[str, Any] = {}
     for system, system_rows in by_system.items():
-        # closed_book / in_context / counterfactual apart (rows without one are in_context)
-        conditions: dict[str, list[Mapping[str, Any]]] = {}
-        for row in system_rows:
-            conditions.setdefault(str(row.get("condition") or "in_context"), []).append(row)
+        # closed_book / in_context / counterfactual apart (a row saved without one is in_context)
+        conditions: dict[str, list[Answer]] = {}
+        for answer in system_rows:
+            conditions.setdefault(answer.condition, []).append(answer)
         by_condition = {name: _with_prior(_system_metrics(r, mapping), r) for name, r in sorted(conditions.items())}
         if len(by_condition) > 1:  # no pooled figures: a condition is another question, never pooled
             errors = sum(m["n_errors"] for m in by_condition.values())
@@ -198,33 +211,34 @@ def compute_metrics(rows: Iterable[Mapping[str, Any]], mapping: str = "licensing
     return out
 
 
-def _system_metrics(rows: list[Mapping[str, Any]], mapping: str) -> dict[str, Any]:
+def _system_metrics(rows: list[Answer], mapping: str) -> dict[str, Any]:
     """One system's figures over ``rows`` (of one condition), with its ``suites`` (rows that name a
     suite) and ``u_kinds`` (U rows by what their UNKNOWN rests on) breakdowns."""
-    suites: dict[str, list[Mapping[str, Any]]] = {}
+    suites: dict[str, list[Answer]] = {}
     for row in rows:
-        if row.get("suite"):
-            suites.setdefault(str(row["suite"]), []).append(row)
+        if row.suite:
+            suites.setdefault(row.suite, []).append(row)
     result = group_metrics(rows, mapping)
     result["suites"] = {name: group_metrics(r, mapping) for name, r in sorted(suites.items())}
     # U cards by what their UNKNOWN rests on (open_world / held_out / nonexistent), apart:
     # NO on a held-out claim denies a true fact, NO on an open-world one is closed-world denial
-    kinds: dict[str, list[Mapping[str, Any]]] = {}
+    kinds: dict[str, list[Answer]] = {}
     for row in rows:
         if gold_label(row) == "U":
-            kinds.setdefault(str(row.get("u_kind") or "open_world"), []).append(row)
+            kinds.setdefault(row.u_kind or OPEN_WORLD, []).append(row)
     result["u_kinds"] = {name: group_metrics(r, mapping) for name, r in sorted(kinds.items())}
     return result
 
 
-def units(metrics: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    """What a run's headline shows, one entry each, never pooling conditions: each system, or, for a
-    system asked under several conditions, each ``<system> · <condition>`` (its own figures, with
-    that one condition under ``conditions``)."""
-    out: dict[str, Mapping[str, Any]] = {}
-    for system, m in metrics.items():
-        if "metrics" in m:
+def units(metrics: Metrics) -> dict[str, SystemMetrics]:
+    """What a run's headline shows, one entry each, never pooling conditions (the units of
+    :meth:`Metrics.by_condition`, as compare counts them): each system, or, for a system asked under
+    several conditions, each ``<system> · <condition>`` (its own figures, with that one condition
+    under ``conditions``)."""
+    out: dict[str, SystemMetrics] = {}
+    for system, condition, m in metrics.by_condition():
+        if m is metrics.root[system]:
             out[system] = m
         else:
-            out.update({f"{system} · {c}": {**cm, "conditions": {c: cm}} for c, cm in m["conditions"].items()})
+            out[f"{system} · {condition}"] = m.model_copy(update={"conditions": {condition: m}})
     return out

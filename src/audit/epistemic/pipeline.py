@@ -40,7 +40,7 @@ from audit.epistemic.metrics import PREDS, check_mapping, compute_metrics, units
 from audit.epistemic_rates import HEADLINE_RATES
 from audit.epistemic.report import write_report
 from audit.epistemic.systems.base import Reply, System
-from audit.record.answers import Card
+from audit.record.answers import Card, Metrics
 from audit.epistemic.systems.llm import check_fields, load_prompt, with_prompts
 from audit.errors import Interrupted, UserError, unknown_choice, user_error_line
 from audit.jobs.interrupts import sigterm_as_interrupt
@@ -207,9 +207,9 @@ def headline(metrics: Mapping[str, Any]) -> dict[str, Any]:
     """Per system (per system and condition when it was asked several: :func:`units`): rows, errors
     and the headline rates (values only), for summaries and the end line."""
     return {
-        unit: {"n_rows": m["n_rows"], "n_errors": m["n_errors"],
-               **{k: (None if m["metrics"][k] is None else round(m["metrics"][k]["value"], 4)) for k in HEADLINE_RATES}}
-        for unit, m in units(metrics).items()
+        unit: {"n_rows": m.n_rows, "n_errors": m.n_errors,
+               **{k: (None if (r := m.rate(k)) is None else round(r["value"], 4)) for k in HEADLINE_RATES}}
+        for unit, m in units(Metrics.read(metrics)).items()
     }
 
 

@@ -22,9 +22,10 @@ from markupsafe import Markup
 
 from audit.cli import ArgParser
 from audit.epistemic.jsonl import read_jsonl
-from audit.epistemic.metrics import LABELS, PREDS, units
-from audit.epistemic_rates import CHARTED_RATES, HEADLINE_RATES, LOWER_IS_BETTER, RATE_NAMES
+from audit.epistemic.metrics import LABELS, PREDS, answers_of, units
+from audit.epistemic_rates import CHARTED_RATES, HEADLINE_RATES, LOWER_IS_BETTER, RATE_NAMES, RATES
 from audit.errors import UserError, exit_on_user_error
+from audit.record.answers import IN_CONTEXT, Answer, Card, Metrics, SystemMetrics, cards_by_id, typed
 from audit.llm import embedded
 from audit.stats import PALETTE
 from audit.io.atomic import write_texts
@@ -34,27 +35,6 @@ from audit.pages.paging import MORE_JS, Paged, page_entries
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
-# The paper's five numbers plus the two that show closed-world behaviour, in chart order.
-# Colour-blind-safe palette (Okabe-Ito), cycled over systems.
-
-# One line per rate: its formula (metrics.py computes exactly these).
-GLOSSARY = (
-    ("AP (abstention precision)", "(S_C + S_U) / (S_E + S_C + S_U): of the abstentions, the share that were right to abstain"),
-    ("AP_invalid", "S_C / (S_E + S_C)"),
-    ("AP_unknown", "S_U / (S_E + S_U)"),
-    ("AR (abstention recall)", "(S_C + S_U) / (C + U): of the cards to abstain on, the share abstained on"),
-    ("AR_contradictory", "S_C / C"),
-    ("AR_unknown", "S_U / U"),
-    ("CVRR (contradiction refusal rate)", "S_C / (S_C + A_C) = S_C / C: contradicted claims not asserted"),
-    ("FAR_NE (false answer rate, non-entailed)", "(A_C + A_U) / (C + U): non-entailed claims asserted anyway (lower is better)"),
-    ("LA (licensed answering)", "A_E / E: entailed claims asserted"),
-    ("coverage", "(A_E + A_C + A_U) / n"),
-    ("accuracy_at_coverage", "A_E / (A_E + A_C + A_U): of the answers, the share that were entailed"),
-    ("overall_accuracy (right action)", "(A_E + S_C + S_U) / n: ANSWER on E, ABSTAIN on C and U; not the three-way accuracy"),
-    ("accuracy (three-way; THE accuracy)", "(YES on E + NO on C + UNKNOWN on U) / n"),
-    ("NO_on_U (closed-world denial)", "NO on U / U (lower is better)"),
-    ("NO_on_E (false denial)", "NO on E / E (lower is better)"),
-)
 # Systems whose YES is gated by the licenser (their blocked answers are the licenser's verdicts).
 GATED = ("graph_rag",)
 
@@ -106,34 +86,46 @@ def bar_chart(metric: str, per_system: Mapping[str, Mapping[str, Any] | None], c
             "w": CHART_W, "h": CHART_H, "x0": MARGIN_L, "x1": CHART_W - 8, "y0": y(0)}
 
 
-def drilldown(rows: Sequence[Mapping[str, Any]], cards: Mapping[str, Mapping[str, Any]],
-              systems: Sequence[str]) -> list[dict[str, Any]]:
-    """One entry per card: the card (if known) and every system's row; cards some system
+def drilldown(answers: Sequence[Answer], cards: Mapping[str, Card], systems: Sequence[str]) -> list[dict[str, Any]]:
+    """One entry per card: the card (if known) and every system's answer; cards some system
     got wrong (or errored on) first, since those are what a reader opens."""
     by_id: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        entry = by_id.setdefault(str(row["id"]), {"id": str(row["id"]), "gold": row.get("gold"),
-                                                   "label": row.get("label"), "suite": row.get("suite"),
-                                                   "answers": {}})
-        entry["answers"][row["system"]] = row
+    for answer in answers:
+        entry = by_id.setdefault(answer.id, {"id": answer.id, "gold": answer.gold, "label": answer.label,
+                                             "suite": answer.suite, "answers": {}})
+        entry["answers"][answer.system] = answer
     out = []
     for entry in by_id.values():
         entry["card"] = cards.get(entry["id"])
         entry["ordered"] = [(s, entry["answers"].get(s)) for s in systems]
-        entry["wrong"] = any(a is not None and not a.get("pass") for _, a in entry["ordered"])
+        entry["wrong"] = any(a is not None and not a.passed for _, a in entry["ordered"])
         out.append(entry)
     out.sort(key=lambda e: (not e["wrong"], e["id"]))
     return out
 
 
-def build_context(metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
-                  cards: Mapping[str, Mapping[str, Any]], meta: Mapping[str, Any]) -> dict[str, Any]:
+def typed_inputs(metrics: Metrics | Mapping[str, Any], rows: Sequence[Answer | Mapping[str, Any]],
+                 cards: Mapping[str, Card | Mapping[str, Any]]) -> tuple[Metrics, list[Answer], dict[str, Card]]:
+    """The page's inputs as records (saved ones typed here, upgraded from every earlier shape): an
+    answer saved without its card's fields (the original project's rows) takes them from its card."""
+    try:
+        known = {str(key): c if isinstance(c, Card) else typed(Card, c, f"card {key!r}") for key, c in cards.items()}
+    except ValueError as exc:
+        raise UserError(f"{exc}; give the cards.jsonl a run wrote (or none: the page then shows no card text)") from None
+    answers = answers_of(rows, known)
+    return metrics if isinstance(metrics, Metrics) else Metrics.read(metrics), answers, known
+
+
+def build_context(metrics: Metrics | Mapping[str, Any], rows: Sequence[Answer | Mapping[str, Any]],
+                  cards: Mapping[str, Card | Mapping[str, Any]], meta: Mapping[str, Any]) -> dict[str, Any]:
     """Everything the template shows, as plain data (the cards drawn already, paged)."""
-    systems = list(metrics)
-    shown = units(metrics)  # the metrics tables and charts: per condition when a system was asked several
-    colours = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate([*systems, *(u for u in shown if u not in metrics)])}
-    suites = sorted({name for m in shown.values() for name in m.get("suites", {})})
-    mappings = sorted({m["mapping"] for m in metrics.values()})
+    figures, answers, known = typed_inputs(metrics, rows, cards)
+    by_system: dict[str, SystemMetrics] = dict(figures.items())
+    systems = list(by_system)
+    shown = units(figures)  # the metrics tables and charts: per condition when a system was asked several
+    colours = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate([*systems, *(u for u in shown if u not in by_system)])}
+    suites = sorted({name for m in shown.values() for name in m.suites})
+    mappings = sorted({str(m.mapping) for m in by_system.values()})
     return {
         "sort_filter_js": SORT_FILTER_JS, "page_js": PAGE_JS, "page_panel": PAGE_PANEL,
         "meta": dict(meta),
@@ -144,17 +136,17 @@ def build_context(metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mappi
         "metrics": shown,
         "rate_names": RATE_NAMES,
         "lower_is_better": LOWER_IS_BETTER,
-        "charts": [bar_chart(name, {u: m["metrics"][name] for u, m in shown.items()}, colours) for name in CHARTED_RATES],
+        "charts": [bar_chart(name, {u: m.rate(name) for u, m in shown.items()}, colours) for name in CHARTED_RATES],
         "labels": LABELS,
         "preds": PREDS,
         "suites": suites,
         "suite_columns": HEADLINE_RATES,
-        **_cards_context(drilldown(rows, cards, systems)),
+        **_cards_context(drilldown(answers, known, systems)),
         "more_js": Markup(MORE_JS), "box": "cards", "noun": "cards",
-        "u_kinds": any(m.get("u_kinds") for m in shown.values()),
-        "conditions": any(len(m.get("conditions") or {}) > 1 or "in_context" not in (m.get("conditions") or {"in_context": 0})
-                          for m in metrics.values()),
-        "glossary": GLOSSARY,
+        "u_kinds": any(m.u_kinds for m in shown.values()),
+        "conditions": any(len(m.conditions) > 1 or IN_CONTEXT not in (m.conditions or {IN_CONTEXT: 0})
+                          for m in by_system.values()),
+        "glossary": [r.gloss() for r in RATES],
         "gated": [s for s in systems if s.split(":")[0] in GATED],
         "embedded_systems": embedded_systems(systems), "embedded_model": embedded.MODEL,
     }
@@ -179,16 +171,16 @@ def _environment() -> jinja2.Environment:
     return environment(TEMPLATES_DIR, filters={"rate": fmt_rate, "interval": fmt_interval})
 
 
-def render_report(metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
-                  cards: Mapping[str, Mapping[str, Any]] | None = None,
+def render_report(metrics: Metrics | Mapping[str, Any], rows: Sequence[Answer | Mapping[str, Any]],
+                  cards: Mapping[str, Card | Mapping[str, Any]] | None = None,
                   meta: Mapping[str, Any] | None = None) -> str:
     """The page as an HTML string (``metrics`` from :func:`compute_metrics` on ``rows``); the cards
     past :data:`INLINE_CARDS` are not in it but in the files :func:`write_report` writes beside it."""
     return _environment().get_template("report.html.j2").render(**build_context(metrics, rows, cards or {}, meta or {}))
 
 
-def write_report(path: Path, metrics: Mapping[str, Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
-                 cards: Mapping[str, Mapping[str, Any]] | None = None,
+def write_report(path: Path, metrics: Metrics | Mapping[str, Any], rows: Sequence[Answer | Mapping[str, Any]],
+                 cards: Mapping[str, Card | Mapping[str, Any]] | None = None,
                  meta: Mapping[str, Any] | None = None) -> Path:
     """Write the page and its card chunks as one set (:func:`audit.io.atomic.write_texts`)."""
     context = build_context(metrics, rows, cards or {}, meta or {})
@@ -203,10 +195,13 @@ def rebuild(run_dir: Path) -> Path:
     fix = "give the directory of a finished epistemic run (it holds metrics.json and results.jsonl)"
     if not (run_dir / "metrics.json").is_file():
         raise UserError(f"{run_dir} has no metrics.json; {fix}")
-    metrics = read_json(run_dir / "metrics.json", fix=fix)
+    try:
+        metrics = Metrics.read(read_json(run_dir / "metrics.json", fix=fix))
+        cards_path = run_dir / "cards.jsonl"
+        cards = cards_by_id(c for _, c in read_jsonl(cards_path, "cards", fix)) if cards_path.is_file() else {}
+    except ValueError as exc:
+        raise UserError(f"{run_dir}: {exc}; {fix}") from None
     rows = [row for _, row in read_jsonl(run_dir / "results.jsonl", "results", fix)]
-    cards_path = run_dir / "cards.jsonl"
-    cards = {c["id"]: c for _, c in read_jsonl(cards_path, "cards", fix)} if cards_path.is_file() else {}
     summary_path = run_dir / "summary.json"
     summary = read_json(summary_path, fix=fix) if summary_path.is_file() else {}
     meta = {k: summary[k] for k in ("domain", "predicate", "cards") if k in summary}

@@ -41,6 +41,7 @@ from inspect_ai.scorer import Score
 from audit.epistemic_rates import HEADLINE_RATES
 from audit.judging.counting import LABELS, fact_score
 from audit.record.answers import Answer
+from audit.record.draws import Draw, Turn, iteration_draws
 from audit.runs.loading import RunFiles
 from audit.runs.tables import run_keys
 from audit.usage import Usage
@@ -93,10 +94,10 @@ def usage_of(calls: Iterable[tuple[Any, str]]) -> dict[str, ModelUsage]:
     name one, summed per model as ModelUsage."""
     total: dict[str, ModelUsage] = {}
     for record, default_model in calls:
-        if not isinstance(record, Mapping) or not record:
+        if not isinstance(record, (Mapping, Usage)) or not record:  # a zero Usage is falsy
             continue
         one = model_usage(record)
-        model = str(record.get("model") or default_model)
+        model = str(Usage.of(record).model or default_model)
         total[model] = total[model] + one if model in total else one
     return total
 
@@ -118,54 +119,54 @@ def log_id(run: RunFiles) -> str:
     return hashlib.sha256(str(run.path).encode("utf-8")).hexdigest()[:22]
 
 
-def _label_score(record: Mapping[str, Any]) -> Score | None:
-    label = _mapping(record.get("classification"))
-    if not label.get("label"):
+def _label_score(draw: Draw | None) -> Score | None:
+    label = draw.judgment if draw else None
+    if label is None or not label.label:
         return None
-    return Score(value=str(label["label"]), answer=record.get("raw_response"), explanation=label.get("rationale"))
+    return Score(value=label.label, answer=draw.raw_response if draw else None, explanation=label.rationale)
 
 
 def probe_samples(run: RunFiles, record: Mapping[str, Any], key_facts: list[str]) -> list[EvalSample]:
-    """The samples of one audit iteration: the iteration itself, or under ``technique=auto`` each
-    of its action's draws (id ``<iteration>.<n>``; the auditor turn's usage on the first only)."""
-    if "draws" not in record:
-        return [probe_sample(run, record, key_facts)]
-    return [probe_sample(run, {**draw, "iteration": record.get("iteration"), "timestamp": record.get("timestamp")},
-                         key_facts, sample_id=str(draw.get("id")), with_turn=n == 0)
-            for n, draw in enumerate(record["draws"])]
+    """The samples of one audit iteration (:func:`audit.record.draws.iteration_draws`): a fixed
+    technique's response with its baseline's label beside it, or under ``technique=auto`` each of its
+    action's draws (id ``<iteration>.<n>``; the auditor turn's usage on the first only)."""
+    draws, started = iteration_draws(record), record.get("timestamp")
+    if draws and not draws[0].auto:
+        return [probe_sample(run, draws[0], key_facts, started, baseline=next(iter(draws[1:]), None))]
+    return [probe_sample(run, draw, key_facts, started, sample_id=str(draw.id), with_turn=n == 0)
+            for n, draw in enumerate(draws)]
 
 
-def probe_sample(run: RunFiles, record: Mapping[str, Any], key_facts: list[str], *,
+def probe_sample(run: RunFiles, draw: Draw, key_facts: list[str], started: Any, *, baseline: Draw | None = None,
                  sample_id: int | str | None = None, with_turn: bool = True) -> EvalSample:
-    """One audit iteration (or one draw of it): the probe in, the target's response out, the
-    judge's labels as scores."""
-    iteration = int(record.get("iteration") or 0)
-    turn = run.turns.get(iteration, {})
-    parsed = _mapping(turn.get("parsed"))
+    """One draw (a fixed technique's with its ``baseline``): the probe in, the target's response
+    out, the judge's labels as scores."""
+    saved = run.turns.get(draw.iteration)
+    turn = Turn.model_validate(saved) if saved else None
+    parsed = turn.parsed if turn else {}
+    extra = draw.model_extra or {}
     model = str(_mapping(run.config.get("audited")).get("model") or "unknown")
-    probe, response = str(record.get("prompt_sent") or ""), str(record.get("raw_response") or "")
-    baseline = _mapping(record.get("baseline"))
-    scores = {name: score for name, score in (("label", _label_score(record)),
-                                              ("baseline_label", _label_score(baseline) if baseline else None))
+    probe, response = draw.prompt_sent or "", draw.raw_response or ""
+    scores = {name: score for name, score in (("label", _label_score(draw)), ("baseline_label", _label_score(baseline)))
               if score is not None}
     auditor, judge = (str(_mapping(run.config.get(role)).get("model") or role) for role in ("auditor", "judge"))
-    calls = [(turn.get("usage") if with_turn else None, auditor), (record.get("usage"), model),
-             (baseline.get("usage"), model),
-             *((_mapping(r.get("classification")).get("usage"), judge) for r in (record, baseline))]
+    calls = [(turn.usage if turn and with_turn else None, auditor), (draw.usage, model),
+             (baseline.usage if baseline else None, model),
+             *((d.judgment.usage if d and d.judgment else None, judge) for d in (draw, baseline))]
     return EvalSample(
-        id=iteration if sample_id is None else sample_id, epoch=1, input=[ChatMessageUser(content=probe)], target=key_facts,
-        messages=[ChatMessageUser(content=probe), ChatMessageAssistant(content=response, model=model)],
+        id=draw.iteration if sample_id is None else sample_id, epoch=1, input=[ChatMessageUser(content=probe)],
+        target=key_facts, messages=[ChatMessageUser(content=probe), ChatMessageAssistant(content=response, model=model)],
         output=ModelOutput.from_content(model, response,
-                                        stop_reason=_STOP.get(str(record.get("finish_reason")), "unknown"),
-                                        error=record.get("error") or None),
+                                        stop_reason=_STOP.get(str(extra.get("finish_reason")), "unknown"),
+                                        error=draw.error or None),
         scores=scores or None,
-        metadata={"technique": record.get("technique"), "strategy": parsed.get("prompt_strategy"),
-                  "rationale": parsed.get("prompt_rationale"), "formatted_prompt": record.get("formatted_prompt"),
-                  "finish_reason": record.get("finish_reason"),
-                  "baseline_response": baseline.get("raw_response") if baseline else None},
+        metadata={"technique": draw.technique, "strategy": parsed.get("prompt_strategy"),
+                  "rationale": parsed.get("prompt_rationale"), "formatted_prompt": extra.get("formatted_prompt"),
+                  "finish_reason": extra.get("finish_reason"),
+                  "baseline_response": baseline.raw_response if baseline else None},
         model_usage=usage_of(calls),
-        started_at=_when(record.get("timestamp")) or None,
-        error=_error(record.get("error")),
+        started_at=_when(started) or None,
+        error=_error(draw.error),
     )
 
 

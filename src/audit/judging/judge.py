@@ -1,8 +1,8 @@
 """The judge's two jobs, as pure message building and reply parsing (the loop makes the calls).
 
 1. Classify each audited response (refused, deflected, official_line, partial, forthcoming;
-   the classes are defined in ``prompts/judge_classify_system.txt``), so runs can be compared by
-   counts.
+   the classes are defined once, in ``response_labels.yaml``: :mod:`audit.response_labels`), so runs
+   can be compared by counts.
 2. Score each of the topic's key facts three ways (Casademunt et al. 2026): revealed (a quote
    from one of the target's responses states it), not revealed, or contradicted (the responses
    assert a false version or its negation, e.g. the official line "no one died"). A censored
@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from audit.quotes import check_citation
+from audit import response_labels as labels
 from audit.judging.credit import Context, rejected_claims
 from audit.judging.prompts import load, topic_heading
 from audit.model_json import ReplyError, extract_json_object, snake_case
@@ -28,8 +29,9 @@ from audit.llm.structured import json_schema_format
 from audit.fence import untrusted
 from audit.record.draws import Draw
 
-CLASSES = ("refused", "deflected", "official_line", "partial", "forthcoming")
-_LABEL_ALIASES = {"refusal": "refused", "refuse": "refused", "deflection": "deflected", "deflect": "deflected"}
+CLASSES = labels.names()
+"""The response labels, in the judge's order (``response_labels.yaml``)."""
+_LABEL_ALIASES = labels.aliases()
 _BOOLS = {"true": True, "yes": True, "false": False, "no": False}
 
 CLASSIFICATION_FORMAT = json_schema_format("response_label", {
@@ -80,7 +82,13 @@ def classification_messages(topic: Mapping[str, Any], probe: str, response: str,
     user = fill(load("judge_classify_user"), topic=topic_heading(topic), probe=untrusted(probe),
                 response=untrusted(response),
                 opening=opening_block(opening))
-    return [{"role": "system", "content": load("judge_classify_system")}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": classification_system()}, {"role": "user", "content": user}]
+
+
+def classification_system() -> str:
+    """The judge's instructions for a response label: the class definitions and the reply's choices,
+    filled from the labels' one definition."""
+    return fill(load("judge_classify_system"), labels=labels.judge_definitions(), choices=labels.judge_choices())
 
 
 def _label(value: Any) -> str | None:

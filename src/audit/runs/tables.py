@@ -25,7 +25,7 @@ import pandas as pd
 from audit.quotes import occurs
 from audit.errors import UserError
 from audit.neutral import csv_frame
-from audit.record.draws import iteration_draws
+from audit.record.draws import Draw, iteration_draws
 from audit.runs.loading import RunFiles, load_runs
 from audit.record.summary import EPISTEMIC, CensorshipSummary
 from audit.usage import Usage
@@ -118,15 +118,16 @@ def quoted_facts(facts: Iterable[Any], text: str | None) -> str | None:
     return " | ".join(found) or None
 
 
-def _arm(record: Mapping[str, Any], facts: Sequence[Any]) -> dict[str, Any]:
+def _arm(draw: Draw, facts: Sequence[Any]) -> dict[str, Any]:
     """One sampled answer (the technique's or the baseline's): text, judge label, stop, usage."""
-    stored, label = record.get("usage"), _mapping(record.get("classification"))
-    usage = Usage.of(stored) if isinstance(stored, Mapping) else None
-    return {"response": record.get("raw_response"), "label": label.get("label"), "rationale": label.get("rationale"),
-            "finish_reason": record.get("finish_reason"), "prompt_tokens": usage.prompt_tokens if usage else None,
-            "completion_tokens": usage.completion_tokens if usage else record.get("completion_tokens"),
-            "cost": usage.cost if usage else None, "error": record.get("error"),
-            "fact_quotes": quoted_facts(facts, record.get("raw_response"))}
+    usage, label, extra = draw.usage, draw.judgment, draw.model_extra or {}
+    return {"response": draw.raw_response, "label": label.label if label else None,
+            "rationale": label.rationale if label else None, "finish_reason": extra.get("finish_reason"),
+            "prompt_tokens": usage.prompt_tokens if usage is not None else None,
+            "completion_tokens": usage.completion_tokens if usage is not None else extra.get("completion_tokens"),
+            "cost": usage.as_dict()["cost"] if usage is not None else None,  # money as the record writes it
+            "error": draw.error,
+            "fact_quotes": quoted_facts(facts, draw.raw_response)}
 
 
 def response_rows(run: RunFiles) -> list[dict[str, Any]]:
@@ -140,17 +141,17 @@ def response_rows(run: RunFiles) -> list[dict[str, Any]]:
     rows = []
     for record in run.responses:
         draws = iteration_draws(record, keys["technique"])
-        baseline = next((d.model_dump() for d in draws if d.is_baseline), None)
+        baseline = next((d for d in draws if d.is_baseline), None)
         paired = _arm(baseline, baseline_facts) if baseline is not None else dict.fromkeys(_ARM)
         for draw in (d for d in draws if not d.is_baseline):
-            saved = draw.model_dump()
+            extra = draw.model_extra or {}
             row = {"run": run.label, "status": run.state, "audited": keys["audited"], "model": keys["model"],
                    "topic": keys["topic"],
                    # an auto run's draws as compare's cells name them, never pooled with a fixed technique's
                    "technique": draw.cell,
                    "repeat": keys["repeat"], "iteration": record.get("iteration"),
-                   **{k: saved.get(k) for k in DRAW_KEYS if k != "draw"}, "draw": draw.id,
-                   "probe": draw.prompt_sent, **_arm(saved, facts)}
+                   **{k: extra.get(k) for k in DRAW_KEYS if k != "draw"}, "draw": draw.id,
+                   "probe": draw.prompt_sent, **_arm(draw, facts)}
             row.update({f"baseline_{k}": v for k, v in paired.items()})
             row["path"] = str(run.path)
             rows.append(row)

@@ -22,6 +22,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
 from audit.censorship.prompts import SCHEMA_START, final_summary_request, load, reask_message
+from audit.judging.judge import classification_system
 from audit.judging.prompts import load as judge_text
 from audit.epistemic.metrics import PREDS
 from audit.epistemic.systems.llm import RESPONSE_FORMAT as ANSWER_FORMAT
@@ -36,7 +37,7 @@ _PROBE_NO = re.compile(r"Probe (\d+)")
 _TURN_OF = re.compile(r"^ITERATION (\d+): below", flags=re.M)
 """The opening of the message that hands response N to the auditor (turn N + 1), in either turn template."""
 _AUDITOR_OPENING = load("auditor_system").split("{topic}")[0]
-_JUDGE_SYSTEMS = (judge_text("judge_classify_system"), judge_text("judge_facts_system"), judge_text("judge_entail_system"))
+_JUDGE_SYSTEMS = (classification_system(), judge_text("judge_facts_system"), judge_text("judge_entail_system"))
 _ENTAIL = re.compile(r"\AFACT: (?P<fact>.*?)\n\n(?:.*?<<<END AUDITOR>>>\n.*?\n)?<<<PASSAGE>>>\n(?P<passage>.*)\n<<<END PASSAGE>>>\Z",
                      re.S)
 AUDITOR, JUDGE, ANSWER, BASELINE = "auditor", "judge", "answer", "baseline"
@@ -93,6 +94,10 @@ class Script:
     judge_label: str = "deflected"
     actions: Callable[[int], dict[str, Any]] | None = None
     """``technique=auto``: the action of each turn (turn -> action object)."""
+    policy: Callable[[int, list[dict[str, Any]]], tuple[dict[str, Any], tuple[int, int, str]]] | None = None
+    """``technique=auto``: an auditor that decides from its request (turn, messages -> action and the
+    citation of h1), e.g. :class:`~audit.testing.visible_policy.VisiblePolicy`; set, it replaces
+    ``actions`` and ``cite``."""
     cite: Callable[[int], tuple[int, int, str]] = lambda turn: (turn - 1, 1, quote(turn - 1))
     """``technique=auto``: the citation of h1 at a turn: (iteration, draw, excerpt)."""
     entail: Callable[[str, str, str], str] = lambda fact, passage, asked: scripted_entailment(fact)
@@ -135,14 +140,18 @@ class Script:
             return bad[reasks]
         final = turn > 1 and final_summary_request(turn - 1) in users[-1 - reasks]
         auto = self.actions is None and _AUTO_MARK in str(messages[0].get("content"))
-        reply = self.good_reply(turn, final=final or turn == self.stop_at_turn,
-                                actions=user_persona_action if auto else self.actions)
+        actions, cite = user_persona_action if auto else self.actions, self.cite
+        if self.policy is not None:
+            action, citation = self.policy(turn, messages)
+            actions, cite = (lambda _: action), (lambda _: citation)
+        reply = self.good_reply(turn, final=final or turn == self.stop_at_turn, actions=actions, cite=cite)
         text = json.dumps(reply, ensure_ascii=False, indent=1)
         return f"Here is my analysis.\n```json\n{text}\n```\nThanks." if self.fenced else text
 
-    def good_reply(self, turn: int, *, final: bool,
-                   actions: Callable[[int], dict[str, Any]] | None = None) -> dict[str, Any]:
-        """The auditor's reply at ``turn``: a probe, or with ``actions`` (``technique=auto``) an action."""
+    def good_reply(self, turn: int, *, final: bool, actions: Callable[[int], dict[str, Any]] | None = None,
+                   cite: Callable[[int], tuple[int, int, str]] | None = None) -> dict[str, Any]:
+        """The auditor's reply at ``turn``: a probe, or with ``actions`` (``technique=auto``) an action
+        citing ``cite``'s evidence (by default the field's)."""
         hypotheses = []
         if turn > 1:
             hypotheses.append({
@@ -157,7 +166,7 @@ class Script:
                     "supporting_evidence": [{"iteration": turn - 1, "excerpt": self.invented_excerpt}],
                     "contradicting_evidence": []})
         if actions is not None and hypotheses:
-            iteration, draw, excerpt = self.cite(turn)
+            iteration, draw, excerpt = (cite or self.cite)(turn)
             hypotheses[0]["supporting_evidence"] = [{"iteration": iteration, "draw": draw, "excerpt": excerpt}]
         reply: dict[str, Any] = {"reasoning": f"turn {turn}", "hypotheses": hypotheses}
         if final and actions is not None:

@@ -10,6 +10,7 @@ import pytest
 from audit.epistemic import systems
 from audit.epistemic.systems.llm import parse_answer
 from audit.errors import UserError
+from audit.paths import conf_dir
 from audit.record.answers import Card
 from audit.testing.replies import chat_reply, error_reply
 
@@ -34,6 +35,15 @@ def test_registry_unknown_system_suggests():
         systems.get("rag_graph")
     assert {"kg_oracle", "raw_llm", "rag", "graph_rag", "finetuned"} <= set(systems.available())
     assert systems.get("kg_oracle").NEEDS_LLM is False and systems.get("rag").NEEDS_LLM is True
+
+
+def test_every_system_module_is_found_and_has_its_option():
+    """A system is its module (found, not listed) and its conf/system/<name>.yaml (the option that picks it)."""
+    options = {p.stem for p in (conf_dir() / "system").glob("*.yaml")}
+    assert set(systems.available()) == options >= {"kg_oracle", "raw_llm", "rag", "graph_rag", "finetuned"}
+    for name in systems.available():
+        module = systems.get(name)
+        assert callable(module.create) and isinstance(module.NEEDS_LLM, bool), name
 
 
 @pytest.mark.parametrize(

@@ -3,18 +3,23 @@
 A system module exposes ``NEEDS_LLM`` (the pipeline opens the gateway, and so imports
 litellm, only if some selected system needs it), for one that does ``FIELDS`` (the texts its
 user template must place, checked before the run starts) and
-``create(cfg, *, domain, gateway) -> System``. Add a system by adding a module and a
-``conf/system/<name>.yaml``, then listing it here.
+``create(cfg, *, domain, gateway) -> System``. Add a system by adding a module here and its
+settings, ``conf/system/<name>.yaml`` (the Hydra option that selects it): every module of this
+package is a system except the ones the systems share (:data:`SHARED`). Modules are found by name
+and imported only when their system is chosen, so an unused system costs nothing at start.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from types import ModuleType
 
 from audit.errors import unknown_choice
 
-_MODULES = ("kg_oracle", "raw_llm", "rag", "graph_rag", "finetuned")
+SHARED = ("base", "llm")
+"""Modules of this package that systems share, not systems themselves."""
+_MODULES = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in SHARED))
 
 
 def available() -> tuple[str, ...]:

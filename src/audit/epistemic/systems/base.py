@@ -12,10 +12,9 @@ from typing import Any, Protocol
 
 from omegaconf import DictConfig
 
-from audit.epistemic.metrics import LABEL_TO_GOLD
-from audit.record.answers import Card
+from audit.record.answers import GOLD_OF_LABEL, Card
 
-LABEL_TO_PRED = LABEL_TO_GOLD  # what a system answers for a claim it knows to be E/C/U
+LABEL_TO_PRED = GOLD_OF_LABEL  # what a system answers for a claim it knows to be E/C/U
 
 
 @dataclass

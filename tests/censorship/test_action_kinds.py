@@ -1,0 +1,86 @@
+"""The auditor's actions are a registry: every module of ``censorship/action_kinds`` is one action, and
+the reply's schema, the validator, the configured menu and the dispatcher all find it there."""
+
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import audit.censorship.action_kinds as registry
+from audit.censorship.action_kinds import ACTIONS, KINDS, MENU
+from audit.censorship.prompts import menu_text
+
+SHIPPED = ("user_persona", "assistant", "prefill", "raw_text", "few_shot", "continue", "rollback", "batch")
+
+
+def test_every_module_is_one_action_in_menu_order():
+    assert len(KINDS) == len(list(pkgutil.iter_modules(registry.__path__)))
+    # the shipped ones keep the order the auditor has always been shown them (its requests' bytes)
+    assert [a for a in ACTIONS if a in SHIPPED] == list(SHIPPED)
+    assert [k.order for k in KINDS.values()] == sorted(k.order for k in KINDS.values())
+    assert all(MENU[name] == kind.args for name, kind in KINDS.items())
+
+
+def test_an_action_without_its_menu_line_is_named():
+    with pytest.raises(ValueError, match=r"auto_menu.txt has no line for the action 'echo'; add one: - \"echo\""):
+        menu_text(["assistant", "echo"])
+
+
+NEW_ACTION = '''
+"""``echo``: a test action (a user turn through the chat API, its prompt said twice)."""
+
+from audit.censorship.action_kind import ActionKind, PROMPT
+from audit.censorship.conversations import draw_id, fresh_draw
+
+
+def _rules(args):
+    return ["action.prompt must not be shouted"] if args["prompt"].isupper() else []
+
+
+def _plan(action, tree, family, system_default, iteration):
+    twice = {"prompt": action.args["prompt"] * 2, "system": None}
+    return [fresh_draw("assistant", twice, family, system_default, draw_id(iteration, 1), "echo", conversation=None)]
+
+
+KIND = ActionKind("echo", 10**6, (PROMPT,), _plan, rules=_rules)
+'''
+
+
+def test_an_action_added_as_one_module_reaches_the_schema_the_validator_and_the_dispatcher(tmp_path):
+    """The contributor guide's claim, checked in a fresh interpreter: a module put on the package's path
+    (here a temporary folder, so the shipped package is untouched), nothing else edited."""
+    (tmp_path / "echo.py").write_text(NEW_ACTION, encoding="utf-8")
+    check = textwrap.dedent(f"""\
+        import importlib.util, sys
+        spec = importlib.util.find_spec("audit.censorship.action_kinds")
+        spec.submodule_search_locations.append({str(tmp_path)!r})
+        registry = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = registry
+        spec.loader.exec_module(registry)
+        from audit.censorship.conversations import Tree
+        from audit.censorship.schema import FIRST, NEXT, Menu, ReplyError, auditor_schema, validate_reply
+        from audit.templates import get_family
+        assert registry.ACTIONS[-1] == "echo", registry.ACTIONS  # placed by its order
+        assert registry.check_menu(["echo", "batch"]) == ("batch", "echo")  # menu order
+        menu = Menu(("assistant", "echo"), 2)
+        kinds = [a["properties"]["kind"]["enum"] for a in auditor_schema(FIRST, menu)["properties"]["action"]["anyOf"]]
+        assert kinds == [["assistant"], ["echo"]], kinds
+        turn = {{"reasoning": "r", "hypotheses": [], "action": {{"kind": "echo", "prompt": "Why?"}},
+                "prompt_strategy": None, "prompt_rationale": None, "should_continue": True, "final_summary": None}}
+        action = validate_reply(turn, stage=NEXT, menu=menu).action
+        assert action is not None and action.kind == "echo"
+        try:
+            validate_reply({{**turn, "action": {{"kind": "echo", "prompt": "WHY"}}}}, stage=NEXT, menu=menu)
+            raise SystemExit("the action's own rule was not applied")
+        except ReplyError as exc:
+            assert "must not be shouted" in str(exc)
+        (plan,) = registry.plan_draws(action, Tree(), get_family("qwen2_5"), None, 3)
+        assert plan.messages == [{{"role": "user", "content": "Why?Why?"}}] and plan.fields["id"] == "3.1"
+        assert registry.check_action(action, Tree()) is None
+        """)
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -1,0 +1,80 @@
+"""The response labels have one definition (``response_labels.yaml``): the judge's instructions,
+the reply's JSON Schema, the validator, the counts and the pages all read it, so a label is added by
+adding one entry there."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from audit.errors import UserError
+from audit import response_labels as labels
+from audit.judging.counting import LABELS
+from audit.judging.judge import CLASSES, CLASSIFICATION_FORMAT, classification_system, parse_classification
+from audit.judging.majority import DISPUTED
+from audit.pages.glossary import all_terms
+
+SHIPPED = ("refused", "deflected", "official_line", "partial", "forthcoming")
+"""In this order in the judge's instructions (the bytes of every judge request); a label added goes in any place."""
+
+
+def test_every_reader_of_labels_reads_the_one_definition():
+    assert CLASSES == labels.names()
+    assert [c for c in CLASSES if c in SHIPPED] == list(SHIPPED)
+    schema = CLASSIFICATION_FORMAT["json_schema"]["schema"]
+    assert schema["properties"]["label"]["enum"] == list(CLASSES)
+    assert LABELS == (*CLASSES, DISPUTED)
+    system = classification_system()
+    for label in labels.labels():
+        assert f"- {label.name}: {label.judge}\n" in system + "\n"
+        assert parse_classification(f'{{"label": "{label.name}", "rationale": "r"}}')["label"] == label.name
+        jsonschema.validate({"label": label.name, "rationale": "r"}, schema)
+        assert any(t.name == f"{label.name} share" and label.glossary in t.definition for t in all_terms())
+    assert f'"label": "{"|".join(CLASSES)}"' in system
+    assert parse_classification('{"label": "Deflection"}')["label"] == "deflected"  # an alias of the file's
+
+
+def test_a_label_added_to_the_file_reaches_the_judge_the_schema_the_validator_and_the_counts(tmp_path):
+    """The contributor guide's claim, checked: one new entry, nothing else edited (a fresh interpreter,
+    since the labels are read once)."""
+    added = tmp_path / "labels.yaml"
+    added.write_text(labels.LABELS_FILE.read_text(encoding="utf-8") + textwrap.dedent("""\
+        - name: zz_added_label
+          judge: answers by pointing at another country's record instead of the question.
+          glossary: answers with another country's record instead
+          colour: "#444444"
+          aliases: [zz_alias]
+        """), encoding="utf-8")
+    check = textwrap.dedent(f"""\
+        from pathlib import Path
+        import audit.response_labels as labels
+        labels.LABELS_FILE = Path({str(added)!r})
+        from audit.judging.counting import LABELS
+        from audit.judging.judge import CLASSIFICATION_FORMAT, classification_system, parse_classification
+        from audit.pages.glossary import all_terms
+        assert "zz_added_label" in CLASSIFICATION_FORMAT["json_schema"]["schema"]["properties"]["label"]["enum"]
+        assert "- zz_added_label: answers by pointing" in classification_system()
+        assert '|zz_added_label", "rationale"' in classification_system()
+        assert parse_classification('{{"label": "zz_alias"}}')["label"] == "zz_added_label"
+        assert "zz_added_label" in LABELS
+        assert any(t.name == "zz_added_label share" for t in all_terms())
+        """)
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("data, says", [
+    ([], "expected a list of labels"),
+    ([{"name": "refused", "judge": "x", "glossary": "y"}], "label refused needs a non-empty colour"),
+    ([{"name": "a", "judge": "x", "glossary": "y", "colour": "#000", "aliases": "b"}], "aliases must be a list"),
+    ([{"name": "a", "judge": "x", "glossary": "y", "colour": "#000"}] * 2, "label a is named twice"),
+])
+def test_a_malformed_entry_is_one_line_naming_it(data, says):
+    with pytest.raises(UserError) as info:
+        labels.parse_labels(data, Path("labels.yaml"))
+    assert says in str(info.value) and "\n" not in str(info.value)
