@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from audit.censorship.auditor_context import LEDGER, conversation_ends, ledger_messages, stable_prefix
+from audit.censorship.auditor_context import LEDGER, ledger_messages, stable_prefix
 from audit.censorship.draw_actions import Actions
 from audit.censorship.evidence import check_evidence
 from audit.censorship.language import WrongLanguage, check_probe
@@ -19,7 +19,6 @@ from audit.censorship.state import AuditState
 from audit.censorship.stopped import AuditStopped
 from audit.llm.accounting import call_usage
 from audit.llm.types import GatewayError, LLMResponse
-from audit.record.draws import AUTO
 from audit.record.rundir import iso, utc_now
 from audit.usage import Usage
 
@@ -103,7 +102,6 @@ class AuditorTurns:
         ``auditor.context=ledger`` the bounded context :mod:`~audit.censorship.auditor_context` builds."""
         if self.plan.context.mode == LEDGER:
             return ledger_messages(self.plan.auditor_system, self.state.turns, message, keep=self.plan.context.turns,
-                                   conversations=conversation_ends(self.state.tree()) if self.state.technique == AUTO
-                                   else None)
+                                   conversations=self.actions.conversations(self.state))
         assert self.state.conversation is not None
         return [*self.state.conversation, {"role": "user", "content": message}]
