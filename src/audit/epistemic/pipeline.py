@@ -485,13 +485,18 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
         if line is None or isinstance(exc, SummaryWritten):
             raise
         got, expected = len(saved_answers(run_dir.path)), len(cards) * len(built)
+        # A spent budget is a stop, not a failure: the sweep's tables count the run as cancelled
+        # (stop reason budget) with its answers kept for a resume, as an audit's budget stop is.
+        status, reason = (Status.CANCELLED, "budget") if stopped_by(gateway.budget if gateway else None) \
+            else (Status.ERROR, None)
         kept = {k: summary[k] for k in ("cards", "domain", "predicate", "cards_digest", "repeat", "started_at",
                                         "resumes", "run_dir") if summary.get(k) is not None}
-        short = EpistemicSummary(status=Status.ERROR, stage=stage, error=line, answered=got, expected_answers=expected,
-                                 finished_at=iso(utc_now()), **kept)  # what a full disk may still take
+        short = EpistemicSummary(status=status, stop_reason=reason, stage=stage, error=line, answered=got,
+                                 expected_answers=expected, finished_at=iso(utc_now()), **kept)  # a full disk may take it
         try:
-            write_final_summary(run_dir.summary_path, summary_record(stage, Status.ERROR, **summary, answered=got,
-                                                                     expected_answers=expected, error=line), short)
+            write_final_summary(run_dir.summary_path, summary_record(stage, status, stop_reason=reason, **summary,
+                                                                     answered=got, expected_answers=expected,
+                                                                     error=line), short)
         except OSError as unwritten:
             raise UserError(f"{line}; could not write {run_dir.summary_path} either ({unwritten.strerror}); "
                             f"{got}/{expected} answers are on disk in {run_dir.path}") from None
