@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from audit.benchmark.cells import CELL_KEYS
 from audit.testing.replies import RecordedRequest, Reply, chat_reply
@@ -39,8 +38,6 @@ def two_judges(script: BenchmarkScript) -> object:
     return handler
 
 
-@pytest.mark.xfail(strict=True, reason="the benchmark's cells have no judge key: the second judge's draws count as "
-                   "cache replays of the first's and its labels are dropped")
 def test_two_judges_over_the_same_draws_are_two_cells_each_counting_every_draw_once(tmp_path: Path) -> None:
     questions = tmp_path / "mine.jsonl"
     questions.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
