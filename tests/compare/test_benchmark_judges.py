@@ -84,4 +84,4 @@ def test_two_judges_over_the_same_draws_are_two_cells_each_counting_every_draw_o
     page = (tmp_path / "cmp" / "benchmark.html").read_text(encoding="utf-8")
     assert f"judge {HARSH}" in page and f"judge {LENIENT}" in page
     assert page.count('<figure class="heat">') == 2 * 2 * (2 + 1)  # heatmaps x judges x (target techniques + reference)
-    assert "judge" in compared.stdout.split("benchmark cells", 1)[1].splitlines()[1]
+    assert " judge " in f" {compared.stdout.split('benchmark cells', 1)[1].splitlines()[1]} "
