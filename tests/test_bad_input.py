@@ -237,6 +237,7 @@ CASES: list[Case] = [
     Case("epistemic-seed-text", EPISTEMIC, ("cards.seed=x",), "cards.seed"),
     Case("epistemic-unknown-suite", EPISTEMIC, ("cards.suites=[standard,hard]",), "hard"),
     Case("epistemic-samples-zero", EPISTEMIC, ("samples=0",), "samples"),
+    Case("epistemic-workers-zero", EPISTEMIC, ("workers=0",), "workers=auto"),
     Case("epistemic-domain-name-traversal", EPISTEMIC, ("domain.name=../x",), "domain.name"),
     Case("epistemic-predicate-name-traversal", EPISTEMIC, ("predicate.name=../../x",), "predicate.name"),
     Case("epistemic-no-key", EPISTEMIC, ("system=raw_llm",), "OPENROUTER_API_KEY", key=False),

@@ -126,11 +126,15 @@ def _assert_nothing_leaks(cwd: Path, proc: subprocess.CompletedProcess, server: 
     assert not [p for p in prompts if leaks(p)]  # no model was shown the key
 
 
-def test_answers_echoing_the_key_in_every_encoding_reach_no_file(tmp_path, fake_openrouter):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_answers_echoing_the_key_in_every_encoding_reach_no_file(tmp_path, fake_openrouter, workers):
+    """With ``workers=2`` the errors are recorded in the worker processes and sent back (the second
+    case is forked warm: the cold start is the first case's)."""
     echo = _cycle()
     fake_openrouter.handler = echo
     proc = _run("audit.epistemic", tmp_path, fake_openrouter, "system=raw_llm", "cards.num_per_type=2",
-                "gateway.max_retries=0", "gateway.cache.enabled=false")
+                "gateway.max_retries=0", "gateway.cache.enabled=false", f"workers={workers}", cold=workers == 1)
+    assert "mostly_errors" in proc.stderr and ("calls made by 2 worker" in proc.stdout) == (workers == 2), proc.stderr
     assert len(fake_openrouter.requests) >= len(KEY_ENCODINGS)  # every encoding was sent at least once
     assert "[REDACTED]" in "".join(p.read_text(errors="replace") for p in _written(tmp_path))  # errors were kept
     _assert_nothing_leaks(tmp_path, proc, fake_openrouter)

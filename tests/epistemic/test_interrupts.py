@@ -47,12 +47,13 @@ def start(cwd: Path, server: FakeOpenRouter, *args: str) -> entrypoints.Process:
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
-def stopped_with_answers_saved(tmp_path: Path, server: FakeOpenRouter, sig: signal.Signals) -> tuple[Path, Hold, str]:
+def stopped_with_answers_saved(tmp_path: Path, server: FakeOpenRouter, sig: signal.Signals,
+                               *extra: str) -> tuple[Path, Hold, str]:
     """A run sent ``sig`` once ``ANSWERED`` answers are in its journal and every slot holds a call:
     it can send nothing more, so what it leaves is the same every time."""
     hold = Hold(answer, skip=ANSWERED)
     server.handler = hold
-    proc = start(tmp_path, server, *ARGS)
+    proc = start(tmp_path, server, *ARGS, *extra)
     try:
         assert hold.wait(), "the run never reached its held requests"
         deadline = time.monotonic() + 60
@@ -77,13 +78,17 @@ def finished_run(cwd: Path, server: FakeOpenRouter, *args: str) -> Path:
     return Path(proc.stdout.rsplit("run dir: ", 1)[1].strip())
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
-def test_a_stopped_run_resumes_in_its_directory_asking_only_the_rest(tmp_path, fake_openrouter, sig):
+@pytest.mark.parametrize(("sig", "workers"), [(signal.SIGINT, 1), (signal.SIGTERM, 1), (signal.SIGKILL, 1),
+                                               (signal.SIGTERM, 2), (signal.SIGKILL, 2)],
+                         ids=lambda v: v.name if isinstance(v, signal.Signals) else f"{v}-workers")
+def test_a_stopped_run_resumes_in_its_directory_asking_only_the_rest(tmp_path, fake_openrouter, sig, workers):
+    """With ``workers=2`` the calls cut off in flight are the workers' and still reach the one ledger; a
+    SIGKILL of the run leaves its workers to see their socket close and end."""
     fake_openrouter.handler = answer
     reference = finished_run(tmp_path, fake_openrouter, *ARGS[:-1], f"output_dir={tmp_path / 'reference'}")
     fake_openrouter.reset()
 
-    run_dir, hold, err = stopped_with_answers_saved(tmp_path, fake_openrouter, sig)
+    run_dir, hold, err = stopped_with_answers_saved(tmp_path, fake_openrouter, sig, f"workers={workers}")
     summary = json.loads((run_dir / "summary.json").read_text())
     if sig == signal.SIGKILL:
         assert summary["status"] == "started"  # what compare shows as killed

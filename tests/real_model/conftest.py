@@ -40,6 +40,12 @@ def embedded() -> Iterator[EmbeddedServer]:
     server.stop()
 
 
+DEADLINE = f"gateway.timeout_s={scaled(120):g}"
+"""The gateway's per-attempt deadline (120 s, conf/gateway) scaled with the load like the timeout above: at
+load average 25 on 2 cores the 135M auditor's 1,024-token reply took longer than 120 s and every retry was cut
+off at the same point. On free cores it is the shipped 120 s."""
+
+
 def run_cli(module: str, *args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """``python -m <module> args`` in ``cwd`` with no key in the environment (unless ``env`` adds one)."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from audit.record.status import FINISHED
 from audit.record.draws import UNJUDGED
-from tests.real_model.conftest import SMOLLM2, assert_sampled_in_family, local_endpoint, only_run_dir, read, run_cli
+from tests.real_model.conftest import (DEADLINE, SMOLLM2, assert_sampled_in_family, local_endpoint, only_run_dir, read,
+                                       run_cli)
 
 ALL_ON_THE_REAL_MODEL = (
     *SMOLLM2,
@@ -30,7 +31,7 @@ def digests(run_dir: Path) -> dict[str, str]:
 
 def test_complete_audit_with_auditor_target_and_judge_on_the_real_model_then_a_rescore(embedded, tmp_path):
     done = run_cli("audit", local_endpoint(embedded), *ALL_ON_THE_REAL_MODEL, *BOUNDS, f"output_dir={tmp_path / 'out'}",
-                   "gateway.cache.enabled=false", cwd=tmp_path)
+                   "gateway.cache.enabled=false", DEADLINE, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     run_dir = only_run_dir(tmp_path / "out")
     summary = read(run_dir / "summary.json")
@@ -69,7 +70,7 @@ def test_complete_audit_with_auditor_target_and_judge_on_the_real_model_then_a_r
     before = digests(run_dir)
     again = run_cli("audit.rescore", str(run_dir), local_endpoint(embedded), "judge.endpoint=local",
                     "judge.model=smollm2", "judge.structured_output=on", "judge.max_tokens=512",
-                    "judge.temperature=0.7", "judging=smollm2_t07", cwd=tmp_path)
+                    "judge.temperature=0.7", "judging=smollm2_t07", DEADLINE, cwd=tmp_path)
     assert again.returncode == 0, again.stdout + again.stderr
     assert {k: v for k, v in digests(run_dir).items() if not k.startswith("judgings/")} == before
     folder = run_dir / "judgings" / "smollm2_t07"

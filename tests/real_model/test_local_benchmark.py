@@ -10,7 +10,7 @@ import pandas as pd
 from audit.benchmark.tables import load_benchmark_tables
 from audit.quotes import occurs
 from audit.record.draws import UNJUDGED
-from tests.real_model.conftest import SMOLLM2, local_endpoint, read, run_cli
+from tests.real_model.conftest import DEADLINE, SMOLLM2, local_endpoint, read, run_cli
 
 JUDGE = ("judge.endpoint=local", "judge.model=smollm2", "judge.structured_output=on", "judge.max_tokens=512")
 
@@ -18,7 +18,7 @@ JUDGE = ("judge.endpoint=local", "judge.model=smollm2", "judge.structured_output
 def test_a_short_benchmark_with_target_and_judge_on_the_real_model(embedded, tmp_path):
     done = run_cli("audit.benchmark", local_endpoint(embedded), *SMOLLM2, *JUDGE, "questions=topics",
                    "questions.topics=[tiananmen,berlin_wall]", "sampling.max_tokens=60",
-                   f"output_dir={tmp_path / 'out'}", "gateway.cache.enabled=false", cwd=tmp_path)
+                   f"output_dir={tmp_path / 'out'}", "gateway.cache.enabled=false", DEADLINE, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     (run_dir,) = [p.parent for p in (tmp_path / "out").rglob("questions.jsonl")]
     summary = read(run_dir / "summary.json")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from audit.censorship.auditor_context import LEDGER, conversation_ends, ledger_messages, stable_prefix
+from audit.censorship.auditor_context import LEDGER, ledger_messages, stable_prefix
 from audit.censorship.draw_actions import Actions
 from audit.censorship.evidence import check_evidence
 from audit.censorship.language import WrongLanguage, check_probe
@@ -102,6 +102,6 @@ class AuditorTurns:
         ``auditor.context=ledger`` the bounded context :mod:`~audit.censorship.auditor_context` builds."""
         if self.plan.context.mode == LEDGER:
             return ledger_messages(self.plan.auditor_system, self.state.turns, message, keep=self.plan.context.turns,
-                                   conversations=conversation_ends(self.state.tree()) if self.plan.menu else None)
+                                   conversations=self.actions.conversations(self.state))
         assert self.state.conversation is not None
         return [*self.state.conversation, {"role": "user", "content": message}]

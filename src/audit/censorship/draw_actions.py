@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from audit.censorship.actions import Action
+from audit.censorship.auditor_context import conversation_ends
 from audit.censorship.auto_view import auto_turn_message
 from audit.censorship.action_kinds import check_action, plan_draws
 from audit.censorship.conversations import answered
@@ -74,6 +75,10 @@ class Actions(Protocol):
         has more than its own technique to keep apart."""
         ...
 
+    def conversations(self, state: AuditState) -> dict[str, tuple[int, str]] | None:
+        """The conversations the auditor can go on with, for the ledger note (None: the run opens none)."""
+        ...
+
 
 @dataclass(frozen=True)
 class FixedTechnique:
@@ -123,6 +128,10 @@ class FixedTechnique:
 
     def by_technique(self, draws: list[Draw]) -> None:
         """None: every draw is the run's technique (its baseline is counted apart already)."""
+        return None
+
+    def conversations(self, state: AuditState) -> None:
+        """None: each probe is a fresh prompt, so there is no conversation to go on with."""
         return None
 
 
@@ -193,3 +202,7 @@ class AutoMenu:
         auto = [d for d in draws if d.auto]
         return {t: label_counts(judgments(d for d in auto if d.technique == t))
                 for t in sorted({d.technique for d in auto})}
+
+    def conversations(self, state: AuditState) -> dict[str, tuple[int, str]]:
+        """Each conversation of the tree: the iteration of its latest draw and its last turn's role."""
+        return conversation_ends(state.tree())

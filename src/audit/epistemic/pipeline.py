@@ -53,6 +53,7 @@ from audit.llm import aborted
 from audit.llm.budget import stopped_by
 from audit.llm.embedded import chosen_roles, local_model, route
 from audit.llm.settings import record_endpoints, role_endpoint
+from audit.llm.workers import WorkerGateway, worker_count
 from audit.progress import Progress, cache_note
 from audit.tasks import gather_or_cancel
 from audit.record.rundir import RunDir, fresh_run_path, iso, utc_now
@@ -260,20 +261,31 @@ def summary_record(stage: str, status: Status, *, stop_reason: StopReason | None
 
 # -- the systems stage -----------------------------------------------------------------
 
-def open_gateway(gateway_cfg: DictConfig, endpoints: Sequence[str], repeat: int = 0) -> Any:
+def run_workers(cfg: DictConfig) -> int:
+    """The processes that make the run's model calls (``workers``: a number, or ``auto``, one per core)."""
+    return worker_count(cfg.get("workers", 1))
+
+
+def open_gateway(gateway_cfg: DictConfig, endpoints: Sequence[str], repeat: int = 0, workers: int = 1) -> Any:
     """The model gateway, imported here so runs without LLM systems never load litellm.
 
     ``repeat`` (``samples=k``) enters the cache keys: each repeat answers every card afresh.
     litellm is imported once the gateway is built (keys checked), not at the first call: its
-    ~3 s would otherwise count in the first tenth of the progress line and skew the ETA.
+    ~3 s would otherwise count in the first tenth of the progress line and skew the ETA (and
+    workers forked from this process then have it already).
+    ``workers`` > 1 makes the calls in that many processes, each with the same gateway
+    (:mod:`audit.llm.workers`); this process keeps the one ledger, budget and journal.
     """
     # lazy (start-up time): litellm loads with the gateway, as the docstring says
     from audit.llm import backend
     from audit.llm.gateway import Gateway
 
-    gateway = Gateway.from_config(gateway_cfg, endpoints=endpoints, repeat=repeat)
+    def make() -> Gateway:
+        return Gateway.from_config(gateway_cfg, endpoints=endpoints, repeat=repeat)
+
+    gateway = make()
     backend.litellm()
-    return gateway
+    return gateway if workers == 1 else WorkerGateway(gateway, make, workers)
 
 
 async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any]], gateway: Any,
@@ -378,6 +390,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
     from audit.epistemic.domain import load_domain
 
     dropped: dict[str, int] = {}  # held-out candidates left out, per reason (generated cards only)
+    workers = run_workers(cfg)
     num_per_type = config_values.whole_number(cfg, "cards.num_per_type", minimum=1)
     seed = config_values.whole_number(cfg, "cards.seed", minimum=0)
     system_cfgs = selected_system_cfgs(cfg) if stage != "cards" else []
@@ -409,7 +422,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
     # Build systems (and the gateway, which checks the API key) before creating the run dir.
     needs_llm = any(systems.get(c.name).NEEDS_LLM for c in system_cfgs)
     endpoints = [role_endpoint(c) for c in system_cfgs if systems.get(c.name).NEEDS_LLM]
-    gateway = open_gateway(cfg.gateway, endpoints, int(cfg.get("repeat") or 0)) if needs_llm else None
+    gateway = open_gateway(cfg.gateway, endpoints, int(cfg.get("repeat") or 0), workers) if needs_llm else None
     if gateway is not None:
         record_endpoints(cfg.gateway, gateway.settings, endpoints)
     built = [systems.get(c.name).create(c, domain=domain, gateway=gateway) for c in system_cfgs]
@@ -507,6 +520,9 @@ def _answer_and_score(run_dir: RunDir, cfg: DictConfig, stage: str, mapping: str
     if gateway is not None:
         gateway.record_usage_in(run_dir.usage_path)  # every call on disk as it completes
     if stage != "cards":
+        if isinstance(gateway, WorkerGateway):
+            gateway.start()  # the workers are forked before the event loop runs
+            print(f"calls made by {gateway.count} worker processes (workers={cfg.get('workers')})")
         rows = asyncio.run(answer_cards(built, cards, gateway, done, Journal(run_dir.path / ANSWERS)))
         write_jsonl(run_dir.path / "results.jsonl", rows)
         (run_dir.path / ANSWERS).unlink(missing_ok=True)  # every row is in results.jsonl now

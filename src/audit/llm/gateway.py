@@ -187,6 +187,10 @@ class Gateway:
                 if response.cache_key is not None:
                     self.cache.delete(response.cache_key)
 
+    def redact(self, text: str) -> str:
+        """``text`` with the run's keys masked (a gateway worker's failure line goes through it)."""
+        return self._redact(text)
+
     # -- bookkeeping ---------------------------------------------------------------------
 
     def record_usage_in(self, usage_path: Path) -> None:
