@@ -12,7 +12,8 @@
    records per call (``cache_saving``, an estimate priced from litellm's map, else from the model list
    the server serves as OpenRouter's ``GET /models``: the loopback's list keeps Anthropic's ratios,
    reads 0.1x and writes 1.25x the prompt price, so the share is Claude's; unpriced in neither).
-3. With ``--sweep``: ``bench/bench_sweep.py``'s sweep time over its slowest job, run here.
+3. With ``--sweep``: ``bench/bench_sweep.py``'s sweep time over its slowest job, run here for each
+   launcher (joblib, and warm: workers that import the heavy libraries once).
 4. With ``--junit FILE`` (a report of the suite's run, ``pytest --junitxml=FILE``), or ``--suite PATH ...``
    (run here, ``pytest -n 2``, e.g. ``--suite tests``: about 10 minutes on 2 quiet cores): the slowest tests.
 
@@ -122,11 +123,15 @@ def cache_table(server: FakeOpenRouter, tmp: Path, n: int, turns: int) -> None:
 
 
 def sweep_table() -> None:
-    print(f"\n3. sweep time over its slowest job (bench/bench_sweep.py; before: {load()})")
+    """``bench/bench_sweep.py``'s ratio for each launcher: joblib (a fresh worker per job) and warm
+    (workers that imported the heavy libraries once)."""
     bench = Path(__file__).resolve().parent / "bench_sweep.py"
-    done = subprocess.run([sys.executable, str(bench), "--singles", "3"], capture_output=True, text=True)
-    print(done.stdout.strip() or done.stderr[-2000:])
-    print(f"(after: {load()})")
+    for launcher in ("joblib", "warm"):
+        print(f"\n3. sweep time over its slowest job, hydra/launcher={launcher} (bench/bench_sweep.py; before: {load()})")
+        done = subprocess.run([sys.executable, str(bench), "--singles", "3", "--launcher", launcher],
+                              capture_output=True, text=True)
+        print(done.stdout.strip() or done.stderr[-2000:])
+        print(f"(after: {load()})")
 
 
 def suite_report(paths: list[str], report: Path) -> Path:
