@@ -7,21 +7,21 @@ import numpy as np
 import pandas as pd
 
 RESPONSE_COLUMNS = ("run", "role", "model", "technique", "framing", "lang", "question_set", "question_id", "category",
-                    "kind", "rollout", "outcome", "label", "judge_failed", "honesty", "eval_aware", "assessment_failed",
+                    "kind", "rollout", "judge", "outcome", "label", "judge_failed", "honesty", "eval_aware", "assessment_failed",
                     "response")
 FACT_COLUMNS = ("run", "role", "model", "technique", "framing", "lang", "question_set", "question_id", "category",
-                "kind", "rollout", "fact_id", "status", "quote", "verified", "claimed")
+                "kind", "rollout", "judge", "fact_id", "status", "quote", "verified", "claimed")
 LABELS = ("refused", "deflected", "official_line", "partial", "forthcoming")
 
 
 def tables(seed: int = 3, models: tuple[str, ...] = ("m/a", "m/b"), techniques: tuple[str, ...] = ("assistant", "prefill"),
            framings: tuple[str, ...] = ("natural", "evaluation"), censored: int = 12, control: int = 6,
-           rollouts: int = 3, facts_per_question: int = 3, reference: str | None = "ref/r"
+           rollouts: int = 3, facts_per_question: int = 3, reference: str | None = "ref/r", judge: str = "j/judge"
            ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(responses, facts): every model x technique x framing asks ``censored`` censored questions in
     two categories and ``control`` control ones, ``rollouts`` times; each question has its own refusal
     rate (questions differ), a few judge failures, unanswered draws, unverified claims and failed fact
-    judgments; the reference model (assistant, natural) answers the same questions."""
+    judgments; the reference model (assistant, natural) answers the same questions; ``judge`` labels it all."""
     rng = np.random.default_rng(seed)
     questions = [(f"q{i}", "censored", "history" if i % 2 else "politics") for i in range(censored)] + \
         [(f"c{i}", "control", "uncategorised") for i in range(control)]
@@ -36,7 +36,7 @@ def tables(seed: int = 3, models: tuple[str, ...] = ("m/a", "m/b"), techniques: 
             for rollout in range(rollouts):
                 keys = {"run": f"runs/{model.replace('/', '_')}-{technique}-{framing}", "role": role, "model": model,
                         "technique": technique, "framing": framing, "lang": "en", "question_set": "deccp",
-                        "question_id": qid, "category": category, "kind": kind, "rollout": rollout}
+                        "question_id": qid, "category": category, "kind": kind, "rollout": rollout, "judge": judge}
                 answered = rng.random() > 0.05
                 failed = answered and rng.random() < 0.05
                 refused = rng.random() < min(1.0, q_rate[qid] + shift) and role == "target"

@@ -260,3 +260,34 @@ def test_a_cell_served_by_more_than_one_provider_is_marked(synthetic: tuple[pd.D
     assert served_by(pd.concat([served, again]))["providers"].tolist() == served_by(served)["providers"].tolist()
     unknown = benchmark_tables(responses, facts).cells
     assert not unknown["mixed_providers"].any() and unknown["providers"].str.startswith("unknown ").all()
+
+
+def test_each_judge_is_a_cell_of_its_own_counting_every_draw_once() -> None:
+    """A sweep over judges: the same draws (the same responses, the second job's read from the cache)
+    labelled by two judges are two cells, each counting every draw once with its own labels, never a
+    replay of the other judge's; a table saved without the column is one unknown judge's."""
+    a_r, a_f = tables(seed=5, judge="j/a")
+    b_r, b_f = tables(seed=5, judge="j/b")
+    b_r = b_r.assign(run=b_r["run"] + "-b", label=b_r["label"].where(b_r["label"].isna(), "refused"))
+    b_f = b_f.assign(run=b_f["run"] + "-b")
+    table = cells(pd.concat([a_r, b_r]), pd.concat([a_f, b_f]))
+    assert set(table["judge"]) == {"j/a", "j/b"}
+    for judge, (r, f) in {"j/a": (a_r, a_f), "j/b": (b_r, b_f)}.items():
+        own, mine = cells(r, f), table[table["judge"] == judge].reset_index(drop=True)
+        for column in ("draws", "replays", "refusal_k", "refusal_n", "fact_recall_k", "fact_recall_knowable_n"):
+            assert mine[column].tolist() == own[column].tolist(), (judge, column)
+        assert (mine["replays"] == 0).all()
+    assert (table[(table["judge"] == "j/b") & (table["refusal_n"] > 0)]["refusal"] == 1.0).all()
+    old = cells(a_r.drop(columns="judge"), a_f.drop(columns="judge"))
+    assert set(old["judge"]) == {"unknown"} and old["draws"].tolist() == cells(a_r, a_f)["draws"].tolist()
+
+
+def test_a_fact_is_knowable_only_as_the_same_judge_read_the_reference() -> None:
+    """The reference's verdicts are a judge's: a target judged by another judge than the one that read
+    the reference has no knowable split (NA), never one borrowed from the other judge."""
+    keys = {"run": "x", "model": "m", "technique": "assistant", "framing": "natural", "lang": "en",
+            "question_set": "s", "category": "c", "kind": "censored", "question_id": "q1", "rollout": 0,
+            "fact_id": "f1", "status": "mentioned", "quote": "x", "verified": True}
+    facts = pd.DataFrame([{**keys, "role": role, "judge": judge}
+                          for role, judge in (("reference", "j/a"), ("target", "j/a"), ("target", "j/b"))])
+    assert with_knowable(facts)["knowable"].tolist() == [pd.NA, True, pd.NA]

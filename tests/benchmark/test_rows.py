@@ -6,7 +6,7 @@ import pandas as pd
 
 from audit.benchmark.draws import BenchmarkDraw, latest_draws
 from audit.benchmark.questions import Fact, Question, QuestionSet
-from audit.benchmark.rows import category_rows, format_category_table, frames
+from audit.benchmark.rows import UNKNOWN_JUDGE, category_rows, format_category_table, frames, run_judge
 
 FACTS = tuple(Fact(f"f{k}", f"fact {k}") for k in range(1, 6))
 QUESTIONS = QuestionSet("s", (Question("c1", "censored?", "cat", "censored", "en", FACTS),
@@ -81,3 +81,14 @@ def test_a_cell_served_by_more_than_one_provider_is_marked_never_pooled_silently
     old = category_rows(responses.drop(columns="provider"), facts)
     assert all(r["providers"] == {"unknown": r["draws"] - (r["kind"] == "censored")} for r in old)
     assert not any(r["mixed_providers"] for r in old)
+
+
+def test_every_row_names_the_judge_of_its_run() -> None:
+    """The judge is a key of both tables (a sweep over judges labels the same draws twice): named as a
+    comparison names it, from the run's config; a config without a judge node (an old run) names none."""
+    responses, facts = frames("r", QUESTIONS, [draw(facts={"facts": [verdict("revealed", "revealed")]})], "acme/judge")
+    assert set(responses["judge"]) == set(facts["judge"]) == {"acme/judge"}
+    assert run_judge({"judge": {"enabled": True, "model": "acme/judge"}}) == "acme/judge"
+    assert run_judge({"judge": {"enabled": True, "models": ["a/x", "b/y"], "samples": 3}}) == "a/x+b/y×3"
+    assert run_judge({"judge": {"enabled": False, "model": "acme/judge"}}) == "off"
+    assert run_judge({}) == UNKNOWN_JUDGE == frames("r", QUESTIONS, [draw()])[0]["judge"].iloc[0]

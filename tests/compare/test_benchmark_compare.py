@@ -102,4 +102,7 @@ def test_compare_over_benchmark_sweeps_equals_a_recount_of_their_files(tmp_path:
     page = (out / "benchmark.html").read_text()
     assert page.count("<figure class=\"heat\">") == 2 * (4 + 2)  # 2 heatmaps x panels (role · technique · framing)
     assert "geography (control)" in page
+    # one judge: every cell is its judge's, and neither the page nor the printed cells name it
+    assert set(cells["judge"]) == {"openai/gpt-4o-mini"} and "· judge" not in page
+    assert " judge " not in f" {done.stdout.split('benchmark cells', 1)[1].splitlines()[1]} "
     assert 'href="benchmark.html"' in (out / "comparison.html").read_text()

@@ -7,15 +7,18 @@ a function of those two frames, so a test can recount any cell by hand.
 
 * **Cells are never pooled.** A cell is one value of every key in :data:`CELL_KEYS`: role (a
   reference model's draws never share a cell with a target's), model, technique, framing, language,
-  question set, kind (censored or control) and category.
+  question set, kind (censored or control), category and judge (a sweep over judges labels the same
+  draws twice: each judge's labels are a cell of their own; a table without the column is one
+  ``unknown`` judge's).
 * **The question is the unit.** A question's rollouts are not independent draws (a model that refuses
   a question refuses it again), so each rate is pooled over the cell's draws, ``Σ k / Σ n``, and its
   95% interval is over questions (:func:`audit.stats.question_rate`, rollouts nested), with the number
   of questions and of draws beside it. The same question seen in two runs of the same cell is one
   question with more rollouts.
 * **Each draw counts once.** A draw the cache replayed into a second run (the same rollout of the
-  same question under the same keys, with the same response) counts in the first run only, and is
-  shown as a replay (:func:`count_once`).
+  same question under the same keys, judge included, with the same response) counts in the first run
+  only, and is shown as a replay (:func:`count_once`); replayed into a run with another judge, it is
+  that judge's draw and counts once in that judge's cell.
 * **Judge failures leave the denominators** and are counted apart: a response whose label failed
   counts in no label share (``judge_failed``), one whose assessment failed in neither the honest nor
   the evaluation-aware share (``assessment_failed``), a fact whose judgment failed in no fact rate
@@ -27,8 +30,8 @@ a function of those two frames, so a test can recount any cell by hand.
   unverified claim (``facts_unverified``).
 * **Knowable facts.** Where a reference model answered a question, a fact is *knowable* when the
   reference states it (``mentioned``, verified) in at least one of its rollouts of that question
-  (any reference model, any framing or technique); fact recall is reported on knowable facts and on
-  facts the reference never states, apart.
+  (any reference model, any framing or technique, as the same judge read it); fact recall is reported
+  on knowable facts and on facts the reference never states, apart.
 """
 
 from __future__ import annotations
@@ -40,13 +43,15 @@ from typing import Any
 import pandas as pd
 
 from audit.judging.assessment import HONESTY
+from audit.benchmark.rows import UNKNOWN_JUDGE
 from audit.judging.counting import LABELS
 from audit.stats import paired_difference, question_rate, unpaired_difference
 
-CELL_KEYS = ("role", "model", "technique", "framing", "lang", "question_set", "kind", "category")
+CELL_KEYS = ("role", "model", "technique", "framing", "lang", "question_set", "kind", "category", "judge")
 """What identifies a cell; rows that differ in any of them are never pooled."""
 QUESTION = ("question_set", "question_id")
 """What identifies a question (the unit of every interval) within a cell."""
+JUDGE = "judge"
 TARGET, REFERENCE = "target", "reference"
 CENSORED, CONTROL = "censored", "control"
 ASSISTANT, NATURAL = "assistant", "natural"
@@ -112,16 +117,23 @@ COUNTS = ("draws", "replays", "labelled", "judge_failed", "assessment_failed", "
           "facts_failed", "facts_unverified")
 
 
+def judged_by(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its ``judge`` column; a table saved before it existed is one unknown judge's."""
+    return frame if JUDGE in frame else frame.assign(**{JUDGE: UNKNOWN_JUDGE})
+
+
 def with_knowable(facts: pd.DataFrame) -> pd.DataFrame:
     """``facts`` with a ``knowable`` column for target rows: True when a reference model states the fact
-    (mentioned, verified) in any of its rollouts of the question, False when reference rollouts of the
-    question exist and none states it, NA where no reference answered the question (and on reference
-    rows: the reference defines the split, it is not measured by it)."""
+    (mentioned, verified) in any of its rollouts of the question as the same judge read them, False when
+    reference rollouts of the question exist and none states it, NA where no reference answered the
+    question (and on reference rows: the reference defines the split, it is not measured by it)."""
+    facts = judged_by(facts)
     ref = facts[facts["role"] == REFERENCE]
-    asked = set(ref[list(QUESTION)].itertuples(index=False, name=None))
-    stated = set(ref[_credited(MENTIONED)(ref)][[*QUESTION, "fact_id"]].itertuples(index=False, name=None))
-    knowable = [pd.NA if role == REFERENCE or (qs, qid) not in asked else (qs, qid, fid) in stated
-                for role, qs, qid, fid in facts[["role", *QUESTION, "fact_id"]].itertuples(index=False, name=None)]
+    asked = set(ref[[JUDGE, *QUESTION]].itertuples(index=False, name=None))
+    stated = set(ref[_credited(MENTIONED)(ref)][[JUDGE, *QUESTION, "fact_id"]].itertuples(index=False, name=None))
+    knowable = [pd.NA if role == REFERENCE or (judge, qs, qid) not in asked else (judge, qs, qid, fid) in stated
+                for role, judge, qs, qid, fid in facts[["role", JUDGE, *QUESTION, "fact_id"]].itertuples(index=False,
+                                                                                                        name=None)]
     return facts.assign(knowable=pd.array(knowable, dtype="boolean"))
 
 
@@ -136,6 +148,7 @@ def count_once(responses: pd.DataFrame, facts: pd.DataFrame) -> tuple[pd.DataFra
     first reads its answers from the cache). Returns the responses and facts that count, and the
     replayed responses (shown as ``replays``, never counted). Without a ``response`` column there is
     nothing to tell a replay by, and every row counts."""
+    responses, facts = judged_by(responses), judged_by(facts)
     if "response" not in responses or responses.empty:
         return responses, facts, responses.iloc[0:0]
     replay = responses["response"].notna() & responses.duplicated([*DRAW_KEYS, "response"], keep="first")

@@ -27,9 +27,10 @@ import pandas as pd
 from audit.benchmark.draws import FAILED, BenchmarkDraw
 from audit.benchmark.questions import Question, QuestionSet
 from audit.io.atomic import atomic_open
+from audit.judging.panel import judge_label
 
 KEYS = ("run", "role", "model", "technique", "framing", "lang", "question_set", "question_id", "category", "kind",
-        "rollout")
+        "rollout", "judge")
 RESPONSE_COLUMNS = (*KEYS, "outcome", "provider", "label", "judge_failed", "honesty", "eval_aware",
                     "assessment_failed", "eval_aware_unverified", "facts_failed", "response")
 FACT_COLUMNS = (*KEYS, "fact_id", "status", "quote", "verified", "claimed", "confirmed", "judgment", "fact")
@@ -38,20 +39,31 @@ STATUS = {"revealed": "mentioned", "not_revealed": "not_mentioned", "contradicte
 """The judging pass's fact statuses in the benchmark's words. ``confirmed`` (the target only agreed with
 words the prompt put in its mouth) is not a mention: ``confirmed`` is True on its row."""
 REFUSED = "refused"
+UNKNOWN_JUDGE = "unknown"
+"""The ``judge`` of rows whose run names none (a table or config saved before the column existed)."""
 
 
-def _keys(run: str, set_name: str, question: Question, draw: BenchmarkDraw) -> dict[str, Any]:
+def run_judge(config: Mapping[str, Any]) -> str:
+    """The judge a run's rows name: the model id of its config's judge (a panel's members, ``off``), as
+    the comparison names it (:func:`audit.judging.panel.judge_label`), so a sweep over judges never
+    pools two judges' labels; :data:`UNKNOWN_JUDGE` when the config has no judge node."""
+    node = config.get("judge")
+    return UNKNOWN_JUDGE if node is None else judge_label(node)
+
+
+def _keys(run: str, set_name: str, question: Question, draw: BenchmarkDraw, judge: str) -> dict[str, Any]:
     return {"run": run, "role": draw.role, "model": draw.model, "technique": draw.technique, "framing": draw.framing,
             "lang": question.lang, "question_set": set_name, "question_id": question.id,
-            "category": question.category, "kind": question.kind, "rollout": draw.rollout}
+            "category": question.category, "kind": question.kind, "rollout": draw.rollout, "judge": judge}
 
 
-def response_row(run: str, set_name: str, question: Question, draw: BenchmarkDraw) -> dict[str, Any]:
+def response_row(run: str, set_name: str, question: Question, draw: BenchmarkDraw,
+                 judge: str = UNKNOWN_JUDGE) -> dict[str, Any]:
     label = draw.classification.label if draw.classification is not None else None
     assessment = draw.assessment if draw.assessment is not None and draw.assessment.label is not None else None
     extra = assessment.model_extra or {} if assessment is not None else {}
     served = (draw.model_extra or {}).get("served")
-    return {**_keys(run, set_name, question, draw), "outcome": draw.outcome,
+    return {**_keys(run, set_name, question, draw, judge), "outcome": draw.outcome,
             "provider": served.get("provider") if isinstance(served, Mapping) else None, "label": label,
             "judge_failed": draw.label_failed, "honesty": assessment.label if assessment else None,
             "eval_aware": extra.get("eval_aware") if assessment else None,
@@ -60,7 +72,8 @@ def response_row(run: str, set_name: str, question: Question, draw: BenchmarkDra
             "facts_failed": draw.facts_failed, "response": draw.raw_response}
 
 
-def fact_rows(run: str, set_name: str, question: Question, draw: BenchmarkDraw) -> list[dict[str, Any]]:
+def fact_rows(run: str, set_name: str, question: Question, draw: BenchmarkDraw,
+              judge: str = UNKNOWN_JUDGE) -> list[dict[str, Any]]:
     judgment = draw.facts_judgment
     if judgment is None or not question.facts:
         return []
@@ -77,22 +90,24 @@ def fact_rows(run: str, set_name: str, question: Question, draw: BenchmarkDraw) 
             state = "disputed"
         else:
             state = "failed" if verdicts is None or raw is None else "scored"
-        rows.append({**_keys(run, set_name, question, draw), "fact_id": fact.id, "status": status,
+        rows.append({**_keys(run, set_name, question, draw, judge), "fact_id": fact.id, "status": status,
                      "quote": quote or None, "verified": bool(credited and verdict.get("quote_verified", True)),
                      "claimed": claimed, "confirmed": raw == "confirmed", "judgment": state, "fact": fact.text})
     return rows
 
 
-def frames(run: str, questions: QuestionSet, draws: Iterable[BenchmarkDraw]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The responses and facts tables of one run (``run``: its name in the ``run`` column)."""
+def frames(run: str, questions: QuestionSet, draws: Iterable[BenchmarkDraw],
+           judge: str = UNKNOWN_JUDGE) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The responses and facts tables of one run (``run``: its name in the ``run`` column; ``judge``: its
+    judge, :func:`run_judge`)."""
     by_id = {q.id: q for q in questions.questions}
     responses, facts = [], []
     for draw in sorted(draws, key=lambda d: (d.role != "target", d.question_id, d.rollout)):
         question = by_id.get(draw.question_id)
         if question is None:
             continue
-        responses.append(response_row(run, questions.name, question, draw))
-        facts += fact_rows(run, questions.name, question, draw)
+        responses.append(response_row(run, questions.name, question, draw, judge))
+        facts += fact_rows(run, questions.name, question, draw, judge)
     return (pd.DataFrame(responses, columns=list(RESPONSE_COLUMNS)),
             pd.DataFrame(facts, columns=list(FACT_COLUMNS)))
 
@@ -162,9 +177,9 @@ def format_category_table(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def write_tables(run_dir: Path, questions: QuestionSet, draws: Sequence[BenchmarkDraw]) -> list[Path]:
+def write_tables(run_dir: Path, questions: QuestionSet, draws: Sequence[BenchmarkDraw], judge: str) -> list[Path]:
     """``responses.csv`` and ``facts.csv`` (and ``.parquet`` twins when pyarrow is installed), atomically."""
-    responses, facts = frames(run_dir.name, questions, draws)
+    responses, facts = frames(run_dir.name, questions, draws, judge)
     written = []
     for name, frame in (("responses", responses), ("facts", facts)):
         path = run_dir / f"{name}.csv"

@@ -30,7 +30,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from audit import config_values
 from audit.benchmark.draws import BenchmarkDraw, REFERENCE, TARGET, latest_draws
 from audit.benchmark.questions import Question, QuestionSet, load_questions
-from audit.benchmark.rows import category_table, format_category_table, write_tables
+from audit.benchmark.rows import category_table, format_category_table, run_judge, write_tables
 from audit.censorship.provenance import served_summary
 from audit.censorship.techniques import Target, check_technique, sample
 from audit.errors import Interrupted, UserError, user_error_line
@@ -260,7 +260,7 @@ def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConf
         status, reason, error = Status.CANCELLED, "budget", "budget spent"
     summary = _write_summary(run_dir, cfg, plan, questions, draws, status, started, resumes, gateway,
                              stop_reason=reason, error=error)
-    written = write_tables(run_dir.path, questions, list(draws.values()))
+    written = write_tables(run_dir.path, questions, list(draws.values()), run_judge(summary.config or {}))
     print(format_category_table(summary.categories))
     usage = summary.usage
     calls = usage.calls if usage else 0

@@ -13,7 +13,7 @@ import pandas as pd
 
 from audit.benchmark.draws import latest_draws
 from audit.benchmark.questions import Question, QuestionSet
-from audit.benchmark.rows import FACT_COLUMNS, RESPONSE_COLUMNS, frames
+from audit.benchmark.rows import FACT_COLUMNS, RESPONSE_COLUMNS, frames, run_judge
 from audit.io.journal import read_records
 from audit.io.safe_read import load_yaml
 from audit.record.run_record import iter_runs
@@ -28,7 +28,8 @@ def run_frames(path: Path, label: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     name = str(node.get("set") or "")
     if name == "file" and node.get("path"):
         name = Path(str(node.get("path"))).stem
-    return frames(label, QuestionSet(name, questions), latest_draws(read_records(path / "draws.jsonl")).values())
+    return frames(label, QuestionSet(name, questions), latest_draws(read_records(path / "draws.jsonl")).values(),
+                  run_judge(config))
 
 
 def load_benchmark_tables(*dirs: Path | str) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -22,7 +22,7 @@ import pandas as pd
 from audit.benchmark.tables import run_frames
 from audit.benchmark.cells import CENSORED, GAP_METRICS, BenchmarkTables, benchmark_tables
 from audit.compare.report import TEMPLATES_DIR, cells, fmt, gap_cells, interval, is_missing, recall_shade, \
-    refusal_shade
+    refusal_shade, varied, who
 from audit.compare.collect import Run
 from audit.counted import counted
 from audit.pages import SORT_FILTER_JS, environment
@@ -35,7 +35,9 @@ from audit.stats import QUESTION_COVERAGE_NOTE, QUESTION_METHOD
 PAGE = "benchmark.html"
 PANEL_KEYS = ("role", "technique", "framing", "lang", "question_set")
 """One heatmap panel per value of these keys (never pooled); models are its rows, and its columns the
-categories, censored first, then control ones (marked): each column is one kind and category."""
+categories, censored first, then control ones (marked): each column is one kind and category. A sweep
+over judges adds the judge to each panel's title (:func:`audit.compare.report.varied`: the judge is shown
+only where the runs vary it; the tables always carry it)."""
 HEATMAPS = (("refusal", "Refusal share", "labelled draws", refusal_shade),
             ("fact_recall", "Fact recall", "judged facts", recall_shade))
 # The cell table's columns and the headers they show (the glossary defines each header's text).
@@ -90,23 +92,37 @@ def column_name(kind: str, category: str) -> str:
 
 
 def heatmaps(table: pd.DataFrame, metric: str, items: str, shade: Any) -> list[dict[str, Any]]:
-    """Panels of models (rows) × (kind, category) columns, one per :data:`PANEL_KEYS` value, for ``metric``."""
+    """Panels of models (rows) × (kind, category) columns, one per :data:`PANEL_KEYS` value (and judge,
+    when varied), for ``metric``."""
     out = []
-    for key, frame in table.groupby(list(PANEL_KEYS), sort=True, dropna=False):
+    shown = varied(table)
+    for key, frame in table.groupby([*PANEL_KEYS, *shown], sort=True, dropna=False):
         columns = sorted(set(zip(frame["kind"], frame["category"])), key=lambda c: (c[0] != CENSORED, c))
         by_cell = {(r["model"], r["kind"], r["category"]): r for r in frame.to_dict("records")}
         rows = [{"model": model, "cells": [None if (model, *c) not in by_cell else
                                            _heat_cell(by_cell[(model, *c)], metric, items, shade) for c in columns]}
                 for model in sorted(set(frame["model"]))]
-        out.append({"title": " · ".join(str(v) for v in key), "categories": [column_name(*c) for c in columns],
+        title = " · ".join(str(v) for v in key[:len(PANEL_KEYS)]) + who(dict(zip([*PANEL_KEYS, *shown], key)), shown)
+        out.append({"title": title, "categories": [column_name(*c) for c in columns],
                     "rows": rows})
+    return out
+
+
+def shown_keys(columns: Mapping[str, str], after: str, table: pd.DataFrame) -> dict[str, str]:
+    """``columns`` (name: header) with the judge inserted after ``after`` when ``table`` varies it."""
+    out: dict[str, str] = {}
+    for name, header in columns.items():
+        out[name] = header
+        if name == after:
+            out.update({k: k for k in varied(table)})
     return out
 
 
 def cell_table(table: pd.DataFrame) -> dict[str, Any]:
     """Every cell with each rate, its interval and the questions it is over under it."""
-    shown = cells(table, list(CELL_VIEW))
-    shown["columns"] = list(CELL_VIEW.values()) + list(CELL_RATES.values())
+    view = shown_keys(CELL_VIEW, "category", table)
+    shown = cells(table, list(view))
+    shown["columns"] = list(view.values()) + list(CELL_RATES.values())
     for row, record in zip(shown["rows"], table.to_dict("records")):
         for metric in CELL_RATES:
             v, ci = record[metric], interval(record, metric)
@@ -117,10 +133,11 @@ def cell_table(table: pd.DataFrame) -> dict[str, Any]:
 
 
 def _gap_table(frame: pd.DataFrame, leading: Sequence[str], count: str, sides: str) -> dict[str, Any] | None:
-    """A gap table: the ``leading`` columns, then each rate's gap ('<rate> gap (<sides>)') with its
-    interval and the questions (``count``) it is over."""
+    """A gap table: the ``leading`` columns (the judge after the question set, when varied), then each
+    rate's gap ('<rate> gap (<sides>)') with its interval and the questions (``count``) it is over."""
     if frame.empty:
         return None
+    leading = list(shown_keys(dict(zip(leading, leading)), "question_set", frame))
     return gap_cells(frame.rename(columns=GAP_HEADERS), [GAP_HEADERS.get(c, c) for c in leading],
                      {f"{m}_gap": f"{label} gap ({sides})" for m, label in GAP_RATES.items()},
                      lambda r: r[GAP_HEADERS[count]], unit="questions")
@@ -182,10 +199,11 @@ def benchmark_output(runs: Sequence[Run], dirs: Sequence[Path], target: Path) ->
         return BenchmarkOutput()
     tables = benchmark_tables(*load(chosen))
     printed = [(f"benchmark cells ({len(tables.cells)}; rates over draws or facts, 95% interval over questions)",
-                tables.cells[list(CELL_PRINT)])]
+                tables.cells[list(shown_keys(dict(zip(CELL_PRINT, CELL_PRINT)), "category", tables.cells))])]
     if not tables.control_gaps.empty:
+        gaps = tables.control_gaps
         printed.append(("benchmark: censored minus control questions (unpaired, over questions)",
-                        tables.control_gaps[list(GAP_PRINT)]))
+                        gaps[list(shown_keys(dict(zip(GAP_PRINT, GAP_PRINT)), "question_set", gaps))]))
     return BenchmarkOutput(page_files(tables, dirs, target, len(chosen)), printed)
 
 
