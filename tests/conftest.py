@@ -38,12 +38,17 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(CpuLog(path), "cpu_time")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under ``-n auto --dist loadgroup``, tests that share an expensive fixture share a worker, so it
     is made once: the real-model tests (one session-scoped llama.cpp server; two on a 2-core machine
     would each run at half speed), and the tests of a module with a module-scoped fixture (built once
     per worker that runs any of them: the bad-input corpus runs every case of its module from one
     fixture, so split over two workers it ran twice).
+
+    It runs first (``tryfirst``): xdist's worker reads the ``xdist_group`` marks in this same hook, and a
+    plugin registered after this conftest is called before it, so without ``tryfirst`` the marks came too
+    late and no test was grouped (checked by ``tests/test_xdist_groups.py``).
 
     Then the order xdist hands the work out in: :data:`START_FIRST`, then the groups by their number of
     tests, largest first (what xdist's own reordering does), then single tests as collected."""
