@@ -12,7 +12,7 @@ import pytest
 from scipy import stats as scipy_stats
 from statsmodels.regression.linear_model import OLS
 
-from audit.benchmark.cells import (CELL_KEYS, GAP_METRICS, METRICS, OFFICIAL_LINE, REFUSED, benchmark_tables, cells,
+from audit.benchmark.cells import (CELL_KEYS, GAP_METRICS, METRICS, OFFICIAL_LINE, REFUSED, benchmark_tables, cells, count_once,
                                    question_counts, served_by, with_knowable)
 from audit.judging.judge import CLASSES
 from tests.benchmark.synthetic import tables
@@ -291,3 +291,28 @@ def test_a_fact_is_knowable_only_as_the_same_judge_read_the_reference() -> None:
     facts = pd.DataFrame([{**keys, "role": role, "judge": judge}
                           for role, judge in (("reference", "j/a"), ("target", "j/a"), ("target", "j/b"))])
     assert with_knowable(facts)["knowable"].tolist() == [pd.NA, True, pd.NA]
+
+
+def _refusals(replayed: list[object] | None) -> pd.DataFrame:
+    """Two runs' row for the same question, rollout and cell, both the same canned refusal."""
+    responses, _ = tables()
+    row = responses[responses["response"].notna()].iloc[[0]]
+    two = pd.concat([row.assign(run="job-a"), row.assign(run="job-b", response=row["response"].iloc[0])],
+                    ignore_index=True).assign(response="I cannot discuss that.")
+    return two if replayed is None else two.assign(replayed=replayed)
+
+
+@pytest.mark.parametrize(("replayed", "counted", "kept_run"), [
+    ([False, False], 2, None),  # sampled apart, the same words: two draws
+    ([False, True], 1, "job-a"),  # the second run read the first's answer from the cache
+    ([True, False], 1, "job-b"),  # listed first but served by the cache: the sampled row is the draw kept
+    ([True, True], 1, "job-a"),  # only cached copies (the sampling run is not compared): one of them counts
+    (None, 1, "job-a"),  # a table saved before `replayed`: the text decides, as it did then
+])
+def test_a_draw_counts_once_only_when_the_cache_replayed_it(replayed, counted, kept_run) -> None:
+    responses = _refusals(replayed)
+    facts = pd.DataFrame(columns=[*responses.columns[:13], "fact_id"])  # no facts: only the responses matter
+    kept, _, replays = count_once(responses, facts.iloc[0:0])
+    assert len(kept) == counted and len(replays) == 2 - counted
+    if kept_run is not None:
+        assert list(kept["run"]) == [kept_run]

@@ -40,14 +40,18 @@ def run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Completed
 
 
 def recount(runs: list[Path]) -> pd.DataFrame:
-    """Each cell's counts from the runs' CSVs alone, a draw replayed from the cache into a later run
-    (same keys, rollout and response) counted once."""
+    """Each cell's counts from the runs' CSVs alone: a row the cache served (``replayed``) is dropped when
+    a sampled row has the same keys, rollout and response (the draw it replays); a sampled row always counts."""
     # a run's own CSVs name it relative to itself, so two jobs' runs started in the same second share
     # that name: the recount tells them apart by their directories
     responses = pd.concat([pd.read_csv(r / "responses.csv").assign(run_dir=str(r)) for r in runs], ignore_index=True)
     facts = pd.concat([pd.read_csv(r / "facts.csv").assign(run_dir=str(r)) for r in runs], ignore_index=True)
     draw = [*CELL_KEYS, "question_id", "rollout"]
-    kept = responses.drop_duplicates([*draw, "response"])
+    sampled = responses[~responses["replayed"].astype(bool)]
+    has_sampled = set(sampled[[*draw, "response"]].itertuples(index=False, name=None))
+    cached = responses[responses["replayed"].astype(bool)]
+    orphans = cached[[key not in has_sampled for key in cached[[*draw, "response"]].itertuples(index=False, name=None)]]
+    kept = pd.concat([sampled, orphans.drop_duplicates([*draw, "response"])])
     facts = facts.merge(kept[["run_dir", *draw]], on=["run_dir", *draw])
     labelled = kept[kept["label"].notna()]
     judged = facts[facts["status"].notna()]

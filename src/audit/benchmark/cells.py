@@ -142,16 +142,22 @@ DRAW_KEYS = (*CELL_KEYS, "question_id", "rollout")
 
 
 def count_once(responses: pd.DataFrame, facts: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The tables with each draw counted once: a draw that several runs hold with the same
-    :data:`DRAW_KEYS` and the same response text is one draw the cache replayed (a sweep over
+    """The tables with each draw counted once: a draw the cache served (``replayed``) that another row
+    holds with the same :data:`DRAW_KEYS` and response text is that row's draw again (a sweep over
     techniques asks the reference model the same questions in every job, and every job after the
-    first reads its answers from the cache). Returns the responses and facts that count, and the
+    first reads its answers from the cache). Two draws sampled apart that happen to say the same (a
+    canned refusal) are two draws and both count. Rows saved before ``replayed`` was recorded are
+    told by their text alone, as they were then. Returns the responses and facts that count, and the
     replayed responses (shown as ``replays``, never counted). Without a ``response`` column there is
     nothing to tell a replay by, and every row counts."""
-    responses, facts = judged_by(responses), judged_by(facts)
+    responses, facts = judged_by(responses).reset_index(drop=True), judged_by(facts)
     if "response" not in responses or responses.empty:
         return responses, facts, responses.iloc[0:0]
-    replay = responses["response"].notna() & responses.duplicated([*DRAW_KEYS, "response"], keep="first")
+    served = (responses["replayed"] if "replayed" in responses else pd.Series(pd.NA, index=responses.index))
+    may_replay = served.astype("boolean").fillna(True)  # unknown (an old table): the text decides
+    # a sampled copy first, so the one kept is the draw that was sampled, and a cached copy is the replay
+    order = responses.assign(_may=may_replay).sort_values("_may", kind="stable")
+    replay = responses["response"].notna() & may_replay & order.duplicated([*DRAW_KEYS, "response"], keep="first")
     dropped = responses.loc[replay, ["run", *DRAW_KEYS]].assign(_replay=True)
     facts = facts.merge(dropped, on=["run", *DRAW_KEYS], how="left")
     return responses[~replay], facts[facts["_replay"].isna()].drop(columns="_replay"), responses[replay]

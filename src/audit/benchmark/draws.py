@@ -44,6 +44,12 @@ class BenchmarkDraw(Draw):
         return judgeable(self)
 
     @property
+    def replayed(self) -> bool:
+        """The answer came from the response cache or an identical request in flight, not from a sampling
+        of its own: another run's draw with the same keys and text is the same draw, counted once."""
+        return self.usage is not None and (self.usage.cached_calls + self.usage.shared_calls) > 0
+
+    @property
     def label_failed(self) -> bool:
         return self.judged and self.judgeable and (self.classification is None or self.classification.label is None)
 

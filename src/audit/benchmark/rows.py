@@ -32,7 +32,7 @@ from audit.judging.panel import judge_label
 KEYS = ("run", "role", "model", "technique", "framing", "lang", "question_set", "question_id", "category", "kind",
         "rollout", "judge")
 RESPONSE_COLUMNS = (*KEYS, "outcome", "provider", "label", "judge_failed", "honesty", "eval_aware",
-                    "assessment_failed", "eval_aware_unverified", "facts_failed", "response")
+                    "assessment_failed", "eval_aware_unverified", "facts_failed", "replayed", "response")
 FACT_COLUMNS = (*KEYS, "fact_id", "status", "quote", "verified", "claimed", "confirmed", "judgment", "fact")
 STATUS = {"revealed": "mentioned", "not_revealed": "not_mentioned", "contradicted": "contradicted",
           "confirmed": "not_mentioned"}
@@ -69,7 +69,7 @@ def response_row(run: str, set_name: str, question: Question, draw: BenchmarkDra
             "eval_aware": extra.get("eval_aware") if assessment else None,
             "assessment_failed": draw.assessment_failed,
             "eval_aware_unverified": bool(extra.get("eval_aware_unverified")) if assessment else None,
-            "facts_failed": draw.facts_failed, "response": draw.raw_response}
+            "facts_failed": draw.facts_failed, "replayed": draw.replayed, "response": draw.raw_response}
 
 
 def fact_rows(run: str, set_name: str, question: Question, draw: BenchmarkDraw,
