@@ -25,12 +25,13 @@ from audit.io.safe_read import load_yaml
 from audit.jobs.saved_config import check_replayed
 from audit.jobs.resume import refuse_resume_overrides
 from audit.record.run_record import RunRecord, iter_runs
-from audit.record.summary import SUMMARY
+from audit.record.summary import BENCHMARK, CENSORSHIP, ENTRYPOINTS, EPISTEMIC, SUMMARY
 
 SWEEP_FILE = "multirun.yaml"
 """What Hydra writes into every sweep dir: the sweep's config, its command-line overrides included."""
-CONFIG_NAMES = {"config": "audit", "epistemic": "audit.epistemic", "benchmark": "audit.benchmark"}
-"""The Hydra config each entrypoint composes, so a sweep is finished by the command that started it."""
+EXPERIMENT_OF_CONFIG = {"config": CENSORSHIP, "epistemic": EPISTEMIC, "benchmark": BENCHMARK}
+"""The experiment whose entrypoint composes each Hydra config, so a sweep is finished by the command that
+started it (:data:`~audit.record.summary.ENTRYPOINTS`)."""
 _NOT_REPLAYED = ("hydra.mode", "hydra.sweep.dir", "resume")
 
 
@@ -68,7 +69,7 @@ def finish_argv(argv: list[str], config_name: str) -> list[str]:
     except Exception as exc:  # noqa: BLE001 - any damage is the user's file to restore
         raise UserError(f"resume: cannot read {target / SWEEP_FILE} ({type(exc).__name__}); it is the record of "
                         "the sweep's command, restore it from a backup") from None
-    entry = CONFIG_NAMES.get(name, name)
+    entry = ENTRYPOINTS[EXPERIMENT_OF_CONFIG[name]] if name in EXPERIMENT_OF_CONFIG else name
     if name != config_name:
         raise UserError(f"resume: {target} is a sweep of python -m {entry}; run python -m {entry} resume={target}")
     extras = [a for a in argv if not a.startswith("resume=") and a not in ("-m", "--multirun")]

@@ -34,7 +34,7 @@ from audit.llm import budget as budgets
 from audit.jobs.finish import clear_stub, previous_run, sweep_dir
 from audit.record.rundir import iso, utc_now
 from audit.record.status import Status
-from audit.record.summary import SUMMARY, BenchmarkSummary, CensorshipSummary, EpistemicSummary, write_summary
+from audit.record.summary import SUMMARY, SUMMARY_TYPES, write_summary
 
 JOB_LOG = "job.log"
 _failed_sweep: list[str] = []
@@ -136,8 +136,7 @@ def record_failure(job_dir: Path, experiment: str, error: str) -> None:
     run directory already holds one."""
 
     if not any(job_dir.rglob(SUMMARY)):
-        kinds = {"censorship": CensorshipSummary, "benchmark": BenchmarkSummary}
-        kind = kinds.get(experiment, EpistemicSummary)
+        kind = SUMMARY_TYPES[experiment]
         write_summary(job_dir / SUMMARY, kind(status=Status.ERROR, error=error, finished_at=iso(utc_now())))
 
 

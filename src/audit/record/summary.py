@@ -210,6 +210,9 @@ class BenchmarkSummary(Header):
 
 
 Summary = Annotated[CensorshipSummary | EpistemicSummary | BenchmarkSummary, Field(discriminator="experiment")]
+SUMMARY_TYPES: dict[str, type[CensorshipSummary | EpistemicSummary | BenchmarkSummary]] = {
+    CENSORSHIP: CensorshipSummary, EPISTEMIC: EpistemicSummary, BENCHMARK: BenchmarkSummary}
+"""Each experiment's summary record (a failed job's stub is written as its experiment's)."""
 _ADAPTER: TypeAdapter[CensorshipSummary | EpistemicSummary | BenchmarkSummary] = TypeAdapter(Summary)
 
 
