@@ -87,7 +87,6 @@ _DIFFERENCE = ("95% t interval over {clusters} ({clusters} − 1 degrees of free
                "{clusters}, at least the binomial variance of the responses")
 DIFFERENCE_METHOD = _DIFFERENCE.format(clusters="runs")
 _NO_DIFFERENCE = "a single {cluster} on a side: no interval for the difference"
-NO_DIFFERENCE_INTERVAL = _NO_DIFFERENCE.format(cluster="run")
 # What the seeded simulation (tests/test_stats.py, bench/bench_coverage.py) measured for CLUSTER_METHOD:
 # share of 95% intervals that contain the true rate, over homogeneous runs, a rare event (p = 0.05) and
 # runs whose rates differ (intraclass correlation 0.3), at 2, 3, 5 and 8 runs per cell.
@@ -110,7 +109,7 @@ PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F
 
 def t_975(df: float) -> float:
     """Student's t 0.975 quantile (two-sided 95%) for ``df`` >= 1 degrees of freedom; a
-    fractional df (Welch-Satterthwaite) is rounded down, which errs wide."""
+    fractional df is rounded down, which errs wide (:func:`t_975_fractional` interpolates instead)."""
     if df < 1 or math.isnan(df):
         raise ValueError(f"t_975: degrees of freedom must be at least 1, got {df}")
     whole = int(df)
@@ -223,11 +222,9 @@ FREE_METHOD = ("95% distribution-free interval over {clusters} (Hoeffding on the
 
 _UNPAIRED = ("unpaired 95% interval over {clusters}: each side's interval over its own {clusters}, combined by MOVER "
              "(each side's distance to its bounds, in quadrature; keeps each side's skew)")
-UNPAIRED_METHOD = _UNPAIRED.format(clusters="runs")
 _FREE_DIFFERENCE = ("unpaired 95% distribution-free interval over {clusters}: each side's interval combined by MOVER, "
                     "a side with fewer than {m} events on its rarer side taking its distribution-free (Hoeffding) "
                     "interval, where the {cluster}-level interval under-covers when {clusters} differ")
-FREE_DIFFERENCE_METHOD = _FREE_DIFFERENCE.replace("{clusters}", "runs").replace("{cluster}", "run")
 
 
 def free_bounds(k: np.ndarray, n: np.ndarray, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
@@ -330,7 +327,7 @@ def paired_bounds(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray
 def unpaired_bounds(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray, event_clusters: bool = False
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Difference of pooled shares of two separate sets of runs (shape (..., runs_a) and
-    (..., runs_b), each >= 2 runs) with UNPAIRED_METHOD bounds: :func:`mover_bounds` of the two
+    (..., runs_b), each >= 2 runs) with the bounds ``_UNPAIRED`` describes: :func:`mover_bounds` of the two
     sides' cell intervals (:func:`cell_bounds`, each run-level or distribution-free as a cell of
     that side would show; ``event_clusters`` as in :func:`run_level_bounds`)."""
     pa, la, ua, _ = cell_bounds(ak, an, event_clusters)

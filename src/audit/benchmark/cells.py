@@ -303,8 +303,9 @@ def _gap_frame_columns(keys: Sequence[str], counts: Sequence[str]) -> list[str]:
 
 def control_gaps(per_question: pd.DataFrame) -> pd.DataFrame:
     """Censored minus control questions in each (role, model, technique, framing, lang, question set):
-    separate questions on each side, so the interval is unpaired, over questions (Welch). Rows with
-    no control questions (or no censored ones) have no gap and are left out."""
+    separate questions on each side, so the interval is unpaired, over questions (MOVER of the two
+    sides' intervals, :func:`audit.stats.unpaired_difference`). Rows with no control questions
+    (or no censored ones) have no gap and are left out."""
     keys = [k for k in GAP_KEYS if k != "kind"]
     rows = []
     for key, group in per_question.groupby(keys, sort=True, dropna=False):

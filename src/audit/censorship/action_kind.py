@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from audit.censorship.actions import OPTIONAL_TEXT, TEXT, Action, Arg
-from audit.censorship.conversations import DrawPlan, Tree, draw_id, fresh_draw
+from audit.censorship.conversations import DrawPlan, Tree, draw_id, fresh_draw, next_turn_draw
 from audit.templates import TemplateFamily
 
 Planner = Callable[[Action, Tree, TemplateFamily, "str | None", int], list[DrawPlan]]
@@ -62,3 +62,11 @@ def fresh_kind(name: str, order: int, args: tuple[Arg, ...], *, conversation: bo
         return [fresh_draw(name, action.args, family, system_default, draw_id(iteration, 1), name,
                            conversation=opened)]
     return ActionKind(name, order, args, plan)
+
+
+def plan_next_turn(action: Action, tree: Tree, family: TemplateFamily, system_default: str | None,
+                   iteration: int) -> list[DrawPlan]:
+    """The :data:`Planner` of an action that goes on in an earlier conversation (``continue``,
+    ``rollback``): one draw of its next turn (see :func:`next_turn_draw`); the conversation already
+    has its system prompt, so the default is not read."""
+    return [next_turn_draw(action, tree, family, draw_id(iteration, 1))]

@@ -59,7 +59,7 @@ class Generation:
     routing: dict[str, Any] | None = None
 
 
-def _field(obj: Any, name: str) -> Any:
+def field_of(obj: Any, name: str) -> Any:
     """``obj.name`` or ``obj[name]``: litellm gives objects, with OpenRouter's extra fields as
     attributes or (after a round trip) plain dicts."""
     if isinstance(obj, dict):
@@ -70,8 +70,8 @@ def _field(obj: Any, name: str) -> Any:
 def _choice_field(choice: Any, name: str) -> Any:
     """An OpenRouter field of a choice: litellm keeps it on the choice (raw route) or moves it
     into ``provider_specific_fields`` (chat route: ``error``, ``native_finish_reason``)."""
-    value = _field(choice, name)
-    return value if value is not None else _field(_field(choice, "provider_specific_fields") or {}, name)
+    value = field_of(choice, name)
+    return value if value is not None else field_of(field_of(choice, "provider_specific_fields") or {}, name)
 
 
 def read_reply(route_is_chat: bool, response: Any) -> Generation:
@@ -83,10 +83,10 @@ def read_reply(route_is_chat: bool, response: Any) -> Generation:
     beside the partial text: both are ``error_finish``/``server`` failures, never an answer.
     A body with no text and no finish reason is "no content generated" (the guide: retry).
     """
-    error = _field(response, "error")
+    error = field_of(response, "error")
     if error:
-        status = _field(error, "code")
-        message = _field(error, "message") or error
+        status = field_of(error, "code")
+        message = field_of(error, "message") or error
         status = status if isinstance(status, int) else None
         kind = refine_kind(_kind_of_status(status), str(message), error if isinstance(error, dict) else None) \
             if status else "server"
@@ -98,14 +98,14 @@ def read_reply(route_is_chat: bool, response: Any) -> Generation:
         raise GatewayError("bad_response", "reply has no choices (empty \"choices\" or none at all)") from None
     # litellm reports OpenRouter's finish_reason "error" as "stop"; the native reason and the
     # choice's error object survive it.
-    finish = _field(choice, "finish_reason")
+    finish = field_of(choice, "finish_reason")
     native = _choice_field(choice, "native_finish_reason")
     choice_error = _choice_field(choice, "error")
     if finish == "error" or native == "error" or choice_error:
-        said = _field(choice_error, "message") if choice_error else None
+        said = field_of(choice_error, "message") if choice_error else None
         raise GatewayError("error_finish", f"finish_reason \"error\" after {len(text or '')} characters of text"
                            + (f": {sanitize(str(said))[0]}" if said else ""))
-    reasoning = (_field(choice.message, "reasoning_content") or _choice_field(choice.message, "reasoning")
+    reasoning = (field_of(choice.message, "reasoning_content") or _choice_field(choice.message, "reasoning")
                  if route_is_chat else _choice_field(choice, "reasoning"))
     # On the chat route litellm reports a null finish reason as "stop"; OpenRouter's native one
     # (on every choice it sends) still says the provider gave none.
@@ -113,35 +113,35 @@ def read_reply(route_is_chat: bool, response: Any) -> Generation:
     if not text and not reasoning and stated is None:
         raise GatewayError("empty", "no content generated (empty text, no finish reason)")
     text, replaced = sanitize(text or "")
-    usage = _field(response, "usage")
-    cost = _field(usage, "cost") if usage is not None else None
-    details = _field(usage, "completion_tokens_details") if usage is not None else None
-    prompt_details = _field(usage, "prompt_tokens_details") if usage is not None else None
+    usage = field_of(response, "usage")
+    cost = field_of(usage, "cost") if usage is not None else None
+    details = field_of(usage, "completion_tokens_details") if usage is not None else None
+    prompt_details = field_of(usage, "prompt_tokens_details") if usage is not None else None
     return Generation(
         text=text,
         finish_reason=finish,
         usage=Usage(
-            prompt_tokens=int(_field(usage, "prompt_tokens") or 0) if usage is not None else 0,
-            completion_tokens=int(_field(usage, "completion_tokens") or 0) if usage is not None else 0,
+            prompt_tokens=int(field_of(usage, "prompt_tokens") or 0) if usage is not None else 0,
+            completion_tokens=int(field_of(usage, "completion_tokens") or 0) if usage is not None else 0,
             cost=float(cost or 0.0),
             # OpenRouter's prompt-cache counts (guides/best-practices/prompt-caching.mdx, "Usage object fields")
-            cached_prompt_tokens=int(_field(prompt_details, "cached_tokens") or 0),
-            cache_write_tokens=int(_field(prompt_details, "cache_write_tokens") or 0),
+            cached_prompt_tokens=int(field_of(prompt_details, "cached_tokens") or 0),
+            cache_write_tokens=int(field_of(prompt_details, "cache_write_tokens") or 0),
         ),
-        model=sanitize(str(_field(response, "model") or ""))[0],
-        provider=_field(response, "provider"),
+        model=sanitize(str(field_of(response, "model") or ""))[0],
+        provider=field_of(response, "provider"),
         replaced=replaced,
         native_finish_reason=str(native) if native is not None else None,
         reasoning=sanitize(str(reasoning or ""))[0],
-        reasoning_tokens=int(_field(details, "reasoning_tokens") or 0) if details is not None else 0,
-        generation_id=str(_field(response, "id")) if _field(response, "id") else None,
+        reasoning_tokens=int(field_of(details, "reasoning_tokens") or 0) if details is not None else 0,
+        generation_id=str(field_of(response, "id")) if field_of(response, "id") else None,
         routing=_routing(response),
     )
 
 
 def _routing(response: Any) -> dict[str, Any] | None:
     """OpenRouter's routing metadata of a reply, as plain JSON (None when the server sent none)."""
-    value = _field(response, "openrouter_metadata")
+    value = field_of(response, "openrouter_metadata")
     if value is None:
         return None
     dump = getattr(value, "model_dump", None)

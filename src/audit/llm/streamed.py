@@ -15,9 +15,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-
-def _get(obj: Any, name: str) -> Any:
-    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+from audit.llm.replies import field_of
 
 
 class Received:
@@ -39,19 +37,19 @@ class Received:
         if isinstance(chunk, dict):
             return
         self.chunks += 1
-        self.generation_id = self.generation_id or _get(chunk, "id")
-        self.model = self.model or _get(chunk, "model")
+        self.generation_id = self.generation_id or field_of(chunk, "id")
+        self.model = self.model or field_of(chunk, "model")
         hidden = getattr(chunk, "_hidden_params", None) or {}
-        self.provider = self.provider or _get(chunk, "provider") or hidden.get("upstream_provider")
-        if _get(chunk, "usage") is not None:
-            self.usage = _get(chunk, "usage")
-        for choice in _get(chunk, "choices") or ():
-            delta = _get(choice, "delta")
+        self.provider = self.provider or field_of(chunk, "provider") or hidden.get("upstream_provider")
+        if field_of(chunk, "usage") is not None:
+            self.usage = field_of(chunk, "usage")
+        for choice in field_of(chunk, "choices") or ():
+            delta = field_of(choice, "delta")
             if delta is not None:
-                self.text.append(_get(delta, "content") or "")
-                self.reasoning.append(_get(delta, "reasoning") or _get(delta, "reasoning_content") or "")
-            self.finish_reason = _get(choice, "finish_reason") or self.finish_reason
-            self.native_finish_reason = _get(choice, "native_finish_reason") or self.native_finish_reason
+                self.text.append(field_of(delta, "content") or "")
+                self.reasoning.append(field_of(delta, "reasoning") or field_of(delta, "reasoning_content") or "")
+            self.finish_reason = field_of(choice, "finish_reason") or self.finish_reason
+            self.native_finish_reason = field_of(choice, "native_finish_reason") or self.native_finish_reason
 
     @property
     def so_far(self) -> str:

@@ -4,10 +4,9 @@ answers) or the target writing it (follow-up user sampling, in its own template)
 from collections.abc import Mapping
 from typing import Any
 
-from audit.censorship.action_kind import CONVERSATION, OPTIONAL_PREFILL, ActionKind
+from audit.censorship.action_kind import CONVERSATION, OPTIONAL_PREFILL, ActionKind, plan_next_turn
 from audit.censorship.actions import CHOICE, FOLLOWUP_USER, MODES, OPTIONAL_TEXT, Action, Arg
-from audit.censorship.conversations import DrawPlan, Tree, draw_id, missing_conversation, next_turn_draw
-from audit.templates import TemplateFamily
+from audit.censorship.conversations import Tree, missing_conversation
 
 
 def _rules(args: Mapping[str, Any]) -> list[str]:
@@ -31,15 +30,10 @@ def _fits(action: Action, tree: Tree) -> str | None:
     return None
 
 
-def _plan(action: Action, tree: Tree, family: TemplateFamily, system_default: str | None,
-          iteration: int) -> list[DrawPlan]:
-    return [next_turn_draw(action, tree, family, draw_id(iteration, 1))]
-
-
 KIND = ActionKind(
     "continue", 60,
     (CONVERSATION, Arg("mode", CHOICE, "who writes the next user turn", MODES),
      Arg("prompt", OPTIONAL_TEXT, "mode user: the new user turn (null: the target answers the "
                                   "user turn it wrote); mode followup_user: an opening of it, or null"),
      OPTIONAL_PREFILL),
-    _plan, rules=_rules, fits=_fits)
+    plan_next_turn, rules=_rules, fits=_fits)

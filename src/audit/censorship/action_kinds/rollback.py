@@ -1,9 +1,8 @@
 """``rollback``: an earlier conversation is cut back to one of its assistant turns and branched there."""
 
-from audit.censorship.action_kind import CONVERSATION, OPTIONAL_PREFILL, PROMPT, ActionKind
+from audit.censorship.action_kind import CONVERSATION, OPTIONAL_PREFILL, PROMPT, ActionKind, plan_next_turn
 from audit.censorship.actions import TURN, Action, Arg
-from audit.censorship.conversations import DrawPlan, Tree, draw_id, missing_conversation, next_turn_draw
-from audit.templates import TemplateFamily
+from audit.censorship.conversations import Tree, missing_conversation
 
 
 def _fits(action: Action, tree: Tree) -> str | None:
@@ -19,14 +18,9 @@ def _fits(action: Action, tree: Tree) -> str | None:
     return None
 
 
-def _plan(action: Action, tree: Tree, family: TemplateFamily, system_default: str | None,
-          iteration: int) -> list[DrawPlan]:
-    return [next_turn_draw(action, tree, family, draw_id(iteration, 1))]
-
-
 KIND = ActionKind(
     "rollback", 70,
     (CONVERSATION, Arg("to_turn", TURN, "keep the conversation's turns up to this one (0: none), "
                                         "ending on an assistant turn, and branch from there"),
      PROMPT, OPTIONAL_PREFILL),
-    _plan, fits=_fits)
+    plan_next_turn, fits=_fits)
