@@ -7,7 +7,7 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
-from audit.app.hydra_app import config_error_line
+from audit.app.hydra_app import config_error_line, interrupted
 from audit.paths import CONF_DIR
 
 
@@ -39,3 +39,25 @@ def test_a_key_of_another_option_names_that_option():
     """technique.menu exists only under technique=auto: set on a user_persona run, the line says so."""
     line = config_error_line(composition_error("technique.menu=[user_persona,batch]"))
     assert line == "technique.menu is read only with technique=auto; add technique=auto to the command"
+
+
+def test_a_ctrl_c_wrapped_in_a_composition_error_is_the_ctrl_c() -> None:
+    """Hydra wraps an OmegaConf error in an empty ConfigCompositionException; when that error was raised
+    while a Ctrl-C unwound (the interrupt is its context), the line must say interrupted, not "bad
+    command line:" with nothing after it (seen once in a full run of tests/jobs/test_sweep_interrupt.py)."""
+    from hydra.errors import ConfigCompositionException
+    from omegaconf.errors import ReadonlyConfigError
+
+    def composed() -> None:
+        try:
+            try:
+                raise KeyboardInterrupt
+            finally:
+                raise ReadonlyConfigError("restoring a flag")
+        except ReadonlyConfigError as e:
+            raise ConfigCompositionException() from e
+
+    with pytest.raises(ConfigCompositionException) as caught:
+        composed()
+    assert interrupted(caught.value)
+    assert not interrupted(composition_error("topic=tibett"))

@@ -39,14 +39,34 @@ def run_app(main: Callable[[], None], config_name: str) -> None:
     try:
         main()
     except (HydraException, OmegaConfBaseException) as exc:
+        if interrupted(exc):  # a Ctrl-C that Hydra's composition wrapped is still the Ctrl-C
+            _say_interrupted()
         drop_unstarted()  # a sweep whose jobs never composed leaves no empty multirun/<date>/
         print(f"error: {config_error_line(exc)}", file=sys.stderr)
         raise SystemExit(1) from None
     except KeyboardInterrupt:  # outside any run (a run says interrupted itself): Hydra between sweep jobs
-        drop_abandoned_call_warnings()
-        print("error: interrupted between runs; no run was cut short (finish a sweep with resume=<its sweep dir>)",
-              file=sys.stderr)
-        raise SystemExit(1) from None
+        _say_interrupted()
+
+
+def interrupted(exc: BaseException) -> bool:
+    """A ``KeyboardInterrupt`` anywhere in ``exc``'s chain: a Ctrl-C that landed while Hydra composed a
+    sweep's next job can come out as a composition error with an empty message (a clean-up in OmegaConf
+    raising while the interrupt unwinds, which Hydra wraps); the user pressed Ctrl-C, not a bad key."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, KeyboardInterrupt):
+            return True
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    return False
+
+
+def _say_interrupted() -> None:
+    drop_abandoned_call_warnings()
+    print("error: interrupted between runs; no run was cut short (finish a sweep with resume=<its sweep dir>)",
+          file=sys.stderr)
+    raise SystemExit(1) from None
 
 
 def config_error_line(exc: BaseException) -> str:
