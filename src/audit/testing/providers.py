@@ -13,7 +13,6 @@ so a check designed against this server cannot lean on it).
 
 from __future__ import annotations
 
-import itertools
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -64,15 +63,23 @@ class ServedBy:
 
 
 class LoadBalanced:
-    """A handler serving ``/completions`` for a model of ``family`` from ``providers`` in turn (or
-    as the request's ``provider`` pin says); ``inner`` answers everything else and gives the text
-    (default: :data:`WRAPPED_ANSWER` from a wrapping provider, ``answer`` from a raw one)."""
+    """A handler serving ``/completions`` for a model of ``family`` from ``providers`` (or as the
+    request's ``provider`` pin says); ``inner`` answers everything else and gives the text
+    (default: :data:`WRAPPED_ANSWER` from a wrapping provider, ``answer`` from a raw one).
+
+    Unpinned requests are spread without regard to when they arrive: each new prompt goes to the
+    next provider in turn, and each repeat of a prompt to the provider after the one that served it
+    last. OpenRouter draws the provider of each request on its own, so a repeated prompt (the
+    doctor's canaries) reaches every provider; one turn shared by all prompts would instead tie a
+    provider to whichever prompts happened to arrive at its slots, and a test's verdict to the
+    order in which concurrent requests reached the server."""
 
     def __init__(self, family: TemplateFamily, providers: Sequence[ServedBy], *, inner: Handler | None = None,
                  answer: str = " blue.", wrapped_answer: str = WRAPPED_ANSWER):
         self.family, self.providers, self.inner = family, list(providers), inner
         self.answer, self.wrapped_answer = answer, wrapped_answer
-        self._turn = itertools.cycle(range(len(self.providers)))
+        self._next_of: dict[str, int] = {}
+        """For each prompt seen, the index of the provider its next repeat goes to."""
         self._lock = threading.Lock()
         self.served: list[tuple[str, str]] = []
         """(provider, prompt as the model saw it) of every completion served."""
@@ -87,8 +94,11 @@ class LoadBalanced:
                 return by_name[name]
         if pin.get("only") or (named and pin.get("allow_fallbacks") is False):
             return None
+        prompt = str((request.json or {}).get("prompt") or "")
         with self._lock:
-            return self.providers[next(self._turn)]
+            index = self._next_of.get(prompt, len(self._next_of)) % len(self.providers)
+            self._next_of[prompt] = index + 1
+            return self.providers[index]
 
     def seen_as(self, provider: ServedBy, prompt: str) -> str:
         """The prompt as the model sees it behind ``provider``."""
