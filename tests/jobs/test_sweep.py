@@ -87,11 +87,14 @@ def test_a_spent_budget_stops_the_run_cleanly(tmp_path, fake_openrouter):
 def test_a_budget_running_out_mid_sweep_stops_runs_cleanly(tmp_path, fake_openrouter):
     """Two parallel audits that would go on for 20 iterations share $0.012 (an iteration costs
     ~$0.0006 more than the last): the sweep gets several iterations in, then both runs stop with
-    everything they had on disk. (How the cap splits between the jobs depends on when each started.)"""
+    everything they had on disk. (How the cap splits between the jobs depends on when each started.)
+    The jobs run in processes of their own (the warm launcher's, forked: the budget is shared through
+    budget.json under its lock as under joblib, whose loky workers each import litellm cold; joblib itself
+    is the first test's)."""
     fake_openrouter.handler = Script().handler
     cap, jobs, concurrency = 0.012, 2, 2
     code, out, err = finish(audit(tmp_path, fake_openrouter, "-m", "audited=kimi_k2,deepseek_chat",
-                                  "hydra/launcher=joblib", f"hydra.launcher.n_jobs={jobs}", "max_iterations=20",
+                                  "hydra/launcher=warm", f"hydra.launcher.n_jobs={jobs}", "max_iterations=20",
                                   f"budget.max_cost_usd={cap}", f"gateway.max_concurrency={concurrency}",
                                   *[a for a in SWEEP if not a.startswith("max_iterations")]))
     assert code == 0, err
@@ -129,9 +132,10 @@ def test_the_slurm_launcher_config_composes_with_its_defaults_and_overrides(tmp_
 
 
 def test_a_sweep_budget_stops_every_job_cleanly_and_loses_no_charge(tmp_path, fake_openrouter):
+    """Two jobs in processes of their own (the warm launcher's, as in the test above) share one spent budget."""
     fake_openrouter.handler = Script(stop_at_turn=5).handler
     code, out, err = finish(audit(tmp_path, fake_openrouter, "-m", "audited=kimi_k2,deepseek_chat",
-                                  "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+                                  "hydra/launcher=warm", "hydra.launcher.n_jobs=2",
                                   "budget.max_cost_usd=0.0000001", "gateway.max_concurrency=2", *SWEEP))
     (sweep_dir,) = (tmp_path / "multirun").iterdir()
     summaries = [json.loads(p.read_text()) for p in sorted(sweep_dir.glob("*/*/summary.json"))]
