@@ -25,9 +25,9 @@ from typing import Any
 
 import pandas as pd
 
-from audit.judging.judge import FACT_STATUSES, KINDS
+from audit.judging.judge import BASELINE, FACT_STATUSES, KINDS, RESPONSES
 from audit.compare.collect import CENSORSHIP, Collected, Failure
-from audit.judging.counting import LABELS, judgings_mark
+from audit.judging.counting import LABELS, check_labels, judgings_mark
 from audit.judging.agreement import RESAMPLES, kappa_interval
 from audit.judging.majority import DISPUTED
 from audit.errors import UserError
@@ -104,7 +104,8 @@ def with_judging(collected: Collected, name: str) -> Collected:
                                     f"no judging {name!r}: python -m audit.rescore {run.path} judging={name} judge..."))
         else:
             assert isinstance(run.summary, CensorshipSummary)
-            runs.append(replace(run, summary=judged_summary(run.summary, judging)))
+            runs.append(replace(run, summary=judged_summary(run.summary, judging),
+                                source=f"{JUDGINGS}/{name}/{JUDGING}"))
     return Collected(runs=runs, failures=failures, loaded=collected.loaded)
 
 
@@ -139,11 +140,18 @@ def judging_labels(judging: Mapping[str, Any]) -> Labels:
 
 
 def labels_of(files: RunFiles, name: str) -> Labels | None:
-    """A run's labels under judging ``name``; None when the run has no such judging."""
+    """A run's labels under judging ``name``; None when the run has no such judging. A response label
+    outside the vocabulary is refused, as every count refuses it (:func:`audit.judging.counting.check_labels`)."""
     if name == ORIGINAL:
-        return original_labels(files)
-    judging = read_judging(files.path, name)
-    return None if judging is None else judging_labels(judging)
+        labels, source = original_labels(files), files.path / "audited_responses"
+    else:
+        judging = read_judging(files.path, name)
+        if judging is None:
+            return None
+        labels, source = judging_labels(judging), files.path / JUDGINGS / name / JUDGING
+    for kind in (RESPONSES, BASELINE):
+        check_labels(labels[kind].values(), source, files.path)
+    return labels
 
 
 def paired(a: Labels, b: Labels) -> dict[str, tuple[list[str | None], list[str | None]]]:

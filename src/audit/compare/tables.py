@@ -140,9 +140,10 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     if not audited or not topic:
         raise Unusable("summary.json: config has no audited model or topic")
     technique = str(s.technique or _node(config, "technique", "summary.json config").get("name") or "?")
-    counts = response_counts(s.classifications)
+    source = {"source": run.path / run.source, "run": run.path}  # named when a label is unknown
+    counts = response_counts(s.classifications, **source)
     has_baseline = s.baseline_classifications is not None
-    base_counts = response_counts(s.baseline_classifications or {}, "baseline_classifications")
+    base_counts = response_counts(s.baseline_classifications or {}, "baseline_classifications", **source)
     facts = fact_score(s.fact_recall, counts["n_responses"])
     base_facts = fact_score(s.baseline_fact_recall, base_counts["n_responses"], "baseline_fact_recall") \
         if has_baseline else None
@@ -193,7 +194,7 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
                   **cell_panel(s.judge_panel, "response labels", technique)}]
     if s.draw_classifications is not None:  # technique=auto: one cell per technique of its draws
         responses = [{**key, "technique": AUTO_PREFIX + t, "baseline": False,
-                      **response_counts(c, f"draw_classifications.{t}"),
+                      **response_counts(c, f"draw_classifications.{t}", **source),
                       **cell_panel(s.judge_panel, "response labels", AUTO_PREFIX + t)}
                      for t, c in s.draw_classifications.items()]
     if has_baseline:
