@@ -29,6 +29,7 @@ from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.glossary import GAP_RATE_NAMES
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
 from audit.record.summary import BENCHMARK
+from audit.response_labels import headlines
 from audit.runs.tables import table_files
 from audit.stats import QUESTION_COVERAGE_NOTE, QUESTION_METHOD
 
@@ -47,7 +48,7 @@ CELL_VIEW = {"role": "role", "model": "model", "technique": "technique", "framin
              "assessment_failed": "assessment failures", "unjudged": "unjudged draws",
              "facts_failed": "fact judgments failed", "facts_unverified": "unverified claims",
              "providers": "served by"}
-CELL_RATES = {"refusal": "refusal share", "official_line": "official-line share", "fact_recall": "fact recall (all facts)",
+CELL_RATES = {**{label.metric: f"{label.headline} share" for label in headlines()}, "fact_recall": "fact recall (all facts)",
               "fact_recall_knowable": "fact recall (knowable)",
               "fact_recall_unknowable": "fact recall (never stated by reference)", "lie_rate": "lie rate",
               "honest": "honest share", "eval_aware": "evaluation-aware share"}

@@ -22,13 +22,14 @@ import pandas as pd
 from audit.counted import counted
 from audit.judging.counting import JUDGES_MARK, UNLABELLED_MARK
 from audit.compare.judgings import ORIGINAL
-from audit.compare.tables import EPISTEMIC_METRICS, SHARES, Tables
+from audit.compare.tables import EPISTEMIC_METRICS, HEADLINE, SHARES, Tables
 from audit.epistemic_rates import COMPARE_CHART_RATES, LOWER_IS_BETTER
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
 from audit.card_stats import CLUSTERED_METHOD
 from audit.stats import CARD_METHOD, CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE
 from audit.pages.links import relative_href
+from audit.response_labels import headlines
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says.csv", "language_gap.csv",
@@ -46,8 +47,9 @@ AUDIT_PRINT = ("run", "audited", "topic", "technique", "status", "iterations", "
 MAP_PRINT = ("audited", "topic", "technique", "runs", "n_responses", "unlabelled", "refused_share", "refused_share_lo",
              "refused_share_hi", "fact_recall", "fact_recall_lo", "fact_recall_hi", "facts_confirmed", "baseline_fact_recall",
              "contradiction_rate")
-GAP_PRINT = ("audited", "topic", "technique", "paired_runs", "refused_gap", "refused_gap_lo", "refused_gap_hi",
-             "official_line_gap", "technique_fact_recall", "baseline_fact_recall", "facts_gap", "missing")
+# the first headline share's gap with its interval, the others' beside it (response_labels.yaml)
+GAP_PRINT = ("audited", "topic", "technique", "paired_runs", *(f"{HEADLINE[0]}_gap{s}" for s in ("", "_lo", "_hi")),
+             *(f"{c}_gap" for c in HEADLINE[1:]), "technique_fact_recall", "baseline_fact_recall", "facts_gap", "missing")
 # Headers a reader cannot confuse: the technique's fact score and the assistant baseline's are
 # different quantities (what the model says under the technique, and as itself on the same probes).
 HEADERS = {"fact_recall": "facts revealed under technique", "baseline_fact_recall": "facts revealed by assistant baseline",
@@ -503,7 +505,7 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path,
                                         "runs_without_baseline",
                                         "assistant_runs", "unlabelled_technique", "unlabelled_baseline",
                                         "technique_fact_recall", "baseline_fact_recall"),
-                          {"refused_gap": "refusal gap", "official_line_gap": "official-line gap",
+                          {**{f"{label.name}_gap": f"{label.headline} gap" for label in headlines()},
                            "facts_gap": "facts gap (technique − assistant baseline)"},
                           lambda r: r["paired_runs"], ("missing",)) if not tables.gaps.empty else None,
         "gaps_vs_assistant": gap_cells(tables.gaps, ("audited", "topic", "technique", *varied(tables.gaps), "runs",

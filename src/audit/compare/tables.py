@@ -34,11 +34,14 @@ from audit.judging.panel import judge_label
 from audit.record.answers import SystemMetrics
 from audit.record.draws import AUTO, AUTO_PREFIX, BASELINE_SUFFIX
 from audit.record.summary import CensorshipSummary, EpistemicSummary
+from audit.response_labels import headlines
 from audit.usage import Usage
 from audit.stats import cluster_rate, paired_difference, unpaired_difference
 
 # The epistemic rates a comparison shows, each with its 95% interval (metrics.json order).
 EPISTEMIC_METRICS = COMPARED_RATES
+HEADLINE = tuple(label.name for label in headlines())
+"""The labels whose shares are headline columns (``headline:`` in ``response_labels.yaml``), in its order."""
 SHARES = tuple(f"{c}_share" for c in LABELS)  # the classes and a panel's "disputed"
 CELL = ("audited", "topic", "technique", "auditor", "judge")
 """What a comparison cell is: runs of one audited model, topic and technique, probed by one auditor
@@ -67,9 +70,9 @@ FAILED_COLUMNS = ("run", "kind", "status", "problem", "path")
 _CI = ("", "_lo", "_hi")
 MAP_COLUMNS = (*CELL, "runs", "off_language_runs", "repeats", "replays", "n_responses", "n_labelled", UNLABELLED,
                "unlabelled_share", "unlabelled_marked", DISPUTED, "panel_items", "panel_split", "panel_split_share",
-               "judges_marked", "judges_mark", "refused", "official_line",
+               "judges_marked", "judges_mark", *HEADLINE,
                "fact_runs", "facts_revealed", "facts_confirmed", "facts_contradicted", "facts_total",
-               *(f"{m}{s}" for m in ("refused_share", "official_line_share", "fact_recall", "contradiction_rate")
+               *(f"{m}{s}" for m in (*(f"{c}_share" for c in HEADLINE), "fact_recall", "contradiction_rate")
                  for s in _CI), "baseline_fact_runs", "baseline_facts_revealed", "baseline_facts_total",
                *(f"baseline_fact_recall{s}" for s in _CI), "refused_min", "refused_max", "interval_unit", "interval")
 FACT_COLUMNS = ("run", "audited", "topic", "technique", "auditor", "judge", "fact_no", "fact", "status", "quote")
@@ -80,7 +83,7 @@ LANGUAGE_COLUMNS = (*CELL, "runs_en", "runs_zh", "off_language_runs",
                     *(f"{m}{s}" for m in ("refused_gap", "facts_gap") for s in _CI))
 GAP_COLUMNS = (*CELL, "runs", "paired_runs", "runs_without_baseline", "assistant_runs",
                "unlabelled_technique", "unlabelled_baseline", "technique_fact_recall", "baseline_fact_recall",
-               *(f"{m}{s}" for m in ("refused_gap", "official_line_gap", "facts_gap", "facts_gap_vs_assistant_runs")
+               *(f"{m}{s}" for m in (*(f"{c}_gap" for c in HEADLINE), "facts_gap", "facts_gap_vs_assistant_runs")
                  for s in _CI), "missing")
 NO_BASELINE = ("no assistant baseline in these runs: the gaps need one; sample it with technique.with_baseline=true")
 
@@ -362,11 +365,11 @@ def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFram
                "panel_split_share": ratio(split, panel_items),
                "judges_marked": bool(panel_items) and split / panel_items > JUDGES_MARK,
                "judges_mark": judgings_mark(ratio(split, panel_items), math.nan, "the panel's members"),
-               "refused": int(group["refused"].sum()), "official_line": int(group["official_line"].sum()),
+               **{c: int(group[c].sum()) for c in HEADLINE},
                "fact_runs": len(facts),
                **{c: facts[c].sum(min_count=1) for c in FACT_COUNTS},
-               **_rate_columns("refused_share", refused),
-               **_rate_columns("official_line_share", cluster_rate(group["official_line"], group["n_labelled"])),
+               **{k: v for c in HEADLINE
+                  for k, v in _rate_columns(f"{c}_share", cluster_rate(group[c], group["n_labelled"])).items()},
                **_rate_columns("fact_recall", recall),
                **_rate_columns("contradiction_rate", cluster_rate(facts["facts_contradicted"], facts["facts_total"],
                                                                   items="facts")),
@@ -418,7 +421,7 @@ def knows_vs_says(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
                                    "unlabelled_technique": int(a[UNLABELLED].sum()),
                                    "unlabelled_baseline": int(b[UNLABELLED].sum()),
                                    "missing": NO_BASELINE if not paired else ""}
-            for cls in ("refused", "official_line"):
+            for cls in HEADLINE:
                 gap = paired_difference(a[cls], a["n_labelled"], b[cls], b["n_labelled"])
                 row.update(_rate_columns(f"{cls}_gap", gap))
             # Facts: only runs where both sides have a score (n/a on either side leaves the pair out).
@@ -461,7 +464,7 @@ def _auto_gaps(audited: str, topic: str, cell: pd.DataFrame, own: pd.DataFrame, 
                                "unlabelled_baseline": int(b[UNLABELLED].sum()),
                                "technique_fact_recall": math.nan, "baseline_fact_recall": math.nan,
                                "missing": NO_AUTO_ASSISTANT if not paired else ""}
-        for cls in ("refused", "official_line"):
+        for cls in HEADLINE:
             row.update(_rate_columns(f"{cls}_gap", paired_difference(a[cls], a["n_labelled"], b[cls], b["n_labelled"])))
         row.update(_rate_columns("facts_gap", None))
         row.update(_rate_columns("facts_gap_vs_assistant_runs", None))

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from audit.epistemic_rates import RATES
-from audit.response_labels import labels
+from audit.response_labels import headlines, labels
 
 DOCS_PAGE = "docs/numbers.md"
 """Where the full definitions live, with formulas and interval units (the repository's docs)."""
@@ -35,7 +35,7 @@ class Term:
 _LABELS = {label.name: label.glossary for label in labels()}
 """The response labels' definitions for a reader (``audit/response_labels.yaml``)."""
 
-GAP_RATE_NAMES = ("refusal", "official-line", "fact recall", "lie rate", "evaluation-aware")
+GAP_RATE_NAMES = (*(str(label.headline) for label in headlines()), "fact recall", "lie rate", "evaluation-aware")
 """The rates of the benchmark's gap tables, as their headers name them (audit.compare.benchmark.GAP_RATES)."""
 
 _TERMS: tuple[tuple[tuple[str, ...], Term], ...] = (
