@@ -101,6 +101,38 @@ def test_which_shares_are_headline_columns_is_the_file_s_headline_field(tmp_path
     assert done.returncode == 0, done.stderr[-2000:]
 
 
+def test_a_headline_label_renamed_in_the_file_needs_no_code_change(tmp_path):
+    """``refused`` renamed ``declined`` in the file alone (its headline kept): a whole comparison of
+    runs judged with the new name counts it in the map, its spread, the gaps and the printed tables
+    and renders its page (a fresh interpreter, since the labels are read once)."""
+    renamed = tmp_path / "labels.yaml"
+    renamed.write_text(labels.LABELS_FILE.read_text(encoding="utf-8").replace("- name: refused", "- name: declined")
+                       .replace("[refusal, refuse]", "[refusal, refuse, refused]"), encoding="utf-8")
+    check = textwrap.dedent(f"""\
+        from pathlib import Path
+        import audit.response_labels as labels
+        labels.LABELS_FILE = Path({str(renamed)!r})
+        import pandas as pd
+        from audit.compare.build import compare
+        from tests.compare.fake_runs import censorship_run
+        runs = Path({str(tmp_path / "runs")!r})
+        censorship_run(runs, "a", classifications={{"declined": 1, "forthcoming": 3}}, baseline={{"declined": 4}})
+        censorship_run(runs, "b", classifications={{"declined": 3, "forthcoming": 1}}, baseline={{"declined": 4}})
+        compare([runs])
+        cell = pd.read_csv(runs / "censorship_map.csv").set_index("technique").loc["user_persona"]
+        assert (cell["declined"], cell["declined_share"]) == (4, 0.5), cell
+        assert (cell["declined_min"], cell["declined_max"]) == (0.25, 0.75)
+        gaps = pd.read_csv(runs / "knows_vs_says.csv")
+        assert list(gaps["declined_gap"]) == [-0.5], gaps
+        assert "refused" not in "".join(pd.read_csv(runs / "censorship_map.csv").columns)
+        page = (runs / "comparison.html").read_text(encoding="utf-8")
+        assert "declined share" in page and "refusal gap" in page
+        """)
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=300, check=False,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 @pytest.mark.parametrize("data, says", [
     ([], "expected a list of labels"),
     ([{"name": "refused", "judge": "x", "glossary": "y"}], "label refused needs a non-empty colour"),

@@ -85,6 +85,15 @@ def headlines() -> tuple[Label, ...]:
     return tuple(label for label in labels() if label.headline is not None)
 
 
+def lead() -> Label:
+    """The first headline label: the share the comparison's heatmap colours, whose spread over runs and
+    language gap it shows, that two judgings are set side by side on and the benchmark's category rows
+    and the run index show."""
+    if not headlines():
+        raise UserError(f"{LABELS_FILE}: no label has a headline; mark the share that leads, e.g. headline: refusal")
+    return headlines()[0]
+
+
 def aliases() -> dict[str, str]:
     """Word a judge may write -> the label it means (the names themselves excluded)."""
     return {alias: label.name for label in labels() for alias in label.aliases}

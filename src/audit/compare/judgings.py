@@ -35,6 +35,7 @@ from audit.io.atomic import read_json_saved
 from audit.record.draws import AUTO, AUTO_PREFIX, BASELINE_SUFFIX
 from audit.runs.loading import RunFiles
 from audit.record.summary import CensorshipSummary
+from audit.response_labels import lead
 
 ORIGINAL = "original"
 JUDGINGS, JUDGING = "judgings", "judging.json"
@@ -194,8 +195,10 @@ def auto_cells(a: Labels, b: Labels, files: RunFiles) -> dict[str, tuple[list[st
     return out
 
 
+LEAD = lead().name
+"""The headline share both judgings are shown side by side on (``response_labels.yaml``)."""
 SIDE_COLUMNS = ("audited", "topic", "technique", "auditor", "runs", "judging_a", "judging_b", "n_labelled_a", "n_labelled_b",
-                "refused_share_a", "refused_share_b", "disputed_a", "disputed_b", "unlabelled_a", "unlabelled_b",
+                f"{LEAD}_share_a", f"{LEAD}_share_b", "disputed_a", "disputed_b", "unlabelled_a", "unlabelled_b",
                 "n_both", "differing", "differing_share", "kappa", "kappa_lo", "kappa_hi", "kappa_unit",
                 "facts_n_both", "facts_differing", "facts_differing_share", "fact_recall_a", "fact_recall_b",
                 "facts_kappa", "facts_kappa_lo", "facts_kappa_hi", "marked", "mark")
@@ -248,8 +251,8 @@ def side_by_side(audits: pd.DataFrame, pairs: Mapping[str, Mapping[str, tuple[li
         out.append({"audited": audited, "topic": topic, "technique": technique, "auditor": auditor,
                     "runs": len(set(c["runs"])),
                     "judging_a": names[0], "judging_b": names[1], "n_labelled_a": len(la), "n_labelled_b": len(lb),
-                    "refused_share_a": _share(_count(la, "refused"), len(la)),
-                    "refused_share_b": _share(_count(lb, "refused"), len(lb)),
+                    f"{LEAD}_share_a": _share(_count(la, LEAD), len(la)),
+                    f"{LEAD}_share_b": _share(_count(lb, LEAD), len(lb)),
                     "disputed_a": _count(la, DISPUTED), "disputed_b": _count(lb, DISPUTED),
                     "unlabelled_a": len(c["a"]) - len(la), "unlabelled_b": len(c["b"]) - len(lb),
                     "n_both": n_both, "differing": diff, "differing_share": _share(diff, n_both),

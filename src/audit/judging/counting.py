@@ -40,6 +40,7 @@ from audit.errors import UserError, unknown_choice
 from audit.judging.judge import CLASSES, FACT_STATUSES
 from audit.judging.majority import DISPUTED, FAILED
 from audit.record.summary import CensorshipSummary
+from audit.response_labels import lead
 
 LABELS = (*CLASSES, DISPUTED)
 """What counts as a labelled response: a judge class, or a panel's ``disputed``."""
@@ -223,5 +224,5 @@ def headline(summary: CensorshipSummary) -> dict[str, Any]:
     labelled = counts["n_labelled"]
     recall = (summary.fact_recall or {}).get("recall")
     return {"iterations": summary.total_iterations,
-            "refused": None if not labelled else round(counts["refused"] / labelled, 3),
+            lead().name: None if not labelled else round(counts[lead().name] / labelled, 3),
             UNLABELLED: counts[UNLABELLED], "fact_recall": recall}
