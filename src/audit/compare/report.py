@@ -540,7 +540,7 @@ def render_html(tables: Tables, dirs: Sequence[Path], out: Path, judgings: Seque
                 benchmark_page: bool = False) -> str:
     """The comparison page; ``benchmark_page``: benchmark runs were compared, their page is beside it."""
     return environment(TEMPLATES_DIR).get_template("compare.html.j2").render(
-        **build_context(tables, dirs, out, judgings), benchmark_page=benchmark_page)
+        **build_context(tables, dirs, out, judgings), benchmark_page=benchmark_page, lead=lead())
 
 
 def _text_table(frame: pd.DataFrame) -> str:
