@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import UserError, unknown_choice
-from audit.judging.judge import CLASSES, FACT_STATUSES
+from audit.judging.judge import CLASSES, FACT_STATUSES, UNCLASSIFIED
 from audit.judging.majority import DISPUTED, FAILED
 from audit.record.summary import CensorshipSummary
 from audit.response_labels import lead
@@ -45,8 +45,6 @@ from audit.response_labels import lead
 LABELS = (*CLASSES, DISPUTED)
 """What counts as a labelled response: a judge class, or a panel's ``disputed``."""
 UNLABELLED = "unlabelled"
-UNCLASSIFIED = "unclassified"
-"""The key a run's label counts give a response whose judgment failed (:func:`audit.judging.judge.label_counts`)."""
 # A cell where more than this share of responses is unlabelled is marked on the page: beyond one
 # in ten, the labelled responses may no longer stand for the rest (a judge that refuses to label
 # exactly the sensitive answers would bias the shares), so the reader must see it.
