@@ -11,10 +11,11 @@ import json
 import os
 import signal
 import time
+from collections import Counter
 from pathlib import Path
 
 from audit.io.journal import read_records
-from audit.testing.replies import Hold
+from audit.testing.replies import Hold, chat_reply
 
 from .test_interrupts import ARGS, CARDS, answer, finished_run, start
 from .test_main import run_cli
@@ -94,3 +95,50 @@ def test_a_killed_worker_stops_the_run_with_one_line_and_it_resumes(tmp_path, fa
     fake_openrouter.handler = answer
     assert finished_run(tmp_path, fake_openrouter, f"resume={run_dir}") == run_dir
     assert len(rows(run_dir)) == CARDS and all(r["error"] is None for r in rows(run_dir))
+
+
+PROVIDERS = ("DeepInfra", "Novita")
+
+
+def served(request) -> object:
+    """A reply that names who served it as OpenRouter documents (API overview, "CompletionsResponse
+    format": ``provider``, ``native_finish_reason`` beside the normalised ``finish_reason``, ``reasoning``,
+    ``usage.completion_tokens_details.reasoning_tokens`` and ``usage.prompt_tokens_details``'s
+    ``cached_tokens`` and ``cache_write_tokens``), each decided by the card alone, so the run's records
+    do not depend on which worker or in what order the calls were made."""
+    question = request.json["messages"][-1]["content"]
+    h = sum(map(ord, question))
+    return chat_reply(f'{{"answer": "{("YES", "NO", "UNKNOWN")[h % 3]}"}}', provider=PROVIDERS[h % 2],
+                      native_finish_reason=("end_turn", "eos")[h % 2], reasoning="The card asks about a river.",
+                      reasoning_tokens=5 + h % 7,
+                      usage={"prompt_tokens_details": {"cached_tokens": 10 + h % 13, "cache_write_tokens": h % 3}})
+
+
+def test_a_call_made_in_a_worker_keeps_who_served_it_and_its_token_details_in_the_parents_records(
+        tmp_path, fake_openrouter):
+    """workers=1 and workers=2 write the same ledger, record by record: the provider, the cached and
+    cache-written prompt tokens, the reasoning tokens (in ``completion_tokens``, as OpenRouter counts
+    them), the cost and its split, each as the server sent it for that card."""
+    runs = {}
+    for workers in (1, 2):
+        fake_openrouter.reset()
+        fake_openrouter.handler = served
+        proc = run_cli(tmp_path, "system=raw_llm", "system.model=acme/tiny", "cards.num_per_type=1",
+                       "gateway.cache.enabled=false", f"output_dir={tmp_path / str(workers)}", f"workers={workers}",
+                       env=fake_openrouter.env())
+        assert proc.returncode == 0, proc.stderr
+        runs[workers] = Path(proc.stdout.rsplit("run dir: ", 1)[1].strip())
+        sent = [served(r) for r in fake_openrouter.chat_requests()]
+        expected = Counter((s.body.provider, s.body.usage["prompt_tokens_details"]["cached_tokens"],
+                            s.body.usage["prompt_tokens_details"]["cache_write_tokens"]) for s in sent)
+        records = read_records(runs[workers] / "usage.jsonl")
+        assert len(records) == len(sent) == 9
+        assert Counter((r["provider"], r["cached_prompt_tokens"], r["cache_write_tokens"]) for r in records) == expected
+        assert len({r["provider"] for r in records}) == 2 and all(r["priced_calls"] == 1 for r in records)
+    one, two = ([{k: v for k, v in r.items() if k != "latency_s"} for r in read_records(runs[w] / "usage.jsonl")]
+                for w in (1, 2))
+    assert sorted(two, key=json.dumps) == sorted(one, key=json.dumps)
+    totals = [json.loads((runs[w] / "usage.json").read_text())["totals"] for w in (1, 2)]
+    assert totals[1] == totals[0] | {"latency_s": totals[1]["latency_s"]}
+    assert totals[0]["cached_prompt_tokens"] > 0 and totals[0]["cache_write_tokens"] > 0 and totals[0]["cache_saving"]
+    assert totals[0]["completion_tokens"] == sum(r["completion_tokens"] for r in one) > 9 * 5  # reasoning counted
