@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from audit.io.journal import read_records
+from audit.runs.tables import CACHE_COLUMNS, load_tables
 from audit.testing.replies import Hold, chat_reply
 
 from .test_interrupts import ARGS, CARDS, answer, finished_run, start
@@ -142,3 +143,6 @@ def test_a_call_made_in_a_worker_keeps_who_served_it_and_its_token_details_in_th
     assert totals[1] == totals[0] | {"latency_s": totals[1]["latency_s"]}
     assert totals[0]["cached_prompt_tokens"] > 0 and totals[0]["cache_write_tokens"] > 0 and totals[0]["cache_saving"]
     assert totals[0]["completion_tokens"] == sum(r["completion_tokens"] for r in one) > 9 * 5  # reasoning counted
+    # an epistemic run's runs.csv row takes its cache columns from usage.json's totals
+    (row,) = load_tables(tmp_path / "2").runs.to_dict("records")
+    assert {c: row[c] for c in CACHE_COLUMNS} == {c: totals[1][c] for c in CACHE_COLUMNS}
