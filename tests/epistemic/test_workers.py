@@ -1,8 +1,9 @@
 """``workers=2``: a run's calls made by two forked processes, end to end against the loopback server.
 
-The run must be the run of one process: the same answers and metrics for a server that answers by
-the card alone, every call once in one ledger, the budget stopping it, and a worker that dies
-stopping it with one line that says how to resume.
+The run must be the run of one process: the same answers, metrics and ledger records (who served
+each call, its cached and reasoning tokens) for a server that answers by the card alone, every call
+once in one ledger, the budget stopping it, and a worker that dies stopping it with one line that
+says how to resume.
 """
 
 from __future__ import annotations
@@ -16,22 +17,51 @@ from pathlib import Path
 
 from audit.io.journal import read_records
 from audit.runs.tables import CACHE_COLUMNS, load_tables
-from audit.testing.replies import Hold, chat_reply
+from audit.testing.replies import Hold, chat_reply, estimate_tokens
 
 from .test_interrupts import ARGS, CARDS, answer, finished_run, start
 from .test_main import run_cli
+
+PROVIDERS = ("DeepInfra", "Novita")
+
+
+def served(request) -> object:
+    """A reply that names who served it as OpenRouter documents (API overview, "CompletionsResponse
+    format": ``provider``, ``native_finish_reason`` beside the normalised ``finish_reason``, ``reasoning``,
+    ``usage.completion_tokens_details.reasoning_tokens`` and ``usage.prompt_tokens_details``'s
+    ``cached_tokens`` and ``cache_write_tokens``), each decided by the card alone, so the run's records
+    do not depend on which worker or in what order the calls were made."""
+    question = request.json["messages"][-1]["content"]
+    h = sum(map(ord, question))
+    return chat_reply(f'{{"answer": "{("YES", "NO", "UNKNOWN")[h % 3]}"}}', provider=PROVIDERS[h % 2],
+                      native_finish_reason=("end_turn", "eos")[h % 2], reasoning="The card asks about a river.",
+                      reasoning_tokens=5 + h % 7,
+                      usage={"prompt_tokens_details": {"cached_tokens": 10 + h % 13, "cache_write_tokens": h % 3}})
+
+
+def details(reply) -> tuple[str, int, int, int]:
+    """What a ledger record keeps of a scripted reply: provider, cached and written prompt tokens,
+    completion tokens (the reasoning ones included)."""
+    body = reply.body
+    cache = body.usage["prompt_tokens_details"]
+    return body.provider, cache["cached_tokens"], cache["cache_write_tokens"], \
+        estimate_tokens(body.text) + body.reasoning_tokens
 
 
 def rows(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
 
 
-def test_two_workers_give_the_answers_and_metrics_of_one(tmp_path, fake_openrouter):
-    fake_openrouter.handler = answer
+def test_two_workers_give_the_answers_metrics_and_ledger_of_one(tmp_path, fake_openrouter):
+    """The same answers, metrics and ledger, record by record: each call's provider, cached and
+    cache-written prompt tokens, reasoning tokens (in ``completion_tokens``, as OpenRouter counts them),
+    cost and its split, as the server sent them for that card (:func:`served`)."""
+    fake_openrouter.handler = served
     one = finished_run(tmp_path, fake_openrouter, *ARGS[:-1], f"output_dir={tmp_path / 'one'}")
     assert len(fake_openrouter.requests) == CARDS
+    sent = Counter(details(served(r)) for r in fake_openrouter.chat_requests())
     fake_openrouter.reset()
-    fake_openrouter.handler = answer
+    fake_openrouter.handler = served
     proc = run_cli(tmp_path, *ARGS[:-1], f"output_dir={tmp_path / 'two'}", "workers=2", env=fake_openrouter.env())
     assert proc.returncode == 0, proc.stderr
     assert "calls made by 2 worker processes" in proc.stdout and proc.stderr == ""
@@ -43,6 +73,21 @@ def test_two_workers_give_the_answers_and_metrics_of_one(tmp_path, fake_openrout
     assert usage[1]["totals"] == usage[0]["totals"] | {"latency_s": usage[1]["totals"]["latency_s"]}
     # one writer: the journal holds each call once, whole lines only
     assert len(read_records(two / "usage.jsonl")) == len((two / "usage.jsonl").read_text().splitlines()) == CARDS
+    # who served each call and its token details, as the server sent them, whichever process made the call
+    assert Counter(details(served(r)) for r in fake_openrouter.chat_requests()) == sent
+    records = {d: [{k: v for k, v in r.items() if k != "latency_s"} for r in read_records(d / "usage.jsonl")]
+               for d in (one, two)}
+    for made in records.values():
+        assert Counter((r["provider"], r["cached_prompt_tokens"], r["cache_write_tokens"], r["completion_tokens"])
+                       for r in made) == sent
+        assert all(r["priced_calls"] == 1 and r["cache_saving"] for r in made)
+    assert sorted(records[two], key=json.dumps) == sorted(records[one], key=json.dumps)
+    totals = usage[1]["totals"]
+    assert len({provider for provider, *_ in sent}) == 2 and totals["cached_prompt_tokens"] > 0
+    assert totals["cache_write_tokens"] > 0 and totals["completion_tokens"] > CARDS * 5  # reasoning counted
+    # an epistemic run's runs.csv row takes its cache columns from usage.json's totals
+    (row,) = load_tables(tmp_path / "two").runs.to_dict("records")
+    assert {c: row[c] for c in CACHE_COLUMNS} == {c: totals[c] for c in CACHE_COLUMNS}
 
 
 def test_the_budget_stops_a_run_with_workers_as_it_stops_one_without(tmp_path, fake_openrouter):
@@ -97,52 +142,3 @@ def test_a_killed_worker_stops_the_run_with_one_line_and_it_resumes(tmp_path, fa
     assert finished_run(tmp_path, fake_openrouter, f"resume={run_dir}") == run_dir
     assert len(rows(run_dir)) == CARDS and all(r["error"] is None for r in rows(run_dir))
 
-
-PROVIDERS = ("DeepInfra", "Novita")
-
-
-def served(request) -> object:
-    """A reply that names who served it as OpenRouter documents (API overview, "CompletionsResponse
-    format": ``provider``, ``native_finish_reason`` beside the normalised ``finish_reason``, ``reasoning``,
-    ``usage.completion_tokens_details.reasoning_tokens`` and ``usage.prompt_tokens_details``'s
-    ``cached_tokens`` and ``cache_write_tokens``), each decided by the card alone, so the run's records
-    do not depend on which worker or in what order the calls were made."""
-    question = request.json["messages"][-1]["content"]
-    h = sum(map(ord, question))
-    return chat_reply(f'{{"answer": "{("YES", "NO", "UNKNOWN")[h % 3]}"}}', provider=PROVIDERS[h % 2],
-                      native_finish_reason=("end_turn", "eos")[h % 2], reasoning="The card asks about a river.",
-                      reasoning_tokens=5 + h % 7,
-                      usage={"prompt_tokens_details": {"cached_tokens": 10 + h % 13, "cache_write_tokens": h % 3}})
-
-
-def test_a_call_made_in_a_worker_keeps_who_served_it_and_its_token_details_in_the_parents_records(
-        tmp_path, fake_openrouter):
-    """workers=1 and workers=2 write the same ledger, record by record: the provider, the cached and
-    cache-written prompt tokens, the reasoning tokens (in ``completion_tokens``, as OpenRouter counts
-    them), the cost and its split, each as the server sent it for that card."""
-    runs = {}
-    for workers in (1, 2):
-        fake_openrouter.reset()
-        fake_openrouter.handler = served
-        proc = run_cli(tmp_path, "system=raw_llm", "system.model=acme/tiny", "cards.num_per_type=1",
-                       "gateway.cache.enabled=false", f"output_dir={tmp_path / str(workers)}", f"workers={workers}",
-                       env=fake_openrouter.env())
-        assert proc.returncode == 0, proc.stderr
-        runs[workers] = Path(proc.stdout.rsplit("run dir: ", 1)[1].strip())
-        sent = [served(r) for r in fake_openrouter.chat_requests()]
-        expected = Counter((s.body.provider, s.body.usage["prompt_tokens_details"]["cached_tokens"],
-                            s.body.usage["prompt_tokens_details"]["cache_write_tokens"]) for s in sent)
-        records = read_records(runs[workers] / "usage.jsonl")
-        assert len(records) == len(sent) == 9
-        assert Counter((r["provider"], r["cached_prompt_tokens"], r["cache_write_tokens"]) for r in records) == expected
-        assert len({r["provider"] for r in records}) == 2 and all(r["priced_calls"] == 1 for r in records)
-    one, two = ([{k: v for k, v in r.items() if k != "latency_s"} for r in read_records(runs[w] / "usage.jsonl")]
-                for w in (1, 2))
-    assert sorted(two, key=json.dumps) == sorted(one, key=json.dumps)
-    totals = [json.loads((runs[w] / "usage.json").read_text())["totals"] for w in (1, 2)]
-    assert totals[1] == totals[0] | {"latency_s": totals[1]["latency_s"]}
-    assert totals[0]["cached_prompt_tokens"] > 0 and totals[0]["cache_write_tokens"] > 0 and totals[0]["cache_saving"]
-    assert totals[0]["completion_tokens"] == sum(r["completion_tokens"] for r in one) > 9 * 5  # reasoning counted
-    # an epistemic run's runs.csv row takes its cache columns from usage.json's totals
-    (row,) = load_tables(tmp_path / "2").runs.to_dict("records")
-    assert {c: row[c] for c in CACHE_COLUMNS} == {c: totals[1][c] for c in CACHE_COLUMNS}
