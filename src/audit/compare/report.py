@@ -400,10 +400,13 @@ def _cell_column(r: Mapping[str, Any]) -> str:
 
 
 def _interval_unit(r: Mapping[str, Any]) -> str:
-    """What a matrix cell's interval is over: cards, and how many times each was answered."""
+    """What a matrix cell's interval is over: cards, how many times each was answered and the answers."""
+    unit = "interval over cards"
     if r.get("method") == CLUSTERED_METHOD:
-        return f"interval over {r['cards']:.0f} cards, each answered up to {r['card_repeats']:.0f} times (nested)"
-    return "interval over cards"
+        unit = f"interval over {r['cards']:.0f} cards, each answered up to {r['card_repeats']:.0f} times (nested)"
+    # the answers behind the cards, where some card was answered more than once (a repeat, or a card
+    # two card sets share): each card is counted once, and the answers are shown beside them
+    return unit + (f", {r['answers']:.0f} answers" if r.get("answers", 0) > r["cards"] else "")
 
 
 def epistemic_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:

@@ -62,7 +62,7 @@ EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "condition", "statu
                      "card_set", "n_cards", "n_scored", "errors",
                      *(f"{m}{s}" for m in EPISTEMIC_METRICS for s in ("", "_lo", "_hi", "_k", "_n")), "cost", "path")
 EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "condition", "runs", "repeats", "replays", "k", "n",
-                            "cards", "card_repeats", "rate", "rate_lo", "rate_hi", "method")
+                            "cards", "answers", "card_repeats", "rate", "rate_lo", "rate_hi", "method")
 FAILED_COLUMNS = ("run", "kind", "status", "problem", "path")
 _CI = ("", "_lo", "_hi")
 MAP_COLUMNS = (*CELL, "runs", "off_language_runs", "repeats", "replays", "n_responses", "n_labelled", UNLABELLED,
@@ -283,7 +283,7 @@ def epistemic_matrix(frame: pd.DataFrame, answers: pd.DataFrame | None = None) -
             rows.append({"metric": metric, "system": system, "domain": domain, "predicate": predicate,
                          "condition": condition,
                          "runs": len(cell), "repeats": cell["repeat"].nunique(), "replays": len(every) - len(cell),
-                         **{c: math.nan if rate is None else rate[c] for c in ("k", "n", "cards")},
+                         **{c: math.nan if rate is None else rate[c] for c in ("k", "n", "cards", "answers")},
                          "card_repeats": math.nan if rate is None else rate["repeats"],
                          "method": None if rate is None else rate["method"],
                          **_rate_columns("rate", rate)})
