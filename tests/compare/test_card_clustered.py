@@ -72,11 +72,12 @@ def test_a_single_run_keeps_its_own_wilson_interval(tmp_path: Path) -> None:
     assert (row["rate_lo"], row["rate_hi"], row["method"]) == (run["AP_lo"], run["AP_hi"], CARD_METHOD)
 
 
-def overlapping_card_sets(parent: Path) -> None:
+def overlapping_card_sets(parent: Path, replayed: bool = False) -> None:
     """Two runs over different card sets (as two ``cards.seed`` would draw): 60 cards each, the last
     30 of the first set asked again by the second under other ids (its ids restart at 0, so an id
     names another claim in each set). The system's answer is a function of the claim, as a cached
-    reply or a model at temperature 0 gives."""
+    reply or a model at temperature 0 gives; ``replayed``: every reply came from the response cache
+    (a re-run of the sweep)."""
     rng = random.Random(30)
     answers = {i: rng.choice(["YES", "NO", "UNKNOWN"]) for i in range(90)}
     for name, digest, first in (("seed0", "set0", 0), ("seed1", "set1", 30)):
@@ -94,7 +95,8 @@ def overlapping_card_sets(parent: Path) -> None:
         (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
         (run / "metrics.json").write_text(json.dumps(compute_metrics(rows)), encoding="utf-8")
         summary = json.loads((run / "summary.json").read_text())
-        (run / "summary.json").write_text(json.dumps({**summary, "cards_digest": digest}))
+        usage = {"calls": 60, "cached_calls": 60, "cost": 0.0} if replayed else summary["usage"]
+        (run / "summary.json").write_text(json.dumps({**summary, "cards_digest": digest, "usage": usage}))
 
 
 def test_a_card_two_card_sets_share_is_one_card_answered_twice(tmp_path: Path) -> None:
@@ -111,3 +113,13 @@ def test_a_card_two_card_sets_share_is_one_card_answered_twice(tmp_path: Path) -
     compare([tmp_path], tmp_path / "cmp")
     # LA's cell: the 30 distinct E cards, 40 answers to them
     assert "/30 cards · interval over cards, 40 answers" in (tmp_path / "cmp" / "comparison.html").read_text()
+
+
+def test_a_cached_rerun_of_another_card_set_is_not_a_rerun_of_the_first(tmp_path: Path) -> None:
+    """A seed sweep re-run from the cache: each run replays its own card set's sample, not the other
+    seed's, so both count (a replay of one repeat index with other cards is other draws)."""
+    overlapping_card_sets(tmp_path, replayed=True)
+    tables = build_tables(collect([tmp_path]))
+    row = tables.epistemic_matrix.set_index("metric").loc["accuracy"]
+    assert (row["runs"], row["replays"], row["cards"], row["answers"]) == (2, 0, 90, 120)
+    assert tables.epistemic["counted"].all()

@@ -298,8 +298,10 @@ def _rate_columns(prefix: str, rate: Mapping[str, Any] | None) -> dict[str, Any]
 
 
 AUDIT_SAMPLE = ["audited", "audited_model", "topic", "technique", "baseline", "auditor", "judge", "repeat"]
-EPISTEMIC_SAMPLE = ["system", "domain", "predicate", "condition", "mapping", "repeat"]
-"""What makes two runs the same sample: the same cell and repeat index (``samples=k``)."""
+EPISTEMIC_SAMPLE = ["system", "domain", "predicate", "condition", "mapping", "repeat", "card_set"]
+"""What makes two runs the same sample: the same cell, repeat index (``samples=k``) and cards (a run over
+another card set, such as another ``cards.seed``, drew other cards: a cached re-run of it is not a re-run of
+the first)."""
 
 
 def count_replays_once(frame: pd.DataFrame, sample: Sequence[str]) -> pd.DataFrame:
