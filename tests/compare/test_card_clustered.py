@@ -6,6 +6,8 @@ import json
 import random
 from pathlib import Path
 
+import pytest
+
 from audit.card_stats import CLUSTERED_METHOD
 from audit.compare.collect import collect, epistemic_answers
 from audit.compare.build import compare
@@ -123,3 +125,23 @@ def test_a_cached_rerun_of_another_card_set_is_not_a_rerun_of_the_first(tmp_path
     row = tables.epistemic_matrix.set_index("metric").loc["accuracy"]
     assert (row["runs"], row["replays"], row["cards"], row["answers"]) == (2, 0, 90, 120)
     assert tables.epistemic["counted"].all()
+
+
+def test_runs_over_other_suites_are_other_cells(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Another suite mix is another population of cards: a run over standard cards and one over
+    standard and distractor cards are two cells, each named by its mix on the page and the terminal."""
+    overlapping_card_sets(tmp_path)
+    results = tmp_path / "seed1" / "results.jsonl"
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    rows = [{**r, "suite": "distractor"} if i % 2 else r for i, r in enumerate(rows)]
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (tmp_path / "seed1" / "metrics.json").write_text(json.dumps(compute_metrics(rows)), encoding="utf-8")
+    matrix = build_tables(collect([tmp_path])).epistemic_matrix
+    cells = matrix[matrix["metric"] == "accuracy"].set_index("suites")
+    assert sorted(cells.index) == ["distractor,standard", "standard"]
+    assert list(cells["runs"]) == [1, 1] and list(cells["cards"]) == [60, 60]
+    compare([tmp_path], tmp_path / "cmp")
+    printed = capsys.readouterr().out
+    page = (tmp_path / "cmp" / "comparison.html").read_text()
+    for text in (printed, page):
+        assert "rivers/has_mouth [standard]" in text and "rivers/has_mouth [distractor,standard]" in text
