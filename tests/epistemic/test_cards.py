@@ -92,3 +92,35 @@ def test_read_cards_roundtrip_and_errors(tmp_path, cards):
     path.write_text("{not json\n")
     with pytest.raises(UserError, match=r"line 1: not valid JSON"):
         read_cards(path)
+
+
+@pytest.mark.parametrize("change, said", [
+    (lambda c: c.pop("question"), "question: Field required"),
+    (lambda c: c.update(id=7), "id: Input should be a valid string"),
+    (lambda c: c.update(facts="one fact"), "facts: Input should be a valid list"),
+    (lambda c: c.update(label="E", gold="NO"), "label: label 'E' / gold 'NO' is not one of E/YES, C/NO, U/UNKNOWN"),
+    (lambda c: c.update(suite="hard"), "suite: unknown suite 'hard' (known: standard, distractor, near_miss,"),
+    (lambda c: c["claim"].pop("obj"), "claim.obj: Field required"),
+    (lambda c: c["claim"].update(graph="g"), "claim.graph: Extra inputs are not permitted"),
+])
+def test_a_bad_card_is_one_line_naming_file_line_field_and_fix(tmp_path, cards, change, said):
+    """The typed card (audit.record.answers.CardToAnswer) is the one check; read_cards names where."""
+    bad = json.loads(json.dumps(cards[1]))
+    change(bad)
+    path = tmp_path / "cards.jsonl"
+    path.write_text(json.dumps(cards[0]) + "\n" + json.dumps(bad) + "\n")
+    with pytest.raises(UserError) as caught:
+        read_cards(path)
+    message = str(caught.value)
+    assert message.startswith(f"cards.jsonl line 2: {said}") and "\n" not in message
+    assert message.endswith("; regenerate with python -m audit.epistemic")
+
+
+def test_a_card_id_twice_and_an_empty_file_are_refused(tmp_path, cards):
+    path = tmp_path / "cards.jsonl"
+    path.write_text(json.dumps(cards[0]) + "\n" + json.dumps(dict(cards[1], id=cards[0]["id"])) + "\n")
+    with pytest.raises(UserError, match=rf"^cards\.jsonl line 2: duplicate id '{cards[0]['id']}'; regenerate"):
+        read_cards(path)
+    path.write_text("\n")
+    with pytest.raises(UserError, match=r"cards\.jsonl: no cards; regenerate"):
+        read_cards(path)
