@@ -401,3 +401,27 @@ def card_grid(cells: int, scenarios: Sequence[CardScenario], card_counts: Sequen
     return [CardPoint(s, m, r, *_card_coverage(card_cluster_bounds, s, m, r, cells),
                       *_card_coverage(old_card_bounds, s, m, r, cells))
             for s in scenarios for m in card_counts for r in repeats]
+
+
+def overlapping_sets_coverage(rate: float, pool: int, per_set: int, cells: int, seed: int = SEED
+                              ) -> tuple[float, float, float]:
+    """Two card sets drawn from one pool of claims (two ``cards.seed`` of one domain), each claim's
+    answer fixed by the claim (a cached reply, a model at temperature 0; the pool's answers drawn
+    around ``rate`` afresh in every cell): the coverage of Wilson over the two sets added as if
+    disjoint (a shared card counted twice) and of the card-clustered interval over the distinct
+    cards (:func:`audit.card_stats.card_cluster_bounds`, a shared card one card answered twice),
+    and the mean number of shared cards."""
+    rng = np.random.default_rng(seed)
+    added = distinct = shared = 0
+    for _ in range(cells):
+        answers = rng.random(pool) < rate
+        first, second = rng.choice(pool, per_set, replace=False), rng.choice(pool, per_set, replace=False)
+        k = answers[first].sum() + answers[second].sum()
+        lo, hi = wilson_bounds(np.asarray(k / (2 * per_set)), np.asarray(2 * per_set), Z_95)
+        added += int(lo <= rate <= hi)
+        cards, repeats = np.unique(np.concatenate([first, second]), return_counts=True)
+        y = answers[cards].astype(float)[None]
+        _, lo, hi, _ = card_cluster_bounds(y, np.ones_like(y), repeats[None].astype(float))
+        distinct += int(lo[0] <= rate <= hi[0])
+        shared += int((repeats == 2).sum())
+    return added / cells, distinct / cells, shared / cells

@@ -255,7 +255,7 @@ def epistemic_charts(matrix: pd.DataFrame) -> list[dict[str, Any]]:
     charts = []
     for metric in CHART_METRICS:
         frame = matrix[matrix["metric"] == metric].sort_values(["domain", "predicate", "condition", "system"])
-        bars = [{"label": f"{_cell_column(r)} · {r['system']}", "colour": colour[r["system"]],
+        bars = [{"label": f"{_cell_column(r, _mixes(matrix))} · {r['system']}", "colour": colour[r["system"]],
                  "rate": {"value": r["rate"], "lo": r["rate_lo"], "hi": r["rate_hi"]},
                  "detail": f" ({_card_fraction(r['k'], r['n'])} cards, {r['runs']} run(s); {_interval_unit(r)})"}
                 for r in frame.to_dict("records")]
@@ -394,18 +394,28 @@ def fact_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def _cell_column(r: Mapping[str, Any]) -> str:
-    """A matrix column: domain/predicate, plus the condition when it is not the default in_context."""
+def _cell_column(r: Mapping[str, Any], suites: bool = False) -> str:
+    """A matrix column: domain/predicate, plus the condition when it is not the default in_context,
+    plus the suite mix when ``suites`` (the matrix holds more than one mix)."""
     condition = r.get("condition")
     tail = f" ({condition})" if isinstance(condition, str) and condition != "in_context" else ""
-    return f"{r['domain']}/{r['predicate']}{tail}"
+    mix = f" [{r['suites'] or 'no suites'}]" if suites else ""
+    return f"{r['domain']}/{r['predicate']}{tail}{mix}"
+
+
+def _mixes(matrix: pd.DataFrame) -> bool:
+    """Whether the matrix's cells differ in suite mix, so each column names its own."""
+    return "suites" in matrix and matrix["suites"].nunique() > 1
 
 
 def _interval_unit(r: Mapping[str, Any]) -> str:
-    """What a matrix cell's interval is over: cards, and how many times each was answered."""
+    """What a matrix cell's interval is over: cards, how many times each was answered and the answers."""
+    unit = "interval over cards"
     if r.get("method") == CLUSTERED_METHOD:
-        return f"interval over {r['cards']:.0f} cards, each answered up to {r['card_repeats']:.0f} times (nested)"
-    return "interval over cards"
+        unit = f"interval over {r['cards']:.0f} cards, each answered up to {r['card_repeats']:.0f} times (nested)"
+    # the answers behind the cards, where some card was answered more than once (a repeat, or a card
+    # two card sets share): each card is counted once, and the answers are shown beside them
+    return unit + (f", {r['answers']:.0f} answers" if r.get("answers", 0) > r["cards"] else "")
 
 
 def epistemic_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
@@ -416,8 +426,8 @@ def epistemic_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
         frame = matrix[matrix["metric"] == metric]
         if frame.empty:
             continue
-        columns = sorted({_cell_column(r) for r in frame.to_dict("records")})
-        by_cell = {(r["system"], _cell_column(r)): r for r in frame.to_dict("records")}
+        columns = sorted({_cell_column(r, _mixes(matrix)) for r in frame.to_dict("records")})
+        by_cell = {(r["system"], _cell_column(r, _mixes(matrix))): r for r in frame.to_dict("records")}
         rows = []
         for system in sorted(set(frame["system"])):
             row = []
@@ -576,7 +586,8 @@ def summary_text(tables: Tables, out: Path, extra: Sequence[str] = (),
     if not tables.epistemic.empty:
         view = tables.epistemic[["run", "domain", "predicate", "system", "n_cards", "errors", *EPISTEMIC_METRICS, "cost"]]
         parts.append(f"epistemic ({len(view)} run x system rows)\n{_text_table(view)}")
-        matrix = tables.epistemic_matrix.assign(cell=lambda f: f["domain"] + "/" + f["predicate"])
+        matrix = tables.epistemic_matrix  # a column per cell, as on the page: never the first of several
+        matrix = matrix.assign(cell=[_cell_column(r, _mixes(matrix)) for r in matrix.to_dict("records")])
         for metric in CHART_METRICS:
             pivot = matrix[matrix["metric"] == metric].pivot_table(index="system", columns="cell", values="rate",
                                                                    aggfunc="first", dropna=False)

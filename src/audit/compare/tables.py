@@ -63,11 +63,11 @@ AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "basel
 RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "auditor", "judge", "baseline", "n_responses", "n_labelled", UNLABELLED, *LABELS,
                     "panel_items", "panel_split")
 FACT_COUNTS = ("facts_revealed", "facts_confirmed", "facts_contradicted", "facts_total")
-EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "condition", "status", "mapping", "stage", "repeat", "replay", "counted",
+EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "condition", "suites", "status", "mapping", "stage", "repeat", "replay", "counted",
                      "card_set", "n_cards", "n_scored", "errors",
                      *(f"{m}{s}" for m in EPISTEMIC_METRICS for s in ("", "_lo", "_hi", "_k", "_n")), "cost", "path")
-EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "condition", "runs", "repeats", "replays", "k", "n",
-                            "cards", "card_repeats", "rate", "rate_lo", "rate_hi", "method")
+EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "condition", "suites", "runs", "repeats", "replays", "k", "n",
+                            "cards", "answers", "card_repeats", "rate", "rate_lo", "rate_hi", "method")
 FAILED_COLUMNS = ("run", "kind", "status", "problem", "path")
 _CI = ("", "_lo", "_hi")
 MAP_COLUMNS = (*CELL, "runs", "off_language_runs", "repeats", "replays", "n_responses", "n_labelled", UNLABELLED,
@@ -255,6 +255,9 @@ def _epistemic_row(run: Run, system: str, condition: str, m: SystemMetrics) -> d
     row: dict[str, Any] = {
         "run": run.label, "domain": s.domain, "predicate": s.predicate, "system": system,
         "condition": condition,
+        # the suites its cards were drawn from: another mix is another population of cards, never pooled
+        # (another cards.seed or cards.num_per_type draws more of the same: one cell, docs/numbers.md)
+        "suites": ",".join(sorted(m.suites)),
         "status": run.status, "mapping": m.mapping, "stage": s.stage,
         "repeat": s.repeat, "replay": s.usage is not None and s.usage.replay,
         "counted": True,
@@ -273,23 +276,24 @@ def _epistemic_row(run: Run, system: str, condition: str, m: SystemMetrics) -> d
 
 
 def epistemic_matrix(frame: pd.DataFrame, answers: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per headline metric, system, domain and predicate: the rate over that cell's runs with an
-    interval over cards. Where a card was answered more than once and ``answers`` (the per-answer
-    table) recount the runs, the interval is card-clustered with the repeats nested in their card
-    (:mod:`audit.compare.card_answers`); otherwise repeats of one card set are averaged card by card
-    and distinct card sets add their cards (:func:`audit.stats.card_rate`)."""
+    """Per headline metric, system, domain, predicate, condition and suite mix: the rate over that
+    cell's runs with an interval over cards. Where a card was answered more than once (a repeat, or a
+    claim two card sets drew) and ``answers`` (the per-answer table) recount the runs, the interval is
+    card-clustered with the repeats nested in their card (:mod:`audit.compare.card_answers`); otherwise
+    repeats of one card set are averaged card by card and distinct card sets add their cards
+    (:func:`audit.stats.card_rate`)."""
     parts = None if answers is None else answer_parts(answers, frame[frame["counted"].to_numpy(dtype=bool)])
     rows = []
-    for (system, domain, predicate, condition), every in frame.groupby(["system", "domain", "predicate", "condition"],
-                                                                        sort=True):
+    for (system, domain, predicate, condition, suites), every in frame.groupby(
+            ["system", "domain", "predicate", "condition", "suites"], sort=True):
         cell = every[every["counted"].to_numpy(dtype=bool)]  # a cached re-run of a sample counts once
         answered = cell_answers(cell, parts, EPISTEMIC_METRICS)
         for metric in EPISTEMIC_METRICS:
             rate = cell_rate(cell, answered, metric)
             rows.append({"metric": metric, "system": system, "domain": domain, "predicate": predicate,
-                         "condition": condition,
+                         "condition": condition, "suites": suites,
                          "runs": len(cell), "repeats": cell["repeat"].nunique(), "replays": len(every) - len(cell),
-                         **{c: math.nan if rate is None else rate[c] for c in ("k", "n", "cards")},
+                         **{c: math.nan if rate is None else rate[c] for c in ("k", "n", "cards", "answers")},
                          "card_repeats": math.nan if rate is None else rate["repeats"],
                          "method": None if rate is None else rate["method"],
                          **_rate_columns("rate", rate)})
@@ -304,8 +308,10 @@ def _rate_columns(prefix: str, rate: Mapping[str, Any] | None) -> dict[str, Any]
 
 
 AUDIT_SAMPLE = ["audited", "audited_model", "topic", "technique", "baseline", "auditor", "judge", "repeat"]
-EPISTEMIC_SAMPLE = ["system", "domain", "predicate", "condition", "mapping", "repeat"]
-"""What makes two runs the same sample: the same cell and repeat index (``samples=k``)."""
+EPISTEMIC_SAMPLE = ["system", "domain", "predicate", "condition", "mapping", "repeat", "card_set"]
+"""What makes two runs the same sample: the same cell, repeat index (``samples=k``) and cards (a run over
+another card set, such as another ``cards.seed``, drew other cards: a cached re-run of it is not a re-run of
+the first)."""
 
 
 def count_replays_once(frame: pd.DataFrame, sample: Sequence[str]) -> pd.DataFrame:
