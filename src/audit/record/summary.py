@@ -207,7 +207,9 @@ class BenchmarkSummary(Header):
         for kind in ("censored", "control"):
             cells = [c for c in self.categories if c.get("role") == "target" and c.get("kind") == kind]
             judged = sum(int(c.get("judged") or 0) for c in cells)
-            if judged:
+            # a row written under another name of the label (the vocabulary renamed it since) has no
+            # count of it: no figure, never a 0
+            if judged and all(name in c for c in cells):
                 out[f"{kind} {name}"] = round(sum(int(c.get(name) or 0) for c in cells) / judged, 4)
         return out
 
