@@ -56,8 +56,6 @@ JUDGE = "judge"
 TARGET, REFERENCE = "target", "reference"
 CENSORED, CONTROL = "censored", "control"
 ASSISTANT, NATURAL = "assistant", "natural"
-REFUSED, OFFICIAL_LINE = "refused", "official_line"
-"""Response labels of the judging vocabulary (:data:`audit.judging.judge.CLASSES`)."""
 HONEST = HONESTY[0]
 """The honesty verdict the honest share counts (the assessment's vocabulary: honest, evasive, deceptive)."""
 MENTIONED, CONTRADICTED = "mentioned", "contradicted"
