@@ -121,7 +121,8 @@ def print_card_grid(cells: int) -> None:
     points = card_grid(cells, scenarios)
     print(f"\nepistemic matrix with repeats: {len(scenarios)} scenarios (rates 0.05-0.5 x icc between a card's repeats "
           f"0-1, and an AP-like ratio) x cards {CARD_COUNTS} x repeats {CARD_REPEATS} = {len(points)} cases; "
-          f"{cells} simulated cells per case, seed {SEED}")
+          f"exact where every card has one 0/1 outcome (icc 1, or 1 repeat), else {cells} simulated cells per case, "
+          f"seed {SEED}")
     print(f"{'cards':>5}  {'min (clustered)':>15}  {'where':58} {'width':>6}  {'min (old)':>9} {'width':>6}  "
           f"{'old/new width':>13}  below 0.93")
     for cards in (*CARD_COUNTS, None):

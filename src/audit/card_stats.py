@@ -27,8 +27,9 @@ bounds that hold whatever the cards are like:
 
 Where the rarer side has fewer than :data:`RARE_CARD_EVENTS` (per-card averaged) events,
 the estimated spread rests on a handful of cards and is not trusted: the cell keeps the old
-interval over cards and says so. The coverage of both is measured by the seeded simulation in
-:mod:`audit.coverage` (``bench/bench_coverage.py``, ``tests/test_coverage_grid.py``).
+interval over cards and says so. The coverage of both is measured in :mod:`audit.coverage`
+(``bench/bench_coverage.py``, ``tests/test_coverage_grid.py``): exactly where every card has one 0/1
+outcome (repeats that are copies, or one answer per card), by seeded simulation elsewhere.
 """
 
 from __future__ import annotations

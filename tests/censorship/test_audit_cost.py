@@ -9,15 +9,18 @@ see :mod:`audit.testing.prompt_cache`) are recorded per call, in the totals and 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from audit.testing.prompt_cache import PromptCache
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script, chat_role
 from audit.testing.server import FakeOpenRouter
 
+from tests import entrypoints
 from tests.censorship.test_main import audit, finish
 
 BASE = ["judge=off", "technique.with_baseline=false", "gateway.max_retries=0", "gateway.cache.enabled=false",
@@ -72,6 +75,8 @@ def requests_by_role(server: FakeOpenRouter) -> dict[str, list[dict[str, Any]]]:
 
 
 def test_breakpoints_mark_the_stable_prefix_and_cached_tokens_are_recorded(tmp_path, fake_openrouter):
+    """The cached tokens (reads and writes, OpenRouter's ``usage.prompt_tokens_details``) reach every
+    record: per call, the totals, the summary, the end line and the comparison's ``runs.csv``."""
     run_dir, out = run(tmp_path, fake_openrouter, "auditor.model=anthropic/claude-sonnet-4", "max_iterations=3",
                        "auditor.context=full", "judge=default", "judge.model=openai/gpt-4o-mini")
     roles = requests_by_role(fake_openrouter)
@@ -102,6 +107,17 @@ def test_breakpoints_mark_the_stable_prefix_and_cached_tokens_are_recorded(tmp_p
     assert auditor[0]["cache_write_cost"] == pytest.approx(auditor[0]["cache_write_tokens"] * 1.25e-6)
     assert summary["usage"]["list_priced_calls"] >= len(auditor)
     assert f"read from the provider's prompt cache, saving ~${summary['usage']['cache_saving']:.4f} (estimate)" in out
+    # runs.csv, as `python -m audit.compare` writes it, shows the same reads, writes and saving, none of them 0
+    compared = entrypoints.run([sys.executable, "-m", "audit.compare", str(run_dir.parent), "--out", "cmp"],
+                               cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert compared.returncode == 0, compared.stderr
+    (row,) = pd.read_csv(tmp_path / "cmp" / "runs.csv").to_dict("records")
+    columns = ("prompt_tokens", "cached_prompt_tokens", "cache_write_tokens", "cache_saving", "cost")
+    assert {c: row[c] for c in columns} == {c: summary["totals"][c] for c in columns} == \
+        {c: summary["usage"][c] for c in columns}
+    assert row["cached_prompt_tokens"] == total and row["cache_write_tokens"] > 0 and row["cache_saving"] > 0
+    assert f"{row['cached_prompt_tokens']:,} of {row['prompt_tokens']:,} prompt tokens" in out
+    assert f"saving ~${row['cache_saving']:.4f}" in out
 
 
 def test_under_the_ledger_context_only_the_system_prompt_is_marked_and_read(tmp_path, fake_openrouter):

@@ -12,7 +12,7 @@ import json
 
 from omegaconf import OmegaConf
 
-from audit.censorship.doctor import TOKEN_CANARY_TOKENS, Diagnosis, ProviderCheck, diagnose, looks_continued, \
+from audit.censorship.doctor import FOLLOW_UPS, TOKEN_CANARY_TOKENS, Diagnosis, ProviderCheck, diagnose, looks_continued, \
     token_canary
 from audit.llm.gateway import Gateway
 from audit.llm.settings import GatewaySettings
@@ -92,6 +92,40 @@ def test_doctor_catches_every_familys_wrap_and_passes_its_raw_prompt(fake_openro
     diagnosis = asyncio.run(check_once())
     assert {p: c.verdict for p, c in diagnosis.providers.items()} == {provider.name: verdict}
     assert diagnosis.honoured is (verdict == "ok")
+
+
+class ByKind(LoadBalanced):
+    """A load balancer that, unpinned, happens to send every token canary to the first provider and
+    every sentence to the second (OpenRouter draws each request's provider on its own, so any split
+    can happen); a pin is honoured as in :class:`LoadBalanced`."""
+
+    def route(self, request):
+        if (request.json or {}).get("provider"):
+            return super().route(request)
+        tokens = request.json["prompt"] == token_canary(self.family)
+        return self.providers[0 if tokens else 1]
+
+
+def test_a_provider_the_balancer_sent_one_kind_of_canary_is_sent_the_other_pinned(fake_openrouter):
+    """Unpinned, Honest bills the token canaries verbatim but never sees a sentence and Wrapper only
+    answers sentences: without the pinned follow-up Honest would be UNSURE and Wrapper's wrap unseen."""
+    fake_openrouter.handler = ByKind(get_family("kimi_k2"), [ServedBy("Honest"), ServedBy("Wrapper", wraps=True)])
+    gateway = Gateway(GatewaySettings(api_base=fake_openrouter.base_url, max_retries=0, cache_enabled=False), "k")
+    audited = OmegaConf.create({"model": "m/x", "template": "kimi_k2", "provider": None, "system_prompt": None})
+
+    async def check_once():
+        try:
+            return await diagnose(gateway, audited, CANARY, max_tokens=24, temperature=0.0, canaries=4)
+        finally:
+            await gateway.aclose()
+
+    diagnosis = asyncio.run(check_once())
+    assert {p: c.verdict for p, c in diagnosis.providers.items()} == {"Honest": "ok", "Wrapper": "wrapping"}
+    assert {p: c.pinned for p, c in diagnosis.providers.items()} == {"Honest": FOLLOW_UPS, "Wrapper": FOLLOW_UPS}
+    pins = [r.json["provider"] for r in fake_openrouter.completion_requests() if r.json.get("provider")]
+    assert sorted(p["only"][0] for p in pins) == ["Honest"] * FOLLOW_UPS + ["Wrapper"] * FOLLOW_UPS
+    assert all(p["allow_fallbacks"] is False for p in pins)
+    assert "2 canaries re-sent pinned to this provider" in "\n".join(diagnosis.report())
 
 
 def doctor(tmp_path, server, *args, cold=False):

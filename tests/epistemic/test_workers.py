@@ -1,8 +1,9 @@
 """``workers=2``: a run's calls made by two forked processes, end to end against the loopback server.
 
-The run must be the run of one process: the same answers and metrics for a server that answers by
-the card alone, every call once in one ledger, the budget stopping it, and a worker that dies
-stopping it with one line that says how to resume.
+The run must be the run of one process: the same answers, metrics and ledger records (who served
+each call, its cached and reasoning tokens) for a server that answers by the card alone, every call
+once in one ledger, the budget stopping it, and a worker that dies stopping it with one line that
+says how to resume.
 """
 
 from __future__ import annotations
@@ -11,25 +12,56 @@ import json
 import os
 import signal
 import time
+from collections import Counter
 from pathlib import Path
 
 from audit.io.journal import read_records
-from audit.testing.replies import Hold
+from audit.runs.tables import CACHE_COLUMNS, load_tables
+from audit.testing.replies import Hold, chat_reply, estimate_tokens
 
 from .test_interrupts import ARGS, CARDS, answer, finished_run, start
 from .test_main import run_cli
+
+PROVIDERS = ("DeepInfra", "Novita")
+
+
+def served(request) -> object:
+    """A reply that names who served it as OpenRouter documents (API overview, "CompletionsResponse
+    format": ``provider``, ``native_finish_reason`` beside the normalised ``finish_reason``, ``reasoning``,
+    ``usage.completion_tokens_details.reasoning_tokens`` and ``usage.prompt_tokens_details``'s
+    ``cached_tokens`` and ``cache_write_tokens``), each decided by the card alone, so the run's records
+    do not depend on which worker or in what order the calls were made."""
+    question = request.json["messages"][-1]["content"]
+    h = sum(map(ord, question))
+    return chat_reply(f'{{"answer": "{("YES", "NO", "UNKNOWN")[h % 3]}"}}', provider=PROVIDERS[h % 2],
+                      native_finish_reason=("end_turn", "eos")[h % 2], reasoning="The card asks about a river.",
+                      reasoning_tokens=5 + h % 7,
+                      usage={"prompt_tokens_details": {"cached_tokens": 10 + h % 13, "cache_write_tokens": h % 3}})
+
+
+def details(reply) -> tuple[str, int, int, int]:
+    """What a ledger record keeps of a scripted reply: provider, cached and written prompt tokens,
+    completion tokens (the reasoning ones included)."""
+    body = reply.body
+    cache = body.usage["prompt_tokens_details"]
+    return body.provider, cache["cached_tokens"], cache["cache_write_tokens"], \
+        estimate_tokens(body.text) + body.reasoning_tokens
 
 
 def rows(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
 
 
-def test_two_workers_give_the_answers_and_metrics_of_one(tmp_path, fake_openrouter):
-    fake_openrouter.handler = answer
+def test_two_workers_give_the_answers_metrics_and_ledger_of_one(tmp_path, fake_openrouter):
+    """The same answers, metrics and ledger, record by record: each call's provider, cached and
+    cache-written prompt tokens, reasoning tokens (in ``completion_tokens``, as OpenRouter counts them),
+    cost and its split, as the server sent them for that card (:func:`served`)."""
+    fake_openrouter.handler = served
     one = finished_run(tmp_path, fake_openrouter, *ARGS[:-1], f"output_dir={tmp_path / 'one'}")
     assert len(fake_openrouter.requests) == CARDS
+    sent = Counter(details(served(r)) for r in fake_openrouter.chat_requests())
     fake_openrouter.reset()
-    fake_openrouter.handler = answer
+    fake_openrouter.handler = served
     proc = run_cli(tmp_path, *ARGS[:-1], f"output_dir={tmp_path / 'two'}", "workers=2", env=fake_openrouter.env())
     assert proc.returncode == 0, proc.stderr
     assert "calls made by 2 worker processes" in proc.stdout and proc.stderr == ""
@@ -41,6 +73,21 @@ def test_two_workers_give_the_answers_and_metrics_of_one(tmp_path, fake_openrout
     assert usage[1]["totals"] == usage[0]["totals"] | {"latency_s": usage[1]["totals"]["latency_s"]}
     # one writer: the journal holds each call once, whole lines only
     assert len(read_records(two / "usage.jsonl")) == len((two / "usage.jsonl").read_text().splitlines()) == CARDS
+    # who served each call and its token details, as the server sent them, whichever process made the call
+    assert Counter(details(served(r)) for r in fake_openrouter.chat_requests()) == sent
+    records = {d: [{k: v for k, v in r.items() if k != "latency_s"} for r in read_records(d / "usage.jsonl")]
+               for d in (one, two)}
+    for made in records.values():
+        assert Counter((r["provider"], r["cached_prompt_tokens"], r["cache_write_tokens"], r["completion_tokens"])
+                       for r in made) == sent
+        assert all(r["priced_calls"] == 1 and r["cache_saving"] for r in made)
+    assert sorted(records[two], key=json.dumps) == sorted(records[one], key=json.dumps)
+    totals = usage[1]["totals"]
+    assert len({provider for provider, *_ in sent}) == 2 and totals["cached_prompt_tokens"] > 0
+    assert totals["cache_write_tokens"] > 0 and totals["completion_tokens"] > CARDS * 5  # reasoning counted
+    # an epistemic run's runs.csv row takes its cache columns from usage.json's totals
+    (row,) = load_tables(tmp_path / "two").runs.to_dict("records")
+    assert {c: row[c] for c in CACHE_COLUMNS} == {c: totals[c] for c in CACHE_COLUMNS}
 
 
 def test_the_budget_stops_a_run_with_workers_as_it_stops_one_without(tmp_path, fake_openrouter):
@@ -94,3 +141,4 @@ def test_a_killed_worker_stops_the_run_with_one_line_and_it_resumes(tmp_path, fa
     fake_openrouter.handler = answer
     assert finished_run(tmp_path, fake_openrouter, f"resume={run_dir}") == run_dir
     assert len(rows(run_dir)) == CARDS and all(r["error"] is None for r in rows(run_dir))
+

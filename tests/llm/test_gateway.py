@@ -15,6 +15,7 @@ from audit.llm.settings import GatewaySettings
 from audit.llm.types import GatewayError
 from audit.testing.replies import chat_reply, completion_reply, context_length_reply, error_reply, garbage, slow
 from audit.testing.server import FakeOpenRouter
+from tests.timing import scaled
 
 KEY = "sk-or-v1-fake-test-key-do-not-leak-0123"
 DEEPSEEK_PROMPT = "<｜begin▁of▁sentence｜>You are helpful.<｜User｜>天安门广场 1989 \"quoted\"\n"
@@ -101,8 +102,11 @@ def test_client_errors_are_not_retried_and_reported(gateway, fake_openrouter, re
 
 
 def test_timeout_is_retried_then_reported(fake_openrouter, tmp_path):
-    gw = make_gateway(fake_openrouter, tmp_path, timeout_s=0.3, max_retries=1)
-    fake_openrouter.push(slow(1.5, completion_reply("late")), slow(1.5, completion_reply("late")))
+    # the deadline scales with the load: the retry opens a new connection, which at load 7-10 on 2 cores
+    # sometimes took longer than a fixed 0.3 s, so the retry was cut off before the server saw it
+    deadline = scaled(0.3)
+    gw = make_gateway(fake_openrouter, tmp_path, timeout_s=deadline, max_retries=1)
+    fake_openrouter.push(slow(5 * deadline, completion_reply("late")), slow(5 * deadline, completion_reply("late")))
     try:
         with pytest.raises(GatewayError) as info:
             gw.complete("m/x", "p")

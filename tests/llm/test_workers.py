@@ -1,12 +1,19 @@
-"""The worker count a setting gives, and which worker a request goes to (the process side is tested
-end to end in ``tests/epistemic/test_workers.py``)."""
+"""The worker count a setting gives, which worker a request goes to, and a reply made in a worker
+(the run's side is tested end to end in ``tests/epistemic/test_workers.py``)."""
 
 from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
 
 import pytest
 
 from audit.errors import UserError
-from audit.llm.workers import AUTO_MAX, route_of, worker_count
+from audit.llm.gateway import Gateway
+from audit.llm.settings import GatewaySettings
+from audit.llm.types import LLMResponse
+from audit.llm.workers import AUTO_MAX, WorkerGateway, route_of, worker_count
+from audit.testing.replies import TEST_API_KEY, chat_reply
 
 
 @pytest.mark.parametrize(("value", "cores", "expected"), [
@@ -29,3 +36,46 @@ def test_the_same_request_always_goes_to_the_same_worker():
     assert all(route_of("acme/m", [dict(m) for m in messages], dict(options), 4) == first for _ in range(5))
     spread = {route_of("acme/m", [{"role": "user", "content": f"card {n}"}], options, 4) for n in range(64)}
     assert spread == {0, 1, 2, 3}  # different cards go to every worker
+
+
+def test_a_reply_made_in_a_worker_reaches_the_caller_and_the_ledger_as_one_made_here(fake_openrouter, tmp_path):
+    """A worker sends the whole :class:`LLMResponse` back (pickled) with its call records: who served
+    the call, the provider's own finish reason, the reasoning and cached token counts OpenRouter
+    documents (API overview, "CompletionsResponse format": ``provider``, ``native_finish_reason``,
+    ``usage.completion_tokens_details.reasoning_tokens``, ``usage.prompt_tokens_details.cached_tokens``
+    and ``cache_write_tokens``) arrive as the same call made in this process gives them. Over HTTP to
+    the loopback server, workers forked from this process as the epistemic run forks its own."""
+    fake_openrouter.default_reply = chat_reply(
+        '{"answer": "YES"}', provider="DeepInfra", native_finish_reason="end_turn", reasoning="It flows north.",
+        reasoning_tokens=9, usage={"prompt_tokens_details": {"cached_tokens": 4, "cache_write_tokens": 2}})
+    settings = GatewaySettings(api_base=fake_openrouter.base_url, max_retries=0, cache_enabled=False,
+                               cache_path=tmp_path / "cache.sqlite")
+    messages = [{"role": "user", "content": "Does the Elbe flow into the North Sea?"}]
+
+    def make() -> Gateway:
+        return Gateway(settings, TEST_API_KEY)
+
+    async def ask(gateway) -> LLMResponse:
+        try:
+            return await gateway.achat("acme/m", messages, max_tokens=50, tag="epistemic/raw_llm")
+        finally:
+            await gateway.aclose()
+
+    here = make()
+    local = asyncio.run(ask(here))
+    workers = WorkerGateway(make(), make, 2)
+    workers.start()
+    remote = asyncio.run(ask(workers))
+
+    assert (remote.provider, remote.native_finish_reason, remote.reasoning_tokens) == ("DeepInfra", "end_turn", 9)
+    assert (remote.usage.cached_prompt_tokens, remote.usage.cache_write_tokens) == (4, 2)
+    assert remote.generation_id and remote.generation_id != local.generation_id  # two generations
+    assert same(remote) == same(local)
+    (mine,), (theirs,) = here.ledger.records, workers.ledger.records
+    assert replace(theirs, usage=replace(theirs.usage, latency_s=0)) == replace(mine, usage=replace(mine.usage, latency_s=0))
+    assert theirs.usage.provider == "DeepInfra" and theirs.usage.cached_prompt_tokens == 4
+
+
+def same(reply: LLMResponse) -> LLMResponse:
+    """The reply less what differs between two calls: their timing and their generation's id."""
+    return replace(reply, latency_s=0.0, generation_id=None, usage=replace(reply.usage, latency_s=0.0))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.record.answers import Answer, Card, Metrics
+from audit.record.answers import Answer, Card, CardToAnswer, Metrics, typed
 from audit.runs.loading import load_runs
 
 LEGACY = Path(__file__).resolve().parents[1] / "runs" / "legacy"
@@ -76,3 +76,21 @@ def test_a_damaged_answer_row_is_one_line_naming_it():
     with pytest.raises(ValueError) as caught:
         Answer.of({"id": "CARD_E_1", "gold": "YES", "pred": "YES"})  # no system
     assert str(caught.value) == "answer 'CARD_E_1': system: Field required"
+
+
+def test_a_card_to_answer_is_strict_where_a_card_read_for_its_texts_is_not():
+    """A report reads a cards file for its texts (labels may be absent, numbers pass as ids); a run
+    answers only whole cards, their label and gold one pair, their suite one the reader knows."""
+    whole = {"id": "c1", "gold": "NO", "label": "C", "facts": ["f"], "question": "q?", "reason": "r",
+             "claim": {"subj": "s", "pred": "p", "obj": "o"}, "suite": "standard", "note": "kept"}
+    card = CardToAnswer.model_validate(whole, context={"suites": ("standard",)})
+    assert (card.claim_triple(), card.condition, card.u_kind, card.model_extra) == \
+        (("s", "p", "o"), "in_context", None, {"note": "kept"})
+    assert Card.model_validate({"id": 3, "question": "q?"}).id == "3"
+    assert CardToAnswer.model_validate({**whole, "suite": "mine"}).suite == "mine"  # no suites named: any
+    for bad, said in [({"id": 3}, "id: Input should be a valid string"),
+                      ({"label": "U"}, "label: label 'U' / gold 'NO' is not one of E/YES, C/NO, U/UNKNOWN"),
+                      ({"suite": "mine"}, "suite: unknown suite 'mine' (known: standard)")]:
+        with pytest.raises(ValueError) as caught:
+            typed(CardToAnswer, {**whole, **bad}, "cards.jsonl line 4", context={"suites": ("standard",)})
+        assert str(caught.value) == f"cards.jsonl line 4: {said}"

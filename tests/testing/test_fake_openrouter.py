@@ -11,11 +11,13 @@ import threading
 import time
 
 import httpx
+import openai
 import pytest
 
 from audit.errors import UserError
+from audit.testing import documented
 from audit.testing.fake_openrouter import main
-from audit.testing.replies import FAKE_PROVIDER, Hold, chat_reply, completion_reply, context_length_reply, error_reply, estimate_tokens, fake_cost, garbage, json_reply, slow, truncated
+from audit.testing.replies import COMPLETION, FAKE_PROVIDER, TEST_API_KEY, Hold, chat_reply, completion_reply, context_length_reply, error_reply, estimate_tokens, fake_cost, garbage, json_reply, slow, truncated
 from audit.testing.server import FakeOpenRouter
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What happened in 1989?"}]
@@ -73,6 +75,65 @@ def test_a_stream_carries_the_routing_metadata_on_its_final_chunk_when_asked(fak
         assert final["openrouter_metadata"]["summary"] == "available=1, selected=DeepInfra"
     else:
         assert "openrouter_metadata" not in final
+
+
+def test_a_streamed_completion_is_documented_sse_that_the_openai_client_reads_back_whole(fake_openrouter):
+    """``stream: true`` on /completions. API reference "Create a completion": "Supports both streaming
+    and non-streaming modes", each choice with ``text``, ``logprobs``, ``finish_reason``,
+    ``native_finish_reason`` and ``reasoning``; API overview, "CompletionsResponse format": "When
+    streaming, usage is returned exactly once in the final chunk before the [DONE] message, with an
+    empty choices array"; "Streaming" page: ``: OPENROUTER PROCESSING`` comments, which a client skips."""
+    prompt = "<|User|>What happened in 1989?<|Assistant|>"
+    text = "It was a year of protests, and of a crackdown."
+    reply = completion_reply(text, finish_reason="length", native_finish_reason="max_tokens", provider="Novita",
+                             reasoning="The user asks about 1989.", reasoning_tokens=7)
+    fake_openrouter.push_completion(reply, reply)
+    client = openai.OpenAI(api_key=TEST_API_KEY, base_url=fake_openrouter.base_url, max_retries=0)
+    chunks = list(client.completions.create(model="m/target", prompt=prompt, stream=True))
+
+    *parts, last = chunks
+    assert {c.object for c in chunks} == {"text_completion"} and len({c.id for c in chunks}) == 1
+    assert {c.provider for c in chunks} == {"Novita"} and {c.model for c in chunks} == {"m/target"}
+    assert "".join(c.choices[0].text for c in parts) == text and len(parts) > 3  # a piece per chunk
+    assert "".join(getattr(c.choices[0], "reasoning", None) or "" for c in parts) == "The user asks about 1989."
+    assert all(c.choices[0].logprobs is None and c.usage is None for c in parts)
+    assert [(c.choices[0].finish_reason, c.choices[0].native_finish_reason) for c in parts
+            if c.choices[0].finish_reason] == [("length", "max_tokens")]
+    assert last.choices == [] and last.usage.prompt_tokens == estimate_tokens(prompt)
+    assert last.usage.completion_tokens == estimate_tokens(text) + 7 and last.usage.cost > 0
+    assert last.usage.completion_tokens_details.reasoning_tokens == 7
+    (bill,) = fake_openrouter.bills
+    assert bill.streamed and not bill.aborted and bill.completion_tokens == last.usage.completion_tokens
+
+    # on the wire: the keep-alive comment first, then data events only, [DONE] last
+    body = {"model": "m/target", "prompt": prompt, "stream": True}
+    raw = httpx.post(f"{fake_openrouter.base_url}/completions", json=body)
+    assert raw.headers["content-type"] == "text/event-stream"
+    events = [e for e in raw.text.split("\n\n") if e]
+    assert events[0] == ": OPENROUTER PROCESSING" and events[-1] == "data: [DONE]"
+    assert all(e.startswith("data: {") for e in events[1:-1]) and len(events) == len(chunks) + 2
+    choices = [json.loads(e.removeprefix("data: "))["choices"] for e in events[1:-1]]
+    assert all(c[0]["logprobs"] is None for c in choices[:-1]) and choices[-1] == []  # logprobs: required, null
+
+
+def test_a_completion_stream_that_fails_midway_ends_with_the_documented_error_event(fake_openrouter):
+    """"Streaming" page, "Errors After Tokens Have Been Sent": the error at the top level beside the
+    chunk fields, ``finish_reason: "error"``, then the stream ends (no usage event, no ``[DONE]``)."""
+    failing = documented.error_finish(COMPLETION, message="Provider disconnected")
+    fake_openrouter.push_completion(failing, failing)
+    client = openai.OpenAI(api_key=TEST_API_KEY, base_url=fake_openrouter.base_url, max_retries=0)
+    received = []
+    with pytest.raises(openai.APIError, match="Provider disconnected"):
+        for chunk in client.completions.create(model="m/target", prompt="<|User|>hi<|Assistant|>", stream=True):
+            received.append(chunk.choices[0].text)
+    assert "".join(received) == "The square was cleared on the night of"
+    raw = httpx.post(f"{fake_openrouter.base_url}/completions",
+                     json={"model": "m/target", "prompt": "hi", "stream": True}).text
+    last = json.loads(raw.strip().split("\n\n")[-1].removeprefix("data: "))
+    assert last["error"] == {"code": "server_error", "message": "Provider disconnected"}
+    assert last["choices"] == [{"index": 0, "finish_reason": "error", "native_finish_reason": "error", "text": "",
+                                "logprobs": None}]
+    assert "[DONE]" not in raw and '"usage"' not in raw
 
 
 def test_completion_reply_has_text_and_counts_the_prompt(fake_openrouter):

@@ -28,8 +28,8 @@ class AuditorTurns:
 
     def __init__(self, plan: Plan, gateway: Any, state: AuditState, run_dir: AuditDir, language: str):
         self.plan, self.gateway, self.state, self.run_dir, self.language = plan, gateway, state, run_dir, language
-        self.actions: Actions = plan.actions
-        self.formats = response_formats(plan.menu)
+        self.actions: Actions = plan.actions  # what the reply may ask for, and what its draws send
+        self.formats = response_formats(self.actions)
 
     async def take(self, iteration: int, message: str, *, final: bool) -> None:
         """Ask the auditor, re-asking with the parse error on an unusable reply (bounded)."""
@@ -59,7 +59,7 @@ class AuditorTurns:
             usages.append(call_usage(response))
             state.totals.add(usages[-1])
             try:
-                reply = parse_auditor_reply(response.text, stage=stage, menu=plan.menu)
+                reply = parse_auditor_reply(response.text, stage=stage, menu=self.actions)
                 self.actions.check(reply.action, state, iteration, plan.target)
                 check_probe(reply.next_prompt, self.language)
                 break

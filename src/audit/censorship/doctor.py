@@ -16,6 +16,10 @@ provider on its own replies:
   mid-sentence, so the reply starts with a lower-case word. A chat answer can pass this too
   (" blue! Those three are the primary colours"), so it only ever adds doubt, never an OK.
 
+A load balancer draws each request's provider on its own, so a provider may happen to serve only
+one kind of canary; the doctor then re-sends the missing kind pinned to that provider
+(``provider.only`` without fallbacks), so every provider that served anything is judged on both.
+
 Each provider's verdict is remembered (:mod:`audit.censorship.provider_check`), so an audit
 refuses to sample user persona from a provider marked as wrapping.
 """
@@ -42,6 +46,8 @@ HONOURED, WRAPPED = 0, 2
 """Exit codes: 0 when every provider that served a canary honours raw completions, 2 otherwise."""
 
 TOKEN_CANARY_TOKENS = 8
+FOLLOW_UPS = 2
+"""How many canaries of a kind are re-sent, pinned, to a provider the load balancer sent none of that kind."""
 BOS_SLACK = 1
 """A server may add one BOS token to any prompt (vLLM's /completions does): not a wrap."""
 OK, UNSURE = "ok", "unsure"
@@ -76,6 +82,20 @@ class ProviderCheck:
     provider: str
     token_reports: list[int] = field(default_factory=list)
     replies: list[str] = field(default_factory=list)
+    pinned: int = 0
+    """Canaries re-sent pinned to this provider because the load balancer had sent it none of their kind."""
+
+    def missing(self) -> list[str]:
+        """The canary kinds this provider served none of, while its verdict could still be OK."""
+        if self.verdict == WRAPPING:
+            return []
+        return [kind for kind, got in (("tokens", self.token_reports), ("text", self.replies)) if not got]
+
+    def add(self, kind: str, reply: LLMResponse) -> None:
+        if kind == "tokens":
+            self.token_reports.append(reply.usage.prompt_tokens)
+        else:
+            self.replies.append(reply.text)
 
     @property
     def verdict(self) -> str:
@@ -106,6 +126,8 @@ class ProviderCheck:
                   else []),
                 f"  continuation:  {continued} of {len(self.replies)} replies continue the user's sentence"
                 + (f", e.g. {self.replies[0]!r}" if self.replies else ""),
+                *([f"  pinned:        {self.pinned} canaries re-sent pinned to this provider (the load balancer "
+                   "had sent it none of their kind)"] if self.pinned else []),
                 f"  verdict: {self.verdict.upper()}: {why}"]
 
 
@@ -150,11 +172,15 @@ class Diagnosis:
 
 
 async def _canary(gateway: Any, audited: DictConfig, family: TemplateFamily, prompt: str, *,
-                  max_tokens: int, temperature: float, index: int) -> LLMResponse | GatewayError:
+                  max_tokens: int, temperature: float, index: int,
+                  pin: str | None = None) -> LLMResponse | GatewayError:
+    routing = role_routing(audited, "audited")
+    if pin is not None:
+        routing["provider"] = {"only": [pin], "allow_fallbacks": False}
     try:
         return await gateway.acomplete(str(audited.model), prompt, stop=family.stops, max_tokens=max_tokens,
                                        temperature=temperature, tag="doctor", endpoint=role_endpoint(audited),
-                                       sample_index=index, **role_routing(audited, "audited"))
+                                       sample_index=index, **routing)
     except GatewayError as exc:
         if exc.kind == "model_not_found" or (exc.kind == "bad_request" and "model" in str(exc).lower()):
             raise UserError(f"doctor: {audited.model} was refused: {exc}; check audited.model "
@@ -171,22 +197,34 @@ async def diagnose(gateway: Any, audited: DictConfig, canary: str, *, max_tokens
     provider = role_routing(audited, "audited")["provider"]
     prompt = family.user_persona_prompt(canary, system=audited.get("system_prompt"))
     tokens = token_canary(family)
-    sent = [(kind, text) for _ in range(canaries) for kind, text in (("tokens", tokens), ("text", prompt))]
-    replies = await asyncio.gather(*(
-        _canary(gateway, audited, family, text, max_tokens=1 if kind == "tokens" else max_tokens,
-                temperature=temperature, index=i) for i, (kind, text) in enumerate(sent)))
+    text_of = {"tokens": tokens, "text": prompt}
+
+    def send(kind: str, index: int, pin: str | None = None) -> Any:
+        return _canary(gateway, audited, family, text_of[kind], max_tokens=1 if kind == "tokens" else max_tokens,
+                       temperature=temperature, index=index, pin=pin)
+
+    sent = [kind for _ in range(canaries) for kind in text_of]
+    replies = await asyncio.gather(*(send(kind, i) for i, kind in enumerate(sent)))
     checks: dict[str, ProviderCheck] = {}
     errors = []
-    for (kind, _), reply in zip(sent, replies):
+    for kind, reply in zip(sent, replies):
         if isinstance(reply, GatewayError):
             errors.append(str(reply))
             continue
         name = reply.provider or UNNAMED
-        check = checks.setdefault(name, ProviderCheck(name))
-        if kind == "tokens":
-            check.token_reports.append(reply.usage.prompt_tokens)
+        checks.setdefault(name, ProviderCheck(name)).add(kind, reply)
+    follow_ups = [(name, kind) for name, check in checks.items() if name != UNNAMED
+                  for kind in check.missing() for _ in range(FOLLOW_UPS)]
+    pinned = await asyncio.gather(*(send(kind, len(sent) + i, pin=name)
+                                    for i, (name, kind) in enumerate(follow_ups)))
+    for (name, kind), reply in zip(follow_ups, pinned):
+        checks[name].pinned += 1
+        if isinstance(reply, GatewayError):
+            errors.append(f"pinned to {name}: {reply}")
+        elif (reply.provider or name) != name:
+            errors.append(f"pinned to {name}, served by {reply.provider}: not counted")
         else:
-            check.replies.append(reply.text)
+            checks[name].add(kind, reply)
     return Diagnosis(model=str(audited.model), name=str(audited.get("name") or audited.model),
                      template=family.name, provider_requested=provider, prompt=prompt, providers=checks,
                      errors=errors)

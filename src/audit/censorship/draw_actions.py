@@ -2,9 +2,11 @@
 auditor chose from its menu.
 
 A fixed technique is a menu of one action: sample the turn's probe with the run's technique (and its
-assistant baseline, when asked). Both kinds answer the loop's questions through one interface
-(:class:`Actions`: the next turn's message, whether a reply's action can be sent, the draws it makes,
-the draws left), so the loop never asks which kind of run it drives. Each writes the files and sends
+assistant baseline, when asked). Both kinds answer every question about the run's kind through one
+interface (:class:`Actions`): what the auditor's reply may ask for (each extends its reply menu of
+:mod:`~audit.censorship.schema`), the OUTPUT FORMAT it is shown, the next turn's message, whether a
+reply's action can be sent, the draws it makes, the draws left. ``Plan.from_config`` builds one; the
+auditor's turn and the loop ask it and never which kind of run they drive. Each writes the files and sends
 the requests it always did (a fixed iteration's record with its ``baseline``, an auto iteration's
 ``draws``): the exact-bytes tests and the cache identity of every draw do not depend on this split.
 """
@@ -15,7 +17,7 @@ import asyncio
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from audit.censorship.actions import Action
 from audit.censorship.auditor_context import conversation_ends
@@ -23,8 +25,8 @@ from audit.censorship.auto_view import auto_turn_message
 from audit.censorship.action_kinds import check_action, plan_draws
 from audit.censorship.conversations import answered
 from audit.censorship.language import measure as measure_language
-from audit.censorship.prompts import turn_message
-from audit.censorship.schema import ReplyError
+from audit.censorship.prompts import auto_output_format, turn_message
+from audit.censorship.schema import Menu, OneProbe, ReplyError, ReplyMenu
 from audit.censorship.state import AuditState
 from audit.censorship.stopped import AuditStopped
 from audit.censorship.techniques import Sample, Target, draw_name, sample, send, text_of
@@ -50,8 +52,19 @@ class Drawn:
     judge_failed: bool = False
 
 
-class Actions(Protocol):
-    """The loop's questions about an iteration's draws, answered alike by every kind of run."""
+class Actions(ReplyMenu, Protocol):
+    """The questions about a run's kind (its reply menu, :class:`~audit.censorship.schema.ReplyMenu`, and
+    an iteration's draws), answered alike by every kind of run."""
+
+    technique: str
+    """The run's technique (``auto``: the auditor's choice per action)."""
+    with_baseline: bool
+    """Whether each probe is also sent through the chat API as the assistant, scored apart."""
+
+    @property
+    def output_format(self) -> str | None:
+        """The OUTPUT FORMAT the auditor is shown and re-asked with (None: the spec's)."""
+        ...
 
     def turn_message(self, state: AuditState, iteration: int) -> str:
         """The auditor's next user message: what iteration ``iteration``'s draws returned."""
@@ -81,13 +94,19 @@ class Actions(Protocol):
 
 
 @dataclass(frozen=True)
-class FixedTechnique:
-    """A fixed technique: one action, the turn's probe sampled with ``technique`` (and, with
-    ``with_baseline``, through the chat API as the assistant: what the model says beside it)."""
+class FixedTechnique(OneProbe):
+    """A fixed technique: one action (the spec's reply: its ``next_prompt``), the turn's probe sampled with
+    ``technique`` (and, with ``with_baseline``, through the chat API as the assistant: what the model says
+    beside it)."""
 
     technique: str
     prefill: str
     with_baseline: bool
+
+    @property
+    def output_format(self) -> None:
+        """None: the spec's OUTPUT FORMAT."""
+        return None
 
     def turn_message(self, state: AuditState, iteration: int) -> str:
         response = state.responses[iteration]
@@ -136,11 +155,20 @@ class FixedTechnique:
 
 
 @dataclass(frozen=True)
-class AutoMenu:
-    """``technique=auto``: the action the auditor chose, carried out on the conversation tree, within
-    ``max_draws`` target draws for the whole run (spent, the next turn is the final one)."""
+class AutoMenu(Menu):
+    """``technique=auto``: the action the auditor chose from its menu (the reply's ``action``), carried out
+    on the conversation tree, within ``max_draws`` target draws for the whole run (spent, the next turn is
+    the final one)."""
 
     max_draws: int
+    technique: ClassVar[str] = AUTO
+    with_baseline: ClassVar[bool] = False
+    """No baseline: the auditor asks for assistant draws itself when it wants what the model says."""
+
+    @property
+    def output_format(self) -> str:
+        """An action of the menu instead of a prompt, with the run's caps."""
+        return auto_output_format(self.actions, batch_max=self.batch_max, max_draws=self.max_draws)
 
     def turn_message(self, state: AuditState, iteration: int) -> str:
         response = state.responses[iteration]

@@ -13,8 +13,7 @@ from audit import config_values
 from audit.censorship.action_kinds import check_menu
 from audit.censorship.auditor_context import AuditorContext
 from audit.censorship.draw_actions import Actions, AutoMenu, FixedTechnique
-from audit.censorship.prompts import auditor_system_prompt, auto_output_format
-from audit.censorship.schema import ONE_PROBE, Menu, ReplyMenu
+from audit.censorship.prompts import auditor_system_prompt
 from audit.censorship.techniques import Target, check_technique
 from audit.errors import UserError
 from audit.judging.panel import Panel, panel_from_node
@@ -30,10 +29,7 @@ from audit.templates import get_family
 class Plan:
     """The checked settings of one audit, read once from the config."""
 
-    technique: str
     auditor_system: str
-    with_baseline: bool
-    prefill: str
     target: Target
     auditor_model: str
     auditor_max_tokens: int | None
@@ -44,16 +40,28 @@ class Plan:
     judge: Mapping[str, Any] | None
     max_iterations: int
     actions: Actions
-    """What an iteration sends: a fixed technique (a menu of one action) or ``technique=auto``'s menu."""
+    """The run's kind, told apart here only: a fixed technique (a menu of one action) or ``technique=auto``'s
+    menu. It answers what the auditor's reply may ask for, its OUTPUT FORMAT and what an iteration sends."""
     auditor_routing: Mapping[str, Any]
     """The auditor's provider routing and request extras (``auditor.provider``, ``auditor.extra_body``)."""
     panel: Panel | None = None
-    menu: ReplyMenu = ONE_PROBE
-    """What the auditor's reply may ask for: a fixed technique's one probe, or ``technique=auto``'s actions."""
-    output_format: str | None = None
-    """The OUTPUT FORMAT the auditor is shown (and re-asked with); None: the spec's."""
     context: AuditorContext = AuditorContext()
     """What the auditor is shown each turn (``auditor.context``: the whole transcript or the ledger)."""
+
+    @property
+    def technique(self) -> str:
+        """The run's technique (``auto`` for ``technique=auto``)."""
+        return self.actions.technique
+
+    @property
+    def with_baseline(self) -> bool:
+        """Whether each probe also has an assistant baseline, scored apart."""
+        return self.actions.with_baseline
+
+    @property
+    def output_format(self) -> str | None:
+        """The OUTPUT FORMAT the auditor is shown (and re-asked with); None: the spec's."""
+        return self.actions.output_format
 
     def endpoints(self) -> list[str]:
         """The endpoints this audit calls (their keys are required before anything is written)."""
@@ -64,23 +72,20 @@ class Plan:
     def from_config(cls, cfg: DictConfig) -> Plan:
         """Validate what can be validated before anything is written (bad input: UserError)."""
         name = str(cfg.technique.name)
-        technique = AUTO if name == AUTO else check_technique(name)  # the fixed ones' message lists only them
-        # auto: the auditor asks for assistant draws itself when it wants what the model says
-        with_baseline = bool(cfg.technique.get("with_baseline", False)) and technique not in ("assistant", AUTO)
-        prefill = str(cfg.technique.get("prefill_text") or "")
-        menu: ReplyMenu = ONE_PROBE
-        output = None
-        actions: Actions = FixedTechnique(technique, prefill, with_baseline)
-        if technique == AUTO:
+        actions: Actions
+        if name == AUTO:  # the one place a run's kind is told apart: everything after asks ``actions``
             batch_max = config_values.whole_number(cfg, "technique.batch_max", minimum=1)
             max_draws = config_values.whole_number(cfg, "technique.max_draws", minimum=1)
             assert batch_max is not None and max_draws is not None
-            auto = Menu(check_menu(cfg.technique.get("menu") or []), batch_max)
-            output = auto_output_format(auto.actions, batch_max=batch_max, max_draws=max_draws)
-            menu = auto
-            actions = AutoMenu(max_draws)
+            actions = AutoMenu(check_menu(cfg.technique.get("menu") or []), batch_max, max_draws)
+        else:
+            technique = check_technique(name)  # the fixed ones' message lists only them
+            # the assistant technique's probe is already what the model says as the assistant
+            with_baseline = bool(cfg.technique.get("with_baseline", False)) and technique != "assistant"
+            actions = FixedTechnique(technique, str(cfg.technique.get("prefill_text") or ""), with_baseline)
+        output = actions.output_format  # a menu action without its line in auto_menu.txt fails here
         try:
-            auditor_system = auditor_system_prompt(cfg.topic, technique, output)
+            auditor_system = auditor_system_prompt(cfg.topic, actions.technique, output)
             topic_heading(cfg.topic)  # the judge's topic text: checked now, not at the first judge call
         except ValueError as exc:
             raise UserError(f"{exc} (topic {cfg.topic.get('name')!r}); set it in the topic's yaml "
@@ -102,10 +107,7 @@ class Plan:
         audited = cfg.audited
         auditor_routing = role_routing(cfg.auditor, "auditor")  # checked now, not at the first auditor call
         return cls(
-            technique=technique,
             auditor_system=auditor_system,
-            with_baseline=with_baseline,
-            prefill=prefill,
             target=Target(
                 model=str(audited.model),
                 family=get_family(str(audited.template)),
@@ -128,8 +130,6 @@ class Plan:
             actions=actions,
             auditor_routing=auditor_routing,
             panel=panel,
-            menu=menu,
-            output_format=output,
             context=context,
         )
 

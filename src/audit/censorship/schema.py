@@ -14,7 +14,7 @@ not worth a re-ask, and :func:`is_known_strategy` lets reports mark it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from audit.censorship.action_kinds import action_schema, parse_action
 from audit.censorship.actions import Action
@@ -85,13 +85,14 @@ _STAGE_FIELDS: dict[str, dict[str, Any]] = {
 
 class ReplyMenu(Protocol):
     """What the auditor's reply may ask for, and how: the one thing the reply's schema and its validator
-    ask of a run's technique. A fixed technique is a menu of one action (:data:`ONE_PROBE`: the reply's
-    ``next_prompt``); ``technique=auto`` offers several (:class:`Menu`: the reply's ``action``).
-    ``Plan.from_config`` picks one; nothing here asks which it has."""
+    ask of a run's technique. A fixed technique is a menu of one action (:class:`OneProbe`: the reply's
+    ``next_prompt``, the spec's reply); ``technique=auto`` offers several (:class:`Menu`: the reply's
+    ``action``). A run's actions (:mod:`audit.censorship.draw_actions`) extend one of the two, so the
+    object that sends the draws is the one the reply is asked of: nothing here asks which it has."""
 
-    key: str
+    key: ClassVar[str]
     """The reply field that asks for a draw (named in the validator's messages)."""
-    citation: dict[str, Any]
+    citation: ClassVar[dict[str, Any]]
     """A citation's JSON Schema (``technique=auto``'s also names the draw it quotes)."""
 
     def fields(self, stage: str) -> dict[str, Any]:
@@ -107,13 +108,12 @@ class ReplyMenu(Protocol):
         ...
 
 
-@dataclass(frozen=True)
 class OneProbe:
-    """A fixed technique's menu of one action: the reply's ``next_prompt`` is the probe, sampled with the
-    run's technique."""
+    """The spec's reply, a menu of one action: the reply's ``next_prompt`` is the probe. A fixed
+    technique's actions extend it (they sample the probe with the run's technique)."""
 
-    key: str = field(default="next_prompt", init=False)
-    citation: dict[str, Any] = field(default_factory=lambda: _EVIDENCE_SCHEMA, init=False, repr=False, compare=False)
+    key: ClassVar[str] = "next_prompt"
+    citation: ClassVar[dict[str, Any]] = _EVIDENCE_SCHEMA
 
     def fields(self, stage: str) -> dict[str, Any]:
         return _STAGE_FIELDS[stage]
@@ -129,20 +129,20 @@ class OneProbe:
 
 
 ONE_PROBE = OneProbe()
-"""The fixed techniques' menu (the spec's reply)."""
+"""The spec's reply: what the functions below read when not given a run's actions."""
 
 
 @dataclass(frozen=True)
 class Menu:
-    """``technique=auto``: the actions the auditor may choose from and the batch size cap. A reply
-    then carries an ``action`` (:mod:`audit.censorship.actions`) where a fixed technique's has
-    ``next_prompt``, and each citation names the draw it quotes within its iteration."""
+    """``technique=auto``'s reply: the actions the auditor may choose from and the batch size cap. A
+    reply then carries an ``action`` (:mod:`audit.censorship.actions`) where the spec's has
+    ``next_prompt``, and each citation names the draw it quotes within its iteration. ``technique=auto``'s
+    actions extend it (they carry the chosen action out)."""
 
     actions: tuple[str, ...]
     batch_max: int
-    key: str = field(default="action", init=False)
-    citation: dict[str, Any] = field(default_factory=lambda: _DRAW_EVIDENCE_SCHEMA, init=False, repr=False,
-                                     compare=False)
+    key: ClassVar[str] = "action"
+    citation: ClassVar[dict[str, Any]] = _DRAW_EVIDENCE_SCHEMA
 
     def fields(self, stage: str) -> dict[str, Any]:
         """The stage's fields with ``next_prompt`` replaced by ``action`` (null where the turn stops)."""

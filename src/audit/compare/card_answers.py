@@ -8,6 +8,12 @@ every answer's 0/1 part in each rate's numerator and denominator
 interval of :mod:`audit.card_stats`. It does so only where those answers add up to exactly
 what each run's ``metrics.json`` says (the same draws, counted once); elsewhere the cell keeps
 the interval over per-card averaged totals (:func:`audit.stats.card_rate`).
+
+A card is what it asks, not its id: ids are positions in a card set, so two card sets (another
+``cards.seed`` or ``cards.num_per_type``) reuse them for other claims, and draw some of the same
+claims under other ids (two seeds of geography/has_capital at the default size share 589 of 1,602;
+docs/numbers.md). An answer's card is its suite, label and claim (:func:`card_identity`), so a claim
+asked by two runs is one card answered twice, never two cards.
 """
 
 from __future__ import annotations
@@ -41,8 +47,8 @@ def _indicators(gold: str, pred: str, mapping: str) -> tuple[tuple[int, int], ..
 
 def answer_parts(answers: pd.DataFrame, epistemic: pd.DataFrame) -> dict[tuple[Any, ...], pd.DataFrame]:
     """Per row of ``epistemic`` (the compare table, which gives each row's mapping and card set; a
-    :data:`KEYS` tuple), its answers: ``card`` (the card set and the card's id: ids restart in every
-    card set) and ``<rate>_y`` / ``<rate>_x`` for every rate."""
+    :data:`KEYS` tuple), its answers: ``card`` (:func:`card_identity`) and ``<rate>_y`` / ``<rate>_x``
+    for every rate."""
     mappings = {tuple(r[k] for k in KEYS): (r["mapping"] or "licensing", r["card_set"])
                 for r in epistemic.to_dict("records")}
     rows = []
@@ -52,13 +58,23 @@ def answer_parts(answers: pd.DataFrame, epistemic: pd.DataFrame) -> dict[tuple[A
             continue
         mapping, card_set = found
         parts = _indicators(str(r["gold"]), str(r["pred"]), str(mapping))
-        row: dict[str, Any] = {**{k: r[k] for k in KEYS}, "card": (card_set, str(r["card"]))}
+        row: dict[str, Any] = {**{k: r[k] for k in KEYS}, "card": card_identity(r, card_set)}
         for name, (y, x) in zip(RATE_NAMES, parts):
             row[f"{name}_y"], row[f"{name}_x"] = y, x
         rows.append(row)
     columns = [*KEYS, "card", *(f"{n}_{s}" for n in RATE_NAMES for s in ("y", "x"))]
     frame = pd.DataFrame(rows, columns=columns)
     return {tuple(key): group for key, group in frame.groupby(list(KEYS), sort=False)}
+
+
+def card_identity(answer: Mapping[str, Any], card_set: str) -> tuple[str, ...]:
+    """Which card an answer (an answers-table row) answered: its suite, label and claim, the same in
+    every card set that drew that claim for that suite. A card whose claim is unknown (its cards file
+    is missing) is its card set and id, which cannot match another set's cards."""
+    claim = answer.get("claim")
+    if isinstance(claim, str) and claim:
+        return "claim", str(answer.get("suite")), str(answer.get("label")), claim
+    return "id", card_set, str(answer["card"])
 
 
 def _recounts(row: Mapping[str, Any], answers: pd.DataFrame, metrics: tuple[str, ...]) -> bool:
@@ -91,11 +107,13 @@ def cell_answers(cell: pd.DataFrame, parts: Mapping[tuple[Any, ...], pd.DataFram
 def cell_rate(cell: pd.DataFrame, answers: pd.DataFrame | None, metric: str) -> Mapping[str, Any] | None:
     """One metric of a matrix cell: card-clustered from ``answers`` (:func:`cell_answers`) when
     there are repeats, else over the runs' per-card averaged totals; ``cards`` is the number of
-    cards in the rate's denominator and ``repeats`` the most answers of one card."""
+    distinct cards in the rate's denominator, ``answers`` the answers there (every repeat) and
+    ``repeats`` the most answers of one card."""
     if answers is not None:
         return clustered_card_rate(list(answers[f"{metric}_y"]), list(answers[f"{metric}_x"]), list(answers["card"]))
     rate = card_rate(list(cell[f"{metric}_k"]), list(cell[f"{metric}_n"]), list(cell["card_set"]))
     if rate is None:
         return None
     sets = cell["card_set"].value_counts()
-    return {**rate, "cards": rate["n"], "repeats": int(sets.max()), "unit": "cards"}
+    return {**rate, "cards": rate["n"], "answers": float(cell[f"{metric}_n"].sum()), "repeats": int(sets.max()),
+            "unit": "cards"}

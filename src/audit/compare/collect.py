@@ -39,6 +39,7 @@ class Run:
     kind: str
     summary: CensorshipSummary | EpistemicSummary
     metrics: Metrics | None = None
+    source: str = "summary.json"  # the file its judge's labels come from (a rescore's: audit.compare.judgings)
 
     @property
     def status(self) -> str:

@@ -39,7 +39,7 @@ from audit.epistemic.licensing import Verdict
 from audit.epistemic.metrics import LABELS
 from audit.epistemic.rules import negation, rules
 from audit.errors import UserError, unknown_choice
-from audit.record.answers import GOLD_OF_LABEL, Card
+from audit.record.answers import GOLD_OF_LABEL, Card, CardToAnswer, typed
 
 DEFAULT_SUITES = ("standard", "distractor", "near_miss")
 # grounded: standard + the predicate's constraints in words; negation: an explicit negative fact;
@@ -53,8 +53,6 @@ U_ONLY_SUITES = ("held_out", "nonexistent")
 INVENTED = "urn:audit:invented#"
 GOLD = GOLD_OF_LABEL
 MAX_SUBJECT_FACTS = 6
-_REQUIRED = {"id": str, "facts": list, "question": str, "gold": str, "label": str, "claim": dict,
-             "reason": str, "suite": str}
 
 Claim = tuple[str, str]  # (subject, object); the predicate is the domain's
 # A claim and, for a near miss, what makes its object near: {"relation": parent|sibling|child|
@@ -546,31 +544,22 @@ def held_out_drops(dropped: Mapping[str, int], predicate: str) -> list[str]:
 
 
 def read_cards(path: str | Path) -> list[dict]:
-    """Load and check ``cards.jsonl``; a malformed line is a one-line UserError naming it."""
+    """Load and check ``cards.jsonl`` (each line a :class:`~audit.record.answers.CardToAnswer` of a
+    known suite, no id twice); a bad line is a one-line UserError naming the file, the line, the
+    field and the fix."""
     path = Path(path)
     fix = "regenerate with python -m audit.epistemic"
     cards, ids = [], set()
     for n, card in read_jsonl(path, "cards", fix):
-        problem = _card_problem(card, ids)
-        if problem:
-            raise UserError(f"{path.name} line {n}: {problem}; {fix}")
-        ids.add(card["id"])
+        where = f"{path.name} line {n}"
+        try:
+            checked = typed(CardToAnswer, card, where, context={"suites": SUITES})
+        except ValueError as exc:
+            raise UserError(f"{exc}; {fix}") from None
+        if checked.id in ids:
+            raise UserError(f"{where}: duplicate id {checked.id!r}; {fix}")
+        ids.add(checked.id)
         cards.append(card)
     if not cards:
         raise UserError(f"{path}: no cards; {fix}")
     return cards
-
-
-def _card_problem(card: dict, ids: set[str]) -> str | None:
-    for key, kind in _REQUIRED.items():
-        if not isinstance(card.get(key), kind):
-            return f"missing or non-{kind.__name__} field {key!r}"
-    if card["label"] not in GOLD or card["gold"] != GOLD[card["label"]]:
-        return f"label {card['label']!r} / gold {card['gold']!r} is not one of E/YES, C/NO, U/UNKNOWN"
-    if card["suite"] not in SUITES:
-        return f"unknown suite {card['suite']!r}"
-    if set(card["claim"]) != {"subj", "pred", "obj"}:
-        return "claim needs exactly subj, pred, obj"
-    if card["id"] in ids:
-        return f"duplicate id {card['id']!r}"
-    return None

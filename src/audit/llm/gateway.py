@@ -8,6 +8,13 @@ bounded concurrency and the cost ledger; litellm only moves the bytes (``backend
 Identical requests in flight at once (same cache key) are sent once: the others await that
 reply (single-flight; the ledger counts them as ``shared``). A :class:`~audit.llm.budget.Budget`
 refuses new calls once a sweep's spending cap is reached.
+
+:class:`Gateway` is the one gateway (named endpoints are configuration) and runs one call's steps
+in order: cache, single flight, a slot, the attempts and their retries. Each job it hands off has
+its own module: what a call sends and its cache key (``request``), the endpoints' keys and their
+redactor (``keys``), pools and slots per event loop (``connections``), sharing identical requests
+(``single_flight``), the ledger and the budget (``bookkeeping``), the reply as its caller gets it
+(``caller_reply``) and the loop behind the sync verbs (``sync_loop``).
 """
 
 from __future__ import annotations
@@ -15,30 +22,32 @@ from __future__ import annotations
 import asyncio
 import sys
 import random
-import threading
 import time
 from dataclasses import replace
 from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
-from collections.abc import Coroutine
 
 from audit.errors import drop_abandoned_call_warnings
-from audit.llm import aborted, backend, prices, replies
+from audit.llm import backend, prices, replies
 from audit.llm import budget as budgets
-from audit.llm.streamed import Received
-from audit.llm.accounting import call_usage
-from audit.llm.cache import ResponseCache, cache_key
-from audit.llm.ledger import CallRecord, Ledger
+from audit.llm.bookkeeping import Bookkeeper
+from audit.llm.cache import ResponseCache
+from audit.llm.caller_reply import caller_reply
+from audit.llm.connections import Connections
+from audit.llm.keys import EndpointKeys
+from audit.llm.ledger import Ledger
 from audit.llm.price_list import PriceList
 from audit.llm.prices import Price
 from audit.llm.prompt_cache import with_breakpoints
-from audit.llm.redact import Redactor
+from audit.llm.request import attribution_headers, request_key, sampling, streams
 from audit.llm.retry import RetryPolicy, is_retryable
 from audit.llm.settings import DEFAULT_ENDPOINT, GatewaySettings
+from audit.llm.single_flight import SingleFlight
+from audit.llm.streamed import Received
 from audit.llm.structured import check_mode
-from audit.llm.types import GatewayError, LLMResponse, Usage
-from audit.templates import cut_at_stops
+from audit.llm.sync_loop import SyncLoop
+from audit.llm.types import GatewayError, LLMResponse
 
 T = TypeVar("T")
 MESSAGE_CHARS = 500
@@ -76,35 +85,21 @@ class Gateway:
         ``budget`` defaults to the process's active one (set by the job runner).
         """
         self.repeat = int(repeat)
-        self.budget = budget if budget is not None else budgets.active()
-        self._inflight: dict[tuple[asyncio.AbstractEventLoop, str], asyncio.Future[LLMResponse]] = {}
         self.settings = settings
-        self._keys: dict[str, str] = {**({DEFAULT_ENDPOINT: api_key} if api_key else {}), **(keys or {})}
-        self.usage_path = usage_path
-        self._redact = Redactor(self._keys.values())
-        self.ledger = Ledger(usage_path.with_suffix(".jsonl") if usage_path is not None else None)
-        self._count_earlier_spending()
+        self._keys = EndpointKeys(settings, {**({DEFAULT_ENDPOINT: api_key} if api_key else {}), **(keys or {})})
+        self._books = Bookkeeper(budget if budget is not None else budgets.active(), usage_path)
         self.cache = ResponseCache(settings.cache_path, wal=settings.cache_wal,
                                    min_free_bytes=int(settings.cache_min_free_mb * 1e6)) \
             if settings.cache_enabled else None
         self.policy = RetryPolicy(settings.max_retries, settings.backoff_initial_s, settings.backoff_max_s)
         self._rng = rng or random.Random()
-        self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
-        self._pools: dict[tuple[asyncio.AbstractEventLoop, str], backend.Pool] = {}
+        self._connections = Connections(settings, self._keys)
         """One connection pool per event loop and endpoint, for the life of the gateway (closed by aclose)."""
+        self._flights = SingleFlight()
         self._prices = PriceList()
         """Prices by endpoint and model, for the cost split and the estimates of cut-off calls."""
-        self._sync_loop: asyncio.AbstractEventLoop | None = None
-        self._sync_thread: threading.Thread | None = None
-        headers = {}
-        if settings.title:
-            headers["X-Title"] = settings.title
-        # Always ours, on both routes: left out, litellm's chat route sends its own (https://litellm.ai),
-        # so OpenRouter would attribute the run's chat calls to litellm and its raw calls to nobody.
-        headers["HTTP-Referer"] = settings.referer or ""
-        if settings.routing_metadata:
-            headers["X-OpenRouter-Metadata"] = "enabled"
-        self._headers = headers
+        self._sync = SyncLoop()
+        self._headers = attribution_headers(settings)
 
     @classmethod
     def from_config(cls, node: Any, *, usage_path: Path | None = None,
@@ -173,11 +168,11 @@ class Gateway:
 
     def chat(self, *args: Any, **kwargs: Any) -> LLMResponse:
         """Synchronous :meth:`achat`."""
-        return self._run_sync(self.achat(*args, **kwargs))
+        return self._sync.run(self.achat(*args, **kwargs))
 
     def complete(self, *args: Any, **kwargs: Any) -> LLMResponse:
         """Synchronous :meth:`acomplete`."""
-        return self._run_sync(self.acomplete(*args, **kwargs))
+        return self._sync.run(self.acomplete(*args, **kwargs))
 
     def forget(self, *responses: LLMResponse) -> None:
         """Drop replies their caller could not use from the cache, so the same request is sent
@@ -189,31 +184,38 @@ class Gateway:
 
     def redact(self, text: str) -> str:
         """``text`` with the run's keys masked (a gateway worker's failure line goes through it)."""
-        return self._redact(text)
+        return self._keys.redact(text)
 
-    # -- bookkeeping ---------------------------------------------------------------------
+    # -- bookkeeping (audit.llm.bookkeeping) ---------------------------------------------
+
+    @property
+    def ledger(self) -> Ledger:
+        return self._books.ledger
+
+    @property
+    def budget(self) -> budgets.Budget | None:
+        return self._books.budget
+
+    @property
+    def usage_path(self) -> Path | None:
+        return self._books.usage_path
 
     def record_usage_in(self, usage_path: Path) -> None:
         """Keep the ledger in ``usage_path`` (and its journal ``usage.jsonl``) from now on."""
-        self.usage_path = usage_path
-        self.ledger.attach(usage_path.with_suffix(".jsonl"))
-        self._count_earlier_spending()
-
-    def _count_earlier_spending(self) -> None:
-        """A run's own budget (no shared file) starts from what the run's earlier sessions spent,
-        so a resumed run cannot spend its cap a second time; a sweep's file already holds it."""
-        if self.budget is not None and self.budget.path is None:
-            self.budget.charge(self.ledger.earlier_cost)
+        self._books.record_usage_in(usage_path)
 
     def write_usage(self) -> Path | None:
         """Write the ledger to ``usage_path`` (if one was given)."""
-        return self.ledger.write(self.usage_path) if self.usage_path is not None else None
+        return self._books.write_usage()
+
+    @property
+    def connections_opened(self) -> int:
+        """TCP connections opened by the pools still open, for benchmarks and diagnostics."""
+        return self._connections.opened
 
     async def aclose(self) -> None:
         """Close connection pools and the cache; call once at the end of a job."""
-        loop = asyncio.get_running_loop()
-        for key in [k for k in self._pools if k[0] is loop]:
-            await self._pools.pop(key).close()
+        await self._connections.aclose()
         await backend.close()
         self.ledger.close()
         if self.cache is not None:
@@ -222,53 +224,10 @@ class Gateway:
 
     def close(self) -> None:
         """Synchronous :meth:`aclose`; also stops the private loop used by the sync verbs."""
-        self._run_sync(self.aclose())
-        if self._sync_loop is not None:
-            self._sync_loop.call_soon_threadsafe(self._sync_loop.stop)
-            assert self._sync_thread is not None
-            self._sync_thread.join(timeout=5)
-            self._sync_loop = None
+        self._sync.run(self.aclose())
+        self._sync.stop()
 
-    # -- internals -----------------------------------------------------------------------
-
-    def _run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run on one private event loop, so litellm's pooled clients stay bound to a live loop."""
-        if self._sync_loop is None:
-            loop = asyncio.new_event_loop()
-            thread = threading.Thread(target=loop.run_forever, name="gateway-loop", daemon=True)
-            thread.start()
-            self._sync_loop, self._sync_thread = loop, thread
-        return asyncio.run_coroutine_threadsafe(coro, self._sync_loop).result()
-
-    def _key(self, endpoint: str) -> str:
-        """The endpoint's key, read on first use when the run did not name the endpoint up front."""
-        if endpoint not in self._keys:
-            self._keys[endpoint] = self.settings.api_key(endpoint)
-            self._redact.add(self._keys[endpoint])
-        return self._keys[endpoint]
-
-    def _pool(self, endpoint: str, api_base: str) -> backend.Pool:
-        """The endpoint's connection pool on this event loop (both routes; never re-sends on its own).
-
-        Sized to ``max_concurrency``: the semaphore lets no more calls than that be in flight, so
-        connections are reused rather than opened per call.
-        """
-        key = (asyncio.get_running_loop(), endpoint)
-        if key not in self._pools:
-            self._pools[key] = backend.Pool(api_base, self._key(endpoint), self.settings.timeout_s,
-                                            self.settings.max_concurrency, self.settings.max_reply_bytes)
-        return self._pools[key]
-
-    @property
-    def connections_opened(self) -> int:
-        """TCP connections opened by the pools still open, for benchmarks and diagnostics."""
-        return sum(pool.connections_opened for pool in self._pools.values())
-
-    def _semaphore(self) -> asyncio.Semaphore:
-        loop = asyncio.get_running_loop()
-        if loop not in self._semaphores:
-            self._semaphores[loop] = asyncio.Semaphore(self.settings.max_concurrency)
-        return self._semaphores[loop]
+    # -- one call: cache, single flight, slot, attempts ----------------------------------
 
     async def _call(self, route: str, model: str, payload: dict[str, Any], *, max_tokens: int | None,
                     temperature: float | None, stop: Sequence[str] | None, provider: Mapping[str, Any] | None,
@@ -279,48 +238,35 @@ class Gateway:
         if structured_output is None and "response_format" in payload:
             structured_output = str(payload["response_format"].get("type"))
         stops = [s for s in (stop or ()) if s]
-        params: dict[str, Any] = {}
-        if max_tokens is not None:
-            params["max_tokens"] = int(max_tokens)
-        if temperature is not None:
-            params["temperature"] = float(temperature)
-        if stops:
-            params["stop"] = stops
-        key = cache_key({"route": route, "endpoint": endpoint, "api_base": where.identity or api_base,
-                         "model": model,
-                         "provider": dict(provider) if provider else None, **payload, **params,
-                         "sample_index": sample_index,
-                         **({"repeat": self.repeat} if self.repeat else {}),  # repeat 0 keeps older caches valid
-                         **({"draw": draw} if draw else {})})
+        params = sampling(max_tokens, temperature, stops)
+        key = request_key(route, endpoint, where.identity or api_base, model, provider, payload, params,
+                          sample_index=sample_index, repeat=self.repeat, draw=draw)
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
-            response = _from_record(hit, cached=True, key=key)
-            self._record(tag, route, response)
+            response = LLMResponse.from_record(hit, key=key)
+            self._books.served(tag, route, response)
             return response
-        flight = (asyncio.get_running_loop(), key)
-        if flight in self._inflight:  # the same request is on its way: share its reply
-            response = replace(await asyncio.shield(self._inflight[flight]), cached=True, shared=True)
-            self._record(tag, route, response)
+        if (flight := self._flights.joined(key)) is not None:  # the same request is on its way: share its reply
+            response = replace(await asyncio.shield(flight), cached=True, shared=True)
+            self._books.served(tag, route, response)
             return response
-        self._inflight[flight] = asyncio.get_running_loop().create_future()
+        self._flights.lead(key)
         try:
-            async with self._semaphore():
+            async with self._connections.slot():
                 # Checked when the call really starts, not before it queues for a slot: calls
                 # waiting behind a full pool must see what the calls ahead of them were charged.
-                if self.budget is not None:
-                    self.budget.check(f"{tag or route} call to {model}")
+                self._books.check(f"{tag or route} call to {model}")
                 sent = {**payload, "messages": with_breakpoints(model, payload["messages"], cache_prefix)} \
                     if cache_prefix else payload
                 response = replace(await self._send(route, model, {**sent, **params}, provider, stops, tag,
                                                     endpoint, api_base, structured_output), cache_key=key)
-                if self.budget is not None:
-                    self.budget.charge(response.usage.cost)
+                self._books.charge(response.usage.cost)
         except BaseException as exc:
-            _fail(self._inflight.pop(flight), exc)
+            self._flights.fail(key, exc)
             raise
         if self.cache is not None:
             self.cache.put(key, response.record())
-        self._inflight.pop(flight).set_result(response)
-        self._record(tag, route, response)
+        self._flights.land(key, response)
+        self._books.served(tag, route, response)
         return response
 
     async def _send(self, route: str, model: str, payload: dict[str, Any], provider: Mapping[str, Any] | None,
@@ -328,20 +274,20 @@ class Gateway:
                     structured_output: str | None) -> LLMResponse:
         started = time.perf_counter()
         retries = 0
-        streamed = self._streams(route, payload.get("max_tokens"))
+        streamed = streams(self.settings, route, payload.get("max_tokens"))
         deadline = self.settings.stream_timeout_s if streamed else self.settings.timeout_s
-        cut_off = dict(tag=tag, route=route, model=model, payload=payload, endpoint=endpoint, api_base=api_base,
-                       structured_output=structured_output)
+        where = dict(endpoint=endpoint, api_base=api_base, structured_output=structured_output)
+        cut_off = dict(tag=tag, route=route, model=model, payload=payload, **where)
         while True:
             received = Received() if streamed else None
             try:
                 # The attempt's wall-clock deadline: litellm's timeout is per read, so a server
                 # trickling a byte a second kept one attempt alive for as long as it liked.
                 raw = await within(deadline, backend.post(
-                    route, model, payload, api_base=api_base, api_key=self._key(endpoint),
+                    route, model, payload, api_base=api_base, api_key=self._keys(endpoint),
                     timeout_s=deadline, headers=self._headers,
                     provider=dict(provider) if provider else None,
-                    client=self._pool(endpoint, api_base).client(route), received=received))
+                    client=self._connections.pool(endpoint, api_base).client(route), received=received))
                 reply = replies.read_reply(route == backend.CHAT_ROUTE, raw)
                 break
             except GatewayError as error:
@@ -351,126 +297,50 @@ class Gateway:
                 # moment from now on, before the entrypoint's one line (the warning it would print is noise).
                 drop_abandoned_call_warnings()
                 # No await here (the task is being cancelled): priced only if the price is already known.
-                self._cut_off(received, self._prices.known(endpoint, model), CANCELLED, started, retries, **cut_off)
+                self._books.cut_off(received, self._prices.known(endpoint, model), CANCELLED, started, retries,
+                                    **cut_off)
                 raise
             except asyncio.TimeoutError:  # the deadline above (litellm's own timeouts are classified below)
                 what = "gateway.stream.timeout_s" if streamed else "gateway.timeout_s"
                 failure, retry_after = GatewayError("timeout", f"no whole reply within {deadline:g} s ({what})"), None
-                self._cut_off(received, await self._price(endpoint, api_base, model),
-                              f"aborted: cut off at the deadline ({deadline:g} s, {what})", started, retries, **cut_off)
+                self._books.cut_off(received, await self._price(endpoint, api_base, model),
+                                    f"aborted: cut off at the deadline ({deadline:g} s, {what})", started, retries,
+                                    **cut_off)
             except Exception as exc:  # litellm raises many types; classify maps them all
                 failure, retry_after = replies.stream_failure(exc, len(received.so_far)) \
                     if received is not None and received.chunks else replies.classify_failure(exc)
             if not is_retryable(failure.kind) or retries >= self.settings.max_retries:
                 # The server's words leave the gateway here: masked now that every decoding step
                 # is done, and only then cut to length (a cut first could leave half a key).
-                said = self._redact(str(failure.args[0]))[:MESSAGE_CHARS]
-                self.ledger.add(CallRecord(tag, route, _failed_call(model, started, retries),
-                                           str(GatewayError(failure.kind, said, status=failure.status)),
-                                           endpoint, api_base, structured_output))
+                said = self._keys.redact(str(failure.args[0]))[:MESSAGE_CHARS]
+                self._books.failed(tag, route, model, str(GatewayError(failure.kind, said, status=failure.status)),
+                                   started, retries, **where)
                 hint = (f"; is a server running at {api_base}? Start one (docs/audit.md, 'your own GPU') "
                         f"or run with local=true" if endpoint != DEFAULT_ENDPOINT and _unreachable(failure) else "")
                 raise GatewayError(failure.kind, f"{model} via {endpoint} ({api_base}): {said}{hint}",
                                    status=failure.status, retries=retries) from None
             retries += 1
             await asyncio.sleep(self.policy.delay(retries, retry_after, self._rng))
-        cut = cut_at_stops(reply.text, stops)
-        finish = "stop" if cut != reply.text else reply.finish_reason
-        response = LLMResponse(
-            # Model text is stored and shown to other models too: the run's keys are masked in it
-            # (only the keys: credential-shaped prose is the model's own words).
-            text=self._redact.keys(cut),
-            finish_reason=finish,
-            usage=reply.usage,
-            model=self._redact.keys(reply.model or model),
-            provider=self._redact.keys(reply.provider) if reply.provider else reply.provider,
-            latency_s=time.perf_counter() - started,
-            retries=retries,
-            cached=False,
-            endpoint=endpoint,
-            api_base=api_base,
-            structured_output=structured_output,
-            surrogates_replaced=reply.replaced,
-            outcome=replies.outcome_of(cut, finish, reply.reasoning, reply.reasoning_tokens),
-            native_finish_reason=reply.native_finish_reason,
-            reasoning_tokens=reply.reasoning_tokens,
-            generation_id=reply.generation_id,
-            routing=reply.routing,
-        )
+        response = caller_reply(reply, model=model, stops=stops, redact=self._keys.redact, started=started,
+                                retries=retries, **where)
         if not reply.usage.cost:  # nothing billed, nothing to split (and no list to fetch)
             return response
         try:
             price = await self._price(endpoint, api_base, model, reply.model)
         except asyncio.CancelledError:  # a stop during the first price lookup: the reply is billed, keep it
-            self._record(tag, route, response)
-            if self.budget is not None:
-                self.budget.charge(response.usage.cost)
+            self._books.served(tag, route, response)
+            self._books.charge(response.usage.cost)
             raise
         return replace(response, usage=prices.split(reply.usage, price))
-
-    def _streams(self, route: str, max_tokens: Any) -> bool:
-        """Whether a call is streamed: a chat call allowed ``gateway.stream.min_tokens`` or more.
-
-        Only the chat route: litellm's raw-completions stream drops the serving provider's name,
-        without which a cut-off call cannot tell whether its billing stopped (target draws are short).
-        """
-        least = self.settings.stream_min_tokens
-        return route == backend.CHAT_ROUTE and least is not None and int(max_tokens or 0) >= least
 
     async def _price(self, endpoint: str, api_base: str, model: str, served: str | None = None) -> Price | None:
         """The model's price (:mod:`audit.llm.price_list`): litellm's map, else the endpoint's model
         list (OpenRouter's ``GET /models``), fetched once; None where neither prices it (a local
         server lists no price) or the list does not come in time."""
-        return await self._prices.price(endpoint, model, lambda: within(PRICE_LOOKUP_S, backend.listing(
-            self._pool(endpoint, api_base), api_base, self._key(endpoint), self.settings.max_reply_bytes)),
-            served=served)
-
-    def _cut_off(self, received: Received | None, price: Price | None, why: str, started: float,
-                 retries: int, *, tag: str, route: str, model: str, payload: Mapping[str, Any], endpoint: str,
-                 api_base: str, structured_output: str | None) -> None:
-        """Record an attempt cut off in flight with the cost it may have incurred (an estimate, marked
-        as one) and charge it to the budget, so a sweep stops in time instead of missing these calls."""
-        guess = aborted.estimate(payload, max_tokens=payload.get("max_tokens"), streamed=received is not None,
-                                 received=received.so_far if received is not None else "",
-                                 provider=received.provider if received is not None else None, price=price)
-        provider = received.provider if received is not None else None
-        usage = Usage(calls=1, aborted_calls=1, retries=retries, prompt_tokens=guess.prompt_tokens,
-                      completion_tokens=guess.completion_tokens, cost=guess.cost, estimated_cost=guess.cost,
-                      latency_s=time.perf_counter() - started, model=model, provider=provider)
-        self.ledger.add(CallRecord(tag, route, usage, f"{why}; {guess.basis}", endpoint, api_base, structured_output))
-        if self.budget is not None:
-            self.budget.charge(guess.cost)
-
-    def _record(self, tag: str, route: str, response: LLMResponse) -> None:
-        """A cached or shared reply is free in this run: it is recorded with no cost, latency or retries.
-
-        The ledger keeps the two apart (``cached``: from the response cache; ``shared``: from an
-        identical request in flight), although the caller sees both as ``LLMResponse.cached``.
-        """
-        self.ledger.add(CallRecord(tag, route, call_usage(response), None, response.endpoint, response.api_base,
-                                   response.structured_output))
-
-
-def _failed_call(model: str, started: float, retries: int) -> Usage:
-    """The usage record of a call that failed for good: no tokens, no cost."""
-    return Usage(calls=1, errors=1, retries=retries, latency_s=time.perf_counter() - started, model=model)
-
-
-def _fail(flight: asyncio.Future[LLMResponse], exc: BaseException) -> None:
-    """Pass the leader's failure to requests sharing its flight (a cancelled leader cancels them)."""
-    if isinstance(exc, Exception):
-        flight.set_exception(exc)
-        flight.exception()  # retrieved: no "exception never retrieved" warning when nobody shared it
-    else:
-        flight.cancel()
+        return await self._prices.price(endpoint, model, lambda: within(
+            PRICE_LOOKUP_S, self._connections.listing(endpoint, api_base)), served=served)
 
 
 def _unreachable(error: GatewayError) -> bool:
     """No server answered (litellm reports a refused connection on the raw route as a 500 "Connection error")."""
     return error.kind == "connection" or "connection error" in str(error.args[0]).lower()
-
-
-def _from_record(record: dict[str, Any], *, cached: bool, key: str) -> LLMResponse:
-    usage = Usage.of(record["usage"])
-    fields = {k: v for k, v in record.items() if k not in ("usage", "cached", "shared")}
-    return LLMResponse(usage=usage, cached=cached, cache_key=key, **fields)

@@ -60,6 +60,12 @@ class LLMResponse:
         data["usage"] = self.usage.as_dict()
         return data
 
+    @classmethod
+    def from_record(cls, record: dict[str, Any], *, key: str) -> LLMResponse:
+        """The reply :meth:`record` saved in the response cache under ``key``, served again as cached."""
+        fields_ = {k: v for k, v in record.items() if k not in ("usage", "cached", "shared")}
+        return cls(usage=Usage.of(record["usage"]), cached=True, cache_key=key, **fields_)
+
 
 class ReplyTooLarge(Exception):
     """A reply body over ``gateway.max_reply_bytes``: cut off where it crossed the limit, never read whole."""

@@ -22,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, RootModel, StrictStr, ValidationError, ValidationInfo,
+                      field_validator, model_validator)
 
 Record = TypeVar("Record", bound=BaseModel)
 
@@ -80,6 +81,40 @@ class Card(BaseModel):
         data["condition"] = data.get("condition") or IN_CONTEXT
         data["u_kind"] = (data.get("u_kind") or OPEN_WORLD) if data.get("label") == "U" else None
         return data
+
+
+class CardToAnswer(Card):
+    """A card as a run reads it to answer (a ``cards.jsonl`` given by ``cards.path``, or a resumed
+    run's own): every field a system is asked and scored on present and of its type (a string is
+    not a number here), the label and gold one of the pairs, and, when the reader names its known
+    suites (validation context ``{"suites": ...}``), the suite one of them. The one check of such
+    a file; :func:`audit.epistemic.cards.read_cards` adds only what spans lines (duplicate ids)."""
+
+    id: StrictStr
+    gold: StrictStr
+    label: StrictStr
+    facts: list[StrictStr]
+    question: StrictStr
+    claim: Claim
+    reason: StrictStr
+    suite: StrictStr
+
+    @field_validator("label")
+    @classmethod
+    def _label_of_gold(cls, label: str, info: ValidationInfo) -> str:
+        gold = info.data.get("gold")  # validated first (the fields' order); absent when it failed
+        if gold is not None and GOLD_OF_LABEL.get(label) != gold:
+            pairs = ", ".join(f"{one}/{other}" for one, other in GOLD_OF_LABEL.items())
+            raise ValueError(f"label {label!r} / gold {gold!r} is not one of {pairs}")
+        return label
+
+    @field_validator("suite")
+    @classmethod
+    def _known_suite(cls, suite: str, info: ValidationInfo) -> str:
+        known = (info.context or {}).get("suites")
+        if known is not None and suite not in known:
+            raise ValueError(f"unknown suite {suite!r} (known: {', '.join(known)})")
+        return suite
 
 
 class Answer(BaseModel):
@@ -171,12 +206,14 @@ def cards_by_id(rows: Iterable[Mapping[str, Any]]) -> dict[str, Card]:
     return {str(c["id"]): typed(Card, c, f"cards.jsonl card {c['id']}") for c in rows if "id" in c}
 
 
-def typed(model: type[Record], data: Any, where: str) -> Record:
-    """``data`` as ``model``; a damaged record is a ValueError of one line naming ``where`` and the
-    first bad field (a reader shows it as the run's problem, never a page of validation errors)."""
+def typed(model: type[Record], data: Any, where: str, context: Mapping[str, Any] | None = None) -> Record:
+    """``data`` as ``model`` (``context`` passed to its validators); a damaged record is a ValueError
+    of one line naming ``where`` and the first bad field (a reader shows it as the run's problem,
+    never a page of validation errors), with a validator's own words as it wrote them."""
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context=context)
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(part) for part in first["loc"]) or "the record"
-        raise ValueError(f"{where}: {field}: {first['msg']}") from None
+        said = str(first["ctx"]["error"]) if first["type"] == "value_error" else first["msg"]
+        raise ValueError(f"{where}: {field}: {said}") from None

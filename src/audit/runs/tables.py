@@ -45,7 +45,7 @@ DRAW_KEYS = ("draw", "action", "conversation", "branch", "parent")
 RESPONSE_COLUMNS = ("run", "status", "audited", "model", "topic", "technique", "repeat", "iteration", *DRAW_KEYS,
                     "probe", *_ARM,
                     *(f"baseline_{c}" for c in _ARM), "path")
-ANSWER_COLUMNS = ("run", "status", "domain", "predicate", "repeat", "system", "card", "label", "suite", "u_kind",
+ANSWER_COLUMNS = ("run", "status", "domain", "predicate", "repeat", "system", "card", "claim", "label", "suite", "u_kind",
                   "condition", "prior_label", "gold", "pred", "passed", "error", "reason", "question", "raw_output",
                   "path")
 
@@ -166,6 +166,8 @@ def answer_rows(run: RunFiles) -> list[dict[str, Any]]:
         card = run.cards.get(answer.id)
         rows.append({"run": run.label, "status": run.state, "domain": keys["domain"], "predicate": keys["predicate"],
                      "repeat": keys["repeat"], "system": answer.system, "card": answer.id,
+                     # what the card asks (ids are positions in a card set: two sets reuse them)
+                     "claim": " ".join(card.claim.triple()) if card and card.claim else None,
                      "label": answer.label, "suite": answer.suite, "u_kind": answer.u_kind,
                      "condition": answer.condition, "prior_label": answer.prior_label,
                      "gold": answer.gold, "pred": answer.pred, "passed": answer.passed,

@@ -17,9 +17,22 @@ Sources (OpenRouter docs, repository OpenRouterTeam/docs):
   enabled``, "For streaming responses, ``openrouter_metadata`` is delivered on the final chunk before
   ``data: [DONE]``".
 
+- API reference, "Create a completion" (openrouter.ai/docs/api/api-reference/completions/create-completions,
+  ``POST /api/v1/completions``): "Supports both streaming and non-streaming modes"; its
+  ``CompletionResponse`` has ``object: "text_completion"`` and ``provider``, and each
+  ``CompletionChoice`` ``text``, ``index``, ``logprobs`` (required, may be null), ``finish_reason``,
+  ``native_finish_reason`` and ``reasoning``.
+- API overview, "CompletionsResponse format" (api_reference/overview.mdx): a prompt's choice is
+  ``NonChatChoice`` (``text`` where a chat choice has ``message`` or, streamed, ``delta``), and
+  "When streaming, usage is returned exactly once in the final chunk before the [DONE] message,
+  with an empty choices array".
+
 A chunk carries the same ``id``, ``created``, ``model`` and ``provider`` as the whole reply;
 chat chunks hold ``delta`` (``content``, or ``reasoning`` for a reasoning model's thinking),
-completion chunks ``text``.
+completion chunks the ``CompletionChoice`` fields, their piece in ``text`` (or ``reasoning``).
+The gateway streams only chat calls (:meth:`audit.llm.gateway.Gateway._streams`); the completion
+stream is here because OpenRouter serves one to any client that asks (the loopback server runs on
+its own too, ``python -m audit.testing.fake_openrouter``), and it is tested with the openai client.
 """
 
 from __future__ import annotations
@@ -76,18 +89,18 @@ def events(payload: dict[str, Any], kind: str) -> Iterator[tuple[bytes, str]]:
             delta = {"role": "assistant", field: piece}
             part: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": None, "native_finish_reason": None}
         else:
-            part = {"index": 0, "text": piece if field == "content" else "", "finish_reason": None,
+            part = {"index": 0, "text": piece if field == "content" else "", "logprobs": None, "finish_reason": None,
                     "native_finish_reason": None, **({"reasoning": piece} if field == "reasoning" else {})}
         yield _data({**head, "choices": [part]}), piece
     finish = choice.get("finish_reason")
     if choice.get("error") is not None or finish == "error":
         error = {"code": "server_error", "message": (choice.get("error") or {}).get("message", "Provider error")}
         last = {"index": 0, "finish_reason": "error", "native_finish_reason": "error",
-                **({"delta": {"content": ""}} if kind == CHAT else {"text": ""})}
+                **({"delta": {"content": ""}} if kind == CHAT else {"text": "", "logprobs": None})}
         yield _data({**head, "error": error, "choices": [last]}), ""
         return  # "The stream is terminated after this unified error event"
     last = {"index": 0, "finish_reason": finish, "native_finish_reason": choice.get("native_finish_reason"),
-            **({"delta": {"role": "assistant", "content": ""}} if kind == CHAT else {"text": ""})}
+            **({"delta": {"role": "assistant", "content": ""}} if kind == CHAT else {"text": "", "logprobs": None})}
     yield _data({**head, "choices": [last]}), ""
     routing = {"openrouter_metadata": payload["openrouter_metadata"]} if "openrouter_metadata" in payload else {}
     yield _data({**head, "choices": [], "usage": payload["usage"], **routing}), ""
