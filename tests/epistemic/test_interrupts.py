@@ -78,16 +78,22 @@ def finished_run(cwd: Path, server: FakeOpenRouter, *args: str) -> Path:
     return Path(proc.stdout.rsplit("run dir: ", 1)[1].strip())
 
 
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same run never stopped, which each stopped and resumed one must equal: the cases only read it,
+    and its replies are decided by the card alone, so one run (on a server of its own) serves them all."""
+    cwd = tmp_path_factory.mktemp("reference")
+    with FakeOpenRouter(handler=answer) as server:
+        return finished_run(cwd, server, *ARGS[:-1], f"output_dir={cwd / 'reference'}")
+
+
 @pytest.mark.parametrize(("sig", "workers"), [(signal.SIGINT, 1), (signal.SIGTERM, 1), (signal.SIGKILL, 1),
                                                (signal.SIGTERM, 2), (signal.SIGKILL, 2)],
                          ids=lambda v: v.name if isinstance(v, signal.Signals) else f"{v}-workers")
-def test_a_stopped_run_resumes_in_its_directory_asking_only_the_rest(tmp_path, fake_openrouter, sig, workers):
+def test_a_stopped_run_resumes_in_its_directory_asking_only_the_rest(tmp_path, fake_openrouter, reference, sig,
+                                                                     workers):
     """With ``workers=2`` the calls cut off in flight are the workers' and still reach the one ledger; a
     SIGKILL of the run leaves its workers to see their socket close and end."""
-    fake_openrouter.handler = answer
-    reference = finished_run(tmp_path, fake_openrouter, *ARGS[:-1], f"output_dir={tmp_path / 'reference'}")
-    fake_openrouter.reset()
-
     run_dir, hold, err = stopped_with_answers_saved(tmp_path, fake_openrouter, sig, f"workers={workers}")
     summary = json.loads((run_dir / "summary.json").read_text())
     if sig == signal.SIGKILL:
