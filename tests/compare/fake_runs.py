@@ -53,11 +53,11 @@ def censorship_run(parent: Path, name: str, *, audited: str = "deepseek_chat", t
 
 def epistemic_run(parent: Path, name: str, systems: dict[str, dict[str, Any]], *, domain: str = "rivers",
                   predicate: str = "has_mouth", n_rows: int = 45, n_errors: int = 0,
-                  cost: float | None = None, replay: bool = False) -> Path:
+                  cost: float | None = None, replay: bool = False, mapping: str = "licensing") -> Path:
     """An epistemic run dir; ``systems`` maps a system id to its rates (metric name -> rate or None).
     ``replay``: every call was served from the response cache (a cached re-run of a sweep)."""
     run = parent / name
-    metrics = {system: {"mapping": "licensing", "n_rows": n_rows, "n_scored": n_rows - n_errors,
+    metrics = {system: {"mapping": mapping, "n_rows": n_rows, "n_scored": n_rows - n_errors,
                         "n_errors": n_errors, "metrics": rates} for system, rates in systems.items()}
     _write(run / "metrics.json", metrics)
     (run / "cards.jsonl").write_text("", encoding="utf-8")

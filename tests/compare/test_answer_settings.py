@@ -101,3 +101,15 @@ def test_rag_settings_and_listed_systems_are_read_per_system(tmp_path: Path) -> 
         ["top_k=5", "top_k=9", ""]
     # a run that saved no config is apart from one that did (its settings are unknown, never assumed)
     assert settings_labels(["rag", "rag"], [{}, {"top_k": "5"}]) == ["top_k=n/a", "top_k=5"]
+
+
+def test_rates_scored_under_another_mapping_are_another_cell(tmp_path: Path) -> None:
+    """``metrics.mapping=legacy`` is another formula for the same rate: its run is never pooled with a
+    licensing run of the same system (on main: one cell of 2 runs, AP 20/45); the mapping is shown."""
+    for name, (k, mapping) in {"0": (30, "licensing"), "1": (10, "legacy")}.items():
+        epistemic_run(tmp_path / "runs", name, {SYSTEM: {"AP": rate(k / 45, 0.0, 1.0, k, 45)}}, mapping=mapping)
+    tables = build_tables(collect([tmp_path / "runs"]))
+    cells = sorted(_ap(tables), key=lambda r: r["mapping"])
+    assert [(c["mapping"], c["runs"], c["k"], c["n"]) for c in cells] == [("legacy", 1, 10, 45), ("licensing", 1, 30, 45)]
+    rows = build_context(tables, [tmp_path / "runs"], tmp_path / "out")["epistemic_matrices"][0]["rows"]
+    assert sorted(r["system"] for r in rows) == [f"{SYSTEM} · mapping legacy", f"{SYSTEM} · mapping licensing"]

@@ -197,9 +197,10 @@ def _rate(record: Mapping[str, Any], prefix: str) -> dict[str, float]:
     return {"value": record[prefix], "lo": record[f"{prefix}_lo"], "hi": record[f"{prefix}_hi"]}
 
 
-WHO = ("auditor", "judge", "settings")
+WHO = ("auditor", "judge", "settings", "mapping")
 """Cell keys a page shows only where the runs compared vary them (the tables always carry them): a
-censorship cell's auditor and judge, an epistemic system's settings (:mod:`audit.compare.answer_settings`)."""
+censorship cell's auditor and judge, an epistemic system's settings (:mod:`audit.compare.answer_settings`)
+and the answer-to-action mapping its rates were scored with."""
 
 
 def varied(frame: pd.DataFrame) -> list[str]:
@@ -467,7 +468,7 @@ def gap_cells(gaps: pd.DataFrame, leading: Sequence[str], named: Mapping[str, st
 
 def epistemic_cells(frame: pd.DataFrame, out: Path) -> dict[str, Any]:
     """The epistemic table for the HTML: each rate with its interval under it."""
-    view = (*EPISTEMIC_VIEW[:5], *varied(frame), *EPISTEMIC_VIEW[5:])
+    view = (*EPISTEMIC_VIEW[:5], *(k for k in varied(frame) if k not in EPISTEMIC_VIEW), *EPISTEMIC_VIEW[5:])
     table = cells(frame, view, report_links(frame["path"], out))
     table["columns"] += [f"{m} ↓" if m in LOWER_IS_BETTER else m for m in EPISTEMIC_METRICS]
     for row, record in zip(table["rows"], frame.to_dict("records")):

@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from audit.censorship.auditor_context import auditor_label
-from audit.compare.answer_settings import answer_settings, settings_labels
+from audit.compare.answer_settings import UNKNOWN as UNKNOWN_SETTING, answer_settings, settings_labels
 from audit.compare.card_answers import answer_parts, cell_answers, cell_rate
 from audit.compare.collect import CENSORSHIP, EPISTEMIC, Collected, epistemic_answers, Failure, Run, natural_key
 from audit.judging.counting import JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, \
@@ -62,7 +62,7 @@ FACT_COUNTS = ("facts_revealed", "facts_confirmed", "facts_contradicted", "facts
 EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "condition", "suites", "settings", "status", "mapping", "stage", "repeat", "replay", "counted",
                      "card_set", "n_cards", "n_scored", "errors",
                      *(f"{m}{s}" for m in EPISTEMIC_METRICS for s in ("", "_lo", "_hi", "_k", "_n")), "cost", "path")
-EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "condition", "suites", "settings", "runs", "repeats", "replays", "k", "n",
+EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "condition", "suites", "settings", "mapping", "runs", "repeats", "replays", "k", "n",
                             "cards", "answers", "card_repeats", "rate", "rate_lo", "rate_hi", "method")
 FAILED_COLUMNS = ("run", "kind", "status", "problem", "path")
 _CI = ("", "_lo", "_hi")
@@ -291,14 +291,16 @@ def epistemic_matrix(frame: pd.DataFrame, answers: pd.DataFrame | None = None) -
     (:func:`audit.stats.card_rate`)."""
     parts = None if answers is None else answer_parts(answers, frame[frame["counted"].to_numpy(dtype=bool)])
     rows = []
-    for (system, domain, predicate, condition, suites, settings), every in frame.groupby(
-            ["system", "domain", "predicate", "condition", "suites", "settings"], sort=True):
+    # another metrics.mapping is another formula for the same rate: never pooled (unrecorded: apart too)
+    keyed = frame.assign(scored_as=frame["mapping"].fillna(UNKNOWN_SETTING))
+    for (system, domain, predicate, condition, suites, settings, mapping), every in keyed.groupby(
+            ["system", "domain", "predicate", "condition", "suites", "settings", "scored_as"], sort=True):
         cell = every[every["counted"].to_numpy(dtype=bool)]  # a cached re-run of a sample counts once
         answered = cell_answers(cell, parts, EPISTEMIC_METRICS)
         for metric in EPISTEMIC_METRICS:
             rate = cell_rate(cell, answered, metric)
             rows.append({"metric": metric, "system": system, "domain": domain, "predicate": predicate,
-                         "condition": condition, "suites": suites, "settings": settings,
+                         "condition": condition, "suites": suites, "settings": settings, "mapping": mapping,
                          "runs": len(cell), "repeats": cell["repeat"].nunique(), "replays": len(every) - len(cell),
                          **{c: math.nan if rate is None else rate[c] for c in ("k", "n", "cards", "answers")},
                          "card_repeats": math.nan if rate is None else rate["repeats"],
