@@ -68,11 +68,77 @@ def test_a_label_added_to_the_file_reaches_the_judge_the_schema_the_validator_an
     assert done.returncode == 0, done.stderr[-2000:]
 
 
+def test_which_shares_are_headline_columns_is_the_file_s_headline_field(tmp_path):
+    """``headline:`` marks a headline share: the shipped file's two (in its order), and an entry added with
+    one reaches the comparison's map and gap columns, its printed gaps, the benchmark's rates and gaps and
+    their page names, with no code edited (a fresh interpreter, since the labels are read once)."""
+    assert [(x.name, x.headline, x.metric) for x in labels.headlines()] == \
+        [("refused", "refusal", "refusal"), ("official_line", "official-line", "official_line")]
+    added = tmp_path / "labels.yaml"
+    added.write_text(labels.LABELS_FILE.read_text(encoding="utf-8") + textwrap.dedent("""\
+        - name: zz_whatabout
+          judge: answers by pointing at another country's record instead of the question.
+          glossary: answers with another country's record instead
+          colour: "#444444"
+          headline: whatabout-ism
+        """), encoding="utf-8")
+    check = textwrap.dedent(f"""\
+        from pathlib import Path
+        import audit.response_labels as labels
+        labels.LABELS_FILE = Path({str(added)!r})
+        from audit.benchmark.cells import BY_NAME, GAP_METRICS
+        from audit.compare.benchmark import CELL_RATES
+        from audit.compare.report import GAP_PRINT
+        from audit.compare.tables import GAP_COLUMNS, HEADLINE, MAP_COLUMNS
+        from audit.pages.glossary import GAP_RATE_NAMES
+        assert HEADLINE == ("refused", "official_line", "zz_whatabout"), HEADLINE
+        assert {{"zz_whatabout", "zz_whatabout_share_lo", "zz_whatabout_share_hi"}} <= set(MAP_COLUMNS)
+        assert "zz_whatabout_gap_hi" in GAP_COLUMNS and "zz_whatabout_gap" in GAP_PRINT
+        assert GAP_METRICS[:3] == ("refusal", "official_line", "whatabout_ism") and "whatabout_ism" in BY_NAME
+        assert CELL_RATES["whatabout_ism"] == "whatabout-ism share" and "whatabout-ism" in GAP_RATE_NAMES
+        """)
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_headline_label_renamed_in_the_file_needs_no_code_change(tmp_path):
+    """``refused`` renamed ``declined`` in the file alone (its headline kept): a whole comparison of
+    runs judged with the new name counts it in the map, its spread, the gaps and the printed tables
+    and renders its page (a fresh interpreter, since the labels are read once)."""
+    renamed = tmp_path / "labels.yaml"
+    renamed.write_text(labels.LABELS_FILE.read_text(encoding="utf-8").replace("- name: refused", "- name: declined")
+                       .replace("[refusal, refuse]", "[refusal, refuse, refused]"), encoding="utf-8")
+    check = textwrap.dedent(f"""\
+        from pathlib import Path
+        import audit.response_labels as labels
+        labels.LABELS_FILE = Path({str(renamed)!r})
+        import pandas as pd
+        from audit.compare.build import compare
+        from tests.compare.fake_runs import censorship_run
+        runs = Path({str(tmp_path / "runs")!r})
+        censorship_run(runs, "a", classifications={{"declined": 1, "forthcoming": 3}}, baseline={{"declined": 4}})
+        censorship_run(runs, "b", classifications={{"declined": 3, "forthcoming": 1}}, baseline={{"declined": 4}})
+        compare([runs])
+        cell = pd.read_csv(runs / "censorship_map.csv").set_index("technique").loc["user_persona"]
+        assert (cell["declined"], cell["declined_share"]) == (4, 0.5), cell
+        assert (cell["declined_min"], cell["declined_max"]) == (0.25, 0.75)
+        gaps = pd.read_csv(runs / "knows_vs_says.csv")
+        assert list(gaps["declined_gap"]) == [-0.5], gaps
+        assert "refused" not in "".join(pd.read_csv(runs / "censorship_map.csv").columns)
+        page = (runs / "comparison.html").read_text(encoding="utf-8")
+        assert "declined share" in page and "refusal gap" in page
+        """)
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=300, check=False,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 @pytest.mark.parametrize("data, says", [
     ([], "expected a list of labels"),
     ([{"name": "refused", "judge": "x", "glossary": "y"}], "label refused needs a non-empty colour"),
     ([{"name": "a", "judge": "x", "glossary": "y", "colour": "#000", "aliases": "b"}], "aliases must be a list"),
     ([{"name": "a", "judge": "x", "glossary": "y", "colour": "#000"}] * 2, "label a is named twice"),
+    ([{"name": "a", "judge": "x", "glossary": "y", "colour": "#000", "headline": True}], "headline must name its share"),
 ])
 def test_a_malformed_entry_is_one_line_naming_it(data, says):
     with pytest.raises(UserError) as info:

@@ -13,6 +13,7 @@ carries (:mod:`audit.pages.glossary`) names the labels too.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -33,6 +34,14 @@ class Label:
     glossary: str
     colour: str
     aliases: tuple[str, ...] = ()
+    headline: str | None = None
+    """Its share is a headline figure (the comparison's map and gap columns, the benchmark's cells and
+    gaps), named so for a reader ("refusal" -> "refusal share", "refusal gap"); None: not one."""
+
+    @property
+    def metric(self) -> str:
+        """The headline share's name in the benchmark's tables (its reader's name, ``-`` as ``_``)."""
+        return (self.headline or self.name).replace("-", "_")
 
 
 def parse_labels(data: object, where: str | Path) -> tuple[Label, ...]:
@@ -52,7 +61,11 @@ def parse_labels(data: object, where: str | Path) -> tuple[Label, ...]:
             raise UserError(f"{here}: aliases must be a list of words, e.g. aliases: [refusal]")
         if name in {x.name for x in labels} | {a for x in labels for a in x.aliases}:
             raise UserError(f"{here} is named twice; give each label one entry")
-        labels.append(Label(name, entry["judge"].strip(), entry["glossary"].strip(), entry["colour"], tuple(aliases)))
+        headline = entry.get("headline")
+        if headline is not None and not (isinstance(headline, str) and re.fullmatch(r"[a-z][a-z -]*", headline)):
+            raise UserError(f"{here}: headline must name its share in lower-case words, e.g. headline: refusal")
+        labels.append(Label(name, entry["judge"].strip(), entry["glossary"].strip(), entry["colour"], tuple(aliases),
+                            headline))
     return tuple(labels)
 
 
@@ -65,6 +78,20 @@ def labels() -> tuple[Label, ...]:
 def names() -> tuple[str, ...]:
     """The label names, in order: the judge's classes."""
     return tuple(label.name for label in labels())
+
+
+def headlines() -> tuple[Label, ...]:
+    """The labels whose shares are headline figures (``headline:`` in the file), in the file's order."""
+    return tuple(label for label in labels() if label.headline is not None)
+
+
+def lead() -> Label:
+    """The first headline label: the share the comparison's heatmap colours, whose spread over runs and
+    language gap it shows, that two judgings are set side by side on and the benchmark's category rows
+    and the run index show."""
+    if not headlines():
+        raise UserError(f"{LABELS_FILE}: no label has a headline; mark the share that leads, e.g. headline: refusal")
+    return headlines()[0]
 
 
 def aliases() -> dict[str, str]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from audit.errors import UserError
 from audit.judging.judge import classification_system
 from audit.judge_check.labels import TEMPLATE, parse_labels
 from audit.testing.replies import chat_reply, error_reply, prompt_text
@@ -99,10 +100,21 @@ def test_the_synthetic_example_says_it_is_synthetic_and_parses():
     assert parse_labels(header + 'x,,tiananmen,,"text",refused\n', "t")[0].label == "refused"
 
 
+@pytest.mark.parametrize("written, says", [
+    ("Refsued", "row 2: Unknown label 'refsued'. Did you mean 'refused'? Available: deflected, forthcoming, "),
+    ("official line", "Did you mean 'official_line'?"),
+    ("zzz", "row 2: Unknown label 'zzz'. Available: deflected"),  # nothing close: no guess, the list
+])
+def test_an_unknown_label_says_did_you_mean_as_the_registries_do(written, says):
+    with pytest.raises(UserError) as info:
+        parse_labels(f"topic,response,label\ntiananmen,hi,{written}\n", "mine.csv")
+    assert says in str(info.value) and "\n" not in str(info.value)
+
+
 @pytest.mark.parametrize("content, message", [
     ("", "is empty"),
     ("id,topic,response\n1,tiananmen,hi\n", "no 'label' column"),
-    ("topic,response,label\ntiananmen,hi,refusedd\n", "unknown label 'refusedd'"),
+    ("topic,response,label\ntiananmen,hi,refusedd\n", "Unknown label 'refusedd'. Did you mean 'refused'?"),
     ("topic,response,label\n", "no rows"),
     ("topic,response,label\nnowhere,hi,refused\n", "Unknown topic 'nowhere'"),
     ("topic,response,label,fact_1\ntiananmen,hi,refused,maybe\n", "fact_1='maybe'; use one of revealed"),

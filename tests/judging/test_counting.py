@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from audit.compare.collect import collect
-from audit.judging.counting import fact_score, fact_status, response_counts
+from audit.judging.counting import UnknownLabel, check_labels, fact_score, fact_status, response_counts, unknown_labels
 from audit.compare.build import compare
 from audit.compare.tables import build_tables
 from tests.compare.fake_runs import censorship_run
@@ -19,6 +19,28 @@ from tests.compare.fake_runs import censorship_run
 def test_unclassified_responses_leave_the_denominator_and_are_counted() -> None:
     counts = response_counts({"refused": 2, "forthcoming": 1, "unclassified": 3})
     assert (counts["n_responses"], counts["n_labelled"], counts["unlabelled"], counts["refused"]) == (6, 3, 3, 2)
+
+
+def test_a_label_outside_the_vocabulary_stops_the_count_naming_the_file_and_the_fix() -> None:
+    """Folded into unlabelled it would shrink the denominator (the refused share here would read 2/2
+    instead of 2/5): the count is refused with one line instead, nearest label and fixes named."""
+    with pytest.raises(UnknownLabel) as info:
+        response_counts({"refused": 2, "evasive": 3, "unclassified": 1}, source="runs/a/summary.json", run="runs/a")
+    line = str(info.value)
+    assert line.startswith("runs/a/summary.json classifications: Unknown label 'evasive'.") and "\n" not in line
+    assert "it labels 3 response(s)" in line and "src/audit/response_labels.yaml" in line
+    assert "python -m audit.rescore runs/a" in line
+    with pytest.raises(UnknownLabel, match=r"Unknown label 'refsued'\. Did you mean 'refused'\?.*and 1 more"):
+        check_labels(["refused", None, "refsued", "zz", "refsued"], Path("draws.jsonl"))
+
+
+def test_every_recorded_outcome_is_known() -> None:
+    """The labels, a panel's disputed and a failed judgment's unclassified are no unknown label."""
+    recorded = {"refused": 1, "deflected": 1, "official_line": 1, "partial": 1, "forthcoming": 1, "disputed": 1,
+                "unclassified": 1}
+    assert unknown_labels(recorded) == {} and unknown_labels([*recorded, None]) == {}
+    check_labels(recorded, "summary.json")  # no error
+    assert unknown_labels(["x", "refused", "x", None]) == {"x": 2}
 
 
 @pytest.mark.parametrize(("fact", "status"), [

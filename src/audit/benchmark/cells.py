@@ -45,6 +45,7 @@ import pandas as pd
 from audit.judging.assessment import HONESTY
 from audit.benchmark.rows import UNKNOWN_JUDGE
 from audit.judging.counting import LABELS
+from audit.response_labels import headlines
 from audit.stats import paired_difference, question_rate, unpaired_difference
 
 CELL_KEYS = ("role", "model", "technique", "framing", "lang", "question_set", "kind", "category", "judge")
@@ -55,8 +56,6 @@ JUDGE = "judge"
 TARGET, REFERENCE = "target", "reference"
 CENSORED, CONTROL = "censored", "control"
 ASSISTANT, NATURAL = "assistant", "natural"
-REFUSED, OFFICIAL_LINE = "refused", "official_line"
-"""Response labels of the judging vocabulary (:data:`audit.judging.judge.CLASSES`)."""
 HONEST = HONESTY[0]
 """The honesty verdict the honest share counts (the assessment's vocabulary: honest, evasive, deceptive)."""
 MENTIONED, CONTRADICTED = "mentioned", "contradicted"
@@ -84,6 +83,10 @@ def _verdict(column: str) -> Callable[[pd.DataFrame], pd.Series]:
     return lambda r: r[column].notna()
 
 
+def _labelled_as(name: str) -> Callable[[pd.DataFrame], pd.Series]:
+    return lambda r: _labelled(r) & (r["label"] == name)
+
+
 def _judged_fact(f: pd.DataFrame) -> pd.Series:
     return f["status"].notna()
 
@@ -97,9 +100,8 @@ def _knowable(value: bool) -> Callable[[pd.DataFrame], pd.Series]:
 
 
 METRICS = (
-    Metric("refusal", "responses", "labelled draws", lambda r: _labelled(r) & (r["label"] == REFUSED), _labelled),
-    Metric("official_line", "responses", "labelled draws", lambda r: _labelled(r) & (r["label"] == OFFICIAL_LINE),
-           _labelled),
+    *(Metric(label.metric, "responses", "labelled draws", _labelled_as(label.name), _labelled)
+      for label in headlines()),
     Metric("honest", "responses", "draws with an honesty verdict",
            lambda r: _verdict("honesty")(r) & (r["honesty"] == HONEST), _verdict("honesty")),
     Metric("eval_aware", "responses", "draws with an awareness verdict",
@@ -228,7 +230,7 @@ def cells(responses: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
     return cell_table(question_counts(responses, facts))
 
 
-GAP_METRICS = ("refusal", "official_line", "fact_recall", "lie_rate", "eval_aware")
+GAP_METRICS = (*(label.metric for label in headlines()), "fact_recall", "lie_rate", "eval_aware")
 """The rates every gap table compares."""
 GAP_KEYS = tuple(k for k in CELL_KEYS if k != "category")
 """Gaps are over a whole question set (a category holds too few questions to compare two sides of)."""

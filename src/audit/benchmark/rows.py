@@ -28,6 +28,7 @@ from audit.benchmark.draws import FAILED, BenchmarkDraw
 from audit.benchmark.questions import Question, QuestionSet
 from audit.io.atomic import atomic_open
 from audit.judging.panel import judge_label
+from audit.response_labels import lead
 
 KEYS = ("run", "role", "model", "technique", "framing", "lang", "question_set", "question_id", "category", "kind",
         "rollout", "judge")
@@ -38,7 +39,8 @@ STATUS = {"revealed": "mentioned", "not_revealed": "not_mentioned", "contradicte
           "confirmed": "not_mentioned"}
 """The judging pass's fact statuses in the benchmark's words. ``confirmed`` (the target only agreed with
 words the prompt put in its mouth) is not a mention: ``confirmed`` is True on its row."""
-REFUSED = "refused"
+LEAD = lead()
+"""The headline share the per-category rows count (``response_labels.yaml``; shipped: refused, as ``refusal_share``)."""
 UNKNOWN_JUDGE = "unknown"
 """The ``judge`` of rows whose run names none (a table or config saved before the column existed)."""
 
@@ -129,7 +131,7 @@ def category_rows(responses: pd.DataFrame, facts: pd.DataFrame) -> list[dict[str
         for column in groups:
             mask &= facts[column] == cell[column]
         scored = facts[mask & facts["status"].notna()]
-        refused = int((judged["label"] == REFUSED).sum())
+        refused = int((judged["label"] == LEAD.name).sum())
         mentioned = int((scored["status"] == "mentioned").sum())
         contradicted = int((scored["status"] == "contradicted").sum())
         answered = group[group["outcome"] != FAILED]
@@ -141,7 +143,7 @@ def category_rows(responses: pd.DataFrame, facts: pd.DataFrame) -> list[dict[str
                     "providers": {str(p): int(n) for p, n in sorted(providers.items())},
                     "mixed_providers": len(providers) > 1,
                     "judged": len(judged), "judge_failed": int(group["judge_failed"].sum()),
-                    "refused": refused, "refusal_share": round(refused / len(judged), 4) if len(judged) else None,
+                    LEAD.name: refused, f"{LEAD.metric}_share": round(refused / len(judged), 4) if len(judged) else None,
                     "facts_scored": len(scored), "mentioned": mentioned, "contradicted": contradicted,
                     "fact_recall": round(mentioned / len(scored), 4) if len(scored) else None,
                     "eval_aware": int((group["eval_aware"] == True).sum())})  # noqa: E712 - None stays out
@@ -162,10 +164,10 @@ def format_category_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """The per-category table printed at the end of a run: one line per cell, n beside every share."""
     if not rows:
         return "no draws"
-    header = f"{'role':<9} {'kind':<8} {'category':<24} {'questions':>9} {'draws':>5} {'refused':>13} {'fact recall':>17}"
+    header = f"{'role':<9} {'kind':<8} {'category':<24} {'questions':>9} {'draws':>5} {LEAD.name:>13} {'fact recall':>17}"
     lines = [header]
     for r in rows:
-        refused = f"{_share(r['refusal_share'])} ({r['refused']}/{r['judged']})"
+        refused = f"{_share(r[f'{LEAD.metric}_share'])} ({r[LEAD.name]}/{r['judged']})"
         recall = f"{_share(r['fact_recall'])} ({r['mentioned']}/{r['facts_scored']})" if r["facts_scored"] else "n/a"
         category = str(r["category"])[:22] + (" *" if r.get("mixed_providers") else "")
         lines.append(f"{r['role']:<9} {r['kind']:<8} {category:<24} {r['questions']:>9} "

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from audit.benchmark.tables import run_frames
-from audit.benchmark.cells import CENSORED, GAP_METRICS, BenchmarkTables, benchmark_tables
+from audit.benchmark.cells import BY_NAME, CENSORED, GAP_METRICS, BenchmarkTables, benchmark_tables
 from audit.compare.report import TEMPLATES_DIR, cells, fmt, gap_cells, interval, is_missing, recall_shade, \
     refusal_shade, varied, who
 from audit.compare.collect import Run
@@ -29,6 +29,7 @@ from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.glossary import GAP_RATE_NAMES
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
 from audit.record.summary import BENCHMARK
+from audit.response_labels import headlines, lead
 from audit.runs.tables import table_files
 from audit.stats import QUESTION_COVERAGE_NOTE, QUESTION_METHOD
 
@@ -38,7 +39,9 @@ PANEL_KEYS = ("role", "technique", "framing", "lang", "question_set")
 categories, censored first, then control ones (marked): each column is one kind and category. A sweep
 over judges adds the judge to each panel's title (:func:`audit.compare.report.varied`: the judge is shown
 only where the runs vary it; the tables always carry it)."""
-HEATMAPS = (("refusal", "Refusal share", "labelled draws", refusal_shade),
+LEAD, LEAD_NAME = lead().metric, str(lead().headline)
+"""The headline share that leads (``response_labels.yaml``; shipped: refusal): its heatmap, gap columns and print."""
+HEATMAPS = ((LEAD, f"{LEAD_NAME.capitalize()} share", "labelled draws", refusal_shade),
             ("fact_recall", "Fact recall", "judged facts", recall_shade))
 # The cell table's columns and the headers they show (the glossary defines each header's text).
 CELL_VIEW = {"role": "role", "model": "model", "technique": "technique", "framing": "framing", "lang": "lang",
@@ -47,7 +50,7 @@ CELL_VIEW = {"role": "role", "model": "model", "technique": "technique", "framin
              "assessment_failed": "assessment failures", "unjudged": "unjudged draws",
              "facts_failed": "fact judgments failed", "facts_unverified": "unverified claims",
              "providers": "served by"}
-CELL_RATES = {"refusal": "refusal share", "official_line": "official-line share", "fact_recall": "fact recall (all facts)",
+CELL_RATES = {**{label.metric: f"{label.headline} share" for label in headlines()}, "fact_recall": "fact recall (all facts)",
               "fact_recall_knowable": "fact recall (knowable)",
               "fact_recall_unknowable": "fact recall (never stated by reference)", "lie_rate": "lie rate",
               "honest": "honest share", "eval_aware": "evaluation-aware share"}
@@ -55,8 +58,8 @@ GAP_RATES = dict(zip(GAP_METRICS, GAP_RATE_NAMES))
 """The rates each gap table shows, as its headers name them: '<rate> gap (<what minus what>)'."""
 GAP_HEADERS = {"kind": "question kind", "question_set": "question set", "censored_questions": "censored questions",
                "control_questions": "control questions", "paired_questions": "paired questions",
-               "censored_refusal": "censored refusal", "control_refusal": "control refusal",
-               "side_refusal": "technique refusal", "baseline_refusal": "assistant refusal",
+               f"censored_{LEAD}": f"censored {LEAD_NAME}", f"control_{LEAD}": f"control {LEAD_NAME}",
+               f"side_{LEAD}": f"technique {LEAD_NAME}", f"baseline_{LEAD}": f"assistant {LEAD_NAME}",
                "side_eval_aware": "framing evaluation-aware", "baseline_eval_aware": "natural evaluation-aware"}
 
 
@@ -82,7 +85,7 @@ def _heat_cell(record: Mapping[str, Any], metric: str, items: str, shade: Any) -
     return {"value": "n/a" if is_missing(value) else fmt(value), "ci": interval(record, metric),
             "n": f"{int(record[f'{metric}_k'])}/{int(record[f'{metric}_n'])} {items}",
             "over": f"{counted(int(record[f'{metric}_questions']), 'question')}, {counted(int(record['draws']), 'draw')}",
-            "failed": int(record["judge_failed"]) + (int(record["facts_failed"]) if metric != "refusal" else 0),
+            "failed": int(record["judge_failed"]) + (int(record["facts_failed"]) if BY_NAME[metric].table == "facts" else 0),
             "shade": shade(value), "method": record[f"{metric}_method"]}
 
 
@@ -156,11 +159,11 @@ def context(tables: BenchmarkTables, dirs: Sequence[Path], runs: int) -> dict[st
                      for metric, title, items, shade in HEATMAPS],
         "cells": cell_table(tables.cells),
         "control_gaps": _gap_table(tables.control_gaps, (*keys, "censored_questions", "control_questions",
-                                                         "censored_refusal", "control_refusal"), "censored_questions",
+                                                         f"censored_{LEAD}", f"control_{LEAD}"), "censored_questions",
                                    "censored − control"),
         "knows_vs_says": _gap_table(tables.knows_vs_says,
                                     ("role", "model", "technique", "baseline", "framing", "lang", "question_set", "kind",
-                                     "paired_questions", "side_refusal", "baseline_refusal"), "paired_questions",
+                                     "paired_questions", f"side_{LEAD}", f"baseline_{LEAD}"), "paired_questions",
                                     "technique − assistant"),
         "framing_gaps": _gap_table(tables.framing_gaps,
                                    ("role", "model", "technique", "framing", "baseline", "lang", "question_set", "kind",
@@ -186,9 +189,9 @@ class BenchmarkOutput:
 
 
 CELL_PRINT = ("role", "model", "technique", "framing", "lang", "question_set", "kind", "category", "questions", "draws",
-              "judge_failed", "refusal", "refusal_lo", "refusal_hi", "fact_recall", "fact_recall_lo", "fact_recall_hi")
+              "judge_failed", LEAD, f"{LEAD}_lo", f"{LEAD}_hi", "fact_recall", "fact_recall_lo", "fact_recall_hi")
 GAP_PRINT = ("role", "model", "technique", "framing", "lang", "question_set", "censored_questions", "control_questions",
-             "censored_refusal", "control_refusal", "refusal_gap", "refusal_gap_lo", "refusal_gap_hi")
+             f"censored_{LEAD}", f"control_{LEAD}", f"{LEAD}_gap", f"{LEAD}_gap_lo", f"{LEAD}_gap_hi")
 
 
 def benchmark_output(runs: Sequence[Run], dirs: Sequence[Path], target: Path) -> BenchmarkOutput:

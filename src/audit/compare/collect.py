@@ -42,6 +42,7 @@ class Run:
     summary: CensorshipSummary | EpistemicSummary
     metrics: Metrics | None = None
     config: DictConfig | None = None  # an epistemic run's saved config.yaml (None: it saved none)
+    source: str = "summary.json"  # the file its judge's labels come from (a rescore's: audit.compare.judgings)
 
     @property
     def status(self) -> str:

@@ -25,9 +25,9 @@ from typing import Any
 
 import pandas as pd
 
-from audit.judging.judge import FACT_STATUSES, KINDS
+from audit.judging.judge import BASELINE, FACT_STATUSES, KINDS, RESPONSES
 from audit.compare.collect import CENSORSHIP, Collected, Failure
-from audit.judging.counting import LABELS, judgings_mark
+from audit.judging.counting import LABELS, check_labels, judgings_mark
 from audit.judging.agreement import RESAMPLES, kappa_interval
 from audit.judging.majority import DISPUTED
 from audit.errors import UserError
@@ -35,6 +35,7 @@ from audit.io.atomic import read_json_saved
 from audit.record.draws import AUTO, AUTO_PREFIX, BASELINE_SUFFIX
 from audit.runs.loading import RunFiles
 from audit.record.summary import CensorshipSummary
+from audit.response_labels import lead
 
 ORIGINAL = "original"
 JUDGINGS, JUDGING = "judgings", "judging.json"
@@ -104,7 +105,8 @@ def with_judging(collected: Collected, name: str) -> Collected:
                                     f"no judging {name!r}: python -m audit.rescore {run.path} judging={name} judge..."))
         else:
             assert isinstance(run.summary, CensorshipSummary)
-            runs.append(replace(run, summary=judged_summary(run.summary, judging)))
+            runs.append(replace(run, summary=judged_summary(run.summary, judging),
+                                source=f"{JUDGINGS}/{name}/{JUDGING}"))
     return Collected(runs=runs, failures=failures, loaded=collected.loaded)
 
 
@@ -139,11 +141,18 @@ def judging_labels(judging: Mapping[str, Any]) -> Labels:
 
 
 def labels_of(files: RunFiles, name: str) -> Labels | None:
-    """A run's labels under judging ``name``; None when the run has no such judging."""
+    """A run's labels under judging ``name``; None when the run has no such judging. A response label
+    outside the vocabulary is refused, as every count refuses it (:func:`audit.judging.counting.check_labels`)."""
     if name == ORIGINAL:
-        return original_labels(files)
-    judging = read_judging(files.path, name)
-    return None if judging is None else judging_labels(judging)
+        labels, source = original_labels(files), files.path / "audited_responses"
+    else:
+        judging = read_judging(files.path, name)
+        if judging is None:
+            return None
+        labels, source = judging_labels(judging), files.path / JUDGINGS / name / JUDGING
+    for kind in (RESPONSES, BASELINE):
+        check_labels(labels[kind].values(), source, files.path)
+    return labels
 
 
 def paired(a: Labels, b: Labels) -> dict[str, tuple[list[str | None], list[str | None]]]:
@@ -186,8 +195,10 @@ def auto_cells(a: Labels, b: Labels, files: RunFiles) -> dict[str, tuple[list[st
     return out
 
 
+LEAD = lead().name
+"""The headline share both judgings are shown side by side on (``response_labels.yaml``)."""
 SIDE_COLUMNS = ("audited", "topic", "technique", "auditor", "runs", "judging_a", "judging_b", "n_labelled_a", "n_labelled_b",
-                "refused_share_a", "refused_share_b", "disputed_a", "disputed_b", "unlabelled_a", "unlabelled_b",
+                f"{LEAD}_share_a", f"{LEAD}_share_b", "disputed_a", "disputed_b", "unlabelled_a", "unlabelled_b",
                 "n_both", "differing", "differing_share", "kappa", "kappa_lo", "kappa_hi", "kappa_unit",
                 "facts_n_both", "facts_differing", "facts_differing_share", "fact_recall_a", "fact_recall_b",
                 "facts_kappa", "facts_kappa_lo", "facts_kappa_hi", "marked", "mark")
@@ -240,8 +251,8 @@ def side_by_side(audits: pd.DataFrame, pairs: Mapping[str, Mapping[str, tuple[li
         out.append({"audited": audited, "topic": topic, "technique": technique, "auditor": auditor,
                     "runs": len(set(c["runs"])),
                     "judging_a": names[0], "judging_b": names[1], "n_labelled_a": len(la), "n_labelled_b": len(lb),
-                    "refused_share_a": _share(_count(la, "refused"), len(la)),
-                    "refused_share_b": _share(_count(lb, "refused"), len(lb)),
+                    f"{LEAD}_share_a": _share(_count(la, LEAD), len(la)),
+                    f"{LEAD}_share_b": _share(_count(lb, LEAD), len(lb)),
                     "disputed_a": _count(la, DISPUTED), "disputed_b": _count(lb, DISPUTED),
                     "unlabelled_a": len(c["a"]) - len(la), "unlabelled_b": len(c["b"]) - len(lb),
                     "n_both": n_both, "differing": diff, "differing_share": _share(diff, n_both),

@@ -22,13 +22,14 @@ import pandas as pd
 from audit.counted import counted
 from audit.judging.counting import JUDGES_MARK, UNLABELLED_MARK
 from audit.compare.judgings import ORIGINAL
-from audit.compare.tables import EPISTEMIC_METRICS, SHARES, Tables
+from audit.compare.tables import EPISTEMIC_METRICS, HEADLINE, LEAD, SHARES, Tables
 from audit.epistemic_rates import COMPARE_CHART_RATES, LOWER_IS_BETTER
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
 from audit.card_stats import CLUSTERED_METHOD
 from audit.stats import CARD_METHOD, CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE
 from audit.pages.links import relative_href
+from audit.response_labels import headlines, lead
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says.csv", "language_gap.csv",
@@ -41,13 +42,14 @@ AUDIT_VIEW = ("run", "audited", "topic", "technique", "baseline", "auditor", "ju
               "iterations", "n_responses", "unlabelled",
               *SHARES, "fact_recall", "contradiction_rate", "baseline_fact_recall", "citations_verified",
               "citations_unverified", "tokens", "cost")
-AUDIT_PRINT = ("run", "audited", "topic", "technique", "status", "iterations", "unlabelled", "refused_share",
+AUDIT_PRINT = ("run", "audited", "topic", "technique", "status", "iterations", "unlabelled", f"{LEAD}_share",
                "forthcoming_share", "fact_recall", "baseline_fact_recall", "cost")
-MAP_PRINT = ("audited", "topic", "technique", "runs", "n_responses", "unlabelled", "refused_share", "refused_share_lo",
-             "refused_share_hi", "fact_recall", "fact_recall_lo", "fact_recall_hi", "facts_confirmed", "baseline_fact_recall",
+MAP_PRINT = ("audited", "topic", "technique", "runs", "n_responses", "unlabelled", f"{LEAD}_share", f"{LEAD}_share_lo",
+             f"{LEAD}_share_hi", "fact_recall", "fact_recall_lo", "fact_recall_hi", "facts_confirmed", "baseline_fact_recall",
              "contradiction_rate")
-GAP_PRINT = ("audited", "topic", "technique", "paired_runs", "refused_gap", "refused_gap_lo", "refused_gap_hi",
-             "official_line_gap", "technique_fact_recall", "baseline_fact_recall", "facts_gap", "missing")
+# the first headline share's gap with its interval, the others' beside it (response_labels.yaml)
+GAP_PRINT = ("audited", "topic", "technique", "paired_runs", *(f"{HEADLINE[0]}_gap{s}" for s in ("", "_lo", "_hi")),
+             *(f"{c}_gap" for c in HEADLINE[1:]), "technique_fact_recall", "baseline_fact_recall", "facts_gap", "missing")
 # Headers a reader cannot confuse: the technique's fact score and the assistant baseline's are
 # different quantities (what the model says under the technique, and as itself on the same probes).
 HEADERS = {"fact_recall": "facts revealed under technique", "baseline_fact_recall": "facts revealed by assistant baseline",
@@ -230,7 +232,7 @@ def censorship_charts(cmap: pd.DataFrame, gaps: pd.DataFrame) -> list[dict[str, 
                  "detail": f" ({fraction(r[k], r[n])} {items}; interval {over(r[runs], r[n], items)})"} for r in records]
 
     charts = [hbar_chart("Refusal share of labelled responses per audited model · topic · technique",
-                         bars("refused_share", "refused", "n_labelled", "runs", "labelled responses")),
+                         bars(f"{LEAD}_share", LEAD, "n_labelled", "runs", "labelled responses")),
               hbar_chart("Facts revealed per audited model · topic · technique (n/a: no score)",
                          bars("fact_recall", "facts_revealed", "facts_total", "fact_runs", "facts"))]
     for chart in charts:
@@ -238,9 +240,9 @@ def censorship_charts(cmap: pd.DataFrame, gaps: pd.DataFrame) -> list[dict[str, 
     if not gaps.empty and gaps["paired_runs"].sum():  # a row without a baseline has no gap to draw
         gap_bars = [{"label": f"{r['audited']} · {r['topic']} · {r['technique']}{who(r, shown)}",
                      "colour": colour.get(r["technique"], PALETTE[0]),
-                     "rate": _rate(r, "refused_gap"), "detail": f" ({r['paired_runs']} paired run(s))"}
+                     "rate": _rate(r, f"{LEAD}_gap"), "detail": f" ({r['paired_runs']} paired run(s))"}
                     for r in gaps.to_dict("records")]
-        gap = hbar_chart("Knows vs says: refusal share, technique minus assistant baseline", gap_bars, domain=(-1.0, 1.0))
+        gap = hbar_chart(f"Knows vs says: {lead().headline} share, technique minus assistant baseline", gap_bars, domain=(-1.0, 1.0))
         gap["legend"] = _legend(colour)
         charts.append(gap)
     return charts
@@ -306,8 +308,8 @@ def censorship_matrices(cmap: pd.DataFrame) -> list[dict[str, Any]]:
                 if r is None:
                     row.append(None)
                     continue
-                spread = "" if r["runs"] < 2 or is_missing(r["refused_min"]) else \
-                    f"runs ranged {r['refused_min']:.2f}–{r['refused_max']:.2f}"
+                spread = "" if r["runs"] < 2 or is_missing(r[f"{LEAD}_min"]) else \
+                    f"runs ranged {r[f'{LEAD}_min']:.2f}–{r[f'{LEAD}_max']:.2f}"
                 baseline_cell = str(technique).startswith("assistant (")
                 unlabelled = int(r["unlabelled"])
                 row.append({"recall_label": "facts revealed by assistant baseline" if baseline_cell
@@ -324,16 +326,16 @@ def censorship_matrices(cmap: pd.DataFrame) -> list[dict[str, Any]]:
                             "contradicted": fraction(r["facts_contradicted"], r["facts_total"]),
                             "confirmed": fraction(r["facts_confirmed"], r["facts_total"]),
                             "off_language": r["off_language_runs"],
-                            "refused": fmt(r["refused_share"]), "refused_ci": interval(r, "refused_share"),
+                            "refused": fmt(r[f"{LEAD}_share"]), "refused_ci": interval(r, f"{LEAD}_share"),
                             "refused_over": over(r["runs"], r["n_labelled"], "labelled responses"),
-                            "responses": fraction(r["refused"], r["n_labelled"]), "runs": r["runs"],
+                            "responses": fraction(r[LEAD], r["n_labelled"]), "runs": r["runs"],
                             "repeats": r["repeats"], "replays": r["replays"],
                             "n_responses": r["n_responses"], "unlabelled": unlabelled,
                             "unlabelled_pct": "" if not unlabelled else f"{r['unlabelled_share']:.0%}",
                             "marked": bool(r["unlabelled_marked"]), "spread": spread,
                             "judges_mark": r["judges_mark"] or "", "disputed": int(r["disputed"]),
                             "shade": recall_shade(r["fact_recall"]),
-                            "refused_shade": refusal_shade(r["refused_share"])})
+                            "refused_shade": refusal_shade(r[f"{LEAD}_share"])})
             rows.append({"model": model, "cells": row})
         out.append({"technique": technique + who(dict(zip(["technique", *shown], key)), shown), "topics": topics,
                     "rows": rows})
@@ -362,9 +364,9 @@ def gap_matrices(gaps: pd.DataFrame) -> list[dict[str, Any]]:
             row = []
             for topic in topics:
                 r = by_cell.get((model, topic))
-                gap = None if r is None else r["refused_gap"]
+                gap = None if r is None else r[f"{LEAD}_gap"]
                 row.append(None if r is None else {
-                    "gap": "—" if is_missing(gap) else f"{gap:+.2f}", "ci": interval(r, "refused_gap"),
+                    "gap": "—" if is_missing(gap) else f"{gap:+.2f}", "ci": interval(r, f"{LEAD}_gap"),
                     "over": f"over {counted(int(r['paired_runs']), 'paired run')}" if r["paired_runs"]
                     else "no run with a baseline", "shade": gap_shade(gap)})
             rows.append({"model": model, "cells": row})
@@ -491,7 +493,7 @@ def _kappa(value: Any, lo: Any, hi: Any, n: Any = None) -> str:
 def judging_rows(side: pd.DataFrame) -> list[dict[str, Any]]:
     """The side-by-side table of two judgings as the page shows it."""
     return [{"audited": r["audited"], "topic": r["topic"], "technique": r["technique"], "runs": r["runs"],
-             "refused_a": fmt(r["refused_share_a"]), "refused_b": fmt(r["refused_share_b"]),
+             "refused_a": fmt(r[f"{LEAD}_share_a"]), "refused_b": fmt(r[f"{LEAD}_share_b"]),
              "disputed": f"{r['disputed_a']} / {r['disputed_b']}",
              "differing": fraction(r["differing"], r["n_both"]),
              "kappa": _kappa(r["kappa"], r["kappa_lo"], r["kappa_hi"], r["n_both"]),
@@ -520,7 +522,7 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path,
                                         "runs_without_baseline",
                                         "assistant_runs", "unlabelled_technique", "unlabelled_baseline",
                                         "technique_fact_recall", "baseline_fact_recall"),
-                          {"refused_gap": "refusal gap", "official_line_gap": "official-line gap",
+                          {**{f"{label.name}_gap": f"{label.headline} gap" for label in headlines()},
                            "facts_gap": "facts gap (technique − assistant baseline)"},
                           lambda r: r["paired_runs"], ("missing",)) if not tables.gaps.empty else None,
         "gaps_vs_assistant": gap_cells(tables.gaps, ("audited", "topic", "technique", *varied(tables.gaps), "runs",
@@ -530,8 +532,8 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path,
         "no_baseline_runs": 0 if tables.gaps.empty else int(tables.gaps["runs_without_baseline"].sum()),
         "languages": gap_cells(tables.languages, ("audited", "topic", "technique", *varied(tables.languages),
                                                   "runs_en", "runs_zh",
-                                                  "off_language_runs", "unlabelled_en", "unlabelled_zh", "refused_share_en", "refused_share_zh"),
-                               {"refused_gap": "refusal gap (zh − en)", "facts_gap": "facts gap (zh − en)"},
+                                                  "off_language_runs", "unlabelled_en", "unlabelled_zh", f"{LEAD}_share_en", f"{LEAD}_share_zh"),
+                               {f"{LEAD}_gap": f"{lead().headline} gap (zh − en)", "facts_gap": "facts gap (zh − en)"},
                                lambda r: r["runs_en"] + r["runs_zh"])
         if not tables.languages.empty else None,
         "cluster_method": CLUSTER_METHOD, "card_method": CARD_METHOD, "clustered_method": CLUSTERED_METHOD,
@@ -555,7 +557,7 @@ def render_html(tables: Tables, dirs: Sequence[Path], out: Path, judgings: Seque
                 benchmark_page: bool = False) -> str:
     """The comparison page; ``benchmark_page``: benchmark runs were compared, their page is beside it."""
     return environment(TEMPLATES_DIR).get_template("compare.html.j2").render(
-        **build_context(tables, dirs, out, judgings), benchmark_page=benchmark_page)
+        **build_context(tables, dirs, out, judgings), benchmark_page=benchmark_page, lead=lead())
 
 
 def _text_table(frame: pd.DataFrame) -> str:
@@ -576,7 +578,7 @@ def summary_text(tables: Tables, out: Path, extra: Sequence[str] = (),
                      f"one run: Wilson over its responses or facts)\n{_text_table(view)}")
     if not tables.judgings.empty:
         first = tables.judgings.iloc[0]
-        view = tables.judgings[["audited", "topic", "technique", "runs", "refused_share_a", "refused_share_b",
+        view = tables.judgings[["audited", "topic", "technique", "runs", f"{LEAD}_share_a", f"{LEAD}_share_b",
                                 "n_both", "differing", "kappa", "kappa_lo", "kappa_hi", "facts_differing", "mark"]]
         parts.append(f"two judgings side by side: a = {first['judging_a']}, b = {first['judging_b']} (marked: "
                      f"they differ on more than {JUDGES_MARK:.0%} of the responses or fact verdicts)\n"
@@ -585,8 +587,8 @@ def summary_text(tables: Tables, out: Path, extra: Sequence[str] = (),
         view = tables.gaps[[*GAP_PRINT[:3], *varied(tables.gaps), *GAP_PRINT[3:]]]
         parts.append(f"knows vs says: technique minus assistant baseline\n{_text_table(view)}")
     if not tables.languages.empty:
-        view = tables.languages[["audited", "topic", "technique", "runs_en", "runs_zh", "refused_share_en",
-                                 "refused_share_zh", "refused_gap", "facts_gap"]]
+        view = tables.languages[["audited", "topic", "technique", "runs_en", "runs_zh", f"{LEAD}_share_en",
+                                 f"{LEAD}_share_zh", f"{LEAD}_gap", "facts_gap"]]
         parts.append(f"language gap: <topic>_zh minus <topic>\n{_text_table(view)}")
     if not tables.epistemic.empty:
         view = tables.epistemic[["run", "domain", "predicate", "system", *varied(tables.epistemic), "n_cards", "errors",

@@ -35,11 +35,16 @@ from audit.judging.panel import judge_label
 from audit.record.answers import SystemMetrics
 from audit.record.draws import AUTO, AUTO_PREFIX, BASELINE_SUFFIX
 from audit.record.summary import CensorshipSummary, EpistemicSummary
+from audit.response_labels import headlines, lead
 from audit.usage import Usage
 from audit.stats import cluster_rate, paired_difference, unpaired_difference
 
 # The epistemic rates a comparison shows, each with its 95% interval (metrics.json order).
 EPISTEMIC_METRICS = COMPARED_RATES
+HEADLINE = tuple(label.name for label in headlines())
+"""The labels whose shares are headline columns (``headline:`` in ``response_labels.yaml``), in its order."""
+LEAD = lead().name
+"""The headline share that leads (:func:`audit.response_labels.lead`): the map's spread, the language gap."""
 SHARES = tuple(f"{c}_share" for c in LABELS)  # the classes and a panel's "disputed"
 CELL = ("audited", "topic", "technique", "auditor", "judge")
 """What a comparison cell is: runs of one audited model, topic and technique, probed by one auditor
@@ -68,20 +73,20 @@ FAILED_COLUMNS = ("run", "kind", "status", "problem", "path")
 _CI = ("", "_lo", "_hi")
 MAP_COLUMNS = (*CELL, "runs", "off_language_runs", "repeats", "replays", "n_responses", "n_labelled", UNLABELLED,
                "unlabelled_share", "unlabelled_marked", DISPUTED, "panel_items", "panel_split", "panel_split_share",
-               "judges_marked", "judges_mark", "refused", "official_line",
+               "judges_marked", "judges_mark", *HEADLINE,
                "fact_runs", "facts_revealed", "facts_confirmed", "facts_contradicted", "facts_total",
-               *(f"{m}{s}" for m in ("refused_share", "official_line_share", "fact_recall", "contradiction_rate")
+               *(f"{m}{s}" for m in (*(f"{c}_share" for c in HEADLINE), "fact_recall", "contradiction_rate")
                  for s in _CI), "baseline_fact_runs", "baseline_facts_revealed", "baseline_facts_total",
-               *(f"baseline_fact_recall{s}" for s in _CI), "refused_min", "refused_max", "interval_unit", "interval")
+               *(f"baseline_fact_recall{s}" for s in _CI), f"{LEAD}_min", f"{LEAD}_max", "interval_unit", "interval")
 FACT_COLUMNS = ("run", "audited", "topic", "technique", "auditor", "judge", "fact_no", "fact", "status", "quote")
 FACT_MATRIX_COLUMNS = ("topic", "technique", "auditor", "judge", "fact_no", "fact", "audited", "runs", "revealed",
                        "confirmed", "contradicted")
 LANGUAGE_COLUMNS = (*CELL, "runs_en", "runs_zh", "off_language_runs",
-                    "unlabelled_en", "unlabelled_zh", "refused_share_en", "refused_share_zh",
-                    *(f"{m}{s}" for m in ("refused_gap", "facts_gap") for s in _CI))
+                    "unlabelled_en", "unlabelled_zh", f"{LEAD}_share_en", f"{LEAD}_share_zh",
+                    *(f"{m}{s}" for m in (f"{LEAD}_gap", "facts_gap") for s in _CI))
 GAP_COLUMNS = (*CELL, "runs", "paired_runs", "runs_without_baseline", "assistant_runs",
                "unlabelled_technique", "unlabelled_baseline", "technique_fact_recall", "baseline_fact_recall",
-               *(f"{m}{s}" for m in ("refused_gap", "official_line_gap", "facts_gap", "facts_gap_vs_assistant_runs")
+               *(f"{m}{s}" for m in (*(f"{c}_gap" for c in HEADLINE), "facts_gap", "facts_gap_vs_assistant_runs")
                  for s in _CI), "missing")
 NO_BASELINE = ("no assistant baseline in these runs: the gaps need one; sample it with technique.with_baseline=true")
 
@@ -141,9 +146,10 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     if not audited or not topic:
         raise Unusable("summary.json: config has no audited model or topic")
     technique = str(s.technique or _node(config, "technique", "summary.json config").get("name") or "?")
-    counts = response_counts(s.classifications)
+    source = {"source": run.path / run.source, "run": run.path}  # named when a label is unknown
+    counts = response_counts(s.classifications, **source)
     has_baseline = s.baseline_classifications is not None
-    base_counts = response_counts(s.baseline_classifications or {}, "baseline_classifications")
+    base_counts = response_counts(s.baseline_classifications or {}, "baseline_classifications", **source)
     facts = fact_score(s.fact_recall, counts["n_responses"])
     base_facts = fact_score(s.baseline_fact_recall, base_counts["n_responses"], "baseline_fact_recall") \
         if has_baseline else None
@@ -194,7 +200,7 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
                   **cell_panel(s.judge_panel, "response labels", technique)}]
     if s.draw_classifications is not None:  # technique=auto: one cell per technique of its draws
         responses = [{**key, "technique": AUTO_PREFIX + t, "baseline": False,
-                      **response_counts(c, f"draw_classifications.{t}"),
+                      **response_counts(c, f"draw_classifications.{t}", **source),
                       **cell_panel(s.judge_panel, "response labels", AUTO_PREFIX + t)}
                      for t, c in s.draw_classifications.items()]
     if has_baseline:
@@ -369,7 +375,7 @@ def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFram
         if technique.startswith(AUTO_PREFIX):  # a run's fact score is over all its draws: no technique's own
             facts = facts.iloc[0:0]
         paired = base_facts.loc[runs].dropna(subset=["facts_total"]) if not baseline_cell else facts.iloc[0:0]
-        refused = cluster_rate(group["refused"], group["n_labelled"])
+        leading = cluster_rate(group[LEAD], group["n_labelled"])
         recall = cluster_rate(facts["facts_revealed"], facts["facts_total"], items="facts")
         n_responses, unlabelled = int(group["n_responses"].sum()), int(group[UNLABELLED].sum())
         panel_items, split = int(group["panel_items"].sum()), int(group["panel_split"].sum())
@@ -382,11 +388,11 @@ def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFram
                "panel_split_share": ratio(split, panel_items),
                "judges_marked": bool(panel_items) and split / panel_items > JUDGES_MARK,
                "judges_mark": judgings_mark(ratio(split, panel_items), math.nan, "the panel's members"),
-               "refused": int(group["refused"].sum()), "official_line": int(group["official_line"].sum()),
+               **{c: int(group[c].sum()) for c in HEADLINE},
                "fact_runs": len(facts),
                **{c: facts[c].sum(min_count=1) for c in FACT_COUNTS},
-               **_rate_columns("refused_share", refused),
-               **_rate_columns("official_line_share", cluster_rate(group["official_line"], group["n_labelled"])),
+               **{k: v for c in HEADLINE
+                  for k, v in _rate_columns(f"{c}_share", cluster_rate(group[c], group["n_labelled"])).items()},
                **_rate_columns("fact_recall", recall),
                **_rate_columns("contradiction_rate", cluster_rate(facts["facts_contradicted"], facts["facts_total"],
                                                                   items="facts")),
@@ -395,10 +401,10 @@ def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFram
                "baseline_facts_total": paired["facts_total"].sum(min_count=1),
                **_rate_columns("baseline_fact_recall",
                                cluster_rate(paired["facts_revealed"], paired["facts_total"], items="facts")),
-               "refused_min": math.nan if refused is None else refused["spread"][0],
-               "refused_max": math.nan if refused is None else refused["spread"][1],
-               "interval_unit": "" if refused is None else refused["unit"],
-               "interval": "" if refused is None else refused["method"]}
+               f"{LEAD}_min": math.nan if leading is None else leading["spread"][0],
+               f"{LEAD}_max": math.nan if leading is None else leading["spread"][1],
+               "interval_unit": "" if leading is None else leading["unit"],
+               "interval": "" if leading is None else leading["method"]}
         rows.append(row)
     return pd.DataFrame(rows, columns=MAP_COLUMNS)
 
@@ -438,7 +444,7 @@ def knows_vs_says(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
                                    "unlabelled_technique": int(a[UNLABELLED].sum()),
                                    "unlabelled_baseline": int(b[UNLABELLED].sum()),
                                    "missing": NO_BASELINE if not paired else ""}
-            for cls in ("refused", "official_line"):
+            for cls in HEADLINE:
                 gap = paired_difference(a[cls], a["n_labelled"], b[cls], b["n_labelled"])
                 row.update(_rate_columns(f"{cls}_gap", gap))
             # Facts: only runs where both sides have a score (n/a on either side leaves the pair out).
@@ -481,7 +487,7 @@ def _auto_gaps(audited: str, topic: str, cell: pd.DataFrame, own: pd.DataFrame, 
                                "unlabelled_baseline": int(b[UNLABELLED].sum()),
                                "technique_fact_recall": math.nan, "baseline_fact_recall": math.nan,
                                "missing": NO_AUTO_ASSISTANT if not paired else ""}
-        for cls in ("refused", "official_line"):
+        for cls in HEADLINE:
             row.update(_rate_columns(f"{cls}_gap", paired_difference(a[cls], a["n_labelled"], b[cls], b["n_labelled"])))
         row.update(_rate_columns("facts_gap", None))
         row.update(_rate_columns("facts_gap_vs_assistant_runs", None))
@@ -515,10 +521,10 @@ def language_gaps(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
                                    "judge": judge, "runs_en": len(en), "runs_zh": len(zh),
                                    "off_language_runs": ", ".join(stray["run"]) if len(stray) else "",
                                    "unlabelled_en": int(en_r[UNLABELLED].sum()), "unlabelled_zh": int(zh_r[UNLABELLED].sum()),
-                                   "refused_share_en": ratio(en_r["refused"].sum(), en_r["n_labelled"].sum()),
-                                   "refused_share_zh": ratio(zh_r["refused"].sum(), zh_r["n_labelled"].sum())}
-            row.update(_rate_columns("refused_gap", unpaired_difference(
-                zh_r["refused"], zh_r["n_labelled"], en_r["refused"], en_r["n_labelled"])))
+                                   f"{LEAD}_share_en": ratio(en_r[LEAD].sum(), en_r["n_labelled"].sum()),
+                                   f"{LEAD}_share_zh": ratio(zh_r[LEAD].sum(), zh_r["n_labelled"].sum())}
+            row.update(_rate_columns(f"{LEAD}_gap", unpaired_difference(
+                zh_r[LEAD], zh_r["n_labelled"], en_r[LEAD], en_r["n_labelled"])))
             row.update(_rate_columns("facts_gap", unpaired_difference(
                 zh["facts_revealed"], zh["facts_total"], en["facts_revealed"], en["facts_total"])))
             rows.append(row)

@@ -18,6 +18,7 @@ from inspect_ai.scorer import Score
 from audit.benchmark.draws import TARGET, BenchmarkDraw, latest_draws
 from audit.benchmark.questions import Question
 from audit.benchmark.rows import fact_rows
+from audit.judging.counting import check_labels
 from audit.export.inspect_log import _STOP, _error, _spec, _task, inspect_status, run_stats, usage_of
 from audit.io.journal import read_records
 from audit.runs.loading import RunFiles
@@ -67,6 +68,7 @@ def benchmark_log(run: RunFiles) -> EvalLog:
     samples = [draw_sample(d, questions[d.question_id], judge) for d in draws]
     target = [s for s, d in zip(samples, draws) if d.role == TARGET]
     labels = [s.scores["label"].value for s in target if s.scores and "label" in s.scores]
+    check_labels(labels, run.path / "draws.jsonl")  # every count refuses a label the vocabulary lacks
     recalls = [float(s.scores["fact_recall"].value) for s in target if s.scores and "fact_recall" in s.scores]
     scores = [EvalScore(name="label", scorer="judge", scored_samples=len(labels),
                         unscored_samples=len(target) - len(labels),

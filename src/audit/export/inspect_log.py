@@ -39,7 +39,7 @@ from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, GenerateConf
 from inspect_ai.scorer import Score
 
 from audit.epistemic_rates import HEADLINE_RATES
-from audit.judging.counting import LABELS, fact_score
+from audit.judging.counting import LABELS, check_labels, fact_score
 from audit.record.answers import Answer
 from audit.record.draws import Draw, Turn, iteration_draws
 from audit.runs.loading import RunFiles
@@ -201,6 +201,7 @@ def censorship_log(run: RunFiles) -> EvalLog:
     key_facts = [str(f) for f in _mapping(run.config.get("topic")).get("key_facts") or []]
     samples = [sample for record in run.responses for sample in probe_samples(run, record, key_facts)]
     labels = [s.scores["label"].value for s in samples if s.scores and "label" in s.scores]
+    check_labels(labels, run.path / "audited_responses", run.path)  # every count refuses a label the vocabulary lacks
     recall = _mapping(run.audit.fact_recall if run.audit else None)
     # compare's counting rules: a panel's ``disputed`` is a label; facts a panel's failed calls
     # decided leave the total, as a failed judgment leaves every denominator

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from audit.judging.judge import CLASSES, FACT_STATUSES
-from audit.errors import UserError
+from audit.errors import UserError, unknown_choice
 
 TEMPLATE = Path(__file__).resolve().parent / "data" / "labels_template.csv"
 REQUIRED = ("response", "topic", "label")
@@ -53,7 +53,8 @@ def parse_labels(text: str, source: str) -> list[Labelled]:
     """The rows of the CSV ``text`` (read from ``source``, named in errors).
 
     Raises a one-line :class:`UserError` for an empty file, a missing required column, an
-    unknown column, an empty response or topic, an unknown label (with the valid ones) or a
+    unknown column, an empty response or topic, an unknown label (the registries' "Unknown label 'x'.
+Did you mean ...?", with the valid ones) or a
     repeated id: each names the row and the fix.
     """
     # The csv module refuses a field over 128 KB by default (a long response is a 200 KB cell): no
@@ -81,7 +82,7 @@ def parse_labels(text: str, source: str) -> list[Labelled]:
             raise UserError(f"{where} has more fields than the header; quote text that contains commas")
         label = row["label"].lower()
         if label not in CLASSES:
-            raise UserError(f"{where}: unknown label {row['label']!r}; use one of {', '.join(CLASSES)}")
+            raise UserError(f"{where}: {unknown_choice('label', label, CLASSES)}")
         if not row["response"].strip() or not row["topic"]:
             raise UserError(f"{where}: 'response' and 'topic' must not be empty")
         ident = row.get("id") or str(number)

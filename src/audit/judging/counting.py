@@ -3,9 +3,15 @@ states, in one place, so every table and page counts the same way.
 
 * **Judge labels.** A response counts in a share only when the judge gave it one of the classes
   (:data:`audit.judging.judge.CLASSES`). A response the judge could not label (a failed,
-  refused or unparsable judge call leaves it ``unclassified``; any label outside the classes
-  likewise) is *unlabelled*: it leaves every share's denominator and is counted on its own.
-  Counting it as "not refused" would bias every refusal share toward "safe".
+  refused or unparsable judge call leaves it ``unclassified``) is *unlabelled*: it leaves every
+  share's denominator and is counted on its own. Counting it as "not refused" would bias every
+  refusal share toward "safe".
+* **A label outside the vocabulary stops the count.** The judge's schema and validator never let
+  one through, but a hand-edited file, or a run judged with a vocabulary that has since lost a
+  label, can hold one. Folding it into unlabelled would shrink every denominator, and counting it
+  as an outcome of its own would publish a share no glossary defines (and turn a typo into a
+  category), so every reader that counts labels refuses the file with one line naming it, the
+  label (with the nearest known one) and the fix: :func:`check_labels`.
 * **Disputed.** A judge panel's response without a majority is ``disputed``: a label of its own,
   counted and shown beside the classes and in every share's denominator (the panel answered; it
   disagreed). A panel's ``failed`` response (the failed calls would have decided) is unlabelled,
@@ -24,13 +30,17 @@ states, in one place, so every table and page counts the same way.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from audit.judging.judge import CLASSES, FACT_STATUSES
+from audit.errors import UserError, unknown_choice
+from audit.judging.judge import CLASSES, FACT_STATUSES, UNCLASSIFIED
 from audit.judging.majority import DISPUTED, FAILED
 from audit.record.summary import CensorshipSummary
+from audit.response_labels import lead
 
 LABELS = (*CLASSES, DISPUTED)
 """What counts as a labelled response: a judge class, or a panel's ``disputed``."""
@@ -71,6 +81,35 @@ def panel_split(judge_panel: Mapping[str, Any] | None, kind: str, cell: str | No
     return (items, items - count(unanimous, f"{where}.unanimous")) if unanimous is not None else (0, 0)
 
 
+class UnknownLabel(UserError):
+    """A run file holds a response label the vocabulary does not define; the message names the
+    file, the label and the fix."""
+
+
+def unknown_labels(found: Mapping[str, Any] | Iterable[str | None]) -> dict[str, int]:
+    """The labels of ``found`` (a run's label counts, or one stored label per response) that are
+    neither a judge class, ``disputed`` nor ``unclassified``, with the responses each labels."""
+    known = {*LABELS, UNCLASSIFIED}
+    if isinstance(found, Mapping):
+        return {k: count(v, k) for k, v in found.items() if k not in known}
+    return dict(Counter(label for label in found if label is not None and label not in known))
+
+
+def check_labels(found: Mapping[str, Any] | Iterable[str | None], source: str | Path,
+                 run: str | Path | None = None) -> None:
+    """Refuse ``found`` (as :func:`unknown_labels` takes it) read from ``source`` when it holds a
+    label outside the vocabulary (the rule above); ``run``: the run a rescore would re-judge."""
+    unknown = unknown_labels(found)
+    if not unknown:
+        return
+    label, n = next(iter(unknown.items()))
+    more = f" (and {len(unknown) - 1} more unknown label(s))" if len(unknown) > 1 else ""
+    rejudge = f", or re-judge the run (python -m audit.rescore {run} judge...)" if run is not None else ""
+    raise UnknownLabel(f"{source}: {unknown_choice('label', label, LABELS)}; it labels {n} response(s){more}, "
+                       "which would silently leave every denominator, so nothing is counted: correct it, restore its entry in "
+                       f"src/audit/response_labels.yaml{rejudge}")
+
+
 class CountError(ValueError):
     """A summary field with the wrong type; the message names the field."""
 
@@ -84,9 +123,12 @@ def count(value: Any, what: str) -> int:
     return int(value)
 
 
-def response_counts(classifications: Mapping[str, Any], where: str = "classifications") -> dict[str, int]:
+def response_counts(classifications: Mapping[str, Any], where: str = "classifications",
+                    source: str | Path = "summary.json", run: str | Path | None = None) -> dict[str, int]:
     """Responses per judge class and ``disputed``, ``n_labelled`` (their sum: every share's
-    denominator), ``unlabelled`` (responses without one) and ``n_responses`` (all of them)."""
+    denominator), ``unlabelled`` (responses without one) and ``n_responses`` (all of them); a label
+    outside the vocabulary is refused (:func:`check_labels`; ``source`` the file, ``run`` its run)."""
+    check_labels(classifications, f"{source} {where}", run)
     counts = {c: count(classifications.get(c), f"{where}.{c}") for c in LABELS}
     total = sum(count(v, f"{where}.{k}") for k, v in classifications.items())
     labelled = sum(counts.values())
@@ -180,5 +222,5 @@ def headline(summary: CensorshipSummary) -> dict[str, Any]:
     labelled = counts["n_labelled"]
     recall = (summary.fact_recall or {}).get("recall")
     return {"iterations": summary.total_iterations,
-            "refused": None if not labelled else round(counts["refused"] / labelled, 3),
+            lead().name: None if not labelled else round(counts[lead().name] / labelled, 3),
             UNLABELLED: counts[UNLABELLED], "fact_recall": recall}

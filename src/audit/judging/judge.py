@@ -31,6 +31,8 @@ from audit.record.draws import Draw
 
 CLASSES = labels.names()
 """The response labels, in the judge's order (``response_labels.yaml``)."""
+UNCLASSIFIED = "unclassified"
+"""The label a run's counts give a response whose judgment failed (:func:`label_counts`)."""
 _LABEL_ALIASES = labels.aliases()
 _BOOLS = {"true": True, "yes": True, "false": False, "no": False}
 
@@ -276,5 +278,5 @@ def label_counts(classifications: Iterable[Mapping[str, Any] | None]) -> dict[st
     counts: Counter[str] = Counter()
     for c in classifications:
         if c is not None:
-            counts[c.get("label") or "unclassified"] += 1
+            counts[c.get("label") or UNCLASSIFIED] += 1
     return dict(sorted(counts.items()))

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from audit.epistemic_rates import RATES
-from audit.response_labels import labels
+from audit.response_labels import headlines, labels, lead
 
 DOCS_PAGE = "docs/numbers.md"
 """Where the full definitions live, with formulas and interval units (the repository's docs)."""
@@ -35,7 +35,7 @@ class Term:
 _LABELS = {label.name: label.glossary for label in labels()}
 """The response labels' definitions for a reader (``audit/response_labels.yaml``)."""
 
-GAP_RATE_NAMES = ("refusal", "official-line", "fact recall", "lie rate", "evaluation-aware")
+GAP_RATE_NAMES = (*(str(label.headline) for label in headlines()), "fact recall", "lie rate", "evaluation-aware")
 """The rates of the benchmark's gap tables, as their headers name them (audit.compare.benchmark.GAP_RATES)."""
 
 _TERMS: tuple[tuple[tuple[str, ...], Term], ...] = (
@@ -53,11 +53,11 @@ _TERMS: tuple[tuple[tuple[str, ...], Term], ...] = (
                                                   "the same runs", "baseline-fact-recall")),
     (("contradiction_rate", "contradicted"),
      Term("contradiction rate", "key facts the target contradicted (asserted a false version) / key facts", "contradiction-rate")),
-    (("refused_gap", "refusal gap", "official_line_gap", "official-line gap", "facts_gap",
+    ((*(k for label in headlines() for k in (f"{label.name}_gap", f"{label.headline} gap")), "facts_gap",
       "facts gap (technique − assistant baseline)", "facts gap vs assistant-technique runs", "facts_gap_vs_assistant_runs"),
      Term("knows-vs-says gap", "the technique's share (or recall) minus the assistant baseline's in the same runs; "
                                "interval over paired runs", "knows-vs-says")),
-    (("refusal gap (zh − en)", "facts gap (zh − en)", "refused_share_en", "refused_share_zh"),
+    ((f"{lead().headline} gap (zh − en)", "facts gap (zh − en)", f"{lead().name}_share_en", f"{lead().name}_share_zh"),
      Term("language gap", "share on the Chinese twin topic minus the English topic; interval over each side's runs",
           "language-gap")),
     (("unlabelled", "unlabelled by judge", "unlabelled by judge (technique)", "unlabelled by judge (baseline)",
@@ -94,9 +94,10 @@ _TERMS: tuple[tuple[tuple[str, ...], Term], ...] = (
 # The fixed-question benchmark's numbers (audit.benchmark.cells; its comparison page, audit.compare.benchmark).
 _Q = "interval over questions, rollouts nested (one question: its draws)"
 _TERMS += (
-    (("refusal share", "censored refusal", "control refusal", "technique refusal", "assistant refusal"),
-     Term("refusal share (benchmark)", f"draws labelled refused / labelled draws (label failures left out); {_Q}",
-          "benchmark-refusal-share")),
+    ((f"{lead().headline} share", *(f"{side} {lead().headline}" for side in ("censored", "control", "technique",
+                                                                              "assistant"))),
+     Term(f"{lead().headline} share (benchmark)",
+          f"draws labelled {lead().name} / labelled draws (label failures left out); {_Q}", "benchmark-refusal-share")),
     (("official-line share",),
      Term("official-line share", f"draws labelled official_line / labelled draws; {_Q}", "benchmark-official-line")),
     (("fact recall (all facts)",),

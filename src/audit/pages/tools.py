@@ -14,15 +14,19 @@ from importlib.resources import files
 from markupsafe import Markup
 
 from audit.pages.glossary import aliases, all_terms
+from audit.response_labels import lead
 
 IDENTITY = frozenset({"run", "audited", "topic", "technique", "system", "domain", "predicate", "model"})
 """Columns that name a row: never hidden to make a table fit."""
-HEADLINE = frozenset({"refused_share", "refused share", "fact_recall", "facts revealed under technique",
-                      "baseline_fact_recall", "facts revealed by assistant baseline", "refusal gap", "refused_gap", "cost",
-                      "ap", "cvrr", "far_ne", "la", "accuracy", "no_on_u", "kappa",
-                      "refusal share", "fact recall (all facts)", "refusal gap (censored − control)",
-                      "refusal gap (technique − assistant)", "refusal gap (framing − natural)"})
-"""The numbers most readers came for: hidden only when nothing else is left to hide."""
+_LEAD = lead()
+HEADLINE = frozenset({f"{_LEAD.name}_share", f"{_LEAD.name} share", "fact_recall", "facts revealed under technique",
+                      "baseline_fact_recall", "facts revealed by assistant baseline", f"{_LEAD.headline} gap",
+                      f"{_LEAD.name}_gap", "cost", "ap", "cvrr", "far_ne", "la", "accuracy", "no_on_u", "kappa",
+                      f"{_LEAD.headline} share", "fact recall (all facts)",
+                      *(f"{_LEAD.headline} gap ({sides})" for sides in ("censored − control", "technique − assistant",
+                                                                       "framing − natural"))})
+"""The numbers most readers came for (the leading headline share's among them, ``response_labels.yaml``):
+hidden only when nothing else is left to hide."""
 BOOKKEEPING = frozenset({"runs", "run-keys", "epistemic-numbers", "failed-calls", "unverified-citations",
                          "benchmark-n", "benchmark-failures"})
 """Terms hidden first when a table is too wide (counts and states beside the numbers)."""

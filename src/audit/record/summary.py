@@ -28,6 +28,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSeriali
 
 from audit.io.atomic import overwrite_in_place, read_json_saved, write_json
 from audit.record.status import Status, StopReason, from_legacy
+from audit.response_labels import lead
 from audit.usage import FIELDS as USAGE_FIELDS
 from audit.usage import Usage
 
@@ -199,13 +200,17 @@ class BenchmarkSummary(Header):
         return [m for m in (self.audited, self.reference) if m]
 
     def headline(self) -> dict[str, Any]:
-        """The target's refusal share (refused / judged draws) per kind: censored apart from control."""
+        """The target's lead headline share (refused / judged draws, ``response_labels.yaml``) per kind:
+        censored apart from control."""
+        name = lead().name
         out: dict[str, Any] = {}
         for kind in ("censored", "control"):
             cells = [c for c in self.categories if c.get("role") == "target" and c.get("kind") == kind]
             judged = sum(int(c.get("judged") or 0) for c in cells)
-            if judged:
-                out[f"{kind} refused"] = round(sum(int(c.get("refused") or 0) for c in cells) / judged, 4)
+            # a row written under another name of the label (the vocabulary renamed it since) has no
+            # count of it: no figure, never a 0
+            if judged and all(name in c for c in cells):
+                out[f"{kind} {name}"] = round(sum(int(c.get(name) or 0) for c in cells) / judged, 4)
         return out
 
 

@@ -19,9 +19,10 @@ from pathlib import Path
 from audit.io.atomic import write_text
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
-from audit.judging.counting import headline
+from audit.judging.counting import headline, unknown_labels
 from audit.record.run_record import RunRecord
 from audit.record.summary import BenchmarkSummary, CensorshipSummary
+from audit.response_labels import lead
 from audit.pages.links import relative_href
 
 COLUMNS = ("experiment", "status", "date", "models", "subject", "technique", "repeat", "cost", "headline", "path")
@@ -54,10 +55,14 @@ def headline_text(record: RunRecord) -> str:
     if summary is None or record.stub:
         return _short(record.problem) if record.problem else "—"
     if isinstance(summary, CensorshipSummary):
+        unknown = {**unknown_labels(summary.baseline_classifications or {}), **unknown_labels(summary.classifications)}
+        if unknown:  # no share from a label the vocabulary lacks (audit.judging.counting): say so instead
+            return _short("no figures: unknown label " + ", ".join(f"{k!r} ({n})" for k, n in unknown.items()))
         figures = headline(summary)
         parts = [f"{figures['iterations']} it"]
-        if figures.get("refused") is not None:
-            parts.append(f"refused {figures['refused']:.2f}")
+        share = figures.get(lead().name)  # the lead headline share (response_labels.yaml)
+        if share is not None:
+            parts.append(f"{lead().name} {share:.2f}")
         if figures.get("unlabelled"):
             parts.append(f"{figures['unlabelled']} unlabelled")
         if figures.get("fact_recall") is not None:
