@@ -53,16 +53,17 @@ def censorship_run(parent: Path, name: str, *, audited: str = "deepseek_chat", t
 
 def epistemic_run(parent: Path, name: str, systems: dict[str, dict[str, Any]], *, domain: str = "rivers",
                   predicate: str = "has_mouth", n_rows: int = 45, n_errors: int = 0,
-                  cost: float | None = None) -> Path:
-    """An epistemic run dir; ``systems`` maps a system id to its rates (metric name -> rate or None)."""
+                  cost: float | None = None, replay: bool = False, mapping: str = "licensing") -> Path:
+    """An epistemic run dir; ``systems`` maps a system id to its rates (metric name -> rate or None).
+    ``replay``: every call was served from the response cache (a cached re-run of a sweep)."""
     run = parent / name
-    metrics = {system: {"mapping": "licensing", "n_rows": n_rows, "n_scored": n_rows - n_errors,
+    metrics = {system: {"mapping": mapping, "n_rows": n_rows, "n_scored": n_rows - n_errors,
                         "n_errors": n_errors, "metrics": rates} for system, rates in systems.items()}
     _write(run / "metrics.json", metrics)
     (run / "cards.jsonl").write_text("", encoding="utf-8")
     write_summary(run / "summary.json", EpistemicSummary(
         status=Status.SUCCESS, stage="all", run_dir=str(run), cards=n_rows, domain=domain, predicate=predicate,
-        usage=None if cost is None else Usage(calls=3, cost=cost),
+        usage=None if cost is None and not replay else Usage(calls=3, cached_calls=3 if replay else 0, cost=cost or 0.0),
         systems={system: {"n_rows": n_rows, "n_errors": n_errors, **{k: (r or {}).get("value") for k, r in rates.items()}}
                  for system, rates in systems.items()}))
     return run
@@ -92,4 +93,18 @@ def corrupt_summary(parent: Path, name: str) -> Path:
     run = parent / name
     (run / "auditor_turns").mkdir(parents=True)
     (run / "summary.json").write_text('{"status": "completed", "totals": {', encoding="utf-8")
+    return run
+
+
+def saved_epistemic_config(run: Path, *overrides: str) -> Path:
+    """The ``config.yaml`` ``python -m audit.epistemic <overrides>`` saves in its run dir (composed by
+    Hydra from conf/, resolved, as the pipeline writes it)."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from audit.paths import CONF_DIR
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose("epistemic", overrides=list(overrides))
+    (run / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True), encoding="utf-8")
     return run

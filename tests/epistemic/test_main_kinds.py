@@ -3,6 +3,8 @@ axis, ``python -m audit.epistemic`` in a subprocess against the loopback server.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import sys
 from pathlib import Path
@@ -75,6 +77,10 @@ def test_a_sweep_over_condition_and_prompt_is_an_axis_of_the_comparison(tmp_path
     assert "condition" in header
     found = {line.split(",")[header.index("condition")] for line in matrix.splitlines()[1:]}
     assert found == {"closed_book", "in_context", "counterfactual"}
+    # each prompt is its own cell (read from each run's config.yaml), never repeats of the other's cards
+    cells = list(csv.DictReader(io.StringIO(matrix)))
+    assert {c["settings"].split(" · ")[0] for c in cells} == {"prompt=default", "prompt=abstain_encouraged"}
+    assert {c["runs"] for c in cells} == {"1"}
 
 
 def test_a_systems_extra_body_reaches_the_request(tmp_path: Path, fake_openrouter) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from omegaconf import DictConfig
 
 from audit.io.atomic import read_json_saved
 from audit.errors import UserError
@@ -24,6 +25,7 @@ from audit.record.answers import Metrics
 from audit.runs.loading import RunFiles, load_runs
 from audit.runs.tables import ANSWER_COLUMNS, answer_rows
 from audit.record.run_record import UNKNOWN, RunRecord, load_run, natural_key
+from audit.record.rundir import CONFIG, load_saved_config
 from audit.record.summary import CENSORSHIP, EPISTEMIC, CensorshipSummary, EpistemicSummary
 
 METRICS = "metrics.json"
@@ -39,6 +41,7 @@ class Run:
     kind: str
     summary: CensorshipSummary | EpistemicSummary
     metrics: Metrics | None = None
+    config: DictConfig | None = None  # an epistemic run's saved config.yaml (None: it saved none)
     source: str = "summary.json"  # the file its judge's labels come from (a rescore's: audit.compare.judgings)
 
     @property
@@ -76,13 +79,17 @@ def as_result(record: RunRecord, label: str) -> Run | Failure:
     """A run the tables use, or the failed-runs row that says why not."""
     if record.summary is None or (record.problem is not None and record.summary.stop_reason != "mostly_errors"):
         return Failure(record.path, label, record.experiment, record.state, record.problem or "no summary.json")
-    metrics = None
-    if record.experiment == EPISTEMIC and (record.path / METRICS).is_file():
+    metrics = config = None
+    if record.experiment == EPISTEMIC:
         try:
-            metrics = Metrics.read(_read_object(record.path / METRICS))
-        except ValueError as exc:
+            if (record.path / METRICS).is_file():
+                metrics = Metrics.read(_read_object(record.path / METRICS))
+            # what each system was asked, and how (audit.compare.answer_settings): its cells' key
+            if (record.path / CONFIG).is_file():
+                config = load_saved_config(record.path / CONFIG)
+        except (UserError, ValueError) as exc:
             return Failure(record.path, label, record.experiment, "unreadable", str(exc))
-    return Run(record.path, label, record.experiment, record.summary, metrics)
+    return Run(record.path, label, record.experiment, record.summary, metrics, config)
 
 
 def read_run(directory: Path, label: str) -> Run | Failure:

@@ -199,12 +199,15 @@ def _rate(record: Mapping[str, Any], prefix: str) -> dict[str, float]:
     return {"value": record[prefix], "lo": record[f"{prefix}_lo"], "hi": record[f"{prefix}_hi"]}
 
 
-WHO = ("auditor", "judge")
-"""Cell keys a page shows only where the runs compared vary them (the tables always carry them)."""
+WHO = ("auditor", "judge", "settings", "mapping")
+"""Cell keys a page shows only where the runs compared vary them (the tables always carry them): a
+censorship cell's auditor and judge, an epistemic system's settings (:mod:`audit.compare.answer_settings`)
+and the answer-to-action mapping its rates were scored with."""
 
 
 def varied(frame: pd.DataFrame) -> list[str]:
-    """The keys of :data:`WHO` that take more than one value in ``frame`` (a sweep over auditors or judges)."""
+    """The keys of :data:`WHO` that take more than one value in ``frame`` (a sweep over auditors, judges or
+    an epistemic system's settings)."""
     return [k for k in WHO if k in frame and frame[k].nunique() > 1]
 
 
@@ -252,10 +255,11 @@ def epistemic_charts(matrix: pd.DataFrame) -> list[dict[str, Any]]:
     if matrix.empty:
         return []
     colour = colours_for(sorted(set(matrix["system"])))
+    shown = varied(matrix)
     charts = []
     for metric in CHART_METRICS:
-        frame = matrix[matrix["metric"] == metric].sort_values(["domain", "predicate", "condition", "system"])
-        bars = [{"label": f"{_cell_column(r, _mixes(matrix))} · {r['system']}", "colour": colour[r["system"]],
+        frame = matrix[matrix["metric"] == metric].sort_values(["domain", "predicate", "condition", "system", *shown])
+        bars = [{"label": f"{_cell_column(r, _mixes(matrix))} · {r['system']}{who(r, shown)}", "colour": colour[r["system"]],
                  "rate": {"value": r["rate"], "lo": r["rate_lo"], "hi": r["rate_hi"]},
                  "detail": f" ({_card_fraction(r['k'], r['n'])} cards, {r['runs']} run(s); {_interval_unit(r)})"}
                 for r in frame.to_dict("records")]
@@ -422,14 +426,16 @@ def epistemic_matrices(matrix: pd.DataFrame) -> list[dict[str, Any]]:
     """One system x (domain/predicate) matrix per headline metric, each cell the rate, its
     interval, the runs and the cards behind it."""
     out = []
+    shown = varied(matrix)
     for metric in EPISTEMIC_METRICS:
         frame = matrix[matrix["metric"] == metric]
         if frame.empty:
             continue
         columns = sorted({_cell_column(r, _mixes(matrix)) for r in frame.to_dict("records")})
-        by_cell = {(r["system"], _cell_column(r, _mixes(matrix))): r for r in frame.to_dict("records")}
+        # a row per system and its varied settings (never one row pooling two prompts)
+        by_cell = {(r["system"] + who(r, shown), _cell_column(r, _mixes(matrix))): r for r in frame.to_dict("records")}
         rows = []
-        for system in sorted(set(frame["system"])):
+        for system in sorted({r["system"] + who(r, shown) for r in frame.to_dict("records")}):
             row = []
             for column in columns:
                 r = by_cell.get((system, column))
@@ -464,7 +470,8 @@ def gap_cells(gaps: pd.DataFrame, leading: Sequence[str], named: Mapping[str, st
 
 def epistemic_cells(frame: pd.DataFrame, out: Path) -> dict[str, Any]:
     """The epistemic table for the HTML: each rate with its interval under it."""
-    table = cells(frame, EPISTEMIC_VIEW, report_links(frame["path"], out))
+    view = (*EPISTEMIC_VIEW[:5], *(k for k in varied(frame) if k not in EPISTEMIC_VIEW), *EPISTEMIC_VIEW[5:])
+    table = cells(frame, view, report_links(frame["path"], out))
     table["columns"] += [f"{m} ↓" if m in LOWER_IS_BETTER else m for m in EPISTEMIC_METRICS]
     for row, record in zip(table["rows"], frame.to_dict("records")):
         for m in EPISTEMIC_METRICS:
@@ -584,12 +591,13 @@ def summary_text(tables: Tables, out: Path, extra: Sequence[str] = (),
                                  f"{LEAD}_share_zh", f"{LEAD}_gap", "facts_gap"]]
         parts.append(f"language gap: <topic>_zh minus <topic>\n{_text_table(view)}")
     if not tables.epistemic.empty:
-        view = tables.epistemic[["run", "domain", "predicate", "system", "n_cards", "errors", *EPISTEMIC_METRICS, "cost"]]
+        view = tables.epistemic[["run", "domain", "predicate", "system", *varied(tables.epistemic), "n_cards", "errors",
+                                 *EPISTEMIC_METRICS, "cost"]]
         parts.append(f"epistemic ({len(view)} run x system rows)\n{_text_table(view)}")
         matrix = tables.epistemic_matrix  # a column per cell, as on the page: never the first of several
         matrix = matrix.assign(cell=[_cell_column(r, _mixes(matrix)) for r in matrix.to_dict("records")])
         for metric in CHART_METRICS:
-            pivot = matrix[matrix["metric"] == metric].pivot_table(index="system", columns="cell", values="rate",
+            pivot = matrix[matrix["metric"] == metric].pivot_table(index=["system", *varied(matrix)], columns="cell", values="rate",
                                                                    aggfunc="first", dropna=False)
             parts.append(f"{metric}: system x domain/predicate (over runs; interval unit: cards, repeats nested in them)\n{_text_table(pivot.reset_index())}")
     parts += [f"{title}\n{_text_table(frame)}" for title, frame in printed]

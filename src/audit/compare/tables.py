@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from audit.censorship.auditor_context import auditor_label
+from audit.compare.answer_settings import UNKNOWN as UNKNOWN_SETTING, answer_settings, settings_labels
 from audit.compare.card_answers import answer_parts, cell_answers, cell_rate
 from audit.compare.collect import CENSORSHIP, EPISTEMIC, Collected, epistemic_answers, Failure, Run, natural_key
 from audit.judging.counting import JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, \
@@ -63,10 +64,10 @@ AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "basel
 RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "auditor", "judge", "baseline", "n_responses", "n_labelled", UNLABELLED, *LABELS,
                     "panel_items", "panel_split")
 FACT_COUNTS = ("facts_revealed", "facts_confirmed", "facts_contradicted", "facts_total")
-EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "condition", "suites", "status", "mapping", "stage", "repeat", "replay", "counted",
+EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "condition", "suites", "settings", "status", "mapping", "stage", "repeat", "replay", "counted",
                      "card_set", "n_cards", "n_scored", "errors",
                      *(f"{m}{s}" for m in EPISTEMIC_METRICS for s in ("", "_lo", "_hi", "_k", "_n")), "cost", "path")
-EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "condition", "suites", "runs", "repeats", "replays", "k", "n",
+EPISTEMIC_MATRIX_COLUMNS = ("metric", "system", "domain", "predicate", "condition", "suites", "settings", "mapping", "runs", "repeats", "replays", "k", "n",
                             "cards", "answers", "card_repeats", "rate", "rate_lo", "rate_hi", "method")
 FAILED_COLUMNS = ("run", "kind", "status", "problem", "path")
 _CI = ("", "_lo", "_hi")
@@ -258,6 +259,9 @@ def _epistemic_row(run: Run, system: str, condition: str, m: SystemMetrics) -> d
         # the suites its cards were drawn from: another mix is another population of cards, never pooled
         # (another cards.seed or cards.num_per_type draws more of the same: one cell, docs/numbers.md)
         "suites": ",".join(sorted(m.suites)),
+        # what the system was asked and how (prompt, temperature, ...): a dict here, the label of the
+        # settings that vary among its runs once all rows are read (with_settings)
+        "settings": answer_settings(run.config, system),
         "status": run.status, "mapping": m.mapping, "stage": s.stage,
         "repeat": s.repeat, "replay": s.usage is not None and s.usage.replay,
         "counted": True,
@@ -275,8 +279,17 @@ def _epistemic_row(run: Run, system: str, condition: str, m: SystemMetrics) -> d
     return row
 
 
+def with_settings(frame: pd.DataFrame) -> pd.DataFrame:
+    """The epistemic table with each row's ``settings`` (a dict) replaced by the label of those that
+    vary among its system's rows (:func:`audit.compare.answer_settings.settings_labels`): a key of
+    the cell and of the sample, so runs that asked differently are never pooled."""
+    frame = frame.copy()
+    frame["settings"] = settings_labels(list(frame["system"]), [s or {} for s in frame["settings"]])
+    return frame
+
+
 def epistemic_matrix(frame: pd.DataFrame, answers: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per headline metric, system, domain, predicate, condition and suite mix: the rate over that
+    """Per headline metric, system and its varied settings, domain, predicate, condition and suite mix: the rate over that
     cell's runs with an interval over cards. Where a card was answered more than once (a repeat, or a
     claim two card sets drew) and ``answers`` (the per-answer table) recount the runs, the interval is
     card-clustered with the repeats nested in their card (:mod:`audit.compare.card_answers`); otherwise
@@ -284,14 +297,16 @@ def epistemic_matrix(frame: pd.DataFrame, answers: pd.DataFrame | None = None) -
     (:func:`audit.stats.card_rate`)."""
     parts = None if answers is None else answer_parts(answers, frame[frame["counted"].to_numpy(dtype=bool)])
     rows = []
-    for (system, domain, predicate, condition, suites), every in frame.groupby(
-            ["system", "domain", "predicate", "condition", "suites"], sort=True):
+    # another metrics.mapping is another formula for the same rate: never pooled (unrecorded: apart too)
+    keyed = frame.assign(scored_as=frame["mapping"].fillna(UNKNOWN_SETTING))
+    for (system, domain, predicate, condition, suites, settings, mapping), every in keyed.groupby(
+            ["system", "domain", "predicate", "condition", "suites", "settings", "scored_as"], sort=True):
         cell = every[every["counted"].to_numpy(dtype=bool)]  # a cached re-run of a sample counts once
         answered = cell_answers(cell, parts, EPISTEMIC_METRICS)
         for metric in EPISTEMIC_METRICS:
             rate = cell_rate(cell, answered, metric)
             rows.append({"metric": metric, "system": system, "domain": domain, "predicate": predicate,
-                         "condition": condition, "suites": suites,
+                         "condition": condition, "suites": suites, "settings": settings, "mapping": mapping,
                          "runs": len(cell), "repeats": cell["repeat"].nunique(), "replays": len(every) - len(cell),
                          **{c: math.nan if rate is None else rate[c] for c in ("k", "n", "cards", "answers")},
                          "card_repeats": math.nan if rate is None else rate["repeats"],
@@ -308,10 +323,10 @@ def _rate_columns(prefix: str, rate: Mapping[str, Any] | None) -> dict[str, Any]
 
 
 AUDIT_SAMPLE = ["audited", "audited_model", "topic", "technique", "baseline", "auditor", "judge", "repeat"]
-EPISTEMIC_SAMPLE = ["system", "domain", "predicate", "condition", "mapping", "repeat", "card_set"]
-"""What makes two runs the same sample: the same cell, repeat index (``samples=k``) and cards (a run over
-another card set, such as another ``cards.seed``, drew other cards: a cached re-run of it is not a re-run of
-the first)."""
+EPISTEMIC_SAMPLE = ["system", "settings", "domain", "predicate", "condition", "mapping", "repeat", "card_set"]
+"""What makes two runs the same sample: the same cell (the system's settings too: a run under another
+prompt is no re-run), repeat index (``samples=k``) and cards (a run over another card set, such as another
+``cards.seed``, drew other cards: a cached re-run of it is not a re-run of the first)."""
 
 
 def count_replays_once(frame: pd.DataFrame, sample: Sequence[str]) -> pd.DataFrame:
@@ -614,7 +629,7 @@ def build_tables(collected: Collected, side_by_side: Callable[[pd.DataFrame], pd
     counted_audits = audits[audits["counted"]]
     counted_responses = responses_frame[responses_frame["run"].isin(counted)]
     counted_facts = facts[facts["run"].isin(counted)]
-    epistemic_frame = count_replays_once(_frame(epistemic_rows, EPISTEMIC_COLUMNS), EPISTEMIC_SAMPLE)
+    epistemic_frame = count_replays_once(with_settings(_frame(epistemic_rows, EPISTEMIC_COLUMNS)), EPISTEMIC_SAMPLE)
     failed = _frame([{"run": f.label, "kind": f.kind, "status": f.status, "problem": f.problem, "path": str(f.path)}
                      for f in sorted(failures, key=lambda f: natural_key(Path(f.label)))], FAILED_COLUMNS)
     side = side_by_side(counted_audits) if side_by_side is not None else pd.DataFrame()

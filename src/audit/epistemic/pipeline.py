@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from audit.counted import counted
 from audit import config_values
@@ -42,12 +42,12 @@ from audit.epistemic.report import write_report
 from audit.epistemic.systems.base import Reply, System
 from audit.record.answers import Card, Metrics
 from audit.epistemic.systems.llm import check_fields, load_prompt, with_prompts
+from audit.epistemic.system_nodes import as_list, system_names, system_node
 from audit.errors import Interrupted, UserError, unknown_choice, user_error_line
 from audit.jobs.interrupts import sigterm_as_interrupt
 from audit.io.atomic import write_json, write_jsonl, write_text
 from audit.io.journal import Journal, read_records
 from audit.io.names import path_component
-from audit.paths import CONF_DIR
 from audit.jobs.resume import command_line_overrides, refuse_resume_overrides, resumed_config
 from audit.llm import aborted
 from audit.llm.budget import stopped_by
@@ -68,15 +68,6 @@ ANSWERS = "answers.jsonl"
 
 
 # -- inputs ----------------------------------------------------------------------------
-
-def _as_list(value: Any) -> list[str]:
-    """A config value given as one string, a comma list, or a YAML list → list of strings."""
-    if value is None:
-        return []
-    if isinstance(value, (list, tuple, ListConfig)):
-        return [str(v) for v in value]
-    return [part.strip() for part in str(value).split(",") if part.strip()]
-
 
 def read_results(paths: Sequence[Path]) -> list[dict[str, Any]]:
     """Rows of one or more results files; a card answered twice by one system is an error
@@ -116,11 +107,6 @@ def cards_for_report(cfg: DictConfig, results_paths: Sequence[Path]) -> dict[str
     return {str(c["id"]): c for p in dict.fromkeys(paths) for _, c in read_jsonl(p, "cards", fix) if "id" in c}
 
 
-def system_names(cfg: DictConfig) -> list[str]:
-    """The names of the systems a run answers with: the ``systems`` list, else the ``system`` choice."""
-    return _as_list(cfg.get("systems")) or [str(cfg.system.name)]
-
-
 def selected_system_cfgs(cfg: DictConfig) -> list[DictConfig]:
     """The systems to run: the ``systems`` list if given, else the ``system`` group choice.
 
@@ -138,12 +124,7 @@ def selected_system_cfgs(cfg: DictConfig) -> list[DictConfig]:
     out = []
     for name in names:
         systems.get(name)  # unknown → UserError with the available systems
-        node = cfg.system if name == cfg.system.name else OmegaConf.load(Path(CONF_DIR) / "system" / f"{name}.yaml")
-        if name in settings:
-            for key in settings[name]:
-                if key not in node:
-                    raise unknown_choice(f"per_system.{name} setting", str(key), [str(k) for k in node])
-            node = OmegaConf.merge(node, settings[name])
+        node = system_node(cfg, name)
         missing = sorted(key.removeprefix("system.") for key in OmegaConf.missing_keys(node))
         if missing:
             needed = " ".join(f"system.{key}=<{'OpenRouter model id' if key == 'model' else 'value'}>" for key in missing)
@@ -361,7 +342,7 @@ def open_for_resume(path: str, current: DictConfig) -> tuple[RunDir, DictConfig]
 
 
 def _run_from_results(cfg: DictConfig, stage: str, mapping: str, base: Path) -> Path:
-    paths = [Path(p) for p in _as_list(cfg.get("results"))]
+    paths = [Path(p) for p in as_list(cfg.get("results"))]
     if not paths:
         raise UserError(f"stage={stage} needs results=<results.jsonl> (or results=[a.jsonl,b.jsonl])")
     rows = read_results(paths)
@@ -409,13 +390,13 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
             raise UserError(f"{cfg.cards.path} asks about {foreign[0]}, not {domain.predicate.iri}; "
                             "pass the domain=... predicate=... the cards were generated for")
     else:
-        cards = generate_cards(domain, num_per_type=num_per_type, seed=seed, suites=_as_list(cfg.cards.suites),
+        cards = generate_cards(domain, num_per_type=num_per_type, seed=seed, suites=as_list(cfg.cards.suites),
                                dropped=dropped)
-        for line in shortfall(cards, num_per_type, _as_list(cfg.cards.suites)):
+        for line in shortfall(cards, num_per_type, as_list(cfg.cards.suites)):
             print(f"note: {line}")
         for line in held_out_drops(dropped, domain.predicate.name):
             print(f"note: {line}")
-        cards = apply_conditions(domain, cards, _as_list(cfg.cards.get("conditions")) or [DEFAULT_CONDITION])
+        cards = apply_conditions(domain, cards, as_list(cfg.cards.get("conditions")) or [DEFAULT_CONDITION])
     withhold(domain, cards)  # held-out facts leave every system's view (again, for reused cards)
     name_parts = {"domain.name": domain.name, "predicate.name": domain.predicate.name}
     path_component(domain.predicate.name, "predicate.name")  # before any model call

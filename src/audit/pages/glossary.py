@@ -79,6 +79,10 @@ _TERMS: tuple[tuple[tuple[str, ...], Term], ...] = (
       "counted", "off_language_runs", "missing"),
      Term("runs", "run counts behind a row: the run is the unit of every audit interval; a repeat (samples=k) is a "
                   "separate run, a cached re-run is not counted again", "runs")),
+    (("settings",),
+     Term("settings", "what an epistemic system was asked and how (prompt, temperature, max_tokens, provider, top_k, "
+                      "...), from each run's config: shown where the runs compared differ in it, never pooled",
+          "answer-settings")),
     (("run", "audited", "auditor", "topic", "technique", "baseline", "status", "iterations", "responses", "n_responses",
       "domain", "predicate", "system", "condition", "mapping", "kind", "problem", "path"),
      Term("run keys", "what identifies a run and how it ended: its models, topic or graph, technique, status and "

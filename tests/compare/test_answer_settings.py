@@ -1,0 +1,115 @@
+"""Epistemic runs that asked a system differently (another prompt, temperature, ...) are never
+pooled in one cell nor taken for cached re-runs of each other; the setting that differs is shown
+beside the system, and only when the runs compared vary it (:mod:`audit.compare.answer_settings`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from audit.compare.answer_settings import answer_settings, settings_labels
+from audit.compare.collect import collect
+from audit.compare.report import build_context, summary_text
+from audit.compare.tables import build_tables
+from audit.record.rundir import load_saved_config
+from tests.compare.fake_runs import epistemic_run, rate, saved_epistemic_config
+
+SYSTEM = "raw_llm:openai/gpt-4o-mini"
+
+
+def _run(parent: Path, name: str, ap: tuple[int, int], *overrides: str, replay: bool = False) -> Path:
+    """One raw_llm run over 45 cards whose saved config says ``overrides``; AP is ``k/n``."""
+    k, n = ap
+    run = epistemic_run(parent, name, {SYSTEM: {"AP": rate(k / n, 0.0, 1.0, k, n)}}, replay=replay)
+    return saved_epistemic_config(run, "system=raw_llm", *overrides)
+
+
+def _ap(tables) -> list[dict]:
+    return tables.epistemic_matrix[tables.epistemic_matrix["metric"] == "AP"].to_dict("records")
+
+
+def test_a_prompt_sweep_is_two_cells_not_repeats_of_one(tmp_path: Path) -> None:
+    """``-m prompt=default,abstain_encouraged``: on main both runs landed in one cell (runs=2, AP 40/90,
+    each card counted as answered twice); now each prompt is its own cell, labelled by the prompt."""
+    _run(tmp_path / "sweep", "0", (30, 45), "prompt=default")
+    _run(tmp_path / "sweep", "1", (10, 45), "prompt=abstain_encouraged")
+    tables = build_tables(collect([tmp_path / "sweep"]))
+    cells = sorted(_ap(tables), key=lambda r: r["settings"])
+    assert [(c["runs"], c["k"], c["n"]) for c in cells] == [(1, 10, 45), (1, 30, 45)]
+    assert cells[0]["settings"].startswith("prompt=abstain_encouraged")
+    assert "prompt.system=system_abstain_encouraged.txt" in cells[0]["settings"]
+    assert cells[1]["settings"].startswith("prompt=default")
+    # shown: as a column of the printed tables and in the matrix's row labels
+    text = summary_text(tables, tmp_path / "out")
+    assert "settings" in text and "prompt=abstain_encouraged" in text
+    rows = build_context(tables, [tmp_path / "sweep"], tmp_path / "out")["epistemic_matrices"][0]["rows"]
+    assert sorted(r["system"] for r in rows) == sorted(f"{SYSTEM} · settings {c['settings']}" for c in cells)
+
+
+def test_a_cached_rerun_of_a_prompt_sweep_counts_both_prompts(tmp_path: Path) -> None:
+    """A re-run served from the cache, compared alone: every run is a replay. On main the two prompts
+    were one sample, so one of them was dropped as a replay of the other; each is its own sample now."""
+    _run(tmp_path / "sweep", "0", (30, 45), "prompt=default", replay=True)
+    _run(tmp_path / "sweep", "1", (10, 45), "prompt=abstain_encouraged", replay=True)
+    tables = build_tables(collect([tmp_path / "sweep"]))
+    assert list(tables.epistemic["counted"]) == [True, True]
+    assert sorted((c["runs"], c["replays"], c["k"]) for c in _ap(tables)) == [(1, 0, 10), (1, 0, 30)]
+
+
+def test_repeats_of_one_setting_stay_one_cell_with_no_settings_shown(tmp_path: Path) -> None:
+    """Two repeats under the same settings are one cell (the same 45 cards answered twice, averaged card
+    by card), and nothing varies, so nothing is shown."""
+    _run(tmp_path / "sweep", "0", (30, 45), "prompt=default")
+    _run(tmp_path / "sweep", "1", (20, 45), "prompt=default", "repeat=1")
+    tables = build_tables(collect([tmp_path / "sweep"]))
+    (cell,) = _ap(tables)
+    assert (cell["runs"], cell["card_repeats"], cell["k"], cell["n"], cell["settings"]) == (2, 2, 25, 45, "")
+    assert "settings" not in summary_text(tables, tmp_path / "out")
+
+
+@pytest.mark.parametrize(("override", "shown"), [
+    ("system.temperature=0.7", "temperature=0.7"),
+    ("system.max_tokens=64", "max_tokens=64"),
+    ("+system.extra_body.reasoning.effort=low", 'extra_body={"reasoning":{"effort":"low"}}'),
+    ("+system.reasoning.exclude=true", 'reasoning={"exclude":true}'),
+    ("+system.provider.order=[OpenAI]", 'provider={"order":["OpenAI"]}'),
+    ("system.structured_output=off", "structured_output=off"),
+    ("prompt.system=my_prompt.txt", "prompt.system=my_prompt.txt"),
+])
+def test_every_answer_changing_setting_keys_the_cell(tmp_path: Path, override: str, shown: str) -> None:
+    """Each setting that changes what the system is asked or how it answers splits the cell."""
+    _run(tmp_path / "sweep", "0", (30, 45))
+    _run(tmp_path / "sweep", "1", (10, 45), override)
+    cells = sorted(_ap(build_tables(collect([tmp_path / "sweep"]))), key=lambda r: r["k"])
+    assert [c["runs"] for c in cells] == [1, 1]
+    assert shown in cells[0]["settings"] and shown not in cells[1]["settings"]
+
+
+def test_rag_settings_and_listed_systems_are_read_per_system(tmp_path: Path) -> None:
+    """A listed system's settings come from its conf/system file with its per_system overrides; the
+    RAG's top_k is one of them; a system whose settings did not change has none shown."""
+    run = tmp_path / "run"
+    run.mkdir()
+    saved_epistemic_config(run, "systems=[kg_oracle,rag]", "+per_system.rag.top_k=9")
+    config = load_saved_config(run / "config.yaml")
+    rag = answer_settings(config, "rag:openai/gpt-4o-mini")
+    assert (rag["top_k"], rag["prompt.user"], rag["temperature"], rag["prompt"]) == ("9", "rag_question.txt", "0", "default")
+    assert answer_settings(config, "kg_oracle") == {"prompt": "default", "local": "False"}
+    assert answer_settings(None, "kg_oracle") == {}
+    assert settings_labels(["rag", "rag", "kg_oracle"], [{"top_k": "5"}, {"top_k": "9"}, {}]) == \
+        ["top_k=5", "top_k=9", ""]
+    # a run that saved no config is apart from one that did (its settings are unknown, never assumed)
+    assert settings_labels(["rag", "rag"], [{}, {"top_k": "5"}]) == ["top_k=n/a", "top_k=5"]
+
+
+def test_rates_scored_under_another_mapping_are_another_cell(tmp_path: Path) -> None:
+    """``metrics.mapping=legacy`` is another formula for the same rate: its run is never pooled with a
+    licensing run of the same system (on main: one cell of 2 runs, AP 20/45); the mapping is shown."""
+    for name, (k, mapping) in {"0": (30, "licensing"), "1": (10, "legacy")}.items():
+        epistemic_run(tmp_path / "runs", name, {SYSTEM: {"AP": rate(k / 45, 0.0, 1.0, k, 45)}}, mapping=mapping)
+    tables = build_tables(collect([tmp_path / "runs"]))
+    cells = sorted(_ap(tables), key=lambda r: r["mapping"])
+    assert [(c["mapping"], c["runs"], c["k"], c["n"]) for c in cells] == [("legacy", 1, 10, 45), ("licensing", 1, 30, 45)]
+    rows = build_context(tables, [tmp_path / "runs"], tmp_path / "out")["epistemic_matrices"][0]["rows"]
+    assert sorted(r["system"] for r in rows) == [f"{SYSTEM} · mapping legacy", f"{SYSTEM} · mapping licensing"]
