@@ -69,6 +69,20 @@ def test_verdicts_per_provider():
     assert check([n], ["Blue is nice."]) == "unsure"      # billed verbatim but answered: never OK
 
 
+def diagnose_on(server, family: str, *, canaries: int) -> Diagnosis:
+    """The doctor's check of an unpinned model of ``family`` against ``server``, in this process."""
+    gateway = Gateway(GatewaySettings(api_base=server.base_url, max_retries=0, cache_enabled=False), "k")
+    audited = OmegaConf.create({"model": "m/x", "template": family, "provider": None, "system_prompt": None})
+
+    async def check_once() -> Diagnosis:
+        try:
+            return await diagnose(gateway, audited, CANARY, max_tokens=24, temperature=0.0, canaries=canaries)
+        finally:
+            await gateway.aclose()
+
+    return asyncio.run(check_once())
+
+
 @pytest.mark.parametrize("family", NINE)
 @pytest.mark.parametrize("provider,verdict", [
     (ServedBy("Wrapper", wraps=True), "wrapping"), (ServedBy("WrapperBos", wraps=True, adds_bos=True), "wrapping"),
@@ -80,16 +94,7 @@ def test_doctor_catches_every_familys_wrap_and_passes_its_raw_prompt(fake_openro
     template (and bills that rendering's native-looking token count), the doctor says WRAPPING,
     although the wrapped reply starts lower-case; against one feeding it verbatim, OK."""
     fake_openrouter.handler = LoadBalanced(get_family(family), [provider])
-    gateway = Gateway(GatewaySettings(api_base=fake_openrouter.base_url, max_retries=0, cache_enabled=False), "k")
-    audited = OmegaConf.create({"model": "m/x", "template": family, "provider": None, "system_prompt": None})
-
-    async def check_once():
-        try:
-            return await diagnose(gateway, audited, CANARY, max_tokens=24, temperature=0.0, canaries=2)
-        finally:
-            await gateway.aclose()
-
-    diagnosis = asyncio.run(check_once())
+    diagnosis = diagnose_on(fake_openrouter, family, canaries=2)
     assert {p: c.verdict for p, c in diagnosis.providers.items()} == {provider.name: verdict}
     assert diagnosis.honoured is (verdict == "ok")
 
@@ -110,16 +115,7 @@ def test_a_provider_the_balancer_sent_one_kind_of_canary_is_sent_the_other_pinne
     """Unpinned, Honest bills the token canaries verbatim but never sees a sentence and Wrapper only
     answers sentences: without the pinned follow-up Honest would be UNSURE and Wrapper's wrap unseen."""
     fake_openrouter.handler = ByKind(get_family("kimi_k2"), [ServedBy("Honest"), ServedBy("Wrapper", wraps=True)])
-    gateway = Gateway(GatewaySettings(api_base=fake_openrouter.base_url, max_retries=0, cache_enabled=False), "k")
-    audited = OmegaConf.create({"model": "m/x", "template": "kimi_k2", "provider": None, "system_prompt": None})
-
-    async def check_once():
-        try:
-            return await diagnose(gateway, audited, CANARY, max_tokens=24, temperature=0.0, canaries=4)
-        finally:
-            await gateway.aclose()
-
-    diagnosis = asyncio.run(check_once())
+    diagnosis = diagnose_on(fake_openrouter, "kimi_k2", canaries=4)
     assert {p: c.verdict for p, c in diagnosis.providers.items()} == {"Honest": "ok", "Wrapper": "wrapping"}
     assert {p: c.pinned for p, c in diagnosis.providers.items()} == {"Honest": FOLLOW_UPS, "Wrapper": FOLLOW_UPS}
     pins = [r.json["provider"] for r in fake_openrouter.completion_requests() if r.json.get("provider")]
