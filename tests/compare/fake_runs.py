@@ -108,3 +108,16 @@ def saved_epistemic_config(run: Path, *overrides: str) -> Path:
         cfg = compose("epistemic", overrides=list(overrides))
     (run / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True), encoding="utf-8")
     return run
+
+
+def recorded_systems(run: Path) -> Path:
+    """The ``systems.json`` a run with ``run``'s saved config writes when it starts: its systems as the
+    pipeline resolves them (today's conf/system files and prompt files), through the pipeline's own code."""
+    from audit.epistemic.pipeline import selected_system_cfgs
+    from audit.epistemic.systems.base import system_id
+    from audit.epistemic.used_systems import RECORD, used_systems
+    from audit.record.rundir import load_saved_config
+
+    nodes = selected_system_cfgs(load_saved_config(run / "config.yaml"))
+    _write(run / RECORD, used_systems(nodes, [system_id(n) for n in nodes]))
+    return run

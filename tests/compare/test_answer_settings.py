@@ -4,6 +4,8 @@ beside the system, and only when the runs compared vary it (:mod:`audit.compare.
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,8 +14,10 @@ from audit.compare.answer_settings import answer_settings, settings_labels
 from audit.compare.collect import collect
 from audit.compare.report import build_context, summary_text
 from audit.compare.tables import build_tables
+from audit.epistemic import system_nodes
+from audit.paths import CONF_DIR
 from audit.record.rundir import load_saved_config
-from tests.compare.fake_runs import epistemic_run, rate, saved_epistemic_config
+from tests.compare.fake_runs import epistemic_run, rate, recorded_systems, saved_epistemic_config
 
 SYSTEM = "raw_llm:openai/gpt-4o-mini"
 
@@ -113,3 +117,45 @@ def test_rates_scored_under_another_mapping_are_another_cell(tmp_path: Path) -> 
     assert [(c["mapping"], c["runs"], c["k"], c["n"]) for c in cells] == [("legacy", 1, 10, 45), ("licensing", 1, 30, 45)]
     rows = build_context(tables, [tmp_path / "runs"], tmp_path / "out")["epistemic_matrices"][0]["rows"]
     assert sorted(r["system"] for r in rows) == [f"{SYSTEM} · mapping legacy", f"{SYSTEM} · mapping licensing"]
+
+
+def test_a_prompt_file_edited_under_the_same_name_is_another_cell(tmp_path: Path) -> None:
+    """Two runs with ``prompt.system=<my file>``, the file's text edited between them: the config names
+    the same file, the run's ``systems.json`` the text's digest. On main they were one cell (each card
+    answered twice); now two, labelled by the digest. A run dir written before the record (no digest) is
+    a third cell, ``n/a``: its text is unknown, never assumed the same."""
+    mine = tmp_path / "mine.txt"
+    digests = []
+    for name, k, text in (("0", 30, "Answer only with JSON."), ("1", 10, "Answer only with JSON. Say UNKNOWN often.")):
+        mine.write_text(text, encoding="utf-8")
+        recorded_systems(_run(tmp_path / "sweep", name, (k, 45), f"prompt.system={mine}"))
+        digests.append(json.loads((tmp_path / "sweep" / name / "systems.json").read_text())[SYSTEM]
+                       ["prompt_sha256"]["system"])
+    assert digests[0] != digests[1] and all(len(d) == 12 for d in digests)
+    _run(tmp_path / "sweep", "2", (20, 45), f"prompt.system={mine}")  # before systems.json existed
+    cells = sorted(_ap(build_tables(collect([tmp_path / "sweep"]))), key=lambda r: r["k"])
+    assert [(c["runs"], c["k"]) for c in cells] == [(1, 10), (1, 20), (1, 30)]
+    user = json.loads((tmp_path / "sweep" / "0" / "systems.json").read_text())[SYSTEM]["prompt_sha256"]["user"]
+    assert [c["settings"] for c in cells] == [
+        f"prompt.system.sha256={digests[1]} · prompt.user.sha256={user}",
+        "prompt.system.sha256=n/a · prompt.user.sha256=n/a",
+        f"prompt.system.sha256={digests[0]} · prompt.user.sha256={user}"]
+
+
+def test_a_listed_systems_recorded_settings_outlive_its_conf_file(tmp_path: Path, monkeypatch) -> None:
+    """``systems=[kg_oracle,rag]`` names rag, whose settings live in conf/system/rag.yaml. A run recorded
+    rag at top_k 5; the file then says top_k 9 and a second run records that. On main both were rebuilt
+    from today's file (top_k 9 for both: one cell of 2 runs); the record keeps them apart."""
+    conf = tmp_path / "conf"
+    shutil.copytree(CONF_DIR, conf)
+    monkeypatch.setattr(system_nodes, "CONF_DIR", str(conf))  # this project's conf reader, not a model call
+    rag = "rag:openai/gpt-4o-mini"
+    for name, k in (("0", 30), ("1", 10)):
+        if name == "1":
+            text = (conf / "system" / "rag.yaml").read_text(encoding="utf-8")
+            (conf / "system" / "rag.yaml").write_text(text.replace("top_k: 5", "top_k: 9"), encoding="utf-8")
+        run = epistemic_run(tmp_path / "sweep", name, {rag: {"AP": rate(k / 45, 0.0, 1.0, k, 45)}})
+        recorded_systems(saved_epistemic_config(run, "systems=[kg_oracle,rag]"))
+    assert json.loads((tmp_path / "sweep" / "0" / "systems.json").read_text())[rag]["settings"]["top_k"] == 5
+    cells = sorted(_ap(build_tables(collect([tmp_path / "sweep"]))), key=lambda r: r["k"])
+    assert [(c["runs"], c["k"], c["settings"]) for c in cells] == [(1, 10, "top_k=9"), (1, 30, "top_k=5")]

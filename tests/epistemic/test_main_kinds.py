@@ -9,8 +9,10 @@ import json
 import sys
 from pathlib import Path
 
+from audit.epistemic.systems.llm import load_prompt
+from audit.epistemic.used_systems import RECORD, text_digest
 from audit.testing.replies import chat_reply
-from tests.epistemic.test_main import run_cli
+from tests.epistemic.test_main import only_run_dir, run_cli
 from tests import entrypoints
 
 SUITES = "cards.suites=[standard,grounded,negation,held_out,nonexistent]"
@@ -50,6 +52,14 @@ def test_a_users_own_prompt_file_and_a_missing_one(tmp_path: Path, fake_openrout
                    "cards.suites=[negation]", env=fake_openrouter.env())
     assert proc.returncode == 0, proc.stderr
     assert {r.json["messages"][0]["content"] for r in fake_openrouter.chat_requests()} == {mine.read_text()}
+    # the run dir says which text it sent (a later edit of mine.txt keeps its name): systems.json, written
+    # at the start, holds the system as it ran and each prompt file's text digest, and never the key
+    record = (only_run_dir(tmp_path) / RECORD).read_text()
+    (used,) = json.loads(record).values()
+    assert used["settings"]["prompt"] == {"system": str(mine), "user": "facts_question.txt"}
+    assert used["prompt_sha256"] == {"system": text_digest(mine.read_text()),
+                                     "user": text_digest(load_prompt("facts_question.txt"))}
+    assert fake_openrouter.env()["OPENROUTER_API_KEY"] not in record
     missing = run_cli(tmp_path, "system=raw_llm", f"prompt.system={tmp_path / 'nope.txt'}", env=fake_openrouter.env())
     assert missing.returncode == 1 and "does not exist" in missing.stderr and "Traceback" not in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1

@@ -35,7 +35,11 @@ def test_kg_oracle_all_stages_perfect_scores(tmp_path):
     run_dir = run(config(), base_dir=tmp_path)
     assert run_dir.parent == tmp_path and run_dir.name.startswith("rivers_has_mouth_")
     names = {p.name for p in run_dir.iterdir()}
-    assert {"config.yaml", "cards.jsonl", "results.jsonl", "metrics.json", "report.html", "summary.json"} <= names
+    assert {"config.yaml", "systems.json", "cards.jsonl", "results.jsonl", "metrics.json", "report.html",
+            "summary.json"} <= names
+    # the oracle sends no prompt: its node, and no text digest
+    assert json.loads((run_dir / "systems.json").read_text()) == \
+        {"kg_oracle": {"settings": {"name": "kg_oracle", "label": None}, "prompt_sha256": {}}}
     assert "usage.json" not in names
     cards, rows = jsonl(run_dir / "cards.jsonl"), jsonl(run_dir / "results.jsonl")
     assert len(cards) == len(rows) == 27  # 3 labels x 3 suites x 3
@@ -68,6 +72,12 @@ def test_several_systems_one_run_with_llm_errors(llm_env, tmp_path):
     usage = json.loads((run_dir / "usage.json").read_text())
     assert usage["totals"]["calls"] >= len(answered)
     assert "test-key-123" not in (run_dir / "config.yaml").read_text()
+    # each listed system as it ran (raw_llm from its conf/system file), the key nowhere in the record
+    used = json.loads((run_dir / "systems.json").read_text())
+    assert set(used) == {"kg_oracle", "raw_llm:openai/gpt-4o-mini"}
+    raw_used = used["raw_llm:openai/gpt-4o-mini"]
+    assert (raw_used["settings"]["max_tokens"], set(raw_used["prompt_sha256"])) == (20, {"system", "user"})
+    assert "test-key-123" not in (run_dir / "systems.json").read_text()
     assert "raw_llm:openai/gpt-4o-mini" in (run_dir / "report.html").read_text()
 
 

@@ -1,5 +1,6 @@
-"""What an epistemic system was asked and how it answered, read from its run's saved ``config.yaml``:
-the cell key beside the system id (pure: the config is read by :mod:`audit.compare.collect`).
+"""What an epistemic system was asked and how it answered, read from its run's ``systems.json`` and
+saved ``config.yaml``: the cell key beside the system id (pure: both are read by
+:mod:`audit.compare.collect`).
 
 A system id is ``name:model`` (or its label), so two runs of one system under another prompt,
 temperature, ``max_tokens``, ``extra_body``/``reasoning``, provider pin, endpoint, RAG ``top_k`` or
@@ -9,6 +10,13 @@ cached re-run of one would be dropped as a replay of the other. Every setting of
 prompt group's name and ``local``; only those that differ among one system's runs are shown
 (:func:`settings_labels`), as the censorship pages show the auditor and judge only when a sweep
 varies them.
+
+The node is the one the run recorded when it started (:mod:`audit.epistemic.used_systems`), with
+its prompt files' text digests (``prompt.system.sha256``): a prompt file edited under the same name
+is another cell, and a listed system's ``conf/system`` file changed since the run does not change
+what the run is said to have used. A run dir written before that record existed has its nodes
+rebuilt from its config and today's ``conf/system`` files, and no digests (``n/a``: apart from any
+run that has them, never assumed equal).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 from audit.epistemic.system_nodes import system_names, system_node
 from audit.epistemic.systems.base import system_id
 from audit.epistemic.systems.llm import with_prompts
+from audit.epistemic.used_systems import recorded_system
 from audit.errors import UserError
 
 SAME = ("name", "label")
@@ -59,21 +68,32 @@ def _node(config: DictConfig, system: str) -> DictConfig | None:
     return named[0] if len(named) == 1 else None
 
 
-def answer_settings(config: DictConfig | None, system: str) -> dict[str, str]:
+def answer_settings(config: DictConfig | None, system: str,
+                    recorded: Mapping[str, Any] | None = None) -> dict[str, str]:
     """Every setting that changes what ``system`` (a system id) was asked or how it answered in a run
-    whose saved config is ``config``, dotted name → text; {} when the run saved no config."""
-    if config is None:
+    whose saved config is ``config`` and whose record of its systems is ``recorded`` (``systems.json``;
+    None for a run written before it), dotted name → text; {} when the run saved neither."""
+    if config is None and recorded is None:
         return {}
-    try:
-        node = _node(config, system)
-    except (UserError, OSError, ValueError) as exc:  # a system the config no longer resolves: apart from all
-        return {"config": f"unresolved ({exc})"}
-    if node is None:
-        return {"config": "system not found"}
-    settings = {k: v for k, v in _flat(OmegaConf.to_container(node, resolve=True)).items() if k not in SAME}  # type: ignore[arg-type]
-    prompt = config.get("prompt")
+    digests: Mapping[str, str] = {}
+    if recorded is not None:
+        try:
+            node, digests = recorded_system(recorded, system)
+        except ValueError as exc:  # a record that does not hold the system: apart from all
+            return {"config": f"unrecorded ({exc})"}
+    else:
+        try:
+            rebuilt = _node(config, system)  # type: ignore[arg-type]
+        except (UserError, OSError, ValueError) as exc:  # a system the config no longer resolves: apart from all
+            return {"config": f"unresolved ({exc})"}
+        if rebuilt is None:
+            return {"config": "system not found"}
+        node = OmegaConf.to_container(rebuilt, resolve=True)  # type: ignore[assignment]
+    settings = {k: v for k, v in _flat(node).items() if k not in SAME}
+    settings |= {f"prompt.{role}.sha256": str(digest) for role, digest in digests.items()}
+    prompt = config.get("prompt") if config is not None else UNKNOWN
     return {**settings, "prompt": _text(prompt.get("name") if isinstance(prompt, Mapping) else prompt),
-            "local": _text(config.get("local", False))}
+            "local": _text(config.get("local", False)) if config is not None else UNKNOWN}
 
 
 def settings_labels(systems: Sequence[str], settings: Sequence[Mapping[str, str]]) -> list[str]:

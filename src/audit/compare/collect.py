@@ -20,6 +20,7 @@ import pandas as pd
 from omegaconf import DictConfig
 
 from audit.io.atomic import read_json_saved
+from audit.epistemic.used_systems import RECORD
 from audit.errors import UserError
 from audit.record.answers import Metrics
 from audit.runs.loading import RunFiles, load_runs
@@ -42,6 +43,7 @@ class Run:
     summary: CensorshipSummary | EpistemicSummary
     metrics: Metrics | None = None
     config: DictConfig | None = None  # an epistemic run's saved config.yaml (None: it saved none)
+    systems: Mapping[str, Any] | None = None  # its systems.json, each system as it ran (None: written before)
     source: str = "summary.json"  # the file its judge's labels come from (a rescore's: audit.compare.judgings)
 
     @property
@@ -79,7 +81,7 @@ def as_result(record: RunRecord, label: str) -> Run | Failure:
     """A run the tables use, or the failed-runs row that says why not."""
     if record.summary is None or (record.problem is not None and record.summary.stop_reason != "mostly_errors"):
         return Failure(record.path, label, record.experiment, record.state, record.problem or "no summary.json")
-    metrics = config = None
+    metrics = config = systems = None
     if record.experiment == EPISTEMIC:
         try:
             if (record.path / METRICS).is_file():
@@ -87,9 +89,11 @@ def as_result(record: RunRecord, label: str) -> Run | Failure:
             # what each system was asked, and how (audit.compare.answer_settings): its cells' key
             if (record.path / CONFIG).is_file():
                 config = load_saved_config(record.path / CONFIG)
+            if (record.path / RECORD).is_file():
+                systems = _read_object(record.path / RECORD)
         except (UserError, ValueError) as exc:
             return Failure(record.path, label, record.experiment, "unreadable", str(exc))
-    return Run(record.path, label, record.experiment, record.summary, metrics, config)
+    return Run(record.path, label, record.experiment, record.summary, metrics, config, systems=systems)
 
 
 def read_run(directory: Path, label: str) -> Run | Failure:

@@ -261,7 +261,7 @@ def _epistemic_row(run: Run, system: str, condition: str, m: SystemMetrics) -> d
         "suites": ",".join(sorted(m.suites)),
         # what the system was asked and how (prompt, temperature, ...): a dict here, the label of the
         # settings that vary among its runs once all rows are read (with_settings)
-        "settings": answer_settings(run.config, system),
+        "settings": answer_settings(run.config, system, run.systems),
         "status": run.status, "mapping": m.mapping, "stage": s.stage,
         "repeat": s.repeat, "replay": s.usage is not None and s.usage.replay,
         "counted": True,

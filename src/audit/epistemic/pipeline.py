@@ -14,7 +14,7 @@ that can fail on bad input (unknown system, missing model or API key, malformed 
 is checked before the directory is created, so a failed run leaves nothing half-written.
 
 Interrupts and kills: the run dir (:class:`audit.record.RunDir`) appears whole with its config,
-cards and a ``started`` summary, and is locked while a process runs it. Each answer is appended to
+each system as it runs (``systems.json``, :mod:`audit.epistemic.used_systems`), cards and a ``started`` summary, and is locked while a process runs it. Each answer is appended to
 ``answers.jsonl`` as it arrives, so Ctrl-C or SIGTERM (summary ``cancelled``) and even
 SIGKILL lose at most the calls in flight; ``resume=<run dir>`` continues in the same
 directory, asking only the cards without an answer (and those whose call failed),
@@ -43,6 +43,7 @@ from audit.epistemic.systems.base import Reply, System
 from audit.record.answers import Card, Metrics
 from audit.epistemic.systems.llm import check_fields, load_prompt, with_prompts
 from audit.epistemic.system_nodes import as_list, system_names, system_node
+from audit.epistemic.used_systems import RECORD, used_systems
 from audit.errors import Interrupted, UserError, unknown_choice, user_error_line
 from audit.jobs.interrupts import sigterm_as_interrupt
 from audit.io.atomic import write_json, write_jsonl, write_text
@@ -437,6 +438,8 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
 
         def fill(building: Path) -> None:
             write_text(building / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+            if built:  # each system as it answers, and its prompts' text digests (audit.epistemic.used_systems)
+                write_json(building / RECORD, used_systems(system_cfgs, ids))
             write_jsonl(building / "cards.jsonl", cards)
             write_summary(RunDir(building, EPISTEMIC), stage, Status.STARTED, **summary, run_dir=str(run_dir.path),
                           answered=0, expected_answers=len(cards) * len(built))  # the path it will have
