@@ -173,6 +173,24 @@ def test_resume_after_every_answer_was_saved_asks_nothing_and_finishes(llm_env, 
         run(config(f"resume={run_dir}", *cfg), base_dir=tmp_path / "elsewhere")
 
 
+def test_a_resume_refuses_a_prompt_file_edited_since_the_run_started(llm_env, tmp_path):
+    """The run's systems.json holds its prompt text's digest: a resume that would answer the rest of the
+    cards under an edited prompt (same file name) is one line naming it, and changes nothing."""
+    llm_env.default_reply = chat_reply('{"answer": "NO"}')
+    mine = tmp_path / "mine.txt"
+    mine.write_text("Answer only with JSON.")
+    cfg = ("system=raw_llm", f"prompt.system={mine}", "cards.suites=[standard]", "gateway.cache.enabled=false")
+    run_dir = run(config(*cfg), base_dir=tmp_path / "out")
+    (run_dir / "metrics.json").unlink()
+    (run_dir / "summary.json").write_text('{"status": "running", "stage": "all"}')
+    mine.write_text("Answer only with JSON. Prefer UNKNOWN.")
+    with pytest.raises(UserError, match=r"^resume: raw_llm:openai/gpt-4o-mini's system prompt file's text changed"):
+        run(config(f"resume={run_dir}", *cfg))
+    assert json.loads((run_dir / "summary.json").read_text()) == {"status": "running", "stage": "all"}
+    mine.write_text("Answer only with JSON.")  # restored: the resume finishes
+    assert run(config(f"resume={run_dir}", *cfg)) == run_dir and (run_dir / "metrics.json").is_file()
+
+
 def test_a_run_with_several_conditions_has_no_pooled_headline(tmp_path, capsys):
     """The KG oracle is perfect in context and answers the graph's label elsewhere: pooled over the
     three conditions its AP would read 0.667; the end line, the summary, metrics.json and the report

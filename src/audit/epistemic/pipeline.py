@@ -43,10 +43,10 @@ from audit.epistemic.systems.base import Reply, System
 from audit.record.answers import Card, Metrics
 from audit.epistemic.systems.llm import check_fields, load_prompt, with_prompts
 from audit.epistemic.system_nodes import as_list, system_names, system_node
-from audit.epistemic.used_systems import RECORD, used_systems
+from audit.epistemic.used_systems import RECORD, changed_since, used_systems
 from audit.errors import Interrupted, UserError, unknown_choice, user_error_line
 from audit.jobs.interrupts import sigterm_as_interrupt
-from audit.io.atomic import write_json, write_jsonl, write_text
+from audit.io.atomic import read_json, write_json, write_jsonl, write_text
 from audit.io.journal import Journal, read_records
 from audit.io.names import path_component
 from audit.jobs.resume import command_line_overrides, refuse_resume_overrides, resumed_config
@@ -411,6 +411,8 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
     ids = [s.id for s in built]
     if len(set(ids)) != len(ids):
         raise UserError(f"systems {ids} share a name; give one of them a distinct system.label")
+    if resumed is not None and (resumed[0].path / RECORD).is_file():  # the rest of the cards as the first were
+        check_unchanged(resumed[0].path / RECORD, used_systems(system_cfgs, ids))
 
     summary: dict[str, Any] = {"cards": len(cards), "domain": domain.name, "predicate": domain.predicate.name,
                                "repeat": int(cfg.get("repeat") or 0),  # the comparison keeps repeats apart
@@ -488,6 +490,18 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
                         f"continue with: {run_dir.resume_command}") from None
     finally:
         run_dir.release()
+
+
+def check_unchanged(record: Path, now: Mapping[str, Any]) -> None:
+    """Refuse a resume whose systems differ from those its run recorded when it started (one line
+    naming the setting): the rest of the cards would be answered otherwise under the same run."""
+    try:
+        saved = read_json(record)
+        changed = changed_since(saved, now) if isinstance(saved, Mapping) else "it is not a JSON object"
+    except ValueError as exc:
+        changed = str(exc)
+    if changed:
+        raise UserError(f"resume: {changed} ({record}); restore it, or start a new run")
 
 
 class SummaryWritten(UserError):

@@ -53,3 +53,22 @@ def recorded_system(record: Mapping[str, Any], system: str) -> tuple[Mapping[str
     if not isinstance(settings, Mapping) or not isinstance(digests, Mapping):
         raise ValueError(f"{RECORD}: {system} has no settings mapping")
     return settings, digests
+
+
+def changed_since(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
+    """What differs between the systems a run recorded when it started and those a resume would
+    answer with (``now``, :func:`used_systems`), as a phrase; None when they are the same. A resume
+    rebuilds a listed system from today's conf/system file and rereads each prompt file, so an edit
+    since the start would answer the rest of the cards with other settings under the same run."""
+    for sid in sorted(set(recorded) | set(now)):
+        if sid not in recorded or sid not in now:
+            return f"system {sid} {'was not' if sid not in recorded else 'is no longer'} one of the run's systems"
+        then_settings, then_digests = recorded_system(recorded, sid)
+        now_settings, now_digests = recorded_system(now, sid)
+        for key in sorted(set(then_settings) | set(now_settings)):
+            if then_settings.get(key) != now_settings.get(key):
+                return f"{sid}'s {key} is {now_settings.get(key)!r}, not {then_settings.get(key)!r} as when the run started"
+        for role in sorted(set(then_digests) | set(now_digests)):
+            if then_digests.get(role) != now_digests.get(role):
+                return f"{sid}'s {role} prompt file's text changed since the run started"
+    return None
