@@ -14,7 +14,8 @@ that can fail on bad input (unknown system, missing model or API key, malformed 
 is checked before the directory is created, so a failed run leaves nothing half-written.
 
 Interrupts and kills: the run dir (:class:`audit.record.RunDir`) appears whole with its config,
-each system as it runs (``systems.json``, :mod:`audit.epistemic.used_systems`), cards and a ``started`` summary, and is locked while a process runs it. Each answer is appended to
+each system as it runs (``systems.json``, :mod:`audit.epistemic.used_systems`), cards and a
+``started`` summary, and is locked while a process runs it. Each answer is appended to
 ``answers.jsonl`` as it arrives, so Ctrl-C or SIGTERM (summary ``cancelled``) and even
 SIGKILL lose at most the calls in flight; ``resume=<run dir>`` continues in the same
 directory, asking only the cards without an answer (and those whose call failed),
