@@ -8,9 +8,11 @@ from audit.llm.request import attribution_headers, request_key, sampling, stream
 from audit.llm.settings import GatewaySettings
 
 PAYLOAD = {"messages": [{"role": "user", "content": "hi"}]}
+SERVER = "http://127.0.0.1:9/api/v1"
+"""A server URL the key is computed for (nothing is sent: the key is pure)."""
 
 
-def key(route: str = backend.CHAT_ROUTE, endpoint: str = "openrouter", server: str = "https://openrouter.ai/api/v1",
+def key(route: str = backend.CHAT_ROUTE, endpoint: str = "openrouter", server: str = SERVER,
         model: str = "m/x", provider: dict | None = None, payload: dict = PAYLOAD, params: dict | None = None,
         sample_index: int = 0, repeat: int = 0, draw: str = "") -> str:
     """The key of one request, the default one changed in the fields named."""
@@ -36,7 +38,7 @@ def test_every_field_that_makes_the_reply_or_names_the_draw_changes_the_key():
 def test_repeat_zero_and_no_draw_leave_the_key_as_older_caches_hold_it():
     """A key written before repeats and draws existed had neither field: a run at repeat 0 without a
     named draw must still find those replies (the key of the request alone)."""
-    older = cache_key({"route": backend.CHAT_ROUTE, "endpoint": "openrouter", "api_base": "https://openrouter.ai/api/v1",
+    older = cache_key({"route": backend.CHAT_ROUTE, "endpoint": "openrouter", "api_base": SERVER,
                        "model": "m/x", "provider": None, **PAYLOAD, **sampling(10, 0.5, ["\n"]), "sample_index": 0})
     assert key() == older != key(repeat=1)
 
