@@ -110,6 +110,17 @@ def test_the_exact_card_coverage_is_what_a_simulation_finds(case: CardScenario) 
     assert abs(simulated - exact) <= 3 * math.sqrt(exact * (1 - exact) / defined.sum())
     assert (y <= x).all() and (total == x * repeats).all()
 
+@pytest.mark.parametrize("case", [CardScenario("rate 0", 0.0, 1.0), CardScenario("rate 1", 1.0, 1.0),
+                                  CardScenario("ratio, entailed never abstain", 0.6, 1.0, 0.4, 0.0)],
+                         ids=["rate 0", "rate 1", "abstain_e 0"])
+def test_a_certain_outcome_is_one_cell_of_weight_one(case: CardScenario) -> None:
+    """A probability of 0 or 1 (every card alike) leaves one possible cell or a few, weights summing to 1
+    (0 · log 0 is 0, not NaN: before, every row was dropped and the grid raised)."""
+    y, x, total, weight = every_card_outcome(case, 20, 1)
+    assert len(weight) >= 1 and weight.sum() == pytest.approx(1, abs=1e-9)
+    assert card_grid(CELLS, [case], card_counts=(20,), repeats=(1,))[0].coverage >= 0
+
+
 QUESTIONS_REDUCED = {"scenarios": grid(means=(0.05, 0.3), iccs=(0.0, 0.5)), "questions": (5, 40), "rollouts": (1, 10),
                      "per_rollout": list(PER_ROLLOUT)}
 

@@ -343,6 +343,24 @@ def _log_factorials(n: int) -> np.ndarray:
     return np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, n + 1)))))
 
 
+def _log(p: float) -> float:
+    """log p, -inf at 0 (a scenario where every card answers alike has probabilities 0 and 1)."""
+    with np.errstate(divide="ignore"):
+        return float(np.log(p))
+
+
+def _log1m(p: float) -> float:
+    """log(1 - p), -inf at 1."""
+    with np.errstate(divide="ignore"):
+        return float(np.log1p(-p))
+
+
+def _k_log(k: np.ndarray, log_p: float) -> np.ndarray:
+    """k · log p with 0 · log 0 = 0: an outcome count of 0 at probability 0 is certain, not NaN."""
+    with np.errstate(invalid="ignore"):
+        return np.where(k == 0, 0.0, k * log_p)
+
+
 def every_card_outcome(scenario: CardScenario, cards: int, repeats: int
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every cell a scenario can give when each card has one 0/1 outcome (its answers all agree: icc 1,
@@ -354,7 +372,7 @@ def every_card_outcome(scenario: CardScenario, cards: int, repeats: int
     if scenario.entailed >= 1.0:
         hits = np.arange(cards + 1)
         pmf = np.exp(logf[cards] - logf[hits] - logf[cards - hits]
-                     + hits * np.log(scenario.mean) + (cards - hits) * np.log1p(-scenario.mean))
+                     + _k_log(hits, _log(scenario.mean)) + _k_log(cards - hits, _log1m(scenario.mean)))
         keep = pmf > 1e-15
         hits, pmf = hits[keep], pmf[keep]
         y = (np.arange(cards) < hits[:, None]).astype(float)
@@ -365,8 +383,8 @@ def every_card_outcome(scenario: CardScenario, cards: int, repeats: int
         a, b = (g.ravel() for g in np.meshgrid(np.arange(cards + 1), np.arange(cards + 1), indexing="ij"))
         a, b = a[a + b <= cards], b[a + b <= cards]
         rest = cards - a - b
-        pmf = np.exp(logf[cards] - logf[a] - logf[b] - logf[rest] + a * np.log(shares[0]) + b * np.log(shares[1])
-                     + rest * np.log1p(-shares.sum()))
+        pmf = np.exp(logf[cards] - logf[a] - logf[b] - logf[rest] + _k_log(a, _log(shares[0])) + _k_log(b, _log(shares[1]))
+                     + _k_log(rest, _log1m(shares.sum())))
         keep = pmf > 1e-15
         a, b, pmf = a[keep], b[keep], pmf[keep]
         position = np.arange(cards)

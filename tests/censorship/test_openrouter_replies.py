@@ -132,13 +132,23 @@ def test_a_run_served_by_two_providers_is_flagged_everywhere(tmp_path, fake_open
             with lock:
                 provider = next(providers)
             k = script._probe_number(request.json["prompt"])
-            return completion_reply(target_text(k), provider=provider)
+            # a choice's native_finish_reason and usage.completion_tokens_details.reasoning_tokens are the
+            # documented places of the provider's own reason and the reasoning tokens (API reference,
+            # "Create a completion": CompletionChoice, CompletionUsage)
+            return completion_reply(target_text(k), provider=provider, native_finish_reason=f"eos-{k}",
+                                    reasoning_tokens=k)
         return script.handler(request)
 
     fake_openrouter.handler = handler
     code, out, err = finish(audit(tmp_path, fake_openrouter, *BASE))
     assert code == 0, err
     run_dir = run_dir_of(tmp_path)
+    # each draw file keeps who served it, the provider's own finish reason and its reasoning tokens
+    for path in sorted((run_dir / "audited_responses").glob("*.json")):
+        draw = json.loads(path.read_text())
+        k = script._probe_number(draw["prompt_sent"])
+        assert draw["served"]["provider"] in {"DeepInfra", "Novita"}
+        assert (draw["served"]["native_finish_reason"], draw["served"]["reasoning_tokens"]) == (f"eos-{k}", k)
     served = json.loads((run_dir / "summary.json").read_text())["served"]
     assert served["providers"] == {"DeepInfra": 2, "Novita": 1}
     assert served["flag"] == "served by 2 providers (DeepInfra, Novita)"

@@ -26,7 +26,7 @@ from audit.censorship.schema import CONFIDENCES, is_known_strategy
 from audit.cli import ArgParser
 from audit.errors import UserError, exit_on_user_error
 from audit.io.atomic import write_texts
-from audit.judging.counting import unknown_labels
+from audit.judging.counting import run_unknown_labels
 from audit.response_labels import labels
 from audit.llm import embedded
 from audit.pages import SORT_FILTER_JS, environment
@@ -222,8 +222,7 @@ def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
         "classifications": summary.classifications if summary is not None else {},
         "baseline_classifications": (summary.baseline_classifications if summary is not None else None) or {},
         # labels the vocabulary lacks (a hand-edited or older file): named, and counted by no reader
-        "unknown_labels": {} if summary is None else {**unknown_labels(summary.baseline_classifications or {}),
-                                                      **unknown_labels(summary.classifications)},
+        "unknown_labels": {} if summary is None else run_unknown_labels(summary),
         "fact_recall": summary.fact_recall if summary is not None else None,
         "baseline_fact_recall": summary.baseline_fact_recall if summary is not None else None,
         "fact_scoring": summary.fact_scoring if summary is not None else None,

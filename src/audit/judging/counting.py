@@ -95,6 +95,14 @@ def unknown_labels(found: Mapping[str, Any] | Iterable[str | None]) -> dict[str,
     return dict(Counter(label for label in found if label is not None and label not in known))
 
 
+def run_unknown_labels(summary: Any) -> dict[str, int]:
+    """A censorship run's unknown labels over its technique's and its baseline's responses, added
+    (a label found in both counts the responses of both)."""
+    total = Counter(unknown_labels(summary.classifications))
+    total.update(unknown_labels(summary.baseline_classifications or {}))
+    return dict(total)
+
+
 def check_labels(found: Mapping[str, Any] | Iterable[str | None], source: str | Path,
                  run: str | Path | None = None) -> None:
     """Refuse ``found`` (as :func:`unknown_labels` takes it) read from ``source`` when it holds a

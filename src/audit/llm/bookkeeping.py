@@ -78,10 +78,10 @@ class Bookkeeper:
                 api_base: str, structured_output: str | None) -> None:
         """Record an attempt cut off in flight with the cost it may have incurred (an estimate, marked
         as one) and charge it to the budget, so a sweep stops in time instead of missing these calls."""
+        provider = received.provider if received is not None else None
         guess = aborted.estimate(payload, max_tokens=payload.get("max_tokens"), streamed=received is not None,
                                  received=received.so_far if received is not None else "",
-                                 provider=received.provider if received is not None else None, price=price)
-        provider = received.provider if received is not None else None
+                                 provider=provider, price=price)
         usage = Usage(calls=1, aborted_calls=1, retries=retries, prompt_tokens=guess.prompt_tokens,
                       completion_tokens=guess.completion_tokens, cost=guess.cost, estimated_cost=guess.cost,
                       latency_s=time.perf_counter() - started, model=model, provider=provider)

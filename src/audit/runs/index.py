@@ -19,7 +19,7 @@ from pathlib import Path
 from audit.io.atomic import write_text
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
-from audit.judging.counting import headline, unknown_labels
+from audit.judging.counting import headline, run_unknown_labels
 from audit.record.run_record import RunRecord
 from audit.record.summary import BenchmarkSummary, CensorshipSummary
 from audit.response_labels import lead
@@ -55,7 +55,7 @@ def headline_text(record: RunRecord) -> str:
     if summary is None or record.stub:
         return _short(record.problem) if record.problem else "—"
     if isinstance(summary, CensorshipSummary):
-        unknown = {**unknown_labels(summary.baseline_classifications or {}), **unknown_labels(summary.classifications)}
+        unknown = run_unknown_labels(summary)
         if unknown:  # no share from a label the vocabulary lacks (audit.judging.counting): say so instead
             return _short("no figures: unknown label " + ", ".join(f"{k!r} ({n})" for k, n in unknown.items()))
         figures = headline(summary)

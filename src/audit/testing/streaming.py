@@ -30,7 +30,7 @@ Sources (OpenRouter docs, repository OpenRouterTeam/docs):
 A chunk carries the same ``id``, ``created``, ``model`` and ``provider`` as the whole reply;
 chat chunks hold ``delta`` (``content``, or ``reasoning`` for a reasoning model's thinking),
 completion chunks the ``CompletionChoice`` fields, their piece in ``text`` (or ``reasoning``).
-The gateway streams only chat calls (:meth:`audit.llm.gateway.Gateway._streams`); the completion
+The gateway streams only chat calls (:func:`audit.llm.request.streams`); the completion
 stream is here because OpenRouter serves one to any client that asks (the loopback server runs on
 its own too, ``python -m audit.testing.fake_openrouter``), and it is tested with the openai client.
 """
