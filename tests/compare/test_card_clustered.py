@@ -14,7 +14,7 @@ from audit.compare.build import compare
 from audit.compare.tables import build_tables
 from audit.epistemic.metrics import compute_metrics
 from audit.stats import CARD_METHOD, card_rate, wilson
-from tests.compare.fake_runs import epistemic_run
+from tests.compare.fake_runs import epistemic_run, patch_summary
 
 
 def repeats(parent: Path, count: int = 3, cards: int = 150, seed: int = 26) -> list[Path]:
@@ -72,6 +72,15 @@ def test_a_single_run_keeps_its_own_wilson_interval(tmp_path: Path) -> None:
     tables = build_tables(collect([tmp_path]))
     row, run = tables.epistemic_matrix.set_index("metric").loc["AP"], tables.epistemic.iloc[0]
     assert (row["rate_lo"], row["rate_hi"], row["method"]) == (run["AP_lo"], run["AP_hi"], CARD_METHOD)
+
+
+def test_a_run_that_names_no_domain_is_a_cell_of_its_own_not_dropped(tmp_path: Path) -> None:
+    """Every run of the epistemic table is in some matrix cell: one whose summary names no domain or
+    predicate used to vanish from the matrix without a word (the grouping dropped its missing keys)."""
+    patch_summary(repeats(tmp_path, count=2)[0], domain=None, predicate=None)
+    tables = build_tables(collect([tmp_path]))
+    accuracy = tables.epistemic_matrix[tables.epistemic_matrix["metric"] == "AP"]
+    assert len(tables.epistemic) == 2 and accuracy["runs"].sum() == 2 and len(accuracy) == 2
 
 
 def overlapping_card_sets(parent: Path, replayed: bool = False) -> None:

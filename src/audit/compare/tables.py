@@ -298,7 +298,11 @@ def epistemic_matrix(frame: pd.DataFrame, answers: pd.DataFrame | None = None) -
     parts = None if answers is None else answer_parts(answers, frame[frame["counted"].to_numpy(dtype=bool)])
     rows = []
     # another metrics.mapping is another formula for the same rate: never pooled (unrecorded: apart too)
-    keyed = frame.assign(scored_as=frame["mapping"].fillna(UNKNOWN_SETTING))
+    # a run that names no domain or predicate (a stage=metrics run over a foreign results file) is a cell
+    # of its own, never dropped by the grouping (pandas leaves out rows whose key is missing)
+    keyed = frame.assign(scored_as=frame["mapping"].fillna(UNKNOWN_SETTING),
+                         **{key: frame[key].fillna(UNKNOWN_SETTING) for key in ("domain", "predicate", "condition",
+                                                                                 "suites", "settings")})
     for (system, domain, predicate, condition, suites, settings, mapping), every in keyed.groupby(
             ["system", "domain", "predicate", "condition", "suites", "settings", "scored_as"], sort=True):
         cell = every[every["counted"].to_numpy(dtype=bool)]  # a cached re-run of a sample counts once
