@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from audit.epistemic.pipeline import run
+from audit.epistemic.pipeline import check_unchanged, run
 from audit.errors import UserError
 from audit.paths import CONF_DIR
 from audit.testing.replies import chat_reply, error_reply
@@ -209,3 +209,16 @@ def test_a_run_with_several_conditions_has_no_pooled_headline(tmp_path, capsys):
     assert "kg_oracle: " not in end  # no pooled line
     report = (run_dir / "report.html").read_text(encoding="utf-8")
     assert report.count("kg_oracle · counterfactual") >= 2  # its metrics row and its chart legend
+
+
+@pytest.mark.parametrize("text, problem", [("{", "not valid JSON"), ("[1]", "not a JSON object")])
+def test_a_damaged_systems_record_refuses_the_resume_in_one_line_naming_it_once(tmp_path: Path, text, problem):
+    """The resume reads the record as it reads an audit's saved steps: the path and the fix once each,
+    and never 'remove it' (without the record the resume could not check the systems at all)."""
+    record = tmp_path / "systems.json"
+    record.write_text(text, encoding="utf-8")
+    with pytest.raises(UserError) as info:
+        check_unchanged(record, {})
+    message = str(info.value)
+    assert problem in message and message.count(str(record)) == 1 and "remove" not in message
+    assert message.endswith("restore it, or start a new run") and "\n" not in message

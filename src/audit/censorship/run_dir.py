@@ -21,8 +21,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from audit.errors import UserError
-from audit.io.atomic import read_json, write_json, write_text
+from audit.io.atomic import write_json, write_text
+from audit.jobs.resume import read_saved
 from audit.record.rundir import CONFIG, RunDir, fresh_run_path
 from audit.record.summary import CENSORSHIP
 
@@ -109,22 +109,10 @@ def consecutive(folder: Path) -> dict[int, dict[str, Any]]:
     records: dict[int, dict[str, Any]] = {}
     n = 1
     while n in found:
-        records[n] = _read_saved(found[n], "restore it, or delete it and the files numbered after it "
+        records[n] = read_saved(found[n], "restore it, or delete it and the files numbered after it "
                                            "so that resume does those steps again")
         n += 1
     return records
-
-
-def _read_saved(path: Path, fix: str) -> dict[str, Any]:
-    """A JSON object the run saved; a file damaged outside the program (every write is atomic, so
-    a kill cannot truncate one) is a one-line :class:`UserError` naming it and ``fix``."""
-    try:
-        record = read_json(path)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise UserError(f"resume: {path} is damaged ({getattr(exc, 'problem', exc)}); {fix}") from None
-    if not isinstance(record, dict):
-        raise UserError(f"resume: {path} is damaged (not a JSON object); {fix}")
-    return record
 
 
 def open_existing(path: str | Path) -> tuple[AuditDir, DictConfig]:

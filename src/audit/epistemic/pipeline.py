@@ -47,10 +47,10 @@ from audit.epistemic.system_nodes import as_list, system_names, system_node
 from audit.epistemic.used_systems import RECORD, changed_since, used_systems
 from audit.errors import Interrupted, UserError, unknown_choice, user_error_line
 from audit.jobs.interrupts import sigterm_as_interrupt
-from audit.io.atomic import read_json, write_json, write_jsonl, write_text
+from audit.io.atomic import write_json, write_jsonl, write_text
 from audit.io.journal import Journal, read_records
 from audit.io.names import path_component
-from audit.jobs.resume import command_line_overrides, refuse_resume_overrides, resumed_config
+from audit.jobs.resume import command_line_overrides, read_saved, refuse_resume_overrides, resumed_config
 from audit.llm import aborted
 from audit.llm.budget import stopped_by
 from audit.llm.embedded import chosen_roles, local_model, route
@@ -496,11 +496,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
 def check_unchanged(record: Path, now: Mapping[str, Any]) -> None:
     """Refuse a resume whose systems differ from those its run recorded when it started (one line
     naming the setting): the rest of the cards would be answered otherwise under the same run."""
-    try:
-        saved = read_json(record)
-        changed = changed_since(saved, now) if isinstance(saved, Mapping) else "it is not a JSON object"
-    except ValueError as exc:
-        changed = str(exc)
+    changed = changed_since(read_saved(record, "restore it, or start a new run"), now)
     if changed:
         raise UserError(f"resume: {changed} ({record}); restore it, or start a new run")
 

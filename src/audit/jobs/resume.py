@@ -11,14 +11,28 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from audit.errors import UserError
+from audit.io.atomic import read_json
 from audit.jobs.saved_config import check_saved_config
 
 GATEWAY_KEYS = ("gateway",)
 """Config nodes a resume takes from the current invocation; everything else comes from the saved run."""
+
+
+def read_saved(path: Path, fix: str) -> dict[str, Any]:
+    """A JSON object a run saved, read for its resume; a file damaged outside the program (every
+    write is atomic, so a kill cannot truncate one) is a one-line :class:`UserError` naming it and ``fix``."""
+    try:
+        record = read_json(path)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UserError(f"resume: {path} is damaged ({getattr(exc, 'problem', exc)}); {fix}") from None
+    if not isinstance(record, dict):
+        raise UserError(f"resume: {path} is damaged (not a JSON object); {fix}")
+    return record
 
 
 def resumed_config(saved: DictConfig, current: DictConfig) -> DictConfig:
