@@ -43,7 +43,7 @@ def test_report_prints_a_pin_only_for_a_named_provider_that_passed():
     honest = ProviderCheck("Honest", [TOKEN_CANARY_TOKENS], [" blue."])
     wrapper = ProviderCheck("Wrapper", [TOKEN_CANARY_TOKENS + 9], [" blue! Those are"])
     lines = report_of(honest, wrapper)
-    assert lines[-1].startswith("pin to paste: 'audited.provider={only:[Honest],allow_fallbacks:false}'")
+    assert lines[-1].startswith("pin to paste: 'audited.provider={only:[honest],allow_fallbacks:false}'")
     assert "verdict: WRAPPED" in lines[-2]
     local = report_of(ProviderCheck("unknown", [TOKEN_CANARY_TOKENS], [" blue."]))
     assert local[-1].startswith("verdict: OK") and not any("pin to paste" in line for line in local)
@@ -113,13 +113,16 @@ class ByKind(LoadBalanced):
 
 def test_a_provider_the_balancer_sent_one_kind_of_canary_is_sent_the_other_pinned(fake_openrouter):
     """Unpinned, Honest bills the token canaries verbatim but never sees a sentence and Wrapper only
-    answers sentences: without the pinned follow-up Honest would be UNSURE and Wrapper's wrap unseen."""
-    fake_openrouter.handler = ByKind(get_family("kimi_k2"), [ServedBy("Honest"), ServedBy("Wrapper", wraps=True)])
+    answers sentences: without the pinned follow-up Honest would be UNSURE and Wrapper's wrap unseen.
+    A pin names a provider by its slug, not the name a reply gives (a two-word name shows the difference)."""
+    fake_openrouter.handler = ByKind(get_family("kimi_k2"), [ServedBy("Honest AI Cloud", slug="honest-ai-cloud"),
+                                                             ServedBy("Wrapper", wraps=True)])
     diagnosis = diagnose_on(fake_openrouter, "kimi_k2", canaries=4)
-    assert {p: c.verdict for p, c in diagnosis.providers.items()} == {"Honest": "ok", "Wrapper": "wrapping"}
-    assert {p: c.pinned for p, c in diagnosis.providers.items()} == {"Honest": FOLLOW_UPS, "Wrapper": FOLLOW_UPS}
+    assert {p: c.verdict for p, c in diagnosis.providers.items()} == {"Honest AI Cloud": "ok", "Wrapper": "wrapping"}
+    assert {p: c.pinned for p, c in diagnosis.providers.items()} == {"Honest AI Cloud": FOLLOW_UPS,
+                                                                     "Wrapper": FOLLOW_UPS}
     pins = [r.json["provider"] for r in fake_openrouter.completion_requests() if r.json.get("provider")]
-    assert sorted(p["only"][0] for p in pins) == ["Honest"] * FOLLOW_UPS + ["Wrapper"] * FOLLOW_UPS
+    assert sorted(p["only"][0] for p in pins) == ["honest-ai-cloud"] * FOLLOW_UPS + ["wrapper"] * FOLLOW_UPS
     assert all(p["allow_fallbacks"] is False for p in pins)
     assert "2 canaries re-sent pinned to this provider" in "\n".join(diagnosis.report())
 
@@ -132,14 +135,14 @@ def doctor(tmp_path, server, *args, cold=False):
 
 def test_doctor_exit_codes_against_the_loopback_server(tmp_path, fake_openrouter, cache_root):
     fake_openrouter.handler = LoadBalanced(get_family("kimi_k2"), [ServedBy("GoodProv")])
-    ok = doctor(tmp_path, fake_openrouter, "audited=kimi_k2", "audited.provider={order:[GoodProv]}", cold=True)  # on purpose
+    ok = doctor(tmp_path, fake_openrouter, "audited=kimi_k2", "audited.provider={order:[goodprov]}", cold=True)  # on purpose
     assert ok.returncode == 0, ok.stderr
     assert "served by GoodProv" in ok.stdout and "verdict: OK" in ok.stdout
     requests = fake_openrouter.completion_requests()
     family = get_family("kimi_k2")
     assert len(requests) == 8  # four canaries of each kind
     assert {r.json["prompt"] for r in requests} == {family.user_persona_prompt(CANARY), token_canary(family)}
-    assert all(r.json["stop"] == list(family.stops) and r.json["provider"] == {"order": ["GoodProv"]}
+    assert all(r.json["stop"] == list(family.stops) and r.json["provider"] == {"order": ["goodprov"]}
                for r in requests)
     fake_openrouter.handler = None
     fake_openrouter.push_completion(*[error_reply(404, "No endpoints found that support the completions API")] * 8)
@@ -162,7 +165,7 @@ def test_load_balanced_providers_are_judged_apart_and_a_wrapping_one_is_refused(
     assert "served by Honest, Wrapper" in result.stdout
     assert "provider Honest:" in result.stdout and "verdict: OK" in result.stdout.split("provider Wrapper:")[0]
     assert "verdict: WRAPPING" in result.stdout.split("provider Wrapper:")[1]
-    assert "pin to paste: 'audited.provider={only:[Honest],allow_fallbacks:false}'" in result.stdout
+    assert "pin to paste: 'audited.provider={only:[honest],allow_fallbacks:false}'" in result.stdout
     assert json.loads((cache_root / "doctor" / "verdicts.json").read_text()) == \
         {"moonshotai/kimi-k2": {"Honest": "ok", "Wrapper": "wrapping"}}
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")} | fake_openrouter.env()

@@ -35,6 +35,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from audit import config_values
+from audit.censorship.provenance import provider_slug, same_provider
 from audit.censorship.provider_check import WRAPPING, pin_line, remember
 from audit.errors import UserError
 from audit.llm.embedded import local_model
@@ -164,10 +165,11 @@ class Diagnosis:
             lines.append("verdict: WRAPPED or unsupported: not every provider honours raw completions, so "
                          "user-persona samples would be chat answers")
         if good and (not self.provider_requested or not self.honoured):
-            lines.append(f"pin to paste: {pin_line(good[0])}   (then re-run this check with it)")
+            lines.append(f"pin to paste: {pin_line(good[0])}   (then re-run this check with it; the exact slug is "
+                         "beside the provider on the model's OpenRouter page)")
         elif not good and not self.honoured:
             lines.append("fix: pin a provider that serves raw completions and re-check, e.g. "
-                         f"{pin_line('<provider>')} (the model's providers are on its OpenRouter page)")
+                         f"{pin_line()} (the model's providers are on its OpenRouter page)")
         return lines
 
 
@@ -176,7 +178,7 @@ async def _canary(gateway: Any, audited: DictConfig, family: TemplateFamily, pro
                   pin: str | None = None) -> LLMResponse | GatewayError:
     routing = role_routing(audited, "audited")
     if pin is not None:
-        routing["provider"] = {"only": [pin], "allow_fallbacks": False}
+        routing["provider"] = {"only": [provider_slug(pin)], "allow_fallbacks": False}
     try:
         return await gateway.acomplete(str(audited.model), prompt, stop=family.stops, max_tokens=max_tokens,
                                        temperature=temperature, tag="doctor", endpoint=role_endpoint(audited),
@@ -221,7 +223,7 @@ async def diagnose(gateway: Any, audited: DictConfig, canary: str, *, max_tokens
         checks[name].pinned += 1
         if isinstance(reply, GatewayError):
             errors.append(f"pinned to {name}: {reply}")
-        elif (reply.provider or name) != name:
+        elif not same_provider(reply.provider or name, name):
             errors.append(f"pinned to {name}, served by {reply.provider}: not counted")
         else:
             checks[name].add(kind, reply)

@@ -56,9 +56,18 @@ def pinned_providers(pin: Mapping[str, Any] | None) -> list[str] | None:
     return None
 
 
-def _same(served: str, pinned: str) -> bool:
+def same_provider(served: str, pinned: str) -> bool:
     """OpenRouter names a provider ``DeepInfra`` in replies and ``deepinfra`` (a slug) in pins."""
     return served.lower().replace(" ", "").replace("-", "") == pinned.lower().replace(" ", "").replace("-", "")
+
+
+def provider_slug(served: str) -> str:
+    """The routing slug for the provider a reply names: ``order``, ``only`` and ``ignore`` take
+    provider slugs (OpenRouter's provider routing guide, "Provider Routing": "List of provider slugs
+    to allow"), while a reply names the provider (``DeepInfra``, ``Google AI Studio``). The slug is
+    the name in lower case with hyphens for spaces (``deepinfra``, ``google-ai-studio``); the guide
+    gives a model page's copy button as the exact source, so a printed pin says to check it there."""
+    return "-".join(served.lower().split())
 
 
 def served_summary(draws: Iterable[Mapping[str, Any]], pin: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -78,7 +87,7 @@ def served_summary(draws: Iterable[Mapping[str, Any]], pin: Mapping[str, Any] | 
     if len(providers) > 1:
         flags.append(f"served by {len(providers)} providers ({', '.join(sorted(providers))})")
     if allowed is not None:
-        off_pin = sorted(p for p in providers if not any(_same(p, a) for a in allowed))
+        off_pin = sorted(p for p in providers if not any(same_provider(p, a) for a in allowed))
         if off_pin:
             flags.append(f"served by {', '.join(off_pin)}, not the pinned {', '.join(allowed)}")
     return {"providers": dict(sorted(providers.items())), "pin": dict(pin) if pin else None,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from audit.censorship.provenance import pinned_providers
+from audit.censorship.provenance import pinned_providers, provider_slug, same_provider
 from audit.errors import UserError
 from audit.io.atomic import read_json, write_json
 
@@ -47,9 +47,11 @@ def remember(cache_dir: str | Path, model: str, verdicts: Mapping[str, str]) -> 
     write_json(path, data)
 
 
-def pin_line(provider: str) -> str:
-    """The override that pins ``provider`` alone (no fallback to a provider nobody checked)."""
-    return f"'audited.provider={{only:[{provider}],allow_fallbacks:false}}'"
+def pin_line(provider: str | None = None) -> str:
+    """The override that pins ``provider`` (as a reply names it) alone, by its slug (no fallback to a
+    provider nobody checked); without one, the placeholder to fill in."""
+    slug = provider_slug(provider) if provider is not None else "<provider>"
+    return f"'audited.provider={{only:[{slug}],allow_fallbacks:false}}'"
 
 
 def check_not_wrapping(cfg: DictConfig) -> None:
@@ -62,9 +64,9 @@ def check_not_wrapping(cfg: DictConfig) -> None:
         return
     pin = cfg.audited.get("provider")
     allowed = pinned_providers(OmegaConf.to_container(pin) if pin is not None else None)  # type: ignore[arg-type]
-    reachable = marked if allowed is None else [p for p in marked if p.lower() in {a.lower() for a in allowed}]
+    reachable = marked if allowed is None else [p for p in marked if any(same_provider(p, a) for a in allowed)]
     if reachable:
         raise UserError(f"provider {', '.join(reachable)} wraps /completions prompts for {model} (doctor's verdict): "
                         f"{cfg.technique.name} draws from it would be chat answers; pin a provider the doctor "
-                        f"passed ({pin_line('<provider>')}) and check it: python -m audit.doctor "
+                        f"passed ({pin_line()}) and check it: python -m audit.doctor "
                         f"audited={cfg.audited.name}")

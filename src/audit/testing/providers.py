@@ -60,6 +60,12 @@ class ServedBy:
     name: str
     wraps: bool = False
     adds_bos: bool = False
+    slug: str = ""
+    """The slug a pin names it by, as its model page lists it (default: the name in lower case)."""
+
+    @property
+    def routing_slug(self) -> str:
+        return self.slug or self.name.lower()
 
 
 class LoadBalanced:
@@ -87,11 +93,13 @@ class LoadBalanced:
     def route(self, request: RecordedRequest) -> ServedBy | None:
         """The provider that serves ``request``: the first of its pin that exists, else the next in turn."""
         pin = (request.json or {}).get("provider") or {}
-        named = [str(p).lower() for p in (pin.get("only") or pin.get("order") or [])]
-        by_name = {p.name.lower(): p for p in self.providers}
-        for name in named:
-            if name in by_name:
-                return by_name[name]
+        # a pin names providers by slug, and a base slug (before any "/variant") matches all of a
+        # provider's endpoints (provider routing guide, "Targeting Specific Provider Endpoints")
+        named = [str(p).split("/")[0] for p in (pin.get("only") or pin.get("order") or [])]
+        by_slug = {p.routing_slug: p for p in self.providers}
+        for slug in named:
+            if slug in by_slug:
+                return by_slug[slug]
         if pin.get("only") or (named and pin.get("allow_fallbacks") is False):
             return None
         prompt = str((request.json or {}).get("prompt") or "")
