@@ -61,22 +61,14 @@ ROOT = Path(__file__).resolve().parent.parent
 FIRST_RUN_IMPORTS = (
     # Hydra's first run: its plugin scan (the launchers' multiprocessing), the override parser, OmegaConf.select
     "multiprocessing", "concurrent.futures.process", "antlr4.LL1Analyzer", "omegaconf._impl", "encodings.unicode_escape",
-    # litellm's first call: the callback manager, provider configs, the default tokenizer (cl100k, parsed on load),
-    # the proxy's file-id and guardrail helpers (which bring fastapi), the savings meter, the raw-completions resource
-    "litellm.integrations.generic_api.generic_api_callback", "litellm.llms.openai_like.dynamic_config",
-    "litellm.llms.github_copilot.per_user_auth", "litellm.proxy.openai_files_endpoints.common_utils",
-    "litellm.llms.edenai.chat.transformation", "litellm.llms.fal_ai", "litellm.llms.fal_ai.chat.transformation",
-    "litellm.llms.litellm_proxy.chat.transformation", "litellm.litellm_core_utils.logging_callback_manager", "fastapi",
-    "litellm.llms.opencode.transformation", "litellm.litellm_core_utils.default_encoding",
-    "litellm.proxy.guardrails.exception_utils", "litellm.proxy.spend_tracking.savings",
-    "litellm.llms.custom_httpx.aiohttp_transport", "openai.resources.completions",
     # what the entrypoints import inside functions: the cards, the comparison, pandas' writers
     "audit.app.sweep_end", "audit.epistemic.cards", "audit.epistemic.conditions", "audit.compare.build", "pandas.core.methods.to_dict",
     "pandas.io.formats.csvs", "pandas.io.formats.string")
 """What every launch imported anew after the fork until they were listed here (the modules its run added to
 ``sys.modules``, grouped by what imports them, in an audit that fails its first call, an audit with a judge,
-a sweep and an epistemic run): 120-220 modules and ~0.45 of a warm launch's ~0.9 CPU-s, paid again by every
-launch of the suite. Imported in the server, a child finds them loaded."""
+a sweep and an epistemic run): with litellm's first call (:data:`audit.app.warm_imports.FIRST_CALL`, which
+the server imports first, as a sweep's does), 120-220 modules and ~0.45 of a warm launch's ~0.9 CPU-s, paid
+again by every launch of the suite. Imported in the server, a child finds them loaded."""
 ALSO_IMPORTED = ("hydra", "hydra.utils", "hydra.compose", "hydra._internal.utils", "hydra._internal.config_loader_impl",
                  "hydra._internal.logging_config", "hydra.core.override_parser.overrides_parser",
                  "hydra.experimental.callback", "rdflib.plugins.stores.memory", "rdflib.plugins.parsers.notation3",
