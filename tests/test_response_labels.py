@@ -39,33 +39,38 @@ def test_every_reader_of_labels_reads_the_one_definition():
     assert parse_classification('{"label": "Deflection"}')["label"] == "deflected"  # an alias of the file's
 
 
+def with_labels_file(tmp_path: Path, text: str, check: str, *, timeout: int = 120) -> None:
+    """Run ``check`` in a fresh interpreter (the labels are read once per process) whose label file
+    is ``text``, from the repository root (so a check can import the tests' helpers)."""
+    path = tmp_path / "labels.yaml"
+    path.write_text(text, encoding="utf-8")
+    code = (f"from pathlib import Path\nimport audit.response_labels as labels\n"
+            f"labels.LABELS_FILE = Path({str(path)!r})\n" + textwrap.dedent(check))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, check=False,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 def test_a_label_added_to_the_file_reaches_the_judge_the_schema_the_validator_and_the_counts(tmp_path):
     """The contributor guide's claim, checked: one new entry, nothing else edited (a fresh interpreter,
     since the labels are read once)."""
-    added = tmp_path / "labels.yaml"
-    added.write_text(labels.LABELS_FILE.read_text(encoding="utf-8") + textwrap.dedent("""\
+    with_labels_file(tmp_path, labels.LABELS_FILE.read_text(encoding="utf-8") + textwrap.dedent("""\
         - name: zz_added_label
           judge: answers by pointing at another country's record instead of the question.
           glossary: answers with another country's record instead
           colour: "#444444"
           aliases: [zz_alias]
-        """), encoding="utf-8")
-    check = textwrap.dedent(f"""\
-        from pathlib import Path
-        import audit.response_labels as labels
-        labels.LABELS_FILE = Path({str(added)!r})
+        """), """\
         from audit.judging.counting import LABELS
         from audit.judging.judge import CLASSIFICATION_FORMAT, classification_system, parse_classification
         from audit.pages.glossary import all_terms
         assert "zz_added_label" in CLASSIFICATION_FORMAT["json_schema"]["schema"]["properties"]["label"]["enum"]
         assert "- zz_added_label: answers by pointing" in classification_system()
         assert '|zz_added_label", "rationale"' in classification_system()
-        assert parse_classification('{{"label": "zz_alias"}}')["label"] == "zz_added_label"
+        assert parse_classification('{"label": "zz_alias"}')["label"] == "zz_added_label"
         assert "zz_added_label" in LABELS
         assert any(t.name == "zz_added_label share" for t in all_terms())
         """)
-    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_which_shares_are_headline_columns_is_the_file_s_headline_field(tmp_path):
@@ -74,44 +79,34 @@ def test_which_shares_are_headline_columns_is_the_file_s_headline_field(tmp_path
     their page names, with no code edited (a fresh interpreter, since the labels are read once)."""
     assert [(x.name, x.headline, x.metric) for x in labels.headlines()] == \
         [("refused", "refusal", "refusal"), ("official_line", "official-line", "official_line")]
-    added = tmp_path / "labels.yaml"
-    added.write_text(labels.LABELS_FILE.read_text(encoding="utf-8") + textwrap.dedent("""\
+    with_labels_file(tmp_path, labels.LABELS_FILE.read_text(encoding="utf-8") + textwrap.dedent("""\
         - name: zz_whatabout
           judge: answers by pointing at another country's record instead of the question.
           glossary: answers with another country's record instead
           colour: "#444444"
           headline: whatabout-ism
-        """), encoding="utf-8")
-    check = textwrap.dedent(f"""\
-        from pathlib import Path
-        import audit.response_labels as labels
-        labels.LABELS_FILE = Path({str(added)!r})
+        """), """\
         from audit.benchmark.cells import BY_NAME, GAP_METRICS
         from audit.compare.benchmark import CELL_RATES
         from audit.compare.report import GAP_PRINT
         from audit.compare.tables import GAP_COLUMNS, HEADLINE, MAP_COLUMNS
         from audit.pages.glossary import GAP_RATE_NAMES
         assert HEADLINE == ("refused", "official_line", "zz_whatabout"), HEADLINE
-        assert {{"zz_whatabout", "zz_whatabout_share_lo", "zz_whatabout_share_hi"}} <= set(MAP_COLUMNS)
+        assert {"zz_whatabout", "zz_whatabout_share_lo", "zz_whatabout_share_hi"} <= set(MAP_COLUMNS)
         assert "zz_whatabout_gap_hi" in GAP_COLUMNS and "zz_whatabout_gap" in GAP_PRINT
         assert GAP_METRICS[:3] == ("refusal", "official_line", "whatabout_ism") and "whatabout_ism" in BY_NAME
         assert CELL_RATES["whatabout_ism"] == "whatabout-ism share" and "whatabout-ism" in GAP_RATE_NAMES
         """)
-    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_a_headline_label_renamed_in_the_file_needs_no_code_change(tmp_path):
     """``refused`` renamed ``declined`` in the file alone (its headline kept): a whole comparison of
     runs judged with the new name counts it in the map, its spread, the gaps and the printed tables
     and renders its page (a fresh interpreter, since the labels are read once)."""
-    renamed = tmp_path / "labels.yaml"
-    renamed.write_text(labels.LABELS_FILE.read_text(encoding="utf-8").replace("- name: refused", "- name: declined")
-                       .replace("[refusal, refuse]", "[refusal, refuse, refused]"), encoding="utf-8")
-    check = textwrap.dedent(f"""\
+    renamed = labels.LABELS_FILE.read_text(encoding="utf-8").replace("- name: refused", "- name: declined") \
+        .replace("[refusal, refuse]", "[refusal, refuse, refused]")
+    with_labels_file(tmp_path, renamed, f"""\
         from pathlib import Path
-        import audit.response_labels as labels
-        labels.LABELS_FILE = Path({str(renamed)!r})
         import pandas as pd
         from audit.compare.build import compare
         from tests.compare.fake_runs import censorship_run
@@ -127,10 +122,7 @@ def test_a_headline_label_renamed_in_the_file_needs_no_code_change(tmp_path):
         assert "refused" not in "".join(pd.read_csv(runs / "censorship_map.csv").columns)
         page = (runs / "comparison.html").read_text(encoding="utf-8")
         assert "declined share" in page and "refusal gap" in page
-        """)
-    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=300, check=False,
-                          cwd=Path(__file__).resolve().parents[1])
-    assert done.returncode == 0, done.stderr[-3000:]
+        """, timeout=300)
 
 
 @pytest.mark.parametrize("data, says", [
