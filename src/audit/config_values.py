@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from omegaconf import OmegaConf
+from omegaconf import ListConfig, OmegaConf
 
 from audit.errors import UserError
 
@@ -75,3 +75,12 @@ def model_id(cfg: Any, key: str) -> str:
     if value is None or not str(value).strip():
         raise UserError(f"{key} is empty: give the model id the endpoint serves (e.g. {key}=deepseek/deepseek-chat)")
     return str(value)
+
+
+def as_list(value: Any) -> list[str]:
+    """A config value given as one string, a comma list, or a YAML list → list of strings."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple, ListConfig)):
+        return [str(v) for v in value]
+    return [part.strip() for part in str(value).split(",") if part.strip()]

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from audit.config_values import as_list
 from audit.errors import UserError, unknown_choice
 from audit.io.safe_read import MAX_CONFIG_BYTES, load_yaml, read_text
 from audit.prompt_files import fill, loader
@@ -229,12 +230,9 @@ def from_file(value: str) -> QuestionSet:
     return chinese_auditing(path, data)
 
 
-def _as_list(value: Any) -> list[str] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
-    return [str(v) for v in value]
+def _listed(value: Any) -> list[str] | None:
+    """A config list (one string, a comma list or a YAML list), or None when unset: every one."""
+    return None if value is None else as_list(value)
 
 
 def select(questions: QuestionSet, categories: Iterable[str] | None, limit: int | None) -> QuestionSet:
@@ -281,5 +279,5 @@ def load_questions(node: Mapping[str, Any], conf: Path) -> QuestionSet:
     elif name == "deccp":
         found = deccp()
     else:
-        found = topics(conf, _as_list(node.get("topics")))
-    return select(found, _as_list(node.get("categories")), node.get("limit"))
+        found = topics(conf, _listed(node.get("topics")))
+    return select(found, _listed(node.get("categories")), node.get("limit"))

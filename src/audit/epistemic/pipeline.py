@@ -43,7 +43,8 @@ from audit.epistemic.report import write_report
 from audit.epistemic.systems.base import Reply, System
 from audit.record.answers import Card, Metrics
 from audit.epistemic.systems.llm import check_fields, load_prompt, with_prompts
-from audit.epistemic.system_nodes import as_list, system_names, system_node
+from audit.config_values import as_list
+from audit.epistemic.system_nodes import system_names, system_node
 from audit.epistemic.used_systems import RECORD, changed_since, used_systems
 from audit.errors import Interrupted, UserError, unknown_choice, user_error_line
 from audit.jobs.interrupts import sigterm_as_interrupt

@@ -5,21 +5,12 @@ saved ``config.yaml``, to keep runs that asked differently apart) both make."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
+from audit.config_values import as_list
 from audit.errors import unknown_choice
 from audit.paths import CONF_DIR
-
-
-def as_list(value: Any) -> list[str]:
-    """A config value given as one string, a comma list, or a YAML list → list of strings."""
-    if value is None:
-        return []
-    if isinstance(value, (list, tuple, ListConfig)):
-        return [str(v) for v in value]
-    return [part.strip() for part in str(value).split(",") if part.strip()]
 
 
 def system_names(cfg: DictConfig) -> list[str]:
