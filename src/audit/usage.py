@@ -9,6 +9,11 @@ the base floor because every floor reads it and it needs nothing.
 Reading is tolerant of history: :meth:`Usage.of` takes any mapping the program ever wrote (missing
 fields are zero, unknown ones ignored, ``null`` is no usage), so old run dirs keep loading.
 
+BYOK (bring your own provider key): OpenRouter's ``usage.cost`` is then only its fee, and the provider
+bills the key's owner ``usage.cost_details.upstream_inference_cost`` directly (usage-accounting.mdx,
+"Cost Breakdown"; about 20 times the fee). ``cost`` is the whole bill, both added, so the budget, the
+ledger and every summary count what the user pays; ``upstream_cost`` and ``byok_calls`` show the part.
+
 The cost split: ``cost`` is what the service billed (OpenRouter's ``usage.cost``). OpenRouter
 documents no per-part cost (``cookbook/administration/usage-accounting.mdx``: ``cost`` and
 ``cost_details.upstream_inference_cost``, the latter for BYOK only), so the four parts and the
@@ -25,8 +30,9 @@ from typing import Any
 
 _COUNTS = ("calls", "cached_calls", "shared_calls", "errors", "aborted_calls", "retries", "prompt_tokens", "cached_prompt_tokens",
            "cache_write_tokens", "completion_tokens", "surrogates_replaced", "priced_calls", "estimated_calls",
-           "list_priced_calls")
-_MONEY = ("cost", "estimated_cost", "input_cost", "cache_read_cost", "cache_write_cost", "output_cost", "cache_saving")
+           "list_priced_calls", "byok_calls")
+_MONEY = ("cost", "estimated_cost", "input_cost", "cache_read_cost", "cache_write_cost", "output_cost", "cache_saving",
+          "upstream_cost")
 _LABELS = ("model", "provider")
 
 
@@ -54,8 +60,14 @@ class Usage:
     """Of ``prompt_tokens``, written to the provider's prompt cache (billed at its cache-write price)."""
     completion_tokens: int = 0
     cost: float = 0.0
-    """USD the service billed (OpenRouter's ``usage.cost``); zero for a reply from the response cache.
-    An aborted call's cost is the gateway's estimate (:mod:`audit.llm.aborted`), also in ``estimated_cost``."""
+    """USD the call cost: OpenRouter's ``usage.cost``, plus ``upstream_cost`` under BYOK; zero for a reply
+    from the response cache. An aborted call's cost is the gateway's estimate (:mod:`audit.llm.aborted`),
+    also in ``estimated_cost``."""
+    upstream_cost: float = 0.0
+    """Of ``cost``, what the provider billed on the user's own key (BYOK: ``cost_details.upstream_inference_cost``);
+    the rest of a BYOK call's cost is OpenRouter's fee."""
+    byok_calls: int = 0
+    """Calls OpenRouter routed through the user's own provider key (``usage.is_byok``)."""
     estimated_cost: float = 0.0
     """Of ``cost``, the estimates of ``aborted_calls`` (no reply said what they cost)."""
     input_cost: float = 0.0
@@ -113,7 +125,7 @@ class Usage:
     def free(self) -> Usage:
         """The record of a reply that cost nothing in this run (from the response cache or a
         request in flight): its tokens still say what the prompt and reply were."""
-        return replace(self, cost=0.0, input_cost=0.0, cache_read_cost=0.0, cache_write_cost=0.0, output_cost=0.0,
+        return replace(self, cost=0.0, upstream_cost=0.0, input_cost=0.0, cache_read_cost=0.0, cache_write_cost=0.0, output_cost=0.0,
                        cache_saving=0.0, latency_s=0.0, retries=0)
 
     @property
@@ -142,6 +154,18 @@ class Usage:
             line += f", saving {'~' if self.estimated_calls else ''}${self.cache_saving:.4f}" + \
                     (" (estimate)" if self.estimated_calls else "")
         return line
+
+    def byok_line(self) -> str:
+        """The end line's BYOK part, e.g. ``; 13 of 20 calls BYOK: $0.000260 of the total billed on your
+        provider key, the rest by OpenRouter``; empty when no call was BYOK."""
+        if not self.byok_calls:
+            return ""
+        return (f"; {self.byok_calls:,} of {self.calls:,} calls BYOK: ${self.upstream_cost:.6f} of the total billed "
+                "on your provider key, the rest by OpenRouter")
+
+    def bill_notes(self) -> str:
+        """What the end line adds after the total: the prompt cache's part and the BYOK part."""
+        return self.cache_line() + self.byok_line()
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready, money rounded; the labels only when known."""

@@ -260,3 +260,36 @@ def test_identical_concurrent_calls_make_one_request(fake_openrouter, tmp_path, 
     # disjoint: a shared reply is not counted as cached; calls - cached - shared = requests sent
     assert totals["cached_calls"] == 0
     assert totals["calls"] - totals["cached_calls"] - totals["shared_calls"] == len(fake_openrouter.requests)
+
+
+BYOK_USAGE = {"prompt_tokens": 12, "completion_tokens": 4, "cost": 0.000001, "is_byok": True,
+              "cost_details": {"upstream_inference_cost": 0.00002}}
+
+
+@pytest.mark.parametrize("route", ["completion", "chat"])
+def test_a_byok_call_costs_the_fee_plus_the_providers_charge(fake_openrouter, tmp_path, route):
+    """Under BYOK ``usage.cost`` is OpenRouter's fee only; the provider bills the key's owner
+    ``cost_details.upstream_inference_cost`` (cookbook/administration/usage-accounting.mdx, "Cost
+    Breakdown"). The ledger and the budget count both; ``is_byok: false`` keeps ``cost`` alone."""
+    from audit.llm.budget import Budget
+
+    push = fake_openrouter.push_completion if route == "completion" else fake_openrouter.push_chat
+    reply = completion_reply if route == "completion" else chat_reply
+    push(reply("paid on my key", usage=BYOK_USAGE))
+    push(reply("paid by OpenRouter", usage={**BYOK_USAGE, "is_byok": False}))
+    budget = Budget(0.0000215)
+    settings = GatewaySettings(api_base=fake_openrouter.base_url, timeout_s=5.0, max_retries=0,
+                               cache_path=tmp_path / "cache.sqlite")
+    gw = Gateway(settings, KEY, usage_path=tmp_path / "usage.json", rng=random.Random(0), budget=budget)
+    try:
+        call = gw.complete if route == "completion" else (lambda m, p: gw.chat(m, [{"role": "user", "content": p}]))
+        call("m/x", "first")
+        call("m/x", "second")
+        totals = gw.ledger.totals()
+    finally:
+        gw.close()
+    assert totals.cost == pytest.approx(0.000021 + 0.000001)
+    assert totals.upstream_cost == pytest.approx(0.00002) and totals.byok_calls == 1
+    assert budget.spent() == pytest.approx(0.000022) and budget.exhausted
+    assert totals.byok_line() == ("; 1 of 2 calls BYOK: $0.000020 of the total billed on your provider key, "
+                                  "the rest by OpenRouter")

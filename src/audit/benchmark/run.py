@@ -266,7 +266,7 @@ def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConf
     calls = usage.calls if usage else 0
     ended = "done" if status is Status.SUCCESS else f"stopped ({reason}; continue with: {run_dir.resume_command})"
     print(f"{ended}: {len(draws)} draws ({len(failed)} failed, {summary.judge_failures} with a failed judgment), "
-          f"{calls} calls, ${usage.cost if usage else 0.0:.4f}; tables: {', '.join(p.name for p in written)}"
+          f"{calls} calls, ${usage.cost if usage else 0.0:.4f}{usage.bill_notes() if usage else ''}; tables: {', '.join(p.name for p in written)}"
           f"{cache_note(calls, usage.cached_calls if usage else 0)}{served_note(summary)}")
     print(f"run dir: {run_dir.path}")
     return run_dir.path

@@ -69,7 +69,7 @@ class Session:
 def done_line(outcome: str, iterations: int, totals: Totals, failures: str, cache_note: str, report: Path) -> str:
     """``done: success (auditor) after 5 iterations; 12,345 tokens, $0.0123; report: <run dir>/report.html``."""
     return (f"done: {outcome} after {counted(iterations, 'iteration')}; {totals.tokens:,} tokens, "
-            f"${totals.cost:.4f}{totals.usage.cache_line()}"
+            f"${totals.cost:.4f}{totals.usage.bill_notes()}"
             f"{failures}{cache_note}; report: {report}")
 
 

@@ -217,7 +217,7 @@ def write_metrics_and_report(run_dir: Path, rows: list[dict[str, Any]], mapping:
 def cost_line(record: Usage | Mapping[str, Any]) -> str:
     """What a run's model calls cost, for the terminal and the report (with the prompt cache's share)."""
     usage = Usage.of(record)
-    return f"${usage.cost:.4f} over {usage.calls} calls ({usage.tokens:,} tokens){usage.cache_line()}"
+    return f"${usage.cost:.4f} over {usage.calls} calls ({usage.tokens:,} tokens){usage.bill_notes()}"
 
 
 def cards_digest(cards: Sequence[Mapping[str, Any]]) -> str:

@@ -114,7 +114,8 @@ def read_reply(route_is_chat: bool, response: Any) -> Generation:
         raise GatewayError("empty", "no content generated (empty text, no finish reason)")
     text, replaced = sanitize(text or "")
     usage = field_of(response, "usage")
-    cost = field_of(usage, "cost") if usage is not None else None
+    cost = float(field_of(usage, "cost") or 0.0) if usage is not None else 0.0
+    upstream = _byok_upstream_cost(usage)
     details = field_of(usage, "completion_tokens_details") if usage is not None else None
     prompt_details = field_of(usage, "prompt_tokens_details") if usage is not None else None
     return Generation(
@@ -123,7 +124,9 @@ def read_reply(route_is_chat: bool, response: Any) -> Generation:
         usage=Usage(
             prompt_tokens=int(field_of(usage, "prompt_tokens") or 0) if usage is not None else 0,
             completion_tokens=int(field_of(usage, "completion_tokens") or 0) if usage is not None else 0,
-            cost=float(cost or 0.0),
+            cost=cost + upstream if upstream is not None else cost,
+            upstream_cost=upstream or 0.0,
+            byok_calls=int(upstream is not None),
             # OpenRouter's prompt-cache counts (guides/best-practices/prompt-caching.mdx, "Usage object fields")
             cached_prompt_tokens=int(field_of(prompt_details, "cached_tokens") or 0),
             cache_write_tokens=int(field_of(prompt_details, "cache_write_tokens") or 0),
@@ -137,6 +140,30 @@ def read_reply(route_is_chat: bool, response: Any) -> Generation:
         generation_id=str(field_of(response, "id")) if field_of(response, "id") else None,
         routing=_routing(response),
     )
+
+
+def _byok_upstream_cost(usage: Any) -> float | None:
+    """What the provider billed on the user's own key, when the call was BYOK; None otherwise.
+
+    OpenRouter's usage-accounting guide ("Cost Breakdown"): ``cost`` is what OpenRouter charged,
+    ``cost_details.upstream_inference_cost`` what the upstream provider charged, a field that applies
+    to BYOK requests only (0 or null for the others); the usage object says ``is_byok``. A reply that
+    says ``is_byok: false`` is not BYOK whatever the field holds: its ``cost`` is the whole bill.
+    """
+    if usage is None:
+        return None
+    is_byok = field_of(usage, "is_byok")
+    details = field_of(usage, "cost_details")
+    upstream = field_of(details, "upstream_inference_cost") if details is not None else None
+    try:
+        upstream = float(upstream) if upstream is not None else None
+    except (TypeError, ValueError):
+        upstream = None
+    if is_byok is True:
+        return max(upstream or 0.0, 0.0)
+    if is_byok is None and upstream:
+        return max(upstream, 0.0)
+    return None
 
 
 def _routing(response: Any) -> dict[str, Any] | None:

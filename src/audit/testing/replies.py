@@ -158,6 +158,9 @@ class _Generation:
             "total_tokens": override.get("total_tokens", prompt_tokens + completion_tokens),
             "cost": override.get("cost", fake_cost(prompt_tokens, completion_tokens)),
         }
+        for byok in ("is_byok", "cost_details"):  # BYOK usage (cookbook/administration/usage-accounting.mdx)
+            if byok in override:
+                usage[byok] = override[byok]
         if "prompt_tokens_details" in override:  # the prompt-cache counts (audit.testing.prompt_cache)
             usage["prompt_tokens_details"] = dict(override["prompt_tokens_details"])
         if self.reasoning_tokens:
