@@ -15,7 +15,7 @@ from audit.llm.gateway import Gateway
 from audit.llm.settings import GatewaySettings
 from audit.llm.types import FATAL_KINDS, GatewayError
 from audit.testing import documented
-from audit.testing.replies import CHAT, COMPLETION, completion_reply
+from audit.testing.replies import CHAT, COMPLETION, completion_reply, error_reply
 from audit.testing.server import FakeOpenRouter
 
 KEY = "sk-or-v1-fake-shape-test-key-0123456789"
@@ -97,8 +97,12 @@ def test_content_filter_is_kept_with_its_text(fake_openrouter, tmp_path):
     (documented.routing_404("require_parameters"), "routing", "provider"),
     (documented.routing_404("data_policy"), "routing", "data policy"),
     (documented.routing_404("only"), "routing", "provider"),
+    (documented.guardrail_blocked(), "guardrail", "guardrail"),
+    (documented.permission_denied(), "permission", "lacks the permission"),
+    (documented.content_policy(), "content_policy", "content filter"),
+    (documented.refusal(), "refusal", "refused"),
 ], ids=["model_not_found", "402", "403_moderation", "403_region", "404_require_parameters", "404_data_policy",
-        "404_only"])
+        "404_only", "403_guardrail", "403_permission_denied", "400_content_policy_violation", "400_refusal"])
 @pytest.mark.parametrize("route", [CHAT, COMPLETION])
 def test_documented_errors_get_their_own_kind_and_hint(fake_openrouter, tmp_path, reply, kind, hint, route):
     """Each is answered once (never retried) with its own kind, and a hint that names what to change
@@ -114,7 +118,28 @@ def test_documented_errors_get_their_own_kind_and_hint(fake_openrouter, tmp_path
     assert hint in str(info.value)
     assert "OPENROUTER_API_KEY" not in str(info.value) and "check the model id" not in str(info.value)
     assert len(fake_openrouter.requests) == 1
-    assert (kind in FATAL_KINDS) == (kind != "moderation")
+    # a filter's or a guardrail's verdict is about this request's text: the next one may pass
+    assert (kind in FATAL_KINDS) == (kind not in ("moderation", "guardrail", "content_policy", "refusal"))
+
+
+@pytest.mark.parametrize("words", ["This request is forbidden in your region by policy",
+                                   "Request blocked: flagged for region-sensitive content"])
+def test_a_typed_code_decides_before_the_message_text(fake_openrouter, tmp_path, words):
+    """The errors guide: rely on ``error.metadata.error_type``, not on the status or the words. A guardrail
+    403 whose message happens to name a region is not a region block, and a 403 typed ``authentication``
+    is a key problem whatever it says (before, both were read from the message)."""
+    gateway = make_gateway(fake_openrouter, tmp_path)
+    fake_openrouter.push(error_reply(403, words, metadata={"error_type": "permission_denied", "patterns": ["x"]}))
+    fake_openrouter.push(error_reply(403, words, metadata={"error_type": "authentication"}))
+    try:
+        kinds = []
+        for _ in range(2):
+            with pytest.raises(GatewayError) as info:
+                call(gateway, COMPLETION)
+            kinds.append(info.value.kind)
+    finally:
+        gateway.close()
+    assert kinds == ["guardrail", "auth"]
 
 
 def test_provenance_of_a_draw(fake_openrouter, tmp_path):

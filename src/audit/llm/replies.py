@@ -255,9 +255,47 @@ def _kind_of_status(status: int) -> str:
 
 _REGION = ("region", "country", "location", "geograph")
 
+TYPED_KINDS = {
+    "authentication": "auth",
+    "permission_denied": "permission",
+    "payment_required": "payment",
+    "rate_limit_exceeded": "rate_limit",
+    "provider_overloaded": "server",
+    "provider_unavailable": "server",
+    "server": "server",
+    "unmapped": "server",
+    "timeout": "timeout",
+    "context_length_exceeded": "context_length",
+    "not_found": "not_found",
+    "invalid_request": "bad_request",
+    "invalid_prompt": "bad_request",
+    "content_policy_violation": "content_policy",
+    "refusal": "refusal",
+}
+"""OpenRouter's typed ``error.metadata.error_type`` (errors guide, "Typed Error Codes": "use this value,
+not the HTTP status code alone") and the kind each is here. Types not listed keep the status's kind."""
+
+
+def _typed(error: dict[str, Any] | None) -> tuple[str | None, dict[str, Any]]:
+    """The error's documented ``error_type`` (None when the server sent none) and its ``metadata``."""
+    metadata = error.get("metadata") if isinstance(error, dict) else None
+    metadata = metadata if isinstance(metadata, dict) else {}
+    typed = metadata.get("error_type")
+    return (typed if isinstance(typed, str) else None), metadata
+
+
+def _guardrail(message: str, metadata: dict[str, Any]) -> bool:
+    """A 403 from a guardrail on the key or account (errors guide, "Guardrail Errors"): the message
+    says ``Request blocked: ...`` and the metadata names what matched (``patterns``)."""
+    return message.lower().startswith("request blocked") or "patterns" in metadata
+
 
 def refine_kind(kind: str, message: str, error: dict[str, Any] | None) -> str:
-    """The kind a status alone cannot tell, from OpenRouter's documented bodies (errors guide):
+    """The kind a status alone cannot tell, from OpenRouter's documented bodies (errors guide).
+
+    The typed ``error.metadata.error_type`` decides first (:data:`TYPED_KINDS`); a 403 that is a
+    guardrail's block is ``guardrail`` whatever its type (``permission_denied`` covers both a key
+    without the permission and a guardrail). Without a type, the documented shapes:
 
     - 400 ``"<id> is not a valid model ID"`` (``model_not_found``): a mistyped or retired id;
     - 403 with ``metadata.reasons``/``flagged_input`` (``ModerationErrorMetadata``): input flagged
@@ -265,14 +303,21 @@ def refine_kind(kind: str, message: str, error: dict[str, Any] | None) -> str:
     - 404 ``"No endpoints found ..."`` (``that can handle the requested parameters`` under
       ``require_parameters``, ``matching your data policy``, ``that support ...``, naming the
       provider constraints): routing; "No endpoints found for <model>." names none: not_found.
+
+    The message text is read only where no typed field says what happened.
     """
     lower = message.lower()
-    metadata = error.get("metadata") if isinstance(error, dict) else None
+    typed, metadata = _typed(error)
     code = error.get("code") if isinstance(error, dict) else None
+    if typed == "permission_denied" or (typed is None and kind == "auth"):
+        if _guardrail(message, metadata):
+            return "guardrail"
+        if "reasons" in metadata or "flagged_input" in metadata:
+            return "moderation"
+    if typed in TYPED_KINDS:
+        return TYPED_KINDS[typed]
     if kind == "bad_request" and ("not a valid model id" in lower or code == "model_not_found"):
         return "model_not_found"
-    if kind == "auth" and isinstance(metadata, dict) and ("reasons" in metadata or "flagged_input" in metadata):
-        return "moderation"
     if kind == "auth" and ("moderation" in lower or "flagged" in lower):
         return "moderation"
     if kind == "auth" and any(word in lower for word in _REGION):
@@ -345,5 +390,16 @@ def classify_failure(exc: BaseException) -> tuple[GatewayError, float | None]:
         kind = "not_found"
     else:
         kind = "bad_response"
-    kind = refine_kind(kind, message, error_body(said)[1])
+    kind = refine_kind(kind, message, error_body(said)[1] or _sdk_error_object(chain))
     return GatewayError(kind, message or type(exc).__name__, status=status), retry_after
+
+
+def _sdk_error_object(chain: list[BaseException]) -> dict[str, Any] | None:
+    """The server's ``error`` object as the OpenAI SDK parsed it (``APIStatusError.body``): on the raw
+    completion route litellm's text keeps only the message, and the typed ``metadata`` lives there."""
+    for exc in chain:
+        body = getattr(exc, "body", None)
+        if isinstance(body, dict):
+            inner = body.get("error")
+            return inner if isinstance(inner, dict) else body
+    return None

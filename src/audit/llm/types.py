@@ -74,7 +74,10 @@ class ReplyTooLarge(Exception):
 class GatewayError(Exception):
     """A model call that failed for good (after retries where retrying makes sense).
 
-    ``kind`` is one of: ``auth`` (401/403), ``bad_request`` (400), ``model_not_found`` (400
+    ``kind`` is one of: ``auth`` (401/403), ``permission`` (403 ``permission_denied``: the key lacks
+    a permission), ``guardrail`` (403: a guardrail on the key or account blocked the request),
+    ``content_policy`` and ``refusal`` (400 ``content_policy_violation``/``refusal``: a filter or the
+    model refused), ``bad_request`` (400), ``model_not_found`` (400
     "... is not a valid model ID"), ``payment`` (402), ``moderation`` (403, input flagged),
     ``region`` (403, provider unavailable where the caller is), ``routing`` (404 "No endpoints
     found ...": no provider meets ``provider``'s constraints or the account's data policy),
@@ -107,7 +110,8 @@ class GatewayError(Exception):
 # the same failure for every remaining call (and paying for the calls that precede it).
 # A spent sweep budget (``budget``) likewise stops the run: no later call may start.
 # A mistyped model id or an account out of credits likewise: OpenRouter answers every call the same.
-FATAL_KINDS = frozenset({"auth", "not_found", "model_not_found", "payment", "region", "routing", "budget"})
+FATAL_KINDS = frozenset({"auth", "permission", "not_found", "model_not_found", "payment", "region", "routing",
+                         "budget"})
 
 # What the user can do about a failure that retrying cannot fix.
 _HINTS = {
@@ -116,6 +120,13 @@ _HINTS = {
     "model_not_found": "the model id is mistyped or retired: check it against https://openrouter.ai/models",
     "payment": "the key's credits do not cover this call: add credits (openrouter.ai/settings/credits) "
                "or lower max_tokens",
+    "permission": "the key is valid but lacks the permission for this request: check the key's settings "
+                  "(openrouter.ai/settings/keys) or use another key",
+    "guardrail": "a guardrail on the OpenRouter key or account blocked this request before any provider saw it "
+                 "(openrouter.ai/settings, guardrails); not the model's answer",
+    "content_policy": "a content filter (the provider's or OpenRouter's) flagged the input or output; "
+                      "not the model's own answer",
+    "refusal": "the provider reported that the model refused the request outright (no text was returned)",
     "moderation": "OpenRouter's moderation flagged the input (see metadata.reasons); a provider without "
                   "moderation can be pinned with the role's provider setting (provider.only)",
     "region": "the provider is not available from this region: pin another with the role's provider setting "

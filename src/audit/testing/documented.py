@@ -9,7 +9,9 @@ them by hand. Sources (OpenRouter docs, repository OpenRouterTeam/docs):
   request error; once the model started, HTTP 200 with the error in the body; 402 insufficient
   credits; 403 moderation flag with ``ModerationErrorMetadata`` (``reasons``, ``flagged_input``,
   ``provider_name``, ``model_slug``); "When No Content is Generated": an empty reply (cold start),
-  retry;
+  retry; "Guardrail Errors": a 403 ``Request blocked: ...``; "Typed Error Codes": the
+  ``error.metadata.error_type`` to rely on (``permission_denied``, ``content_policy_violation``,
+  ``refusal``, ...);
 - API reference, "Responses": ``choices[].finish_reason`` is one of ``stop``, ``length``,
   ``content_filter``, ``tool_calls``, ``error``, beside ``native_finish_reason`` (the provider's
   own) and an optional ``choices[].error``; reasoning models' ``reasoning`` field and
@@ -82,6 +84,32 @@ def region_blocked(provider: str = "OpenAI") -> Reply:
     """403 when the provider does not serve the caller's region."""
     return error_reply(403, f"This model is not available in your region. (provider {provider})",
                        metadata={"provider_name": provider})
+
+
+def guardrail_blocked(patterns: tuple[str, ...] = ("ignore all previous instructions",)) -> Reply:
+    """403 from a guardrail on the key or account, before any provider saw the request (errors guide,
+    "Guardrail Errors": ``Request blocked: ...`` with ``metadata.patterns``; typed ``permission_denied``)."""
+    return error_reply(403, "Request blocked: prompt injection patterns detected",
+                       metadata={"patterns": list(patterns), "error_type": "permission_denied"})
+
+
+def permission_denied() -> Reply:
+    """403 ``permission_denied`` for a valid key that lacks the permission (errors guide, "Typed Error Codes")."""
+    return error_reply(403, "Forbidden", metadata={"error_type": "permission_denied"})
+
+
+def content_policy(provider: str = "Moonshot AI") -> Reply:
+    """400 ``content_policy_violation``: a content filter, the provider's or OpenRouter's, flagged the input
+    or output (errors guide, "Typed Error Codes", "Content Policy"; ``provider_code`` the upstream's own)."""
+    return error_reply(400, "Provider returned error",
+                       metadata={"error_type": "content_policy_violation", "provider_code": "content_filter",
+                                 "provider_name": provider, "raw": "The request was rejected as sensitive"})
+
+
+def refusal(provider: str = "Moonshot AI") -> Reply:
+    """400 ``refusal``: the model explicitly refused the request (errors guide, "Typed Error Codes")."""
+    return error_reply(400, "Provider returned error",
+                       metadata={"error_type": "refusal", "provider_name": provider})
 
 
 ROUTING_MESSAGES = {

@@ -32,6 +32,10 @@ FAULTS = {
     "moderation": lambda request: documented.moderation(),
     "region": lambda request: documented.region_blocked(),
     "routing": lambda request: documented.routing_404(),
+    "guardrail": lambda request: documented.guardrail_blocked(),
+    "permission": lambda request: documented.permission_denied(),
+    "content_policy": lambda request: documented.content_policy(),
+    "refusal": lambda request: documented.refusal(),
 }
 """OpenRouter's documented replies (:mod:`audit.testing.documented`) that ``--fault`` plays."""
 
