@@ -136,6 +136,15 @@ def test_fault_shapes_are_retried_then_reported_with_their_kind(fake_openrouter,
 
 
 @pytest.mark.parametrize("route", ROUTES)
+def test_an_html_page_says_so_on_both_routes(fake_openrouter, tmp_path, route):
+    """A proxy's page in a 200: on /completions litellm raised "'str' object has no attribute
+    'model_dump'", which told the user nothing; both routes now name what came back."""
+    fake_openrouter.handler = lambda request: garbage(200)
+    error = _failure(_gateway(fake_openrouter, tmp_path, max_retries=0), route)
+    assert "not an OpenAI-compatible JSON body" in str(error) and "model_dump" not in str(error)
+
+
+@pytest.mark.parametrize("route", ROUTES)
 def test_fault_then_answer_succeeds_and_is_not_cached_empty(fake_openrouter, tmp_path, route):
     fake_openrouter.push(error_in_200(), _answer(route, "the answer"))
     gateway = _gateway(fake_openrouter, tmp_path)

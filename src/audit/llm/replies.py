@@ -378,8 +378,10 @@ def classify_failure(exc: BaseException) -> tuple[GatewayError, float | None]:
     elif _named(chain, "ConnectionError", "ConnectError", "RemoteProtocolError", "ReadError", "WriteError"):
         kind, status = "connection", None
     elif _named(chain, "JSONDecodeError", "UnicodeDecodeError") or isinstance(chain[-1], (AttributeError, TypeError)):
-        # An unreadable body, or one litellm could not take apart (a proxy's HTML page).
+        # An unreadable body, or one litellm could not take apart (a proxy's HTML page): litellm's own
+        # words ("'str' object has no attribute 'model_dump'") would only puzzle the user.
         kind, status = "bad_response", None
+        message = _NOT_JSON + (f": {_shown_body(said)}" if _shown_body(said) else "")
     elif isinstance(status, int) and status >= 400:
         kind = _kind_of_status(status)
     elif _named(chain, "RateLimitError"):
@@ -392,6 +394,16 @@ def classify_failure(exc: BaseException) -> tuple[GatewayError, float | None]:
         kind = "bad_response"
     kind = refine_kind(kind, message, error_body(said)[1] or _sdk_error_object(chain))
     return GatewayError(kind, message or type(exc).__name__, status=status), retry_after
+
+
+_NOT_JSON = "the reply is not an OpenAI-compatible JSON body (an HTML page from a proxy, portal or wrong base URL?)"
+_ORIGINAL = "Original Response:"
+
+
+def _shown_body(said: str) -> str:
+    """The start of the body litellm quotes (``Original Response: ...``), on one line; empty when it quotes none."""
+    at = said.find(_ORIGINAL)
+    return " ".join(said[at + len(_ORIGINAL):].split())[:120] if at >= 0 else ""
 
 
 def _sdk_error_object(chain: list[BaseException]) -> dict[str, Any] | None:
