@@ -2,6 +2,7 @@
 
 Thin Hydra wrapper; the check is :func:`audit.censorship.doctor.run_doctor`. Exit 0 when
 raw completions look honoured, 2 when the prompt was wrapped as chat (pin a provider).
+``--list`` and ``--forget`` (``verdicts=list|forget``) show or clear the kept verdicts.
 """
 
 from __future__ import annotations
@@ -22,5 +23,11 @@ def main(cfg: DictConfig) -> None:
     raise SystemExit(code)
 
 
+FLAGS = {"--list": "verdicts=list", "--forget": "verdicts=forget"}
+"""Shorthands for the kept verdicts' actions (Hydra takes key=value overrides only)."""
+
 if __name__ == "__main__":
+    import sys
+
+    sys.argv[1:] = [FLAGS.get(arg, arg) for arg in sys.argv[1:]]
     run_app(main, "doctor")

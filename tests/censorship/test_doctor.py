@@ -12,6 +12,7 @@ import json
 
 from omegaconf import OmegaConf
 
+from audit.censorship.provider_check import today
 from audit.censorship.doctor import FOLLOW_UPS, TOKEN_CANARY_TOKENS, Diagnosis, ProviderCheck, diagnose, looks_continued, \
     token_canary
 from audit.llm.gateway import Gateway
@@ -166,11 +167,53 @@ def test_load_balanced_providers_are_judged_apart_and_a_wrapping_one_is_refused(
     assert "provider Honest:" in result.stdout and "verdict: OK" in result.stdout.split("provider Wrapper:")[0]
     assert "verdict: WRAPPING" in result.stdout.split("provider Wrapper:")[1]
     assert "pin to paste: 'audited.provider={only:[honest],allow_fallbacks:false}'" in result.stdout
-    assert json.loads((cache_root / "doctor" / "verdicts.json").read_text()) == \
-        {"moonshotai/kimi-k2": {"Honest": "ok", "Wrapper": "wrapping"}}
+    kept = json.loads((cache_root / "doctor" / "verdicts.json").read_text())["verdicts"]
+    assert {(v["endpoint"], v["model"], v["provider"], v["verdict"]) for v in kept} == {
+        (fake_openrouter.base_url, "moonshotai/kimi-k2", "Honest", "ok"),
+        (fake_openrouter.base_url, "moonshotai/kimi-k2", "Wrapper", "wrapping")}
+    assert all(v["date"] == today() for v in kept)
+    assert [v["decided_by"] for v in kept if v["verdict"] == "wrapping"][0].startswith("token canary billed")
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")} | fake_openrouter.env()
     run = entrypoints.run([sys.executable, "-m", "audit", "audited=kimi_k2", "output_dir=out", "judge=off"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode != 0 and not (tmp_path / "out").exists()
     (line,) = run.stderr.strip().splitlines()
     assert "Wrapper wraps /completions prompts" in line and "python -m audit.doctor audited=kimi_k2" in line
+    assert f"at {fake_openrouter.base_url} (doctor's verdict of {today()}: token canary billed" in line
+    assert "python -m audit.doctor audited=kimi_k2 verdicts=forget" in line
+
+
+def test_a_verdict_binds_to_its_endpoint_and_is_listed_and_forgotten(tmp_path, fake_openrouter, cache_root):
+    """A wrap found on one server (a loopback server tried by hand) never refuses a run on another (the
+    real service); --list names where and when each verdict was reached; --forget clears this endpoint's.
+    Before, verdicts were keyed by model and provider only and merged forever."""
+    from audit.testing.server import FakeOpenRouter
+
+    fake_openrouter.handler = LoadBalanced(get_family("kimi_k2"), [ServedBy("Wrapper", wraps=True)])
+    assert doctor(tmp_path, fake_openrouter, "audited=kimi_k2").returncode == 2
+    with FakeOpenRouter() as other:
+        other.handler = Script().handler
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")} | other.env()
+        run = entrypoints.run([sys.executable, "-m", "audit", "audited=kimi_k2", "output_dir=out", "judge=off",
+                               "max_iterations=1"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        listed = doctor(tmp_path, other, "--list")
+    assert listed.returncode == 0, listed.stderr
+    (row,) = [line for line in listed.stdout.splitlines() if "Wrapper" in line]
+    assert row.startswith(f"  {today()}  wrapping") and fake_openrouter.base_url in row  # another endpoint: no '*'
+    forgot = doctor(tmp_path, fake_openrouter, "audited=kimi_k2", "--forget")
+    assert forgot.returncode == 0 and f"forgot 1 verdict(s) of moonshotai/kimi-k2 at {fake_openrouter.base_url}" \
+        in forgot.stdout
+    assert json.loads((cache_root / "doctor" / "verdicts.json").read_text()) == {"verdicts": []}
+
+
+def test_verdicts_kept_before_they_named_an_endpoint_never_refuse(tmp_path, fake_openrouter, cache_root):
+    (cache_root / "doctor").mkdir(parents=True)
+    (cache_root / "doctor" / "verdicts.json").write_text(json.dumps({"moonshotai/kimi-k2": {"Wrapper": "wrapping"}}))
+    fake_openrouter.handler = Script().handler
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")} | fake_openrouter.env()
+    run = entrypoints.run([sys.executable, "-m", "audit", "audited=kimi_k2", "output_dir=out", "judge=off",
+                           "max_iterations=1"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    listed = doctor(tmp_path, fake_openrouter, "--list")
+    assert "unknown (kept before verdicts named their endpoint)" in listed.stdout

@@ -36,7 +36,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from audit import config_values
 from audit.censorship.provenance import provider_slug, same_provider
-from audit.censorship.provider_check import WRAPPING, pin_line, remember
+from audit.censorship.provider_check import WRAPPING, Verdict, audited_endpoint, forget, load, pin_line, remember, \
+    today
 from audit.errors import UserError
 from audit.llm.embedded import local_model
 from audit.llm.settings import role_endpoint, role_routing
@@ -109,6 +110,20 @@ class ProviderCheck:
         if checks and all(checks) and self.replies and all(looks_continued(r) for r in self.replies):
             return OK
         return UNSURE
+
+    @property
+    def decided_by(self) -> str:
+        """Which test decided the verdict, in words kept beside it (and shown when it refuses a run)."""
+        billed = ", ".join(str(r) for r in self.token_reports) or "none"
+        verbatim = f"{TOKEN_CANARY_TOKENS}-{TOKEN_CANARY_TOKENS + BOS_SLACK}"
+        if self.verdict == WRAPPING:
+            return f"token canary billed {billed} tokens where verbatim is {verbatim}"
+        if self.verdict == OK:
+            return f"token canary billed {billed} (verbatim); {len(self.replies)} of {len(self.replies)} replies continued"
+        if not self.token_reports or any(billed_verbatim(r, TOKEN_CANARY_TOKENS) is None for r in self.token_reports):
+            return "no usage reported for the token canary"
+        return (f"{sum(not looks_continued(r) for r in self.replies)} of {len(self.replies)} replies did not "
+                "continue the sentence" if self.replies else "no continuation canary served")
 
     def lines(self) -> list[str]:
         reports = ", ".join(str(r) for r in self.token_reports) or "none"
@@ -240,6 +255,9 @@ def run_doctor(cfg: DictConfig) -> int:
     from audit.llm.gateway import Gateway  # lazy: the gateway loads once the config is checked
 
     config_values.model_id(cfg, "audited.model")
+    action = str(cfg.get("verdicts") or "check")
+    if action != "check":
+        return kept_verdicts(cfg, action)
     config_values.max_tokens(cfg, "max_tokens")
     config_values.temperature(cfg, "temperature")
     canaries = config_values.whole_number(cfg, "canaries", minimum=1)
@@ -261,6 +279,26 @@ def _check(cfg: DictConfig, Gateway: Any, canaries: int) -> int:
 
     diagnosis = asyncio.run(check())
     print("\n".join(diagnosis.report()), flush=True)
-    remember(cfg.cache.dir, str(cfg.audited.model),
-             {p: c.verdict for p, c in diagnosis.providers.items() if p != UNNAMED})
+    endpoint, date = audited_endpoint(cfg), today()
+    remember(cfg.cache.dir, [Verdict(endpoint, str(cfg.audited.model), p, c.verdict, date, c.decided_by)
+                             for p, c in diagnosis.providers.items() if p != UNNAMED])
     return HONOURED if diagnosis.honoured else WRAPPED
+
+
+def kept_verdicts(cfg: DictConfig, action: str) -> int:
+    """``verdicts=list``: every kept verdict, this run's endpoint marked; ``verdicts=forget``: drop the
+    audited model's verdicts on this endpoint. Neither calls a model."""
+    endpoint, model = audited_endpoint(cfg), str(cfg.audited.model)
+    if action == "list":
+        kept = load(cfg.cache.dir)
+        print(f"{len(kept)} doctor verdict(s) kept in {cfg.cache.dir}/doctor/verdicts.json"
+              + (" (* = this endpoint, which a run refuses on)" if kept else ""), flush=True)
+        for verdict in kept:
+            print(f"{'*' if verdict.endpoint == endpoint else ' '} {verdict.line()}", flush=True)
+        return HONOURED
+    if action == "forget":
+        gone = forget(cfg.cache.dir, endpoint, model)
+        print(f"forgot {len(gone)} verdict(s) of {model} at {endpoint}", flush=True)
+        return HONOURED
+    raise UserError(f"verdicts={action!r} is not an action: use verdicts=check (the default: run the canaries), "
+                    "verdicts=list or verdicts=forget")
