@@ -217,3 +217,19 @@ def test_verdicts_kept_before_they_named_an_endpoint_never_refuse(tmp_path, fake
     assert run.returncode == 0, run.stderr
     listed = doctor(tmp_path, fake_openrouter, "--list")
     assert "unknown (kept before verdicts named their endpoint)" in listed.stdout
+
+
+def test_the_pin_offered_bills_exactly_and_honours_max_tokens(fake_openrouter):
+    """Three providers pass the wrap check; before, the alphabetically first was offered as the pin even
+    when it added a second BOS (DeepSeek's template starts with one) or billed 4x the max_tokens asked."""
+    fake_openrouter.handler = LoadBalanced(get_family("deepseek_v3"), [
+        ServedBy("Alpha", ignores_max_tokens=True), ServedBy("Bos", adds_bos=True), ServedBy("Exact")])
+    diagnosis = diagnose_on(fake_openrouter, "deepseek_v3", canaries=6)
+    assert {p: c.verdict for p, c in diagnosis.providers.items()} == {"Alpha": "ok", "Bos": "ok", "Exact": "ok"}
+    alpha = diagnosis.providers["Alpha"]
+    assert alpha.overruns and all(billed == 4 * allowed for billed, allowed in alpha.overruns)
+    assert not diagnosis.providers["Exact"].overruns and diagnosis.providers["Exact"].exact
+    report = "\n".join(diagnosis.report())
+    assert "max_tokens:    IGNORED in" in report.split("provider Alpha:")[1].split("provider Bos:")[0]
+    assert ("pin to paste: 'audited.provider={only:[exact],allow_fallbacks:false}'   "
+            "(bills the prompt exactly, honours max_tokens;") in report

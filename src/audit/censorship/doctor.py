@@ -86,6 +86,9 @@ class ProviderCheck:
     replies: list[str] = field(default_factory=list)
     pinned: int = 0
     """Canaries re-sent pinned to this provider because the load balancer had sent it none of their kind."""
+    overruns: list[tuple[int, int]] = field(default_factory=list)
+    """(completion tokens billed, ``max_tokens`` sent) of each reply that went past its ``max_tokens``."""
+    replies_seen: int = 0
 
     def missing(self) -> list[str]:
         """The canary kinds this provider served none of, while its verdict could still be OK."""
@@ -93,7 +96,14 @@ class ProviderCheck:
             return []
         return [kind for kind, got in (("tokens", self.token_reports), ("text", self.replies)) if not got]
 
-    def add(self, kind: str, reply: LLMResponse) -> None:
+    def add(self, kind: str, reply: LLMResponse, allowed: int) -> None:
+        """Count ``reply`` to a canary of ``kind`` sent with ``max_tokens=allowed``. Only the continuation
+        canary's budget is checked: the token canary asks for one token, which a server may bill as two
+        (the token and its end marker) without ignoring anything."""
+        if kind == "text":
+            self.replies_seen += 1
+            if reply.usage.completion_tokens > allowed:  # the server's own count, before our stop cut
+                self.overruns.append((reply.usage.completion_tokens, allowed))
         if kind == "tokens":
             self.token_reports.append(reply.usage.prompt_tokens)
         else:
@@ -110,6 +120,16 @@ class ProviderCheck:
         if checks and all(checks) and self.replies and all(looks_continued(r) for r in self.replies):
             return OK
         return UNSURE
+
+    @property
+    def exact(self) -> bool:
+        """Every token canary billed exactly as sent: no BOS added (a template that starts with one keeps one)."""
+        return bool(self.token_reports) and all(r == TOKEN_CANARY_TOKENS for r in self.token_reports)
+
+    def pin_rank(self) -> tuple[bool, bool, str]:
+        """Which passing provider to offer as the pin: one that honours ``max_tokens``, then one that bills
+        the prompt exactly (no second BOS), then by name."""
+        return bool(self.overruns), not self.exact, self.provider
 
     @property
     def decided_by(self) -> str:
@@ -144,6 +164,9 @@ class ProviderCheck:
                 + (f", e.g. {self.replies[0]!r}" if self.replies else ""),
                 *([f"  pinned:        {self.pinned} canaries re-sent pinned to this provider (the load balancer "
                    "had sent it none of their kind)"] if self.pinned else []),
+                *([f"  max_tokens:    IGNORED in {len(self.overruns)} of {self.replies_seen} replies (billed "
+                   f"{max(b for b, _ in self.overruns)} completion tokens where {self.overruns[0][1]} were allowed): "
+                   "every draw from it may cost more than the run's budget assumes"] if self.overruns else []),
                 f"  verdict: {self.verdict.upper()}: {why}"]
 
 
@@ -173,15 +196,19 @@ class Diagnosis:
         lines += [f"error:          {e}" for e in dict.fromkeys(self.errors)]
         for _, check in sorted(self.providers.items()):
             lines += check.lines()
-        good = sorted(p for p, c in self.providers.items() if c.verdict == OK and p != UNNAMED)
+        good = [c.provider for c in sorted(self.providers.values(), key=ProviderCheck.pin_rank)
+                if c.verdict == OK and c.provider != UNNAMED]
         if self.honoured:
             lines.append("verdict: OK, raw completions are honoured by every provider that served a canary")
         else:
             lines.append("verdict: WRAPPED or unsupported: not every provider honours raw completions, so "
                          "user-persona samples would be chat answers")
         if good and (not self.provider_requested or not self.honoured):
-            lines.append(f"pin to paste: {pin_line(good[0])}   (then re-run this check with it; the exact slug is "
-                         "beside the provider on the model's OpenRouter page)")
+            best = self.providers[good[0]]
+            why = ", ".join(["bills the prompt exactly" if best.exact else "adds a BOS to every prompt",
+                             "ignores max_tokens" if best.overruns else "honours max_tokens"])
+            lines.append(f"pin to paste: {pin_line(good[0])}   ({why}; then re-run this check with it; the exact "
+                         "slug is beside the provider on the model's OpenRouter page)")
         elif not good and not self.honoured:
             lines.append("fix: pin a provider that serves raw completions and re-check, e.g. "
                          f"{pin_line()} (the model's providers are on its OpenRouter page)")
@@ -215,9 +242,10 @@ async def diagnose(gateway: Any, audited: DictConfig, canary: str, *, max_tokens
     prompt = family.user_persona_prompt(canary, system=audited.get("system_prompt"))
     tokens = token_canary(family)
     text_of = {"tokens": tokens, "text": prompt}
+    allowed_of = {"tokens": 1, "text": max_tokens}
 
     def send(kind: str, index: int, pin: str | None = None) -> Any:
-        return _canary(gateway, audited, family, text_of[kind], max_tokens=1 if kind == "tokens" else max_tokens,
+        return _canary(gateway, audited, family, text_of[kind], max_tokens=allowed_of[kind],
                        temperature=temperature, index=index, pin=pin)
 
     sent = [kind for _ in range(canaries) for kind in text_of]
@@ -229,7 +257,7 @@ async def diagnose(gateway: Any, audited: DictConfig, canary: str, *, max_tokens
             errors.append(str(reply))
             continue
         name = reply.provider or UNNAMED
-        checks.setdefault(name, ProviderCheck(name)).add(kind, reply)
+        checks.setdefault(name, ProviderCheck(name)).add(kind, reply, allowed_of[kind])
     follow_ups = [(name, kind) for name, check in checks.items() if name != UNNAMED
                   for kind in check.missing() for _ in range(FOLLOW_UPS)]
     pinned = await asyncio.gather(*(send(kind, len(sent) + i, pin=name)
@@ -241,7 +269,7 @@ async def diagnose(gateway: Any, audited: DictConfig, canary: str, *, max_tokens
         elif not same_provider(reply.provider or name, name):
             errors.append(f"pinned to {name}, served by {reply.provider}: not counted")
         else:
-            checks[name].add(kind, reply)
+            checks[name].add(kind, reply, allowed_of[kind])
     return Diagnosis(model=str(audited.model), name=str(audited.get("name") or audited.model),
                      template=family.name, provider_requested=provider, prompt=prompt, providers=checks,
                      errors=errors)

@@ -58,14 +58,16 @@ def with_fault(handler: Handler, fault: str, every: int) -> Handler:
 
 def providers(spec: str) -> list[ServedBy]:
     """``Honest,Wrapper:wraps,Bos:bos`` -> the providers (``:wraps`` renders the prompt as a chat
-    message in the model's template; ``:bos`` adds a BOS token to every prompt)."""
+    message in the model's template; ``:bos`` adds a BOS token to every prompt; ``:long`` ignores
+    ``max_tokens``, billing four times it)."""
     served = []
     for item in spec.split(","):
         name, *flags = item.strip().split(":")
-        unknown = set(flags) - {"wraps", "bos"}
+        unknown = set(flags) - {"wraps", "bos", "long"}
         if not name or unknown:
-            raise UserError(f"--providers {spec!r}: each item is NAME[:wraps][:bos], e.g. Honest,Wrapper:wraps")
-        served.append(ServedBy(name, wraps="wraps" in flags, adds_bos="bos" in flags))
+            raise UserError(f"--providers {spec!r}: each item is NAME[:wraps][:bos][:long], e.g. Honest,Wrapper:wraps")
+        served.append(ServedBy(name, wraps="wraps" in flags, adds_bos="bos" in flags,
+                               ignores_max_tokens="long" in flags))
     return served
 
 

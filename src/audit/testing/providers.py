@@ -62,6 +62,8 @@ class ServedBy:
     adds_bos: bool = False
     slug: str = ""
     """The slug a pin names it by, as its model page lists it (default: the name in lower case)."""
+    ignores_max_tokens: bool = False
+    """Generates (and bills) four times the request's ``max_tokens``: a provider that does not honour it."""
 
     @property
     def routing_slug(self) -> str:
@@ -127,4 +129,8 @@ class LoadBalanced:
         if reply is None or not hasattr(reply.body, "payload"):
             reply = completion_reply(self.wrapped_answer if provider.wraps else self.answer)
         billed: Callable[[Any], int] = lambda _request: native_tokens(seen)  # noqa: E731 - one expression
-        return replace(reply, body=replace(reply.body, provider=provider.name, prompt_tokens_of=billed))
+        body = replace(reply.body, provider=provider.name, prompt_tokens_of=billed)
+        if provider.ignores_max_tokens:
+            overrun = 4 * int((request.json or {}).get("max_tokens") or 16)
+            body = replace(body, usage={**dict(body.usage or {}), "completion_tokens": overrun})
+        return replace(reply, body=body)
