@@ -338,9 +338,10 @@ def effect_grid(bounds: DiffBounds, cells: int, effect_list: Sequence[Effect], r
 
 
 def question_effect_grid(cells: int, effect_list: Sequence[Effect], questions: Sequence[int],
-                         rollouts: Sequence[int], per_rollout: Sequence[str]) -> list[GridPoint]:
-    """The benchmark's paired gap over (effect, questions, rollouts per question, items per rollout):
-    the technique acts on a share of the questions."""
+                         rollouts: Sequence[int], per_rollout: Sequence[str], bounds: DiffBounds = _question_paired
+                         ) -> list[GridPoint]:
+    """The benchmark's paired gap (or ``bounds``) over (effect, questions, rollouts per question, items
+    per rollout): the technique acts on a share of the questions."""
     out = []
     for e in effect_list:
         for q in questions:
@@ -348,7 +349,7 @@ def question_effect_grid(cells: int, effect_list: Sequence[Effect], questions: S
                 for items in per_rollout:
                     low, high = PER_ROLLOUT[items]
                     width: list[float] = []
-                    covered = effect_coverage(e, q, cells, _question_paired, sizes=(low * r, high * r), width=width)
+                    covered = effect_coverage(e, q, cells, bounds, sizes=(low * r, high * r), width=width)
                     out.append(GridPoint(e, q, f"{r} rollout(s), {items}", covered, width[0]))
     return out
 
