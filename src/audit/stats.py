@@ -108,15 +108,17 @@ COVERAGE_NOTE = ("measured coverage of the 95% intervals over a grid of simulate
                  "bench/coverage_grid.txt: rates 0.05-0.5, runs that differ up to intraclass correlation 0.5 and "
                  "all-or-nothing runs, 2-20 runs of 4-16 or 2-40 responses, 4,000 cells per case): a cell's share "
                  "at least 0.951 with runs of 4-16 responses and 0.938 with runs of 2-40 (both lowest at p = 0.15, "
-                 "runs that differ, 20 runs); the paired gap at least 0.960; the unpaired gap at least 0.966 (runs of "
-                 "4-16) and 0.944 (runs of 2-40). Where the rarer side has fewer than 8 events the cell shows a "
+                 "runs that differ, 20 runs); the paired gap at least 0.960, and 0.934 where the technique acts in only "
+                 "10-100% of 2-5 runs, by +0.2 or all-or-nothing (issue 37's grid, 320 cases); the unpaired gap at least "
+                 "0.966 (runs of 4-16) and 0.944 (runs of 2-40). Where the rarer side has fewer than 8 events the cell shows a "
                  "distribution-free interval and says so: the run-level interval alone covered as little as 0.77 there")
 QUESTION_COVERAGE_NOTE = (
     "measured coverage of these 95% intervals over a grid of simulated cells (bench/bench_coverage.py "
     "--questions-only, bench/coverage_grid.txt: rates 0.05-0.5, questions that differ up to intraclass correlation "
     "0.5 and all-or-nothing questions, 5-95 questions of 1-10 rollouts, rates over draws or over 2-8 facts per "
     "draw, 2,000 cells per case): a cell's rate at least 0.949 over draws and 0.940 over facts (p = 0.15, icc 0.3, "
-    "20 questions, 10 rollouts); the paired gaps at least 0.940; the censored − control gap at least 0.950")
+    "20 questions, 10 rollouts); the paired gaps at least 0.943, and 0.941 where the technique acts on only 10-100% of "
+    "2-5 questions, by +0.2 or all-or-nothing (issue 37's grid, 960 cases); the censored − control gap at least 0.950")
 # Colours for series (Okabe-Ito: distinguishable with colour-vision deficiencies); every chart uses these.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 
@@ -245,6 +247,8 @@ _UNPAIRED = ("unpaired 95% interval over {clusters}: each side's interval over i
 _FREE_DIFFERENCE = ("unpaired 95% distribution-free interval over {clusters}: each side's interval combined by MOVER, "
                     "a side with fewer than {m} events on its rarer side taking its distribution-free (Hoeffding) "
                     "interval, where the {cluster}-level interval under-covers when {clusters} differ")
+UNPAIRED_METHOD = ("unpaired 95% interval over runs: each side's interval over its own runs (distribution-free "
+                   f"(Hoeffding) for a side with fewer than {RARE_EVENTS} events on its rarer side), combined by MOVER")
 _HIDDEN = ("; not every {cluster} shows the difference, so it reaches as far as an effect in the {clusters} that "
            "show none could move it (an effect in {share:.0%} of {runs} {clusters} is missed by all of them 5% of the time)")
 _RARE_PAIRED = ("; an arm has fewer than {m} events on its rarer side, so it holds the unpaired interval of the same "
