@@ -52,19 +52,24 @@ depends on what the independent unit is:
   interval. Two guards for a technique whose effect is rare or all-or-nothing per run (issue 37:
   effect in 22% of 3 runs, baseline 0.02, covered 0.53 without them), one rule with the cell's:
 
-  - the degrees of freedom are at most the runs whose own difference lies on the side of the
-    pooled one, less one (as a question cell's are capped at the questions holding an event): a
-    difference carried by a few runs has its spread measured from those few, and a difference
-    hidden in runs not drawn leaves runs whose differences are noise on either side of 0;
+  - where not every run shows the difference (some run's own difference is 0 or of the other sign),
+    the interval reaches as far as an effect in the runs that show none could move it
+    (:func:`hidden_effect`): a technique that works completely in a share ``1 − 0.05^(1/R)`` of ``R``
+    runs is missed by all of them 5% of the time, so the bounds reach at least ``d + h (1 − p_a)``
+    and ``d − h p_a``. A difference every run shows keeps its t interval;
   - where either arm has fewer than ``RARE_EVENTS`` events on its rarer side, the interval is at
     least as wide as the unpaired one of the same runs (:func:`unpaired_bounds`: each arm's cell
     interval, distribution-free for the rare arm, combined by MOVER), and ``method`` says so: an
     effect that no drawn run shows leaves two rare arms that look alike, and only the arms' own
     rare-event intervals reach the effect that may hide in the runs not drawn.
 
-  Chosen by the grid of :mod:`audit.coverage` (``EFFECTS``: baselines 0.02-0.5, a technique that
-  acts in 10-100% of runs, by +0.2 or all-or-nothing, at 2-5 runs), where the t interval alone
-  covered as little as 0.48; ``COVERAGE_NOTE`` states the figures.
+  Chosen by the grid of :mod:`audit.coverage` (:func:`audit.coverage.effects`: baselines 0.02-0.5,
+  a technique that acts in 10-100% of runs, by +0.2 or all-or-nothing, at 2-5 runs), where the t
+  interval alone covered as little as 0.455, the rare-arm guard alone 0.764 (5 runs of 2-40,
+  baseline 0.15, all-or-nothing in 22% of runs), the hidden-effect guard alone 0.856 (3 runs,
+  baseline 0.15, 50%), and both together at least 0.934 (4,000 cells per case);
+  ``COVERAGE_NOTE`` states the figures. A t interval whose degrees of freedom were
+  capped at the runs showing the difference also covered, but was wider on issue 26's grid.
 * :func:`unpaired_difference` compares two separate sets of runs (for example the fact recall
   of user-persona runs against that of assistant-technique runs): each arm gets the interval a
   cell of its runs would show, and the two are combined by MOVER (:func:`mover_bounds`), which
