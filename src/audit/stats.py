@@ -69,7 +69,7 @@ depends on what the independent unit is:
   baseline 0.15, all-or-nothing in 22% of runs), the hidden-effect guard alone 0.856 (3 runs,
   baseline 0.15, 50%), and both together at least 0.934 (4,000 cells per case);
   ``COVERAGE_NOTE`` states the figures. A t interval whose degrees of freedom were
-  capped at the runs showing the difference also covered, but was wider on issue 26's grid.
+  capped at the runs showing the difference missed the benchmark's 5 questions (0.843) and was wider.
 * :func:`unpaired_difference` compares two separate sets of runs (for example the fact recall
   of user-persona runs against that of assistant-technique runs): each arm gets the interval a
   cell of its runs would show, and the two are combined by MOVER (:func:`mover_bounds`), which
