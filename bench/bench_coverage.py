@@ -18,7 +18,12 @@ Issue 30 added the benchmark's intervals, whose unit is the question (``print_qu
 questions per cell, 1-10 rollouts per question, a rate over draws or over 2-8 facts per draw, the same
 rates and differences between questions); its output follows issue 26's in ``bench/coverage_grid.txt``.
 
-Run: ``python bench/bench_coverage.py [--cells 2000] [--grid-only | --questions-only]``.
+Issue 37 added techniques whose effect is rare or all-or-nothing per run (``print_effect_grid``:
+baselines 0.02-0.5, the technique acting in 10-100% of runs or questions, by +0.2 or completely,
+at 2-5 runs of 4-16 or 2-40 responses and 2-5 questions of 1-10 rollouts), for the paired gaps,
+with the t interval they had before beside them, and 8 and 20 runs shown beyond the claim.
+
+Run: ``python bench/bench_coverage.py [--cells 2000] [--grid-only | --questions-only | --effects-only]``.
 """
 
 from __future__ import annotations
@@ -28,9 +33,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from audit.coverage import CARD_COUNTS, CARD_REPEATS, GRID_METHODS, GRID_RUNS, PER_ROLLOUT, QUESTION_COUNTS, \
-    QUESTION_METHODS, ROLLOUTS, RUN_COUNTS, SCENARIOS, SEED, SIZES, STRESS, card_grid, card_grid_scenarios, grid, \
-    paired_coverage, question_grid, rate_coverage, unpaired_coverage
+from audit.coverage import CARD_COUNTS, CARD_REPEATS, EFFECT_BASELINES, EFFECT_METHODS, EFFECT_RUNS, EFFECT_SHARES, \
+    GRID_METHODS, GRID_RUNS, PER_ROLLOUT, QUESTION_COUNTS, QUESTION_METHODS, ROLLOUTS, RUN_COUNTS, SCENARIOS, SEED, \
+    SIZES, STRESS, GridPoint, card_grid, card_grid_scenarios, effect_grid, effects, grid, paired_coverage, \
+    question_effect_grid, question_grid, rate_coverage, unpaired_coverage
+from audit.stats import paired_t_bounds
 
 OLD_REPS, OLD_SEED, CHUNK = 2000, 20260101, 100
 
@@ -113,6 +120,43 @@ def print_question_grid(cells: int) -> None:
                   f"{len(below)}/{len(sub)}" + (f" ({'; '.join(below)})" if below else ""))
 
 
+BEYOND = (8, 20)
+"""Run counts shown past the claim of issue 37's grid (2-5): an effect in few of many runs."""
+
+
+def _effect_row(label: str, size: str, points: list[GridPoint]) -> str:
+    low = min(points, key=lambda p: p.coverage)
+    below = [f"{p.scenario.name} @{p.runs}: {p.coverage:.3f}" for p in points if p.coverage < 0.93]
+    return (f"{label:58} {size:36} {low.coverage:6.3f}  {low.scenario.name + f', {low.runs}':58} "
+            f"{np.mean([p.width for p in points]):10.3f}  {len(below)}/{len(points)}" + (f" ({'; '.join(below)})" if below else ""))
+
+
+def print_effect_grid(cells: int) -> None:
+    """Issue 37's grid: the paired gaps where the technique acts in some runs (questions) only, as shown
+    and as before (the t interval alone), per run count (question count) and run size (rollouts, items)."""
+    cases = effects()
+    print(f"issue 37 grid (paired gaps, a technique that acts in some runs only): baseline in {EFFECT_BASELINES} x "
+          f"technique acting in {tuple(f'{s:.0%}' for s in EFFECT_SHARES)} of runs, by +0.2 or all-or-nothing "
+          f"(its rate 1 there) = {len(cases)} effects; runs {EFFECT_RUNS} (and {BEYOND}, past the claim); {cells} "
+          f"simulated cells per case, seed {SEED}")
+    print(f"{'method':58} {'runs / questions, sizes':36} {'min':>6}  {'where':58} {'mean width':>10}  below 0.93")
+    for name, bounds in EFFECT_METHODS.items():
+        points = effect_grid(bounds, cells, cases, (*EFFECT_RUNS, *BEYOND), list(SIZES))
+        for size in SIZES:
+            sub = [p for p in points if p.sizes == size and p.runs in EFFECT_RUNS]
+            print(_effect_row(name, f"2-5 runs of {size}", sub))
+            for r in EFFECT_RUNS + BEYOND:
+                print(_effect_row(name, f"{r} runs of {size}", [p for p in points if p.sizes == size and p.runs == r]))
+    for name, bounds in (("benchmark paired gap (by question), as shown", None),
+                         ("benchmark paired gap before (t interval alone)", paired_t_bounds)):
+        points = question_effect_grid(cells // 2, cases, EFFECT_RUNS, ROLLOUTS, list(PER_ROLLOUT),
+                                      **({} if bounds is None else {"bounds": bounds}))
+        for items in PER_ROLLOUT:
+            print(_effect_row(name, f"2-5 questions, {items}", [p for p in points if p.sizes.endswith(items)]))
+            for q in EFFECT_RUNS:
+                print(_effect_row(name, f"{q} questions, {items}",
+                                  [p for p in points if p.sizes.endswith(items) and p.runs == q]))
+
 def print_card_grid(cells: int) -> None:
     """The epistemic matrix with repeats: the card-clustered interval against the interval over
     per-card averages it replaced, per number of cards, with minimum coverage, mean widths and the
@@ -142,13 +186,21 @@ def main() -> None:
     parser.add_argument("--grid-only", action="store_true",
                         help="only issue 26's and 30's grids (the before/after of issue 15 is slow)")
     parser.add_argument("--questions-only", action="store_true", help="only issue 30's grid (the benchmark's intervals)")
+    parser.add_argument("--effects-only", action="store_true",
+                        help="only issue 37's grid (paired gaps, effects in some runs or questions)")
     args = parser.parse_args()
     cells = args.cells
+    if args.effects_only:
+        print_effect_grid(cells)
+        return
     if not args.questions_only:
         print_grid(cells)
         print_card_grid(cells)
         print()
     print_question_grid(cells)
+    if not args.questions_only:
+        print()
+        print_effect_grid(cells)
     if args.grid_only or args.questions_only:
         return
     print()

@@ -1,7 +1,8 @@
 """Issue 26's coverage grid, reduced so it runs in seconds: the minimum coverage of each interval the
 comparison shows, over rare and even rates, runs from alike to very different, few to many runs
-(``bench/bench_coverage.py`` runs the whole grid; ``bench/coverage_grid.txt`` keeps its output); and
-issue 30's, the benchmark's intervals whose unit is the question."""
+(``bench/bench_coverage.py`` runs the whole grid; ``bench/coverage_grid.txt`` keeps its output);
+issue 30's, the benchmark's intervals whose unit is the question; and issue 37's, the paired gaps
+where the technique acts in some runs (questions) only."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import numpy as np
 import pytest
 
 from audit.card_stats import card_cluster_bounds
-from audit.coverage import GRID_METHODS, PER_ROLLOUT, QUESTION_METHODS, CardScenario, Scenario, card_grid, \
-    card_grid_scenarios, every_card_outcome, grid, overlapping_sets_coverage, question_grid
-from audit.stats import QUESTION_METHOD, cluster_rate, question_rate, unpaired_difference, wilson
+from audit.coverage import EFFECT_METHODS, GRID_METHODS, PER_ROLLOUT, QUESTION_METHODS, SIZES, CardScenario, Scenario, \
+    card_grid, card_grid_scenarios, effect_grid, effects, every_card_outcome, grid, overlapping_sets_coverage, \
+    question_effect_grid, question_grid
+from audit.stats import QUESTION_METHOD, cluster_rate, paired_t_bounds, question_rate, unpaired_difference, wilson
 
 CELLS = 1000
 REDUCED = {"scenarios": grid(means=(0.05, 0.3), iccs=(0.0, 0.5)), "runs": (3, 8, 20), "sizes": ["4-16 responses"]}
@@ -166,3 +168,37 @@ def test_a_card_two_card_sets_share_counted_once_covers_and_twice_does_not() -> 
     added, distinct, shared = overlapping_sets_coverage(0.3, pool=250, per_set=100, cells=1000)
     assert 35 < shared < 45
     assert distinct >= 0.93 and added < 0.92
+
+
+ALL_OR_NOTHING = effects(baselines=(0.02, 0.15, 0.3), shares=(0.22, 0.5), sizes=(None,))
+"""Issue 37: a technique that works completely in 22% or 50% of the runs (questions) and not at all in the
+others, over a baseline of 0.02-0.3 (the whole grid, with +0.2 effects and 8-20 runs, is bench/'s)."""
+EFFECT_CELLS = 2000
+"""The lowest case (5 runs of 2-40 responses, baseline 0.15, 50%) measured 0.934 with 4,000 cells: 2,000 keep
+the Monte Carlo error (0.005) well inside the margin, in about a second."""
+
+
+@pytest.mark.parametrize("runs", [3, 5])
+def test_the_paired_gap_covers_an_all_or_nothing_effect(runs: int) -> None:
+    """The t interval alone covered 0.53 at 3 runs (baseline 0.02, effect in 22% of runs): every run
+    drawn showed nothing, and it said ±0.19."""
+    points = effect_grid(EFFECT_METHODS["paired gap (as shown)"], EFFECT_CELLS, ALL_OR_NOTHING, (runs,), list(SIZES))
+    assert len(points) == len(ALL_OR_NOTHING) * len(SIZES)
+    assert min(p.coverage for p in points) >= 0.93
+
+
+@pytest.mark.parametrize("questions", [3, 5])
+def test_the_benchmark_paired_gap_covers_an_all_or_nothing_effect(questions: int) -> None:
+    """The same with the question as the unit: a technique that gets past the refusal on some questions
+    only, 1 or 10 rollouts, a rate over draws or over 2-8 facts per draw (0.70 before)."""
+    points = question_effect_grid(EFFECT_CELLS, ALL_OR_NOTHING, (questions,), (1, 10), list(PER_ROLLOUT))
+    assert len(points) == len(ALL_OR_NOTHING) * 2 * len(PER_ROLLOUT)
+    assert min(p.coverage for p in points) >= 0.93
+
+
+def test_the_effect_grid_finds_what_the_t_interval_alone_misses() -> None:
+    """Without issue 37's guards the paired gap misses an effect in 22% of 3 runs far more often than 5%:
+    the check can fail."""
+    case = effects(baselines=(0.02,), shares=(0.22,), sizes=(None,))
+    before = effect_grid(paired_t_bounds, CELLS, case, (3,), list(SIZES))
+    assert max(p.coverage for p in before) < 0.85

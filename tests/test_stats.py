@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from audit.coverage import RUN_COUNTS, SCENARIOS, Scenario, paired_coverage, rate_coverage, unpaired_coverage
-from audit.stats import (CLUSTER_METHOD, WILSON_METHOD, cluster_rate, paired_difference, t_975, unpaired_difference,
-                         wilson)
+from audit.stats import (CLUSTER_METHOD, WILSON_METHOD, cluster_rate, paired_difference, paired_t_bounds, t_975,
+                         unpaired_difference, wilson)
 
 CELLS = 4000  # simulated cells per scenario and run count: Monte Carlo error about 0.003 at 0.95
 
@@ -104,3 +104,46 @@ def test_differences_without_enough_runs() -> None:
     assert unpaired_difference([1], [4], [], []) is None
     with pytest.raises(ValueError, match="one entry per run"):
         paired_difference([1, 2], [4], [1], [4])
+
+
+def test_three_runs_without_events_give_a_paired_gap_as_wide_as_they_justify() -> None:
+    """Issue 37's example: 3 runs of 10 responses, no event in either arm. A technique that works
+    completely in a share f of the runs is missed by all 3 with probability (1 − f)³, so a 95% interval
+    must reach f = 1 − 0.025^(1/3) (0.71) above 0, and as far below (the baseline can hide as much). The
+    paired gap was [−0.19, 0.19]; it now holds the unpaired interval of the same runs and says why."""
+    gap = paired_difference([0] * 3, [10] * 3, [0] * 3, [10] * 3)
+    same_runs = unpaired_difference([0] * 3, [10] * 3, [0] * 3, [10] * 3)
+    assert gap is not None and same_runs is not None
+    justified = 1 - 0.025 ** (1 / 3)
+    assert gap["lo"] <= -justified and gap["hi"] >= justified
+    assert (gap["lo"], gap["hi"]) == pytest.approx((same_runs["lo"], same_runs["hi"]))
+    assert "fewer than 8 events on its rarer side" in gap["method"] and "not every run shows" in gap["method"]
+
+
+def _arrays(*lists: list[int]) -> list[np.ndarray]:
+    return [np.asarray(x, dtype=float) for x in lists]
+
+
+def test_a_difference_every_run_shows_keeps_its_t_interval() -> None:
+    """Where every run shows the difference and neither arm is rare, the paired gap is the t interval
+    it was before issue 37's guards, and its method says nothing more."""
+    a_k, b_k, n = [9, 8, 10, 9], [2, 3, 1, 2], [12] * 4
+    gap = paired_difference(a_k, n, b_k, n)
+    _, lo, hi = paired_t_bounds(*_arrays(a_k, n, b_k, n))
+    assert gap is not None and (gap["lo"], gap["hi"]) == pytest.approx((float(lo), float(hi)))
+    assert gap["method"] == "paired 95% t interval over runs (runs − 1 degrees of freedom), variance from the spread " \
+        "between runs, at least the binomial variance of the responses"
+
+
+def test_a_difference_some_runs_do_not_show_reaches_what_could_hide_in_them() -> None:
+    """Five runs of 40 responses where the technique moves nothing beyond noise (both arms about 0.14,
+    neither rare): a technique that works completely in some runs could have been missed by all five, so
+    the gap reaches as far as the technique arm moving to 1 in 1 − 0.05^(1/5) of the runs (0.45), where
+    the t interval alone stopped at about ±0.10 (issue 37: 0.75 coverage at 22% of runs)."""
+    a_k, b_k, n = [5, 6, 5, 6, 5], [6, 5, 6, 6, 5], [40] * 5
+    gap = paired_difference(a_k, n, b_k, n)
+    assert gap is not None and "not every run shows" in gap["method"] and "fewer than 8" not in gap["method"]
+    share, pa = 1 - 0.05 ** (1 / 5), sum(a_k) / sum(n)
+    assert gap["hi"] >= gap["value"] + share * (1 - pa) - 1e-12 and gap["lo"] <= gap["value"] - share * pa + 1e-12
+    _, lo, hi = paired_t_bounds(*_arrays(a_k, n, b_k, n))
+    assert gap["hi"] > float(hi)  # the guard widened it

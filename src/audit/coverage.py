@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from audit.card_stats import card_cluster_bounds
-from audit.stats import Z_95, wilson_bounds, cell_bounds, paired_bounds, run_level_bounds, unpaired_bounds
+from audit.stats import Z_95, wilson_bounds, cell_bounds, paired_bounds, paired_t_bounds, run_level_bounds, \
+    unpaired_bounds
 
 SEED = 15
 RUN_COUNTS = (2, 3, 5, 8)
@@ -72,7 +73,7 @@ def grid(means: Sequence[float] = GRID_MEANS, iccs: Sequence[float] = GRID_ICCS)
 class GridPoint:
     """One case of the grid and what the simulation measured there."""
 
-    scenario: Scenario
+    scenario: Scenario | Effect
     runs: int
     sizes: str
     coverage: float
@@ -97,7 +98,18 @@ def rate_coverage(scenario: Scenario, runs: int, cells: int, bounds: Bounds = ru
             float(np.mean(hi - lo <= 0)))
 
 
-def paired_coverage(scenario: Scenario, shift: float, runs: int, cells: int, bounds: DiffBounds = paired_bounds,
+def _paired(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The audit's paired gap as shown (:func:`audit.stats.paired_bounds`, the run as the unit)."""
+    return paired_bounds(ak, an, bk, bn)[:3]
+
+
+def _question_paired(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The benchmark's paired gap as shown (the question as the unit: its rare guard's arms are question cells)."""
+    return paired_bounds(ak, an, bk, bn, event_clusters=True)[:3]
+
+
+def paired_coverage(scenario: Scenario, shift: float, runs: int, cells: int, bounds: DiffBounds = _paired,
                     seed: int = SEED, sizes: tuple[int, int] = (MIN_RESPONSES, MAX_RESPONSES),
                     width: list[float] | None = None) -> float:
     """Coverage of a paired difference: each run's technique arm has its baseline arm's rate
@@ -129,6 +141,59 @@ def unpaired_coverage(a: Scenario, b: Scenario, runs: int, cells: int, bounds: D
     truth = a.mean - b.mean
     return float(np.mean((lo <= truth) & (truth <= hi)))
 
+
+
+@dataclass(frozen=True)
+class Effect:
+    """A technique whose effect is rare or all-or-nothing per run (issue 37): the baseline arm answers
+    at ``baseline`` in every run; in a share ``share`` of the runs (each run independently) the
+    technique arm answers at ``baseline + size``, or at 1 where ``size`` is None (all-or-nothing: the
+    technique works completely or not at all), and elsewhere as the baseline. The true gap is the
+    expected difference, ``share × (technique rate − baseline)``. An effect that lowers a rate
+    (refusals falling to 0 in some runs) is this one mirrored: every interval here treats events and
+    non-events alike, so its coverage is the same."""
+
+    name: str
+    baseline: float
+    share: float
+    size: float | None = None
+
+    @property
+    def technique(self) -> float:
+        return 1.0 if self.size is None else min(1.0, self.baseline + self.size)
+
+    @property
+    def truth(self) -> float:
+        return self.share * (self.technique - self.baseline)
+
+
+EFFECT_BASELINES = (0.02, 0.05, 0.15, 0.3, 0.5)
+EFFECT_SHARES = (0.1, 0.22, 0.5, 1.0)
+EFFECT_SIZES: tuple[float | None, ...] = (None, 0.2)
+EFFECT_RUNS = (2, 3, 4, 5)
+"""Issue 37's grid: few runs (or questions), where an effect in a share of them is most often not drawn at all."""
+
+
+def effects(baselines: Sequence[float] = EFFECT_BASELINES, shares: Sequence[float] = EFFECT_SHARES,
+            sizes: Sequence[float | None] = EFFECT_SIZES) -> list[Effect]:
+    """Every (baseline, share of runs, size) effect of the grid."""
+    return [Effect(f"baseline {b}, {'all-or-nothing' if size is None else f'+{size}'} in {share:.0%} of runs",
+                   b, share, size) for b in baselines for share in shares for size in sizes]
+
+
+def effect_coverage(effect: Effect, runs: int, cells: int, bounds: DiffBounds = _paired, seed: int = SEED,
+                    sizes: tuple[int, int] = (MIN_RESPONSES, MAX_RESPONSES), width: list[float] | None = None) -> float:
+    """Coverage of a paired difference where the technique acts in some runs only (:class:`Effect`);
+    both arms answer the same number of probes in a run."""
+    rng = np.random.default_rng(seed)
+    n = rng.integers(sizes[0], sizes[1] + 1, size=(cells, runs))
+    acts = rng.random((cells, runs)) < effect.share
+    ak = rng.binomial(n, np.where(acts, effect.technique, effect.baseline)).astype(float)
+    bk = rng.binomial(n, effect.baseline, size=(cells, runs)).astype(float)
+    _, lo, hi = bounds(ak, n.astype(float), bk, n.astype(float))
+    if width is not None:
+        width.append(float(np.mean(hi - lo)))
+    return float(np.mean((lo <= effect.truth) & (effect.truth <= hi)))
 
 def _cell(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     p, lo, hi, _ = cell_bounds(k, n)
@@ -223,7 +288,7 @@ QUESTION_METHODS: dict[str, Callable[[Scenario, int, tuple[int, int], int], tupl
     "benchmark cell, df not capped by questions with events": lambda sc, q, size, cells: rate_coverage(
         sc, q, cells, _question_cell_uncapped, sizes=size)[:2],
     "benchmark paired gap (by question)": lambda sc, q, size, cells: _with_width(
-        lambda width: paired_coverage(sc, 0.2, q, cells, sizes=size, width=width)),
+        lambda width: paired_coverage(sc, 0.2, q, cells, _question_paired, sizes=size, width=width)),
     "benchmark unpaired gap (censored vs control)": lambda sc, q, size, cells: _with_width(
         lambda width: unpaired_coverage(sc, SCENARIOS[0], q, cells, _question_unpaired, sizes=size, width=width)),
     "benchmark unpaired gap, df not capped (the runs' interval)": lambda sc, q, size, cells: _with_width(
@@ -252,6 +317,41 @@ def question_grid(method: str, cells: int, scenarios: Sequence[Scenario], questi
                     out.append(GridPoint(scenario, q, f"{r} rollout(s), {items}", covered, width))
     return out
 
+
+
+EFFECT_METHODS: dict[str, DiffBounds] = {"paired gap (as shown)": _paired,
+                                         "paired gap before (t interval alone, issue 26)": paired_t_bounds}
+"""The audit's paired gap and the t interval it had before issue 37's guards, over issue 37's effects."""
+
+
+def effect_grid(bounds: DiffBounds, cells: int, effect_list: Sequence[Effect], runs: Sequence[int],
+                sizes: Sequence[str]) -> list[GridPoint]:
+    """One paired interval over (effect, runs per cell, run sizes)."""
+    out = []
+    for e in effect_list:
+        for r in runs:
+            for size in sizes:
+                width: list[float] = []
+                covered = effect_coverage(e, r, cells, bounds, sizes=SIZES[size], width=width)
+                out.append(GridPoint(e, r, size, covered, width[0]))
+    return out
+
+
+def question_effect_grid(cells: int, effect_list: Sequence[Effect], questions: Sequence[int],
+                         rollouts: Sequence[int], per_rollout: Sequence[str], bounds: DiffBounds = _question_paired
+                         ) -> list[GridPoint]:
+    """The benchmark's paired gap (or ``bounds``) over (effect, questions, rollouts per question, items
+    per rollout): the technique acts on a share of the questions."""
+    out = []
+    for e in effect_list:
+        for q in questions:
+            for r in rollouts:
+                for items in per_rollout:
+                    low, high = PER_ROLLOUT[items]
+                    width: list[float] = []
+                    covered = effect_coverage(e, q, cells, bounds, sizes=(low * r, high * r), width=width)
+                    out.append(GridPoint(e, q, f"{r} rollout(s), {items}", covered, width[0]))
+    return out
 
 # -- the epistemic matrix with repeats: cards as the unit, repeats nested ----------------------
 

@@ -46,10 +46,30 @@ depends on what the independent unit is:
   unpaired (censored minus control questions) by MOVER of the two sides' question-level intervals.
 * :func:`paired_difference` is the knows-vs-says gap: in each run the technique and the
   assistant baseline answered the same probes, so the run's two shares form a pair. The
-  difference of pooled shares gets a t interval (``R - 1`` df) from the per-run contributions
-  to the difference (the linearised ratio variance), floored by the binomial variance of the
-  two arms with one success and one failure added to each (Agresti-Caffo), so agreeing runs
-  never give a zero-width interval.
+  difference of pooled shares gets a t interval from the per-run contributions to the difference
+  (the linearised ratio variance), floored by the binomial variance of the two arms with one
+  success and one failure added to each (Agresti-Caffo), so agreeing runs never give a zero-width
+  interval. Two guards for a technique whose effect is rare or all-or-nothing per run (issue 37:
+  effect in 22% of 3 runs, baseline 0.02, covered 0.53 without them), one rule with the cell's:
+
+  - where not every run shows the difference (some run's own difference is 0 or of the other sign),
+    the interval reaches as far as an effect in the runs that show none could move it
+    (:func:`hidden_effect`): a technique that works completely in a share ``1 − 0.05^(1/R)`` of ``R``
+    runs is missed by all of them 5% of the time, so the bounds reach at least ``d + h (1 − p_a)``
+    and ``d − h p_a``. A difference every run shows keeps its t interval;
+  - where either arm has fewer than ``RARE_EVENTS`` events on its rarer side, the interval is at
+    least as wide as the unpaired one of the same runs (:func:`unpaired_bounds`: each arm's cell
+    interval, distribution-free for the rare arm, combined by MOVER), and ``method`` says so: an
+    effect that no drawn run shows leaves two rare arms that look alike, and only the arms' own
+    rare-event intervals reach the effect that may hide in the runs not drawn.
+
+  Chosen by the grid of :mod:`audit.coverage` (:func:`audit.coverage.effects`: baselines 0.02-0.5,
+  a technique that acts in 10-100% of runs, by +0.2 or all-or-nothing, at 2-5 runs), where the t
+  interval alone covered as little as 0.455, the rare-arm guard alone 0.764 (5 runs of 2-40,
+  baseline 0.15, all-or-nothing in 22% of runs), the hidden-effect guard alone 0.856 (3 runs,
+  baseline 0.15, 50%), and both together at least 0.934 (4,000 cells per case);
+  ``COVERAGE_NOTE`` states the figures. A t interval whose degrees of freedom were
+  capped at the runs showing the difference missed the benchmark's 5 questions (0.843) and was wider.
 * :func:`unpaired_difference` compares two separate sets of runs (for example the fact recall
   of user-persona runs against that of assistant-technique runs): each arm gets the interval a
   cell of its runs would show, and the two are combined by MOVER (:func:`mover_bounds`), which
@@ -85,7 +105,6 @@ SINGLE_QUESTION_METHOD = ("a single question: Wilson 95% over its {items} (no sp
                           "its rollouts are not independent draws, so read it as too narrow)")
 _DIFFERENCE = ("95% t interval over {clusters} ({clusters} − 1 degrees of freedom), variance from the spread between "
                "{clusters}, at least the binomial variance of the responses")
-DIFFERENCE_METHOD = _DIFFERENCE.format(clusters="runs")
 _NO_DIFFERENCE = "a single {cluster} on a side: no interval for the difference"
 # What the seeded simulation (tests/test_stats.py, bench/bench_coverage.py) measured for CLUSTER_METHOD:
 # share of 95% intervals that contain the true rate, over homogeneous runs, a rare event (p = 0.05) and
@@ -94,15 +113,17 @@ COVERAGE_NOTE = ("measured coverage of the 95% intervals over a grid of simulate
                  "bench/coverage_grid.txt: rates 0.05-0.5, runs that differ up to intraclass correlation 0.5 and "
                  "all-or-nothing runs, 2-20 runs of 4-16 or 2-40 responses, 4,000 cells per case): a cell's share "
                  "at least 0.951 with runs of 4-16 responses and 0.938 with runs of 2-40 (both lowest at p = 0.15, "
-                 "runs that differ, 20 runs); the paired gap at least 0.960; the unpaired gap at least 0.966 (runs of "
-                 "4-16) and 0.944 (runs of 2-40). Where the rarer side has fewer than 8 events the cell shows a "
+                 "runs that differ, 20 runs); the paired gap at least 0.960, and 0.934 where the technique acts in only "
+                 "10-100% of 2-5 runs, by +0.2 or all-or-nothing (issue 37's grid, 320 cases); the unpaired gap at least "
+                 "0.966 (runs of 4-16) and 0.944 (runs of 2-40). Where the rarer side has fewer than 8 events the cell shows a "
                  "distribution-free interval and says so: the run-level interval alone covered as little as 0.77 there")
 QUESTION_COVERAGE_NOTE = (
     "measured coverage of these 95% intervals over a grid of simulated cells (bench/bench_coverage.py "
     "--questions-only, bench/coverage_grid.txt: rates 0.05-0.5, questions that differ up to intraclass correlation "
     "0.5 and all-or-nothing questions, 5-95 questions of 1-10 rollouts, rates over draws or over 2-8 facts per "
     "draw, 2,000 cells per case): a cell's rate at least 0.949 over draws and 0.940 over facts (p = 0.15, icc 0.3, "
-    "20 questions, 10 rollouts); the paired gaps at least 0.940; the censored − control gap at least 0.950")
+    "20 questions, 10 rollouts); the paired gaps at least 0.943, and 0.941 where the technique acts on only 10-100% of "
+    "2-5 questions, by +0.2 or all-or-nothing (issue 37's grid, 960 cases); the censored − control gap at least 0.950")
 # Colours for series (Okabe-Ito: distinguishable with colour-vision deficiencies); every chart uses these.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 
@@ -220,11 +241,29 @@ FREE_METHOD = ("95% distribution-free interval over {clusters} (Hoeffding on the
                "{cluster}-level interval under-covers when {clusters} differ")
 
 
+def hidden_share(runs: int) -> float:
+    """The largest share of runs a technique could act in and still be missed by all ``runs`` runs
+    5% of the time: ``1 − 0.05^(1/runs)`` (0.78 of 2 runs, 0.63 of 3, 0.45 of 5, 0.14 of 20)."""
+    return 1 - 0.05 ** (1 / runs)
+
+
 _UNPAIRED = ("unpaired 95% interval over {clusters}: each side's interval over its own {clusters}, combined by MOVER "
              "(each side's distance to its bounds, in quadrature; keeps each side's skew)")
 _FREE_DIFFERENCE = ("unpaired 95% distribution-free interval over {clusters}: each side's interval combined by MOVER, "
                     "a side with fewer than {m} events on its rarer side taking its distribution-free (Hoeffding) "
                     "interval, where the {cluster}-level interval under-covers when {clusters} differ")
+UNPAIRED_METHOD = ("unpaired 95% interval over runs: each side's interval over its own runs (distribution-free "
+                   f"(Hoeffding) for a side with fewer than {RARE_EVENTS} events on its rarer side), combined by MOVER")
+_HIDDEN = ("; not every {cluster} shows the difference, so it reaches as far as an effect in the {clusters} that "
+           "show none could move it (an effect in {share:.0%} of {runs} {clusters} is missed by all of them 5% of the time)")
+_RARE_PAIRED = ("; an arm has fewer than {m} events on its rarer side, so it holds the unpaired interval of the same "
+                "{clusters} (each arm's interval, distribution-free for the rare arm, combined by MOVER)")
+DIFFERENCE_METHOD = (f"paired {_DIFFERENCE.format(clusters='runs')}; where not every run shows the difference, widened "
+                     f"to reach as far as an effect in the runs that show none could move it (an effect in 1 − 0.05^(1/R) "
+                     f"of R runs, {hidden_share(3):.0%} of 3 or {hidden_share(5):.0%} of 5, is missed by all of them 5% of "
+                     f"the time); where either arm has fewer than {RARE_EVENTS} events on its rarer side, widened to hold "
+                     f"the unpaired interval of the same runs (each arm's interval, distribution-free for the rare arm, "
+                     f"combined by MOVER)")
 
 
 def free_bounds(k: np.ndarray, n: np.ndarray, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
@@ -309,10 +348,10 @@ def _floor_variance(k: np.ndarray, n: np.ndarray) -> np.ndarray:
     return p * (1 - p) / (n.sum(axis=-1) + 2)
 
 
-def paired_bounds(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Difference of pooled shares (a - b) and DIFFERENCE_METHOD bounds, arrays of shape
-    (..., runs) where position i of every array is the same run; runs >= 2."""
+def paired_t_bounds(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Difference of pooled shares (a - b) and the paired t bounds (``_DIFFERENCE``), arrays of shape
+    (..., runs) where position i of every array is the same run; runs >= 2, every n > 0."""
     runs = ak.shape[-1]
     a_total, b_total = an.sum(axis=-1), bn.sum(axis=-1)
     pa, pb = ak.sum(axis=-1) / a_total, bk.sum(axis=-1) / b_total
@@ -322,6 +361,39 @@ def paired_bounds(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray
     half = t_975(runs - 1) * np.sqrt(variance)
     d = pa - pb
     return d, np.maximum(-1.0, d - half), np.minimum(1.0, d + half)
+
+
+def hidden_effect(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where not every run's own difference ``ak/an − bk/bn`` lies strictly on the side of the pooled
+    one (some runs show no effect, or the opposite), the bounds an effect the technique has in runs
+    that show none could reach: the technique arm's rate moved to 1 (or to 0) in
+    :func:`hidden_share` of the runs, ``d + h (1 − p_a)`` and ``d − h p_a``. Returns (lo, hi, where).
+    A difference every run shows is not hidden, and keeps its t interval."""
+    d = ak.sum(axis=-1) / an.sum(axis=-1) - bk.sum(axis=-1) / bn.sum(axis=-1)
+    own = ak / an - bk / bn
+    where = np.where(d[..., None] >= 0, own > 0, own < 0).sum(axis=-1) < ak.shape[-1]
+    h, pa = hidden_share(ak.shape[-1]), ak.sum(axis=-1) / an.sum(axis=-1)
+    return d - h * pa, d + h * (1 - pa), where
+
+
+def paired_bounds(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray, event_clusters: bool = False
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The paired gap as shown, arrays of shape (..., runs), position i of every array the same run,
+    runs >= 2: difference of pooled shares (a - b), its bounds, and where each guard applied
+    (hidden effect, rare arm). The paired t bounds (:func:`paired_t_bounds`), widened to reach
+    :func:`hidden_effect`'s bounds where not every run shows the difference, and to hold the
+    unpaired bounds of the same runs (:func:`unpaired_bounds`, ``event_clusters`` as there) where
+    either arm has fewer than :data:`RARE_EVENTS` events on its rarer side (:func:`either_arm_rare`).
+    Vectorised so the coverage simulation measures this very code."""
+    d, lo, hi = paired_t_bounds(ak, an, bk, bn)
+    hidden_lo, hidden_hi, hidden = hidden_effect(ak, an, bk, bn)
+    lo = np.where(hidden, np.maximum(-1.0, np.minimum(lo, hidden_lo)), lo)
+    hi = np.where(hidden, np.minimum(1.0, np.maximum(hi, hidden_hi)), hi)
+    rare = either_arm_rare(ak, an, bk, bn)
+    _, unpaired_lo, unpaired_hi = unpaired_bounds(ak, an, bk, bn, event_clusters)
+    return d, np.where(rare, np.minimum(lo, unpaired_lo), lo), np.where(rare, np.maximum(hi, unpaired_hi), hi), \
+        hidden, rare
 
 
 def unpaired_bounds(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray, event_clusters: bool = False
@@ -348,8 +420,8 @@ def mover_bounds(pa: np.ndarray, la: np.ndarray, ua: np.ndarray, pb: np.ndarray,
             np.minimum(1.0, d + np.sqrt((ua - pa) ** 2 + (pb - lb) ** 2)))
 
 
-def unpaired_is_free(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray) -> np.ndarray:
-    """True where either arm of an unpaired difference has a rare side (see :data:`RARE_EVENTS`)."""
+def either_arm_rare(ak: np.ndarray, an: np.ndarray, bk: np.ndarray, bn: np.ndarray) -> np.ndarray:
+    """True where either arm of a difference (paired or not) has a rare side (see :data:`RARE_EVENTS`)."""
     return np.minimum(np.minimum(ak.sum(axis=-1), (an - ak).sum(axis=-1)),
                       np.minimum(bk.sum(axis=-1), (bn - bk).sum(axis=-1))) < RARE_EVENTS
 
@@ -374,8 +446,12 @@ def paired_difference(a_ks: Sequence[float], a_ns: Sequence[float],
     base = {"value": value, "runs": len(ak), "unit": f"{cluster}s", "n_a": int(an.sum()), "n_b": int(bn.sum())}
     if len(ak) == 1:
         return {**base, "lo": math.nan, "hi": math.nan, "method": _NO_DIFFERENCE.format(cluster=cluster)}
-    _, lo, hi = paired_bounds(ak, an, bk, bn)
-    return {**base, "lo": float(lo), "hi": float(hi), "method": f"paired {_DIFFERENCE.format(clusters=cluster + 's')}"}
+    _, lo, hi, hidden, rare = paired_bounds(ak, an, bk, bn, event_clusters=cluster == "question")
+    clusters = f"{cluster}s"
+    method = f"paired {_DIFFERENCE.format(clusters=clusters)}" \
+        + (_HIDDEN.format(cluster=cluster, clusters=clusters, share=hidden_share(len(ak)), runs=len(ak)) if hidden else "") \
+        + (_RARE_PAIRED.format(m=RARE_EVENTS, clusters=clusters) if rare else "")
+    return {**base, "lo": float(lo), "hi": float(hi), "method": method}
 
 
 def unpaired_difference(a_ks: Sequence[float], a_ns: Sequence[float],
@@ -394,7 +470,7 @@ def unpaired_difference(a_ks: Sequence[float], a_ns: Sequence[float],
         return {**base, "lo": math.nan, "hi": math.nan, "method": _NO_DIFFERENCE.format(cluster=cluster)}
     _, lo, hi = unpaired_bounds(ak, an, bk, bn, event_clusters=cluster == "question")
     method = _FREE_DIFFERENCE.format(m=RARE_EVENTS, clusters=clusters, cluster=cluster) \
-        if unpaired_is_free(ak, an, bk, bn) else _UNPAIRED.format(clusters=clusters)
+        if either_arm_rare(ak, an, bk, bn) else _UNPAIRED.format(clusters=clusters)
     return {**base, "lo": float(lo), "hi": float(hi), "method": method}
 
 

@@ -10,7 +10,7 @@ from audit.compare.collect import collect
 from audit.compare.build import compare
 from audit.compare.tables import build_tables
 from tests.compare.fake_runs import censorship_run, epistemic_run, failed_job, patch_summary, rate
-from audit.stats import wilson
+from audit.stats import unpaired_difference, wilson
 
 
 def row_of(frame, **where):
@@ -90,8 +90,9 @@ def test_contradicted_facts_are_counted(tmp_path: Path) -> None:
 
 def test_knows_vs_says_paired_gap_has_the_known_answer(tmp_path: Path) -> None:
     """Refusing 0/4 under user_persona and 4/4 as the assistant on the same probes, in every
-    run: the gap is exactly -1; the interval keeps the width that 12 responses a side leave
-    (identical runs never give a zero-width interval)."""
+    run: the gap is exactly -1. Neither arm has an event on its rarer side, so the interval holds the
+    unpaired interval of the same 3 runs (each arm's distribution-free interval, issue 37): three runs
+    cannot rule out a technique that fails in most runs, and the interval reaches past 0."""
     for name in ("a", "b", "c"):
         censorship_run(tmp_path, name, topic="tibet", classifications={"forthcoming": 4},
                        baseline={"refused": 4})
@@ -101,7 +102,9 @@ def test_knows_vs_says_paired_gap_has_the_known_answer(tmp_path: Path) -> None:
                    covered=1, total=6)
     gaps = build_tables(collect([tmp_path])).gaps
     row = row_of(gaps, technique="user_persona")
-    assert (row["refused_gap"], row["refused_gap_lo"]) == (-1.0, -1.0) and -1.0 < row["refused_gap_hi"] < -0.5
+    same_runs = unpaired_difference([0] * 3, [4] * 3, [4] * 3, [4] * 3)
+    assert same_runs is not None and same_runs["hi"] > 0
+    assert (row["refused_gap"], row["refused_gap_lo"], row["refused_gap_hi"]) == (-1.0, -1.0, pytest.approx(same_runs["hi"]))
     assert row["official_line_gap"] == 0.0 and row["paired_runs"] == 3 and row["assistant_runs"] == 2
     assert math.isnan(row["facts_gap"])  # these runs scored no baseline facts
     assert row["facts_gap_vs_assistant_runs"] == pytest.approx(9 / 18 - 1 / 12)  # 3 runs x 3/6 against (0 + 1)/12
@@ -122,7 +125,9 @@ def test_knows_vs_says_from_auto_runs_pairs_each_runs_draws_by_technique(tmp_pat
     assert sorted(gaps["technique"]) == ["auto/user_persona", "user_persona"]
     auto = row_of(gaps, technique="auto/user_persona")
     assert (auto["refused_gap"], auto["paired_runs"], auto["runs"], auto["runs_without_baseline"]) == (-1.0, 3, 4, 1)
-    assert auto["refused_gap_lo"] == -1.0 and -1.0 < auto["refused_gap_hi"] < 0  # 6 draws a side: a real width
+    # 6 draws a side, none on an arm's rarer side: the unpaired interval of the 3 runs (issue 37's rare-arm guard)
+    same_runs = unpaired_difference([0] * 3, [2] * 3, [2] * 3, [2] * 3)
+    assert same_runs is not None and (auto["refused_gap_lo"], auto["refused_gap_hi"]) == (-1.0, pytest.approx(same_runs["hi"]))
     assert math.isnan(auto["facts_gap"]) and auto["missing"] == ""
     assert row_of(gaps, technique="user_persona")["refused_gap"] == pytest.approx(0.5 - 1.0)  # its own row
 

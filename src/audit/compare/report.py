@@ -27,7 +27,7 @@ from audit.epistemic_rates import COMPARE_CHART_RATES, LOWER_IS_BETTER
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
 from audit.card_stats import CLUSTERED_METHOD
-from audit.stats import CARD_METHOD, CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE
+from audit.stats import CARD_METHOD, CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE, UNPAIRED_METHOD
 from audit.pages.links import relative_href
 from audit.response_labels import headlines, lead
 
@@ -537,7 +537,7 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path,
                                lambda r: r["runs_en"] + r["runs_zh"])
         if not tables.languages.empty else None,
         "cluster_method": CLUSTER_METHOD, "card_method": CARD_METHOD, "clustered_method": CLUSTERED_METHOD,
-        "difference_method": DIFFERENCE_METHOD, "coverage_note": COVERAGE_NOTE,
+        "difference_method": DIFFERENCE_METHOD, "unpaired_method": UNPAIRED_METHOD, "coverage_note": COVERAGE_NOTE,
         "unlabelled_mark": f"{UNLABELLED_MARK:.0%}",
         "unlabelled_total": int(tables.audits["unlabelled"].sum() + tables.audits["baseline_unlabelled"].fillna(0).sum())
         if not tables.audits.empty else 0,
