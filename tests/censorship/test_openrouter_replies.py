@@ -215,3 +215,21 @@ def test_a_glm_draw_that_ran_past_a_stripped_end_of_user_token_is_cut_flagged_an
     assert "ran on into the assistant's turn" in out
     judged = judge_inputs(fake_openrouter)
     assert len(judged) == 2 and not any("can't discuss" in j or "<think>" in j for j in judged)
+
+
+def test_a_compressed_prompt_is_recorded_on_its_draw_and_flagged(tmp_path, fake_openrouter):
+    """OpenRouter's router metadata names a ``context_compression`` stage (middle-out) when the prompt
+    was cut before the model saw it (router metadata guide, "Pipeline Stages"); a prompt billed at a
+    fraction of what was sent says the same with no stage. Before, both were dropped from the draw."""
+    fake_openrouter.handler = FirstCalls(Script(stop_at_turn=3), documented.compressed(COMPLETION),
+                                         completion_reply(" I was there.", usage={"prompt_tokens": 2}))
+    code, _, err = finish(audit(tmp_path, fake_openrouter, *BASE, "max_iterations=3"))
+    assert code == 0, err
+    run_dir = run_dir_of(tmp_path)
+    first, second = (json.loads((run_dir / "audited_responses" / f"00{i}.json").read_text())["served"]
+                     for i in (1, 2))
+    assert first["compressed"] == "context compression (middle-out, 100 prompt to 20)"
+    assert first["routing"]["pipeline"][0]["type"] == "context_compression"
+    assert second["compressed"].startswith("prompt billed 2 tokens, about ")
+    served = json.loads((run_dir / "summary.json").read_text())["served"]
+    assert served["compressed"] == 2 and "2 draw(s) reached the model compressed" in served["flag"]

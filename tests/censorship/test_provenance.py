@@ -53,3 +53,14 @@ def test_role_routing_puts_reasoning_in_the_body_and_checks_the_pin():
     assert role_routing({}, "judge") == {"provider": None, "extra_body": None}
     with pytest.raises(UserError, match="judge.provider must be a mapping of OpenRouter's routing fields"):
         role_routing({"provider": ["x"]}, "judge")
+
+
+def test_a_prompt_billed_whole_is_not_compressed_and_a_stage_says_why():
+    from audit.censorship.provenance import compression
+
+    sent = "<|im_start|>user\n" + "Tell me what happened in Beijing in June 1989. " * 20
+    assert compression([], billed=len(sent) // 4, sent=sent) is None  # about four characters a token
+    assert compression([], billed=len(sent) // 40, sent=sent).startswith("prompt billed")
+    assert compression([], billed=0, sent=sent) is None  # no usage reported: nothing to say
+    stage = {"type": "context_compression", "name": "context-compression", "data": {"engine": "middle-out"}}
+    assert compression([{"type": "guardrail"}, stage], billed=len(sent), sent=sent) == "context compression (middle-out)"

@@ -15,12 +15,23 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from audit.llm.aborted import tokens_in
 from audit.llm.types import LLMResponse
 
-def draw_fields(response: LLMResponse) -> dict[str, Any]:
-    """The fields a draw record gains from its reply: its outcome and where it came from."""
+SHRUNK = 4
+"""A prompt billed at less than a quarter of the tokens its text holds (at the gateway's estimate of
+bytes per token, generous for any script) did not reach the model whole."""
+
+
+def draw_fields(response: LLMResponse, sent: str = "") -> dict[str, Any]:
+    """The fields a draw record gains from its reply: its outcome and where it came from, with any
+    stage of OpenRouter's pipeline that altered the request (router metadata guide, "Pipeline
+    Stages") and ``compressed`` when the prompt did not reach the model whole (a
+    ``context_compression`` stage, or ``sent`` billed at under 1/:data:`SHRUNK` of its tokens)."""
     routing = response.routing or {}
     attempts = routing.get("attempts") if isinstance(routing, dict) else None
+    pipeline = routing.get("pipeline") if isinstance(routing, dict) else None
+    pipeline = [stage for stage in pipeline if isinstance(stage, dict)] if isinstance(pipeline, list) else None
     return {
         "outcome": response.outcome,
         "served": {
@@ -28,10 +39,27 @@ def draw_fields(response: LLMResponse) -> dict[str, Any]:
             "native_finish_reason": response.native_finish_reason,
             "reasoning_tokens": response.reasoning_tokens,
             "generation_id": response.generation_id,
-            "routing": {"summary": routing.get("summary"), "attempts": attempts,
-                        "attempt": routing.get("attempt")} if routing else None,
+            "routing": {"summary": routing.get("summary"), "attempts": attempts, "attempt": routing.get("attempt"),
+                        **({"pipeline": pipeline} if pipeline else {})} if routing else None,
+            "compressed": compression(pipeline or [], response.usage.prompt_tokens, sent),
         },
     }
+
+
+def compression(pipeline: list[dict[str, Any]], billed: int, sent: str) -> str | None:
+    """Why the prompt did not reach the model whole (None when nothing says so): OpenRouter's
+    ``context_compression`` stage (e.g. middle-out, "42 messages to 30"), or a prompt billed far below
+    what was sent, which no stage explained."""
+    for stage in pipeline:
+        if stage.get("type") == "context_compression":
+            data = stage.get("data") if isinstance(stage.get("data"), dict) else {}
+            counts = (f", {data.get('original_count')} {data.get('input_type') or 'items'} to "
+                      f"{data.get('compressed_count')}") if "original_count" in data else ""
+            return f"context compression ({data.get('engine') or stage.get('name') or 'unnamed'}{counts})"
+    expected = tokens_in(sent) if sent else 0
+    if billed > 0 and billed * SHRUNK < expected:
+        return f"prompt billed {billed} tokens, about {expected} sent"
+    return None
 
 
 def failure_streak(draws: Iterable[Mapping[str, Any]]) -> int:
@@ -79,8 +107,12 @@ def served_summary(draws: Iterable[Mapping[str, Any]], pin: Mapping[str, Any] | 
                         if d.get("error") is None)
     outcomes = Counter(str(d.get("outcome") or "answer") for d in draws if d.get("error") is None)
     run_on = sum(d.get("run_on") is not None for d in draws if d.get("error") is None)
+    compressed = sum(bool((d.get("served") or {}).get("compressed")) for d in draws if d.get("error") is None)
     allowed = pinned_providers(pin)
     flags = []
+    if compressed:
+        flags.append(f"{compressed} draw(s) reached the model compressed (context compression, or a prompt billed "
+                     "far below what was sent): the model did not see the whole prompt")
     if run_on:
         flags.append(f"{run_on} user-persona draw(s) ran on into the assistant's turn (cut there; the provider "
                      "strips the end-of-user token: pin another)")
@@ -91,4 +123,5 @@ def served_summary(draws: Iterable[Mapping[str, Any]], pin: Mapping[str, Any] | 
         if off_pin:
             flags.append(f"served by {', '.join(off_pin)}, not the pinned {', '.join(allowed)}")
     return {"providers": dict(sorted(providers.items())), "pin": dict(pin) if pin else None,
-            "outcomes": dict(sorted(outcomes.items())), "run_on": run_on, "flag": "; ".join(flags) or None}
+            "outcomes": dict(sorted(outcomes.items())), "run_on": run_on, "compressed": compressed,
+            "flag": "; ".join(flags) or None}

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from audit.censorship.provenance import draw_fields
+from audit.llm.aborted import request_text
 from audit.llm.accounting import call_usage
 from audit.errors import unknown_choice
 from audit.llm.types import GatewayError, LLMResponse
@@ -134,7 +135,8 @@ async def send(gateway: Any, target: Target, record: dict[str, Any], *, prompt: 
         return Sample(record, error_kind=exc.kind)
     record.update(raw_response=response.text, completion_tokens=response.usage.completion_tokens,
                   finish_reason=response.finish_reason, usage=call_usage(response).as_dict(), error=None,
-                  **draw_fields(response))
+                  **draw_fields(response, request_text({"prompt": prompt} if prompt is not None else
+                                                       {"messages": messages or []})))
     if prompt is not None and (record.get("role") == "user" or record.get("technique") == "user_persona"):
         user, run_on = split_run_on(response.text, target.family.run_on_markers)
         if run_on is not None:  # never judged as the user's words: kept apart, counted in the summary

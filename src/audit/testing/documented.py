@@ -16,6 +16,8 @@ them by hand. Sources (OpenRouter docs, repository OpenRouterTeam/docs):
   ``content_filter``, ``tool_calls``, ``error``, beside ``native_finish_reason`` (the provider's
   own) and an optional ``choices[].error``; reasoning models' ``reasoning`` field and
   ``usage.completion_tokens_details.reasoning_tokens`` (reasoning tokens guide);
+- router metadata guide, "Pipeline Stages": a ``context_compression`` stage (middle-out) when the
+  prompt was compressed before the model saw it;
 - provider routing guide: a request no endpoint can serve under ``provider`` constraints
   (``require_parameters``, ``data_collection: deny``, ``only``) is answered 404 "No endpoints
   found ...".
@@ -23,9 +25,11 @@ them by hand. Sources (OpenRouter docs, repository OpenRouterTeam/docs):
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from audit.testing.replies import CHAT, Reply, chat_reply, completion_reply, error_reply
+from audit.testing.replies import CHAT, COMPLETION, Reply, _Generation, chat_reply, completion_reply, error_reply, \
+    estimate_tokens, prompt_text
 
 
 def generation(kind: str, text: str, **shape: Any) -> Reply:
@@ -84,6 +88,19 @@ def region_blocked(provider: str = "OpenAI") -> Reply:
     """403 when the provider does not serve the caller's region."""
     return error_reply(403, f"This model is not available in your region. (provider {provider})",
                        metadata={"provider_name": provider})
+
+
+def compressed(kind: str, text: str = " I was there that night.", *, shown: float = 0.2) -> Reply:
+    """A generation whose prompt OpenRouter compressed before the model saw it (router metadata guide,
+    "Pipeline Stages": a ``context_compression`` stage, engine ``middle-out``, original vs compressed
+    counts) and billed for what was left (``shown`` of the prompt's estimated tokens)."""
+    reply = generation(kind, text)
+    assert isinstance(reply.body, _Generation)
+    stage = {"type": "context_compression", "name": "context-compression",
+             "data": {"engine": "middle-out", "input_type": "prompt" if kind == COMPLETION else "messages",
+                      "original_count": 100, "compressed_count": int(100 * shown)}}
+    return replace(reply, body=replace(reply.body, pipeline=(stage,),
+                                       prompt_tokens_of=lambda r: max(1, int(estimate_tokens(prompt_text(r)) * shown))))
 
 
 def guardrail_blocked(patterns: tuple[str, ...] = ("ignore all previous instructions",)) -> Reply:

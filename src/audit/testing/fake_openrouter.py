@@ -36,6 +36,7 @@ FAULTS = {
     "permission": lambda request: documented.permission_denied(),
     "content_policy": lambda request: documented.content_policy(),
     "refusal": lambda request: documented.refusal(),
+    "compressed": lambda request: documented.compressed(COMPLETION),
 }
 """OpenRouter's documented replies (:mod:`audit.testing.documented`) that ``--fault`` plays."""
 

@@ -145,6 +145,8 @@ class _Generation:
     """``choices[0].error``: OpenRouter's shape for a provider failing after generation started."""
     prompt_tokens_of: Callable[[RecordedRequest], int] | None = None
     """How many prompt tokens the request is billed (default: :func:`estimate_tokens` of its text)."""
+    pipeline: tuple[Mapping[str, Any], ...] = ()
+    """Stages of OpenRouter's pipeline that altered the request, in the routing metadata (router metadata guide)."""
 
     def payload(self, request: RecordedRequest) -> dict[str, Any]:
         override = dict(self.usage or {})
@@ -189,20 +191,23 @@ class _Generation:
             "provider": self.provider or FAKE_PROVIDER,
             "choices": [choice],
             "usage": usage,
-            **({"openrouter_metadata": routing_metadata(request, self.provider or FAKE_PROVIDER)}
+            **({"openrouter_metadata": routing_metadata(request, self.provider or FAKE_PROVIDER, self.pipeline)}
                if request.headers.get("x-openrouter-metadata", "").lower() == "enabled" else {}),
         }
 
 
-def routing_metadata(request: RecordedRequest, provider: str) -> dict[str, Any]:
+def routing_metadata(request: RecordedRequest, provider: str,
+                     pipeline: tuple[Mapping[str, Any], ...] = ()) -> dict[str, Any]:
     """``openrouter_metadata`` as OpenRouter adds it to a successful reply when the request sends
     ``X-OpenRouter-Metadata: enabled`` (docs: guides/routing/routers/router-metadata; fields as
-    the SDK's ``OpenRouterMetadata``: attempt, endpoints, requested, strategy, summary)."""
+    the SDK's ``OpenRouterMetadata``: attempt, endpoints, requested, strategy, summary, and
+    ``pipeline`` only when a stage altered the request)."""
     model = str((request.json or {}).get("model", ""))
     return {"attempt": 1, "endpoints": {"available": [{"model": model, "provider": provider, "selected": True}],
                                         "total": 1},
             "is_byok": False, "region": "iad", "requested": model, "strategy": "direct",
-            "summary": f"available=1, selected={provider}"}
+            "summary": f"available=1, selected={provider}",
+            **({"pipeline": [dict(stage) for stage in pipeline]} if pipeline else {})}
 
 
 @dataclass(frozen=True)
