@@ -94,7 +94,7 @@ def _checked(path: Path, saved: list[Saved], unknown: dict[str, int]) -> Transcr
     return Transcripts(tuple(saved), unknown)
 
 
-def testbed_json(path: Path, data: Mapping[str, Any], questions: QuestionSet) -> Transcripts:
+def from_testbed(path: Path, data: Mapping[str, Any], questions: QuestionSet) -> Transcripts:
     results = data.get("results")
     if not isinstance(results, list):
         raise _bad(path, "'results' must be a list of answers")
@@ -120,7 +120,7 @@ def testbed_json(path: Path, data: Mapping[str, Any], questions: QuestionSet) ->
     return _checked(path, saved, unknown)
 
 
-def responses_csv(path: Path, text: str, questions: QuestionSet) -> Transcripts:
+def from_responses_csv(path: Path, text: str, questions: QuestionSet) -> Transcripts:
     frame = pd.read_csv(io.StringIO(text), dtype={"question_id": str}, keep_default_na=False, na_values=[""])
     missing = {"question_id", "rollout", "response"} - set(frame.columns)
     if missing:
@@ -148,7 +148,7 @@ def load_transcripts(value: str, questions: QuestionSet) -> Transcripts:
         raise _bad(path, "no such file")
     text = read_text(path, max_bytes=MAX_QUESTION_FILE * 10, fix="give a UTF-8 transcript file")
     if path.suffix == ".csv":
-        return responses_csv(path, text, questions)
+        return from_responses_csv(path, text, questions)
     if path.suffix != ".json":
         raise _bad(path, "the name must end in .json (the testbed's format) or .csv (responses.csv)")
     try:
@@ -157,4 +157,4 @@ def load_transcripts(value: str, questions: QuestionSet) -> Transcripts:
         raise _bad(path, f"not JSON at line {exc.lineno} ({exc.msg})") from None
     if not isinstance(data, Mapping):
         raise _bad(path, "expected an object with 'results'")
-    return testbed_json(path, data, questions)
+    return from_testbed(path, data, questions)
