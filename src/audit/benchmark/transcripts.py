@@ -116,7 +116,7 @@ def from_testbed(path: Path, data: Mapping[str, Any], questions: QuestionSet) ->
             continue
         saved.append(Saved(question, rollout, item["prompt"], response or None,
                            str(item.get("model") or config.get("model") or "unknown"), f"transcript:{path.stem}",
-                           outcome=None if response else "empty"))
+                           outcome="answer" if response else "empty"))
     return _checked(path, saved, unknown)
 
 
@@ -137,7 +137,7 @@ def from_responses_csv(path: Path, text: str, questions: QuestionSet) -> Transcr
         saved.append(Saved(question, int(row["rollout"]), question.text, response,
                            str(row.get("model") or "unknown"), str(row.get("technique") or "assistant"),
                            str(row.get("role") or TARGET), str(row.get("framing") or "natural"),
-                           outcome if outcome is not None or response else "empty"))
+                           outcome or ("answer" if response else "empty")))
     return _checked(path, saved, unknown)
 
 

@@ -24,6 +24,8 @@ from audit.benchmark.cells import BY_NAME, CENSORED, GAP_METRICS, BenchmarkTable
 from audit.compare.report import TEMPLATES_DIR, cells, fmt, gap_cells, interval, is_missing, recall_shade, \
     refusal_shade, varied, who
 from audit.compare.collect import Run
+from audit.compare.protocols import THIS_TOOL, notes_frame, protocol_files, protocol_of, side_by_side, \
+    testbed_cells, this_tool_cells
 from audit.counted import counted
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.glossary import GAP_RATE_NAMES
@@ -64,7 +66,8 @@ GAP_HEADERS = {"kind": "question kind", "question_set": "question set", "censore
 
 
 PREFIX = "benchmark_"
-OUTPUTS = (PAGE, *(f"{PREFIX}{f.name}.csv" for f in fields(BenchmarkTables)))
+OUTPUTS = (PAGE, *(f"{PREFIX}{f.name}.csv" for f in fields(BenchmarkTables)), "benchmark_protocols.csv",
+           "benchmark_protocol_notes.csv")
 """What a comparison of benchmark runs adds (and the same tables as Parquet when pyarrow is installed)."""
 
 
@@ -200,6 +203,20 @@ def benchmark_output(runs: Sequence[Run], dirs: Sequence[Path], target: Path) ->
     chosen = benchmark_runs(runs)
     if not chosen:
         return BenchmarkOutput()
+    mine = [run for run in chosen if protocol_of(run) == THIS_TOOL]
+    theirs = [run for run in chosen if protocol_of(run) != THIS_TOOL]
+    output = this_tool_output(mine, dirs, target) if mine else BenchmarkOutput()
+    if theirs:
+        table = side_by_side(this_tool_cells(*load(mine)) if mine else None, testbed_cells(theirs))
+        output.files.update(protocol_files(table, target))
+        output.printed.append((f"benchmark: both protocols side by side ({len(table)} cells; percent; this tool's "
+                               "rates over draws, the testbed's mean of per-position means)", table))
+        output.printed.append(("benchmark: how the protocols differ (docs/testbed.md)", notes_frame()))
+    return output
+
+
+def this_tool_output(chosen: Sequence[Run], dirs: Sequence[Path], target: Path) -> BenchmarkOutput:
+    """The page, tables and printed summary of this tool's protocol over ``chosen``."""
     tables = benchmark_tables(*load(chosen))
     printed = [(f"benchmark cells ({len(tables.cells)}; rates over draws or facts, 95% interval over questions)",
                 tables.cells[list(shown_keys(dict(zip(CELL_PRINT, CELL_PRINT)), "category", tables.cells))])]
