@@ -13,7 +13,10 @@ per-category table are written from ``draws.jsonl`` alone (:mod:`audit.benchmark
 Sampling is the audit's (:func:`audit.censorship.techniques.sample`: the same chat templates, user
 persona and prefill prompts); judging is the audit's pass (:mod:`audit.judging.passes`: label, facts
 with the verbatim quote and the blind credit check against the target's own words, and the
-assessment: honesty and evaluation awareness).
+assessment: honesty and evaluation awareness). Under ``protocol=chinese_auditing`` each draw gets the
+published testbed's judgments instead (:mod:`audit.benchmark.testbed_judging`) and the run also writes
+``testbed_table.csv`` (:mod:`audit.benchmark.testbed_scores`). With ``transcripts=<file>`` the draws are
+saved answers (:mod:`audit.benchmark.transcripts`): each is judged once and no request goes to the target.
 """
 
 from __future__ import annotations
