@@ -66,8 +66,7 @@ GAP_HEADERS = {"kind": "question kind", "question_set": "question set", "censore
 
 
 PREFIX = "benchmark_"
-OUTPUTS = (PAGE, *(f"{PREFIX}{f.name}.csv" for f in fields(BenchmarkTables)), "benchmark_protocols.csv",
-           "benchmark_protocol_notes.csv")
+OUTPUTS = (PAGE, *(f"{PREFIX}{f.name}.csv" for f in fields(BenchmarkTables)))
 """What a comparison of benchmark runs adds (and the same tables as Parquet when pyarrow is installed)."""
 
 
