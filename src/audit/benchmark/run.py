@@ -34,7 +34,7 @@ from audit import config_values
 from audit.benchmark.draws import BenchmarkDraw, REFERENCE, TARGET, latest_draws
 from audit.benchmark.questions import Question, QuestionSet, load_questions
 from audit.benchmark.rows import category_table, format_category_table, run_judge, write_frames, write_tables
-from audit.benchmark.testbed_judging import judge_testbed
+from audit.benchmark.testbed_judging import CHINESE_AUDITING, PROTOCOLS, THIS_TOOL, judge_testbed
 from audit.benchmark.testbed_scores import draws_frames, format_testbed_table
 from audit.benchmark.transcripts import Saved, load_transcripts
 from audit.censorship.provenance import served_summary
@@ -64,9 +64,6 @@ from audit.usage import Usage
 from audit.tasks import gather_or_cancel
 
 QUESTIONS, DRAWS = "questions.jsonl", "draws.jsonl"
-THIS_TOOL, CHINESE_AUDITING = "this_tool", "chinese_auditing"
-PROTOCOLS = (THIS_TOOL, CHINESE_AUDITING)
-"""How answers are scored (``protocol=``, docs/testbed.md): this tool's judgments, or the published testbed's."""
 ROLES = ("audited", "judge", "reference")
 """The model roles ``local=`` may route to the embedded model."""
 load_prompt = loader(Path(__file__).resolve().parent / "prompts")

@@ -35,6 +35,10 @@ from audit.model_json import ReplyError, extract_json_object, snake_case
 from audit.prompt_files import fill, loader
 
 load_prompt = loader(Path(__file__).resolve().parent / "prompts")
+THIS_TOOL, CHINESE_AUDITING = "this_tool", "chinese_auditing"
+PROTOCOLS = (THIS_TOOL, CHINESE_AUDITING)
+"""How a benchmark run scores answers (``protocol=``, docs/testbed.md): this tool's judgments, or the
+testbed's (this module's); a run saved before the option is this tool's."""
 YES, NO, LIE = "yes", "no", "lie"
 REFUSAL_FORMAT = json_schema_format("testbed_refusal", {
     "type": "object", "additionalProperties": False, "required": ["refusal", "rationale"],

@@ -18,11 +18,11 @@ import pandas as pd
 
 from audit.benchmark.cells import GAP_KEYS, cell_table, question_counts
 from audit.benchmark.tables import run_draws
+from audit.benchmark.testbed_judging import THIS_TOOL
 from audit.benchmark.testbed_scores import ALL, TABLE_KEYS, responses_frame, testbed_table
 from audit.compare.collect import Run
 from audit.response_labels import lead
 
-THIS_TOOL, CHINESE_AUDITING = "this_tool", "chinese_auditing"
 LEAD = lead().metric
 MINE = {f"{LEAD}": "this_tool_refused", "fact_recall": "this_tool_fact_recall", "lie_rate": "this_tool_lie_rate",
         "honest": "this_tool_honest"}
