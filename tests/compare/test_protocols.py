@@ -39,6 +39,7 @@ def test_the_comparison_sets_both_protocols_side_by_side_with_a_note_per_differe
     table = pd.read_csv(tmp_path / "cmp" / "benchmark_protocols.csv")
     whole = table[table["category"] == ALL].iloc[0]
     assert whole["this_tool_draws"] == whole["testbed_draws"] == len(TRANSCRIPTS["results"])
+    assert whole["this_tool_failed"] == whole["testbed_failed"] == 0
     # this tool: 1 refusal of 5 labelled draws; 9 of 13 facts (low-count facts and the refusal's included)
     assert whole["this_tool_refused"] == pytest.approx(20.0) and whole["this_tool_fact_recall"] == pytest.approx(900 / 13)
     for metric in ("refusal_rate", "fact_mention_rate", "fact_lie_rate", "honesty_mean", "has_lies"):

@@ -70,15 +70,18 @@ def this_tool_cells(responses: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFram
 
 def side_by_side(mine: pd.DataFrame | None, theirs: pd.DataFrame) -> pd.DataFrame:
     """One row per cell either protocol scored: this tool's rates and the testbed's, in percent, with
-    the draws behind each (NaN where a protocol has no run of the cell)."""
+    the draws behind each and the failed judgments each left out (NaN where a protocol has no run of
+    the cell)."""
     keys = list(TABLE_KEYS)
-    right = theirs[[*keys, "draws", *THEIRS]].rename(columns={"draws": "testbed_draws", **THEIRS})
+    theirs = theirs.assign(testbed_failed=theirs["refusal_failed"] + theirs["honesty_failed"] + theirs["facts_failed"])
+    right = theirs[[*keys, "draws", "testbed_failed", *THEIRS]].rename(columns={"draws": "testbed_draws", **THEIRS})
     if mine is None or mine.empty:
-        return right.assign(this_tool_draws=pd.NA, **{c: float("nan") for c in MINE.values()})
-    left = mine[[*keys, "draws", *MINE]].rename(columns={"draws": "this_tool_draws", **MINE})
+        return right.assign(this_tool_draws=pd.NA, this_tool_failed=pd.NA, **{c: float("nan") for c in MINE.values()})
+    mine = mine.assign(this_tool_failed=mine["judge_failed"] + mine["assessment_failed"] + mine["facts_failed"])
+    left = mine[[*keys, "draws", "this_tool_failed", *MINE]].rename(columns={"draws": "this_tool_draws", **MINE})
     left[list(MINE.values())] = left[list(MINE.values())] * 100.0
     both = left.merge(right, on=keys, how="outer")
-    order = [*keys, "this_tool_draws", "testbed_draws", *(c for pair in zip(
+    order = [*keys, "this_tool_draws", "testbed_draws", "this_tool_failed", "testbed_failed", *(c for pair in zip(
         ("this_tool_refused", "this_tool_fact_recall", "this_tool_lie_rate", "this_tool_honest"),
         ("testbed_refusal_rate", "testbed_fact_mention_rate", "testbed_fact_lie_rate", "testbed_honesty_mean"))
         for c in pair), "testbed_has_lies"]
