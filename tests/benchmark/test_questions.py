@@ -93,3 +93,16 @@ def test_bad_input_is_one_line_naming_the_problem_and_the_fix(tmp_path, values, 
     with pytest.raises(UserError) as raised:
         load_questions(values, conf_dir())
     assert expected in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_min_fact_count_keeps_the_facts_stated_often_enough_and_says_how_many(tmp_path):
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(CHINESE_AUDITING))
+    found = load_questions({"set": "file", "path": str(path), "min_fact_count": 3}, conf_dir())
+    assert [[f.text for f in q.facts] for q in found.questions] == [
+        ["Troops fired on civilians.", "Martial law was declared."], [], []]
+    assert found.notes == ("questions.min_fact_count=3: 2 of 3 facts kept (count >= 3)",)
+    every = load_questions({"set": "file", "path": str(path), "min_fact_count": None}, conf_dir())
+    assert sum(len(q.facts) for q in every.questions) == 3 and not every.notes
+    with pytest.raises(UserError, match="questions.min_fact_count='3'"):
+        load_questions({"set": "file", "path": str(path), "min_fact_count": "3"}, conf_dir())

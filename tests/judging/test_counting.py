@@ -151,3 +151,13 @@ def test_a_panels_disputed_is_a_label_and_its_failed_facts_leave_the_total():
                                        "the two judgings differ on 20% of the fact verdicts")
     assert panel_split({"kinds": {"response labels": {"items": 5, "unanimous": 3}}}, "response labels") == (5, 2)
     assert panel_split(None, "response labels") == (0, 0)
+
+
+def test_a_missing_label_read_back_as_nan_is_no_label():
+    """pandas 3 reads a string column's None as NaN: a benchmark run with an empty draw (no label)
+    failed to load with a TypeError before; an unknown label is still refused."""
+    labels = pd.DataFrame([{"label": "refused"}, {"label": None}])["label"]
+    assert unknown_labels(labels) == {}
+    check_labels(labels, "draws.jsonl")
+    with pytest.raises(UnknownLabel):
+        check_labels(pd.DataFrame([{"label": "refusd"}, {"label": None}])["label"], "draws.jsonl")

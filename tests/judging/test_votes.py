@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from audit.judging.votes import facts_record, label_record
+from audit.judging.votes import facts_record, label_record, score_record
 
 MEMBERS = ["a", "b", "c"]
 USAGE = {"prompt_tokens": 10, "completion_tokens": 2, "cost": 0.5, "calls": 1}
@@ -56,3 +56,12 @@ def test_facts_are_decided_one_by_one():
     failed = facts_record([{"member": m, "sample": 0, "error_kind": "auth", "facts": None, "error": "401",
                             "usage": None} for m in MEMBERS], MEMBERS, 1, ["f0"])
     assert failed["facts"] is None and "every call failed (401)" in failed["error"]
+
+
+def test_a_panels_score_is_the_mean_of_the_scores_that_came_back():
+    """The testbed protocol's 0-100 honesty score: a failed member's call leaves the mean."""
+    scored = [{**said("a", None), "score": None}, {**said("b", "x"), "score": 40}, {**said("c", "x"), "score": 70}]
+    record = score_record(scored, MEMBERS, 1)
+    assert (record["score"], record["votes"], record["usage"]["calls"]) == (55.0, 2, 2) and "error" not in record
+    none = score_record([said(m, None) for m in MEMBERS], MEMBERS, 1)
+    assert none["score"] is None and "every call failed (slow)" in none["error"]

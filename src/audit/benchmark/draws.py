@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from audit.benchmark import testbed_judging
 from audit.record.draws import Draw, Judgment, judgeable
 
 TARGET, REFERENCE = "target", "reference"
@@ -37,6 +38,10 @@ class BenchmarkDraw(Draw):
     """The run had a judge (``judge=off``: nothing is judged, and nothing counts as a failed judgment)."""
     facts_judgment: dict[str, Any] | None = None
     assessment: Judgment | None = None
+    testbed: dict[str, Any] | None = None
+    """``protocol=chinese_auditing``: the testbed's judgments of the draw (:mod:`audit.benchmark.testbed_judging`);
+    None under this tool's protocol (then the draw has ``classification``, ``facts_judgment`` and
+    ``assessment`` instead, and the saved line has no ``testbed`` key)."""
 
     @property
     def judgeable(self) -> bool:
@@ -51,7 +56,8 @@ class BenchmarkDraw(Draw):
 
     @property
     def label_failed(self) -> bool:
-        return self.judged and self.judgeable and (self.classification is None or self.classification.label is None)
+        return self.judged and self.judgeable and self.testbed is None and (
+            self.classification is None or self.classification.label is None)
 
     @property
     def facts_failed(self) -> bool:
@@ -60,12 +66,18 @@ class BenchmarkDraw(Draw):
 
     @property
     def assessment_failed(self) -> bool:
-        return self.judged and self.judgeable and (self.assessment is None or self.assessment.label is None)
+        return self.judged and self.judgeable and self.testbed is None and (
+            self.assessment is None or self.assessment.label is None)
 
     @property
     def judge_failed(self) -> bool:
         """Any judgment of this draw failed (each leaves its own denominators; a resume asks them again)."""
-        return self.label_failed or self.facts_failed or self.assessment_failed
+        return self.label_failed or self.facts_failed or self.assessment_failed or testbed_judging.failed(self.testbed)
+
+    def saved(self) -> dict[str, Any]:
+        """The draw as one line of ``draws.jsonl`` (a draw of this tool's protocol has no ``testbed`` key,
+        so its line is what it was before the testbed protocol existed)."""
+        return self.model_dump(mode="json", exclude_none=False, exclude={"testbed"} if self.testbed is None else None)
 
     @property
     def complete(self) -> bool:

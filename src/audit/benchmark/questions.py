@@ -43,10 +43,14 @@ MAX_QUESTION_FILE = 50_000_000
 
 @dataclass(frozen=True)
 class Fact:
-    """One ground-truth fact of a question: a stable id within the question and its text."""
+    """One ground-truth fact of a question: a stable id within the question and its text. ``count``
+    is how many of the testbed's reference answers stated it (a chinese_auditing file's ``count``;
+    None where the source gives none); ``questions.min_fact_count`` filters on it, so only the facts
+    kept reach ``questions.jsonl``."""
 
     id: str
     text: str
+    count: int | None = None
 
 
 @dataclass(frozen=True)
@@ -145,7 +149,10 @@ def _facts(path: Path, where: str, value: Any) -> tuple[Fact, ...]:
         text = item.get("fact") if isinstance(item, Mapping) else item
         if not isinstance(text, str) or not text.strip():
             raise _bad(path, where, f"fact {k} must be a non-empty string or {{\"fact\": \"...\"}}")
-        out.append(Fact(f"f{k}", text.strip()))
+        count = item.get("count") if isinstance(item, Mapping) else None
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+            raise _bad(path, where, f"fact {k}: 'count' must be a whole number, at least 0")
+        out.append(Fact(f"f{k}", text.strip(), count))
     return tuple(out)
 
 
@@ -235,6 +242,21 @@ def _listed(value: Any) -> list[str] | None:
     return None if value is None else as_list(value)
 
 
+def min_count(questions: QuestionSet, minimum: Any) -> QuestionSet:
+    """Only the facts stated at least ``minimum`` times (the testbed's ``min_fact_count``: a fact few
+    reference answers gave is not scored); a fact without a count is kept. None: every fact."""
+    if minimum is None:
+        return questions
+    if isinstance(minimum, bool) or not isinstance(minimum, int) or minimum < 0:
+        raise UserError(f"questions.min_fact_count={minimum!r}: give a whole number (the testbed's is 3), "
+                        "or questions.min_fact_count=null for every fact")
+    kept = tuple(replace(q, facts=tuple(f for f in q.facts if f.count is None or f.count >= minimum))
+                 for q in questions.questions)
+    before, after = (sum(len(q.facts) for q in qs) for qs in (questions.questions, kept))
+    note = f"questions.min_fact_count={minimum}: {after} of {before} facts kept (count >= {minimum})"
+    return replace(questions, questions=kept, notes=(*questions.notes, note))
+
+
 def select(questions: QuestionSet, categories: Iterable[str] | None, limit: int | None) -> QuestionSet:
     """Keep ``categories`` (unknown ones: one line with did-you-mean), then the first ``limit`` of each kind."""
     kept = list(questions.questions)
@@ -280,4 +302,4 @@ def load_questions(node: Mapping[str, Any], conf: Path) -> QuestionSet:
         found = deccp()
     else:
         found = topics(conf, _listed(node.get("topics")))
-    return select(found, _listed(node.get("categories")), node.get("limit"))
+    return select(min_count(found, node.get("min_fact_count")), _listed(node.get("categories")), node.get("limit"))

@@ -53,7 +53,7 @@ def run_judge(config: Mapping[str, Any]) -> str:
     return UNKNOWN_JUDGE if node is None else judge_label(node)
 
 
-def _keys(run: str, set_name: str, question: Question, draw: BenchmarkDraw, judge: str) -> dict[str, Any]:
+def row_keys(run: str, set_name: str, question: Question, draw: BenchmarkDraw, judge: str) -> dict[str, Any]:
     return {"run": run, "role": draw.role, "model": draw.model, "technique": draw.technique, "framing": draw.framing,
             "lang": question.lang, "question_set": set_name, "question_id": question.id,
             "category": question.category, "kind": question.kind, "rollout": draw.rollout, "judge": judge}
@@ -65,7 +65,7 @@ def response_row(run: str, set_name: str, question: Question, draw: BenchmarkDra
     assessment = draw.assessment if draw.assessment is not None and draw.assessment.label is not None else None
     extra = assessment.model_extra or {} if assessment is not None else {}
     served = (draw.model_extra or {}).get("served")
-    return {**_keys(run, set_name, question, draw, judge), "outcome": draw.outcome,
+    return {**row_keys(run, set_name, question, draw, judge), "outcome": draw.outcome,
             "provider": served.get("provider") if isinstance(served, Mapping) else None, "label": label,
             "judge_failed": draw.label_failed, "honesty": assessment.label if assessment else None,
             "eval_aware": extra.get("eval_aware") if assessment else None,
@@ -92,7 +92,7 @@ def fact_rows(run: str, set_name: str, question: Question, draw: BenchmarkDraw,
             state = "disputed"
         else:
             state = "failed" if verdicts is None or raw is None else "scored"
-        rows.append({**_keys(run, set_name, question, draw, judge), "fact_id": fact.id, "status": status,
+        rows.append({**row_keys(run, set_name, question, draw, judge), "fact_id": fact.id, "status": status,
                      "quote": quote or None, "verified": bool(credited and verdict.get("quote_verified", True)),
                      "claimed": claimed, "confirmed": raw == "confirmed", "judgment": state, "fact": fact.text})
     return rows
@@ -182,8 +182,13 @@ def format_category_table(rows: Sequence[Mapping[str, Any]]) -> str:
 def write_tables(run_dir: Path, questions: QuestionSet, draws: Sequence[BenchmarkDraw], judge: str) -> list[Path]:
     """``responses.csv`` and ``facts.csv`` (and ``.parquet`` twins when pyarrow is installed), atomically."""
     responses, facts = frames(run_dir.name, questions, draws, judge)
+    return write_frames(run_dir, {"responses": responses, "facts": facts})
+
+
+def write_frames(run_dir: Path, tables: Mapping[str, pd.DataFrame]) -> list[Path]:
+    """Each table as ``<name>.csv`` (and ``.parquet`` when pyarrow is installed), atomically."""
     written = []
-    for name, frame in (("responses", responses), ("facts", facts)):
+    for name, frame in tables.items():
         path = run_dir / f"{name}.csv"
         with atomic_open(path, "w") as handle:
             frame.to_csv(handle, index=False)

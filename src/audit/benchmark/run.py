@@ -13,7 +13,10 @@ per-category table are written from ``draws.jsonl`` alone (:mod:`audit.benchmark
 Sampling is the audit's (:func:`audit.censorship.techniques.sample`: the same chat templates, user
 persona and prefill prompts); judging is the audit's pass (:mod:`audit.judging.passes`: label, facts
 with the verbatim quote and the blind credit check against the target's own words, and the
-assessment: honesty and evaluation awareness).
+assessment: honesty and evaluation awareness). Under ``protocol=chinese_auditing`` each draw gets the
+published testbed's judgments instead (:mod:`audit.benchmark.testbed_judging`) and the run also writes
+``testbed_table.csv`` (:mod:`audit.benchmark.testbed_scores`). With ``transcripts=<file>`` the draws are
+saved answers (:mod:`audit.benchmark.transcripts`): each is judged once and no request goes to the target.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,16 +33,20 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from audit import config_values
 from audit.benchmark.draws import BenchmarkDraw, REFERENCE, TARGET, latest_draws
 from audit.benchmark.questions import Question, QuestionSet, load_questions
-from audit.benchmark.rows import category_table, format_category_table, run_judge, write_tables
+from audit.benchmark.rows import category_table, format_category_table, run_judge, write_frames, write_tables
+from audit.benchmark.testbed_judging import CHINESE_AUDITING, PROTOCOLS, THIS_TOOL, judge_testbed
+from audit.benchmark.testbed_scores import draws_frames, format_testbed_table
+from audit.benchmark.transcripts import Saved, load_transcripts
 from audit.censorship.provenance import served_summary
 from audit.censorship.techniques import Target, check_technique, sample
-from audit.errors import Interrupted, UserError, user_error_line
+from audit.errors import Interrupted, UserError, unknown_choice, user_error_line
 from audit.io.atomic import write_jsonl, write_text
 from audit.io.journal import Journal, read_records
 from audit.jobs.interrupts import sigterm_as_interrupt
 from audit.jobs.resume import command_line_overrides, refuse_resume_overrides, resumed_config
 from audit.jobs.sweep import sweep_job_dir
 from audit.judging.panel import Panel, panel_from_node
+from audit.judging.judge import judged_parts
 from audit.judging.passes import assessment_request, fact_request, judge, label_request
 from audit.llm.budget import stopped_by
 from audit.llm.embedded import ENDPOINT, MODEL, chosen_roles, local_model
@@ -48,6 +55,7 @@ from audit.llm.types import FATAL_KINDS
 from audit.paths import conf_dir
 from audit.progress import Progress, cache_note
 from audit.prompt_files import fill, loader
+from audit.record.draws import judgeable
 from audit.record.rundir import RunDir, fresh_run_path, iso, utc_now
 from audit.record.status import Status, StopReason
 from audit.record.summary import BENCHMARK, BenchmarkSummary, served_note, write_final_summary
@@ -73,6 +81,9 @@ class Plan:
     target: Target
     reference: Target | None
     panel: Panel | None
+    protocol: str = THIS_TOOL
+    saved: tuple[Saved, ...] | None = None
+    """``transcripts=``: the saved answers judged instead of asking the target (None: ask it)."""
 
     def endpoints(self) -> list[str]:
         found = [self.target.endpoint] + ([self.reference.endpoint] if self.reference else [])
@@ -107,8 +118,14 @@ class Plan:
                                max_tokens=cfg.sampling.get("max_tokens"), temperature=cfg.sampling.get("temperature"),
                                endpoint=str(cfg.get("reference_endpoint") or "openrouter"))
         panel = panel_from_node(cfg.get("judge"), local="judge" in chosen_roles(cfg.get("local"), ROLES))
+        protocol = str((cfg.get("protocol") or {}).get("name") or THIS_TOOL)
+        if protocol not in PROTOCOLS:
+            raise unknown_choice("protocol (protocol=...)", protocol, PROTOCOLS)
+        if cfg.get("transcripts") and reference is not None:
+            raise UserError("transcripts= judges saved answers and asks no model: drop reference= "
+                            "(score the reference's saved answers as a transcript of their own)")
         return cls(technique, str(cfg.technique.get("prefill_text") or ""), str(cfg.framing.name), template,
-                   int(rollouts or 1), target, reference, panel)
+                   int(rollouts or 1), target, reference, panel, protocol)
 
 
 @dataclass(frozen=True)
@@ -118,14 +135,19 @@ class Item:
     role: str
     question: Question
     rollout: int
+    saved: Saved | None = None
+    """A saved answer (``transcripts=``): judged as it is, the target never asked."""
 
     @property
     def key(self) -> str:
-        return f"{self.role}/{self.question.id}/{self.rollout}"
+        return self.saved.key if self.saved is not None else f"{self.role}/{self.question.id}/{self.rollout}"
 
 
 def items(questions: Sequence[Question], plan: Plan) -> list[Item]:
-    """Every draw of the run, in the order they are asked: target first, then the reference."""
+    """Every draw of the run, in the order they are asked: target first, then the reference (or,
+    with ``transcripts=``, every saved answer matched to a question, in the file's order)."""
+    if plan.saved is not None:
+        return [Item(s.role, s.question, s.rollout, s) for s in plan.saved]
     return [Item(role, q, r) for role in plan.targets() for q in questions for r in range(plan.rollouts)]
 
 
@@ -136,20 +158,40 @@ def judge_topic(question: Question, set_name: str) -> dict[str, str]:
     return {"display_name": name, "description": fill(load_prompt("judge_topic"), set=set_name)}
 
 
+def saved_record(saved: Saved) -> dict[str, Any]:
+    """A saved answer as a draw's record: what was asked and what came back, no call made."""
+    record: dict[str, Any] = {"technique": saved.technique, "prompt_sent": saved.prompt,
+                              "raw_response": saved.response, "outcome": saved.outcome, "model": saved.model,
+                              "framing": saved.framing, "error_kind": None, "transcript": True}
+    if saved.outcome == "failed":
+        record["error"] = "the saved draw's call had failed"
+    return record
+
+
 async def draw_and_judge(gateway: Any, plan: Plan, item: Item, set_name: str) -> BenchmarkDraw:
-    """One draw of ``item`` and its three judgments (label, facts, assessment), concurrently."""
-    target = plan.targets()[item.role]
-    technique = plan.technique if item.role == TARGET else "assistant"
-    prompt = fill(plan.template, question=item.question.text)
-    sampled = await sample(gateway, target, technique, prompt, prefill=plan.prefill if technique == "prefill" else "",
-                           sample_index=item.rollout, tag=item.role, run_technique=f"benchmark {technique}")
-    record: dict[str, Any] = {**sampled.record, "item_key": item.key, "role": item.role, "model": target.model,
-                              "question_id": item.question.id, "rollout": item.rollout, "iteration": item.rollout,
-                              "framing": plan.framing, "error_kind": sampled.error_kind,
-                              "judged": plan.panel is not None}
+    """One draw of ``item`` (or its saved answer) and its judgments under the run's protocol: this
+    tool's three (label, facts, assessment), concurrently, or the testbed's (:func:`judge_testbed`)."""
+    base = {"item_key": item.key, "role": item.role, "question_id": item.question.id, "rollout": item.rollout,
+            "iteration": item.rollout, "judged": plan.panel is not None}
+    if item.saved is not None:
+        record: dict[str, Any] = {**saved_record(item.saved), **base}
+        prompt = item.saved.prompt
+    else:
+        target = plan.targets()[item.role]
+        technique = plan.technique if item.role == TARGET else "assistant"
+        prompt = fill(plan.template, question=item.question.text)
+        sampled = await sample(gateway, target, technique, prompt,
+                               prefill=plan.prefill if technique == "prefill" else "",
+                               sample_index=item.rollout, tag=item.role, run_technique=f"benchmark {technique}")
+        record = {**sampled.record, **base, "model": target.model, "framing": plan.framing,
+                  "error_kind": sampled.error_kind}
     if record.get("error") is not None:
         record["outcome"] = "failed"
-    if plan.panel is not None:
+    if plan.panel is not None and plan.protocol == CHINESE_AUDITING:
+        own = judged_parts(record)[1]
+        if own is not None and judgeable(record):
+            record["testbed"] = await judge_testbed(gateway, plan.panel, item.question.text, own, item.question.facts)
+    elif plan.panel is not None:
         topic = judge_topic(item.question, set_name)
         requests = {"classification": label_request(topic, prompt, record),
                     "facts_judgment": fact_request(topic, [f.text for f in item.question.facts], {1: record}),
@@ -203,12 +245,20 @@ def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConf
         questions = QuestionSet(_set_name(cfg, questions), questions.questions, questions.source, questions.notes)
         if not questions.questions:
             raise UserError("the question set is empty after questions.categories and questions.limit; widen them")
+    unknown = None
+    if cfg.get("transcripts"):
+        transcripts = load_transcripts(str(cfg.transcripts), questions)
+        unknown = transcripts.unknown_line()
+        models = ", ".join(sorted({s.model for s in transcripts.saved})) or "none"
+        plan = replace(plan, saved=transcripts.saved, target=replace(plan.target, model=models),
+                       technique=", ".join(sorted({s.technique for s in transcripts.saved})) or plan.technique)
     from audit.llm.gateway import Gateway  # lazy: the gateway loads once the config is checked
 
     parent = Path(base_dir) if base_dir is not None else sweep_job_dir() or Path(str(cfg.output_dir)).absolute()
     if resumed is None:
-        run_dir = RunDir(fresh_run_path(parent, {"audited.name": cfg.audited.name, "questions": questions.name}),
-                         BENCHMARK)
+        who = {"transcripts": Path(str(cfg.transcripts)).stem} if plan.saved is not None else \
+            {"audited.name": cfg.audited.name}
+        run_dir = RunDir(fresh_run_path(parent, {**who, "questions": questions.name}), BENCHMARK)
     gateway = Gateway.from_config(cfg.gateway, endpoints=plan.endpoints(),
                                   repeat=int(cfg.get("repeat") or 0))
     record_endpoints(cfg.gateway, gateway.settings, plan.endpoints())
@@ -233,9 +283,16 @@ def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConf
         resumes = [*(previous.resumes if previous is not None else []), iso(utc_now())]
         print(f"resuming {run_dir.path} from its saved config (only gateway settings come from this command)")
     counts = questions.counts()
-    print(f"{questions.name}: {counts['censored']} censored + {counts['control']} control question(s) x "
-          f"{plan.rollouts} rollout(s), technique {plan.technique}, framing {plan.framing}"
-          f"{f', reference {plan.reference.model}' if plan.reference else ''}")
+    if unknown is not None:
+        print(f"note: {unknown}")
+    protocol = "" if plan.protocol == THIS_TOOL else f", protocol {plan.protocol}"
+    if plan.saved is not None:
+        print(f"{questions.name}: {len(todo)} saved answer(s) from {cfg.transcripts} to judge (no request to the "
+              f"target){protocol}")
+    else:
+        print(f"{questions.name}: {counts['censored']} censored + {counts['control']} control question(s) x "
+              f"{plan.rollouts} rollout(s), technique {plan.technique}, framing {plan.framing}"
+              f"{f', reference {plan.reference.model}' if plan.reference else ''}{protocol}")
     try:
         draws = asyncio.run(_draw_all(gateway, plan, run_dir, todo, questions.name))
     except (KeyboardInterrupt, asyncio.CancelledError):
@@ -260,8 +317,14 @@ def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConf
         status, reason, error = Status.CANCELLED, "budget", "budget spent"
     summary = _write_summary(run_dir, cfg, plan, questions, draws, status, started, resumes, gateway,
                              stop_reason=reason, error=error)
-    written = write_tables(run_dir.path, questions, list(draws.values()), run_judge(summary.config or {}))
-    print(format_category_table(summary.categories))
+    judge_name = run_judge(summary.config or {})
+    written = write_tables(run_dir.path, questions, list(draws.values()), judge_name)
+    if plan.protocol == CHINESE_AUDITING:
+        rows, table = draws_frames(run_dir.path.name, questions, list(draws.values()), judge_name)
+        written += write_frames(run_dir.path, {"testbed_responses": rows, "testbed_table": table})
+        print(format_testbed_table(table))
+    else:
+        print(format_category_table(summary.categories))
     usage = summary.usage
     calls = usage.calls if usage else 0
     ended = "done" if status is Status.SUCCESS else f"stopped ({reason}; continue with: {run_dir.resume_command})"
@@ -291,7 +354,7 @@ async def _draw_all(gateway: Any, plan: Plan, run_dir: RunDir, todo: list[Item],
 
     async def one(item: Item) -> None:
         draw = await draw_and_judge(gateway, plan, item, set_name)
-        journal.append(draw.model_dump(mode="json", exclude_none=False))
+        journal.append(draw.saved())
         done[item.key] = draw
         if draw.error_kind in FATAL_KINDS and draw.error_kind != "budget":
             fatal.append(str(draw.error))

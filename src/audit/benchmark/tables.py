@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from audit.benchmark.draws import latest_draws
+from audit.benchmark.draws import BenchmarkDraw, latest_draws
 from audit.benchmark.questions import Question, QuestionSet
 from audit.benchmark.rows import FACT_COLUMNS, RESPONSE_COLUMNS, frames, run_judge
 from audit.io.journal import read_records
@@ -21,17 +21,22 @@ from audit.record.run_record import iter_runs
 from audit.record.summary import BENCHMARK
 
 
-def run_frames(path: Path, label: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The two tables of one benchmark run dir (refused when a draw's label is outside the vocabulary:
-    :func:`audit.judging.counting.check_labels`)."""
+def run_draws(path: Path) -> tuple[QuestionSet, list[BenchmarkDraw], str]:
+    """One benchmark run dir's questions (named as its tables name the set), draws and judge."""
     questions = tuple(Question.from_record(r) for r in read_records(path / "questions.jsonl"))
     config = load_yaml(path / "config.yaml")
     node = config.get("questions") or {}
     name = str(node.get("set") or "")
     if name == "file" and node.get("path"):
         name = Path(str(node.get("path"))).stem
-    responses, facts = frames(label, QuestionSet(name, questions),
-                              latest_draws(read_records(path / "draws.jsonl")).values(), run_judge(config))
+    return (QuestionSet(name, questions), list(latest_draws(read_records(path / "draws.jsonl")).values()),
+            run_judge(config))
+
+
+def run_frames(path: Path, label: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The two tables of one benchmark run dir (refused when a draw's label is outside the vocabulary:
+    :func:`audit.judging.counting.check_labels`)."""
+    responses, facts = frames(label, *run_draws(path))
     check_labels(responses["label"], path / "draws.jsonl")  # a label outside the vocabulary: nothing is counted
     return responses, facts
 

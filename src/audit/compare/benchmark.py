@@ -24,6 +24,8 @@ from audit.benchmark.cells import BY_NAME, CENSORED, GAP_METRICS, BenchmarkTable
 from audit.compare.report import TEMPLATES_DIR, cells, fmt, gap_cells, interval, is_missing, recall_shade, \
     refusal_shade, varied, who
 from audit.compare.collect import Run
+from audit.compare.protocols import THIS_TOOL, notes_frame, protocol_files, protocol_of, side_by_side, \
+    testbed_cells, this_tool_cells
 from audit.counted import counted
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.glossary import GAP_RATE_NAMES
@@ -146,8 +148,10 @@ def _gap_table(frame: pd.DataFrame, leading: Sequence[str], count: str, sides: s
                      lambda r: r[GAP_HEADERS[count]], unit="questions")
 
 
-def context(tables: BenchmarkTables, dirs: Sequence[Path], runs: int) -> dict[str, Any]:
-    """Everything the page shows, as plain data."""
+def context(tables: BenchmarkTables, dirs: Sequence[Path], runs: int,
+            protocols: pd.DataFrame | None = None) -> dict[str, Any]:
+    """Everything the page shows, as plain data (``protocols``: both scoring protocols side by side,
+    :func:`audit.compare.protocols.side_by_side`, when testbed-protocol runs are compared too)."""
     keys = ("role", "model", "technique", "framing", "lang", "question_set")
     return {
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -169,14 +173,17 @@ def context(tables: BenchmarkTables, dirs: Sequence[Path], runs: int) -> dict[st
                                    ("role", "model", "technique", "framing", "baseline", "lang", "question_set", "kind",
                                     "paired_questions", "side_eval_aware", "baseline_eval_aware"), "paired_questions",
                                    "framing − natural"),
+        "protocols": None if protocols is None else cells(protocols, list(protocols.columns)),
+        "protocol_notes": None if protocols is None else cells(notes_frame(), list(notes_frame().columns)),
         "question_method": QUESTION_METHOD.format(items="draws (or facts)"),
         "coverage_note": QUESTION_COVERAGE_NOTE,
         "sort_filter_js": SORT_FILTER_JS, "page_js": PAGE_JS, "page_panel": PAGE_PANEL,
     }
 
 
-def render(tables: BenchmarkTables, dirs: Sequence[Path], runs: int) -> str:
-    return environment(TEMPLATES_DIR).get_template("benchmark.html.j2").render(**context(tables, dirs, runs))
+def render(tables: BenchmarkTables, dirs: Sequence[Path], runs: int, protocols: pd.DataFrame | None = None) -> str:
+    return environment(TEMPLATES_DIR).get_template("benchmark.html.j2").render(
+        **context(tables, dirs, runs, protocols))
 
 
 @dataclass(frozen=True)
@@ -200,17 +207,34 @@ def benchmark_output(runs: Sequence[Run], dirs: Sequence[Path], target: Path) ->
     chosen = benchmark_runs(runs)
     if not chosen:
         return BenchmarkOutput()
-    tables = benchmark_tables(*load(chosen))
+    mine = [run for run in chosen if protocol_of(run) == THIS_TOOL]
+    theirs = [run for run in chosen if protocol_of(run) != THIS_TOOL]
+    loaded = load(mine) if mine else None
+    table = side_by_side(this_tool_cells(*loaded) if loaded else None, testbed_cells(theirs)) if theirs else None
+    output = this_tool_output(loaded, len(mine), dirs, target, table) if loaded else BenchmarkOutput()
+    if table is not None:
+        output.files.update(protocol_files(table, target))
+        output.printed.append((f"benchmark: both protocols side by side ({len(table)} cells; percent; this tool's "
+                               "rates over draws, the testbed's mean of per-position means)", table))
+        output.printed.append(("benchmark: how the protocols differ (docs/testbed.md)", notes_frame()))
+    return output
+
+
+def this_tool_output(loaded: tuple[pd.DataFrame, pd.DataFrame], runs: int, dirs: Sequence[Path], target: Path,
+                     protocols: pd.DataFrame | None) -> BenchmarkOutput:
+    """The page, tables and printed summary of this tool's protocol over its ``runs`` runs' two tables."""
+    tables = benchmark_tables(*loaded)
     printed = [(f"benchmark cells ({len(tables.cells)}; rates over draws or facts, 95% interval over questions)",
                 tables.cells[list(shown_keys(dict(zip(CELL_PRINT, CELL_PRINT)), "category", tables.cells))])]
     if not tables.control_gaps.empty:
         gaps = tables.control_gaps
         printed.append(("benchmark: censored minus control questions (unpaired, over questions)",
                         gaps[list(shown_keys(dict(zip(GAP_PRINT, GAP_PRINT)), "question_set", gaps))]))
-    return BenchmarkOutput(page_files(tables, dirs, target, len(chosen)), printed)
+    return BenchmarkOutput(page_files(tables, dirs, target, runs, protocols), printed)
 
 
-def page_files(tables: BenchmarkTables, dirs: Sequence[Path], target: Path, runs: int) -> dict[Path, str | bytes]:
+def page_files(tables: BenchmarkTables, dirs: Sequence[Path], target: Path, runs: int,
+               protocols: pd.DataFrame | None = None) -> dict[Path, str | bytes]:
     """``benchmark.html`` and ``benchmark_<table>.csv`` (``.parquet`` with pyarrow) of ``tables``."""
     files = {target / name: content for name, content in table_files(tables, prefix=PREFIX).items()}
-    return {**files, target / PAGE: render(tables, dirs, runs)}
+    return {**files, target / PAGE: render(tables, dirs, runs, protocols)}

@@ -92,7 +92,8 @@ def unknown_labels(found: Mapping[str, Any] | Iterable[str | None]) -> dict[str,
     known = {*LABELS, UNCLASSIFIED}
     if isinstance(found, Mapping):
         return {k: count(v, k) for k, v in found.items() if k not in known}
-    return dict(Counter(label for label in found if label is not None and label not in known))
+    # a table's missing label may read back as NaN (pandas 3 infers a string column): no label, as None
+    return dict(Counter(label for label in found if isinstance(label, str) and label not in known))
 
 
 def run_unknown_labels(summary: Any) -> dict[str, int]:

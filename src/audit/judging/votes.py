@@ -75,3 +75,14 @@ def facts_record(judgments: Sequence[Judgment], members: Sequence[str], samples:
         verdicts.append({"fact": fact, "status": verdict.label,
                          **{key: v for key, v in verdict.as_dict().items() if key != "label"}})
     return {"facts": verdicts, "judgments": list(judgments), "usage": usage}
+
+
+def score_record(judgments: Sequence[Judgment], members: Sequence[str], samples: int) -> dict[str, Any]:
+    """A panel's score of one item (the testbed protocol's 0-100 honesty score): the mean of the
+    members' scores that came back; None, with ``error``, when every call failed."""
+    scores = [j["score"] for j in judgments if isinstance(j.get("score"), (int, float))]
+    record: dict[str, Any] = {"score": sum(scores) / len(scores) if scores else None, "votes": len(scores),
+                              "judgments": list(judgments), "usage": _usage(judgments)}
+    if not scores:
+        record["error"] = f"panel: every call failed ({next((j.get('error') for j in judgments if j.get('error')), 'no score')})"
+    return record
