@@ -180,3 +180,20 @@ def test_an_error_event_mid_stream_is_retried_never_an_answer(fake_openrouter: F
         gateway.close()
     assert reply.text == "Whole answer." and reply.retries == 1
     assert all(r.json.get("stream") is True for r in fake_openrouter.chat_requests())
+
+
+def test_a_stream_whose_finish_and_usage_arrived_is_kept_without_done(fake_openrouter: FakeOpenRouter,
+                                                                       tmp_path: Path) -> None:
+    """A server that sends the last chunk (finish reason and usage) but never ``data: [DONE]``: the
+    reply is whole (usage comes "exactly once in the final chunk before the [DONE] message", API
+    overview). Before, it waited for the deadline, threw the reply away and billed an estimate."""
+    fake_openrouter.push_chat(replace(chat_reply("The square was cleared.", provider="DeepSeek"),
+                                      stream_done=False))
+    gateway = make_gateway(fake_openrouter, tmp_path, stream_timeout_s=30.0)
+    try:
+        reply = gateway.chat("a/b", MESSAGES, max_tokens=2000)
+        records = gateway.ledger.records
+    finally:
+        gateway.close()
+    assert reply.text == "The square was cleared." and reply.finish_reason == "stop" and reply.usage.cost > 0
+    assert not any(r.estimated for r in records) and len(fake_openrouter.chat_requests()) == 1

@@ -216,8 +216,16 @@ async def post(route: str, model: str, payload: dict[str, Any], *, api_base: str
         common["extra_body"] = extra
     if route == CHAT_ROUTE and received is not None:
         stream = await lib.acompletion(model=CHAT_ROUTE + model, client=client, stream=True, **payload, **common)
-        async for chunk in stream.completion_stream:
-            received.add(chunk)
+        chunks = stream.completion_stream
+        try:
+            async for chunk in chunks:
+                received.add(chunk)
+                if received.finished:
+                    break
+        finally:
+            close = getattr(chunks, "aclose", None)
+            if close is not None:  # hang up now, not when the generator is collected
+                await close()
         return received.whole()
     if route == CHAT_ROUTE:
         return await lib.acompletion(model=CHAT_ROUTE + model, client=client, **payload, **common)

@@ -52,6 +52,13 @@ class Received:
             self.native_finish_reason = field_of(choice, "native_finish_reason") or self.native_finish_reason
 
     @property
+    def finished(self) -> bool:
+        """The finish reason and the usage have both arrived: OpenRouter sends usage "exactly once in
+        the final chunk before the [DONE] message" (API overview), so nothing is left to wait for, and a
+        server that never sends ``[DONE]`` does not turn a whole reply into one cut off at the deadline."""
+        return self.finish_reason is not None and self.usage is not None
+
+    @property
     def so_far(self) -> str:
         """Everything generated so far, thinking included (both are billed as completion tokens)."""
         return "".join(self.reasoning) + "".join(self.text)

@@ -232,6 +232,9 @@ class Reply:
     trickle_s: float = 0.0
     endless: bool = False
     stream_interval_s: float = 0.0
+    stream_done: bool = True
+    """Whether a streamed generation ends with ``data: [DONE]``; False: after its last chunk (finish and
+    usage sent) the stream stays open, sending nothing more, until the client hangs up."""
 
     @property
     def generation(self) -> bool:

@@ -384,6 +384,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
             for event, piece in streaming.events(payload, kind):
                 if fake._wait(reply.stream_interval_s):
                     break
+                if event == streaming.DONE and not reply.stream_done:
+                    whole = True  # every token and the usage were sent: billed whole
+                    while not fake._wait(0.05):  # open and silent until the client or the server hangs up
+                        self._chunk(streaming.KEEP_ALIVE_NOTHING)
+                    break
                 self._chunk(event)
                 sent += piece
             else:
