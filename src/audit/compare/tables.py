@@ -30,6 +30,7 @@ from audit.compare.collect import CENSORSHIP, EPISTEMIC, Collected, epistemic_an
 from audit.judging.counting import JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, \
     count, fact_score, fact_status, judgings_mark, response_counts, panel_split, run_flags
 from audit.epistemic_rates import COMPARED_RATES
+from audit.io.frames import records_frame
 from audit.judging.majority import DISPUTED
 from audit.judging.panel import judge_label
 from audit.record.answers import SystemMetrics
@@ -586,7 +587,7 @@ def fact_matrix(facts: pd.DataFrame) -> pd.DataFrame:
 
 
 def _frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
-    return pd.DataFrame(list(rows), columns=list(columns))
+    return records_frame(rows, columns)  # an absent label or verdict stays None under pandas 2 and 3
 
 
 def mark_cells(cmap: pd.DataFrame, side: pd.DataFrame) -> pd.DataFrame:
