@@ -17,7 +17,7 @@ import pytest
 
 from audit.benchmark.rows import category_rows
 from audit.benchmark.tables import load_benchmark_tables
-from audit.testing.replies import Hold, RecordedRequest
+from audit.testing.replies import Hold, RecordedRequest, error_reply
 from audit.testing.scripted_benchmark import EVAL_MARK, REFUSAL, BenchmarkScript
 from audit.testing.server import FakeOpenRouter
 
@@ -305,3 +305,29 @@ def test_a_killed_and_resumed_question_file_run_lands_in_its_twins_cells(tmp_pat
     cells = comparison_cells(killed)
     assert set(cells["benchmark"]["question_set"]) == {"mine"} and len(cells["benchmark"]) == 2
     assert_same_cells(cells, comparison_cells(unkilled))
+
+
+def test_a_run_whose_target_draws_all_fail_ends_error_with_its_resume(tmp_path):
+    """Issue 37: a run whose every target draw failed ended ``success`` with a table of ``n/a (0/0)``. It ends
+    ``error`` with one line naming the cause and the resume, whether every draw failed (fewer than
+    ``max_failed_draws``) or ``max_failed_draws`` failed in a row."""
+    script = BenchmarkScript()
+
+    def target_down(request: RecordedRequest) -> object:
+        if request.endpoint == "chat" and "response_format" not in (request.json or {}):
+            return error_reply(500, "Internal Server Error")
+        return script.handler(request)
+
+    with FakeOpenRouter(handler=target_down) as server:
+        every = run_cli(tmp_path, server, "questions.limit=1", "output_dir=every")
+        streak = run_cli(tmp_path, server, "questions.limit=3", "rollouts=2", "max_failed_draws=2", "output_dir=streak")
+    for proc, cause in ((every, "every target draw failed (2 of 2; the last: "),
+                        (streak, "the target deepseek/deepseek-chat failed 2 draws in a row (max_failed_draws=2): ")):
+        assert proc.returncode == 1, proc.stdout
+        (line,) = proc.stderr.strip().splitlines()
+        (run_dir,) = run_dirs(tmp_path / ("every" if proc is every else "streak"))
+        assert line.startswith(f"error: {cause}") and line.endswith(f"continue with: python -m audit.benchmark "
+                                                                    f"resume={run_dir}"), line
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert summary["status"] == "error" and summary["error"].startswith(cause)
+        assert summary["failed_calls"] == summary["draws"] > 0
