@@ -18,7 +18,8 @@ import pytest
 from audit.benchmark.rows import category_rows
 from audit.benchmark.tables import load_benchmark_tables
 from audit.testing.replies import Hold, RecordedRequest, error_reply
-from audit.testing.scripted_benchmark import EVAL_MARK, REFUSAL, BenchmarkScript
+from audit.testing.scripted_audit import EVAL_MARK
+from audit.testing.scripted_benchmark import REFUSAL, BenchmarkScript
 from audit.testing.server import FakeOpenRouter
 
 from .test_questions import CHINESE_AUDITING

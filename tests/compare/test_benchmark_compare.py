@@ -15,7 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from audit.benchmark.cells import CELL_KEYS
-from audit.testing.scripted_benchmark import EVAL_MARK, BenchmarkScript
+from audit.testing.scripted_audit import EVAL_MARK
+from audit.testing.scripted_benchmark import BenchmarkScript
 from audit.testing.replies import chat_reply
 from audit.testing.server import FakeOpenRouter
 from tests import entrypoints
