@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from audit.benchmark.questions import CONTROL, CENSORED, UNCATEGORISED, deccp, load_questions
+from audit.benchmark.questions import CONTROL, CENSORED, UNCATEGORISED, deccp, load_questions, question_set_name
 from audit.errors import UserError
 from audit.paths import conf_dir
 
@@ -93,3 +93,13 @@ def test_bad_input_is_one_line_naming_the_problem_and_the_fix(tmp_path, values, 
     with pytest.raises(UserError) as raised:
         load_questions(values, conf_dir())
     assert expected in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_a_question_files_set_is_named_by_the_file_from_the_config_alone(tmp_path):
+    """The name every row gives the set (a cell key): the file's stem for ``questions=file``, read from the
+    config alone, so a resume (which reads its saved config, not the file) names it as the run did."""
+    path = tmp_path / "mine.jsonl"
+    path.write_text('{"question": "Who was Tank Man?"}\n')
+    node = {"set": "file", "path": str(path)}
+    assert question_set_name(node) == load_questions(node, tmp_path).name == "mine"
+    assert question_set_name({"set": "deccp"}) == "deccp"

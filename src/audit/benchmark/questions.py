@@ -263,7 +263,7 @@ def select(questions: QuestionSet, categories: Iterable[str] | None, limit: int 
     return replace(questions, questions=tuple(kept), notes=tuple(notes))
 
 
-def set_name(node: Mapping[str, Any]) -> str:
+def question_set_name(node: Mapping[str, Any]) -> str:
     """The name a run's rows give its question set (a key of every cell): the set's, or with ``questions=file``
     the file's name without its suffix. Read from the config alone, so a resumed run and a reader of its
     saved config name the set as the run that drew it did."""

@@ -29,7 +29,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from audit import config_values
 from audit.benchmark.draws import BenchmarkDraw, REFERENCE, TARGET, latest_draws
-from audit.benchmark.questions import Question, QuestionSet, load_questions, set_name
+from audit.benchmark.questions import Question, QuestionSet, load_questions, question_set_name
 from audit.benchmark.rows import category_table, format_category_table, run_judge, write_tables
 from audit.censorship.provenance import served_summary
 from audit.censorship.techniques import Target, check_technique, sample
@@ -197,11 +197,11 @@ def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConf
     if resumed is not None:
         run_dir = resumed[0]
         # the name from the saved config, as the run that drew them gave it (never the word "file")
-        questions = QuestionSet(set_name(cfg.questions),
+        questions = QuestionSet(question_set_name(cfg.questions),
                                 tuple(Question.from_record(r) for r in read_records(run_dir.path / QUESTIONS)))
     else:
         questions = load_questions(cfg.questions, conf_dir())
-        questions = QuestionSet(set_name(cfg.questions), questions.questions, questions.source, questions.notes)
+        questions = QuestionSet(question_set_name(cfg.questions), questions.questions, questions.source, questions.notes)
         if not questions.questions:
             raise UserError("the question set is empty after questions.categories and questions.limit; widen them")
     from audit.llm.gateway import Gateway  # lazy: the gateway loads once the config is checked

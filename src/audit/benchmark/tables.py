@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from audit.benchmark.draws import latest_draws
-from audit.benchmark.questions import Question, QuestionSet, set_name
+from audit.benchmark.questions import Question, QuestionSet, question_set_name
 from audit.benchmark.rows import FACT_COLUMNS, RESPONSE_COLUMNS, frames, run_judge
 from audit.io.journal import read_records
 from audit.judging.counting import check_labels
@@ -26,7 +26,7 @@ def run_frames(path: Path, label: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     :func:`audit.judging.counting.check_labels`)."""
     questions = tuple(Question.from_record(r) for r in read_records(path / "questions.jsonl"))
     config = load_yaml(path / "config.yaml")
-    responses, facts = frames(label, QuestionSet(set_name(config.get("questions") or {}), questions),
+    responses, facts = frames(label, QuestionSet(question_set_name(config.get("questions") or {}), questions),
                               latest_draws(read_records(path / "draws.jsonl")).values(), run_judge(config))
     check_labels(responses["label"], path / "draws.jsonl")  # a label outside the vocabulary: nothing is counted
     return responses, facts
