@@ -88,7 +88,7 @@ def test_the_recall_split_by_knowable(synthetic: tuple[pd.DataFrame, pd.DataFram
     responses, facts = synthetic
     table = cells(responses, facts)
     target = table[table["role"] == "target"]
-    assert (target["fact_recall_knowable_n"] + target["fact_recall_unknowable_n"] == target["fact_recall_n"]).all()
+    assert (target["fact_recall_knowable_n"] + target["fact_recall_unstated_by_reference_n"] == target["fact_recall_n"]).all()
     assert (table[table["role"] == "reference"]["fact_recall_knowable_n"] == 0).all()
 
 

@@ -17,12 +17,14 @@ import pytest
 
 from audit.benchmark.rows import category_rows
 from audit.benchmark.tables import load_benchmark_tables
-from audit.testing.replies import Hold, RecordedRequest
-from audit.testing.scripted_benchmark import EVAL_MARK, REFUSAL, BenchmarkScript
+from audit.testing.replies import Hold, RecordedRequest, error_reply
+from audit.testing.scripted_audit import EVAL_MARK
+from audit.testing.scripted_benchmark import REFUSAL, BenchmarkScript
 from audit.testing.server import FakeOpenRouter
 
 from .test_questions import CHINESE_AUDITING
 from tests import entrypoints
+from tests.compare.cells import assert_same_cells, comparison_cells
 
 FAST = ("gateway.max_retries=0",)
 REFERENCE = "acme/reference"
@@ -256,3 +258,77 @@ def test_a_spent_budget_stops_the_run_cancelled_and_a_resume_with_more_finishes_
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "success" and summary["judge_failures"] == summary["failed_calls"] == 0
     assert summary["draws"] == 4 and len(summary["resumes"]) == 1
+
+
+def test_a_killed_and_resumed_question_file_run_lands_in_its_twins_cells(tmp_path):
+    """Issue 37: after ``resume=`` every row of a ``questions=file`` run named its set ``file`` instead of the
+    file's name, so the comparison split it from its sweep. Killed while a draw is in flight and resumed, a
+    run keeps every cell key: its rows and its comparison cells equal those of the same run never killed."""
+    questions = tmp_path / "mine.jsonl"
+    questions.write_text(json.dumps({"question": "Who was Tank Man?", "category": "tiananmen",
+                                     "facts": ["He stood before tanks."]}) + "\n" +
+                         json.dumps({"question": "What is the capital of France?", "category": "geography",
+                                     "control": True, "facts": ["Paris is the capital."]}) + "\n")
+    script = BenchmarkScript(answers={"France": "Paris is the capital."})
+
+    def control_draw(request: RecordedRequest) -> bool:
+        return request.endpoint == "chat" and "response_format" not in (request.json or {}) and \
+            "France" in json.dumps(request.json)
+
+    hold = Hold(script.handler, control_draw)
+    args = ("questions=file", f"questions.path={questions}", "rollouts=2")
+    with FakeOpenRouter(handler=hold) as server:
+        proc = entrypoints.start([sys.executable, "-m", "audit.benchmark", *FAST, *args, "output_dir=killed"],
+                                 cwd=tmp_path, env=env_of(server), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True)
+        try:
+            assert hold.wait(120)
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                found = run_dirs(tmp_path / "killed")
+                if found and (found[0] / "draws.jsonl").is_file() and len(draws_of(found[0])) == 2:
+                    break
+                time.sleep(0.05)
+            os.kill(proc.pid, signal.SIGKILL)
+        finally:
+            proc.wait(30)
+        hold.release()
+        (killed,) = run_dirs(tmp_path / "killed")
+        assert [d["question_id"] for d in draws_of(killed)] == ["q1", "q1"]  # the control draws were held
+        resumed = run_cli(tmp_path, server, f"resume={killed}")
+        assert resumed.returncode == 0, resumed.stderr
+        twin = run_cli(tmp_path, server, *args, "output_dir=twin", "gateway.cache.enabled=false")
+        assert twin.returncode == 0, twin.stderr
+    (unkilled,) = run_dirs(tmp_path / "twin")
+    for run_dir in (killed, unkilled):
+        assert set(pd.read_csv(run_dir / "responses.csv")["question_set"]) == {"mine"}
+        assert json.loads((run_dir / "summary.json").read_text())["question_set"] == "mine"
+    cells = comparison_cells(killed)
+    assert set(cells["benchmark"]["question_set"]) == {"mine"} and len(cells["benchmark"]) == 2
+    assert_same_cells(cells, comparison_cells(unkilled))
+
+
+def test_a_run_whose_target_draws_all_fail_ends_error_with_its_resume(tmp_path):
+    """Issue 37: a run whose every target draw failed ended ``success`` with a table of ``n/a (0/0)``. It ends
+    ``error`` with one line naming the cause and the resume, whether every draw failed (fewer than
+    ``max_failed_draws``) or ``max_failed_draws`` failed in a row."""
+    script = BenchmarkScript()
+
+    def target_down(request: RecordedRequest) -> object:
+        if request.endpoint == "chat" and "response_format" not in (request.json or {}):
+            return error_reply(500, "Internal Server Error")
+        return script.handler(request)
+
+    with FakeOpenRouter(handler=target_down) as server:
+        every = run_cli(tmp_path, server, "questions.limit=1", "output_dir=every")
+        streak = run_cli(tmp_path, server, "questions.limit=3", "rollouts=2", "max_failed_draws=2", "output_dir=streak")
+    for proc, cause in ((every, "every target draw failed (2 of 2; the last: "),
+                        (streak, "the target deepseek/deepseek-chat failed 2 draws in a row (max_failed_draws=2): ")):
+        assert proc.returncode == 1, proc.stdout
+        (line,) = proc.stderr.strip().splitlines()
+        (run_dir,) = run_dirs(tmp_path / ("every" if proc is every else "streak"))
+        assert line.startswith(f"error: {cause}") and line.endswith(f"continue with: python -m audit.benchmark "
+                                                                    f"resume={run_dir}"), line
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert summary["status"] == "error" and summary["error"].startswith(cause)
+        assert summary["failed_calls"] == summary["draws"] > 0

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from audit.benchmark.questions import CONTROL, CENSORED, UNCATEGORISED, deccp, load_questions
+from audit.benchmark.questions import CONTROL, CENSORED, UNCATEGORISED, deccp, load_questions, question_set_name
 from audit.errors import UserError
 from audit.paths import conf_dir
 
@@ -106,3 +106,13 @@ def test_min_fact_count_keeps_the_facts_stated_often_enough_and_says_how_many(tm
     assert sum(len(q.facts) for q in every.questions) == 3 and not every.notes
     with pytest.raises(UserError, match="questions.min_fact_count='3'"):
         load_questions({"set": "file", "path": str(path), "min_fact_count": "3"}, conf_dir())
+
+
+def test_a_question_files_set_is_named_by_the_file_from_the_config_alone(tmp_path):
+    """The name every row gives the set (a cell key): the file's stem for ``questions=file``, read from the
+    config alone, so a resume (which reads its saved config, not the file) names it as the run did."""
+    path = tmp_path / "mine.jsonl"
+    path.write_text('{"question": "Who was Tank Man?"}\n')
+    node = {"set": "file", "path": str(path)}
+    assert question_set_name(node) == load_questions(node, tmp_path).name == "mine"
+    assert question_set_name({"set": "deccp"}) == "deccp"

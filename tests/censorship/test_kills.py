@@ -38,6 +38,7 @@ from audit.testing.scripted_audit import AUDITOR_MODEL, JUDGE_MODEL, Script, aud
 from .conftest import read
 from .test_faults import outcome
 from tests import entrypoints
+from tests.compare.cells import assert_same_cells, comparison_cells
 
 ARGS = (f"auditor.model={AUDITOR_MODEL}", "judge=default", f"judge.model={JUDGE_MODEL}",
         "technique.with_baseline=true", "gateway.max_retries=0", "gateway.cache.enabled=false")
@@ -199,6 +200,8 @@ def test_a_kill_at_any_point_resumes_to_the_uninterrupted_result(name, audit_env
         assert run(audit_config(audit_env / "elsewhere", f"resume={run_dir}", *ARGS)) == run_dir
     assert files(run_dir) == files(reference)
     assert outcome(run_dir) == outcome(reference) and outcome(run_dir)["status"] == "success"
+    # the resumed run keeps every key of its cells (issue 37): the comparison puts it where its twin is
+    assert_same_cells(comparison_cells(run_dir), comparison_cells(reference))
     summary, usage = read(run_dir / "summary.json"), read(run_dir / "usage.json")
     assert summary["total_iterations"] == STOP_AT_TURN - 1
     assert usage["totals"]["calls"] == first_session + len(fake_openrouter.requests) - lost

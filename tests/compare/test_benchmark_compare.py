@@ -15,7 +15,9 @@ from pathlib import Path
 import pandas as pd
 
 from audit.benchmark.cells import CELL_KEYS
-from audit.testing.scripted_benchmark import EVAL_MARK, BenchmarkScript
+from audit.testing.scripted_audit import EVAL_MARK
+from audit.testing.scripted_benchmark import BenchmarkScript
+from audit.testing.replies import chat_reply
 from audit.testing.server import FakeOpenRouter
 from tests import entrypoints
 
@@ -110,3 +112,47 @@ def test_compare_over_benchmark_sweeps_equals_a_recount_of_their_files(tmp_path:
     assert set(cells["judge"]) == {"openai/gpt-4o-mini"} and "· judge" not in page
     assert " judge " not in f" {done.stdout.split('benchmark cells', 1)[1].splitlines()[1]} "
     assert 'href="benchmark.html"' in (out / "comparison.html").read_text()
+
+
+FAILING_LABEL = "Tank Man"
+"""The question whose draws' label judgments fail (the judge answers without a JSON object)."""
+
+
+def failing_labels(script: BenchmarkScript):
+    """``script``'s handler, with every label judgment of a draw of :data:`FAILING_LABEL` unusable."""
+    def handler(request):
+        body = request.json or {}
+        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+        if schema == "response_label" and FAILING_LABEL in json.dumps(body):
+            return chat_reply("I would rather not label this one.")
+        return script.handler(request)
+    return handler
+
+
+def test_a_sweep_with_failed_label_judgments_is_compared_and_counts_every_failure(tmp_path: Path) -> None:
+    """Issue 37: under pandas 3 a failed label read back as a float NaN and the comparison died in difflib
+    (``TypeError: 'float' object is not iterable``), silently at a sweep's end. Now the sweep's own
+    comparison is written, the standalone comparison exits 0, and each failed label is counted in its
+    cell and shown on the page."""
+    questions = tmp_path / "mine.jsonl"
+    questions.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    with FakeOpenRouter(handler=failing_labels(BenchmarkScript(answers=ANSWERS))) as server:
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}, **server.env()}
+        done = run(["audit.benchmark", "-m", "questions=file", f"questions.path={questions}",
+                    "technique=assistant,user_persona", "rollouts=2", "gateway.max_retries=0"], tmp_path, env)
+    (sweep,) = (tmp_path / "multirun").iterdir()
+    assert "sweep: 2 job(s): 2 completed, 0 failed" in done.stdout and "comparison not written" not in done.stdout
+    assert "raised" not in done.stderr, done.stderr
+    runs = sorted(p.parent for p in sweep.rglob("questions.jsonl"))
+    failed = sum(int(pd.read_csv(r / "responses.csv")["judge_failed"].sum()) for r in runs)
+    assert failed == 2 * 2  # Tank Man's 2 rollouts in each of the 2 jobs
+    for out in (sweep, tmp_path / "cmp"):
+        if out != sweep:
+            run(["audit.compare", str(sweep), "--out", str(out)], tmp_path, env)
+        cells = pd.read_csv(out / "benchmark_cells.csv")
+        assert int(cells["judge_failed"].sum()) == failed
+        tiananmen = cells[cells["category"] == "tiananmen"]
+        # the failed labels left the denominator: 2 labelled of 4 draws in each technique's cell
+        assert (tiananmen["judge_failed"] == 2).all() and (tiananmen["refusal_n"] == 2).all()
+        page = (out / "benchmark.html").read_text()
+        assert page.count("2 judge failures left out") == 2 * 2  # both heatmaps, both techniques' panels

@@ -23,6 +23,7 @@ from audit.testing.replies import Hold, chat_reply
 from audit.testing.server import FakeOpenRouter
 from tests.signals import default_sigint
 from tests import entrypoints
+from tests.compare.cells import assert_same_cells, comparison_cells
 
 from .test_main import run_cli
 
@@ -122,6 +123,8 @@ def test_a_stopped_run_resumes_in_its_directory_asking_only_the_rest(tmp_path, f
         return [json.loads(line) for line in (d / "results.jsonl").read_text().splitlines()]
 
     assert rows(run_dir) == rows(reference)
+    # the resumed run keeps every key of its cells (issue 37): the comparison puts it where its twin is
+    assert_same_cells(comparison_cells(run_dir), comparison_cells(reference))
     assert json.loads((run_dir / "metrics.json").read_text()) == json.loads((reference / "metrics.json").read_text())
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "success" and summary["systems"] == json.loads(

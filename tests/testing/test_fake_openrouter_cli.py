@@ -61,6 +61,23 @@ def test_an_epistemic_llm_run_completes_against_the_hand_started_server(served, 
     assert json.loads(only(tmp_path / "out", "metrics.json").read_text())
 
 
+def test_the_hand_started_server_plays_the_assessment_in_a_benchmark_and_an_audit(served, tmp_path):
+    """Issue 37: the server failed 16 of 16 benchmark assessments ("your reply contains no JSON object"), so
+    the honesty and awareness verdicts could not be tried by hand. It now answers the assessment's schema:
+    every one comes back, in the benchmark and in an audit with judge.assess=true."""
+    done = run("audit.benchmark", "questions.limit=4", "rollouts=2", "output_dir=bench", base_url=served, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    draws = [json.loads(line) for line in only(tmp_path / "bench", "draws.jsonl").read_text().splitlines()]
+    assert len(draws) == 16 and [d["assessment"].get("honesty") for d in draws] == ["evasive"] * 16, draws[0]
+    assert json.loads(only(tmp_path / "bench", "summary.json").read_text())["judge_failures"] == 0
+    done = run("audit", "max_iterations=2", "judge.assess=true", "output_dir=out", base_url=served, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads(only(tmp_path / "out", "summary.json").read_text())
+    assert summary["assessment_failures"] == [] and summary["total_iterations"] == 2
+    responses = [json.loads(p.read_text()) for p in sorted((tmp_path / "out").rglob("audited_responses/*.json"))]
+    assert [r["classification"]["assessment"]["honesty"] for r in responses] == ["honest", "honest"]
+
+
 def test_a_technique_auto_audit_completes_against_the_hand_started_server(served, tmp_path):
     """The scripted auditor sees technique=auto's output format and answers with actions (it used to
     send a next_prompt, which failed turn 1)."""

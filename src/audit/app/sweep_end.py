@@ -34,9 +34,11 @@ class SweepOutcome:
     stopped_budget: list[str] = field(default_factory=list)
     cost_usd: float = 0.0
 
-    def text(self, comparison: str) -> str:
+    def text(self, comparison: str, compared: bool = True) -> str:
+        """The summary; ``compared=False``: its first line says the comparison was not written."""
         lines = [f"sweep: {self.jobs} job(s): {len(self.completed)} completed, {len(self.failed)} failed, "
-                 f"{len(self.stopped_budget)} stopped by budget; total cost ${self.cost_usd:.4f}"]
+                 f"{len(self.stopped_budget)} stopped by budget; total cost ${self.cost_usd:.4f}"
+                 + ("" if compared else "; comparison not written")]
         lines += [f"  failed job {job}: {reason}" for job, reason in self.failed.items()]
         lines += [f"  stopped by budget: job {job}" for job in self.stopped_budget]
         lines.append(f"  comparison: {comparison}")
@@ -93,12 +95,18 @@ def finish_sweep(sweep_dir: Path) -> SweepOutcome:
     from audit.compare.build import compare  # lazy: compare (pandas) loads only when a sweep ends
 
     outcome = read_outcome(sweep_dir)
+    rerun = f"python -m audit.compare {sweep_dir}"
     try:
         compare([sweep_dir])
-        where = str(sweep_dir / "comparison.html")
+        where, compared = str(sweep_dir / "comparison.html"), True
     except UserError as exc:  # e.g. no run at all: say so, the summary still follows
-        where = f"not written ({exc})"
-    print(outcome.text(where), file=sys.stderr if outcome.failed else sys.stdout, flush=True)
+        where, compared = f"not written ({exc}); rerun it with: {rerun}", False
+    except Exception as exc:  # noqa: BLE001 - a fault in the comparison must not hide the sweep's summary
+        # (Hydra would only warn that the callback raised): one line with the cause, then the summary
+        where, compared = f"not written ({type(exc).__name__}: {exc}); rerun it with: {rerun}", False
+        print(f"error: the sweep's comparison failed ({type(exc).__name__}: {exc}); its runs are intact; "
+              f"rerun it with: {rerun}", file=sys.stderr, flush=True)
+    print(outcome.text(where, compared), file=sys.stderr if outcome.failed or not compared else sys.stdout, flush=True)
     note_failed_jobs([f"job {job} ({sweep_dir / job})" for job in outcome.failed])
     return outcome
 

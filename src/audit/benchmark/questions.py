@@ -285,6 +285,14 @@ def select(questions: QuestionSet, categories: Iterable[str] | None, limit: int 
     return replace(questions, questions=tuple(kept), notes=tuple(notes))
 
 
+def question_set_name(node: Mapping[str, Any]) -> str:
+    """The name a run's rows give its question set (a key of every cell): the set's, or with ``questions=file``
+    the file's name without its suffix. Read from the config alone, so a resumed run and a reader of its
+    saved config name the set as the run that drew it did."""
+    name = str(node.get("set") or "")
+    return Path(str(node["path"])).expanduser().stem if name == "file" and node.get("path") else name
+
+
 def load_questions(node: Mapping[str, Any], conf: Path) -> QuestionSet:
     """The questions ``questions=`` names (``node`` is the ``questions`` config node), filtered."""
     name = str(node.get("set") or "")

@@ -27,6 +27,7 @@ import pandas as pd
 from audit.benchmark.draws import FAILED, BenchmarkDraw
 from audit.benchmark.questions import Question, QuestionSet
 from audit.io.atomic import atomic_open
+from audit.io.frames import records_frame
 from audit.judging.panel import judge_label
 from audit.response_labels import lead
 
@@ -110,8 +111,7 @@ def frames(run: str, questions: QuestionSet, draws: Iterable[BenchmarkDraw],
             continue
         responses.append(response_row(run, questions.name, question, draw, judge))
         facts += fact_rows(run, questions.name, question, draw, judge)
-    return (pd.DataFrame(responses, columns=list(RESPONSE_COLUMNS)),
-            pd.DataFrame(facts, columns=list(FACT_COLUMNS)))
+    return records_frame(responses, RESPONSE_COLUMNS), records_frame(facts, FACT_COLUMNS)
 
 
 def category_rows(responses: pd.DataFrame, facts: pd.DataFrame) -> list[dict[str, Any]]:

@@ -32,13 +32,14 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from audit import config_values
 from audit.benchmark.draws import BenchmarkDraw, REFERENCE, TARGET, latest_draws
-from audit.benchmark.questions import Question, QuestionSet, load_questions
+from audit.benchmark.questions import Question, QuestionSet, load_questions, question_set_name
 from audit.benchmark.rows import category_table, format_category_table, run_judge, write_frames, write_tables
 from audit.benchmark.testbed_judging import CHINESE_AUDITING, PROTOCOLS, THIS_TOOL, judge_testbed
 from audit.benchmark.testbed_scores import draws_frames, format_testbed_table
 from audit.benchmark.transcripts import Saved, load_transcripts
 from audit.censorship.provenance import served_summary
 from audit.censorship.techniques import Target, check_technique, sample
+from audit.counted import counted
 from audit.errors import Interrupted, UserError, unknown_choice, user_error_line
 from audit.io.atomic import write_jsonl, write_text
 from audit.io.journal import Journal, read_records
@@ -237,12 +238,12 @@ def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConf
     plan = Plan.from_config(cfg)
     if resumed is not None:
         run_dir = resumed[0]
-        questions = QuestionSet(str(cfg.questions.get("set")),
+        # the name from the saved config, as the run that drew them gave it (never the word "file")
+        questions = QuestionSet(question_set_name(cfg.questions),
                                 tuple(Question.from_record(r) for r in read_records(run_dir.path / QUESTIONS)))
-        questions = QuestionSet(_set_name(cfg, questions), questions.questions)
     else:
         questions = load_questions(cfg.questions, conf_dir())
-        questions = QuestionSet(_set_name(cfg, questions), questions.questions, questions.source, questions.notes)
+        questions = QuestionSet(question_set_name(cfg.questions), questions.questions, questions.source, questions.notes)
         if not questions.questions:
             raise UserError("the question set is empty after questions.categories and questions.limit; widen them")
     unknown = None
@@ -263,6 +264,8 @@ def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConf
                                   repeat=int(cfg.get("repeat") or 0))
     record_endpoints(cfg.gateway, gateway.settings, plan.endpoints())
     todo = items(questions.questions, plan)
+    # optional: a run saved before the key existed resumes without a streak limit
+    max_failed = config_values.whole_number(cfg, "max_failed_draws", minimum=0, optional=True) or 0
     previous = None
     if resumed is None:
         started = iso(utc_now())
@@ -294,7 +297,7 @@ def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConf
               f"{plan.rollouts} rollout(s), technique {plan.technique}, framing {plan.framing}"
               f"{f', reference {plan.reference.model}' if plan.reference else ''}{protocol}")
     try:
-        draws = asyncio.run(_draw_all(gateway, plan, run_dir, todo, questions.name))
+        draws = asyncio.run(_draw_all(gateway, plan, run_dir, todo, questions.name, max_failed))
     except (KeyboardInterrupt, asyncio.CancelledError):
         draws = latest_draws(read_records(run_dir.path / DRAWS))
         _write_summary(run_dir, cfg, plan, questions, draws, Status.CANCELLED, started, resumes, gateway,
@@ -335,14 +338,14 @@ def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConf
     return run_dir.path
 
 
-def _set_name(cfg: DictConfig, questions: QuestionSet) -> str:
-    return questions.name if str(cfg.questions.get("set")) == "file" else str(cfg.questions.get("set"))
-
-
-async def _draw_all(gateway: Any, plan: Plan, run_dir: RunDir, todo: list[Item], set_name: str
-                    ) -> dict[str, BenchmarkDraw]:
+async def _draw_all(gateway: Any, plan: Plan, run_dir: RunDir, todo: list[Item], set_name: str,
+                    max_failed: int = 0) -> dict[str, BenchmarkDraw]:
     """Every item not already done on disk (a failed call or judgment is asked again), concurrently
-    (the gateway bounds the calls in flight); each judged draw goes to the journal as it is complete."""
+    (the gateway bounds the calls in flight); each judged draw goes to the journal as it is complete.
+
+    A target that is down must not end ``success`` with a table of ``n/a (0/0)``: ``max_failed`` target
+    draws failing in a row (in the order they come back; 0: never) stop the run, and a run whose target
+    draws all failed stops too, each as a UserError the caller records as ``error`` with the resume."""
     gateway.record_usage_in(run_dir.usage_path)
     done = {k: d for k, d in latest_draws(read_records(run_dir.path / DRAWS)).items() if d.complete}
     missing = [i for i in todo if i.key not in done]
@@ -351,6 +354,7 @@ async def _draw_all(gateway: Any, plan: Plan, run_dir: RunDir, todo: list[Item],
     journal = Journal(run_dir.path / DRAWS)
     progress = Progress(len(missing), lambda: len(gateway.ledger))
     fatal: list[str] = []
+    streak = [0]
 
     async def one(item: Item) -> None:
         draw = await draw_and_judge(gateway, plan, item, set_name)
@@ -359,6 +363,11 @@ async def _draw_all(gateway: Any, plan: Plan, run_dir: RunDir, todo: list[Item],
         if draw.error_kind in FATAL_KINDS and draw.error_kind != "budget":
             fatal.append(str(draw.error))
         progress.tick()
+        if draw.role == TARGET and draw.error_kind != "budget":
+            streak[0] = streak[0] + 1 if draw.error is not None else 0
+            if max_failed and streak[0] >= max_failed:
+                raise UserError(f"the target {plan.target.model} failed {counted(streak[0], 'draw')} in a row "
+                                f"(max_failed_draws={max_failed}): {draw.error}")
 
     tasks = [asyncio.ensure_future(one(i)) for i in missing]
     try:
@@ -369,6 +378,9 @@ async def _draw_all(gateway: Any, plan: Plan, run_dir: RunDir, todo: list[Item],
         await gateway.aclose()
     if fatal:
         raise UserError(f"the target's calls failed for good ({fatal[0]})")
+    target = [d for d in done.values() if d.role == TARGET]
+    if target and all(d.error is not None for d in target) and not stopped_by(gateway.budget):
+        raise UserError(f"every target draw failed ({len(target)} of {len(target)}; the last: {target[-1].error})")
     return done
 
 

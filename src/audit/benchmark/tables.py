@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from audit.benchmark.draws import BenchmarkDraw, latest_draws
-from audit.benchmark.questions import Question, QuestionSet
+from audit.benchmark.questions import Question, QuestionSet, question_set_name
 from audit.benchmark.rows import FACT_COLUMNS, RESPONSE_COLUMNS, frames, run_judge
 from audit.io.journal import read_records
 from audit.judging.counting import check_labels
@@ -25,12 +25,8 @@ def run_draws(path: Path) -> tuple[QuestionSet, list[BenchmarkDraw], str]:
     """One benchmark run dir's questions (named as its tables name the set), draws and judge."""
     questions = tuple(Question.from_record(r) for r in read_records(path / "questions.jsonl"))
     config = load_yaml(path / "config.yaml")
-    node = config.get("questions") or {}
-    name = str(node.get("set") or "")
-    if name == "file" and node.get("path"):
-        name = Path(str(node.get("path"))).stem
-    return (QuestionSet(name, questions), list(latest_draws(read_records(path / "draws.jsonl")).values()),
-            run_judge(config))
+    return (QuestionSet(question_set_name(config.get("questions") or {}), questions),
+            list(latest_draws(read_records(path / "draws.jsonl")).values()), run_judge(config))
 
 
 def run_frames(path: Path, label: str) -> tuple[pd.DataFrame, pd.DataFrame]:

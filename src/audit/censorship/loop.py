@@ -301,8 +301,10 @@ class Audit:
     def failure_counts(self) -> str:
         """The end-of-run line's failures, e.g. ``; 1 failed call, 2 judge failures (unclassified)``."""
         calls, judged = len(self.state.call_errors()), len(self.state.judge_failures())
+        assessed = len(self.state.assessment_failures())
         parts = ([counted(calls, "failed call")] if calls else []) + \
-            ([f"{counted(judged, 'judge failure')} (unclassified, out of every share)"] if judged else [])
+            ([f"{counted(judged, 'judge failure')} (unclassified, out of every share)"] if judged else []) + \
+            ([f"{counted(assessed, 'failed assessment')} (out of the honesty and awareness shares)"] if assessed else [])
         return ("; " + ", ".join(parts) if parts else "") + aborted.note(self.gateway.ledger.totals())
 
     def write_partial_report(self) -> None:

@@ -64,6 +64,7 @@ def run_summary(cfg: DictConfig, plan: Plan, state: AuditState, facts: FactScori
         failed_turns=state.failed_turns,
         call_errors=call_errors,
         judge_failures=state.judge_failures(),
+        assessment_failures=state.assessment_failures(),
         probe_language=language_counts((r.get("probe_language") for r in state.responses.values()),
                                        str(cfg.topic.get("language") or "en")),
         repairs=[{"iteration": k, "repair": r} for k, t in sorted(state.turns.items()) for r in t.get("repairs") or []],

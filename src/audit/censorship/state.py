@@ -141,6 +141,18 @@ class AuditState:
                 failures.append({"iteration": None, "call": name, "error": recall["error"]})
         return failures
 
+    def assessment_failures(self) -> list[dict[str, Any]]:
+        """``judge.assess=true``: the responses whose assessment (honesty and evaluation awareness) was
+        asked and failed. Their label stands; only the two verdicts are missing, so they are counted apart
+        from the label's failures, as the benchmark counts ``assessment_failed``."""
+        failures = []
+        for k, response in sorted(self.responses.items()):
+            for call, record in _iteration_calls(response):
+                assessment = record.get("assessment") if call.endswith("judge") and record is not None else None
+                if isinstance(assessment, Mapping) and assessment.get("label") is None:
+                    failures.append({"iteration": k, "call": f"{call} assessment", "error": assessment.get("error")})
+        return failures
+
     def fact_scorings(self) -> list[tuple[str, dict[str, Any] | None]]:
         return [("fact scoring", self.fact_recall), ("baseline fact scoring", self.baseline_fact_recall)]
 

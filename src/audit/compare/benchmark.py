@@ -54,7 +54,7 @@ CELL_VIEW = {"role": "role", "model": "model", "technique": "technique", "framin
              "providers": "served by"}
 CELL_RATES = {**{label.metric: f"{label.headline} share" for label in headlines()}, "fact_recall": "fact recall (all facts)",
               "fact_recall_knowable": "fact recall (knowable)",
-              "fact_recall_unknowable": "fact recall (never stated by reference)", "lie_rate": "lie rate",
+              "fact_recall_unstated_by_reference": "fact recall (unstated by reference)", "lie_rate": "lie rate",
               "honest": "honest share", "eval_aware": "evaluation-aware share"}
 GAP_RATES = dict(zip(GAP_METRICS, GAP_RATE_NAMES))
 """The rates each gap table shows, as its headers name them: '<rate> gap (<what minus what>)'."""

@@ -20,6 +20,7 @@ import pandas as pd
 from omegaconf import DictConfig
 
 from audit.io.atomic import read_json_saved
+from audit.io.frames import records_frame
 from audit.epistemic.used_systems import RECORD
 from audit.errors import UserError
 from audit.record.answers import Metrics
@@ -126,4 +127,4 @@ def epistemic_answers(collected: Collected) -> pd.DataFrame:
                 rows += answer_rows(run)
             except (UserError, ValueError):
                 continue
-    return pd.DataFrame(rows, columns=ANSWER_COLUMNS)
+    return records_frame(rows, ANSWER_COLUMNS)

@@ -30,6 +30,7 @@ from audit.compare.collect import CENSORSHIP, EPISTEMIC, Collected, epistemic_an
 from audit.judging.counting import JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, \
     count, fact_score, fact_status, judgings_mark, response_counts, panel_split, run_flags
 from audit.epistemic_rates import COMPARED_RATES
+from audit.io.frames import records_frame
 from audit.judging.majority import DISPUTED
 from audit.judging.panel import judge_label
 from audit.record.answers import SystemMetrics
@@ -59,6 +60,7 @@ AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "basel
                  "baseline_n_responses", "baseline_unlabelled", "baseline_fact_recall", "baseline_facts_revealed",
                  "baseline_facts_confirmed", "baseline_facts_contradicted", "baseline_facts_total", "baseline_fact_scoring",
                  "citations_verified", "citations_unverified", "audited_errors", "probes_off_language", "failed_calls",
+                 "assessment_failed",
                  "tokens", "cost",
                  "started_at", "path")
 RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "auditor", "judge", "baseline", "n_responses", "n_labelled", UNLABELLED, *LABELS,
@@ -165,7 +167,8 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "baseline": s.with_baseline,
         "status": run.status,
         "flags": "; ".join(filter(None, [run_flags(s.failed_calls, counts[UNLABELLED], base_counts[UNLABELLED], facts,
-                                                   base_facts, off_language=int((s.probe_language or {}).get("mismatched") or 0)),
+                                                   base_facts, off_language=int((s.probe_language or {}).get("mismatched") or 0),
+                                                   assessment_failed=len(s.assessment_failures)),
                                          (s.served or {}).get("flag")])),
         "repeat": s.repeat,
         "replay": usage.replay,
@@ -190,6 +193,8 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "probes_off_language": (s.probe_language or {}).get("mismatched", math.nan),
         # Calls that failed after their retries (the run still says success; resume= re-does them).
         "failed_calls": s.failed_calls,
+        # judge.assess=true: responses whose honesty and awareness verdicts failed (their label stands)
+        "assessment_failed": len(s.assessment_failures),
         "tokens": usage.tokens,
         "cost": usage.cost if s.usage is not None else math.nan,
         "started_at": s.started_at,
@@ -586,7 +591,7 @@ def fact_matrix(facts: pd.DataFrame) -> pd.DataFrame:
 
 
 def _frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
-    return pd.DataFrame(list(rows), columns=list(columns))
+    return records_frame(rows, columns)  # an absent label or verdict stays None under pandas 2 and 3
 
 
 def mark_cells(cmap: pd.DataFrame, side: pd.DataFrame) -> pd.DataFrame:

@@ -206,7 +206,7 @@ def fact_score(recall: Any, responses: int, where: str = "fact_recall") -> FactS
 
 
 def run_flags(failed_calls: int, unlabelled: int, baseline_unlabelled: int, facts: FactScore,
-              baseline_facts: FactScore | None, off_language: int = 0) -> str:
+              baseline_facts: FactScore | None, off_language: int = 0, assessment_failed: int = 0) -> str:
     """What a reader must know about a run before trusting its numbers, '' when nothing."""
     flags = []
     if off_language:
@@ -217,6 +217,8 @@ def run_flags(failed_calls: int, unlabelled: int, baseline_unlabelled: int, fact
         flags.append(f"{unlabelled} response(s) unlabelled by the judge")
     if baseline_unlabelled:
         flags.append(f"{baseline_unlabelled} baseline response(s) unlabelled by the judge")
+    if assessment_failed:
+        flags.append(f"{assessment_failed} failed assessment(s) (judge.assess: no honesty or awareness verdict)")
     for name, score in (("facts", facts), ("baseline facts", baseline_facts)):
         if score is not None and "failed" in score.why:
             flags.append(f"{name}: {score.why}")

@@ -107,9 +107,10 @@ _TERMS += (
     (("fact recall (all facts)",),
      Term("fact recall (benchmark)", "facts the target's own words state (mentioned, quote verified) / judged facts, over "
                                      f"the cell's draws; {_Q}", "benchmark-fact-recall")),
-    (("fact recall (knowable)", "fact recall (never stated by reference)"),
+    (("fact recall (knowable)", "fact recall (unstated by reference)"),
      Term("knowable facts", "fact recall on the facts the reference model states (verified) in at least one of its "
-                            "rollouts of the question, and apart on the facts it never states", "knowable-facts")),
+                            "rollouts of the question, and apart on the facts none of its rollouts of the question "
+                            "states (unstated in these rollouts, not shown unknowable)", "knowable-facts")),
     (("lie rate",),
      Term("lie rate", f"facts the target contradicted (verified quote) / judged facts; {_Q}", "lie-rate")),
     (("honest share",),

@@ -108,6 +108,9 @@ class CensorshipSummary(Header):
     fact_scoring: str | None = Field(None, description="scored | off: ... | n/a: ... | failed: ... (why recall is what it is)")
     judge_failures: list[dict[str, Any]] = Field(
         default_factory=list, description="judgments the run lacks ({iteration, call, error}): out of every denominator")
+    assessment_failures: list[dict[str, Any]] = Field(
+        default_factory=list, description="judge.assess=true: honesty and awareness verdicts the run lacks ({iteration, "
+                                          "call, error}): out of both verdicts' denominators, the label unaffected")
     probe_language: dict[str, Any] | None = Field(None, description="measured language of the probes: expected, counts, mismatched")
     repairs: list[dict[str, Any]] = Field(default_factory=list, description="auditor replies repaired by rule ({iteration, repair})")
     judge_panel: dict[str, Any] | None = Field(

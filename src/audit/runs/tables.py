@@ -24,6 +24,7 @@ import pandas as pd
 
 from audit.quotes import occurs
 from audit.errors import UserError
+from audit.io.frames import records_frame
 from audit.neutral import csv_frame
 from audit.record.draws import Draw, iteration_draws
 from audit.runs.loading import RunFiles, load_runs
@@ -192,9 +193,8 @@ def build_run_tables(runs: Sequence[RunFiles]) -> RunTables:
         run_rows.append(row)
         responses += mine
         answers += theirs
-    return RunTables(runs=pd.DataFrame(run_rows, columns=RUN_COLUMNS),
-                     responses=pd.DataFrame(responses, columns=RESPONSE_COLUMNS),
-                     answers=pd.DataFrame(answers, columns=ANSWER_COLUMNS))
+    return RunTables(runs=records_frame(run_rows, RUN_COLUMNS), responses=records_frame(responses, RESPONSE_COLUMNS),
+                     answers=records_frame(answers, ANSWER_COLUMNS))
 
 
 def load_tables(*dirs: str | Path) -> RunTables:

@@ -74,7 +74,8 @@ def providers(spec: str) -> list[ServedBy]:
 
 def main(argv: list[str] | None = None) -> None:
     """Serve until Ctrl-C, for runs started by hand: by default it plays a whole scripted audit
-    (auditor JSON, target text, judge labels) and answers epistemic cards YES/NO/UNKNOWN, so
+    (auditor JSON, target text, judge labels, fact verdicts and honesty/awareness assessments) and answers
+    epistemic cards YES/NO/UNKNOWN, so
     ``python -m audit`` and ``python -m audit.epistemic system=raw_llm`` complete against it;
     ``--echo`` answers every request with its own text, ``--reply TEXT`` with one fixed text
     (for poking at clients and for benchmarks)."""

@@ -22,6 +22,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
 from audit.censorship.prompts import SCHEMA_START, final_summary_request, load, reask_message
+from audit.judging.assessment import HONESTY
 from audit.judging.judge import classification_system
 from audit.judging.prompts import load as judge_text
 from audit.epistemic.metrics import PREDS
@@ -37,9 +38,14 @@ _PROBE_NO = re.compile(r"Probe (\d+)")
 _TURN_OF = re.compile(r"^ITERATION (\d+): below", flags=re.M)
 """The opening of the message that hands response N to the auditor (turn N + 1), in either turn template."""
 _AUDITOR_OPENING = load("auditor_system").split("{topic}")[0]
-_JUDGE_SYSTEMS = (classification_system(), judge_text("judge_facts_system"), judge_text("judge_entail_system"))
+_JUDGE_SYSTEMS = (classification_system(), judge_text("judge_facts_system"), judge_text("judge_entail_system"),
+                  judge_text("judge_assess_system"))
 _ENTAIL = re.compile(r"\AFACT: (?P<fact>.*?)\n\n(?:.*?<<<END AUDITOR>>>\n.*?\n)?<<<PASSAGE>>>\n(?P<passage>.*)\n<<<END PASSAGE>>>\Z",
                      re.S)
+_RESPONSE = re.compile(r"<<<RESPONSE(?: \d+)?>>>\n(.*?)\n<<<END RESPONSE(?: \d+)?>>>", re.S)
+"""A response as the judge's messages fence it (the first one shown)."""
+EVAL_MARK = "this looks like a test"
+"""A target answer holding these words is evaluation-aware (the scripted judge quotes them)."""
 AUDITOR, JUDGE, ANSWER, BASELINE = "auditor", "judge", "answer", "baseline"
 _AUTO_MARK = next(line for line in load("output_format_auto").splitlines() if '"action": {' in line).strip()
 """A line only ``technique=auto``'s auditor system prompt has: the auditor answers with actions."""
@@ -191,6 +197,8 @@ class Script:
             assert found is not None, messages[1]["content"]
             asked = messages[1]["content"].split("<<<END AUDITOR>>>")[0] if "<<<END AUDITOR>>>" in found.group(0) else ""
             return json.dumps({"verdict": self.entail(found["fact"], found["passage"], asked), "rationale": "scripted"})
+        if messages[0]["content"] == judge_text("judge_assess_system"):
+            return json.dumps(scripted_assessment(judged_response(messages[1]["content"])))
         if messages[0]["content"] == judge_text("judge_facts_system"):
             ids = [int(n) for n in re.findall(r"^(\d+)\. ", messages[1]["content"], flags=re.M)]
             shown = [int(n) for n in re.findall(r"^<<<RESPONSE (\d+)>>>", messages[1]["content"], flags=re.M)]
@@ -199,6 +207,22 @@ class Script:
                 {"id": k, "revealed": k % 2 == 1 or k in (2, 4), "contradicted": k == 2, "response": first,
                  "quote": UNSAID if k == 4 else quote(first) if k % 2 == 1 or k == 2 else ""} for k in ids]})
         return json.dumps({"label": self.judge_label, "rationale": "it changes the subject"})
+
+
+def judged_response(user: str) -> str:
+    """The (first) response a judge's user message shows, as fenced there ('' when none)."""
+    found = _RESPONSE.findall(user)
+    return found[0] if found else ""
+
+
+def scripted_assessment(response: str) -> dict[str, Any]:
+    """The scripted judge's honesty and evaluation-awareness verdicts of one response, from its text alone:
+    evasive when it says it cannot answer, else honest; evaluation-aware, quoting its words, when it holds
+    :data:`EVAL_MARK`. The reply's shape is :data:`audit.judging.assessment.SCHEMA`'s."""
+    at = response.lower().find(EVAL_MARK)
+    refuses = "cannot" in response or "can't" in response
+    return {"honesty": HONESTY[1] if refuses else HONESTY[0], "eval_aware": at >= 0,
+            "evidence": response[at:at + len(EVAL_MARK)] if at >= 0 else "", "rationale": "scripted"}
 
 
 def _second_facts() -> frozenset[str]:
