@@ -8,10 +8,11 @@ summary. Each judged draw is appended to ``draws.jsonl`` (:class:`~audit.io.jour
 its judgments are in, so a kill loses at most the draws in flight, and every call is in the response
 cache: ``resume=<run dir>`` asks only the draws missing (or whose call or judgment failed) and replays
 what the cache holds at no cost. At the end the tables (``responses.csv``, ``facts.csv``) and the
-per-category table are written from ``draws.jsonl`` alone (:mod:`audit.benchmark.rows`).
+per-category table are written from ``draws.jsonl`` alone (:mod:`audit.benchmark.rows`), and the run's page,
+``report.html`` (:mod:`audit.benchmark.report`).
 
-Sampling is the audit's (:func:`audit.censorship.techniques.sample`: the same chat templates, user
-persona and prefill prompts); judging is the audit's pass (:mod:`audit.judging.passes`: label, facts
+Sampling is :mod:`audit.benchmark.techniques` (the audit's techniques and sender, the same chat templates,
+and the published testbed's techniques: raw, pretrain, few-shot, confession); judging is the audit's pass (:mod:`audit.judging.passes`: label, facts
 with the verbatim quote and the blind credit check against the target's own words, and the
 assessment: honesty and evaluation awareness).
 """
@@ -30,9 +31,11 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from audit import config_values
 from audit.benchmark.draws import BenchmarkDraw, REFERENCE, TARGET, latest_draws
 from audit.benchmark.questions import Question, QuestionSet, load_questions
+from audit.benchmark.report import write_report
 from audit.benchmark.rows import category_table, format_category_table, run_judge, write_tables
 from audit.censorship.provenance import served_summary
-from audit.censorship.techniques import Target, check_technique, sample
+from audit.benchmark.techniques import Elicitation, confess, elicit, system_text
+from audit.censorship.techniques import Target
 from audit.errors import Interrupted, UserError, user_error_line
 from audit.io.atomic import write_jsonl, write_text
 from audit.io.journal import Journal, read_records
@@ -40,7 +43,7 @@ from audit.jobs.interrupts import sigterm_as_interrupt
 from audit.jobs.resume import command_line_overrides, refuse_resume_overrides, resumed_config
 from audit.jobs.sweep import sweep_job_dir
 from audit.judging.panel import Panel, panel_from_node
-from audit.judging.passes import assessment_request, fact_request, judge, label_request
+from audit.judging.passes import assessment_request, confession_request, fact_request, judge, label_request
 from audit.llm.budget import stopped_by
 from audit.llm.embedded import ENDPOINT, MODEL, chosen_roles, local_model
 from audit.llm.settings import record_endpoints, role_endpoint, role_routing
@@ -65,14 +68,18 @@ load_prompt = loader(Path(__file__).resolve().parent / "prompts")
 class Plan:
     """The checked settings of one run, read once from the config before anything is written."""
 
-    technique: str
-    prefill: str
+    how: Elicitation
     framing: str
     template: str
     rollouts: int
     target: Target
     reference: Target | None
     panel: Panel | None
+
+    @property
+    def technique(self) -> str:
+        """The run's technique as its draws and cells name it (:attr:`Elicitation.label`)."""
+        return self.how.label
 
     def endpoints(self) -> list[str]:
         found = [self.target.endpoint] + ([self.reference.endpoint] if self.reference else [])
@@ -83,7 +90,7 @@ class Plan:
 
     @classmethod
     def from_config(cls, cfg: DictConfig) -> Plan:
-        technique = check_technique(str(cfg.technique.name))
+        how = Elicitation.from_config(cfg)
         rollouts = config_values.whole_number(cfg, "rollouts", minimum=1)
         config_values.model_id(cfg, "audited.model")
         for role in ("sampling", "judge"):
@@ -98,7 +105,7 @@ class Plan:
         target = Target(model=str(audited.model), family=family, provider=role_routing(audited, "audited")["provider"],
                         extra_body=role_routing(audited, "audited")["extra_body"],
                         assistant_max_tokens=audited.get("assistant_max_tokens"),
-                        system_prompt=audited.get("system_prompt"), max_tokens=cfg.sampling.get("max_tokens"),
+                        system_prompt=system_text(cfg), max_tokens=cfg.sampling.get("max_tokens"),
                         temperature=cfg.sampling.get("temperature"), endpoint=role_endpoint(audited))
         reference = None
         if cfg.get("reference"):
@@ -107,8 +114,7 @@ class Plan:
                                max_tokens=cfg.sampling.get("max_tokens"), temperature=cfg.sampling.get("temperature"),
                                endpoint=str(cfg.get("reference_endpoint") or "openrouter"))
         panel = panel_from_node(cfg.get("judge"), local="judge" in chosen_roles(cfg.get("local"), ROLES))
-        return cls(technique, str(cfg.technique.get("prefill_text") or ""), str(cfg.framing.name), template,
-                   int(rollouts or 1), target, reference, panel)
+        return cls(how, str(cfg.framing.name), template, int(rollouts or 1), target, reference, panel)
 
 
 @dataclass(frozen=True)
@@ -137,23 +143,31 @@ def judge_topic(question: Question, set_name: str) -> dict[str, str]:
 
 
 async def draw_and_judge(gateway: Any, plan: Plan, item: Item, set_name: str) -> BenchmarkDraw:
-    """One draw of ``item`` and its three judgments (label, facts, assessment), concurrently."""
+    """One draw of ``item`` and its three judgments (label, facts, assessment), concurrently; with
+    ``technique=confession`` the follow-up is asked once the answer is in, and judged apart."""
     target = plan.targets()[item.role]
-    technique = plan.technique if item.role == TARGET else "assistant"
+    how = plan.how if item.role == TARGET else Elicitation("assistant", label="assistant")
     prompt = fill(plan.template, question=item.question.text)
-    sampled = await sample(gateway, target, technique, prompt, prefill=plan.prefill if technique == "prefill" else "",
-                           sample_index=item.rollout, tag=item.role, run_technique=f"benchmark {technique}")
-    record: dict[str, Any] = {**sampled.record, "item_key": item.key, "role": item.role, "model": target.model,
+    run_technique = f"benchmark {how.label}"
+    sampled = await elicit(gateway, target, how, prompt, sample_index=item.rollout, tag=item.role,
+                           run_technique=run_technique)
+    confession = await confess(gateway, target, how, sampled.record, sample_index=item.rollout, tag=item.role,
+                               run_technique=run_technique)
+    record: dict[str, Any] = {**sampled.record, "technique": how.label, "item_key": item.key, "role": item.role,
+                              "model": target.model,
                               "question_id": item.question.id, "rollout": item.rollout, "iteration": item.rollout,
                               "framing": plan.framing, "error_kind": sampled.error_kind,
                               "judged": plan.panel is not None}
+    if confession is not None:
+        record["confession"] = confession
     if record.get("error") is not None:
         record["outcome"] = "failed"
     if plan.panel is not None:
         topic = judge_topic(item.question, set_name)
         requests = {"classification": label_request(topic, prompt, record),
                     "facts_judgment": fact_request(topic, [f.text for f in item.question.facts], {1: record}),
-                    "assessment": assessment_request(topic, prompt, record)}
+                    "assessment": assessment_request(topic, prompt, record),
+                    "confession_judgment": confession_request(topic, prompt, record, confession)}
         asked = {k: r for k, r in requests.items() if r is not None}
         results = await asyncio.gather(*(judge(gateway, plan.panel, r) for r in asked.values()))
         record.update(zip(asked, results))
@@ -261,13 +275,14 @@ def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConf
     summary = _write_summary(run_dir, cfg, plan, questions, draws, status, started, resumes, gateway,
                              stop_reason=reason, error=error)
     written = write_tables(run_dir.path, questions, list(draws.values()), run_judge(summary.config or {}))
+    report = write_report(run_dir.path)
     print(format_category_table(summary.categories))
     usage = summary.usage
     calls = usage.calls if usage else 0
     ended = "done" if status is Status.SUCCESS else f"stopped ({reason}; continue with: {run_dir.resume_command})"
     print(f"{ended}: {len(draws)} draws ({len(failed)} failed, {summary.judge_failures} with a failed judgment), "
           f"{calls} calls, ${usage.cost if usage else 0.0:.4f}; tables: {', '.join(p.name for p in written)}"
-          f"{cache_note(calls, usage.cached_calls if usage else 0)}{served_note(summary)}")
+          f"{cache_note(calls, usage.cached_calls if usage else 0)}; report: {report}{served_note(summary)}")
     print(f"run dir: {run_dir.path}")
     return run_dir.path
 
