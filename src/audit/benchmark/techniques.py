@@ -92,7 +92,8 @@ class Elicitation:
         if name == "prefill" and node.get("prefill_text") is not None:  # the user's own words, given inline
             text = str(node.prefill_text)
             how = cls(name, prefill=text)
-            parts.append(f"prefill=text:{hashlib.sha256(text.encode()).hexdigest()[:8]}")
+            if cfg.get("prefill") is not None:  # a run saved before the variants keeps its cell's name on resume
+                parts.append(f"prefill=text:{hashlib.sha256(text.encode()).hexdigest()[:8]}")
         elif name == "prefill":
             how = cls(name, prefill=prompt_text(cfg.prefill, "prefill"))
             parts += _changed("prefill", cfg.prefill.get("file"), "prefill_standard")
