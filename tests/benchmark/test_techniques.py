@@ -83,7 +83,8 @@ def test_pretrain_takes_its_assistant_name_and_a_transcript_file_of_your_own(tmp
         prompts = [b["prompt"] for b in target_requests(server)]
     assert prompts == [f"Q&A with Chinese AI.\nUser: {QUESTIONS[0]}\nChinese AI:"]
     (run,) = run_dirs(tmp_path / "outputs")
-    assert techniques(run) == {"pretrain [transcript=interview] [name=Chinese AI]"}
+    (label,) = techniques(run)  # your own file: its name and its text's digest (an edited file is another cell)
+    assert re.fullmatch(r"pretrain \[transcript=interview:[0-9a-f]{8}\] \[name=Chinese AI\]", label), label
 
 
 def test_few_shot_renders_your_examples_as_earlier_turns_of_the_models_template(tmp_path):
@@ -104,7 +105,8 @@ def test_few_shot_renders_your_examples_as_earlier_turns_of_the_models_template(
         f"<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n" for q in QUESTIONS)
     assert all(b["stop"] == ["<|im_end|>", "<|endoftext|>", "<|im_start|>"] for b in sent)
     (run,) = run_dirs(tmp_path / "outputs")
-    assert techniques(run) == {"few_shot [examples=shots]"}
+    (label,) = techniques(run)
+    assert re.fullmatch(r"few_shot \[examples=shots:[0-9a-f]{8}\]", label), label
 
 
 @pytest.mark.parametrize("content, problem", [
@@ -214,6 +216,16 @@ def test_the_defaults_keep_the_plain_technique_names_so_earlier_runs_compare():
     none = {"name": "none", "model": False, "file": None}
     assert Elicitation.from_config(config({"name": "raw"}, system_prompt=none)).label == "raw"  # no template: moot
     assert Elicitation.from_config(config({"name": "assistant"}, system_prompt=none)).label == "assistant [system=none]"
+
+
+def test_your_own_prompt_file_names_its_cell_by_its_text_so_an_edited_file_is_another_cell(tmp_path):
+    own = tmp_path / "mine.txt"
+    labels = []
+    for text in ("Be candid.", "Be brief."):
+        own.write_text(text)
+        node = {"name": "model_default", "model": False, "file": str(own)}
+        labels.append(Elicitation.from_config(config({"name": "assistant"}, system_prompt=node)).label)
+    assert labels[0] != labels[1] and all(re.fullmatch(r"assistant \[system=mine:[0-9a-f]{8}\]", x) for x in labels)
 
 
 def test_inline_prefill_words_name_their_cell_by_a_hash_except_in_a_run_saved_before_the_variants():

@@ -27,6 +27,8 @@ as every draw does. The model-facing text is in files (``prompts/``): none of it
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -83,7 +85,7 @@ class Elicitation:
         node = cfg.technique
         system = cfg.get("system_prompt")
         default = system is None or system.get("model") or name in NO_TEMPLATE
-        parts = [] if default else [f"system={_stem(system.get('file')) or 'none'}"]
+        parts = [] if default else [f"system={_named(system.get('file'), system_text(cfg))}"]
         if name in NO_TEMPLATE and system_text(cfg) is not None:
             raise UserError(f"technique={name} sends no chat template, so the system prompt "
                             f"(system_prompt={system.name if system is not None else 'model_default'}) cannot "
@@ -93,13 +95,14 @@ class Elicitation:
             text = str(node.prefill_text)
             how = cls(name, prefill=text)
             if cfg.get("prefill") is not None:  # a run saved before the variants keeps its cell's name on resume
-                parts.append(f"prefill=text:{hashlib.sha256(text.encode()).hexdigest()[:8]}")
+                parts.append(f"prefill=text:{_digest(text)}")
         elif name == "prefill":
             how = cls(name, prefill=prompt_text(cfg.prefill, "prefill"))
-            parts += _changed("prefill", cfg.prefill.get("file"), "prefill_standard")
+            parts += _changed("prefill", cfg.prefill.get("file"), how.prefill, "prefill_standard")
         elif name == FEW_SHOT:
             how = cls(name, examples=read_examples(node.get("examples"), node.get("shots")))
-            parts += [f"examples={_stem(node.examples)}"] + ([f"shots={node.shots}"] if node.get("shots") else [])
+            used = json.dumps([[e.question, e.answer] for e in how.examples], ensure_ascii=False)
+            parts.append(f"examples={Path(str(node.examples)).stem}:{_digest(used)}")
         elif name == PRETRAIN:
             transcript = prompt_text(node, "technique", key="transcript")
             missing = {"question", "assistant_name"} - placeholders(transcript, "technique.transcript")
@@ -109,11 +112,11 @@ class Elicitation:
                                 "'{assistant_name}:'")
             how = cls(name, transcript=fill(transcript, assistant_name=str(node.get("assistant_name") or "")),
                       stop=tuple(str(s) for s in node.get("stop") or ()))
-            parts += _changed("transcript", node.get("transcript"), "pretrain_transcript")
+            parts += _changed("transcript", node.get("transcript"), transcript, "pretrain_transcript")
             parts.append(f"name={node.get('assistant_name') or ''}")
         elif name == CONFESSION:
             how = cls(name, followup=prompt_text(node, "technique", key="followup"))
-            parts += _changed("followup", node.get("followup"), "confession_followup")
+            parts += _changed("followup", node.get("followup"), how.followup, "confession_followup")
         return replace(how, label=name + "".join(f" [{p}]" for p in parts))
 
     def prompt(self, question: str) -> str | None:
@@ -125,13 +128,22 @@ class Elicitation:
         return None
 
 
-def _stem(value: Any) -> str:
-    return Path(str(value)).stem if value else ""
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
-def _changed(key: str, value: Any, shipped: str) -> list[str]:
-    """``[key=<value>]`` when a setting is not its shipped default (a file by its name), else nothing."""
-    return [] if _stem(value) == shipped else [f"{key}={_stem(value)}"]
+def _named(value: Any, text: str | None) -> str:
+    """A text's name in a cell: a shipped prompt by its name; your own file by its name and the digest of
+    its text (an edited file is another cell); no text: ``none``."""
+    if text is None:
+        return "none"
+    name = str(value)
+    return name if os.sep not in name and not Path(name).is_absolute() else f"{Path(name).stem}:{_digest(text)}"
+
+
+def _changed(key: str, value: Any, text: str, shipped: str) -> list[str]:
+    """``[key=<name>]`` when a prompt file is not its shipped default, else nothing."""
+    return [] if str(value) == shipped else [f"{key}={_named(value, text)}"]
 
 
 def system_text(cfg: DictConfig) -> str | None:
