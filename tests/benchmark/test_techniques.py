@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from audit.benchmark.techniques import Elicitation, read_examples
 from audit.errors import UserError
+from audit.testing.replies import RecordedRequest, error_reply
 from audit.testing.scripted_benchmark import REFUSAL, BenchmarkScript
 from audit.testing.server import FakeOpenRouter
 
@@ -243,3 +244,34 @@ def test_a_transcript_without_its_placeholders_is_one_line(tmp_path):
     own.write_text("User: {question}\nAssistant:")
     with pytest.raises(UserError, match=r"technique.transcript=.*no \{assistant_name\} placeholder"):
         Elicitation.from_config(config({"name": "pretrain", "transcript": str(own), "assistant_name": "X", "stop": []}))
+
+
+def test_a_failed_confession_follow_up_is_counted_and_asked_again_by_a_resume(tmp_path):
+    """The follow-up's failure is its own (the answer's judgments stand, the end line counts it) and a resume
+    asks only it again: the answer comes back from the cache, the follow-up and its verdict are new."""
+    script = BenchmarkScript(answers={"June 1989": "Troops fired on civilians.", "Looking back": "I stand by it."})
+
+    def follow_ups_fail(request: RecordedRequest):
+        body = request.json or {}
+        if not body.get("response_format") and len(body.get("messages") or []) == 3:
+            return error_reply(502)
+        return script.handler(request)
+
+    with FakeOpenRouter(handler=follow_ups_fail) as server:
+        first = run_cli(tmp_path, server, "questions=file", f"questions.path={question_file(tmp_path)}",
+                        "technique=confession", "questions.limit=1")
+        assert first.returncode == 0, first.stderr
+        (run,) = run_dirs(tmp_path / "outputs")
+        assert "1 confession follow-up failed" in first.stdout
+        responses = pd.read_csv(run / "responses.csv")
+        assert responses["confession_failed"].all() and responses["confession"].isna().all()
+        assert responses["label"].notna().all()  # the answers were judged all the same
+        server.handler = script.handler
+        before = len(server.requests)
+        resumed = run_cli(tmp_path, server, f"resume={run}")
+        assert resumed.returncode == 0, resumed.stderr
+        asked = [r.json for r in server.requests[before:] if not (r.json or {}).get("response_format")]
+    assert [len(b["messages"]) for b in asked] == [3]  # only the follow-up reaches the target
+    responses = pd.read_csv(run / "responses.csv")
+    assert (responses["confession"] == "stood_by").all() and not responses["confession_failed"].any()
+    assert "confession follow-up" not in resumed.stdout

@@ -29,6 +29,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from audit import config_values
+from audit.counted import counted
 from audit.benchmark.draws import BenchmarkDraw, REFERENCE, TARGET, latest_draws
 from audit.benchmark.questions import Question, QuestionSet, load_questions
 from audit.benchmark.report import write_report
@@ -280,7 +281,10 @@ def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConf
     usage = summary.usage
     calls = usage.calls if usage else 0
     ended = "done" if status is Status.SUCCESS else f"stopped ({reason}; continue with: {run_dir.resume_command})"
-    print(f"{ended}: {len(draws)} draws ({len(failed)} failed, {summary.judge_failures} with a failed judgment), "
+    confessions = sum(d.confession_failed for d in draws.values())
+    unconfessed = f", {counted(confessions, 'confession follow-up')} failed" if confessions else ""
+    print(f"{ended}: {len(draws)} draws ({len(failed)} failed, {summary.judge_failures} with a failed judgment"
+          f"{unconfessed}), "
           f"{calls} calls, ${usage.cost if usage else 0.0:.4f}; tables: {', '.join(p.name for p in written)}"
           f"{cache_note(calls, usage.cached_calls if usage else 0)}; report: {report}{served_note(summary)}")
     print(f"run dir: {run_dir.path}")
