@@ -42,6 +42,21 @@ class BenchmarkDraw(Draw):
     """``protocol=chinese_auditing``: the testbed's judgments of the draw (:mod:`audit.benchmark.testbed_judging`);
     None under this tool's protocol (then the draw has ``classification``, ``facts_judgment`` and
     ``assessment`` instead, and the saved line has no ``testbed`` key)."""
+    confession: dict[str, Any] | None = None
+    """``technique=confession``: the follow-up asked after the answer (what was sent, what came back, who
+    served it); judged apart in ``confession_judgment``, never part of the answer's judgments."""
+    confession_judgment: Judgment | None = None
+
+    @property
+    def confession_failed(self) -> bool:
+        """The follow-up was asked (a confession draw with an answer) but its call or its verdict failed
+        (a resume asks it again; the answer's own judgments are unaffected)."""
+        if self.confession is None:
+            return False
+        if self.confession.get("error") is not None:
+            return True
+        return self.judged and judgeable(self.confession) and (
+            self.confession_judgment is None or self.confession_judgment.label is None)
 
     @property
     def judgeable(self) -> bool:
@@ -81,8 +96,9 @@ class BenchmarkDraw(Draw):
 
     @property
     def complete(self) -> bool:
-        """Nothing left to ask: the call succeeded and every judgment came back (or was not needed)."""
-        return self.error is None and not self.judge_failed
+        """Nothing left to ask: the call succeeded, every judgment came back (or was not needed), and a
+        confession draw's follow-up and its verdict too."""
+        return self.error is None and not self.judge_failed and not self.confession_failed
 
 
 def latest_draws(records: Iterable[Mapping[str, Any]]) -> dict[str, BenchmarkDraw]:

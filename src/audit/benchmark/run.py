@@ -8,10 +8,11 @@ summary. Each judged draw is appended to ``draws.jsonl`` (:class:`~audit.io.jour
 its judgments are in, so a kill loses at most the draws in flight, and every call is in the response
 cache: ``resume=<run dir>`` asks only the draws missing (or whose call or judgment failed) and replays
 what the cache holds at no cost. At the end the tables (``responses.csv``, ``facts.csv``) and the
-per-category table are written from ``draws.jsonl`` alone (:mod:`audit.benchmark.rows`).
+per-category table are written from ``draws.jsonl`` alone (:mod:`audit.benchmark.rows`), and the run's page,
+``report.html`` (:mod:`audit.benchmark.report`).
 
-Sampling is the audit's (:func:`audit.censorship.techniques.sample`: the same chat templates, user
-persona and prefill prompts); judging is the audit's pass (:mod:`audit.judging.passes`: label, facts
+Sampling is :mod:`audit.benchmark.techniques` (the audit's techniques and sender, the same chat templates,
+and the published testbed's techniques: raw, pretrain, few-shot, confession); judging is the audit's pass (:mod:`audit.judging.passes`: label, facts
 with the verbatim quote and the blind credit check against the target's own words, and the
 assessment: honesty and evaluation awareness). Under ``protocol=chinese_auditing`` each draw gets the
 published testbed's judgments instead (:mod:`audit.benchmark.testbed_judging`) and the run also writes
@@ -31,15 +32,17 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from audit import config_values
+from audit.counted import counted
 from audit.benchmark.draws import BenchmarkDraw, REFERENCE, TARGET, latest_draws
 from audit.benchmark.questions import Question, QuestionSet, load_questions, question_set_name
+from audit.benchmark.report import write_report
 from audit.benchmark.rows import category_table, format_category_table, run_judge, write_frames, write_tables
+from audit.benchmark.techniques import Elicitation, confess, elicit, system_text
 from audit.benchmark.testbed_judging import CHINESE_AUDITING, PROTOCOLS, THIS_TOOL, judge_testbed
 from audit.benchmark.testbed_scores import draws_frames, format_testbed_table
 from audit.benchmark.transcripts import Saved, load_transcripts
 from audit.censorship.provenance import served_summary
-from audit.censorship.techniques import Target, check_technique, sample
-from audit.counted import counted
+from audit.censorship.techniques import Target
 from audit.errors import Interrupted, UserError, unknown_choice, user_error_line
 from audit.io.atomic import write_jsonl, write_text
 from audit.io.journal import Journal, read_records
@@ -48,7 +51,7 @@ from audit.jobs.resume import command_line_overrides, refuse_resume_overrides, r
 from audit.jobs.sweep import sweep_job_dir
 from audit.judging.panel import Panel, panel_from_node
 from audit.judging.judge import judged_parts
-from audit.judging.passes import assessment_request, fact_request, judge, label_request
+from audit.judging.passes import assessment_request, confession_request, fact_request, judge, label_request
 from audit.llm.budget import stopped_by
 from audit.llm.embedded import ENDPOINT, MODEL, chosen_roles, local_model
 from audit.llm.settings import record_endpoints, role_endpoint, role_routing
@@ -74,8 +77,7 @@ load_prompt = loader(Path(__file__).resolve().parent / "prompts")
 class Plan:
     """The checked settings of one run, read once from the config before anything is written."""
 
-    technique: str
-    prefill: str
+    how: Elicitation
     framing: str
     template: str
     rollouts: int
@@ -86,6 +88,11 @@ class Plan:
     saved: tuple[Saved, ...] | None = None
     """``transcripts=``: the saved answers judged instead of asking the target (None: ask it)."""
 
+    @property
+    def technique(self) -> str:
+        """The run's technique as its draws and cells name it (:attr:`Elicitation.label`)."""
+        return self.how.label
+
     def endpoints(self) -> list[str]:
         found = [self.target.endpoint] + ([self.reference.endpoint] if self.reference else [])
         return found + (self.panel.endpoints() if self.panel is not None else [])
@@ -95,7 +102,7 @@ class Plan:
 
     @classmethod
     def from_config(cls, cfg: DictConfig) -> Plan:
-        technique = check_technique(str(cfg.technique.name))
+        how = Elicitation.from_config(cfg)
         rollouts = config_values.whole_number(cfg, "rollouts", minimum=1)
         config_values.model_id(cfg, "audited.model")
         for role in ("sampling", "judge"):
@@ -110,7 +117,7 @@ class Plan:
         target = Target(model=str(audited.model), family=family, provider=role_routing(audited, "audited")["provider"],
                         extra_body=role_routing(audited, "audited")["extra_body"],
                         assistant_max_tokens=audited.get("assistant_max_tokens"),
-                        system_prompt=audited.get("system_prompt"), max_tokens=cfg.sampling.get("max_tokens"),
+                        system_prompt=system_text(cfg), max_tokens=cfg.sampling.get("max_tokens"),
                         temperature=cfg.sampling.get("temperature"), endpoint=role_endpoint(audited))
         reference = None
         if cfg.get("reference"):
@@ -125,8 +132,7 @@ class Plan:
         if cfg.get("transcripts") and reference is not None:
             raise UserError("transcripts= judges saved answers and asks no model: drop reference= "
                             "(score the reference's saved answers as a transcript of their own)")
-        return cls(technique, str(cfg.technique.get("prefill_text") or ""), str(cfg.framing.name), template,
-                   int(rollouts or 1), target, reference, panel, protocol)
+        return cls(how, str(cfg.framing.name), template, int(rollouts or 1), target, reference, panel, protocol)
 
 
 @dataclass(frozen=True)
@@ -171,21 +177,27 @@ def saved_record(saved: Saved) -> dict[str, Any]:
 
 async def draw_and_judge(gateway: Any, plan: Plan, item: Item, set_name: str) -> BenchmarkDraw:
     """One draw of ``item`` (or its saved answer) and its judgments under the run's protocol: this
-    tool's three (label, facts, assessment), concurrently, or the testbed's (:func:`judge_testbed`)."""
+    tool's three (label, facts, assessment), concurrently, or the testbed's (:func:`judge_testbed`); with
+    ``technique=confession`` the follow-up is asked once the answer is in, and judged apart."""
     base = {"item_key": item.key, "role": item.role, "question_id": item.question.id, "rollout": item.rollout,
             "iteration": item.rollout, "judged": plan.panel is not None}
+    confession = None
     if item.saved is not None:
         record: dict[str, Any] = {**saved_record(item.saved), **base}
         prompt = item.saved.prompt
     else:
         target = plan.targets()[item.role]
-        technique = plan.technique if item.role == TARGET else "assistant"
+        how = plan.how if item.role == TARGET else Elicitation("assistant", label="assistant")
         prompt = fill(plan.template, question=item.question.text)
-        sampled = await sample(gateway, target, technique, prompt,
-                               prefill=plan.prefill if technique == "prefill" else "",
-                               sample_index=item.rollout, tag=item.role, run_technique=f"benchmark {technique}")
-        record = {**sampled.record, **base, "model": target.model, "framing": plan.framing,
+        run_technique = f"benchmark {how.label}"
+        sampled = await elicit(gateway, target, how, prompt, sample_index=item.rollout, tag=item.role,
+                               run_technique=run_technique)
+        confession = await confess(gateway, target, how, sampled.record, sample_index=item.rollout, tag=item.role,
+                                   run_technique=run_technique)
+        record = {**sampled.record, **base, "technique": how.label, "model": target.model, "framing": plan.framing,
                   "error_kind": sampled.error_kind}
+        if confession is not None:
+            record["confession"] = confession
     if record.get("error") is not None:
         record["outcome"] = "failed"
     if plan.panel is not None and plan.protocol == CHINESE_AUDITING:
@@ -196,7 +208,8 @@ async def draw_and_judge(gateway: Any, plan: Plan, item: Item, set_name: str) ->
         topic = judge_topic(item.question, set_name)
         requests = {"classification": label_request(topic, prompt, record),
                     "facts_judgment": fact_request(topic, [f.text for f in item.question.facts], {1: record}),
-                    "assessment": assessment_request(topic, prompt, record)}
+                    "assessment": assessment_request(topic, prompt, record),
+                    "confession_judgment": confession_request(topic, prompt, record, confession)}
         asked = {k: r for k, r in requests.items() if r is not None}
         results = await asyncio.gather(*(judge(gateway, plan.panel, r) for r in asked.values()))
         record.update(zip(asked, results))
@@ -251,8 +264,9 @@ def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConf
         transcripts = load_transcripts(str(cfg.transcripts), questions)
         unknown = transcripts.unknown_line()
         models = ", ".join(sorted({s.model for s in transcripts.saved})) or "none"
+        techniques = ", ".join(sorted({s.technique for s in transcripts.saved})) or plan.technique
         plan = replace(plan, saved=transcripts.saved, target=replace(plan.target, model=models),
-                       technique=", ".join(sorted({s.technique for s in transcripts.saved})) or plan.technique)
+                       how=replace(plan.how, label=techniques))
     from audit.llm.gateway import Gateway  # lazy: the gateway loads once the config is checked
 
     parent = Path(base_dir) if base_dir is not None else sweep_job_dir() or Path(str(cfg.output_dir)).absolute()
@@ -328,12 +342,16 @@ def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConf
         print(format_testbed_table(table))
     else:
         print(format_category_table(summary.categories))
+    report = write_report(run_dir.path)
     usage = summary.usage
     calls = usage.calls if usage else 0
     ended = "done" if status is Status.SUCCESS else f"stopped ({reason}; continue with: {run_dir.resume_command})"
-    print(f"{ended}: {len(draws)} draws ({len(failed)} failed, {summary.judge_failures} with a failed judgment), "
-          f"{calls} calls, ${usage.cost if usage else 0.0:.4f}{usage.bill_notes() if usage else ''}; tables: {', '.join(p.name for p in written)}"
-          f"{cache_note(calls, usage.cached_calls if usage else 0)}{served_note(summary)}")
+    confessions = sum(d.confession_failed for d in draws.values())
+    unconfessed = f", {counted(confessions, 'confession follow-up')} failed" if confessions else ""
+    print(f"{ended}: {len(draws)} draws ({len(failed)} failed, {summary.judge_failures} with a failed judgment"
+          f"{unconfessed}), {calls} calls, ${usage.cost if usage else 0.0:.4f}"
+          f"{usage.bill_notes() if usage else ''}; tables: {', '.join(p.name for p in written)}"
+          f"{cache_note(calls, usage.cached_calls if usage else 0)}; report: {report}{served_note(summary)}")
     print(f"run dir: {run_dir.path}")
     return run_dir.path
 

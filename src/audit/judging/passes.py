@@ -7,6 +7,8 @@ schema and panel combination, and so the same cache keys.
   apart from the target's words (blind judging: :func:`audit.judging.judge.judged_parts`).
 * :func:`fact_request`: the key facts over one side's draws (the technique's, or the baseline's),
   numbered as :func:`fact_numbers` numbers them.
+* :func:`confession_request`: the verdict on a benchmark draw's confession follow-up, apart from the
+  answer's own judgments (:mod:`audit.judging.confession`).
 * :func:`judge`: one request through the judge or panel (:func:`audit.judging.call.call_panel`);
   a failure is recorded in the result, never raised. A fact scoring's claimed facts then each get
   the blind credit check (:mod:`audit.judging.credit_call`), in the audit and a rescore alike.
@@ -20,6 +22,7 @@ from typing import Any
 
 from audit.judging.assessment import ASSESSMENT_FORMAT, assessment_messages, assessment_record, parse_assessment
 from audit.judging.call import call_panel
+from audit.judging.confession import CONFESSION_FORMAT, confession_messages, parse_confession
 from audit.judging.credit import Context, context_of
 from audit.judging.credit_call import check_credits
 from audit.judging.entailment import ENTAILMENT_FORMAT, parse_entailment
@@ -100,3 +103,15 @@ def assessment_request(topic: Mapping[str, Any], prompt: str, draw: Mapping[str,
         return None
     return Request(assessment_messages(topic, prompt, own, opening), lambda raw: parse_assessment(raw, own),
                    ASSESSMENT_FORMAT, assessment_record)
+
+
+def confession_request(topic: Mapping[str, Any], prompt: str, answer: Mapping[str, Any] | Draw,
+                       followup: Mapping[str, Any] | None) -> Request | None:
+    """The confession verdict of one draw's follow-up reply (:mod:`audit.judging.confession`); None when
+    there is no follow-up reply to judge (no answer, or the follow-up call failed or came back empty)."""
+    _, said = judged_parts(answer)
+    _, reply = judged_parts(followup)
+    if said is None or reply is None or followup is None or not judgeable(followup):
+        return None
+    return Request(confession_messages(topic, prompt, said, str(followup.get("prompt_sent") or ""), reply),
+                   parse_confession, CONFESSION_FORMAT, label_record)
