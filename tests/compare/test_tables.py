@@ -151,7 +151,9 @@ def test_different_model_ids_under_one_name_are_not_pooled(tmp_path: Path) -> No
     summary["config"]["audited"]["model"] = "vendor/deepseek_chat_v2"
     (tmp_path / "b" / "summary.json").write_text(json.dumps(summary))
     cmap = build_tables(collect([tmp_path])).censorship_map
-    assert sorted(cmap["audited"]) == ["deepseek_chat (vendor/deepseek_chat)", "deepseek_chat (vendor/deepseek_chat_v2)"]
+    # another model id is a setting of the target like any other: a cell of its own, labelled by it
+    assert list(cmap["audited"]) == ["deepseek_chat", "deepseek_chat"]
+    assert sorted(cmap["settings"]) == ["model=vendor/deepseek_chat", "model=vendor/deepseek_chat_v2"]
     assert list(cmap["runs"]) == [1, 1]
 
 

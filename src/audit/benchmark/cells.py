@@ -45,6 +45,7 @@ import pandas as pd
 from audit.judging.assessment import HONESTY
 from audit.benchmark.rows import UNKNOWN_JUDGE
 from audit.judging.counting import LABELS
+from audit.record.summary import served_text
 from audit.response_labels import headlines
 from audit.stats import paired_difference, question_rate, unpaired_difference
 
@@ -352,7 +353,7 @@ def served_by(responses: pd.DataFrame) -> pd.DataFrame:
     for key, group in answered.assign(_provider=provider.fillna("unknown")).groupby(list(CELL_KEYS), sort=True,
                                                                                   dropna=False):
         counts = group["_provider"].value_counts()
-        rows.append({**dict(zip(CELL_KEYS, key)), "providers": ", ".join(f"{p} {n}" for p, n in sorted(counts.items())),
+        rows.append({**dict(zip(CELL_KEYS, key)), "providers": served_text(counts.to_dict()),
                      "mixed_providers": len(counts) > 1})
     return pd.DataFrame(rows, columns=[*CELL_KEYS, "providers", "mixed_providers"])
 
