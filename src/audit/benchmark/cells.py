@@ -49,11 +49,14 @@ from audit.record.summary import served_text
 from audit.response_labels import headlines
 from audit.stats import paired_difference, question_rate, unpaired_difference
 
-CELL_KEYS = ("role", "model", "technique", "framing", "lang", "question_set", "kind", "category", "judge")
-"""What identifies a cell; rows that differ in any of them are never pooled."""
+CELL_KEYS = ("role", "model", "technique", "framing", "lang", "question_set", "kind", "category", "judge", "settings")
+"""What identifies a cell; rows that differ in any of them are never pooled. ``settings`` labels what a
+model was sent that varies among the compared runs of it (template, provider pin, sampling, ...:
+:mod:`audit.compare.answer_settings`); '' where nothing varies, and in a table without the column."""
 QUESTION = ("question_set", "question_id")
 """What identifies a question (the unit of every interval) within a cell."""
 JUDGE = "judge"
+SETTINGS = "settings"
 TARGET, REFERENCE = "target", "reference"
 CENSORED, CONTROL = "censored", "control"
 ASSISTANT, NATURAL = "assistant", "natural"
@@ -121,8 +124,11 @@ COUNTS = ("draws", "replays", "labelled", "judge_failed", "assessment_failed", "
 
 
 def judged_by(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with its ``judge`` column; a table saved before it existed is one unknown judge's."""
-    return frame if JUDGE in frame else frame.assign(**{JUDGE: UNKNOWN_JUDGE})
+    """``frame`` with its ``judge`` and ``settings`` columns: a table saved before the judge's existed is
+    one unknown judge's, and one without settings (a single run's, or the contract's minimal table) is
+    of one set of settings ('')."""
+    missing = {k: v for k, v in ((JUDGE, UNKNOWN_JUDGE), (SETTINGS, "")) if k not in frame}
+    return frame.assign(**missing) if missing else frame
 
 
 def with_knowable(facts: pd.DataFrame) -> pd.DataFrame:

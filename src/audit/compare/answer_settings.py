@@ -128,32 +128,44 @@ def server(config: Mapping[str, Any], endpoint: Any) -> str:
     return _text(str(found).rstrip("/")) if found else UNKNOWN
 
 
-def target_settings(config: Mapping[str, Any] | None, role: str = "audited") -> dict[str, str]:
-    """Every setting that changes what the target of a censorship or benchmark run was sent, from the
-    run's saved config (dotted name → text; {} when the run saved none): its ``role`` node but the name,
-    ``sampling.*``, the ``server`` its endpoint reached and the parameters of :data:`OWN_PARAMETERS`."""
-    if not config:
-        return {}
-    node = config.get(role)
-    node = node if isinstance(node, Mapping) else {}
-    out = {k: v for k, v in _flat(node).items() if k not in SAME}
+def _plain(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A saved config as plain dicts and lists (a ``config.yaml`` read by OmegaConf, or a summary's
+    ``config``), so a list reads as the same JSON text whichever file it came from."""
+    return OmegaConf.to_container(config, resolve=True) if isinstance(config, DictConfig) else config  # type: ignore[return-value]
+
+
+def _sent(config: Mapping[str, Any]) -> dict[str, str]:
+    """What every request of a run's target or reference carries beside its model: ``sampling.*`` and
+    the parameters of :data:`OWN_PARAMETERS`."""
     sampling = config.get("sampling")
-    out |= {f"sampling.{k}": v for k, v in _flat(sampling if isinstance(sampling, Mapping) else {}).items()}
+    out = {f"sampling.{k}": v for k, v in _flat(sampling if isinstance(sampling, Mapping) else {}).items()}
     for name in OWN_PARAMETERS:
         own = config.get(name)
         if isinstance(own, Mapping):
             out |= {f"{name}.{k}": v for k, v in _flat(own).items() if k not in NOT_SENT}
-    return {**out, "server": server(config, node.get("endpoint"))}
+    return out
+
+
+def target_settings(config: Mapping[str, Any] | None, role: str = "audited") -> dict[str, str]:
+    """Every setting that changes what the target of a censorship or benchmark run was sent, from the
+    run's saved config (dotted name → text; {} when the run saved none): its ``role`` node but the name,
+    ``sampling.*``, the parameters of :data:`OWN_PARAMETERS` and the ``server`` its endpoint reached."""
+    if not config:
+        return {}
+    config = _plain(config)
+    node = config.get(role)
+    node = node if isinstance(node, Mapping) else {}
+    out = {k: v for k, v in _flat(node).items() if k not in SAME}
+    return {**out, **_sent(config), "server": server(config, node.get("endpoint"))}
 
 
 def reference_settings(config: Mapping[str, Any] | None) -> dict[str, str]:
-    """A benchmark's reference model's settings: its sampling and the server its endpoint reached
-    (the target's own settings do not change what the reference is sent)."""
+    """A benchmark's reference model's settings: what its requests carry and the server its endpoint
+    reached (the target's own node does not change what the reference is sent)."""
     if not config:
         return {}
-    sampling = config.get("sampling")
-    return {**{f"sampling.{k}": v for k, v in _flat(sampling if isinstance(sampling, Mapping) else {}).items()},
-            "server": server(config, config.get("reference_endpoint"))}
+    config = _plain(config)
+    return {**_sent(config), "server": server(config, config.get("reference_endpoint"))}
 
 
 def varied_settings(groups: Sequence[str], settings: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:

@@ -20,7 +20,8 @@ from typing import Any
 import pandas as pd
 
 from audit.benchmark.tables import run_frames
-from audit.benchmark.cells import BY_NAME, CENSORED, GAP_METRICS, BenchmarkTables, benchmark_tables
+from audit.benchmark.cells import BY_NAME, CENSORED, GAP_METRICS, TARGET, BenchmarkTables, benchmark_tables
+from audit.compare.answer_settings import reference_settings, settings_labels, target_settings
 from audit.compare.report import TEMPLATES_DIR, cells, fmt, gap_cells, interval, is_missing, recall_shade, \
     refusal_shade, varied, who
 from audit.compare.collect import Run
@@ -74,10 +75,27 @@ def benchmark_runs(runs: Sequence[Run]) -> list[Run]:
 
 def load(runs: Sequence[Run]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The loader's two tables over the finished benchmark runs, each run named as the comparison
-    names it (its path from the given directory's parent, unique where sweep jobs share names)."""
+    names it (its path from the given directory's parent, unique where sweep jobs share names), each
+    row with the ``settings`` its model was sent that vary among the compared runs (:func:`with_settings`)."""
     frames = [run_frames(run.path, run.label) for run in runs]
-    return (pd.concat([r for r, _ in frames], ignore_index=True),
-            pd.concat([f for _, f in frames], ignore_index=True))
+    responses, facts = (pd.concat([r for r, _ in frames], ignore_index=True),
+                        pd.concat([f for _, f in frames], ignore_index=True))
+    return with_settings(responses, runs), with_settings(facts, runs)
+
+
+def with_settings(frame: pd.DataFrame, runs: Sequence[Run]) -> pd.DataFrame:
+    """``frame`` with a ``settings`` column: per row, the settings of its role's model in its run
+    (:func:`audit.compare.answer_settings.target_settings`, or ``reference_settings`` for a reference
+    model's draws) that differ among the runs of that role, model, technique and framing, as a label."""
+    configs = {run.label: run.config for run in runs}
+    keys = frame[["run", "role", "model", "technique", "framing"]].drop_duplicates()
+    sent = [target_settings(configs.get(run)) if role == TARGET else reference_settings(configs.get(run))
+            for run, role in zip(keys["run"], keys["role"])]
+    groups = ["\n".join(map(str, k)) for k in keys[["role", "model", "technique", "framing"]].itertuples(index=False)]
+    labels = {tuple(k): text for k, text in zip(keys.itertuples(index=False), settings_labels(groups, sent))}
+    return frame.assign(settings=pd.Series([labels[tuple(k)] for k in frame[["run", "role", "model", "technique",
+                                                                            "framing"]].itertuples(index=False)],
+                                           index=frame.index, dtype=object))
 
 
 def _heat_cell(record: Mapping[str, Any], metric: str, items: str, shade: Any) -> dict[str, Any]:
