@@ -57,6 +57,10 @@ QUESTION = ("question_set", "question_id")
 """What identifies a question (the unit of every interval) within a cell."""
 JUDGE = "judge"
 SETTINGS = "settings"
+UNROUTED = "unrouted"
+"""Beside ``settings``: the same label without who served the draws (provider pin, endpoint, server).
+Cells whose settings differ and whose ``unrouted`` agree sent the same requests, served apart
+(:func:`provider_gaps`); a table without the column has it equal to ``settings``."""
 TARGET, REFERENCE = "target", "reference"
 CENSORED, CONTROL = "censored", "control"
 ASSISTANT, NATURAL = "assistant", "natural"
@@ -128,7 +132,8 @@ def judged_by(frame: pd.DataFrame) -> pd.DataFrame:
     one unknown judge's, and one without settings (a single run's, or the contract's minimal table) is
     of one set of settings ('')."""
     missing = {k: v for k, v in ((JUDGE, UNKNOWN_JUDGE), (SETTINGS, "")) if k not in frame}
-    return frame.assign(**missing) if missing else frame
+    frame = frame.assign(**missing) if missing else frame
+    return frame if UNROUTED in frame else frame.assign(**{UNROUTED: frame[SETTINGS]})
 
 
 def with_knowable(facts: pd.DataFrame) -> pd.DataFrame:
@@ -176,7 +181,7 @@ def question_counts(responses: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFram
     """One row per (cell, question): every metric's numerator ``<m>_k`` and denominator ``<m>_n``
     summed over the question's rollouts (and facts), and the counts of :data:`COUNTS`; ``runs`` is how
     many runs asked it in this cell. The per-question table behind every cell and gap."""
-    keys = [*CELL_KEYS, "question_id"]
+    keys = [*CELL_KEYS, UNROUTED, "question_id"]  # unrouted: a function of the cell's settings, kept for the provider gap
     responses, facts, replayed = count_once(responses, facts)
     r = responses.assign(
         draws=1, labelled=_labelled(responses), judge_failed=responses["judge_failed"].astype(bool),
@@ -272,19 +277,48 @@ def paired_gaps(per_question: pd.DataFrame, axis: str, baseline: str) -> pd.Data
     for key, group in sums.groupby(keys, sort=True, dropna=False):
         base = group[group[axis] == baseline].set_index("question_id")
         for value, side in group[group[axis] != baseline].groupby(axis, sort=True):
-            side = side.set_index("question_id")
-            both = side.index.intersection(base.index)
-            row: dict[str, Any] = {**dict(zip(keys, key)), axis: value, "baseline": baseline,
-                                   "questions": len(side), "baseline_questions": len(base),
-                                   "paired_questions": len(both)}
-            row.update(_side_rates("side", side.loc[both]) | _side_rates("baseline", base.loc[both]))
-            for name in GAP_METRICS:
-                a, b = side.loc[both], base.loc[both]
-                row.update(_gap_columns(name, paired_difference(a[f"{name}_k"], a[f"{name}_n"], b[f"{name}_k"],
-                                                                b[f"{name}_n"], cluster="question")))
-            rows.append(row)
-    return pd.DataFrame(rows, columns=_gap_frame_columns([*keys, axis, "baseline"],
-                                                          ("questions", "baseline_questions", "paired_questions")))
+            rows.append({**dict(zip(keys, key)), axis: value, "baseline": baseline,
+                         **_paired(side.set_index("question_id"), base)})
+    return pd.DataFrame(rows, columns=_gap_frame_columns([*keys, axis, "baseline"], PAIRED_COUNTS))
+
+
+PAIRED_COUNTS = ("questions", "baseline_questions", "paired_questions")
+
+
+def _paired(side: pd.DataFrame, base: pd.DataFrame) -> dict[str, Any]:
+    """Two sides' per-question sums (indexed by question) paired by question: the questions each has
+    and both have, each side's rates over the paired questions and every :data:`GAP_METRICS` gap with
+    its interval over them (:func:`audit.stats.paired_difference`)."""
+    both = side.index.intersection(base.index)
+    a, b = side.loc[both], base.loc[both]
+    row: dict[str, Any] = {"questions": len(side), "baseline_questions": len(base), "paired_questions": len(both),
+                           **_side_rates("side", a), **_side_rates("baseline", b)}
+    for name in GAP_METRICS:
+        row.update(_gap_columns(name, paired_difference(a[f"{name}_k"], a[f"{name}_n"], b[f"{name}_k"],
+                                                        b[f"{name}_n"], cluster="question")))
+    return row
+
+
+PROVIDER_KEYS = tuple(k for k in GAP_KEYS if k != SETTINGS)
+
+
+def provider_gaps(per_question: pd.DataFrame) -> pd.DataFrame:
+    """Cells that sent the same requests (same ``unrouted``) but had them served apart (another provider
+    pin, endpoint or server in their ``settings``), each pair side by side: a's rates minus b's, paired by
+    question (the same questions asked of both), every other key of :data:`GAP_KEYS` equal. A gap is the
+    provider's doing (a filter, its own system prompt, another build), not the model's."""
+    sums = per_question.groupby([*PROVIDER_KEYS, UNROUTED, SETTINGS, "question_id"], dropna=False).sum(
+        numeric_only=True).reset_index()
+    rows = []
+    for key, group in sums.groupby([*PROVIDER_KEYS, UNROUTED], sort=True, dropna=False):
+        sides = sorted(set(group[SETTINGS]))
+        for i, a in enumerate(sides):
+            for b in sides[i + 1:]:
+                rows.append({**dict(zip(PROVIDER_KEYS, key)), "settings_a": a, "settings_b": b,
+                             **_paired(*(group[group[SETTINGS] == v].set_index("question_id") for v in (a, b)))})
+    frame = pd.DataFrame(rows, columns=_gap_frame_columns([*PROVIDER_KEYS, "settings_a", "settings_b"], PAIRED_COUNTS))
+    return frame.rename(columns=lambda c: c.replace("side_", "a_").replace("baseline_", "b_")
+                        if c.startswith(("side_", "baseline_")) else "a_questions" if c == "questions" else c)
 
 
 def question_gaps(per_question: pd.DataFrame, axis: str, baseline: str) -> pd.DataFrame:
@@ -345,6 +379,7 @@ class BenchmarkTables:
     knows_vs_says: pd.DataFrame
     knows_vs_says_by_question: pd.DataFrame
     framing_gaps: pd.DataFrame
+    provider_gaps: pd.DataFrame  # cells that sent the same requests, served by another provider or endpoint
 
 
 def served_by(responses: pd.DataFrame) -> pd.DataFrame:
@@ -374,4 +409,5 @@ def benchmark_tables(responses: pd.DataFrame, facts: pd.DataFrame) -> BenchmarkT
                            control_gaps=control_gaps(per_question),
                            knows_vs_says=paired_gaps(per_question, "technique", ASSISTANT),
                            knows_vs_says_by_question=question_gaps(per_question, "technique", ASSISTANT),
-                           framing_gaps=paired_gaps(per_question, "framing", NATURAL))
+                           framing_gaps=paired_gaps(per_question, "framing", NATURAL),
+                           provider_gaps=provider_gaps(per_question))

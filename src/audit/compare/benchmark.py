@@ -21,7 +21,7 @@ import pandas as pd
 
 from audit.benchmark.tables import run_frames
 from audit.benchmark.cells import BY_NAME, CENSORED, GAP_METRICS, TARGET, BenchmarkTables, benchmark_tables
-from audit.compare.answer_settings import reference_settings, settings_labels, target_settings
+from audit.compare.answer_settings import ROUTE, label, reference_settings, target_settings, varied_settings
 from audit.compare.report import TEMPLATES_DIR, cells, fmt, gap_cells, interval, is_missing, recall_shade, \
     refusal_shade, varied, who
 from audit.compare.collect import Run
@@ -61,7 +61,9 @@ GAP_HEADERS = {"kind": "question kind", "question_set": "question set", "censore
                "control_questions": "control questions", "paired_questions": "paired questions",
                f"censored_{LEAD}": f"censored {LEAD_NAME}", f"control_{LEAD}": f"control {LEAD_NAME}",
                f"side_{LEAD}": f"technique {LEAD_NAME}", f"baseline_{LEAD}": f"assistant {LEAD_NAME}",
-               "side_eval_aware": "framing evaluation-aware", "baseline_eval_aware": "natural evaluation-aware"}
+               "side_eval_aware": "framing evaluation-aware", "baseline_eval_aware": "natural evaluation-aware",
+               "a_questions": "questions a", "b_questions": "questions b", f"a_{LEAD}": f"{LEAD_NAME} a",
+               f"b_{LEAD}": f"{LEAD_NAME} b"}
 
 
 PREFIX = "benchmark_"
@@ -86,16 +88,21 @@ def load(runs: Sequence[Run]) -> tuple[pd.DataFrame, pd.DataFrame]:
 def with_settings(frame: pd.DataFrame, runs: Sequence[Run]) -> pd.DataFrame:
     """``frame`` with a ``settings`` column: per row, the settings of its role's model in its run
     (:func:`audit.compare.answer_settings.target_settings`, or ``reference_settings`` for a reference
-    model's draws) that differ among the runs of that role, model, technique and framing, as a label."""
+    model's draws) that differ among the runs of that role, model, technique and framing, as a label;
+    and ``unrouted``, the same without who served them (:data:`~audit.compare.answer_settings.ROUTE`:
+    the provider gap pairs cells that differ only there)."""
     configs = {run.label: run.config for run in runs}
-    keys = frame[["run", "role", "model", "technique", "framing"]].drop_duplicates()
+    columns = ["run", "role", "model", "technique", "framing"]
+    keys = frame[columns].drop_duplicates()
     sent = [target_settings(configs.get(run)) if role == TARGET else reference_settings(configs.get(run))
             for run, role in zip(keys["run"], keys["role"])]
-    groups = ["\n".join(map(str, k)) for k in keys[["role", "model", "technique", "framing"]].itertuples(index=False)]
-    labels = {tuple(k): text for k, text in zip(keys.itertuples(index=False), settings_labels(groups, sent))}
-    return frame.assign(settings=pd.Series([labels[tuple(k)] for k in frame[["run", "role", "model", "technique",
-                                                                            "framing"]].itertuples(index=False)],
-                                           index=frame.index, dtype=object))
+    groups = ["\n".join(map(str, k)) for k in keys[columns[1:]].itertuples(index=False)]
+    varied = dict(zip(keys.itertuples(index=False), varied_settings(groups, sent)))
+    rows = [varied[key] for key in frame[columns].itertuples(index=False)]
+    return frame.assign(
+        settings=pd.Series([label(v) for v in rows], index=frame.index, dtype=object),
+        unrouted=pd.Series([label({k: x for k, x in v.items() if k not in ROUTE}) for v in rows], index=frame.index,
+                           dtype=object))
 
 
 def _heat_cell(record: Mapping[str, Any], metric: str, items: str, shade: Any) -> dict[str, Any]:
@@ -187,6 +194,10 @@ def context(tables: BenchmarkTables, dirs: Sequence[Path], runs: int) -> dict[st
                                    ("role", "model", "technique", "framing", "baseline", "lang", "question_set", "kind",
                                     "paired_questions", "side_eval_aware", "baseline_eval_aware"), "paired_questions",
                                    "framing − natural"),
+        "provider_gaps": _gap_table(tables.provider_gaps,
+                                    ("role", "model", "technique", "framing", "lang", "question_set", "kind",
+                                     "settings_a", "settings_b", "paired_questions", f"a_{LEAD}", f"b_{LEAD}"),
+                                    "paired_questions", "a − b"),
         "question_method": QUESTION_METHOD.format(items="draws (or facts)"),
         "coverage_note": QUESTION_COVERAGE_NOTE,
         "sort_filter_js": SORT_FILTER_JS, "page_js": PAGE_JS, "page_panel": PAGE_PANEL,
@@ -225,6 +236,11 @@ def benchmark_output(runs: Sequence[Run], dirs: Sequence[Path], target: Path) ->
         gaps = tables.control_gaps
         printed.append(("benchmark: censored minus control questions (unpaired, over questions)",
                         gaps[list(shown_keys(dict(zip(GAP_PRINT, GAP_PRINT)), "question_set", gaps))]))
+    if not tables.provider_gaps.empty:
+        gaps = tables.provider_gaps
+        printed.append(("benchmark: the same requests served apart, a minus b (paired, over questions)",
+                        gaps[["role", "model", "technique", "framing", "lang", "question_set", "kind", "settings_a",
+                              "settings_b", "paired_questions", f"{LEAD}_gap", f"{LEAD}_gap_lo", f"{LEAD}_gap_hi"]]))
     return BenchmarkOutput(page_files(tables, dirs, target, len(chosen)), printed)
 
 

@@ -86,7 +86,8 @@ _TERMS: tuple[tuple[tuple[str, ...], Term], ...] = (
     (("providers", "providers_a", "providers_b", "provider"),
      Term("providers", "the providers that served the target's draws, each with its draw count (each reply names "
                        "its provider)", "provider-axis")),
-    ((f"{lead().headline} gap (a − b)", "facts gap (a − b)", f"{lead().name}_share_a", f"{lead().name}_share_b"),
+    ((f"{lead().headline} gap (a − b)", "facts gap (a − b)", f"{lead().name}_share_a", f"{lead().name}_share_b",
+      *(f"{rate} gap (a − b)" for rate in GAP_RATE_NAMES), f"{lead().headline} a", f"{lead().headline} b"),
      Term("provider gap", "a cell's share (or recall) minus that of a cell sent the same requests but served by another "
                           "provider, endpoint or server; interval over each side's runs", "provider-gap")),
     (("run", "audited", "auditor", "topic", "technique", "baseline", "status", "iterations", "responses", "n_responses",
