@@ -451,3 +451,19 @@ def test_the_baselines_of_a_sweep_over_techniques_stay_one_cell(tmp_path: Path) 
     cmap = build_tables(collect([tmp_path])).censorship_map
     assert row_of(cmap, technique="assistant (baseline)")["runs"] == 2
     assert set(cmap["settings"]) == {""}
+
+
+def test_a_sweep_over_a_techniques_own_parameter_splits_its_cells_not_its_baselines(tmp_path: Path) -> None:
+    """Two prefill texts: two prefill cells labelled by the text, while the assistant baselines sampled
+    beside them (the same requests: a prefill's text is not in them) stay one cell of both runs."""
+    for name, text in (("a", "Sure:"), ("b", "Of course:")):
+        run = censorship_run(tmp_path, name, technique="prefill", baseline={"refused": 1})
+        data = json.loads((run / "summary.json").read_text())
+        data["config"]["technique"]["prefill_text"] = text
+        patch_summary(run, config=data["config"])
+    tables = build_tables(collect([tmp_path]))
+    assert sorted(tables.audits["settings"]) == ["technique.prefill_text=Of course:", "technique.prefill_text=Sure:"]
+    assert list(tables.audits["baseline_settings"]) == ["", ""]
+    cmap = tables.censorship_map
+    assert sorted(cmap.loc[cmap["technique"] == "prefill", "runs"]) == [1, 1]
+    assert row_of(cmap, technique="assistant (baseline)")["runs"] == 2

@@ -222,13 +222,15 @@ def side_by_side(audits: pd.DataFrame, pairs: Mapping[str, Mapping[str, tuple[li
             continue
         found = pairs[row["run"]]
         # an auto run's rows are its cells auto/<technique> (their facts are the run's, not any cell's)
-        sources = [(cell, cell, "") for cell in found if cell.startswith(AUTO_PREFIX)] if row["technique"] == AUTO \
-            else [(row["technique"], "response labels", "fact verdicts"),
-                  (f"assistant{BASELINE_SUFFIX}", "baseline labels", "baseline fact verdicts")]
-        for technique, labels_kind, facts_kind in sources:
+        # the baseline's cell is keyed by the settings its requests carried (audit.compare.tables)
+        own, base = row.get("settings", ""), row.get("baseline_settings", row.get("settings", ""))
+        sources = [(cell, cell, "", own) for cell in found if cell.startswith(AUTO_PREFIX)] if row["technique"] == AUTO \
+            else [(row["technique"], "response labels", "fact verdicts", own),
+                  (f"assistant{BASELINE_SUFFIX}", "baseline labels", "baseline fact verdicts", base)]
+        for technique, labels_kind, facts_kind, settings in sources:
             if labels_kind not in found:
                 continue
-            cell = cells.setdefault((row["audited"], row["topic"], technique, row["auditor"], row.get("settings", "")),
+            cell = cells.setdefault((row["audited"], row["topic"], technique, row["auditor"], settings),
                                     {"a": [], "b": [], "runs": [], "fa": [], "fb": [], "fruns": []})
             a, b = found[labels_kind]
             cell["a"] += a

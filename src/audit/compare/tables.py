@@ -55,7 +55,7 @@ endpoint, sampling: :func:`audit.compare.answer_settings.target_settings`, label
 among one audited model's runs). None is ever pooled; a page shows the auditor, judge and settings
 only where the runs compared vary them."""
 AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "baseline", "auditor", "judge", "settings",
-                 "provider_pin", "providers", "status",
+                 "baseline_settings", "provider_pin", "providers", "status",
                  "flags",
                  "repeat", "replay", "counted", "iterations", "n_responses", "n_labelled", UNLABELLED, DISPUTED, *SHARES,
                  "panel_items", "panel_split", "baseline_panel_items", "baseline_panel_split",
@@ -642,7 +642,8 @@ def with_target_settings(audits: pd.DataFrame, responses: pd.DataFrame,
         settings=[of(r, b) for r, b in zip(responses["run"], responses["baseline"])],
         unrouted=[of(r, b, routed=False) for r, b in zip(responses["run"], responses["baseline"])])
     facts = facts.assign(settings=[of(r, t == baseline_cell) for r, t in zip(facts["run"], facts["technique"])])
-    return audits.assign(settings=[of(r, False) for r in audits["run"]]), responses, facts
+    return audits.assign(settings=[of(r, False) for r in audits["run"]],
+                         baseline_settings=[of(r, True) for r in audits["run"]]), responses, facts
 
 
 def fact_records(run: Run, row: Mapping[str, Any]) -> list[dict[str, Any]]:
