@@ -127,3 +127,58 @@ def test_every_term_the_pages_define_has_its_entry_in_the_docs():
                 for h in re.findall(r"^#+ (.*)$", numbers, re.M)}
     for term in all_terms():
         assert f'<a id="{term.anchor}"></a>' in numbers or term.anchor in headings, term
+
+
+def mapped_packages(design: str) -> tuple[set[str], set[str]]:
+    """The packages the code map in docs/design.md ("Repository layout") names: those listed under
+    ``src/audit/`` (``  <name>/`` lines) and each ``src/hydra_plugins/<name>/`` line."""
+    block = design.split("## Repository layout", 1)[1].split("```", 2)[1]
+    audit: set[str] = set()
+    plugins: set[str] = set()
+    root = None
+    for line in block.splitlines():
+        if line and not line.startswith(" "):
+            root = line.split()[0]
+            if root.startswith("src/hydra_plugins/"):
+                plugins.add(root.removeprefix("src/hydra_plugins/").strip("/"))
+        elif root == "src/audit/" and (found := re.match(r"^  (\w+)/", line)):
+            audit.add(found.group(1))
+    return audit, plugins
+
+
+def packages(root: Path) -> set[str]:
+    return {init.parent.name for init in root.glob("*/__init__.py")}
+
+
+def test_the_code_map_names_every_package_where_it_is():
+    """Every package under src/audit is a line of the code map under src/audit/ (not under another root),
+    and every Hydra plugin package under src/hydra_plugins/; the map names no package that is gone."""
+    audit, plugins = mapped_packages((DOCS / "design.md").read_text(encoding="utf-8"))
+    assert audit == packages(ROOT / "src" / "audit"), "docs/design.md's code map: add or remove these packages"
+    assert plugins == packages(ROOT / "src" / "hydra_plugins")
+
+
+def test_the_code_map_check_fails_on_a_missing_or_misplaced_package():
+    design = (DOCS / "design.md").read_text(encoding="utf-8")
+    without = re.sub(r"^  benchmark/.*\n", "", design, count=1, flags=re.M)
+    assert "benchmark" not in mapped_packages(without)[0]
+    # io/ listed under the plugin's root (as the map once had it) is not a package of src/audit
+    misplaced = re.sub(r"^(  io/.*\n)((?:.*\n)*?)(src/hydra_plugins/\S+\n(?: {22}.*\n)*)", r"\2\3\1", design,
+                       count=1, flags=re.M)
+    assert misplaced != design and "io" not in mapped_packages(misplaced)[0]
+
+
+def test_the_home_page_links_every_page_of_the_site():
+    """docs/index.md's table links every page of the nav, each experiment's page among them."""
+    import yaml
+
+    def pages(nav: object) -> list[str]:
+        if isinstance(nav, str):
+            return [nav]
+        items = nav.values() if isinstance(nav, dict) else nav if isinstance(nav, list) else []
+        return [page for item in items for page in pages(item)]
+
+    nav = pages(yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"])
+    home = (DOCS / "index.md").read_text(encoding="utf-8")
+    assert {"audit.md", "epistemic.md", "benchmark.md"} <= set(nav)
+    assert [page for page in nav if page != "index.md" and f"]({page})" not in home] == []

@@ -14,12 +14,15 @@ from statsmodels.regression.linear_model import OLS
 
 from audit.benchmark.cells import (CELL_KEYS, GAP_METRICS, METRICS, benchmark_tables, cells, count_once,
                                    question_counts, served_by, with_knowable)
+from audit.stats import paired_difference
 from tests.benchmark.synthetic import tables
 
 
 @pytest.fixture(scope="module")
 def synthetic() -> tuple[pd.DataFrame, pd.DataFrame]:
-    return tables()
+    """The synthetic tables as a comparison loads them: with the ``settings`` cell key (one set here)."""
+    responses, facts = tables()
+    return responses.assign(settings=""), facts.assign(settings="")
 
 
 def _cell(frame: pd.DataFrame, **keys: str) -> pd.DataFrame:
@@ -311,3 +314,37 @@ def test_a_draw_counts_once_only_when_the_cache_replayed_it(replayed, counted, k
     assert len(kept) == counted and len(replays) == 2 - counted
     if kept_run is not None:
         assert list(kept["run"]) == [kept_run]
+
+
+def test_the_same_requests_served_apart_are_compared_question_by_question(synthetic) -> None:
+    """A provider-pin sweep: the target's draws under pin A and under pin B (the same requests: their
+    settings differ only in who served them) are two cells and one provider gap, paired by question; a
+    run under another template sent other requests and is in no provider gap."""
+    responses, facts = synthetic
+    target, target_facts = responses[responses["role"] == "target"], facts[facts["role"] == "target"]
+
+    def side(frame: pd.DataFrame, settings: str, unrouted: str) -> pd.DataFrame:
+        return frame.assign(settings=settings, unrouted=unrouted, run=f"runs/{settings}")
+
+    refusing = side(target, "provider=B", "").assign(label=target["label"].where(target["label"].isna(), "refused"))
+    tables = benchmark_tables(pd.concat([side(target, "provider=A", ""), refusing, side(target, "template=x", "template=x")]),
+                              pd.concat([side(target_facts, s, u) for s, u in
+                                         (("provider=A", ""), ("provider=B", ""), ("template=x", "template=x"))]))
+    assert set(tables.cells["settings"]) == {"provider=A", "provider=B", "template=x"}
+    gaps = tables.provider_gaps
+    assert not gaps.empty and set(zip(gaps["settings_a"], gaps["settings_b"])) == {("provider=A", "provider=B")}
+    assert gaps["refusal_gap"].notna().any()
+    per_q = tables.questions
+    for row in gaps.to_dict("records"):
+        keys = {k: row[k] for k in ("model", "technique", "framing", "lang", "question_set", "kind", "judge")}
+        a, b = (_cell(per_q, **keys, settings=s).set_index("question_id") for s in ("provider=A", "provider=B"))
+        both = a.index.intersection(b.index)
+        expected = paired_difference(a.loc[both, "refusal_k"], a.loc[both, "refusal_n"], b.loc[both, "refusal_k"],
+                                     b.loc[both, "refusal_n"], cluster="question")
+        assert row["paired_questions"] == len(both)
+        if expected is None:
+            assert math.isnan(row["refusal_gap"])
+            continue
+        assert row["b_refusal"] == 1.0 and row["refusal_gap"] == pytest.approx(expected["value"])
+        assert (row["refusal_gap_lo"], row["refusal_gap_hi"]) == pytest.approx((expected["lo"], expected["hi"]),
+                                                                             nan_ok=True)

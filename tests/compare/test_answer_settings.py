@@ -1,6 +1,7 @@
 """Epistemic runs that asked a system differently (another prompt, temperature, ...) are never
 pooled in one cell nor taken for cached re-runs of each other; the setting that differs is shown
-beside the system, and only when the runs compared vary it (:mod:`audit.compare.answer_settings`)."""
+beside the system, and only when the runs compared vary it (:mod:`audit.compare.answer_settings`); the
+same mechanism keys the target of a censorship or benchmark run."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from audit.compare.answer_settings import answer_settings, settings_labels
+from omegaconf import OmegaConf
+
+from audit.compare.answer_settings import answer_settings, label, reference_settings, server, settings_labels, \
+    target_settings, varied_settings
 from audit.compare.collect import collect
 from audit.compare.report import build_context, summary_text
 from audit.compare.tables import build_tables
@@ -159,3 +163,62 @@ def test_a_listed_systems_recorded_settings_outlive_its_conf_file(tmp_path: Path
     assert json.loads((tmp_path / "sweep" / "0" / "systems.json").read_text())[rag]["settings"]["top_k"] == 5
     cells = sorted(_ap(build_tables(collect([tmp_path / "sweep"]))), key=lambda r: r["k"])
     assert [(c["runs"], c["k"], c["settings"]) for c in cells] == [(1, 10, "top_k=9"), (1, 30, "top_k=5")]
+
+
+# The target of a censorship or benchmark run: the same mechanism, fed by the run's saved config.
+
+TARGET_CONFIG = {
+    "audited": {"name": "kimi_k2", "model": "moonshotai/kimi-k2", "template": "kimi_k2", "provider": None,
+                "endpoint": "openrouter", "reasoning": None},
+    "sampling": {"max_tokens": 500, "temperature": 0.7},
+    "technique": {"name": "prefill", "with_baseline": True, "prefill_text": "Sure:", "menu": ["a", "b"]},
+    "framing": {"name": "natural", "template": "{question}"},
+    "gateway": {"api_base": "https://openrouter.ai/api/v1", "effective": {"openrouter": "http://127.0.0.1:1/api/v1"},
+                "endpoints": {"local": {"api_base": "http://127.0.0.1:8000/v1/"},
+                              "embedded": {"api_base": "http://127.0.0.1:45678/v1", "identity": "embedded:smol.gguf"}}},
+    "topic": {"name": "tiananmen"}, "max_iterations": 20,
+}
+
+
+def test_target_settings_hold_every_setting_sent_and_nothing_else() -> None:
+    settings = target_settings(TARGET_CONFIG)
+    assert settings == {
+        "model": "moonshotai/kimi-k2", "template": "kimi_k2", "provider": "null", "endpoint": "openrouter",
+        "reasoning": "null", "sampling.max_tokens": "500", "sampling.temperature": "0.7",
+        "technique.prefill_text": "Sure:", "technique.menu": '["a","b"]', "framing.template": "{question}",
+        # where the calls really went (gateway.effective), not the configured default
+        "server": "http://127.0.0.1:1/api/v1"}
+    assert target_settings(None) == {} == target_settings({})
+    # a saved config.yaml (OmegaConf) reads as the same text as a summary's plain config
+    assert target_settings(OmegaConf.create(TARGET_CONFIG)) == settings
+
+
+@pytest.mark.parametrize("endpoint, expected", [
+    ("local", "http://127.0.0.1:8000/v1"),     # another endpoint: its own base URL
+    ("embedded", "embedded:smol.gguf"),       # the embedded model: its identity, not its ephemeral port
+])
+def test_the_server_is_where_the_endpoint_reached(endpoint: str, expected: str) -> None:
+    assert server(TARGET_CONFIG, endpoint) == expected
+    # a run saved before gateway.effective: the base URL its config names
+    old = {**TARGET_CONFIG, "gateway": {"api_base": "https://openrouter.ai/api/v1"}}
+    assert server(old, "openrouter") == "https://openrouter.ai/api/v1"
+    assert server({}, "openrouter") == "n/a"
+
+
+def test_a_reference_model_is_keyed_by_what_it_was_sent_not_by_the_target() -> None:
+    config = {**TARGET_CONFIG, "reference_endpoint": "local"}
+    other_target = {**config, "audited": {**TARGET_CONFIG["audited"], "template": "kimi_k2_legacy"}}
+    assert reference_settings(config) == reference_settings(other_target)
+    assert reference_settings(config)["server"] == "http://127.0.0.1:8000/v1"
+    assert "template" not in reference_settings(config)
+
+
+def test_only_the_settings_that_vary_within_a_group_are_shown() -> None:
+    a, b = target_settings(TARGET_CONFIG), target_settings(
+        {**TARGET_CONFIG, "audited": {**TARGET_CONFIG["audited"], "provider": {"only": ["x"], "allow_fallbacks": False}}})
+    other = target_settings({**TARGET_CONFIG, "sampling": {"temperature": 0.0}})
+    varied = varied_settings(["kimi", "kimi", "glm"], [a, b, other])
+    assert varied == [{"provider": "null"}, {"provider": '{"allow_fallbacks":false,"only":["x"]}'}, {}]
+    assert [label(v) for v in varied] == settings_labels(["kimi", "kimi", "glm"], [a, b, other])
+    # a key one run's config lacks (an older version) reads n/a: apart, never assumed equal
+    assert varied_settings(["k", "k"], [{"reasoning": "null"}, {}]) == [{"reasoning": "null"}, {"reasoning": "n/a"}]

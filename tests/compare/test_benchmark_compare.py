@@ -13,11 +13,15 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+from omegaconf import OmegaConf
 
 from audit.benchmark.cells import CELL_KEYS
+from audit.compare.benchmark import with_settings
+from audit.compare.collect import Run
+from audit.record.summary import BENCHMARK
+from audit.testing.replies import chat_reply
 from audit.testing.scripted_audit import EVAL_MARK
 from audit.testing.scripted_benchmark import BenchmarkScript
-from audit.testing.replies import chat_reply
 from audit.testing.server import FakeOpenRouter
 from tests import entrypoints
 
@@ -46,8 +50,11 @@ def recount(runs: list[Path]) -> pd.DataFrame:
     a sampled row has the same keys, rollout and response (the draw it replays); a sampled row always counts."""
     # a run's own CSVs name it relative to itself, so two jobs' runs started in the same second share
     # that name: the recount tells them apart by their directories
-    responses = pd.concat([pd.read_csv(r / "responses.csv").assign(run_dir=str(r)) for r in runs], ignore_index=True)
-    facts = pd.concat([pd.read_csv(r / "facts.csv").assign(run_dir=str(r)) for r in runs], ignore_index=True)
+    # (a run's own CSVs hold its draws alone: no setting varies among them, settings '' as in the sweep's cells)
+    responses = pd.concat([pd.read_csv(r / "responses.csv").assign(run_dir=str(r), settings="") for r in runs],
+                          ignore_index=True)
+    facts = pd.concat([pd.read_csv(r / "facts.csv").assign(run_dir=str(r), settings="") for r in runs],
+                      ignore_index=True)
     draw = [*CELL_KEYS, "question_id", "rollout"]
     sampled = responses[~responses["replayed"].astype(bool)]
     has_sampled = set(sampled[[*draw, "response"]].itertuples(index=False, name=None))
@@ -83,6 +90,8 @@ def test_compare_over_benchmark_sweeps_equals_a_recount_of_their_files(tmp_path:
     assert "benchmark cells" in done.stdout and "benchmark.html" in done.stdout
 
     cells = pd.read_csv(out / "benchmark_cells.csv")
+    cells["settings"] = cells["settings"].astype(object).fillna("")  # an empty label reads back as NaN
+    assert set(cells["settings"]) == {""}  # techniques and framings are keys of their own, not settings
     expected = recount(runs)
     merged = cells.merge(expected, on=list(CELL_KEYS), suffixes=("", "_recount"))
     assert len(merged) == len(cells) == len(expected)
@@ -156,3 +165,19 @@ def test_a_sweep_with_failed_label_judgments_is_compared_and_counts_every_failur
         assert (tiananmen["judge_failed"] == 2).all() and (tiananmen["refusal_n"] == 2).all()
         page = (out / "benchmark.html").read_text()
         assert page.count("2 judge failures left out") == 2 * 2  # both heatmaps, both techniques' panels
+
+
+def test_benchmark_runs_that_sent_a_model_differently_are_cells_apart() -> None:
+    """Two runs of one model under two chat templates (and a reference model both asked alike): the
+    target's draws get the template as their settings, the reference's none (what the target was sent
+    does not change what the reference was sent), so a template sweep is one cell per template."""
+    config = {"audited": {"name": "kimi_k2", "model": "moonshotai/kimi-k2", "template": "kimi_k2"},
+              "sampling": {"temperature": 0.7}, "technique": {"name": "user_persona"}, "reference_endpoint": "openrouter"}
+    legacy = {**config, "audited": {**config["audited"], "template": "kimi_k2_legacy"}}
+    runs = [Run(Path(name), name, BENCHMARK, None, config=OmegaConf.create(c))  # type: ignore[arg-type]
+            for name, c in (("r1", config), ("r2", legacy))]
+    frame = pd.DataFrame([{"run": run, "role": role, "model": model, "technique": "user_persona", "framing": "natural"}
+                          for run in ("r1", "r2") for role, model in (("target", "moonshotai/kimi-k2"),
+                                                                     ("reference", "acme/reference"))])
+    labelled = with_settings(frame, runs)
+    assert list(labelled["settings"]) == ["template=kimi_k2", "", "template=kimi_k2_legacy", ""]

@@ -156,7 +156,9 @@ def test_different_model_ids_under_one_name_are_not_pooled(tmp_path: Path) -> No
     summary["config"]["audited"]["model"] = "vendor/deepseek_chat_v2"
     (tmp_path / "b" / "summary.json").write_text(json.dumps(summary))
     cmap = build_tables(collect([tmp_path])).censorship_map
-    assert sorted(cmap["audited"]) == ["deepseek_chat (vendor/deepseek_chat)", "deepseek_chat (vendor/deepseek_chat_v2)"]
+    # another model id is a setting of the target like any other: a cell of its own, labelled by it
+    assert list(cmap["audited"]) == ["deepseek_chat", "deepseek_chat"]
+    assert sorted(cmap["settings"]) == ["model=vendor/deepseek_chat", "model=vendor/deepseek_chat_v2"]
     assert list(cmap["runs"]) == [1, 1]
 
 
@@ -394,3 +396,79 @@ def test_auditors_and_judges_are_cells_of_their_own_and_shown_only_when_varied(t
     censorship_run(single, "a")
     compare([single], tmp_path / "cmp1")
     assert "· auditor" not in (tmp_path / "cmp1" / "comparison.html").read_text(encoding="utf-8")
+
+
+def _target(run: Path, *, served: dict[str, int] | None = None, **audited: object) -> Path:
+    """The run's saved config with ``audited`` keys set (and who served its draws): a hand edit."""
+    data = json.loads((run / "summary.json").read_text())
+    data["config"]["audited"].update(audited)
+    served_block = {} if served is None else {"served": {"providers": served, "pin": audited.get("provider")}}
+    return patch_summary(run, config=data["config"], **served_block)
+
+
+ALPHA, BETA = {"only": ["alpha"], "allow_fallbacks": False}, {"only": ["beta"], "allow_fallbacks": False}
+
+
+def test_runs_served_by_two_pinned_providers_are_two_cells_and_their_gap(tmp_path: Path) -> None:
+    """A sweep over provider pins: one cell per pin (never runs=4), each naming its pin and who served
+    it, and the provider gap between them, unpaired over runs (audit.stats.unpaired_difference)."""
+    for name, pin, who, refused in (("a1", ALPHA, "Alpha", 4), ("a2", ALPHA, "Alpha", 3),
+                                    ("b1", BETA, "Beta", 0), ("b2", BETA, "Beta", 1)):
+        _target(censorship_run(tmp_path, name, classifications={"refused": refused, "forthcoming": 4 - refused}),
+                served={who: 4}, provider=pin)
+    tables = build_tables(collect([tmp_path]))
+    cmap = tables.censorship_map.sort_values("settings")
+    assert list(cmap["runs"]) == [2, 2]
+    assert list(cmap["settings"]) == ['provider={"allow_fallbacks":false,"only":["alpha"]}',
+                                      'provider={"allow_fallbacks":false,"only":["beta"]}']
+    assert list(cmap["providers"]) == ["Alpha 8", "Beta 8"]
+    assert list(cmap["provider_pin"]) == ['{"allow_fallbacks":false,"only":["alpha"]}',
+                                          '{"allow_fallbacks":false,"only":["beta"]}']
+    (gap,) = tables.provider_gaps.to_dict("records")
+    assert (gap["providers_a"], gap["providers_b"], gap["runs_a"], gap["runs_b"]) == ("Alpha 8", "Beta 8", 2, 2)
+    expected = unpaired_difference([4, 3], [4, 4], [0, 1], [4, 4])
+    assert gap["refused_gap"] == pytest.approx(7 / 8 - 1 / 8) == pytest.approx(expected["value"])
+    assert (gap["refused_gap_lo"], gap["refused_gap_hi"]) == pytest.approx((expected["lo"], expected["hi"]))
+    assert gap["refused_gap_lo"] < gap["refused_gap"] < gap["refused_gap_hi"]
+    # the audits table names each run's pin and who served it
+    assert sorted(tables.audits["providers"]) == ["Alpha 4", "Alpha 4", "Beta 4", "Beta 4"]
+
+
+def test_cells_that_differ_in_what_was_sent_have_no_provider_gap(tmp_path: Path) -> None:
+    """Another template is another request, not the same one served apart: two cells, no provider gap;
+    a run that recorded no served providers reads n/a."""
+    _target(censorship_run(tmp_path, "a"), template="kimi_k2")
+    _target(censorship_run(tmp_path, "b"), template="kimi_k2_legacy")
+    tables = build_tables(collect([tmp_path]))
+    assert sorted(tables.censorship_map["settings"]) == ["template=kimi_k2", "template=kimi_k2_legacy"]
+    assert list(tables.censorship_map["providers"]) == ["n/a", "n/a"]
+    assert tables.provider_gaps.empty
+
+
+def test_the_baselines_of_a_sweep_over_techniques_stay_one_cell(tmp_path: Path) -> None:
+    """A technique's own parameters (a prefill's text) key its own cells, not the assistant baseline
+    sampled beside it: the baselines of user_persona and prefill runs are one cell, as before."""
+    censorship_run(tmp_path, "a", baseline={"refused": 1})
+    run = censorship_run(tmp_path, "b", technique="prefill", baseline={"refused": 2})
+    data = json.loads((run / "summary.json").read_text())
+    data["config"]["technique"]["prefill_text"] = "Sure:"
+    patch_summary(run, config=data["config"])
+    cmap = build_tables(collect([tmp_path])).censorship_map
+    assert row_of(cmap, technique="assistant (baseline)")["runs"] == 2
+    assert set(cmap["settings"]) == {""}
+
+
+def test_a_sweep_over_a_techniques_own_parameter_splits_its_cells_not_its_baselines(tmp_path: Path) -> None:
+    """Two prefill texts: two prefill cells labelled by the text, while the assistant baselines sampled
+    beside them (the same requests: a prefill's text is not in them) stay one cell of both runs."""
+    for name, text in (("a", "Sure:"), ("b", "Of course:")):
+        run = censorship_run(tmp_path, name, technique="prefill", baseline={"refused": 1})
+        data = json.loads((run / "summary.json").read_text())
+        data["config"]["technique"]["prefill_text"] = text
+        patch_summary(run, config=data["config"])
+    tables = build_tables(collect([tmp_path]))
+    assert sorted(tables.audits["settings"]) == ["technique.prefill_text=Of course:", "technique.prefill_text=Sure:"]
+    assert list(tables.audits["baseline_settings"]) == ["", ""]
+    cmap = tables.censorship_map
+    assert sorted(cmap.loc[cmap["technique"] == "prefill", "runs"]) == [1, 1]
+    assert row_of(cmap, technique="assistant (baseline)")["runs"] == 2

@@ -46,14 +46,22 @@ import pandas as pd
 from audit.judging.assessment import HONESTY
 from audit.benchmark.rows import UNKNOWN_JUDGE
 from audit.judging.counting import LABELS
+from audit.record.summary import served_text
 from audit.response_labels import headlines
 from audit.stats import paired_difference, question_rate, unpaired_difference
 
-CELL_KEYS = ("role", "model", "technique", "framing", "lang", "question_set", "kind", "category", "judge")
-"""What identifies a cell; rows that differ in any of them are never pooled."""
+CELL_KEYS = ("role", "model", "technique", "framing", "lang", "question_set", "kind", "category", "judge", "settings")
+"""What identifies a cell; rows that differ in any of them are never pooled. ``settings`` labels what a
+model was sent that varies among the compared runs of it (template, provider pin, sampling, ...:
+:mod:`audit.compare.answer_settings`); '' where nothing varies, and in a table without the column."""
 QUESTION = ("question_set", "question_id")
 """What identifies a question (the unit of every interval) within a cell."""
 JUDGE = "judge"
+SETTINGS = "settings"
+UNROUTED = "unrouted"
+"""Beside ``settings``: the same label without who served the draws (provider pin, endpoint, server).
+Cells whose settings differ and whose ``unrouted`` agree sent the same requests, served apart
+(:func:`provider_gaps`); a table without the column has it equal to ``settings``."""
 TARGET, REFERENCE = "target", "reference"
 CENSORED, CONTROL = "censored", "control"
 ASSISTANT, NATURAL = "assistant", "natural"
@@ -122,8 +130,12 @@ COUNTS = ("draws", "replays", "labelled", "judge_failed", "assessment_failed", "
 
 
 def judged_by(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with its ``judge`` column; a table saved before it existed is one unknown judge's."""
-    return frame if JUDGE in frame else frame.assign(**{JUDGE: UNKNOWN_JUDGE})
+    """``frame`` with its ``judge`` and ``settings`` columns: a table saved before the judge's existed is
+    one unknown judge's, and one without settings (a single run's, or the contract's minimal table) is
+    of one set of settings ('')."""
+    missing = {k: v for k, v in ((JUDGE, UNKNOWN_JUDGE), (SETTINGS, "")) if k not in frame}
+    frame = frame.assign(**missing) if missing else frame
+    return frame if UNROUTED in frame else frame.assign(**{UNROUTED: frame[SETTINGS]})
 
 
 def with_knowable(facts: pd.DataFrame) -> pd.DataFrame:
@@ -171,7 +183,7 @@ def question_counts(responses: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFram
     """One row per (cell, question): every metric's numerator ``<m>_k`` and denominator ``<m>_n``
     summed over the question's rollouts (and facts), and the counts of :data:`COUNTS`; ``runs`` is how
     many runs asked it in this cell. The per-question table behind every cell and gap."""
-    keys = [*CELL_KEYS, "question_id"]
+    keys = [*CELL_KEYS, UNROUTED, "question_id"]  # unrouted: a function of the cell's settings, kept for the provider gap
     responses, facts, replayed = count_once(responses, facts)
     r = responses.assign(
         draws=1, labelled=_labelled(responses), judge_failed=responses["judge_failed"].astype(bool),
@@ -267,19 +279,48 @@ def paired_gaps(per_question: pd.DataFrame, axis: str, baseline: str) -> pd.Data
     for key, group in sums.groupby(keys, sort=True, dropna=False):
         base = group[group[axis] == baseline].set_index("question_id")
         for value, side in group[group[axis] != baseline].groupby(axis, sort=True):
-            side = side.set_index("question_id")
-            both = side.index.intersection(base.index)
-            row: dict[str, Any] = {**dict(zip(keys, key)), axis: value, "baseline": baseline,
-                                   "questions": len(side), "baseline_questions": len(base),
-                                   "paired_questions": len(both)}
-            row.update(_side_rates("side", side.loc[both]) | _side_rates("baseline", base.loc[both]))
-            for name in GAP_METRICS:
-                a, b = side.loc[both], base.loc[both]
-                row.update(_gap_columns(name, paired_difference(a[f"{name}_k"], a[f"{name}_n"], b[f"{name}_k"],
-                                                                b[f"{name}_n"], cluster="question")))
-            rows.append(row)
-    return pd.DataFrame(rows, columns=_gap_frame_columns([*keys, axis, "baseline"],
-                                                          ("questions", "baseline_questions", "paired_questions")))
+            rows.append({**dict(zip(keys, key)), axis: value, "baseline": baseline,
+                         **_paired(side.set_index("question_id"), base)})
+    return pd.DataFrame(rows, columns=_gap_frame_columns([*keys, axis, "baseline"], PAIRED_COUNTS))
+
+
+PAIRED_COUNTS = ("questions", "baseline_questions", "paired_questions")
+
+
+def _paired(side: pd.DataFrame, base: pd.DataFrame) -> dict[str, Any]:
+    """Two sides' per-question sums (indexed by question) paired by question: the questions each has
+    and both have, each side's rates over the paired questions and every :data:`GAP_METRICS` gap with
+    its interval over them (:func:`audit.stats.paired_difference`)."""
+    both = side.index.intersection(base.index)
+    a, b = side.loc[both], base.loc[both]
+    row: dict[str, Any] = {"questions": len(side), "baseline_questions": len(base), "paired_questions": len(both),
+                           **_side_rates("side", a), **_side_rates("baseline", b)}
+    for name in GAP_METRICS:
+        row.update(_gap_columns(name, paired_difference(a[f"{name}_k"], a[f"{name}_n"], b[f"{name}_k"],
+                                                        b[f"{name}_n"], cluster="question")))
+    return row
+
+
+PROVIDER_KEYS = tuple(k for k in GAP_KEYS if k != SETTINGS)
+
+
+def provider_gaps(per_question: pd.DataFrame) -> pd.DataFrame:
+    """Cells that sent the same requests (same ``unrouted``) but had them served apart (another provider
+    pin, endpoint or server in their ``settings``), each pair side by side: a's rates minus b's, paired by
+    question (the same questions asked of both), every other key of :data:`GAP_KEYS` equal. A gap is the
+    provider's doing (a filter, its own system prompt, another build), not the model's."""
+    sums = per_question.groupby([*PROVIDER_KEYS, UNROUTED, SETTINGS, "question_id"], dropna=False).sum(
+        numeric_only=True).reset_index()
+    rows = []
+    for key, group in sums.groupby([*PROVIDER_KEYS, UNROUTED], sort=True, dropna=False):
+        sides = sorted(set(group[SETTINGS]))
+        for i, a in enumerate(sides):
+            for b in sides[i + 1:]:
+                rows.append({**dict(zip(PROVIDER_KEYS, key)), "settings_a": a, "settings_b": b,
+                             **_paired(*(group[group[SETTINGS] == v].set_index("question_id") for v in (a, b)))})
+    frame = pd.DataFrame(rows, columns=_gap_frame_columns([*PROVIDER_KEYS, "settings_a", "settings_b"], PAIRED_COUNTS))
+    return frame.rename(columns=lambda c: c.replace("side_", "a_").replace("baseline_", "b_")
+                        if c.startswith(("side_", "baseline_")) else "a_questions" if c == "questions" else c)
 
 
 def question_gaps(per_question: pd.DataFrame, axis: str, baseline: str) -> pd.DataFrame:
@@ -340,6 +381,7 @@ class BenchmarkTables:
     knows_vs_says: pd.DataFrame
     knows_vs_says_by_question: pd.DataFrame
     framing_gaps: pd.DataFrame
+    provider_gaps: pd.DataFrame  # cells that sent the same requests, served by another provider or endpoint
 
 
 def served_by(responses: pd.DataFrame) -> pd.DataFrame:
@@ -354,7 +396,7 @@ def served_by(responses: pd.DataFrame) -> pd.DataFrame:
     for key, group in answered.assign(_provider=provider.fillna("unknown")).groupby(list(CELL_KEYS), sort=True,
                                                                                   dropna=False):
         counts = group["_provider"].value_counts()
-        rows.append({**dict(zip(CELL_KEYS, key)), "providers": ", ".join(f"{p} {n}" for p, n in sorted(counts.items())),
+        rows.append({**dict(zip(CELL_KEYS, key)), "providers": served_text(counts.to_dict()),
                      "mixed_providers": len(counts) > 1})
     return pd.DataFrame(rows, columns=[*CELL_KEYS, "providers", "mixed_providers"])
 
@@ -369,4 +411,5 @@ def benchmark_tables(responses: pd.DataFrame, facts: pd.DataFrame) -> BenchmarkT
                            control_gaps=control_gaps(per_question),
                            knows_vs_says=paired_gaps(per_question, "technique", ASSISTANT),
                            knows_vs_says_by_question=question_gaps(per_question, "technique", ASSISTANT),
-                           framing_gaps=paired_gaps(per_question, "framing", NATURAL))
+                           framing_gaps=paired_gaps(per_question, "framing", NATURAL),
+                           provider_gaps=provider_gaps(per_question))

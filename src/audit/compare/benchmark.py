@@ -20,7 +20,8 @@ from typing import Any
 import pandas as pd
 
 from audit.benchmark.tables import run_frames
-from audit.benchmark.cells import BY_NAME, CENSORED, GAP_METRICS, BenchmarkTables, benchmark_tables
+from audit.benchmark.cells import BY_NAME, CENSORED, GAP_METRICS, TARGET, BenchmarkTables, benchmark_tables
+from audit.compare.answer_settings import ROUTE, label, reference_settings, target_settings, varied_settings
 from audit.compare.report import TEMPLATES_DIR, cells, fmt, gap_cells, interval, is_missing, recall_shade, \
     refusal_shade, varied, who
 from audit.compare.collect import Run
@@ -62,7 +63,9 @@ GAP_HEADERS = {"kind": "question kind", "question_set": "question set", "censore
                "control_questions": "control questions", "paired_questions": "paired questions",
                f"censored_{LEAD}": f"censored {LEAD_NAME}", f"control_{LEAD}": f"control {LEAD_NAME}",
                f"side_{LEAD}": f"technique {LEAD_NAME}", f"baseline_{LEAD}": f"assistant {LEAD_NAME}",
-               "side_eval_aware": "framing evaluation-aware", "baseline_eval_aware": "natural evaluation-aware"}
+               "side_eval_aware": "framing evaluation-aware", "baseline_eval_aware": "natural evaluation-aware",
+               "a_questions": "questions a", "b_questions": "questions b", f"a_{LEAD}": f"{LEAD_NAME} a",
+               f"b_{LEAD}": f"{LEAD_NAME} b"}
 
 
 PREFIX = "benchmark_"
@@ -76,10 +79,32 @@ def benchmark_runs(runs: Sequence[Run]) -> list[Run]:
 
 def load(runs: Sequence[Run]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The loader's two tables over the finished benchmark runs, each run named as the comparison
-    names it (its path from the given directory's parent, unique where sweep jobs share names)."""
+    names it (its path from the given directory's parent, unique where sweep jobs share names), each
+    row with the ``settings`` its model was sent that vary among the compared runs (:func:`with_settings`)."""
     frames = [run_frames(run.path, run.label) for run in runs]
-    return (pd.concat([r for r, _ in frames], ignore_index=True),
-            pd.concat([f for _, f in frames], ignore_index=True))
+    responses, facts = (pd.concat([r for r, _ in frames], ignore_index=True),
+                        pd.concat([f for _, f in frames], ignore_index=True))
+    return with_settings(responses, runs), with_settings(facts, runs)
+
+
+def with_settings(frame: pd.DataFrame, runs: Sequence[Run]) -> pd.DataFrame:
+    """``frame`` with a ``settings`` column: per row, the settings of its role's model in its run
+    (:func:`audit.compare.answer_settings.target_settings`, or ``reference_settings`` for a reference
+    model's draws) that differ among the runs of that role, model, technique and framing, as a label;
+    and ``unrouted``, the same without who served them (:data:`~audit.compare.answer_settings.ROUTE`:
+    the provider gap pairs cells that differ only there)."""
+    configs = {run.label: run.config for run in runs}
+    columns = ["run", "role", "model", "technique", "framing"]
+    keys = frame[columns].drop_duplicates()
+    sent = [target_settings(configs.get(run)) if role == TARGET else reference_settings(configs.get(run))
+            for run, role in zip(keys["run"], keys["role"])]
+    groups = ["\n".join(map(str, k)) for k in keys[columns[1:]].itertuples(index=False)]
+    varied = dict(zip(keys.itertuples(index=False), varied_settings(groups, sent)))
+    rows = [varied[key] for key in frame[columns].itertuples(index=False)]
+    return frame.assign(
+        settings=pd.Series([label(v) for v in rows], index=frame.index, dtype=object),
+        unrouted=pd.Series([label({k: x for k, x in v.items() if k not in ROUTE}) for v in rows], index=frame.index,
+                           dtype=object))
 
 
 def _heat_cell(record: Mapping[str, Any], metric: str, items: str, shade: Any) -> dict[str, Any]:
@@ -175,6 +200,10 @@ def context(tables: BenchmarkTables, dirs: Sequence[Path], runs: int,
                                    "framing − natural"),
         "protocols": None if protocols is None else cells(protocols, list(protocols.columns)),
         "protocol_notes": None if protocols is None else cells(notes_frame(), list(notes_frame().columns)),
+        "provider_gaps": _gap_table(tables.provider_gaps,
+                                    ("role", "model", "technique", "framing", "lang", "question_set", "kind",
+                                     "settings_a", "settings_b", "paired_questions", f"a_{LEAD}", f"b_{LEAD}"),
+                                    "paired_questions", "a − b"),
         "question_method": QUESTION_METHOD.format(items="draws (or facts)"),
         "coverage_note": QUESTION_COVERAGE_NOTE,
         "sort_filter_js": SORT_FILTER_JS, "page_js": PAGE_JS, "page_panel": PAGE_PANEL,
@@ -230,6 +259,11 @@ def this_tool_output(loaded: tuple[pd.DataFrame, pd.DataFrame], runs: int, dirs:
         gaps = tables.control_gaps
         printed.append(("benchmark: censored minus control questions (unpaired, over questions)",
                         gaps[list(shown_keys(dict(zip(GAP_PRINT, GAP_PRINT)), "question_set", gaps))]))
+    if not tables.provider_gaps.empty:
+        gaps = tables.provider_gaps
+        printed.append(("benchmark: the same requests served apart, a minus b (paired, over questions)",
+                        gaps[["role", "model", "technique", "framing", "lang", "question_set", "kind", "settings_a",
+                              "settings_b", "paired_questions", f"{LEAD}_gap", f"{LEAD}_gap_lo", f"{LEAD}_gap_hi"]]))
     return BenchmarkOutput(page_files(tables, dirs, target, runs, protocols), printed)
 
 

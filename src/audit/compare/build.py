@@ -44,6 +44,7 @@ def compare(dirs: Sequence[Path], out: Path | None = None, judging: str | None =
     html = render_html(tables, dirs, target, names, benchmark_page=bool(benchmark.files))
     csvs = {"audits.csv": tables.audits, "censorship_map.csv": tables.censorship_map,
             "knows_vs_says.csv": tables.gaps, "language_gap.csv": tables.languages,
+            "provider_gap.csv": tables.provider_gaps,
             "facts.csv": tables.facts, "epistemic_matrix.csv": tables.epistemic_matrix, "epistemic.csv": tables.epistemic,
             **({"judgings.csv": tables.judgings} if len(names) == 2 else {})}
     # Model text reaches these cells (facts, hypotheses): no cell may run as a spreadsheet formula.

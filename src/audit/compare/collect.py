@@ -28,7 +28,7 @@ from audit.runs.loading import RunFiles, load_runs
 from audit.runs.tables import ANSWER_COLUMNS, answer_rows
 from audit.record.run_record import UNKNOWN, RunRecord, load_run, natural_key
 from audit.record.rundir import CONFIG, load_saved_config
-from audit.record.summary import CENSORSHIP, EPISTEMIC, CensorshipSummary, EpistemicSummary
+from audit.record.summary import BENCHMARK, CENSORSHIP, EPISTEMIC, CensorshipSummary, EpistemicSummary
 
 METRICS = "metrics.json"
 __all__ = ["CENSORSHIP", "EPISTEMIC", "UNKNOWN", "Collected", "Failure", "Run", "collect", "epistemic_answers", "natural_key", "read_run"]
@@ -43,7 +43,7 @@ class Run:
     kind: str
     summary: CensorshipSummary | EpistemicSummary
     metrics: Metrics | None = None
-    config: DictConfig | None = None  # an epistemic run's saved config.yaml (None: it saved none)
+    config: DictConfig | None = None  # an epistemic or benchmark run's saved config.yaml (None: it saved none)
     systems: Mapping[str, Any] | None = None  # its systems.json, each system as it ran (None: written before)
     source: str = "summary.json"  # the file its judge's labels come from (a rescore's: audit.compare.judgings)
 
@@ -83,6 +83,11 @@ def as_result(record: RunRecord, label: str) -> Run | Failure:
     if record.summary is None or (record.problem is not None and record.summary.stop_reason != "mostly_errors"):
         return Failure(record.path, label, record.experiment, record.state, record.problem or "no summary.json")
     metrics = config = systems = None
+    if record.experiment == BENCHMARK:
+        try:  # what its target and reference were sent (audit.compare.answer_settings): its cells' key
+            config = load_saved_config(record.path / CONFIG) if (record.path / CONFIG).is_file() else None
+        except (UserError, ValueError) as exc:
+            return Failure(record.path, label, record.experiment, "unreadable", str(exc))
     if record.experiment == EPISTEMIC:
         try:
             if (record.path / METRICS).is_file():

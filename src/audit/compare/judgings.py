@@ -197,7 +197,7 @@ def auto_cells(a: Labels, b: Labels, files: RunFiles) -> dict[str, tuple[list[st
 
 LEAD = lead().name
 """The headline share both judgings are shown side by side on (``response_labels.yaml``)."""
-SIDE_COLUMNS = ("audited", "topic", "technique", "auditor", "runs", "judging_a", "judging_b", "n_labelled_a", "n_labelled_b",
+SIDE_COLUMNS = ("audited", "topic", "technique", "auditor", "settings", "runs", "judging_a", "judging_b", "n_labelled_a", "n_labelled_b",
                 f"{LEAD}_share_a", f"{LEAD}_share_b", "disputed_a", "disputed_b", "unlabelled_a", "unlabelled_b",
                 "n_both", "differing", "differing_share", "kappa", "kappa_lo", "kappa_hi", "kappa_unit",
                 "facts_n_both", "facts_differing", "facts_differing_share", "fact_recall_a", "fact_recall_b",
@@ -214,21 +214,23 @@ def _count(labels: Sequence[str | None], label: str) -> int:
 
 def side_by_side(audits: pd.DataFrame, pairs: Mapping[str, Mapping[str, tuple[list, list]]],
                  names: Sequence[str], *, resamples: int = RESAMPLES, seed: int = 0) -> pd.DataFrame:
-    """One row per comparison cell (audited model, topic, technique, auditor; the assistant baseline its
-    own technique; the two judges are the two judgings) with both judgings' counts, their differing share and kappa, and the mark."""
-    cells: dict[tuple[str, str, str, str], dict[str, list]] = {}
+    """One row per comparison cell (audited model, topic, technique, auditor, the target's settings; the
+    assistant baseline its own technique; the two judges are the two judgings) with both judgings' counts, their differing share and kappa, and the mark."""
+    cells: dict[tuple[str, str, str, str, str], dict[str, list]] = {}
     for row in audits.to_dict("records"):
         if not row.get("counted", True) or row["run"] not in pairs:
             continue
         found = pairs[row["run"]]
         # an auto run's rows are its cells auto/<technique> (their facts are the run's, not any cell's)
-        sources = [(cell, cell, "") for cell in found if cell.startswith(AUTO_PREFIX)] if row["technique"] == AUTO \
-            else [(row["technique"], "response labels", "fact verdicts"),
-                  (f"assistant{BASELINE_SUFFIX}", "baseline labels", "baseline fact verdicts")]
-        for technique, labels_kind, facts_kind in sources:
+        # the baseline's cell is keyed by the settings its requests carried (audit.compare.tables)
+        own, base = row.get("settings", ""), row.get("baseline_settings", row.get("settings", ""))
+        sources = [(cell, cell, "", own) for cell in found if cell.startswith(AUTO_PREFIX)] if row["technique"] == AUTO \
+            else [(row["technique"], "response labels", "fact verdicts", own),
+                  (f"assistant{BASELINE_SUFFIX}", "baseline labels", "baseline fact verdicts", base)]
+        for technique, labels_kind, facts_kind, settings in sources:
             if labels_kind not in found:
                 continue
-            cell = cells.setdefault((row["audited"], row["topic"], technique, row["auditor"]),
+            cell = cells.setdefault((row["audited"], row["topic"], technique, row["auditor"], settings),
                                     {"a": [], "b": [], "runs": [], "fa": [], "fb": [], "fruns": []})
             a, b = found[labels_kind]
             cell["a"] += a
@@ -239,7 +241,7 @@ def side_by_side(audits: pd.DataFrame, pairs: Mapping[str, Mapping[str, tuple[li
             cell["fb"] += fb
             cell["fruns"] += [row["run"]] * len(fa)
     out = []
-    for (audited, topic, technique, auditor), c in sorted(cells.items()):
+    for (audited, topic, technique, auditor, settings), c in sorted(cells.items()):
         la = [v for v in c["a"] if v is not None]
         lb = [v for v in c["b"] if v is not None]
         n_both, diff = differing((c["a"], c["b"]))
@@ -249,7 +251,7 @@ def side_by_side(audits: pd.DataFrame, pairs: Mapping[str, Mapping[str, tuple[li
                                seed=seed) if c["fa"] else {"value": math.nan, "lo": None, "hi": None}
         mark = judgings_mark(_share(diff, n_both), _share(f_diff, f_both))
         out.append({"audited": audited, "topic": topic, "technique": technique, "auditor": auditor,
-                    "runs": len(set(c["runs"])),
+                    "settings": settings, "runs": len(set(c["runs"])),
                     "judging_a": names[0], "judging_b": names[1], "n_labelled_a": len(la), "n_labelled_b": len(lb),
                     f"{LEAD}_share_a": _share(_count(la, LEAD), len(la)),
                     f"{LEAD}_share_b": _share(_count(lb, LEAD), len(lb)),

@@ -29,11 +29,14 @@ from audit.pages.tools import PAGE_JS, PAGE_PANEL
 from audit.card_stats import CLUSTERED_METHOD
 from audit.stats import CARD_METHOD, CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE, UNPAIRED_METHOD
 from audit.pages.links import relative_href
+from audit.record.summary import served_names
 from audit.response_labels import headlines, lead
 
+PROVIDER_GAP_KEYS = ("audited", "topic", "technique")
+"""The leading keys of the provider gap's rows (the auditor and judge beside them where varied)."""
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says.csv", "language_gap.csv",
-           "facts.csv", "epistemic.csv", "epistemic_matrix.csv", "runs.csv", "responses.csv", "answers.csv")
+           "provider_gap.csv", "facts.csv", "epistemic.csv", "epistemic_matrix.csv", "runs.csv", "responses.csv", "answers.csv")
 CHART_METRICS = COMPARE_CHART_RATES
 LABEL_W, PLOT_W, VALUE_W, ROW_H, TOP, BOTTOM, LABEL_CHARS = 300, 260, 110, 18, 30, 6, 54
 LABEL_CHAR_W = 6.2  # SVG user units per character of a 10-unit system-ui label (a whole label's column width)
@@ -211,6 +214,20 @@ def varied(frame: pd.DataFrame) -> list[str]:
     return [k for k in WHO if k in frame and frame[k].nunique() > 1]
 
 
+def served_apart(frame: pd.DataFrame) -> bool:
+    """Whether the rows of ``frame`` were served by different providers (its ``providers`` name others,
+    whatever the counts): then a page shows who served each."""
+    return "providers" in frame and len({served_names(v) for v in frame["providers"]}) > 1
+
+
+def with_varied(columns: Sequence[str], frame: pd.DataFrame, after: str) -> list[str]:
+    """``columns`` with the keys of :data:`WHO` that ``frame`` varies and ``columns`` lacks inserted after
+    ``after``, and ``providers`` where its rows were served apart (:func:`served_apart`)."""
+    extra = [k for k in varied(frame) if k not in columns] + (["providers"] if served_apart(frame) else [])
+    at = list(columns).index(after) + 1
+    return [*columns[:at], *extra, *columns[at:]]
+
+
 def who(record: Mapping[str, Any], shown: Sequence[str]) -> str:
     """`` · auditor X · judge Y`` for the ``shown`` keys ('' when no sweep varies them)."""
     return "".join(f" · {k} {record[k]}" for k in shown)
@@ -296,6 +313,7 @@ def censorship_matrices(cmap: pd.DataFrame) -> list[dict[str, Any]]:
     cell its rates with run-level intervals, its runs and responses, and the per-run spread."""
     out = []
     shown = varied(cmap)
+    providers = served_apart(cmap)
     for key, frame in cmap.groupby(["technique", *shown], sort=True):
         technique = key[0]
         models, topics = sorted(set(frame["audited"])), sorted(set(frame["topic"]))
@@ -335,7 +353,8 @@ def censorship_matrices(cmap: pd.DataFrame) -> list[dict[str, Any]]:
                             "marked": bool(r["unlabelled_marked"]), "spread": spread,
                             "judges_mark": r["judges_mark"] or "", "disputed": int(r["disputed"]),
                             "shade": recall_shade(r["fact_recall"]),
-                            "refused_shade": refusal_shade(r[f"{LEAD}_share"])})
+                            "refused_shade": refusal_shade(r[f"{LEAD}_share"]),
+                            "served_by": r["providers"] if providers else ""})
             rows.append({"model": model, "cells": row})
         out.append({"technique": technique + who(dict(zip(["technique", *shown], key)), shown), "topics": topics,
                     "rows": rows})
@@ -530,6 +549,14 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path,
                                        {"facts_gap_vs_assistant_runs": "facts gap vs assistant-technique runs"},
                                        lambda r: r["runs"] + r["assistant_runs"]) if not tables.gaps.empty else None,
         "no_baseline_runs": 0 if tables.gaps.empty else int(tables.gaps["runs_without_baseline"].sum()),
+        "provider_gaps": gap_cells(tables.provider_gaps, (*PROVIDER_GAP_KEYS, *varied(tables.provider_gaps),
+                                                          "settings_a", "settings_b", "providers_a", "providers_b",
+                                                          "runs_a", "runs_b", "unlabelled_a", "unlabelled_b",
+                                                          f"{LEAD}_share_a", f"{LEAD}_share_b", "fact_recall_a",
+                                                          "fact_recall_b"),
+                                   {f"{LEAD}_gap": f"{lead().headline} gap (a − b)", "facts_gap": "facts gap (a − b)"},
+                                   lambda r: r["runs_a"] + r["runs_b"])
+        if not tables.provider_gaps.empty else None,
         "languages": gap_cells(tables.languages, ("audited", "topic", "technique", *varied(tables.languages),
                                                   "runs_en", "runs_zh",
                                                   "off_language_runs", "unlabelled_en", "unlabelled_zh", f"{LEAD}_share_en", f"{LEAD}_share_zh"),
@@ -541,7 +568,8 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path,
         "unlabelled_mark": f"{UNLABELLED_MARK:.0%}",
         "unlabelled_total": int(tables.audits["unlabelled"].sum() + tables.audits["baseline_unlabelled"].fillna(0).sum())
         if not tables.audits.empty else 0,
-        "audits": cells(tables.audits, AUDIT_VIEW, report_links(tables.audits["path"], out))
+        "audits": cells(tables.audits, with_varied(AUDIT_VIEW, tables.audits, "judge"),
+                        report_links(tables.audits["path"], out))
         if not tables.audits.empty else None,
         "epistemic": epistemic_cells(tables.epistemic, out) if not tables.epistemic.empty else None,
         "epistemic_charts": epistemic_charts(tables.epistemic_matrix),
@@ -572,8 +600,9 @@ def summary_text(tables: Tables, out: Path, extra: Sequence[str] = (),
     the benchmark page's files and ``printed`` its tables, when benchmark runs were compared)."""
     parts = []
     if not tables.audits.empty:
-        parts.append(f"censorship audits ({counted(len(tables.audits), 'run')})\n{_text_table(tables.audits[list(AUDIT_PRINT)])}")
-        view = tables.censorship_map[[*MAP_PRINT[:3], *varied(tables.censorship_map), *MAP_PRINT[3:]]]
+        audits = tables.audits[with_varied(AUDIT_PRINT, tables.audits, "technique")]
+        parts.append(f"censorship audits ({counted(len(tables.audits), 'run')})\n{_text_table(audits)}")
+        view = tables.censorship_map[with_varied(MAP_PRINT, tables.censorship_map, "technique")]
         parts.append(f"per audited model x topic x technique (shares of labelled responses; {CLUSTER_METHOD}; "
                      f"one run: Wilson over its responses or facts)\n{_text_table(view)}")
     if not tables.judgings.empty:
@@ -586,6 +615,11 @@ def summary_text(tables: Tables, out: Path, extra: Sequence[str] = (),
     if not tables.gaps.empty:
         view = tables.gaps[[*GAP_PRINT[:3], *varied(tables.gaps), *GAP_PRINT[3:]]]
         parts.append(f"knows vs says: technique minus assistant baseline\n{_text_table(view)}")
+    if not tables.provider_gaps.empty:
+        view = tables.provider_gaps[[*PROVIDER_GAP_KEYS[:3], *varied(tables.provider_gaps), "settings_a", "settings_b",
+                                     "providers_a", "providers_b", "runs_a", "runs_b", f"{LEAD}_gap", f"{LEAD}_gap_lo",
+                                     f"{LEAD}_gap_hi", "facts_gap"]]
+        parts.append(f"provider gap: the same requests served apart (a minus b; unpaired, over runs)\n{_text_table(view)}")
     if not tables.languages.empty:
         view = tables.languages[["audited", "topic", "technique", "runs_en", "runs_zh", f"{LEAD}_share_en",
                                  f"{LEAD}_share_zh", f"{LEAD}_gap", "facts_gap"]]

@@ -16,6 +16,7 @@ runs (:mod:`audit.stats`).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,8 @@ from typing import Any
 import pandas as pd
 
 from audit.censorship.auditor_context import auditor_label
-from audit.compare.answer_settings import UNKNOWN as UNKNOWN_SETTING, answer_settings, settings_labels
+from audit.compare.answer_settings import OWN_PARAMETERS, ROUTE, UNKNOWN as UNKNOWN_SETTING, answer_settings, label, settings_labels, \
+    target_settings, varied_settings
 from audit.compare.card_answers import answer_parts, cell_answers, cell_rate
 from audit.compare.collect import CENSORSHIP, EPISTEMIC, Collected, epistemic_answers, Failure, Run, natural_key
 from audit.judging.counting import JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, \
@@ -35,7 +37,7 @@ from audit.judging.majority import DISPUTED
 from audit.judging.panel import judge_label
 from audit.record.answers import SystemMetrics
 from audit.record.draws import AUTO, AUTO_PREFIX, BASELINE_SUFFIX
-from audit.record.summary import CensorshipSummary, EpistemicSummary
+from audit.record.summary import CensorshipSummary, EpistemicSummary, pin_text, served_text
 from audit.response_labels import headlines, lead
 from audit.usage import Usage
 from audit.stats import cluster_rate, paired_difference, unpaired_difference
@@ -47,11 +49,14 @@ HEADLINE = tuple(label.name for label in headlines())
 LEAD = lead().name
 """The headline share that leads (:func:`audit.response_labels.lead`): the map's spread, the language gap."""
 SHARES = tuple(f"{c}_share" for c in LABELS)  # the classes and a panel's "disputed"
-CELL = ("audited", "topic", "technique", "auditor", "judge")
-"""What a comparison cell is: runs of one audited model, topic and technique, probed by one auditor
-and labelled by one judge (the auditor and the judge are never pooled; a page shows them only
-where the runs compared vary them)."""
-AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "baseline", "auditor", "judge", "status",
+CELL = ("audited", "topic", "technique", "auditor", "judge", "settings")
+"""What a comparison cell is: runs of one audited model, topic and technique, probed by one auditor,
+labelled by one judge and sent to the target with the same settings (model id, template, provider pin,
+endpoint, sampling: :func:`audit.compare.answer_settings.target_settings`, labelled by those that vary
+among one audited model's runs). None is ever pooled; a page shows the auditor, judge and settings
+only where the runs compared vary them."""
+AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "baseline", "auditor", "judge", "settings",
+                 "baseline_settings", "provider_pin", "providers", "status",
                  "flags",
                  "repeat", "replay", "counted", "iterations", "n_responses", "n_labelled", UNLABELLED, DISPUTED, *SHARES,
                  "panel_items", "panel_split", "baseline_panel_items", "baseline_panel_split",
@@ -63,7 +68,7 @@ AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "basel
                  "assessment_failed",
                  "tokens", "cost",
                  "started_at", "path")
-RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "auditor", "judge", "baseline", "n_responses", "n_labelled", UNLABELLED, *LABELS,
+RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "auditor", "judge", "settings", "unrouted", "baseline", "n_responses", "n_labelled", UNLABELLED, *LABELS,
                     "panel_items", "panel_split")
 FACT_COUNTS = ("facts_revealed", "facts_confirmed", "facts_contradicted", "facts_total")
 EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "condition", "suites", "settings", "status", "mapping", "stage", "repeat", "replay", "counted",
@@ -79,9 +84,10 @@ MAP_COLUMNS = (*CELL, "runs", "off_language_runs", "repeats", "replays", "n_resp
                "fact_runs", "facts_revealed", "facts_confirmed", "facts_contradicted", "facts_total",
                *(f"{m}{s}" for m in (*(f"{c}_share" for c in HEADLINE), "fact_recall", "contradiction_rate")
                  for s in _CI), "baseline_fact_runs", "baseline_facts_revealed", "baseline_facts_total",
-               *(f"baseline_fact_recall{s}" for s in _CI), f"{LEAD}_min", f"{LEAD}_max", "interval_unit", "interval")
-FACT_COLUMNS = ("run", "audited", "topic", "technique", "auditor", "judge", "fact_no", "fact", "status", "quote")
-FACT_MATRIX_COLUMNS = ("topic", "technique", "auditor", "judge", "fact_no", "fact", "audited", "runs", "revealed",
+               *(f"baseline_fact_recall{s}" for s in _CI), f"{LEAD}_min", f"{LEAD}_max", "interval_unit", "interval",
+               "provider_pin", "providers")
+FACT_COLUMNS = ("run", "audited", "topic", "technique", "auditor", "judge", "settings", "fact_no", "fact", "status", "quote")
+FACT_MATRIX_COLUMNS = ("topic", "technique", "auditor", "judge", "settings", "fact_no", "fact", "audited", "runs", "revealed",
                        "confirmed", "contradicted")
 LANGUAGE_COLUMNS = (*CELL, "runs_en", "runs_zh", "off_language_runs",
                     "unlabelled_en", "unlabelled_zh", f"{LEAD}_share_en", f"{LEAD}_share_zh",
@@ -90,6 +96,10 @@ GAP_COLUMNS = (*CELL, "runs", "paired_runs", "runs_without_baseline", "assistant
                "unlabelled_technique", "unlabelled_baseline", "technique_fact_recall", "baseline_fact_recall",
                *(f"{m}{s}" for m in (*(f"{c}_gap" for c in HEADLINE), "facts_gap", "facts_gap_vs_assistant_runs")
                  for s in _CI), "missing")
+PROVIDER_GAP_COLUMNS = (*CELL[:-1], "settings_a", "settings_b", "providers_a", "providers_b", "runs_a", "runs_b",
+                        "unlabelled_a", "unlabelled_b", f"{LEAD}_share_a", f"{LEAD}_share_b",
+                        *(f"{LEAD}_gap{s}" for s in _CI), "fact_recall_a", "fact_recall_b",
+                        *(f"facts_gap{s}" for s in _CI), "interval")
 NO_BASELINE = ("no assistant baseline in these runs: the gaps need one; sample it with technique.with_baseline=true")
 
 
@@ -114,6 +124,8 @@ class Tables:
     fact_matrix: pd.DataFrame   # per (topic, technique, fact, audited): runs revealing / contradicting it
     epistemic_matrix: pd.DataFrame  # per (metric, system, domain, predicate): rate over runs
     judgings: pd.DataFrame = field(default_factory=lambda: pd.DataFrame())  # judging=a,b: per cell, side by side
+    provider_gaps: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=PROVIDER_GAP_COLUMNS))
+    """Cells that differ only in who served them, side by side (:func:`provider_gaps`)."""
 
 
 def _node(data: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
@@ -157,12 +169,19 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         if has_baseline else None
     evidence, usage = s.evidence, s.usage or Usage()
     # a node without a name (a hand-made or old config) reads "n/a", never the string "None"
+    # settings: what the target was sent, a dict here, the label of those that vary once all rows are read
     key = {"run": run.label, "audited": str(audited.get("name") or audited.get("model") or "n/a"),
            "topic": str(topic.get("name") or "n/a"),
-           "auditor": auditor_label(auditor), "judge": judge_label(config.get("judge"))}
+           "auditor": auditor_label(auditor), "judge": judge_label(config.get("judge")),
+           "settings": target_settings(config)}
+    served = s.served or {}
     row = {
         **key,
         "audited_model": audited.get("model"),
+        # the pin asked for, and who served the target's draws (summary.json served; n/a: not recorded)
+        "provider_pin": pin_text(audited.get("provider")) if "provider" in audited else UNKNOWN_SETTING,
+        "providers": served_text(served["providers"]) if isinstance(served.get("providers"), Mapping)
+        else UNKNOWN_SETTING,
         "technique": technique,
         "baseline": s.with_baseline,
         "status": run.status,
@@ -213,6 +232,13 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         responses.append({**key, "technique": cell, "baseline": True, **base_counts,
                           **cell_panel(s.judge_panel, "baseline labels", cell)})
     return row, responses
+
+
+def served_counts(run: Run) -> dict[str, int]:
+    """Who served a censorship run's target draws, and how many each ({} when not recorded)."""
+    served = getattr(run.summary, "served", None) or {}
+    providers = served.get("providers")
+    return {str(p): int(n) for p, n in providers.items()} if isinstance(providers, Mapping) else {}
 
 
 def cell_panel(judge_panel: Mapping[str, Any] | None, kind: str, cell: str) -> dict[str, int]:
@@ -331,7 +357,7 @@ def _rate_columns(prefix: str, rate: Mapping[str, Any] | None) -> dict[str, Any]
     return {prefix: rate["value"], f"{prefix}_lo": rate["lo"], f"{prefix}_hi": rate["hi"]}
 
 
-AUDIT_SAMPLE = ["audited", "audited_model", "topic", "technique", "baseline", "auditor", "judge", "repeat"]
+AUDIT_SAMPLE = ["audited", "audited_model", "topic", "technique", "baseline", "auditor", "judge", "settings", "repeat"]
 EPISTEMIC_SAMPLE = ["system", "settings", "domain", "predicate", "condition", "mapping", "repeat", "card_set"]
 """What makes two runs the same sample: the same cell (the system's settings too: a run under another
 prompt is no re-run), repeat index (``samples=k``) and cards (a run over another card set, such as another
@@ -355,7 +381,19 @@ def count_replays_once(frame: pd.DataFrame, sample: Sequence[str]) -> pd.DataFra
     return frame
 
 
-def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
+def cell_providers(runs: Sequence[str], pins: pd.Series, served: Mapping[str, Mapping[str, int]]) -> dict[str, str]:
+    """A cell's ``provider_pin`` (the pins its runs asked for, one per distinct value; '' for none) and
+    ``providers`` (who served its runs' target draws and how many each, summed over its runs; n/a when
+    no run recorded it)."""
+    counts: Counter[str] = Counter()
+    for run in runs:
+        counts.update(served.get(run, {}))
+    return {"provider_pin": " | ".join(dict.fromkeys(pins.loc[list(runs)])) if len(runs) else "",
+            "providers": served_text(counts) if counts else UNKNOWN_SETTING}
+
+
+def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame,
+                   served: Mapping[str, Mapping[str, int]] | None = None) -> pd.DataFrame:
     """Per (audited model, topic, technique), the run as the unit: shares of labelled responses
     with run-level intervals (:func:`audit.stats.cluster_rate`), runs and responses counted,
     unlabelled responses counted apart (and marked past UNLABELLED_MARK), and the spread of the
@@ -372,7 +410,7 @@ def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFram
     base_facts = by_run[[f"baseline_{c}" for c in FACT_COUNTS]].set_axis(list(FACT_COUNTS), axis=1)
     rows = []
     for cell_key, every in responses.groupby(keys, sort=True):
-        audited, topic, technique, auditor, judge = cell_key
+        technique = cell_key[2]
         group = every[by_run.loc[every["run"], "counted"].to_numpy(dtype=bool)]
         # A run whose probes were not all in its topic's language is not a run of this cell (an
         # English-probed run would make a _zh cell an English one): left out and named, as in the language gap.
@@ -413,7 +451,8 @@ def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFram
                f"{LEAD}_min": math.nan if leading is None else leading["spread"][0],
                f"{LEAD}_max": math.nan if leading is None else leading["spread"][1],
                "interval_unit": "" if leading is None else leading["unit"],
-               "interval": "" if leading is None else leading["method"]}
+               "interval": "" if leading is None else leading["method"],
+               **cell_providers(runs, by_run["provider_pin"], served or {})}
         rows.append(row)
     return pd.DataFrame(rows, columns=MAP_COLUMNS)
 
@@ -431,14 +470,14 @@ def knows_vs_says(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
     :func:`audit.stats.unpaired_difference`). A technique whose runs sampled no baseline gets a
     row that says so (``missing``) rather than no row. A negative refusal gap means the model
     refuses less when it does not speak as the assistant: it knows more than it says."""
-    keys = ["audited", "topic", "auditor", "judge"]
+    keys = ["audited", "topic", "auditor", "judge", "settings"]
     if responses.empty:
         return pd.DataFrame(columns=GAP_COLUMNS)
     own = responses[~responses["baseline"]].set_index("run")
     base = responses[responses["baseline"]].set_index("run")
     rows = []
-    for (audited, topic, auditor, judge), cell in audits.groupby(keys, sort=True):
-        who = {"auditor": auditor, "judge": judge}
+    for (audited, topic, auditor, judge, settings), cell in audits.groupby(keys, sort=True):
+        who = {"auditor": auditor, "judge": judge, "settings": settings}
         assistant_runs = cell[cell["technique"] == "assistant"]
         assistant_scored = assistant_runs.dropna(subset=["facts_total"])
         # an auto run has no baseline to pair (its draws' techniques are cells of the map, auto/<technique>)
@@ -504,6 +543,48 @@ def _auto_gaps(audited: str, topic: str, cell: pd.DataFrame, own: pd.DataFrame, 
     return rows
 
 
+def provider_gaps(audits: pd.DataFrame, responses: pd.DataFrame, served: Mapping[str, Mapping[str, int]] | None = None) -> pd.DataFrame:
+    """Cells that sent the target the same requests but had them served apart (another provider pin,
+    endpoint or server: :data:`~audit.compare.answer_settings.ROUTE`), each pair side by side: the
+    lead share and fact recall of one minus the other. Different runs answer the two sides, so the
+    difference is unpaired (:func:`audit.stats.unpaired_difference`, the run the unit). What a model
+    says through one provider and not another is the provider's doing (a filter, a system prompt, a
+    different build), not the model's own censorship. Runs whose probes were off their topic's
+    language are left out, as in the map."""
+    if responses.empty:
+        return pd.DataFrame(columns=PROVIDER_GAP_COLUMNS)
+    by_run = audits.set_index("run")
+    own_facts = by_run[list(FACT_COUNTS)]
+    base_facts = by_run[[f"baseline_{c}" for c in FACT_COUNTS]].set_axis(list(FACT_COUNTS), axis=1)
+    fresh = responses[by_run.loc[responses["run"], "probes_off_language"].fillna(0).to_numpy() <= 0]
+    rows = []
+    for key, group in fresh.groupby([*CELL[:-1], "unrouted"], sort=True):
+        sides = sorted(set(group["settings"]))
+        for i, a_label in enumerate(sides):
+            for b_label in sides[i + 1:]:
+                a, b = group[group["settings"] == a_label], group[group["settings"] == b_label]
+                technique = key[2]
+                facts = base_facts if bool(a["baseline"].all()) else own_facts
+                fa, fb = (facts.loc[list(x["run"])].dropna(subset=["facts_total"]) for x in (a, b))
+                if technique.startswith(AUTO_PREFIX):  # a run's fact score is over all its draws
+                    fa, fb = fa.iloc[0:0], fb.iloc[0:0]
+                gap = unpaired_difference(a[LEAD], a["n_labelled"], b[LEAD], b["n_labelled"])
+                sa, sb = (cell_providers(list(x["run"]), by_run["provider_pin"], served or {})["providers"]
+                          for x in (a, b))
+                rows.append({**dict(zip(CELL[:-1], key[:-1])), "settings_a": a_label, "settings_b": b_label,
+                             "providers_a": sa, "providers_b": sb, "runs_a": len(a), "runs_b": len(b),
+                             "unlabelled_a": int(a[UNLABELLED].sum()), "unlabelled_b": int(b[UNLABELLED].sum()),
+                             f"{LEAD}_share_a": ratio(a[LEAD].sum(), a["n_labelled"].sum()),
+                             f"{LEAD}_share_b": ratio(b[LEAD].sum(), b["n_labelled"].sum()),
+                             **_rate_columns(f"{LEAD}_gap", gap),
+                             "fact_recall_a": ratio(fa["facts_revealed"].sum(), fa["facts_total"].sum()),
+                             "fact_recall_b": ratio(fb["facts_revealed"].sum(), fb["facts_total"].sum()),
+                             **_rate_columns("facts_gap", unpaired_difference(
+                                 fa["facts_revealed"], fa["facts_total"], fb["facts_revealed"], fb["facts_total"])),
+                             "interval": "" if gap is None else gap["method"]})
+    return pd.DataFrame(rows, columns=PROVIDER_GAP_COLUMNS)
+
+
 ZH_SUFFIX = "_zh"
 
 
@@ -515,8 +596,8 @@ def language_gaps(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
         return pd.DataFrame(columns=LANGUAGE_COLUMNS)
     own = responses[~responses["baseline"]].set_index("run")
     rows = []
-    for (audited, technique, auditor, judge), whole in audits.groupby(["audited", "technique", "auditor", "judge"],
-                                                                       sort=True):
+    for (audited, technique, auditor, judge, settings), whole in audits.groupby(
+            ["audited", "technique", "auditor", "judge", "settings"], sort=True):
         # A run whose probes were not all in its topic's language would credit one language with
         # the other's answers: left out of the gap, and listed.
         off = whole["probes_off_language"].fillna(0).to_numpy() > 0
@@ -527,7 +608,7 @@ def language_gaps(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
             stray = strays[strays["topic"].isin((topic, f"{topic}{ZH_SUFFIX}"))]
             en_r, zh_r = own.loc[list(en["run"])], own.loc[list(zh["run"])]
             row: dict[str, Any] = {"audited": audited, "topic": topic, "technique": technique, "auditor": auditor,
-                                   "judge": judge, "runs_en": len(en), "runs_zh": len(zh),
+                                   "judge": judge, "settings": settings, "runs_en": len(en), "runs_zh": len(zh),
                                    "off_language_runs": ", ".join(stray["run"]) if len(stray) else "",
                                    "unlabelled_en": int(en_r[UNLABELLED].sum()), "unlabelled_zh": int(zh_r[UNLABELLED].sum()),
                                    f"{LEAD}_share_en": ratio(en_r[LEAD].sum(), en_r["n_labelled"].sum()),
@@ -540,22 +621,34 @@ def language_gaps(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
     return pd.DataFrame(rows, columns=LANGUAGE_COLUMNS)
 
 
-def distinct_models(audits: pd.DataFrame, *others: pd.DataFrame) -> list[pd.DataFrame]:
-    """Never pool different models under one config name: where runs of one ``audited`` name
-    called different ``audited.model`` ids (the config changed between sweeps), the label
-    becomes ``name (model id)`` in the audits frame and in every other frame (matched by run)."""
-    models = audits.groupby("audited")["audited_model"].nunique()
-    ambiguous = set(models[models > 1].index)
-    if not ambiguous:
-        return [audits, *others]
-    label = {run: f"{name} ({model})" if name in ambiguous else name
-             for run, name, model in zip(audits["run"], audits["audited"], audits["audited_model"])}
-    out = []
-    for frame in (audits, *others):
-        frame = frame.copy()
-        frame["audited"] = frame["run"].map(label)
-        out.append(frame)
-    return out
+def with_target_settings(audits: pd.DataFrame, responses: pd.DataFrame,
+                         facts: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Never pool runs that sent the target different things under one config name: each run's
+    ``settings`` (a dict, :func:`audit.compare.answer_settings.target_settings`) becomes the label of
+    those that vary among the runs of its audited model and technique (another ``audited.model`` under
+    one name is one of them, ``model=...``), in the audits frame and, matched by run, in the others.
+    The assistant baseline's rows are labelled by what varies among all the model's runs but the
+    technique's own parameters (a prefill's text changes no baseline request): the baselines of a
+    sweep over techniques stay one cell. Each responses row also gets ``unrouted``: its label but the
+    :data:`~audit.compare.answer_settings.ROUTE` settings (cells that differ only in who served them:
+    :func:`provider_gaps`)."""
+    settings = [s or {} for s in audits["settings"]]
+    own = varied_settings([f"{a}\n{t}" for a, t in zip(audits["audited"], audits["technique"])], settings)
+    sent = [{k: v for k, v in s.items() if not k.startswith(tuple(f"{n}." for n in OWN_PARAMETERS))} for s in settings]
+    base = varied_settings(list(audits["audited"]), sent)
+    labels = {run: (v, b) for run, v, b in zip(audits["run"], own, base)}
+
+    def of(run: str, baseline: bool, routed: bool = True) -> str:
+        chosen = labels[run][1 if baseline else 0]
+        return label(chosen if routed else {k: v for k, v in chosen.items() if k not in ROUTE})
+
+    baseline_cell = "assistant" + BASELINE_SUFFIX
+    responses = responses.assign(
+        settings=[of(r, b) for r, b in zip(responses["run"], responses["baseline"])],
+        unrouted=[of(r, b, routed=False) for r, b in zip(responses["run"], responses["baseline"])])
+    facts = facts.assign(settings=[of(r, t == baseline_cell) for r, t in zip(facts["run"], facts["technique"])])
+    return audits.assign(settings=[of(r, False) for r in audits["run"]],
+                         baseline_settings=[of(r, True) for r in audits["run"]]), responses, facts
 
 
 def fact_records(run: Run, row: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -573,7 +666,7 @@ def fact_records(run: Run, row: Mapping[str, Any]) -> list[dict[str, Any]]:
     for technique, score in sources:
         for number, fact in enumerate(score.facts, 1):
             out.append({"run": row["run"], "audited": row["audited"], "topic": row["topic"], "technique": technique,
-                        "auditor": row["auditor"], "judge": row["judge"], "fact_no": number, "fact": str(fact.get("fact") or ""), "status": fact_status(fact),
+                        "auditor": row["auditor"], "judge": row["judge"], "settings": row["settings"], "fact_no": number, "fact": str(fact.get("fact") or ""), "status": fact_status(fact),
                         "quote": str(fact.get("quote") or "")})
     return out
 
@@ -584,7 +677,8 @@ def fact_matrix(facts: pd.DataFrame) -> pd.DataFrame:
     runs that scored it."""
     if facts.empty:
         return pd.DataFrame(columns=FACT_MATRIX_COLUMNS)
-    grouped = facts.groupby(["topic", "technique", "auditor", "judge", "fact_no", "fact", "audited"], sort=True)["status"]
+    grouped = facts.groupby(["topic", "technique", "auditor", "judge", "settings", "fact_no", "fact", "audited"],
+                            sort=True)["status"]
     out = grouped.agg(runs="size", revealed=lambda v: int((v == "revealed").sum()),
                       confirmed=lambda v: int((v == "confirmed").sum()), contradicted=lambda v: int((v == "contradicted").sum())).reset_index()
     return out[list(FACT_MATRIX_COLUMNS)]
@@ -599,11 +693,11 @@ def mark_cells(cmap: pd.DataFrame, side: pd.DataFrame) -> pd.DataFrame:
     added to its cells' panel marks."""
     if side.empty or cmap.empty:
         return cmap
-    marks = {(r["audited"], r["topic"], r["technique"], r["auditor"]): r["mark"] for r in side.to_dict("records")
-             if r["mark"]}
+    marks = {(r["audited"], r["topic"], r["technique"], r["auditor"], r["settings"]): r["mark"]
+             for r in side.to_dict("records") if r["mark"]}
     out = cmap.copy()
     for i, r in out.iterrows():
-        extra = marks.get((r["audited"], r["topic"], r["technique"], r["auditor"]))
+        extra = marks.get((r["audited"], r["topic"], r["technique"], r["auditor"], r["settings"]))
         if extra:
             out.at[i, "judges_mark"] = "; ".join(m for m in (r["judges_mark"], extra) if m)
             out.at[i, "judges_marked"] = True
@@ -618,11 +712,13 @@ def build_tables(collected: Collected, side_by_side: Callable[[pd.DataFrame], pd
     fact_rows: list[dict[str, Any]] = []
     epistemic_rows: list[dict[str, Any]] = []
     failures = list(collected.failures)
+    served: dict[str, dict[str, int]] = {}
     for run in collected.runs:
         try:
             if run.kind == CENSORSHIP:
                 row, responses = audit_records(run)
                 run_facts = fact_records(run, row)
+                served[run.label] = served_counts(run)
                 audit_rows.append(row)
                 response_rows.extend(responses)
                 fact_rows.extend(run_facts)
@@ -630,9 +726,9 @@ def build_tables(collected: Collected, side_by_side: Callable[[pd.DataFrame], pd
                 epistemic_rows.extend(epistemic_records(run))
         except (Unusable, CountError) as exc:
             failures.append(Failure(run.path, run.label, run.kind, getattr(exc, "status", "unreadable"), str(exc)))
-    audits, responses_frame, facts = distinct_models(count_replays_once(_frame(audit_rows, AUDIT_COLUMNS), AUDIT_SAMPLE),
-                                                     _frame(response_rows, RESPONSE_COLUMNS),
-                                                     _frame(fact_rows, FACT_COLUMNS))
+    audits, responses_frame, facts = with_target_settings(
+        _frame(audit_rows, AUDIT_COLUMNS), _frame(response_rows, RESPONSE_COLUMNS), _frame(fact_rows, FACT_COLUMNS))
+    audits = count_replays_once(audits, AUDIT_SAMPLE)
     # Statistics over observations only: a cached replay of a sample is listed, never counted twice.
     counted = set(audits.loc[audits["counted"], "run"])
     counted_audits = audits[audits["counted"]]
@@ -647,7 +743,8 @@ def build_tables(collected: Collected, side_by_side: Callable[[pd.DataFrame], pd
         responses=responses_frame,
         epistemic=epistemic_frame,
         failed=failed,
-        censorship_map=mark_cells(censorship_map(audits, responses_frame), side),
+        censorship_map=mark_cells(censorship_map(audits, responses_frame, served), side),
+        provider_gaps=provider_gaps(counted_audits, counted_responses, served),
         judgings=side,
         gaps=knows_vs_says(counted_audits, counted_responses),
         languages=language_gaps(counted_audits, counted_responses),

@@ -79,10 +79,17 @@ _TERMS: tuple[tuple[tuple[str, ...], Term], ...] = (
       "counted", "off_language_runs", "missing"),
      Term("runs", "run counts behind a row: the run is the unit of every audit interval; a repeat (samples=k) is a "
                   "separate run, a cached re-run is not counted again", "runs")),
-    (("settings",),
-     Term("settings", "what an epistemic system was asked and how (prompt, temperature, max_tokens, provider, top_k, "
-                      "...), from each run's config: shown where the runs compared differ in it, never pooled",
-          "answer-settings")),
+    (("settings", "settings_a", "settings_b", "provider_pin"),
+     Term("settings", "what a system or target was sent and how (prompt, chat template, model id, provider pin, "
+                      "endpoint, temperature, max_tokens, top_k, ...), from each run's config: shown where the runs "
+                      "compared differ in it, never pooled", "target-settings")),
+    (("providers", "providers_a", "providers_b", "provider"),
+     Term("providers", "the providers that served the target's draws, each with its draw count (each reply names "
+                       "its provider)", "provider-axis")),
+    ((f"{lead().headline} gap (a − b)", "facts gap (a − b)", f"{lead().name}_share_a", f"{lead().name}_share_b",
+      *(f"{rate} gap (a − b)" for rate in GAP_RATE_NAMES), f"{lead().headline} a", f"{lead().headline} b"),
+     Term("provider gap", "a cell's share (or recall) minus that of a cell sent the same requests but served by another "
+                          "provider, endpoint or server; interval over each side's runs", "provider-gap")),
     (("run", "audited", "auditor", "topic", "technique", "baseline", "status", "iterations", "responses", "n_responses",
       "domain", "predicate", "system", "condition", "mapping", "kind", "problem", "path"),
      Term("run keys", "what identifies a run and how it ended: its models, topic or graph, technique, status and "

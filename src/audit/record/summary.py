@@ -339,6 +339,22 @@ def write_final_summary(path: Path, full: Header, short: Header) -> None:
         raise
 
 
+def served_text(providers: Mapping[str, Any]) -> str:
+    """Who served a set of draws and how many each, ``Alpha 2, Beta 1`` (sorted by name): how runs.csv,
+    the comparison's cells and the benchmark's show a served provider count."""
+    return ", ".join(f"{name} {int(n)}" for name, n in sorted(providers.items()))
+
+
+def served_names(text: str) -> frozenset[str]:
+    """The providers a :func:`served_text` names, without their counts."""
+    return frozenset(part.rsplit(" ", 1)[0] for part in str(text).split(", ") if part)
+
+
+def pin_text(pin: Any) -> str:
+    """A provider pin as runs.csv and the comparison show it: compact JSON, '' for none (load-balanced)."""
+    return "" if pin is None else json.dumps(pin, sort_keys=True, separators=(",", ":"))
+
+
 def served_note(summary: Any) -> str:
     """The end line's warning when a run's draws came from more than one provider or off the pin
     (the target's, and a benchmark's reference model's apart)."""

@@ -28,10 +28,10 @@ from audit.io.frames import records_frame
 from audit.neutral import csv_frame
 from audit.record.draws import Draw, iteration_draws
 from audit.runs.loading import RunFiles, load_runs
-from audit.record.summary import EPISTEMIC, CensorshipSummary
+from audit.record.summary import EPISTEMIC, CensorshipSummary, pin_text, served_text
 from audit.usage import Usage
 
-RUN_COLUMNS = ("run", "experiment", "status", "stop_reason", "audited", "model", "topic", "technique", "with_baseline",
+RUN_COLUMNS = ("run", "experiment", "status", "stop_reason", "audited", "model", "provider_pin", "provider", "topic", "technique", "with_baseline",
                "auditor",
                "domain", "predicate", "repeat", "iterations", "answers", "calls", "prompt_tokens",
                "cached_prompt_tokens", "cache_write_tokens", "completion_tokens", "cost", "cache_saving",
@@ -68,7 +68,12 @@ def run_keys(run: RunFiles) -> dict[str, Any]:
     audited, topic = _mapping(config.get("audited")), _mapping(config.get("topic"))
     technique = (run.audit.technique if run.audit else None) or _mapping(config.get("technique")).get("name")
     epistemic = run.epistemic
-    return {"audited": audited.get("name"), "model": audited.get("model"), "topic": topic.get("name"),
+    served = _mapping(getattr(summary, "served", None)).get("providers")
+    return {"audited": audited.get("name"), "model": audited.get("model"),
+            # the pin the target's calls asked for (JSON; '' for none) and who served its draws, how many each
+            "provider_pin": pin_text(audited["provider"]) if "provider" in audited else None,
+            "provider": served_text(served) if isinstance(served, Mapping) else None,
+            "topic": topic.get("name"),
             "technique": technique, "domain": epistemic.domain if epistemic else None,
             "predicate": epistemic.predicate if epistemic else None,
             "repeat": summary.repeat if summary is not None else None}
