@@ -36,7 +36,7 @@ from tests import entrypoints
 HYPERLINK = '=HYPERLINK("http://x")'
 ESCAPES = "\x1b]0;pwned\x07\x1b[2J\x1b[31mred\x1b[0m"
 HOSTILE = [HYPERLINK, f"{HYPERLINK} {ESCAPES}", "+1+cmd", "-2+3", "@SUM(A1)", "\t=1", "\r=1", " =1", "\n=1",
-           "\u200b=1", "\ufeff\u200d@x", "＝1+1", "\u00a0-1+1", f"{ESCAPES}=1", "\u202e=1"]
+           "\u200b=1", "\ufeff\u200d@x", "\u200b" * 100 + "=1", "＝1+1", "\u00a0-1+1", f"{ESCAPES}=1", "\u202e=1"]
 """A cell a spreadsheet would evaluate: each formula start, after white space, invisible characters or as a
 fullwidth look-alike, and terminal escapes (which alone would have the terminal obey them on ``cat``)."""
 

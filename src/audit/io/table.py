@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from audit.io.atomic import write_text
-from audit.neutral import visible
+from audit.neutral import invisible, visible
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,10 +43,20 @@ def csv_cell(value: Any) -> Any:
     if not isinstance(value, str):
         return value
     text = _BARE_CR.sub("\n", _CONTROL.sub(lambda m: f"[U+{ord(m.group()):04X}]", value))
-    start = visible(text[:64]).lstrip(" \n\u3000")
-    if start.startswith(FORMULA_STARTS) and not _NUMBER.fullmatch(text):
-        return "'" + text
-    return text
+    return "'" + text if _formula(text) and not _NUMBER.fullmatch(text) else text
+
+
+def _formula(text: str) -> bool:
+    """Whether a spreadsheet reads ``text`` as a formula: its first character that is neither white space
+    nor invisible, as :func:`audit.neutral.visible` reads it, starts one (or a tab or carriage return
+    stands before it)."""
+    hidden = invisible()
+    for ch in text:
+        if ch in "\t\r":
+            return True
+        if not ch.isspace() and ord(ch) not in hidden:
+            return visible(ch).startswith(FORMULA_STARTS)
+    return False
 
 
 def csv_text(frame: pd.DataFrame) -> str:
