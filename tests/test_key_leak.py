@@ -2,9 +2,11 @@
 and no prompt, on every path an error text takes (auditor, judge, epistemic answers).
 
 The loopback server quotes the key back in each encoding of ``KEY_ENCODINGS`` (JSON escapes, URL
-encoding, HTML entities, base64 of ``Bearer <key>``, split across lines). The check does not trust
-the redactor: it decodes every file and every stream itself (JSON escapes, URL encoding, HTML
-entities, base64 at every alignment, whitespace removed) and looks for the key in each view.
+encoding, HTML entities, base64 of ``Bearer <key>``, split across lines, a ``0x`` list, base32, octal
+and ``\\u{...}`` escapes, UTF-16 hex, gzip in base64). The check does not trust the redactor: it
+decodes every file and every stream itself (JSON, octal and braced escapes, URL encoding, HTML
+entities, base64 and base32 at every alignment, hex with or without ``0x`` and separators, as UTF-8
+or UTF-16, gzip and zlib inflated, whitespace removed) and looks for the key in each view.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import html
+import zlib
 import itertools
 import os
 import re
@@ -33,6 +36,9 @@ from tests.timing import scaled
 
 _JSON_ESCAPE = re.compile(r"\\+u([0-9a-fA-F]{4})")
 _X_ESCAPE = re.compile(r"\\+x([0-9a-fA-F]{2})")
+_OCTAL_ESCAPE = re.compile(r"\\+([0-7]{3})")
+_BRACED_ESCAPE = re.compile(r"\\+u\{([0-9a-fA-F]{1,6})\}")
+_BASE32 = re.compile(r"[A-Z2-7]{16,}=*")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{8,}={0,2}")
 _HEX = re.compile(r"(?:[0-9a-fA-F]{2}){8,}")
 PIECE = 10
@@ -50,26 +56,43 @@ def _views(text: str) -> Iterator[str]:
     from urllib.parse import unquote
     decoders = (lambda t: _JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), t), unquote, html.unescape,
                 lambda t: re.sub(r"\s+|\\+[nrt]", "", t),
-                lambda t: _X_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), t), _visible)
+                lambda t: _X_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), t), _visible,
+                lambda t: _OCTAL_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), t),
+                lambda t: _BRACED_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), t))
     for first, second in itertools.product((lambda t: t, *decoders), repeat=2):
         view = second(first(text))
         yield view
         yield view[::-1]
 
 
-def _base64_payloads(text: str) -> Iterator[bytes]:
-    for token in _BASE64.findall(re.sub(r"\s+|\\+[nrt]", "", text)):
-        for start in range(4):
-            chunk = token[start:]
-            chunk = chunk[: len(chunk) - len(chunk) % 4]
-            try:
-                yield base64.b64decode(chunk)
-            except (binascii.Error, ValueError):
-                continue
-    for token in _HEX.findall(text):
+def _encoded_payloads(text: str) -> Iterator[bytes]:
+    """Bytes written as base64, base32 (each at every alignment) or hex (also a ``0x`` list)."""
+    flat = re.sub(r"\s+|\\+[nrt]", "", text)
+    for pattern, width, decode in ((_BASE64, 4, base64.b64decode), (_BASE32, 8, base64.b32decode)):
+        for token in pattern.findall(flat):
+            token = token.rstrip("=")
+            for start in range(width):
+                chunk = token[start:]
+                for attempt in (chunk + "=" * (-len(chunk) % width), chunk[: len(chunk) - len(chunk) % width]):
+                    try:
+                        yield decode(attempt)
+                        break
+                    except (binascii.Error, ValueError):
+                        continue
+    for token in _HEX.findall(text) + _HEX.findall(re.sub(r"0x|[,;:]", "", flat)):
         for start in range(2):
             chunk = token[start:]
             yield bytes.fromhex(chunk[: len(chunk) - len(chunk) % 2])
+
+
+def _base64_payloads(text: str) -> Iterator[bytes]:
+    """:func:`_encoded_payloads`, and what each holds once inflated when it is gzip or zlib data."""
+    for payload in _encoded_payloads(text):
+        yield payload
+        try:
+            yield zlib.decompressobj(wbits=47).decompress(payload, 1 << 20)
+        except zlib.error:
+            continue
 
 
 def _pieces(key: str) -> list[str]:
@@ -80,8 +103,9 @@ def _pieces(key: str) -> list[str]:
 def leaks(text: str, key: str = REAL_SHAPED_KEY) -> bool:
     """Whether ``key`` (or a piece of it) can be read out of ``text`` by any decoding a reader might apply."""
     pieces = _pieces(key)
+    forms = [key.encode(encoding) for encoding in ("utf-8", "utf-16-be", "utf-16-le")]
     return (any(piece in view for view in _views(text) for piece in pieces)
-            or any(key.encode() in payload for payload in _base64_payloads(text)))
+            or any(form in payload for payload in _base64_payloads(text) for form in forms))
 
 
 @pytest.mark.parametrize("encoding, key", [(e, REAL_SHAPED_KEY) for e in KEY_ENCODINGS]
@@ -132,7 +156,7 @@ def test_answers_echoing_the_key_in_every_encoding_reach_no_file(tmp_path, fake_
     case is forked warm: the cold start is the first case's)."""
     echo = _cycle()
     fake_openrouter.handler = echo
-    proc = _run("audit.epistemic", tmp_path, fake_openrouter, "system=raw_llm", "cards.num_per_type=2",
+    proc = _run("audit.epistemic", tmp_path, fake_openrouter, "system=raw_llm", "cards.num_per_type=3",
                 "gateway.max_retries=0", "gateway.cache.enabled=false", f"workers={workers}", cold=workers == 1)
     assert "mostly_errors" in proc.stderr and ("calls made by 2 worker" in proc.stdout) == (workers == 2), proc.stderr
     assert len(fake_openrouter.requests) >= len(KEY_ENCODINGS)  # every encoding was sent at least once

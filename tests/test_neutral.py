@@ -1,30 +1,18 @@
-"""Model and server text neutralised where it lands: CSV cells, terminal lines, a set of outputs."""
+"""Model and server text neutralised where it lands: terminal lines, a set of outputs (CSV cells:
+``tests/io/test_table.py``)."""
 
 from __future__ import annotations
 
 import os
 import sys
 
-import pandas as pd
 import pytest
 
 from audit.io.atomic import write_texts
-from audit.neutral import csv_cell, csv_frame, terminal_text
+from audit.neutral import terminal_text
 from audit.testing.replies import error_reply
 from audit.testing.scripted_audit import AUDITOR_MODEL
 from tests import entrypoints
-
-
-@pytest.mark.parametrize("text", ["=HYPERLINK(\"http://x\",\"y\")", "+1+cmd", "-2+3", "@SUM(A1)", "\t=1", "\r=1"])
-def test_a_cell_a_spreadsheet_would_evaluate_is_shown_as_text(text):
-    assert csv_cell(text) == "'" + text
-
-
-def test_ordinary_cells_and_numbers_are_left_alone():
-    assert csv_cell("Tank Man") == "Tank Man" and csv_cell(-0.5) == -0.5 and csv_cell(None) is None
-    frame = pd.DataFrame({"fact": ["=HYPERLINK(1)", "ok"], "share": [-0.25, 0.5]})
-    out = csv_frame(frame).to_csv(index=False)
-    assert "'=HYPERLINK(1)" in out and "-0.25" in out and "'-0.25" not in out
 
 
 def test_escape_sequences_and_controls_are_removed_from_terminal_text():

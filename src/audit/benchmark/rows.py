@@ -28,6 +28,7 @@ from audit.benchmark.draws import FAILED, BenchmarkDraw
 from audit.benchmark.questions import Question, QuestionSet
 from audit.io.atomic import atomic_open
 from audit.io.frames import records_frame
+from audit.io.table import write_csv
 from audit.judging.panel import judge_label
 from audit.response_labels import lead
 
@@ -201,7 +202,8 @@ def format_category_table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def write_tables(run_dir: Path, questions: QuestionSet, draws: Sequence[BenchmarkDraw], judge: str) -> list[Path]:
-    """``responses.csv`` and ``facts.csv`` (and ``.parquet`` twins when pyarrow is installed), atomically."""
+    """``responses.csv`` and ``facts.csv`` (and ``.parquet`` twins when pyarrow is installed), atomically; the
+    CSVs through the one table writer (model text in a cell is never a live formula), Parquet as written."""
     responses, facts = frames(run_dir.name, questions, draws, judge)
     return write_frames(run_dir, {"responses": responses, "facts": facts})
 
@@ -210,10 +212,7 @@ def write_frames(run_dir: Path, tables: Mapping[str, pd.DataFrame]) -> list[Path
     """Each table as ``<name>.csv`` (and ``.parquet`` when pyarrow is installed), atomically."""
     written = []
     for name, frame in tables.items():
-        path = run_dir / f"{name}.csv"
-        with atomic_open(path, "w") as handle:
-            frame.to_csv(handle, index=False)
-        written.append(path)
+        written.append(write_csv(run_dir / f"{name}.csv", frame))
         if importlib.util.find_spec("pyarrow") is not None:
             parquet = run_dir / f"{name}.parquet"
             with atomic_open(parquet, "wb") as handle:

@@ -16,7 +16,7 @@ from audit.compare.report import relative_paths, render_html, summary_text
 from audit.compare.tables import Tables, build_tables
 from audit.errors import UserError
 from audit.io.atomic import write_texts
-from audit.neutral import csv_frame
+from audit.io.table import csv_text
 from audit.runs.tables import RunTables, build_run_tables, table_files
 
 
@@ -47,8 +47,8 @@ def compare(dirs: Sequence[Path], out: Path | None = None, judging: str | None =
             "provider_gap.csv": tables.provider_gaps,
             "facts.csv": tables.facts, "epistemic_matrix.csv": tables.epistemic_matrix, "epistemic.csv": tables.epistemic,
             **({"judgings.csv": tables.judgings} if len(names) == 2 else {})}
-    # Model text reaches these cells (facts, hypotheses): no cell may run as a spreadsheet formula.
-    texts = {target / name: csv_frame(relative_paths(frame, target)).to_csv(index=False) for name, frame in csvs.items()}
+    # Model text reaches these cells (facts, hypotheses): written by the one table writer.
+    texts = {target / name: csv_text(relative_paths(frame, target)) for name, frame in csvs.items()}
     rows = build_run_tables(collected.loaded)
     rows = RunTables(*(relative_paths(frame, target) for frame in (rows.runs, rows.responses, rows.answers)))
     per_row = {target / name: content for name, content in table_files(rows).items()}

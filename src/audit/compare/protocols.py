@@ -21,6 +21,7 @@ from audit.benchmark.tables import run_draws
 from audit.benchmark.testbed_judging import THIS_TOOL
 from audit.benchmark.testbed_scores import ALL, TABLE_KEYS, responses_frame, testbed_table
 from audit.compare.collect import Run
+from audit.io.table import csv_text
 from audit.response_labels import lead
 
 LEAD = lead().metric
@@ -94,5 +95,5 @@ def notes_frame() -> pd.DataFrame:
 
 def protocol_files(table: pd.DataFrame, target: Path) -> dict[Path, str | bytes]:
     """``benchmark_protocols.csv`` (the side-by-side table) and ``benchmark_protocol_notes.csv``."""
-    return {target / "benchmark_protocols.csv": table.to_csv(index=False),
-            target / "benchmark_protocol_notes.csv": notes_frame().to_csv(index=False)}
+    return {target / "benchmark_protocols.csv": csv_text(table),  # category names come from question files
+            target / "benchmark_protocol_notes.csv": csv_text(notes_frame())}

@@ -14,6 +14,7 @@ import pandas as pd
 
 from audit.counted import counted
 from audit.io.atomic import write_json, write_text
+from audit.io.table import write_csv
 from audit.judge_check.labels import Labelled
 from audit.pages import environment
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
@@ -133,14 +134,14 @@ def write_outputs(out: Path, labels: Path, judge: Mapping[str, Any], rows: Seque
         {k: judge.get(k) for k in ("model", "endpoint", "temperature", "max_tokens", "structured_output")}
     lines = [*summary_lines(metrics, judge), *member_lines(metrics.get("members") or {}),
              *(fact_lines(facts) if facts else [])]
-    write_text(out / "judge_check.csv", per_label_table(metrics).to_csv(index=False))
+    write_csv(out / "judge_check.csv", per_label_table(metrics))
     items = item_records(rows, results)
-    write_text(out / "judge_check_items.csv", pd.DataFrame.from_records(items).to_csv(index=False))
+    write_csv(out / "judge_check_items.csv", pd.DataFrame.from_records(items))
     written = list(OUTPUTS)
     if facts:
-        write_text(out / "judge_check_facts.csv", per_label_table(facts).to_csv(index=False))
-        write_text(out / "judge_check_fact_items.csv", pd.DataFrame.from_records(
-            [{k: v for k, v in i.items() if k != "cluster"} for i in fact_items]).to_csv(index=False))
+        write_csv(out / "judge_check_facts.csv", per_label_table(facts))
+        write_csv(out / "judge_check_fact_items.csv", pd.DataFrame.from_records(
+            [{k: v for k, v in i.items() if k != "cluster"} for i in fact_items]))
         written += ["judge_check_facts.csv", "judge_check_fact_items.csv"]
     write_json(out / "judge_check.json", {"labels": str(labels), "judge": settings, **_json_safe(metrics),
                                           "items": items,

@@ -39,7 +39,8 @@ from omegaconf import DictConfig, OmegaConf
 from audit.censorship.conversations import Tree, answered, saved_draws
 from audit.judging.judge import fact_scores, label_counts
 from audit.errors import UserError
-from audit.io.atomic import read_json, write_json, write_text
+from audit.io.atomic import read_json, write_json
+from audit.io.table import write_csv
 from audit.io.journal import Journal, read_records
 from audit.io.names import path_component
 from audit.judge_check.check import checked_panel
@@ -200,8 +201,8 @@ def write_agreement(folder: Path, scope: str, labelled: Sequence[tuple[str, Pair
 
     rows, cells = agreement_rows(scope, labelled, resamples=int(cfg.resamples), seed=int(cfg.seed))
     folder.mkdir(parents=True, exist_ok=True)
-    write_text(folder / AGREEMENT, pd.DataFrame(rows).to_csv(index=False))
-    write_text(folder / CONFUSION, pd.DataFrame(cells).to_csv(index=False))
+    write_csv(folder / AGREEMENT, pd.DataFrame(rows))
+    write_csv(folder / CONFUSION, pd.DataFrame(cells))
     return [agreement_line(row) for row in rows]
 
 

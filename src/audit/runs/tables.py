@@ -25,7 +25,7 @@ import pandas as pd
 from audit.quotes import occurs
 from audit.errors import UserError
 from audit.io.frames import records_frame
-from audit.neutral import csv_frame
+from audit.io.table import csv_text
 from audit.record.draws import Draw, iteration_draws
 from audit.runs.loading import RunFiles, load_runs
 from audit.record.summary import EPISTEMIC, CensorshipSummary, pin_text, served_text
@@ -216,8 +216,7 @@ def table_files(tables: Any, prefix: str = "") -> dict[str, str | bytes]:
     parquet = importlib.util.find_spec("pyarrow") is not None
     for f in fields(tables):
         frame: pd.DataFrame = getattr(tables, f.name)
-        # model text (responses, quotes) fills these cells: none may run as a spreadsheet formula
-        files[f"{prefix}{f.name}.csv"] = csv_frame(frame).to_csv(index=False)
+        files[f"{prefix}{f.name}.csv"] = csv_text(frame)  # model text fills these cells: the one table writer
         if parquet:
             files[f"{prefix}{f.name}.parquet"] = frame.to_parquet(index=False)
     return files

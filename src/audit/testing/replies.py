@@ -13,6 +13,7 @@ Defaults a test can assert on: ``prompt_tokens``/``completion_tokens`` are
 from __future__ import annotations
 
 import base64
+import gzip
 import itertools
 import json
 import random
@@ -349,11 +350,19 @@ KEY_ENCODINGS: dict[str, Callable[[str], str]] = {
     "fullwidth": lambda key: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in key),
     "reversed": lambda key: key[::-1],
     "half_masked": lambda key: "*" * (len(key) // 2) + key[len(key) // 2:],
+    "hex_0x_list": lambda key: ", ".join(f"0x{b:02x}" for b in key.encode()),
+    "base32": lambda key: base64.b32encode(key.encode()).decode(),
+    "octal_escapes": lambda key: "".join(f"\\\\{b:03o}" for b in key.encode()),
+    "unicode_braces": lambda key: "".join(f"\\\\u{{{ord(c):x}}}" for c in key),
+    "utf16_hex": lambda key: key.encode("utf-16-be").hex(),
+    "gzip_base64": lambda key: base64.b64encode(gzip.compress(key.encode(), mtime=0)).decode(),
 }
 """How a hostile or careless server can echo the key, as it appears inside a JSON string in the
 raw body (``\\u002d`` is JSON's escape for ``-``; ``\\n`` a line break once decoded; ``\\\\x74``
-reads ``\\x74`` once decoded). ``half_masked`` is what is left when a proxy (or litellm) stars out
-the first half: the rest of a real key is still a secret."""
+reads ``\\x74`` once decoded; ``\\\\164`` and ``\\\\u{74}`` read as an octal and a braced escape).
+``half_masked`` is what is left when a proxy (or litellm) stars out the first half: the rest of a real
+key is still a secret. The last six (a ``0x`` list, base32, octal and ``\\u{...}`` escapes, UTF-16 hex,
+gzip in base64) are issue 39's: each gives the key back in one standard decoding step."""
 REAL_SHAPED_KEY = "sk-or-v1-" + "0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4a5b6c7d8e9f0a1b"
 """A key of OpenRouter's shape (``sk-or-v1-`` and 64 hex digits), for the echo tests: a piece of it
 is as secret as the whole."""
