@@ -7,6 +7,7 @@ outside byte-identical (a run dir received from someone else with ``draws.jsonl 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -61,10 +62,19 @@ CASES = [("benchmark", "draws.jsonl"), ("benchmark", "usage.jsonl"), ("benchmark
          ("epistemic", "results.jsonl"), ("epistemic", "summary.json")]
 
 
+HANDLERS = {"benchmark": BenchmarkScript().handler, "censorship": Script(stop_at_turn=2).handler,
+            "epistemic": Script().handler}
+
+
 @pytest.mark.parametrize("experiment, name", CASES, ids=[f"{e}-{n}" for e, n in CASES])
-def test_a_resume_through_a_link_out_writes_nothing_there(tmp_path, runs, experiment, name):
+def test_a_resume_through_a_link_out_writes_nothing_there(tmp_path, runs, fake_openrouter, experiment, name):
+    """The run is made unfinished (its summary says ``started``, as a killed run's does), so a resume has work to do:
+    a journal linked to the user's file holds no record of it, so every record would be appended there."""
     run_dir = tmp_path / "run"
     shutil.copytree(runs[experiment], run_dir, symlinks=True)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    (run_dir / "summary.json").write_text(json.dumps({**summary, "status": "started"}))
+    fake_openrouter.handler = HANDLERS[experiment]
     outside = tmp_path / "home"
     outside.mkdir()
     link = run_dir / name
@@ -77,7 +87,7 @@ def test_a_resume_through_a_link_out_writes_nothing_there(tmp_path, runs, experi
         link.unlink(missing_ok=True)
         link.symlink_to(outside / "bashrc")
     before = {p: p.read_bytes() for p in outside.rglob("*") if p.is_file()}
-    proc = launch(tmp_path, MODULES[experiment], f"resume={run_dir}")
+    proc = launch(tmp_path, MODULES[experiment], f"resume={run_dir}", server=fake_openrouter)
     assert proc.returncode != 0
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and str(link) in lines[0] and "link" in lines[0], proc.stderr
