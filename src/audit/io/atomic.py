@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import IO, Any
 
-from audit.io import confine, safe_read
+from audit.io import confine, safe_read, walk
 
 
 _TMP_SUFFIX = ".tmp"
@@ -125,7 +125,7 @@ def remove_partial_writes(directory: str | os.PathLike[str]) -> list[Path]:
     the target itself is intact, so a resumed run removes these leftovers before it
     continues. Returns what was removed.
     """
-    leftovers = [p for p in Path(directory).rglob(f".*{_TMP_SUFFIX}") if p.is_file()]
+    leftovers = [p for p in walk.files(directory, hidden=True) if p.name.startswith(".") and p.name.endswith(_TMP_SUFFIX)]
     for leftover in leftovers:
         leftover.unlink(missing_ok=True)
     return leftovers

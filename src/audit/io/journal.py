@@ -82,11 +82,14 @@ def _ends_a_line(path: Path) -> bool:
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
-    """The records in a journal (none if it does not exist); a line cut short by a kill is skipped."""
-    if not Path(path).exists():
+    """The records in a journal (none if it does not exist, or no longer: a reader may race a run dir's
+    removal); a line cut short by a kill is skipped."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
         return []
     records = []
-    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in text.splitlines():
         try:
             data = parse_json(line, path)
         except ValueError:  # a cut line, or one nested too deep to read: skipped alike

@@ -20,7 +20,7 @@ from typing import IO
 from omegaconf import DictConfig
 
 from audit.errors import UserError
-from audit.io import confine
+from audit.io import confine, walk
 from audit.io.atomic import new_directory, read_json, remove_partial_writes
 from audit.io.lock import LOCK_NAME, hold_lock
 from audit.io.names import path_component
@@ -167,4 +167,4 @@ class RunDir:
 
 def _saved_files(path: Path) -> list[Path]:
     """Files a run has written, leaving out the lock and the temporary files of cut writes."""
-    return [p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")]
+    return [p for p in walk.files(path, hidden=True) if not p.name.startswith(".")]

@@ -170,5 +170,7 @@ def load_runs(dirs: Sequence[Path]) -> list[RunFiles]:
             resolved = directory.resolve()
             if resolved not in seen:
                 seen.add(resolved)
-                runs.append(RunFiles(load_run(resolved), str(resolved.relative_to(base))))
+                record = load_run(resolved)
+                if resolved.is_dir():  # not removed while it was read
+                    runs.append(RunFiles(record, str(resolved.relative_to(base))))
     return runs
