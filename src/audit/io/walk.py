@@ -29,3 +29,11 @@ def files(root: str | os.PathLike[str], *, hidden: bool = False) -> Iterator[Pat
     for folder, names in folders(root, hidden=hidden):
         for name in sorted(names):
             yield folder / name
+
+
+def names(folder: str | os.PathLike[str]) -> list[str]:
+    """The names in one folder, sorted; none when it does not exist (or no longer: removed as it was read)."""
+    try:
+        return sorted(os.listdir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return []

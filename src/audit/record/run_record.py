@@ -98,7 +98,7 @@ def on_disk(directory: Path, experiment: str, summary: CensorshipSummary | Epist
     """What an unfinished run holds, counted from its files (its summary may predate them)."""
     if experiment == CENSORSHIP:
         responses = directory / _CENSORSHIP_DIRS[1]
-        done = sum(1 for _ in responses.glob("*.json")) if responses.is_dir() else 0
+        done = sum(1 for name in walk.names(responses) if name.endswith(".json"))
         return f"{done} iteration(s) on disk"
     if experiment == EPISTEMIC:
         answers = len(read_records(directory / "answers.jsonl"))
