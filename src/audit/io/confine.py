@@ -4,8 +4,8 @@ A run dir may come from someone else (shared with its results, unpacked from an 
 symbolic link inside it is data like any other byte of it: ``draws.jsonl -> ~/.bashrc`` made a
 resume append its records to the user's shell profile, and ``.lock -> <any file>`` made the lock
 truncate that file. So a process that writes a run dir (it holds the dir's lock, or rescores into
-it) registers the dir here, and every writer of :mod:`audit.io` (journals, atomic writes, the lock)
-asks :func:`check` first: a path lexically inside a registered dir must also *resolve* inside it,
+it) registers the dir here, and every writer of :mod:`audit.io` (journals, atomic writes, the in-place
+summary) asks :func:`check` first (the lock file is opened without following a link at all): a path lexically inside a registered dir must also *resolve* inside it,
 else :class:`LinkOut`, one line naming the file and the fix. A resume also walks the whole dir with
 :func:`refuse_links_out` before it writes anything, so a received run dir is refused as a whole
 rather than at its first write.
