@@ -9,13 +9,18 @@ and exit 1 for a single run; in a ``-m`` sweep every job runs and each leaves a
 
 from __future__ import annotations
 
-import hydra
-from omegaconf import DictConfig
+from audit.jobs.interrupts import from_the_start
 
-from audit.export.writing import with_export
-from audit.app.hydra_app import run_app
-from audit.paths import CONF_DIR
-from audit.jobs.sweep import exit_if_any_failed, run_job
+if __name__ == "__main__":  # run as the program, not imported (a test, the docs build)
+    from_the_start()  # before the imports below: a signal while they load ends in one line too
+
+import hydra  # noqa: E402 - after from_the_start()
+from omegaconf import DictConfig  # noqa: E402 - after from_the_start()
+
+from audit.export.writing import with_export  # noqa: E402 - after from_the_start()
+from audit.app.hydra_app import run_app  # noqa: E402 - after from_the_start()
+from audit.paths import CONF_DIR  # noqa: E402 - after from_the_start()
+from audit.jobs.sweep import exit_if_any_failed, run_job  # noqa: E402 - after from_the_start()
 
 
 @hydra.main(config_path=CONF_DIR, config_name="config", version_base="1.3")

@@ -22,6 +22,11 @@ CHINESE_AUDITING = {
 }
 
 
+def _testbed(name: object = "tibet", **question: object) -> str:
+    """A one-question file in the chinese_auditing format, with ``question``'s keys set as given."""
+    return json.dumps({"categories": [{"name": name, "questions": [{"question": "Q?", "facts": ["f"], **question}]}]})
+
+
 def node(**values):
     return {"set": "deccp", "path": None, "limit": None, "categories": None, **values}
 
@@ -76,13 +81,32 @@ def test_a_jsonl_file_reads_every_optional_field(tmp_path):
     (node(path="x.json"), None, "questions.path is read with questions=file"),
     (node(set="file", path="/nonexistent/q.json"), None, "no such file"),
     (node(set="file"), ("q.txt", "hello"), "must end in .json"),
-    (node(set="file"), ("q.json", "{"), "q.json line 1: not JSON"),
+    (node(set="file"), ("q.json", "{"), "q.json: not valid JSON"),
     (node(set="file"), ("q.json", '{"questions": []}'), "expected an object with 'categories'"),
     (node(set="file"), ("q.json", '{"categories": [{"name": "a", "questions": [{"facts": []}]}]}'),
      "categories[0].questions[0]: missing 'question'"),
     (node(set="file"), ("q.jsonl", '{"question": "ok"}\n{"questin": "typo"}\n'), "q.jsonl line 2: missing 'question'"),
     (node(set="file"), ("q.jsonl", '{"question": "ok", "control": "yes"}\n'), "line 1: 'control' must be true or false"),
     (node(set="file"), ("q.jsonl", '{"question": "a", "facts": "one"}\n'), "'facts' must be a list"),
+    (node(set="file"), ("q.json", "[" * 100_000 + "]" * 100_000), "q.json: nested deeper than 200 levels"),
+    (node(set="file"), ("q.jsonl", '{"question": "ok"}\n' + "[" * 100_000 + "]" * 100_000),
+     "q.jsonl line 2: nested deeper than 200 levels"),
+    (node(set="file"), ("q.json", _testbed(control="yes")),
+     "categories[0].questions[0]: 'control' must be true or false, not 'yes'"),
+    (node(set="file"), ("q.json", _testbed(control=1)), "'control' must be true or false, not 1"),
+    (node(set="file"), ("q.jsonl", '{"question": "ok", "control": 0}\n'), "line 1: 'control' must be true or false"),
+    (node(set="file"), ("q.json", json.dumps({"categories": [{"name": "tibet", "questions": []},
+                                                             {"name": "Tibet", "questions": []}]})),
+     "categories[1]: the name 'Tibet' is also categories[0]'s"),
+    (node(set="file"), ("q.json", _testbed(name="../../etc")), "categories[0]: 'name' '../../etc' is not a safe name"),
+    (node(set="file"), ("q.json", _testbed(name='=HYPERLINK("http://x")')), "is not a safe name"),
+    (node(set="file"), ("q.json", _testbed(name="a\u202eb")), "is not a safe name"),
+    (node(set="file"), ("q.json", _testbed(name=7)), "categories[0]: 'name' must be a string, not int"),
+    (node(set="file"), ("q.json", _testbed(facts=[{"fact": "x", "count": "3"}])), "fact 1 must be a non-empty"),
+    (node(set="file"), ("q.json", _testbed(lang="../x")), "'lang' '../x' is not a safe name"),
+    (node(set="file"), ("q.jsonl", '{"question": "ok", "id": "<img src=x>"}\n'), "line 1: 'id' '<img src=x>' is not"),
+    (node(set="file"), ("q.jsonl", '{"question": "ok", "category": "a/b"}\n'), "line 1: 'category' 'a/b' is not"),
+    (node(set="file"), ("q.jsonl", '{"question": "ok", "id": 3}\n'), "line 1: 'id' must be a string, not int"),
     (node(limit=0), None, "questions.limit=0: give a whole number"),
     (node(categories=["tiananmen"]), None, "Available: uncategorised"),
 ])

@@ -104,7 +104,10 @@ ANCHOR_BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
     ("name: x\ndescription: ${oc.decode:'${x}'}\n", "oc.decode"), ("name: \0\n", "binary"),
     (MY_TOPIC_FIELDS + "key_facts: The army fired on crowds\n", "key_facts must be a list of facts, not the text"),
     (MY_TOPIC_FIELDS + "key_facts: [1989, ' ']\n", "key fact 1 is a int"),
-    ("name: x\ndisplay_name: [a, b]\ndescription: d\n", "display_name must be text, not a list")])
+    ("name: x\ndisplay_name: [a, b]\ndescription: d\n", "display_name must be text, not a list"),
+    (MY_TOPIC_FIELDS.replace("language", "languag"), "unknown key 'languag'. Did you mean 'language'"),
+    (MY_TOPIC_FIELDS + "key_fact: [a]\n", "unknown key 'key_fact'. Did you mean 'key_facts'"),
+    (MY_TOPIC_FIELDS + "control: 'yes'\n", "control must be true or false, not the text 'yes'")])
 def test_a_bad_topic_file_is_one_line(audit_env, script, content, message):
     """Hostile files too (an alias bomb hung for minutes; a deep one crashed; ``oc.env`` read the key)."""
     path = Path(audit_env / "t.yaml")
@@ -113,3 +116,17 @@ def test_a_bad_topic_file_is_one_line(audit_env, script, content, message):
     with pytest.raises(UserError, match=message):
         run(audit_config(audit_env / "out", f"topic_file={path}"))
     assert not (audit_env / "out").exists()
+
+
+@pytest.mark.parametrize("where", ["config_dir", "topic_file"])
+def test_a_misspelt_topic_key_is_one_line_before_the_embedded_model_starts(tmp_path, where):
+    """``local=true`` used to start the embedded llama.cpp model first and report the topic after it."""
+    (tmp_path / "mine" / "topic").mkdir(parents=True)
+    path = tmp_path / "mine" / "topic" / "my_topic.yaml"
+    path.write_text(MY_TOPIC.replace("language:", "languag:"), encoding="utf-8")
+    chosen = ("--config-dir", str(tmp_path / "mine"), "topic=my_topic") if where == "config_dir" else \
+        (f"topic_file={path}",)
+    code, out, err = finish(audit(tmp_path, None, *chosen, *BASE, "local=true"))
+    assert code == 1 and len(err.strip().splitlines()) == 1, err
+    assert "unknown key 'languag'. Did you mean 'language'?" in err
+    assert "embedded model" not in out and not (tmp_path / "out").exists()

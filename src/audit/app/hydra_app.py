@@ -19,6 +19,7 @@ from difflib import get_close_matches
 from hydra.errors import HydraException, MissingConfigException
 from omegaconf.errors import OmegaConfBaseException
 
+from audit.jobs import interrupts
 from audit.jobs.added_keys import check_added_keys, options_holding
 from audit.jobs.cli_help import maybe_help
 from audit.jobs.finish import finish_argv
@@ -31,21 +32,26 @@ def run_app(main: Callable[[], None], config_name: str) -> None:
     """Answer ``--help`` fast, else run ``main`` (a ``@hydra.main`` function); a config Hydra
     cannot compose exits 1 with :func:`config_error_line`; a Ctrl-C that lands in Hydra itself
     (composing a sweep's next job) exits 1 with one line, as a Ctrl-C within a run does."""
-    maybe_help(config_name)
-    # resume=<sweep dir>: the sweep's own command, into its dir
-    sys.argv[1:] = exit_on_user_error(lambda: finish_argv(sys.argv[1:], config_name))
-    exit_on_user_error(lambda: check_added_keys(sys.argv[1:], config_name, conf_dir()))
-    os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
-        main()
-    except (HydraException, OmegaConfBaseException) as exc:
-        if interrupted(exc):  # a Ctrl-C that Hydra's composition wrapped is still the Ctrl-C
+        maybe_help(config_name)
+        # resume=<sweep dir>: the sweep's own command, into its dir
+        sys.argv[1:] = exit_on_user_error(lambda: finish_argv(sys.argv[1:], config_name))
+        exit_on_user_error(lambda: check_added_keys(sys.argv[1:], config_name, conf_dir()))
+        os.environ["HYDRA_FULL_ERROR"] = "1"
+        interrupts.running()
+        try:
+            main()
+        except (HydraException, OmegaConfBaseException) as exc:
+            if interrupted(exc):  # a Ctrl-C that Hydra's composition wrapped is still the Ctrl-C
+                _say_interrupted()
+            drop_unstarted()  # a sweep whose jobs never composed leaves no empty multirun/<date>/
+            interrupts.ending()
+            print(f"error: {config_error_line(exc)}", file=sys.stderr)
+            raise SystemExit(1) from None
+        except KeyboardInterrupt:  # outside any run (a run says interrupted itself): Hydra, an import, the end
             _say_interrupted()
-        drop_unstarted()  # a sweep whose jobs never composed leaves no empty multirun/<date>/
-        print(f"error: {config_error_line(exc)}", file=sys.stderr)
-        raise SystemExit(1) from None
-    except KeyboardInterrupt:  # outside any run (a run says interrupted itself): Hydra between sweep jobs
-        _say_interrupted()
+    finally:
+        interrupts.ending()  # the run is over or its line printed: a late signal adds nothing
 
 
 def interrupted(exc: BaseException) -> bool:
@@ -63,9 +69,14 @@ def interrupted(exc: BaseException) -> bool:
 
 
 def _say_interrupted() -> None:
+    interrupts.ending()
     drop_abandoned_call_warnings()
-    print("error: interrupted between runs; no run was cut short (finish a sweep with resume=<its sweep dir>)",
-          file=sys.stderr)
+    if {"-m", "--multirun"} & set(sys.argv[1:]):
+        print("error: interrupted between runs; no run was cut short (finish a sweep with resume=<its sweep dir>)",
+              file=sys.stderr)
+    else:
+        print("error: interrupted outside the run; no run was cut short (a run dir it made resumes with "
+              "resume=<run dir>, else run the command again)", file=sys.stderr)
     raise SystemExit(1) from None
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 
 from audit.errors import UserError
+from audit.io import walk
 from audit.jobs.sweep import note_failed_jobs
 from audit.jobs.unstarted_sweep import note_started
 from audit.record.run_record import RunRecord, iter_runs
@@ -78,7 +79,7 @@ def read_outcome(sweep_dir: Path) -> SweepOutcome:
     for job in job_dirs(sweep_dir):
         outcome.jobs += 1
         records = [r for r in iter_runs([job]) if (r.path / "summary.json").is_file()]
-        outcome.cost_usd += sum(_cost(p) for p in job.rglob("usage.json"))
+        outcome.cost_usd += sum(_cost(p) for p in walk.files(job, hidden=True) if p.name == "usage.json")
         failure = job_failure(records)
         if failure is not None:
             outcome.failed[job.name] = failure

@@ -20,15 +20,16 @@ quick run still has its null control (a category filter that leaves no control s
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from audit.censorship.topics import check_topic
 from audit.config_values import as_list
 from audit.errors import UserError, unknown_choice
-from audit.io.safe_read import MAX_CONFIG_BYTES, load_yaml, read_text
+from audit.benchmark.question_schema import BadQuestionFile, check_jsonl_line, check_testbed
+from audit.io.safe_read import MAX_CONFIG_BYTES, UnsafeFile, load_yaml, parse_json, read_text
 from audit.prompt_files import fill, loader
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -109,6 +110,7 @@ def _topic_node(folder: Path, name: str) -> dict[str, Any]:
         if isinstance(base, str) and base != "_self_":
             data.update(_topic_node(folder, base))
     data.update({k: v for k, v in node.items() if k != "defaults"})
+    check_topic(data, str(folder / f"{name}.yaml"))
     return data
 
 
@@ -134,8 +136,23 @@ def topics(conf: Path, names: Sequence[str] | None = None) -> QuestionSet:
     return QuestionSet("topics", tuple(questions), "conf/topic (the audit's topics and key facts)")
 
 
+_FIX = "see docs/benchmark.md for the two file formats"
+
+
 def _bad(path: Path, where: str, problem: str) -> UserError:
-    return UserError(f"questions.path={path}{where}: {problem}; see docs/benchmark.md for the two file formats")
+    return UserError(f"questions.path={path}{where}: {problem}; {_FIX}")
+
+
+def _parsed(path: Path, where: str, text: str) -> Any:
+    """``text`` parsed through the safe reader (nesting bounded before the decoder runs), one line otherwise."""
+    try:
+        return parse_json(text, path, fix=_FIX)
+    except UnsafeFile as exc:
+        raise _bad(path, where, exc.problem) from None
+
+
+def _invalid(path: Path, where: str, exc: BadQuestionFile) -> UserError:
+    return _bad(path, f"{where} {exc.where}".rstrip() if exc.where else where, exc.problem)
 
 
 def _facts(path: Path, where: str, value: Any) -> tuple[Fact, ...]:
@@ -195,15 +212,11 @@ def jsonl(path: Path, text: str) -> QuestionSet:
         if not line.strip():
             continue
         where = f" line {n}"
+        obj = _parsed(path, where, line)
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise _bad(path, where, f"not JSON ({exc.msg})") from None
-        if not isinstance(obj, Mapping):
-            raise _bad(path, where, "each line must be a JSON object with 'question'")
-        control = obj.get("control", False)
-        if not isinstance(control, bool):
-            raise _bad(path, where, "'control' must be true or false")
+            control = check_jsonl_line(obj).control
+        except BadQuestionFile as exc:
+            raise _invalid(path, where, exc) from None
         qid = str(obj.get("id") or f"q{n}")
         if qid in seen:
             raise _bad(path, where, f"id {qid!r} is used twice; give each question its own id")
@@ -228,12 +241,11 @@ def from_file(value: str) -> QuestionSet:
         return jsonl(path, text)
     if path.suffix != ".json":
         raise _bad(path, "", "the name must end in .json (chinese_auditing format) or .jsonl")
+    data = _parsed(path, "", text)
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _bad(path, f" line {exc.lineno}", f"not JSON ({exc.msg})") from None
-    if not isinstance(data, Mapping) or "categories" not in data:
-        raise _bad(path, "", "expected an object with 'categories' (the chinese_auditing format)")
+        check_testbed(data)
+    except BadQuestionFile as exc:
+        raise _invalid(path, "", exc) from None
     return chinese_auditing(path, data)
 
 

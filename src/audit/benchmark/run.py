@@ -235,11 +235,15 @@ def run(cfg: DictConfig, base_dir: Path | None = None) -> Path:
     if cfg.get("resume"):
         resumed = open_for_resume(str(cfg.resume), cfg)
         cfg = resumed[1]
+    # a bad question file is one line before any model or server starts (local=true)
+    loaded = None if resumed is not None else load_questions(cfg.questions, conf_dir())
+    if loaded is not None and not loaded.questions:
+        raise UserError("the question set is empty after questions.categories and questions.limit; widen them")
     try:
         with sigterm_as_interrupt(), local_model(cfg, ("audited", "judge")):
             if resumed is None:
                 route_reference(cfg)
-            return _run(cfg, base_dir, resumed)
+            return _run(cfg, base_dir, resumed, loaded)
     except KeyboardInterrupt:
         raise Interrupted("interrupted before the run started; nothing to resume, run the command again") from None
     finally:
@@ -247,7 +251,9 @@ def run(cfg: DictConfig, base_dir: Path | None = None) -> Path:
             resumed[0].release()
 
 
-def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConfig] | None) -> Path:
+def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConfig] | None,
+         loaded: Any) -> Path:
+    """One run; ``loaded`` is a new run's :class:`QuestionSet` (checked before any model started), else None."""
     plan = Plan.from_config(cfg)
     if resumed is not None:
         run_dir = resumed[0]
@@ -255,10 +261,7 @@ def _run(cfg: DictConfig, base_dir: Path | None, resumed: tuple[RunDir, DictConf
         questions = QuestionSet(question_set_name(cfg.questions),
                                 tuple(Question.from_record(r) for r in read_records(run_dir.path / QUESTIONS)))
     else:
-        questions = load_questions(cfg.questions, conf_dir())
-        questions = QuestionSet(question_set_name(cfg.questions), questions.questions, questions.source, questions.notes)
-        if not questions.questions:
-            raise UserError("the question set is empty after questions.categories and questions.limit; widen them")
+        questions = QuestionSet(question_set_name(cfg.questions), loaded.questions, loaded.source, loaded.notes)
     unknown = None
     if cfg.get("transcripts"):
         transcripts = load_transcripts(str(cfg.transcripts), questions)

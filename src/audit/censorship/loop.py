@@ -58,6 +58,9 @@ def run(cfg: DictConfig) -> Path:
     SIGTERM acts as Ctrl-C: either one leaves the summary saying ``interrupted`` and exits
     with one line naming the resume command (:mod:`audit.jobs.interrupts`).
     """
+    if not cfg.get("resume"):  # a bad topic is one line before any model or server starts (local=true)
+        check_topic_overrides(command_line_overrides())
+        cfg = with_topic_file(cfg)
     try:
         with sigterm_as_interrupt(), local_model(with_saved_local(cfg), ROLES):
             return run_audit(cfg)
@@ -97,8 +100,6 @@ def run_audit(cfg: DictConfig) -> Path:
         if extend_to is not None:
             cfg.max_iterations = extend_to
     else:
-        check_topic_overrides(command_line_overrides())
-        cfg = with_topic_file(cfg)
         run_dir = AuditDir.new(parent_dir(cfg), cfg.audited.name, cfg.topic.name)
     plan = Plan.from_config(cfg)
     check_not_wrapping(cfg)  # a provider the doctor marked as wrapping: refused before anything is written

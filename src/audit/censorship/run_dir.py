@@ -21,6 +21,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from audit.io import walk
 from audit.io.atomic import write_json, write_text
 from audit.jobs.resume import read_saved
 from audit.record.rundir import CONFIG, RunDir, fresh_run_path
@@ -101,11 +102,10 @@ def consecutive(folder: Path) -> dict[int, dict[str, Any]]:
     """The records ``001.json``, ``002.json`` ... of ``folder`` by number, up to the first gap (what
     a resume continues from, and what the readers of run dirs read); a damaged file is one line."""
     found = {}
-    if folder.is_dir():
-        for entry in folder.iterdir():
-            match = _NUMBERED.match(entry.name)
-            if match:
-                found[int(match.group(1))] = entry
+    for name in walk.names(folder):  # none when the folder is missing, or was removed as it was read
+        match = _NUMBERED.match(name)
+        if match:
+            found[int(match.group(1))] = folder / name
     records: dict[int, dict[str, Any]] = {}
     n = 1
     while n in found:

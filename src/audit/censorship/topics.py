@@ -10,6 +10,7 @@ goes without fact scoring and says so), and a topic of one's own is a whole file
 
 from __future__ import annotations
 
+from difflib import get_close_matches
 from pathlib import Path
 from typing import Any
 
@@ -54,11 +55,22 @@ def with_topic_file(cfg: DictConfig) -> DictConfig:
 
 
 TEXT_FIELDS = ("name", "display_name", "description", "language")
+FIELDS = (*TEXT_FIELDS, "control", "key_facts")
+"""Every key a topic may have: any other is a misspelling (``languag:`` once left a Chinese topic asked in English)."""
 
 
 def check_topic(topic: Any, where: str) -> None:
     """Each topic field of the type it must have, in one line naming it: ``key_facts`` written as one
-    string was scored as one fact per character (15 one-character facts), which no number may rest on."""
+    string was scored as one fact per character (15 one-character facts), which no number may rest on.
+    A key no topic has is refused with the keys it could have meant."""
+    unknown = [str(k) for k in topic.keys() if k not in FIELDS]
+    if unknown:
+        close = get_close_matches(unknown[0], FIELDS, n=2)
+        hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise UserError(f"{where}: unknown key {unknown[0]!r}.{hint} A topic has {', '.join(FIELDS)}")
+    control = topic.get("control")
+    if control is not None and not isinstance(control, bool):
+        raise UserError(f"{where}: control must be true or false, not {_kind(control)}")
     for field in TEXT_FIELDS:
         value = topic.get(field)
         if value is not None and not isinstance(value, str):

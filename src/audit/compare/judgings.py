@@ -31,6 +31,7 @@ from audit.judging.counting import LABELS, check_labels, judgings_mark
 from audit.judging.agreement import RESAMPLES, kappa_interval
 from audit.judging.majority import DISPUTED
 from audit.errors import UserError
+from audit.io import walk
 from audit.io.atomic import read_json_saved
 from audit.record.draws import AUTO, AUTO_PREFIX, BASELINE_SUFFIX
 from audit.runs.loading import RunFiles
@@ -45,8 +46,8 @@ Labels = dict[str, dict[str, str | None]]
 
 def available(runs: Sequence[RunFiles]) -> list[str]:
     """``original`` and every judging name found beside the audit runs, sorted."""
-    found = {p.parent.name for r in runs if r.experiment == CENSORSHIP
-             for p in (r.path / JUDGINGS).glob(f"*/{JUDGING}")}
+    found = {name for r in runs if r.experiment == CENSORSHIP
+             for name in walk.names(r.path / JUDGINGS) if (r.path / JUDGINGS / name / JUDGING).is_file()}
     return [ORIGINAL, *sorted(found)]
 
 

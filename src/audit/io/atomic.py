@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import IO, Any
 
-from audit.io import safe_read
+from audit.io import confine, safe_read, walk
 
 
 _TMP_SUFFIX = ".tmp"
@@ -50,9 +50,11 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
     ``mode`` is ``"w"`` (UTF-8 text, no newline translation) or ``"wb"``. If the block
     raises, the temporary file is removed and ``path`` is left as it was. An OS error from a
     write (a full disk: EFBIG, ENOSPC) carries no file name; it is given ``path``'s, so the
-    one line the user sees says which file could not be written.
+    one line the user sees says which file could not be written. A path that a link takes out of
+    the run dir being written is refused before anything is written (:mod:`audit.io.confine`).
     """
     target = Path(path)
+    confine.check(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=_TMP_SUFFIX)
     text_options: dict[str, Any] = {} if "b" in mode else {"encoding": "utf-8", "newline": ""}
@@ -123,7 +125,7 @@ def remove_partial_writes(directory: str | os.PathLike[str]) -> list[Path]:
     the target itself is intact, so a resumed run removes these leftovers before it
     continues. Returns what was removed.
     """
-    leftovers = [p for p in Path(directory).rglob(f".*{_TMP_SUFFIX}") if p.is_file()]
+    leftovers = [p for p in walk.files(directory, hidden=True) if p.name.startswith(".") and p.name.endswith(_TMP_SUFFIX)]
     for leftover in leftovers:
         leftover.unlink(missing_ok=True)
     return leftovers
@@ -143,6 +145,8 @@ def write_texts(files: Mapping[Path, str | bytes]) -> list[Path]:
     missing or old."""
     written: list[tuple[Path, Path]] = []
     path = Path(".")
+    for target in files:
+        confine.check(target)
     try:
         for path, text in files.items():
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -183,6 +187,7 @@ def overwrite_in_place(path: str | os.PathLike[str], text: str) -> Path:
     would otherwise say something false (a summary still saying ``started``).
     """
     target = Path(path)
+    confine.check(target)
     try:
         with open(target, "r+", encoding="utf-8", newline="") as handle:
             handle.truncate(0)

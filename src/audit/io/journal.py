@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from audit.io import confine
 from audit.io.atomic import name_in_os_error
 from audit.io.safe_read import parse_json
 
@@ -41,6 +42,7 @@ class Journal:
         line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
         try:
             if self._fd is None:
+                confine.check(self.path)  # a link out of the run dir: refused before the file is opened
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._torn = self.path.exists() and self.path.stat().st_size > 0 and not _ends_a_line(self.path)
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
@@ -80,11 +82,14 @@ def _ends_a_line(path: Path) -> bool:
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
-    """The records in a journal (none if it does not exist); a line cut short by a kill is skipped."""
-    if not Path(path).exists():
+    """The records in a journal (none if it does not exist, or no longer: a reader may race a run dir's
+    removal); a line cut short by a kill is skipped."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
         return []
     records = []
-    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in text.splitlines():
         try:
             data = parse_json(line, path)
         except ValueError:  # a cut line, or one nested too deep to read: skipped alike

@@ -8,6 +8,7 @@ run never leaves a stale lock behind for the user to delete.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import socket
@@ -27,7 +28,14 @@ def hold_lock(directory: Path, command: str) -> IO[str]:
     another process holds it, raise a one-line :class:`UserError` naming that process.
     """
     path = Path(directory) / LOCK_NAME
-    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the process's lifetime
+    try:  # never through a link: the lock file is truncated below, and a received run dir may link it anywhere
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o666)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise UserError(f"{path} is a link; a run dir's lock is a file of its own: remove the link and run "
+                        f"{command} again") from None
+    handle = os.fdopen(fd, "a+", encoding="utf-8")  # held open for the process's lifetime
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -18,10 +18,15 @@ from audit.errors import UserError
 _COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
+def is_path_component(text: str) -> bool:
+    """Whether ``text`` is safe as one path component (what :func:`path_component` accepts)."""
+    return bool(_COMPONENT.fullmatch(text))
+
+
 def path_component(value: object, key: str) -> str:
     """``value`` as a string if it is safe as one path component, else a one-line UserError naming ``key``."""
     text = "" if value is None else str(value)
-    if not _COMPONENT.fullmatch(text):
+    if not is_path_component(text):
         raise UserError(f"{key}={text!r} cannot name a directory: use 1-100 letters, digits, '.', '_' or '-' "
                         f"starting with a letter or digit (e.g. {key}=my_{key.split('.')[0]})")
     return text

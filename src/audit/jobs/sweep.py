@@ -28,6 +28,7 @@ from typing import IO, Any
 from omegaconf import DictConfig, open_dict
 
 from audit.errors import Interrupted, UserError, drop_abandoned_call_warnings, exit_on_user_error, user_error_line
+from audit.io import walk
 from audit.jobs.resume import overrides_checked
 from audit.jobs.sweep_stop import sweep_stop_line
 from audit.llm import budget as budgets
@@ -135,7 +136,7 @@ def record_failure(job_dir: Path, experiment: str, error: str) -> None:
     """Write the failed job's summary (a stub: the header of :mod:`audit.record.summary`) unless its
     run directory already holds one."""
 
-    if not any(job_dir.rglob(SUMMARY)):
+    if not any(SUMMARY in names for _, names in walk.folders(job_dir, hidden=True)):
         kind = SUMMARY_TYPES[experiment]
         write_summary(job_dir / SUMMARY, kind(status=Status.ERROR, error=error, finished_at=iso(utc_now())))
 

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from audit.io import walk
 from audit.io.journal import read_records
 from audit.io.lock import lock_holder
 from audit.record.rundir import CONFIG
@@ -74,12 +75,12 @@ def natural_key(path: Path) -> tuple[tuple[int, int | str], ...]:
 
 def find_run_dirs(root: Path) -> list[Path]:
     """Every run directory under ``root`` (``root`` included), in natural order. Hidden directories
-    (``.hydra``, a run dir killed while it was built) hold no runs."""
-    found = {p.parent for p in root.rglob(SUMMARY) if p.is_file()}
-    found |= {p.parent for p in root.rglob(CONFIG)
-              if any((p.parent / name).exists() for name in (*_CENSORSHIP_DIRS, *_EPISTEMIC_FILES, *_BENCHMARK_FILES))}
-    return sorted((d for d in found if not any(part.startswith(".") for part in d.relative_to(root).parts)),
-                  key=natural_key)
+    (``.hydra``, a run dir being built or killed while it was built) hold no runs. A directory renamed
+    or removed while the walk reads (a sweep writing beside the reader) is skipped, never raised."""
+    marks = (*_CENSORSHIP_DIRS, *_EPISTEMIC_FILES, *_BENCHMARK_FILES)
+    found = [folder for folder, names in walk.folders(root)
+             if SUMMARY in names or (CONFIG in names and any((folder / name).exists() for name in marks))]
+    return sorted(found, key=natural_key)
 
 
 def experiment_of(directory: Path) -> str | None:
@@ -97,7 +98,7 @@ def on_disk(directory: Path, experiment: str, summary: CensorshipSummary | Epist
     """What an unfinished run holds, counted from its files (its summary may predate them)."""
     if experiment == CENSORSHIP:
         responses = directory / _CENSORSHIP_DIRS[1]
-        done = sum(1 for _ in responses.glob("*.json")) if responses.is_dir() else 0
+        done = sum(1 for name in walk.names(responses) if name.endswith(".json"))
         return f"{done} iteration(s) on disk"
     if experiment == EPISTEMIC:
         answers = len(read_records(directory / "answers.jsonl"))
@@ -144,7 +145,8 @@ def _unfinished(how: str, directory: Path, experiment: str,
 
 def iter_runs(roots: Iterable[Path]) -> Iterator[RunRecord]:
     """Every run under each of ``roots``, once each even where roots overlap, in natural order
-    per root. A root that does not exist is skipped: callers that need it say so."""
+    per root. A root that does not exist is skipped: callers that need it say so, and so is a run dir
+    removed while it was read (it is no run any more)."""
     seen: set[Path] = set()
     for root in roots:
         if not Path(root).is_dir():
@@ -153,4 +155,6 @@ def iter_runs(roots: Iterable[Path]) -> Iterator[RunRecord]:
             resolved = directory.resolve()
             if resolved not in seen:
                 seen.add(resolved)
-                yield load_run(resolved)
+                record = load_run(resolved)
+                if resolved.is_dir():
+                    yield record

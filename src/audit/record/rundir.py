@@ -20,6 +20,7 @@ from typing import IO
 from omegaconf import DictConfig
 
 from audit.errors import UserError
+from audit.io import confine, walk
 from audit.io.atomic import new_directory, read_json, remove_partial_writes
 from audit.io.lock import LOCK_NAME, hold_lock
 from audit.io.names import path_component
@@ -73,6 +74,7 @@ class RunDir:
         self.path = Path(path)
         self.experiment = experiment
         self._lock: IO[str] | None = None  # held open while this process runs the dir
+        self._confined = False  # every write under the dir is checked for links out of it (audit.io.confine)
 
     @property
     def resume_command(self) -> str:
@@ -100,6 +102,7 @@ class RunDir:
             with new_directory(self.path) as building:
                 self._lock = hold_lock(building, self.resume_command)
                 fill(building)
+            self._confine()
         except FileExistsError as exc:
             if exc.filename != str(self.path):  # a file where output_dir should be: reported as such
                 raise
@@ -108,6 +111,12 @@ class RunDir:
     def lock(self) -> None:
         """Hold the run dir for this process; a second runner gets one line naming the holder."""
         self._lock = hold_lock(self.path, self.resume_command)
+        self._confine()
+
+    def _confine(self) -> None:
+        if not self._confined:
+            confine.hold(self.path)
+            self._confined = True
 
     def release(self) -> None:
         """Let go of the run dir once this process is done with it, whatever the outcome. Waiting
@@ -116,11 +125,15 @@ class RunDir:
         if self._lock is not None:
             self._lock.close()
             self._lock = None
+        if self._confined:
+            confine.let_go(self.path)
+            self._confined = False
 
     def open_existing(self, required: tuple[str, ...]) -> DictConfig:
         """Check that this is a run dir of its experiment holding ``required`` (besides its config),
         read its saved config, then lock it and remove the leftovers of writes a kill cut short;
-        one-line UserError otherwise. Returns the saved config."""
+        one-line UserError otherwise; a link that leads out of the dir is refused before anything
+        is read or written (:func:`~audit.io.confine.refuse_links_out`). Returns the saved config."""
         fix = f"pass a run directory written by `python -m {ENTRYPOINTS[self.experiment]}`"
         if not self.path.is_dir():
             raise UserError(f"resume: {str(self.path)!r} does not exist; {fix}")
@@ -131,6 +144,7 @@ class RunDir:
         if not self.config_path.is_file() or not all((self.path / name).exists() for name in required):
             raise UserError(f"resume: {str(self.path)!r} is not a run directory "
                             f"(no {' and '.join((CONFIG, *required))}); {fix}")
+        confine.refuse_links_out(self.path)
         saved = load_saved_config(self.config_path)
         self.lock()  # before touching anything: another process may be running this dir
         remove_partial_writes(self.path)  # a write the kill interrupted; the files it targeted are intact
@@ -153,4 +167,4 @@ class RunDir:
 
 def _saved_files(path: Path) -> list[Path]:
     """Files a run has written, leaving out the lock and the temporary files of cut writes."""
-    return [p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")]
+    return [p for p in walk.files(path, hidden=True) if not p.name.startswith(".")]

@@ -4,14 +4,19 @@ would give them; every other argument is a Hydra override, as for an audit."""
 
 from __future__ import annotations
 
-import sys
+from audit.jobs.interrupts import from_the_start
 
-import hydra
-from omegaconf import DictConfig
+if __name__ == "__main__":  # run as the program, not imported (a test, the docs build)
+    from_the_start()  # before the imports below: a signal while they load ends in one line too
 
-from audit.errors import exit_on_user_error
-from audit.app.hydra_app import run_app
-from audit.paths import CONF_DIR
+import sys  # noqa: E402 - after from_the_start()
+
+import hydra  # noqa: E402 - after from_the_start()
+from omegaconf import DictConfig  # noqa: E402 - after from_the_start()
+
+from audit.errors import exit_on_user_error  # noqa: E402 - after from_the_start()
+from audit.app.hydra_app import run_app  # noqa: E402 - after from_the_start()
+from audit.paths import CONF_DIR  # noqa: E402 - after from_the_start()
 
 
 def dirs_as_override(argv: list[str]) -> list[str]:

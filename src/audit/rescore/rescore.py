@@ -41,6 +41,7 @@ from audit.judging.judge import fact_scores, label_counts
 from audit.errors import UserError
 from audit.io.atomic import read_json, write_json
 from audit.io.table import write_csv
+from audit.io.confine import confined
 from audit.io.journal import Journal, read_records
 from audit.io.names import path_component
 from audit.judge_check.check import checked_panel
@@ -281,14 +282,15 @@ def run_rescore(cfg: DictConfig) -> list[Path]:
         failures, judged = [], 0
         for run in audits:
             folder = run.path / JUDGINGS / name
-            judging = asyncio.run(rescore_run(run, panel, folder, cfg.gateway))
-            print(_line(run, folder, judging))
-            failures += judging["judge_failures"]
-            judged += sum(r[f"{side}_label"] is not None for r in judging["responses"] for side in SIDES)
-            labelled.append((run.label, pairs(_original(run), judging)))
-            judgings.append((run.label, judging))
-            for line in write_agreement(folder, run.label, labelled[-1:], cfg):
-                print(line)
+            with confined(run.path):  # a link in a received run dir is never written through
+                judging = asyncio.run(rescore_run(run, panel, folder, cfg.gateway))
+                print(_line(run, folder, judging))
+                failures += judging["judge_failures"]
+                judged += sum(r[f"{side}_label"] is not None for r in judging["responses"] for side in SIDES)
+                labelled.append((run.label, pairs(_original(run), judging)))
+                judgings.append((run.label, judging))
+                for line in write_agreement(folder, run.label, labelled[-1:], cfg):
+                    print(line)
             written.append(folder)
     for root in dict.fromkeys(Path(d).expanduser().resolve() for d in dirs):
         inside = [found for run, found in zip(audits, labelled) if run.path.resolve().is_relative_to(root)]

@@ -77,10 +77,11 @@ class RunFiles:
         summary = self.record.summary
         if summary is not None and summary.started_at:
             return summary.started_at
-        config = self.path / CONFIG
-        if not config.is_file():
+        try:
+            saved = (self.path / CONFIG).stat().st_mtime
+        except OSError:  # no config, or the run dir was removed as it was read
             return None
-        return datetime.fromtimestamp(config.stat().st_mtime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return datetime.fromtimestamp(saved, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     @cached_property
     def damage(self) -> str | None:
@@ -170,5 +171,7 @@ def load_runs(dirs: Sequence[Path]) -> list[RunFiles]:
             resolved = directory.resolve()
             if resolved not in seen:
                 seen.add(resolved)
-                runs.append(RunFiles(load_run(resolved), str(resolved.relative_to(base))))
+                record = load_run(resolved)
+                if resolved.is_dir():  # not removed while it was read
+                    runs.append(RunFiles(record, str(resolved.relative_to(base))))
     return runs
