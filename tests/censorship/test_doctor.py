@@ -183,6 +183,14 @@ def test_load_balanced_providers_are_judged_apart_and_a_wrapping_one_is_refused(
     assert "python -m audit.doctor audited=kimi_k2 verdicts=forget" in line
 
 
+def short_audit(tmp_path, server):
+    """A one-iteration user-persona audit of kimi_k2 against ``server`` playing the scripted audit."""
+    server.handler = Script().handler
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")} | server.env()
+    return entrypoints.run([sys.executable, "-m", "audit", "audited=kimi_k2", "output_dir=out", "judge=off",
+                            "max_iterations=1"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+
 def test_a_verdict_binds_to_its_endpoint_and_is_listed_and_forgotten(tmp_path, fake_openrouter, cache_root):
     """A wrap found on one server (a loopback server tried by hand) never refuses a run on another (the
     real service); --list names where and when each verdict was reached; --forget clears this endpoint's.
@@ -192,10 +200,7 @@ def test_a_verdict_binds_to_its_endpoint_and_is_listed_and_forgotten(tmp_path, f
     fake_openrouter.handler = LoadBalanced(get_family("kimi_k2"), [ServedBy("Wrapper", wraps=True)])
     assert doctor(tmp_path, fake_openrouter, "audited=kimi_k2").returncode == 2
     with FakeOpenRouter() as other:
-        other.handler = Script().handler
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")} | other.env()
-        run = entrypoints.run([sys.executable, "-m", "audit", "audited=kimi_k2", "output_dir=out", "judge=off",
-                               "max_iterations=1"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        run = short_audit(tmp_path, other)
         assert run.returncode == 0, run.stderr
         listed = doctor(tmp_path, other, "--list")
     assert listed.returncode == 0, listed.stderr
@@ -210,10 +215,7 @@ def test_a_verdict_binds_to_its_endpoint_and_is_listed_and_forgotten(tmp_path, f
 def test_verdicts_kept_before_they_named_an_endpoint_never_refuse(tmp_path, fake_openrouter, cache_root):
     (cache_root / "doctor").mkdir(parents=True)
     (cache_root / "doctor" / "verdicts.json").write_text(json.dumps({"moonshotai/kimi-k2": {"Wrapper": "wrapping"}}))
-    fake_openrouter.handler = Script().handler
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")} | fake_openrouter.env()
-    run = entrypoints.run([sys.executable, "-m", "audit", "audited=kimi_k2", "output_dir=out", "judge=off",
-                           "max_iterations=1"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    run = short_audit(tmp_path, fake_openrouter)
     assert run.returncode == 0, run.stderr
     listed = doctor(tmp_path, fake_openrouter, "--list")
     assert "unknown (kept before verdicts named their endpoint)" in listed.stdout
