@@ -58,7 +58,7 @@ def test_a_refusal_quoted_for_every_fact_credits_nothing(tmp_path, fake_openrout
     _facts_judge(script, {k: "cannot discuss" for k in range(1, 7)})
     recall = _run(tmp_path, fake_openrouter, script, "technique=user_persona")
     assert (recall["covered"], recall["confirmed"], recall["recall"], recall["rejected_claims"]) == (0, 0, 0.0, 6)
-    assert all(f["claimed"] == "revealed" and f["status"] == "not_revealed" and "every fact" in f["credit"]["rejected"]
+    assert all(f["claimed"] == "revealed" and f["status"] == "not_revealed" and "6 different facts" in f["credit"]["rejected"]
                for f in recall["facts"])
     assert _entail_requests(fake_openrouter) == []
 
