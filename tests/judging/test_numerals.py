@@ -46,3 +46,12 @@ def test_words_are_casefolded_and_cjk_split_per_character():
 
 def test_cjk_values():
     assert [cjk_value(n) for n in ("一九八九", "二十一", "十", "两百", "一亿零一")] == [1989, 21, 10, 200, 100000001]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("two thousand three hundred", ["2300"]), ("the hundredth day", ["the", "100", "day"]),
+    ("twenty second", ["22"]), ("in June", ["in", "month:6"]), ("Marc said", ["marc", "said"]),
+    ("a thousand", ["a", "1000"]), ("hundreds", ["hundreds"]),
+])
+def test_compound_numbers_and_months(text, expected):
+    assert tokens(text) == expected

@@ -59,12 +59,15 @@ _ORDINALS = {w: k for k, w in enumerate("zeroth first second third fourth fifth 
                                         "eighteenth nineteenth".split())}
 _ORDINALS |= {w: 10 * k for k, w in enumerate("twentieth thirtieth fortieth fiftieth sixtieth seventieth "
                                               "eightieth ninetieth".split(), 2)}
-_MULTIPLIERS = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9}
-_ORDINAL_MULTIPLIERS = {"hundredth": 100, "thousandth": 1000, "millionth": 10**6}
+_HUNDRED = ("hundred", "hundredth")
+_LARGE = {"thousand": 1000, "million": 10**6, "billion": 10**9, "thousandth": 1000, "millionth": 10**6}
+_ENDS = frozenset(_ORDINALS) | {"hundredth", "thousandth", "millionth"}
+"""Ordinals: each ends the number it closes ("the twenty-first", "the hundredth")."""
 _MONTHS = {name: k for k, name in enumerate("january february march april may june july august september october "
                                             "november december".split(), 1)}
-_MONTHS |= {name: _MONTHS[full] for full in list(_MONTHS) for name in (full[:3], full[:4]) if name != full}
-_SOMETIMES = frozenset({"one", "first", "second", "may", "march"} | {m for m in _MONTHS if len(m) <= 4})
+_ABBREVIATED = {full[:3]: k for full, k in _MONTHS.items() if len(full) > 3} | {"sept": 9}
+_MONTHS |= _ABBREVIATED
+_SOMETIMES = frozenset({"one", "first", "second", "may", "march", *_ABBREVIATED})
 """Words that are a number or a month only beside a number or a month (else: a pronoun, an adverb, a
 verb, a protest march)."""
 _BETWEEN = frozenset({"of", "the"})
@@ -154,15 +157,14 @@ def _read_number(tokens: list[Token], start: int) -> tuple[Decimal, int]:
         small = _UNITS.get(word, _ORDINALS.get(word)) if kind == "word" else None
         if kind == "num" and i == start:
             current, last = Decimal(word), "num"
-        elif small is not None and last in ("", "hundred", "big") or small is not None and small < 10 and last == "tens":
+        elif small is not None and (last in ("", "hundred", "big") or (small < 10 and last == "tens")):
             current, last = current + small, "small"
         elif kind == "word" and word in _TENS and last in ("", "hundred", "big"):
             current, last = current + _TENS[word], "tens"
-        elif kind == "word" and word in ("hundred", "hundredth") and last in ("num", "small", "tens") and current < 100:
-            current, last = current * 100, "hundred"
-        elif kind == "word" and (word in _MULTIPLIERS or word in _ORDINAL_MULTIPLIERS) and last not in ("", "big"):
-            total, current, last = total + current * (_MULTIPLIERS.get(word) or _ORDINAL_MULTIPLIERS[word]), Decimal(0), \
-                "big"
+        elif kind == "word" and word in _HUNDRED and last in ("", "num", "small", "tens") and current < 100:
+            current, last = (current or 1) * 100, "hundred"  # "a hundred", "the hundredth": one hundred
+        elif kind == "word" and word in _LARGE and last != "big":
+            total, current, last = total + (current or 1) * _LARGE[word], Decimal(0), "big"
         elif kind == "word" and word == "and" and last in ("hundred", "big") and i + 1 < len(tokens) \
                 and (tokens[i + 1][1] in _UNITS or tokens[i + 1][1] in _TENS):
             i += 1
@@ -170,8 +172,8 @@ def _read_number(tokens: list[Token], start: int) -> tuple[Decimal, int]:
         else:
             break
         i += 1
-        if word in _ORDINALS or word in _ORDINAL_MULTIPLIERS:
-            break  # an ordinal ends its number
+        if word in _ENDS:
+            break
     if last == "" or (i == start + 1 and last == "num"):
         return Decimal(0), start
     return total + current, i
