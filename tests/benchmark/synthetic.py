@@ -20,8 +20,8 @@ def tables(seed: int = 3, models: tuple[str, ...] = ("m/a", "m/b"), techniques: 
            ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(responses, facts): every model x technique x framing asks ``censored`` censored questions in
     two categories and ``control`` control ones, ``rollouts`` times; each question has its own refusal
-    rate (questions differ), a few judge failures, unanswered draws, unverified claims and failed fact
-    judgments; the reference model (assistant, natural) answers the same questions; ``judge`` labels it all."""
+    rate (questions differ), a few judge failures, unanswered draws, unverified claims, facts only
+    confirmed and failed fact judgments; the reference model (assistant, natural) answers the same questions; ``judge`` labels it all."""
     rng = np.random.default_rng(seed)
     questions = [(f"q{i}", "censored", "history" if i % 2 else "politics") for i in range(censored)] + \
         [(f"c{i}", "control", "uncategorised") for i in range(control)]
@@ -58,6 +58,8 @@ def tables(seed: int = 3, models: tuple[str, ...] = ("m/a", "m/b"), techniques: 
                         ["mentioned", "not_mentioned", "contradicted"], p=[0.5, 0.4, 0.1] if not refused else [0, 1, 0]))
                     verified = claimed in ("mentioned", "contradicted") and rng.random() > 0.1
                     status = claimed if verified or claimed is None else "not_mentioned"
+                    if status == "mentioned" and fact == facts_per_question - 1 and rollout == 0:
+                        status = "confirmed"  # the question's words, agreed with (no draw of its own: same stream)
                     facts.append({**keys, "fact_id": f"f{fact}", "status": status, "claimed": claimed,
                                   "quote": "a quote" if claimed in ("mentioned", "contradicted") else None,
                                   "verified": verified})

@@ -26,14 +26,14 @@ def draw(question_id="c1", rollout=0, label="forthcoming", facts=None, outcome="
         "facts_judgment": facts, **extra})
 
 
-def test_a_fact_counts_as_mentioned_only_when_its_quote_was_credited():
+def test_a_fact_counts_as_mentioned_only_when_its_quote_was_credited_and_confirmed_apart():
     facts = {"facts": [verdict("revealed", "revealed"), verdict("not_revealed", "revealed", verified=False),
                        verdict("confirmed", "revealed"), verdict(None, "revealed", outcome="failed"),
                        verdict("contradicted", "contradicted")]}
     _, table = frames("run", QUESTIONS, [draw(facts=facts)])
     assert [None if pd.isna(s) else s for s in table["status"]] == [
-        "mentioned", "not_mentioned", "not_mentioned", None, "contradicted"]
-    assert table["verified"].tolist() == [True, False, False, False, True]
+        "mentioned", "not_mentioned", "confirmed", None, "contradicted"]
+    assert table["verified"].tolist() == [True, False, True, False, True]
     assert table["claimed"].tolist() == ["mentioned"] * 4 + ["contradicted"]
     assert table["confirmed"].tolist() == [False, False, True, False, False]
     assert table["judgment"].tolist() == ["scored", "scored", "scored", "failed", "scored"]

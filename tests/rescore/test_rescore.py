@@ -14,6 +14,7 @@ import pytest
 
 from audit.testing.replies import chat_reply, error_reply
 from audit.testing.server import FakeOpenRouter
+from audit.judging.judge import classification_system
 from audit.testing.scripted_audit import JUDGE, JUDGE_MODEL, Script, chat_role
 from tests.censorship.panel_judges import JUDGE_A, JUDGE_B, JUDGE_C, PANEL, panel_handler
 from tests.censorship.test_main import BASE, audit, finish
@@ -41,7 +42,7 @@ def other_judge(script: Script):
     def handler(request):
         body = request.json
         if request.endpoint == "chat" and body.get("model") == OTHER and "Probe 1:" in json.dumps(body["messages"]) \
-                and "KEY FACTS" not in body["messages"][1]["content"]:
+                and body["messages"][0]["content"] == classification_system():  # a label, not facts nor a check
             return chat_reply(json.dumps({"label": "refused", "rationale": "declines"}))
         return script.handler(request)
     return handler
@@ -68,8 +69,9 @@ def test_rescoring_a_sweep_calls_only_the_judge_and_writes_beside_each_run(tmp_p
                             for r in requests)
     # 2 runs x 2 probes x (response + baseline) labels, and 2 runs x 2 fact scorings; the two runs'
     # assistant baselines are the same texts, so their 2 labels and 1 fact scoring come from the cache;
-    # then the credit checks of the 4 facts claimed from the technique's responses (the same passage in
-    # both runs: asked once; the baselines' quotes are not found, so nothing to check there)
+    # then the credit checks of the 4 facts claimed from the technique's responses (the same passage
+    # after the same probe in both runs: asked once; the baselines' quotes are not found, so nothing to
+    # check there)
     assert len(requests) == 2 * 2 * 2 + 2 * 2 - 3 + 4
     after = snapshot(sweep)
     assert {k: v for k, v in after.items() if "/judgings/" not in f"/{k}"} == before  # nothing original touched

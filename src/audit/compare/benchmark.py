@@ -52,7 +52,7 @@ CELL_VIEW = {"role": "role", "model": "model", "technique": "technique", "framin
              "questions": "questions", "draws": "draws", "replays": "replayed draws", "judge_failed": "judge failures",
              "assessment_failed": "assessment failures", "unjudged": "unjudged draws",
              "facts_failed": "fact judgments failed", "facts_unverified": "unverified claims",
-             "providers": "served by"}
+             "facts_confirmed": "confirmed only", "providers": "served by"}
 CELL_RATES = {**{label.metric: f"{label.headline} share" for label in headlines()}, "fact_recall": "fact recall (all facts)",
               "fact_recall_knowable": "fact recall (knowable)",
               "fact_recall_unstated_by_reference": "fact recall (unstated by reference)", "lie_rate": "lie rate",
@@ -113,6 +113,7 @@ def _heat_cell(record: Mapping[str, Any], metric: str, items: str, shade: Any) -
             "n": f"{int(record[f'{metric}_k'])}/{int(record[f'{metric}_n'])} {items}",
             "over": f"{counted(int(record[f'{metric}_questions']), 'question')}, {counted(int(record['draws']), 'draw')}",
             "failed": int(record["judge_failed"]) + (int(record["facts_failed"]) if BY_NAME[metric].table == "facts" else 0),
+            "confirmed": int(record["facts_confirmed"]) if BY_NAME[metric].table == "facts" else 0,
             "shade": shade(value), "method": record[f"{metric}_method"]}
 
 

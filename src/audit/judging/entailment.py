@@ -1,8 +1,9 @@
 """The credit check's judge question, "does this passage state this fact?" (pure: messages and parsing).
 
-Blind by construction: the judge sees one fact and one passage of the target's words (plus, for a
-fact resting on the auditor's words, that text marked as the auditor's), never the fact judge's
-verdict, the model, the technique or the other facts. The reply's schema is defined once:
+Blind by construction: the judge sees one fact and one passage of the target's words, after what the
+auditor asked (marked as the auditor's: a terse answer states a fact only with its question, and the
+question's own words state nothing), never the fact judge's verdict, the model, the technique or the
+other facts. The reply's schema is defined once:
 ``ENTAILMENT_FORMAT`` is sent as ``response_format`` and :func:`parse_entailment` accepts exactly
 its verdicts. The reply is read as a label (``{"label", "rationale"}``) so that a judge panel
 combines it by majority like a response label (:func:`audit.judging.votes.label_record`).
@@ -28,7 +29,7 @@ ENTAILMENT_FORMAT = json_schema_format("fact_entailment", _SCHEMA)
 
 
 def entailment_messages(check: Check) -> list[dict[str, str]]:
-    """System (what "states" means) + user (the fact, the auditor's words if the fact rests on them, the passage)."""
+    """System (what "states" means) + user (the fact, what the auditor asked if anything, the passage)."""
     exchange = fill(load("judge_entail_exchange"), asked=untrusted(check.exchange)) if check.exchange else ""
     user = fill(load("judge_entail_user"), fact=check.fact, exchange=exchange, passage=untrusted(check.passage))
     return [{"role": "system", "content": load("judge_entail_system")}, {"role": "user", "content": user}]

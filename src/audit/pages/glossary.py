@@ -142,6 +142,10 @@ _TERMS += (
      Term("judge failures (benchmark)", "draws whose label or assessment failed, facts whose judgment failed, draws "
                                         "not answered, and claims whose quote was not verified: out of every "
                                         "denominator, counted here", "benchmark-failures")),
+    (("confirmed only",),
+     Term("confirmed only (benchmark)", "facts whose words the question wrote and the target only agreed with or "
+                                        "completed (quote verified, blind check passed): counted apart, in fact "
+                                        "recall's denominator, never in its numerator", "benchmark-confirmed")),
     (("served by",),
      Term("served by", "the providers that served the cell's answered draws, with each one's draws; more than one "
                        "is marked (the cell's rates mix them: pin a provider to compare them)", "served-by")),

@@ -4,7 +4,9 @@
 which response), never from call order, so a run killed mid-way and resumed by a new process sees the
 same replies. The judge is honest by default: a fact is ``revealed`` when its text occurs in the
 response, quoted from it; ``quote_from_prompt=True`` makes it a careless judge that claims every fact
-with the fact's own words as the quote, which the run must not credit unless the target wrote them.
+with the fact's own words as the quote, which the run must not credit unless the target wrote them;
+``claims`` makes it claim every fact of a response holding a given text with a given quote, and
+``credulous=True`` makes its blind credit check say "states" to every passage.
 Replies follow OpenRouter's documented chat and completions shapes (:mod:`audit.testing.replies`).
 """
 
@@ -40,6 +42,9 @@ class BenchmarkScript:
     quote_from_prompt: bool = False
     scores: Mapping[str, int] = field(default_factory=dict)
     """``protocol=chinese_auditing``: answer substring -> its 0-100 honesty score (first match; else 50)."""
+    claims: Mapping[str, str] = field(default_factory=dict)
+    """Response substring -> the quote the fact judge claims every fact with, for a response holding it."""
+    credulous: bool = False
 
     def target_text(self, prompt: str) -> str:
         for needle, reply in self.answers.items():
@@ -70,7 +75,7 @@ class BenchmarkScript:
             return {"verdict": "confessed" if confessed else "stood_by", "rationale": "scripted"}
         if schema == "fact_entailment":
             match = _ENTAIL.match(user)
-            states = match is not None and normalize(match["fact"]) in normalize(match["passage"])
+            states = self.credulous or match is not None and normalize(match["fact"]) in normalize(match["passage"])
             return {"verdict": "states" if states else "neither", "rationale": "scripted"}
         if schema.startswith("testbed_"):
             fact = _TESTBED_FACT.search(user)
@@ -78,11 +83,13 @@ class BenchmarkScript:
         if schema == "fact_coverage":
             facts = _FACT_LINE.findall(user.split("KEY FACTS:", 1)[-1].split("THE MODEL'S RESPONSES:", 1)[0])
             verdicts = []
+            claim = next((q for needle, q in self.claims.items() if needle in response), None)
             for number, fact in facts:
                 found = normalize(fact) in normalize(response)
-                claimed = found or self.quote_from_prompt
+                claimed = found or self.quote_from_prompt or claim is not None
+                quote = fact if found or self.quote_from_prompt else claim or ""
                 verdicts.append({"id": int(number), "revealed": claimed, "contradicted": False,
-                                 "response": 1 if claimed else 0, "quote": fact if claimed else ""})
+                                 "response": 1 if claimed else 0, "quote": quote if claimed else ""})
             return {"facts": verdicts}
         raise ValueError(f"scripted benchmark judge: unknown reply schema {schema!r}")
 
