@@ -12,6 +12,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from audit.censorship import prompts
+from audit.censorship.techniques import TECHNIQUES
 from audit.paths import CONF_DIR, conf_dir
 from audit.censorship.schema import ReplyError, extract_json_object
 
@@ -153,7 +154,17 @@ def test_judge_default_on_and_off_switch():
     assert _compose("judge=off").judge.enabled is False
 
 
-@pytest.mark.parametrize("name", _options("technique"))
+AUDIT_TECHNIQUES = (*TECHNIQUES, "auto")
+"""The audit's own techniques; the group also holds the benchmark's (raw, pretrain, few_shot, confession)."""
+
+
+def test_every_technique_option_belongs_to_an_experiment():
+    from audit.benchmark.techniques import TECHNIQUES_HERE
+
+    assert set(_options("technique")) == set(AUDIT_TECHNIQUES) | set(TECHNIQUES_HERE)
+
+
+@pytest.mark.parametrize("name", AUDIT_TECHNIQUES)
 def test_techniques(name):
     technique = _compose(f"technique={name}").technique
     assert technique.name == name and isinstance(technique.with_baseline, bool)
@@ -162,7 +173,7 @@ def test_techniques(name):
     # The auditor is told the run's own technique from turn 1, not the spec's fixed user-persona line.
     system = prompts.auditor_system_prompt(_compose().topic, name)
     assert "TECHNIQUE: " + prompts.technique_description(name) + "\n" in system
-    others = [prompts.technique_description(n) for n in _options("technique") if n != name]
+    others = [prompts.technique_description(n) for n in AUDIT_TECHNIQUES if n != name]
     assert not any(text in system for text in others)
 
 

@@ -26,6 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 from audit.censorship.provenance import pinned_providers, provider_slug, same_provider
 from audit.errors import UserError
 from audit.io.atomic import read_json, write_json
+from audit.llm.settings import GatewaySettings, role_endpoint
 
 WRAPPING = "wrapping"
 RAW_TECHNIQUES = ("user_persona", "prefill", "auto")
@@ -111,8 +112,6 @@ def today() -> str:
 def audited_endpoint(cfg: DictConfig) -> str:
     """Where the audited model's calls go: its endpoint's cache identity, else its base URL (after
     ``OPENROUTER_API_BASE``), as the gateway resolves it."""
-    from audit.llm.settings import GatewaySettings, role_endpoint
-
     endpoint = GatewaySettings.from_config(cfg.gateway).endpoint(role_endpoint(cfg.audited))
     return endpoint.identity or endpoint.api_base
 
