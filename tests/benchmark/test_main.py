@@ -66,6 +66,23 @@ def recount(run_dir: Path) -> pd.DataFrame:
         refused=("refused", "sum"), facts_scored=("scored", "sum"), mentioned=("mentioned", "sum")).reset_index()
 
 
+def kill_once_saved(proc, hold: Hold, outputs: Path, draws: int) -> None:
+    """SIGKILL ``proc`` once the held call is in flight and its run has saved at least ``draws`` draws, then
+    let the held calls go (a kill between two saved draws, with no sleep guessing when)."""
+    try:
+        assert hold.wait(120)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            found = run_dirs(outputs)
+            if found and (found[0] / "draws.jsonl").is_file() and len(draws_of(found[0])) >= draws:
+                break
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(30)
+    hold.release()
+
+
 def test_deccp_two_framings_and_a_reference_model_tables_equal_a_recount(tmp_path):
     """A -m sweep over two framings with a reference model: every run's summary table, the CSVs and the
     loaded tables are one count of the saved draws; control and censored questions stay apart."""
@@ -193,18 +210,7 @@ def test_a_killed_run_resumes_without_paying_again_for_what_it_saved(tmp_path):
         args = ("questions.limit=1",)
         proc = entrypoints.start([sys.executable, "-m", "audit.benchmark", *FAST, *args], cwd=tmp_path,
                                  env=env_of(server), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            assert hold.wait(120)
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                found = run_dirs(tmp_path / "outputs")
-                if found and (found[0] / "draws.jsonl").is_file() and draws_of(found[0]):
-                    break
-                time.sleep(0.05)
-            os.kill(proc.pid, signal.SIGKILL)
-        finally:
-            proc.wait(30)
-        hold.release()
+        kill_once_saved(proc, hold, tmp_path / "outputs", 1)
         (run_dir,) = run_dirs(tmp_path / "outputs")
         assert [d["question_id"] for d in draws_of(run_dir)] == ["censored-001"]
         first = len(server.requests)
@@ -281,18 +287,7 @@ def test_a_killed_and_resumed_question_file_run_lands_in_its_twins_cells(tmp_pat
         proc = entrypoints.start([sys.executable, "-m", "audit.benchmark", *FAST, *args, "output_dir=killed"],
                                  cwd=tmp_path, env=env_of(server), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  text=True)
-        try:
-            assert hold.wait(120)
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                found = run_dirs(tmp_path / "killed")
-                if found and (found[0] / "draws.jsonl").is_file() and len(draws_of(found[0])) == 2:
-                    break
-                time.sleep(0.05)
-            os.kill(proc.pid, signal.SIGKILL)
-        finally:
-            proc.wait(30)
-        hold.release()
+        kill_once_saved(proc, hold, tmp_path / "killed", 2)
         (killed,) = run_dirs(tmp_path / "killed")
         assert [d["question_id"] for d in draws_of(killed)] == ["q1", "q1"]  # the control draws were held
         resumed = run_cli(tmp_path, server, f"resume={killed}")
