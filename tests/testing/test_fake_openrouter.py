@@ -102,6 +102,9 @@ def test_a_streamed_completion_is_documented_sse_that_the_openai_client_reads_ba
     assert last.choices == [] and last.usage.prompt_tokens == estimate_tokens(prompt)
     assert last.usage.completion_tokens == estimate_tokens(text) + 7 and last.usage.cost > 0
     assert last.usage.completion_tokens_details.reasoning_tokens == 7
+    deadline = time.monotonic() + 30  # the server bills after its last write, which can follow the client's read
+    while not fake_openrouter.bills and time.monotonic() < deadline:
+        time.sleep(0.02)
     (bill,) = fake_openrouter.bills
     assert bill.streamed and not bill.aborted and bill.completion_tokens == last.usage.completion_tokens
 
