@@ -173,7 +173,7 @@ TARGET_CONFIG = {
     "sampling": {"max_tokens": 500, "temperature": 0.7},
     "technique": {"name": "prefill", "with_baseline": True, "prefill_text": "Sure:", "menu": ["a", "b"]},
     "framing": {"name": "natural", "template": "{question}"},
-    "gateway": {"api_base": "https://openrouter.ai/api/v1", "effective": {"openrouter": "http://127.0.0.1:1/api/v1"},
+    "gateway": {"api_base": "http://127.0.0.1:2/api/v1", "effective": {"openrouter": "http://127.0.0.1:1/api/v1"},
                 "endpoints": {"local": {"api_base": "http://127.0.0.1:8000/v1/"},
                               "embedded": {"api_base": "http://127.0.0.1:45678/v1", "identity": "embedded:smol.gguf"}}},
     "topic": {"name": "tiananmen"}, "max_iterations": 20,
@@ -200,8 +200,8 @@ def test_target_settings_hold_every_setting_sent_and_nothing_else() -> None:
 def test_the_server_is_where_the_endpoint_reached(endpoint: str, expected: str) -> None:
     assert server(TARGET_CONFIG, endpoint) == expected
     # a run saved before gateway.effective: the base URL its config names
-    old = {**TARGET_CONFIG, "gateway": {"api_base": "https://openrouter.ai/api/v1"}}
-    assert server(old, "openrouter") == "https://openrouter.ai/api/v1"
+    old = {**TARGET_CONFIG, "gateway": {"api_base": "http://127.0.0.1:2/api/v1"}}
+    assert server(old, "openrouter") == "http://127.0.0.1:2/api/v1"
     assert server({}, "openrouter") == "n/a"
 
 
