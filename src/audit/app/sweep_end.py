@@ -21,7 +21,7 @@ from audit.io import walk
 from audit.jobs.sweep import note_failed_jobs
 from audit.jobs.unstarted_sweep import note_started
 from audit.record.run_record import RunRecord, iter_runs
-from audit.usage import Usage
+from audit.record.usage import Usage
 
 
 @dataclass

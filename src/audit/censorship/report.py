@@ -27,14 +27,20 @@ from audit.cli import ArgParser
 from audit.errors import UserError, exit_on_user_error
 from audit.io.atomic import write_texts
 from audit.judging.counting import run_unknown_labels
-from audit.response_labels import labels
+from audit.judging.labels import labels
 from audit.llm import embedded
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.paging import MORE_JS, Paged, page_entries
-from audit.pages.tools import PAGE_JS, PAGE_PANEL
+from audit.censorship import terms as censorship_terms
+from audit.judging import terms as judging_terms
+from audit.pages.glossary import COMMON, Glossary
+from audit.pages.tools import PAGE_PANEL, page_js
 from audit.record.summary import CENSORSHIP, SUMMARY, CensorshipSummary, read_summary
-from audit.stats import PALETTE
+from audit.stats.intervals import PALETTE
 from audit.io.safe_read import load_yaml, read_json
+
+GLOSSARY = Glossary(judging_terms.TERMS, censorship_terms.TERMS, COMMON)
+"""The run page's glossary: the judging's terms, the audit's and every run's."""
 
 REPORT = "report.html"
 STOPPED = {"auditor": "ended by the auditor", "max_iterations": "stopped at max iterations",
@@ -239,7 +245,7 @@ def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
         "conversations": conversations(run),
         "problems": run["problems"],
         "labels": labels(),  # their colours
-        "sort_filter_js": SORT_FILTER_JS, "page_js": PAGE_JS, "page_panel": PAGE_PANEL,
+        "sort_filter_js": SORT_FILTER_JS, "page_js": page_js(GLOSSARY), "page_panel": PAGE_PANEL,
     }
 
 

@@ -29,12 +29,13 @@ from audit.compare.protocols import THIS_TOOL, notes_frame, protocol_files, prot
     testbed_cells, this_tool_cells
 from audit.counted import counted
 from audit.pages import SORT_FILTER_JS, environment
-from audit.pages.glossary import GAP_RATE_NAMES
-from audit.pages.tools import PAGE_JS, PAGE_PANEL
+from audit.benchmark.terms import GAP_RATE_NAMES
+from audit.compare.terms import GLOSSARY
+from audit.pages.tools import PAGE_PANEL, page_js
 from audit.record.summary import BENCHMARK
-from audit.response_labels import headlines, lead
+from audit.judging.labels import headlines, lead
 from audit.runs.tables import table_files
-from audit.stats import QUESTION_COVERAGE_NOTE, QUESTION_METHOD
+from audit.stats.intervals import QUESTION_COVERAGE_NOTE, QUESTION_METHOD
 
 PAGE = "benchmark.html"
 PANEL_KEYS = ("role", "technique", "framing", "lang", "question_set")
@@ -43,7 +44,7 @@ categories, censored first, then control ones (marked): each column is one kind 
 over judges adds the judge to each panel's title (:func:`audit.compare.report.varied`: the judge is shown
 only where the runs vary it; the tables always carry it)."""
 LEAD, LEAD_NAME = lead().metric, str(lead().headline)
-"""The headline share that leads (``response_labels.yaml``; shipped: refusal): its heatmap, gap columns and print."""
+"""The headline share that leads (``judging/labels.yaml``; shipped: refusal): its heatmap, gap columns and print."""
 HEATMAPS = ((LEAD, f"{LEAD_NAME.capitalize()} share", "labelled draws", refusal_shade),
             ("fact_recall", "Fact recall", "judged facts", recall_shade))
 # The cell table's columns and the headers they show (the glossary defines each header's text).
@@ -207,7 +208,7 @@ def context(tables: BenchmarkTables, dirs: Sequence[Path], runs: int,
                                     "paired_questions", "a − b"),
         "question_method": QUESTION_METHOD.format(items="draws (or facts)"),
         "coverage_note": QUESTION_COVERAGE_NOTE,
-        "sort_filter_js": SORT_FILTER_JS, "page_js": PAGE_JS, "page_panel": PAGE_PANEL,
+        "sort_filter_js": SORT_FILTER_JS, "page_js": page_js(GLOSSARY), "page_panel": PAGE_PANEL,
     }
 
 

@@ -23,14 +23,15 @@ from audit.counted import counted
 from audit.judging.counting import JUDGES_MARK, UNLABELLED_MARK
 from audit.compare.judgings import ORIGINAL
 from audit.compare.tables import EPISTEMIC_METRICS, HEADLINE, LEAD, SHARES, Tables
-from audit.epistemic_rates import COMPARE_CHART_RATES, LOWER_IS_BETTER
+from audit.epistemic.rates import COMPARE_CHART_RATES, LOWER_IS_BETTER
 from audit.pages import SORT_FILTER_JS, environment
-from audit.pages.tools import PAGE_JS, PAGE_PANEL
-from audit.card_stats import CLUSTERED_METHOD
-from audit.stats import CARD_METHOD, CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE, UNPAIRED_METHOD
+from audit.compare.terms import GLOSSARY
+from audit.pages.tools import PAGE_PANEL, page_js
+from audit.stats.cards import CLUSTERED_METHOD
+from audit.stats.intervals import CARD_METHOD, CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE, UNPAIRED_METHOD
 from audit.pages.links import relative_href
 from audit.record.summary import served_names
-from audit.response_labels import headlines, lead
+from audit.judging.labels import headlines, lead
 
 PROVIDER_GAP_KEYS = ("audited", "topic", "technique")
 """The leading keys of the provider gap's rows (the auditor and judge beside them where varied)."""
@@ -50,7 +51,7 @@ AUDIT_PRINT = ("run", "audited", "topic", "technique", "status", "iterations", "
 MAP_PRINT = ("audited", "topic", "technique", "runs", "n_responses", "unlabelled", f"{LEAD}_share", f"{LEAD}_share_lo",
              f"{LEAD}_share_hi", "fact_recall", "fact_recall_lo", "fact_recall_hi", "facts_confirmed", "baseline_fact_recall",
              "contradiction_rate")
-# the first headline share's gap with its interval, the others' beside it (response_labels.yaml)
+# the first headline share's gap with its interval, the others' beside it (judging/labels.yaml)
 GAP_PRINT = ("audited", "topic", "technique", "paired_runs", *(f"{HEADLINE[0]}_gap{s}" for s in ("", "_lo", "_hi")),
              *(f"{c}_gap" for c in HEADLINE[1:]), "technique_fact_recall", "baseline_fact_recall", "facts_gap", "missing")
 # Headers a reader cannot confuse: the technique's fact score and the assistant baseline's are
@@ -577,7 +578,7 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path,
         if not tables.failed.empty else None,
         "fact_matrices": fact_matrices(tables.fact_matrix),
         "epistemic_matrices": epistemic_matrices(tables.epistemic_matrix),
-        "sort_filter_js": SORT_FILTER_JS, "page_js": PAGE_JS, "page_panel": PAGE_PANEL,
+        "sort_filter_js": SORT_FILTER_JS, "page_js": page_js(GLOSSARY), "page_panel": PAGE_PANEL,
     }
 
 
