@@ -25,9 +25,13 @@ name or a snake_case header may wrap (a hyphen already may)."""
 
 
 def breakable(text: object) -> Markup:
-    """``text`` escaped, with a word-break opportunity (``<wbr>``) after each ``/`` and ``_``: a long
-    id then wraps at its separators when its column is narrow, never mid-word."""
-    return Markup("<wbr>").join(escape(part) for part in _SEPARATOR.split(str(page_value(text))))
+    """``text`` escaped, and when it is one token (an id: no space to wrap at) with a word-break
+    opportunity (``<wbr>``) after each ``/`` and ``_``: a long id then wraps at its separators when its
+    column is narrow, never mid-word; text with spaces wraps at them and is left as written."""
+    shown = str(page_value(text))
+    if any(c.isspace() for c in shown):
+        return escape(shown)
+    return Markup("<wbr>").join(escape(part) for part in _SEPARATOR.split(shown))
 
 
 SORT_FILTER_JS = files(__package__).joinpath("sortfilter.js").read_text(encoding="utf-8")

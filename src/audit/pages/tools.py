@@ -15,13 +15,14 @@ from markupsafe import Markup
 
 from audit.pages.glossary import aliases, all_terms
 
-KEYS = frozenset({"run", "audited", "topic", "technique", "system", "domain", "predicate", "model", "role", "framing",
-                  "lang", "question set", "question kind", "category"})
+KEYS = frozenset({"run", "audited", "topic", "technique", "system", "domain", "predicate", "model", "framing",
+                  "category"})
 """Columns that name a row: a table too wide for its box is cut into column groups (``fit.js``), and
 each group repeats these, so every number in a group still says whose it is."""
-VARIED_KEYS = frozenset({"auditor", "judge", "condition", "mapping", "settings"})
-"""Columns that name a row where the table's rows differ in them (a sweep over judges): repeated in
-each column group only then."""
+VARIED_KEYS = frozenset({"auditor", "judge", "condition", "mapping", "settings", "role", "lang", "question set",
+                         "question kind"})
+"""Columns that name a row where the table's rows differ in them (a sweep over judges, a benchmark
+over languages): repeated in each column group only then (otherwise shown once, in a group)."""
 
 CSS = """
 table.fitting td, .colgroups td.keycell { white-space: nowrap; } table.fitting td wbr, .colgroups td.keycell wbr { display: none; }
