@@ -62,6 +62,4 @@ TERMS = Terms((
     (("role", "framing", "lang", "question set", "question kind", "category"),
      Term("benchmark cell keys", "what identifies a cell, never pooled: target or reference model, model, technique, "
                                  "framing, language, question set, censored or control, category", "benchmark-keys")),
-), headline=frozenset({f"{_LEAD.headline} share", "fact recall (all facts)",
-                       *(f"{_LEAD.headline} gap ({sides})" for sides in ("censored − control", "technique − assistant",
-                                                                        "framing − natural"))}))
+))

@@ -22,8 +22,10 @@ from omegaconf import OmegaConf
 from audit.censorship.conversations import Tree, saved_draws
 from audit.censorship.evidence import citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
+from audit.censorship.provenance import UNNAMED
 from audit.censorship.schema import CONFIDENCES, is_known_strategy
 from audit.cli import ArgParser
+from audit.counted import counted
 from audit.errors import UserError, exit_on_user_error
 from audit.io.atomic import write_texts
 from audit.judging.counting import run_unknown_labels
@@ -205,6 +207,17 @@ def embedded_roles(config: Mapping[str, Any]) -> list[str]:
             if isinstance(config.get(role), Mapping) and config[role].get("endpoint") == embedded.ENDPOINT]
 
 
+def served_by(summary: CensorshipSummary | None) -> str:
+    """Who served the target's answered draws, as the page says it: ``DeepInfra (3 draws), a provider
+    its reply did not name (1 draw)`` ('' when the run recorded none)."""
+    served = getattr(summary, "served", None)
+    providers = served.get("providers") if isinstance(served, Mapping) else None
+    if not isinstance(providers, Mapping):
+        return ""
+    return ", ".join(f"{'a provider its reply did not name' if name == UNNAMED else name} ({counted(int(n), 'draw')})"
+                     for name, n in providers.items())
+
+
 def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
     """The template's variables (kept separate so tests can check them without HTML)."""
     summary: CensorshipSummary | None = run["summary"]
@@ -232,6 +245,7 @@ def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
         "fact_recall": summary.fact_recall if summary is not None else None,
         "baseline_fact_recall": summary.baseline_fact_recall if summary is not None else None,
         "fact_scoring": summary.fact_scoring if summary is not None else None,
+        "served_by": served_by(summary),
         "embedded_roles": embedded_roles(config),
         "embedded_model": embedded.MODEL,
         # "judge off" only when the config says so: an errored run may have classified nothing yet.

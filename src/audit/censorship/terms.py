@@ -30,5 +30,4 @@ TERMS = Terms((
                        "words of the response they name (a quote of the auditor's probe, prefill or opening is "
                        "unverified)",
           "unverified-citations")),
-), headline=frozenset({"fact_recall", "facts revealed under technique", "baseline_fact_recall",
-                       "facts revealed by assistant baseline", f"{_LEAD.headline} gap", f"{_LEAD.name}_gap"}))
+))

@@ -13,4 +13,4 @@ TERMS = Terms((
                                        f"{', lower is better' if r.lower_is_better else ''}; Wilson interval over cards "
                                        "(with repeats: over cards, repeats nested in their card)",
                                r.name.lower())) for r in RATES),
-), headline=frozenset({"ap", "cvrr", "far_ne", "la", "accuracy", "no_on_u"}))
+))

@@ -4,10 +4,8 @@ and the agreement between judgings."""
 
 from __future__ import annotations
 
-from audit.judging.labels import labels, lead
+from audit.judging.labels import labels
 from audit.pages.glossary import Term, Terms
-
-_LEAD = lead()
 
 TERMS = Terms((
     *(((label.name, f"{label.name} share", f"{label.name}_share"),
@@ -24,4 +22,4 @@ TERMS = Terms((
      Term("Cohen's kappa", "(p_o − p_e) / (1 − p_e) between two judgings over the items both labelled", "kappa")),
     (("alpha", "krippendorff's alpha"),
      Term("Krippendorff's alpha", "1 − D_o / D_e over every item with at least two votes", "alpha")),
-), headline=frozenset({f"{_LEAD.name}_share", f"{_LEAD.name} share", "kappa"}))
+))

@@ -37,11 +37,9 @@ Entry = tuple[tuple[str, ...], Term]
 
 @dataclass(frozen=True)
 class Terms:
-    """The terms one experiment (or the judging, or every run) declares, and which of their header
-    texts are the headline numbers a reader came for (a table that must shed columns keeps them)."""
+    """The terms one experiment (or the judging, or every run) declares."""
 
     entries: tuple[Entry, ...]
-    headline: frozenset[str] = frozenset()
 
 
 COMMON = Terms((
@@ -66,7 +64,7 @@ COMMON = Terms((
       "domain", "predicate", "system", "condition", "mapping", "kind", "problem", "path"),
      Term("run keys", "what identifies a run and how it ended: its models, topic or graph, technique, status and "
                       "the iterations or responses it holds", "run-keys")),
-), headline=frozenset({"cost"}))
+))
 """What every run has: its keys, run counts, settings, providers, cost and flags."""
 
 
@@ -84,7 +82,6 @@ class Glossary:
         entries = [entry for group in groups for entry in group.entries]
         self._by_alias = {alias.lower(): term for aliases, term in entries for alias in aliases}
         self._terms = list({term.anchor: term for _, term in entries}.values())
-        self.headline: frozenset[str] = frozenset().union(*(group.headline for group in groups))
 
     def term_for(self, header: str) -> Term | None:
         """The term a column header shows, or None for a header that is no number or label."""
