@@ -32,5 +32,9 @@ def test_an_auto_runs_draws_are_counted_per_technique_and_no_rows_count_nothing(
     draws = [draw(1, "refused", auto=True, technique="assistant"), draw(2, "forthcoming", auto=True)]
     rows = frame(draw_rows("r", draws, [ORIGINAL]), [ORIGINAL])
     assert cell_counts(rows, ORIGINAL) == {"auto/assistant": {"refused": 1}, "auto/prefill": {"forthcoming": 1}}
+    unjudged = Draw(iteration=3, technique="prefill", outcome="empty")  # no answer: never judged, shown as such
+    (row,) = draw_rows("r", [unjudged], [ORIGINAL])
+    assert (row["outcome"], row[label_column(ORIGINAL)]) == ("empty", "")
+    assert draw_rows("r", draws[:1], [ORIGINAL])[0]["outcome"] == ""
     empty = frame([], [ORIGINAL])
     assert label_counts(empty, ORIGINAL) == {} and cell_counts(empty, ORIGINAL) == {}

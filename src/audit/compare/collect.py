@@ -115,7 +115,7 @@ def judged(run: Run, files: RunFiles) -> Run:
     """An audit run with its judgings (its own, :data:`~audit.record.draws.ORIGINAL`, and each rescore's)
     and its draws, each labelled under every judging (:func:`audit.record.judgings.judged_draws`).
     Draws that cannot be read leave the run without draws: its own judging is then counted from its
-    summary, and a rescore's not at all (the tables say so)."""
+    summary, and a rescore's not at all (the run joins the failed runs, saying why)."""
     judgings = {**run.judgings, **read_judgings(run.path)}
     try:
         draws = tuple(judged_draws(files.draws, judgings))

@@ -20,7 +20,9 @@ import pandas as pd
 from audit.judging.judge import UNCLASSIFIED
 from audit.record.draws import Draw
 
-DRAW_COLUMNS = ("run", "draw", "cell", "baseline", "auto")
+DRAW_COLUMNS = ("run", "draw", "cell", "baseline", "auto", "outcome")
+"""``outcome``: what came back when it was no answer to judge (``empty``, ``reasoning_only``: the
+draw's saved ``outcome``; '' for an answer), so a cell can count such draws beside its labels."""
 NOT_JUDGED = ""
 """The label column's value for a draw a judging did not judge (a failed judgment is ``unclassified``)."""
 
@@ -33,6 +35,7 @@ def label_column(judging: str) -> str:
 def draw_rows(run: str, draws: Iterable[Draw], judgings: Sequence[str]) -> list[dict[str, Any]]:
     """One row per draw of run ``run``, with a label column per judging name in ``judgings``."""
     return [{"run": run, "draw": d.key, "cell": d.cell, "baseline": d.is_baseline, "auto": d.auto,
+             "outcome": str((d.model_extra or {}).get("outcome") or ""),
              **{label_column(name): _label(d, name) for name in judgings}} for d in draws]
 
 

@@ -256,6 +256,9 @@ def judged_counts(run: Run, judging: str) -> tuple[Counts, Counts, dict[str, Cou
             {AUTO_PREFIX + t: c for t, c in s.draw_classifications.items()}
         return (s.classifications, s.baseline_classifications or {}, cells,
                 {"source": run.path / "summary.json", "run": run.path})
+    if not run.draws:
+        raise Unusable(f"judging {judging!r}: the run's saved draws (audited_responses/) cannot be read, so its "
+                       "labels cannot be counted; restore them, or compare the original judging")
     source = run.path / (run.judgings[judging].source if judging != ORIGINAL else "audited_responses")
     rows = draw_frame(draw_rows(run.label, run.draws, [judging]), [judging])
     check_labels(rows[label_column(judging)], source, run.path)
