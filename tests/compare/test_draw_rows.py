@@ -38,3 +38,18 @@ def test_an_auto_runs_draws_are_counted_per_technique_and_no_rows_count_nothing(
     assert draw_rows("r", draws[:1], [ORIGINAL])[0]["outcome"] == ""
     empty = frame([], [ORIGINAL])
     assert label_counts(empty, ORIGINAL) == {} and cell_counts(empty, ORIGINAL) == {}
+
+
+def test_each_draw_gets_its_runs_cell_key_a_baseline_its_baseline_settings() -> None:
+    import pandas as pd
+
+    from audit.compare.draw_rows import with_cell_keys
+
+    draws = [draw(1, "refused"), draw(1, "deflected", baseline=True, technique="assistant")]
+    rows = frame(draw_rows("r", draws, [ORIGINAL]) + draw_rows("gone", draws[:1], [ORIGINAL]), [ORIGINAL])
+    audits = pd.DataFrame([{"run": "r", "audited": "m", "topic": "t", "auditor": "a",
+                            "settings": "technique.prefill_text=Sure:", "baseline_settings": ""}])
+    keyed = with_cell_keys(rows, audits)  # a run the audits table does not hold (unusable) has no cell
+    assert list(keyed.columns[:7]) == ["run", "audited", "topic", "cell", "auditor", "settings", "draw"]
+    assert [tuple(r) for r in keyed[["cell", "settings"]].itertuples(index=False)] == [
+        ("prefill", "technique.prefill_text=Sure:"), ("assistant (baseline)", "")]

@@ -66,7 +66,8 @@ def test_compare_shows_a_chosen_judging_two_side_by_side_and_marks_disagreement(
     assert "two judgings side by side" in done.stdout
     # every judging's label of each draw, side by side in one table (no join): the other judge's refusals of probe 1
     labels = rows(tmp_path / "both" / "draw_labels.csv")
-    assert {"label:original", "label:test_other-judge", f"label:{PANEL_JUDGING}"} <= set(labels[0])
+    assert {"audited", "topic", "cell", "auditor", "settings", "label:original", "label:test_other-judge",
+            f"label:{PANEL_JUDGING}"} <= set(labels[0])
     assert len(labels) == 8 and {r["label:original"] for r in labels} == {"deflected"}
     assert sum(r["label:test_other-judge"] == "refused" for r in labels) == 4
 

@@ -21,8 +21,9 @@ from audit.judging.judge import UNCLASSIFIED
 from audit.record.draws import Draw
 
 DRAW_COLUMNS = ("run", "draw", "cell", "baseline", "auto", "outcome")
-"""``outcome``: what came back when it was no answer to judge (``empty``, ``reasoning_only``: the
-draw's saved ``outcome``; '' for an answer), so a cell can count such draws beside its labels."""
+"""``outcome``: the draw's saved outcome (``answer``, or no answer to judge: ``empty``,
+``reasoning_only``; '' for a draw saved before outcomes were), so a cell can count draws that are no
+answer beside its labels."""
 NOT_JUDGED = ""
 """The label column's value for a draw a judging did not judge (a failed judgment is ``unclassified``)."""
 
@@ -65,6 +66,26 @@ def cell_counts(rows: pd.DataFrame, judging: str) -> dict[str, dict[str, int]]:
     if rows.empty:
         return {}
     return {str(cell): label_counts(group, judging) for cell, group in rows.groupby("cell", sort=True)}
+
+
+CELL_KEYS = ("audited", "topic", "auditor", "settings")
+"""What a draw's run adds to its cell (the run's row of the audits table; a baseline draw's settings
+are its run's ``baseline_settings``)."""
+
+
+def with_cell_keys(rows: pd.DataFrame, audits: pd.DataFrame) -> pd.DataFrame:
+    """The draw rows of the runs in ``audits`` with each draw's whole cell key beside its ``cell``
+    (its run's audited model, topic, auditor and the target settings its request carried)."""
+    runs = audits.set_index("run")
+    rows = rows[rows["run"].isin(runs.index)]
+    keys = runs.loc[rows["run"]]
+    baseline = rows["baseline"].astype(bool).to_numpy()
+    added = {k: keys[k].to_numpy() for k in CELL_KEYS[:-1]}
+    added["settings"] = [b if is_base else s for s, b, is_base in
+                         zip(keys["settings"], keys["baseline_settings"], baseline)]
+    labels = [c for c in rows.columns if c not in DRAW_COLUMNS]
+    order = ["run", "audited", "topic", "cell", "auditor", "settings", "draw", "baseline", "auto", "outcome", *labels]
+    return rows.assign(**added)[order]
 
 
 def frame(rows: Sequence[Mapping[str, Any]], judgings: Sequence[str]) -> pd.DataFrame:

@@ -30,7 +30,8 @@ from audit.compare.answer_settings import OWN_PARAMETERS, ROUTE, UNKNOWN as UNKN
 from audit.compare.card_answers import answer_parts, cell_answers, cell_rate
 from audit.compare.collect import CENSORSHIP, EPISTEMIC, Collected, epistemic_answers, Failure, Run, natural_key
 from audit.compare.judgings import available, not_judged, side_by_side
-from audit.compare.draw_rows import cell_counts, draw_rows, frame as draw_frame, judged, label_column, label_counts
+from audit.compare.draw_rows import cell_counts, draw_rows, frame as draw_frame, judged, label_column, \
+    label_counts, with_cell_keys
 from audit.judging.counting import JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, \
     check_labels, count, fact_score, fact_status, judgings_mark, response_counts, panel_split, run_flags
 from audit.epistemic_rates import COMPARED_RATES
@@ -778,8 +779,8 @@ def build_tables(collected: Collected, judgings: Sequence[str] = (ORIGINAL,)) ->
                      for f in sorted(failures, key=lambda f: natural_key(Path(f.label)))], FAILED_COLUMNS)
     side = side_by_side(counted_audits, collected.runs, judgings) if len(judgings) == 2 else pd.DataFrame()
     every = available(collected.runs)
-    labelled = draw_frame([row for run in collected.runs if run.kind == CENSORSHIP
-                           for row in draw_rows(run.label, run.draws, every)], every)
+    labelled = with_cell_keys(draw_frame([row for run in collected.runs if run.kind == CENSORSHIP
+                                          for row in draw_rows(run.label, run.draws, every)], every), audits)
     return Tables(
         audits=audits,
         responses=responses_frame,
