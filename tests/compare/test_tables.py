@@ -490,3 +490,14 @@ def test_a_cell_varying_only_its_techniques_own_parameter_is_paired_with_the_bas
     assert list(gaps["paired_runs"]) == [1, 1] and set(gaps["missing"]) == {""}
     assert gaps.loc["technique.prefill_text=Sure:", "refused_gap"] == 0.25 - 0.5
     assert gaps.loc["technique.prefill_text=Of course:", "refused_gap"] == 0.25 - 1.0
+
+
+def test_a_rescore_of_a_run_whose_draws_are_gone_is_a_failed_run_not_zero_counts(tmp_path):
+    run = censorship_run(tmp_path, "a")  # a summary and no saved draws
+    judging = run / "judgings" / "other" / "judging.json"
+    judging.parent.mkdir(parents=True)
+    judging.write_text(json.dumps({"judge": {"model": "test/other"}, "responses": []}))
+    own = build_tables(collect([tmp_path]))  # its own judging: counted from its summary
+    assert int(own.audits.loc[0, "n_responses"]) == 4 and own.failed.empty
+    other = build_tables(collect([tmp_path]), ["other"])
+    assert other.audits.empty and "saved draws (audited_responses/) cannot be read" in other.failed.loc[0, "problem"]
