@@ -15,7 +15,6 @@ import pytest
 
 from audit.censorship.loop import run
 from audit.compare.collect import collect
-from audit.compare.judgings import run_pairs, side_by_side, with_judging
 from audit.compare.tables import build_tables
 from audit.record.draws import iteration_draws
 from audit.testing.scripted_audit import Script, audit_config, probe_text
@@ -109,14 +108,11 @@ def test_rescore_rejudges_an_auto_run_draw_by_draw(both_runs, audit_env, fake_op
     labels = judging["judge_panel"]["kinds"]["response labels"]
     assert labels["items"] == recount(draws)["items"]
     # compare reads the rescored auto run under judging=again, cell by cell as the original
-    cells = build_tables(with_judging(collect([auto_dir]), "again")).censorship_map.set_index("technique")
+    cells = build_tables(collect([auto_dir]), ["again"]).censorship_map.set_index("technique")
     assert cells.loc["auto/assistant", "panel_items"] == 3 and cells.loc["auto/assistant", "judges_marked"]
     assert "skipped" not in out
     # two judgings side by side: one row per cell of the auto run (auto/assistant), none pooled as "auto"
-    collected = collect([auto_dir])
-    names = ["original", "again"]
-    pairs = run_pairs(collected, names)
-    side = build_tables(collected, lambda audits: side_by_side(audits, pairs, names)).judgings
+    side = build_tables(collect([auto_dir]), ["original", "again"]).judgings
     assert list(side["technique"]) == ["auto/assistant"]
     assert (side.loc[0, "n_labelled_a"], side.loc[0, "differing"]) == (
         sum(d["classification"]["label"] is not None for d in draws), 0)

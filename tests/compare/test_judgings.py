@@ -5,7 +5,9 @@ their agreement, and marks the cells whose judges disagree."""
 from __future__ import annotations
 
 import csv
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -62,6 +64,12 @@ def test_compare_shows_a_chosen_judging_two_side_by_side_and_marks_disagreement(
     html = (tmp_path / "both" / "comparison.html").read_text()
     assert "Two judgings side by side: original and test_other-judge" in html and "judges disagree" in html
     assert "two judgings side by side" in done.stdout
+    # every judging's label of each draw, side by side in one table (no join): the other judge's refusals of probe 1
+    labels = rows(tmp_path / "both" / "draw_labels.csv")
+    assert {"audited", "topic", "cell", "auditor", "settings", "label:original", "label:test_other-judge",
+            f"label:{PANEL_JUDGING}"} <= set(labels[0])
+    assert len(labels) == 8 and {r["label:original"] for r in labels} == {"deflected"}
+    assert sum(r["label:test_other-judge"] == "refused" for r in labels) == 4
 
     # the panel's judging: disputed is a label in the shares; its members split on every response: marked
     done = compare(tmp_path, str(sweep), f"judging={PANEL_JUDGING}", "--out", "panel")
@@ -71,3 +79,35 @@ def test_compare_shows_a_chosen_judging_two_side_by_side_and_marks_disagreement(
     assert technique["judges_marked"] == "True" and "the panel's members differ on 100%" in technique["judges_mark"]
     audits = rows(tmp_path / "panel" / "audits.csv")
     assert {float(a["disputed_share"]) for a in audits} == {0.5}
+
+
+def without_draw_labels(run: Path) -> None:
+    """The run as written before its draws kept their judgment: only the summary counts them."""
+    for path in sorted((run / "audited_responses").glob("*.json")):
+        record = json.loads(path.read_text())
+        record.pop("classification", None)
+        if isinstance(record.get("baseline"), dict):
+            record["baseline"].pop("classification", None)
+        path.write_text(json.dumps(record))
+
+
+def outputs(folder: Path) -> dict[str, str]:
+    """Every table and page a comparison wrote, its generation time masked (not ``responses.csv`` and
+    ``draw_labels.csv``: they list each draw's saved label, which the old run has not)."""
+    return {p.name: re.sub(r"<th>generated</th><td>[^<]*</td>", "", p.read_text()) for p in sorted(folder.iterdir())
+            if p.name not in ("responses.csv", "draw_labels.csv")}
+
+
+def test_counts_grouped_from_the_draws_equal_the_summarys_and_an_old_run_still_compares(
+        tmp_path, fake_openrouter, sweep):  # noqa: F811
+    done = compare(tmp_path, str(sweep), "--out", "from_draws")
+    assert done.returncode == 0, done.stderr
+    for run in sorted(p.parent for p in sweep.rglob("summary.json")):
+        without_draw_labels(run)
+    old = compare(tmp_path, str(sweep), "--out", "from_summary")
+    assert old.returncode == 0, old.stderr
+    drawn, summed = outputs(tmp_path / "from_draws"), outputs(tmp_path / "from_summary")
+    assert drawn == summed and len(drawn) == 11
+    cells = rows(tmp_path / "from_summary" / "censorship_map.csv")
+    assert {(c["technique"], c["n_labelled"]) for c in cells} == {
+        ("user_persona", "2"), ("prefill", "2"), ("assistant (baseline)", "4")}

@@ -38,7 +38,7 @@ def test_writes_html_and_csvs_into_out(mixed: Path, tmp_path: Path, capsys: pyte
     printed = capsys.readouterr().out
     assert "failed or unusable runs (2)" in printed and "summary.json: not valid JSON" in printed
     assert printed.rstrip().endswith("wrote comparison.html, audits.csv, censorship_map.csv, knows_vs_says.csv, "
-                                     "language_gap.csv, provider_gap.csv, facts.csv, "
+                                     "language_gap.csv, provider_gap.csv, draw_labels.csv, facts.csv, "
                                      f"epistemic.csv, epistemic_matrix.csv, runs.csv, responses.csv, answers.csv to {out}")
     runs = pd.read_csv(out / "runs.csv")  # every run found has a row, the unreadable ones too, saying why
     assert "unreadable" in set(runs["status"]) and len(runs) == len(audits) + len(epistemic.groupby("run")) + 2
@@ -50,7 +50,7 @@ def test_writes_html_and_csvs_into_out(mixed: Path, tmp_path: Path, capsys: pyte
 def test_default_out_is_the_first_dir(mixed: Path) -> None:
     compare([mixed])
     written = sorted(p.name for p in mixed.iterdir() if p.is_file() and p.suffix != ".parquet")  # with pyarrow only
-    assert written == ["answers.csv", "audits.csv", "censorship_map.csv", "comparison.html", "epistemic.csv",
+    assert written == ["answers.csv", "audits.csv", "censorship_map.csv", "comparison.html", "draw_labels.csv", "epistemic.csv",
                        "epistemic_matrix.csv", "facts.csv", "knows_vs_says.csv", "language_gap.csv", "provider_gap.csv",
                        "responses.csv", "runs.csv"]
 

@@ -472,3 +472,32 @@ def test_a_sweep_over_a_techniques_own_parameter_splits_its_cells_not_its_baseli
     cmap = tables.censorship_map
     assert sorted(cmap.loc[cmap["technique"] == "prefill", "runs"]) == [1, 1]
     assert row_of(cmap, technique="assistant (baseline)")["runs"] == 2
+
+
+def test_a_cell_varying_only_its_techniques_own_parameter_is_paired_with_the_baseline_of_its_runs(tmp_path):
+    """Two prefill texts are two cells; their runs' assistant baselines are one cell (a prefill's text
+    changes no baseline request), and each prefill cell's knows-vs-says gap pairs it with the baseline
+    drawn in its own runs, not with a baseline cell of the same label."""
+    for name, text, base in (("a", "Sure:", {"refused": 2, "forthcoming": 2}), ("b", "Of course:", {"refused": 4})):
+        run = censorship_run(tmp_path, name, technique="prefill", classifications={"refused": 1, "forthcoming": 3},
+                             baseline=base)
+        config = json.loads((run / "summary.json").read_text())["config"]
+        patch_summary(run, config={**config, "technique": {**config["technique"], "prefill_text": text}})
+    tables = build_tables(collect([tmp_path]))
+    assert sorted(tables.censorship_map["settings"]) == ["", "technique.prefill_text=Of course:",
+                                                         "technique.prefill_text=Sure:"]
+    gaps = tables.gaps.set_index("settings")
+    assert list(gaps["paired_runs"]) == [1, 1] and set(gaps["missing"]) == {""}
+    assert gaps.loc["technique.prefill_text=Sure:", "refused_gap"] == 0.25 - 0.5
+    assert gaps.loc["technique.prefill_text=Of course:", "refused_gap"] == 0.25 - 1.0
+
+
+def test_a_rescore_of_a_run_whose_draws_are_gone_is_a_failed_run_not_zero_counts(tmp_path):
+    run = censorship_run(tmp_path, "a")  # a summary and no saved draws
+    judging = run / "judgings" / "other" / "judging.json"
+    judging.parent.mkdir(parents=True)
+    judging.write_text(json.dumps({"judge": {"model": "test/other"}, "responses": []}))
+    own = build_tables(collect([tmp_path]))  # its own judging: counted from its summary
+    assert int(own.audits.loc[0, "n_responses"]) == 4 and own.failed.empty
+    other = build_tables(collect([tmp_path]), ["other"])
+    assert other.audits.empty and "saved draws (audited_responses/) cannot be read" in other.failed.loc[0, "problem"]

@@ -185,3 +185,13 @@ def test_rescoring_with_a_panel_keeps_each_member_and_the_panels_agreement(tmp_p
     code, _, err = rescore(tmp_path, fake_openrouter, str(sweep), PANEL)
     assert code == 0, err
     assert len(fake_openrouter.requests) == sent
+
+
+def test_original_is_the_audits_own_judging_and_no_rescore_may_take_its_name() -> None:
+    from omegaconf import OmegaConf
+
+    from audit.errors import UserError
+    from audit.rescore.rescore import judging_name
+
+    with pytest.raises(UserError, match="judging=original names the audit's own judging"):
+        judging_name(OmegaConf.create({"judging": "original"}), None)  # type: ignore[arg-type]

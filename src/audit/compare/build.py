@@ -11,7 +11,7 @@ from pathlib import Path
 
 from audit.compare.benchmark import benchmark_output
 from audit.compare.collect import collect
-from audit.compare.judgings import chosen, run_pairs, side_by_side, with_judging
+from audit.compare.judgings import chosen
 from audit.compare.report import relative_paths, render_html, summary_text
 from audit.compare.tables import Tables, build_tables
 from audit.errors import UserError
@@ -36,15 +36,13 @@ def compare(dirs: Sequence[Path], out: Path | None = None, judging: str | None =
         more = f" (and {len(unreadable) - 1} more)" if len(unreadable) > 1 else ""
         raise UserError(f"no readable run under {', '.join(map(str, dirs))}: {unreadable[0].label}: "
                         f"{unreadable[0].problem}{more}; restore or remove the damaged summary.json")
-    names = chosen(judging, collected.loaded)
-    pairs = run_pairs(collected, names) if len(names) == 2 else None
-    tables = build_tables(with_judging(collected, names[0]),
-                          (lambda audits: side_by_side(audits, pairs, names)) if pairs is not None else None)
+    names = chosen(judging, collected.runs)
+    tables = build_tables(collected, names)
     benchmark = benchmark_output(collected.runs, dirs, target)
     html = render_html(tables, dirs, target, names, benchmark_page=bool(benchmark.files))
     csvs = {"audits.csv": tables.audits, "censorship_map.csv": tables.censorship_map,
             "knows_vs_says.csv": tables.gaps, "language_gap.csv": tables.languages,
-            "provider_gap.csv": tables.provider_gaps,
+            "provider_gap.csv": tables.provider_gaps, "draw_labels.csv": tables.draws,
             "facts.csv": tables.facts, "epistemic_matrix.csv": tables.epistemic_matrix, "epistemic.csv": tables.epistemic,
             **({"judgings.csv": tables.judgings} if len(names) == 2 else {})}
     # Model text reaches these cells (facts, hypotheses): written by the one table writer.

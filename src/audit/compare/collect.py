@@ -12,7 +12,7 @@ are results (their tables say so).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,8 @@ from audit.record.answers import Metrics
 from audit.runs.loading import RunFiles, load_runs
 from audit.runs.tables import ANSWER_COLUMNS, answer_rows
 from audit.record.run_record import UNKNOWN, RunRecord, load_run, natural_key
+from audit.record.draws import ORIGINAL, Draw
+from audit.record.judgings import RunJudging, judged_draws, original_judging, read_judgings
 from audit.record.rundir import CONFIG, load_saved_config
 from audit.record.summary import BENCHMARK, CENSORSHIP, EPISTEMIC, CensorshipSummary, EpistemicSummary
 
@@ -45,7 +47,8 @@ class Run:
     metrics: Metrics | None = None
     config: DictConfig | None = None  # an epistemic or benchmark run's saved config.yaml (None: it saved none)
     systems: Mapping[str, Any] | None = None  # its systems.json, each system as it ran (None: written before)
-    source: str = "summary.json"  # the file its judge's labels come from (a rescore's: audit.compare.judgings)
+    draws: tuple[Draw, ...] = ()  # an audit's saved draws, each with its label under every judging
+    judgings: Mapping[str, RunJudging] = field(default_factory=dict)  # an audit's judgings by name (original first)
 
     @property
     def status(self) -> str:
@@ -99,12 +102,26 @@ def as_result(record: RunRecord, label: str) -> Run | Failure:
                 systems = _read_object(record.path / RECORD)
         except (UserError, ValueError) as exc:
             return Failure(record.path, label, record.experiment, "unreadable", str(exc))
-    return Run(record.path, label, record.experiment, record.summary, metrics, config, systems=systems)
+    own = {ORIGINAL: original_judging(record.summary)} if isinstance(record.summary, CensorshipSummary) else {}
+    return Run(record.path, label, record.experiment, record.summary, metrics, config, systems=systems, judgings=own)
 
 
 def read_run(directory: Path, label: str) -> Run | Failure:
     """Read one run directory; a failed or unfinished run, or an unreadable file, is a Failure."""
     return as_result(load_run(directory), label)
+
+
+def judged(run: Run, files: RunFiles) -> Run:
+    """An audit run with its judgings (its own, :data:`~audit.record.draws.ORIGINAL`, and each rescore's)
+    and its draws, each labelled under every judging (:func:`audit.record.judgings.judged_draws`).
+    Draws that cannot be read leave the run without draws: its own judging is then counted from its
+    summary, and a rescore's not at all (the run joins the failed runs, saying why)."""
+    judgings = {**run.judgings, **read_judgings(run.path)}
+    try:
+        draws = tuple(judged_draws(files.draws, judgings))
+    except (UserError, ValueError):
+        draws = ()
+    return replace(run, draws=draws, judgings=judgings)
 
 
 def collect(roots: Sequence[Path]) -> Collected:
@@ -116,6 +133,8 @@ def collect(roots: Sequence[Path]) -> Collected:
     out = Collected()
     for loaded in load_runs(roots):
         item = as_result(loaded.record, loaded.label)
+        if isinstance(item, Run) and item.kind == CENSORSHIP:
+            item = judged(item, loaded)
         (out.failures if isinstance(item, Failure) else out.runs).append(item)
         out.loaded.append(loaded)
     return out

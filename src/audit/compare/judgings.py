@@ -2,56 +2,43 @@
 
 A run's *original* judging is the one its audit made (``summary.json`` and the labels in
 ``audited_responses/``); ``python -m audit.rescore`` adds others beside it, in
-``<run dir>/judgings/<name>/judging.json``. ``judging=<name>`` shows one of them instead of the
-original: every count, share and recall of the comparison then comes from that judging (the run's
-summary with its judge fields replaced, so :mod:`audit.judging.counting` applies unchanged,
-``disputed`` included). A run without that judging is listed among the failed runs with the
-command that makes it, never counted with its original labels.
+``<run dir>/judgings/<name>/judging.json``. Every draw carries its label under each judging's name
+(:func:`audit.record.judgings.judged_draws`), so ``judging=<name>`` only picks a name: every count,
+share and recall of the comparison is then grouped from that judging's labels of the draws and its
+fact scores (:mod:`audit.compare.draw_rows`), ``disputed`` included. A run without that judging is
+listed among the failed runs with the command that makes it, never counted with its original labels.
 
-``judging=<a>,<b>`` shows ``<a>`` and, beside it, how ``<b>`` labels the same items: per
-comparison cell both refusal shares, both fact recalls, the share of items they label differently
-and Cohen's kappa with its interval and n (:func:`audit.judging.agreement.kappa_interval`; over runs
-when the cell has several). The cell is marked where they disagree beyond
+``judging=<a>,<b>`` shows ``<a>`` and, beside it, how ``<b>`` labels the same draws: per comparison
+cell both refusal shares, both fact recalls, the share of items they label differently and Cohen's
+kappa with its interval and n (:func:`audit.judging.agreement.kappa_interval`; over runs when the
+cell has several). The cell is marked where they disagree beyond
 :data:`audit.judging.counting.JUDGES_MARK`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
 
 import pandas as pd
 
-from audit.judging.judge import BASELINE, FACT_STATUSES, KINDS, RESPONSES
-from audit.compare.collect import CENSORSHIP, Collected, Failure
-from audit.judging.counting import LABELS, check_labels, judgings_mark
-from audit.judging.agreement import RESAMPLES, kappa_interval
-from audit.judging.majority import DISPUTED
+from audit.compare.collect import CENSORSHIP, Run
 from audit.errors import UserError
-from audit.io import walk
-from audit.io.atomic import read_json_saved
-from audit.record.draws import AUTO, AUTO_PREFIX, BASELINE_SUFFIX
-from audit.runs.loading import RunFiles
-from audit.record.summary import CensorshipSummary
+from audit.judging.agreement import RESAMPLES, differing, kappa_interval
+from audit.judging.counting import LABELS, check_labels, judgings_mark
+from audit.judging.judge import FACT_STATUSES
+from audit.judging.majority import DISPUTED
+from audit.record.draws import AUTO_PREFIX, BASELINE_SUFFIX, ORIGINAL
+from audit.record.judgings import Pair, label_pair, verdict_pair
 from audit.judging.labels import lead
 
-ORIGINAL = "original"
-JUDGINGS, JUDGING = "judgings", "judging.json"
-Labels = dict[str, dict[str, str | None]]
-"""kind -> item key (``<iteration>`` or ``fact <n>``) -> label (None: not labelled)."""
-
-
-def available(runs: Sequence[RunFiles]) -> list[str]:
-    """``original`` and every judging name found beside the audit runs, sorted."""
-    found = {name for r in runs if r.experiment == CENSORSHIP
-             for name in walk.names(r.path / JUDGINGS) if (r.path / JUDGINGS / name / JUDGING).is_file()}
+def available(runs: Sequence[Run]) -> list[str]:
+    """``original`` and every other judging name found on the audit runs, sorted."""
+    found = {name for r in runs if r.kind == CENSORSHIP for name in r.judgings if name != ORIGINAL}
     return [ORIGINAL, *sorted(found)]
 
 
-def chosen(spec: str | None, runs: Sequence[RunFiles]) -> list[str]:
+def chosen(spec: str | None, runs: Sequence[Run]) -> list[str]:
     """The judgings ``judging=`` names (one, or two comma-separated), checked against what exists;
     an unknown name is one line listing the available ones."""
     if spec is None or not str(spec).strip():
@@ -68,131 +55,26 @@ def chosen(spec: str | None, runs: Sequence[RunFiles]) -> list[str]:
     return names
 
 
-def read_judging(path: Path, name: str) -> dict[str, Any] | None:
-    """A run's ``judging.json`` of ``name``; None when the run has none (or it is unreadable)."""
-    try:
-        data = read_json_saved(path / JUDGINGS / name / JUDGING)
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+def not_judged(run: Run, name: str) -> str:
+    """The failed-runs row's problem for a run without judging ``name``: the command that makes it."""
+    return f"no judging {name!r}: python -m audit.rescore {run.path} judging={name} judge..."
 
 
-def judged_summary(summary: CensorshipSummary, judging: Mapping[str, Any]) -> CensorshipSummary:
-    """``summary`` with its judge fields from ``judging`` (labels, fact scores, failures, panel)."""
-    return summary.model_copy(update={
-        "classifications": judging.get("classifications") or {},
-        "draw_classifications": judging.get("draw_classifications") if summary.draw_classifications is not None
-        else None,
-        "baseline_classifications": judging.get("baseline_classifications")
-        if summary.baseline_classifications is not None else None,
-        "fact_recall": judging.get("fact_recall"), "baseline_fact_recall": judging.get("baseline_fact_recall"),
-        "judge_failures": judging.get("judge_failures") or [], "judge_panel": judging.get("judge_panel"),
-        # the cells' judge key names this judging's judge, not the audit's
-        "config": {**(summary.config or {}), "judge": judging.get("judge")}})
-
-
-def with_judging(collected: Collected, name: str) -> Collected:
-    """``collected`` with every audit run shown under judging ``name`` (original: unchanged); a run
-    without it joins the failed runs, saying how to make it."""
-    if name == ORIGINAL:
-        return collected
-    runs, failures = [], list(collected.failures)
-    for run in collected.runs:
-        judging = read_judging(run.path, name) if run.kind == CENSORSHIP else None
-        if run.kind != CENSORSHIP:
-            runs.append(run)
-        elif judging is None:
-            failures.append(Failure(run.path, run.label, run.kind, "not judged",
-                                    f"no judging {name!r}: python -m audit.rescore {run.path} judging={name} judge..."))
-        else:
-            assert isinstance(run.summary, CensorshipSummary)
-            runs.append(replace(run, summary=judged_summary(run.summary, judging),
-                                source=f"{JUDGINGS}/{name}/{JUDGING}"))
-    return Collected(runs=runs, failures=failures, loaded=collected.loaded)
-
-
-def _facts(scores: Mapping[str, Any] | None) -> dict[str, str | None]:
-    facts = (scores or {}).get("facts") or []
-    return {f"fact {k}": (f.get("status") if f.get("outcome") != "failed" else None) for k, f in enumerate(facts, 1)}
-
-
-def original_labels(files: RunFiles) -> Labels:
-    """The labels of a run's original judging, by item."""
-    summary = files.audit
-    labels: Labels = {kind: {} for kind in KINDS}
-    for draw in files.draws:
-        if draw.classification is not None:
-            key = draw.id if draw.auto else str(draw.iteration)
-            labels["baseline labels" if draw.is_baseline else "response labels"][str(key)] = draw.classification.label
-    labels["fact verdicts"] = _facts(summary.fact_recall if summary else None)
-    labels["baseline fact verdicts"] = _facts(summary.baseline_fact_recall if summary else None)
-    return labels
-
-
-def judging_labels(judging: Mapping[str, Any]) -> Labels:
-    """The labels of a rescore's ``judging.json``, by item."""
-    labels: Labels = {kind: {} for kind in KINDS}
-    for row in judging.get("responses") or []:
-        for kind, side in (("response labels", "response"), ("baseline labels", "baseline")):
-            if row.get(f"{side}_label") is not None or row.get(f"original_{side}_label") is not None:
-                labels[kind][str(row.get("draw") or row["iteration"])] = row.get(f"{side}_label")
-    labels["fact verdicts"] = _facts(judging.get("fact_recall"))
-    labels["baseline fact verdicts"] = _facts(judging.get("baseline_fact_recall"))
-    return labels
-
-
-def labels_of(files: RunFiles, name: str) -> Labels | None:
-    """A run's labels under judging ``name``; None when the run has no such judging. A response label
-    outside the vocabulary is refused, as every count refuses it (:func:`audit.judging.counting.check_labels`)."""
-    if name == ORIGINAL:
-        labels, source = original_labels(files), files.path / "audited_responses"
-    else:
-        judging = read_judging(files.path, name)
-        if judging is None:
-            return None
-        labels, source = judging_labels(judging), files.path / JUDGINGS / name / JUDGING
-    for kind in (RESPONSES, BASELINE):
-        check_labels(labels[kind].values(), source, files.path)
-    return labels
-
-
-def paired(a: Labels, b: Labels) -> dict[str, tuple[list[str | None], list[str | None]]]:
-    """Per kind, the two judgings' labels of the items either judged, in one order."""
-    out = {}
-    for kind in KINDS:
-        keys = sorted(set(a[kind]) | set(b[kind]), key=lambda key: (len(key), key))
-        if keys:
-            out[kind] = ([a[kind].get(key) for key in keys], [b[kind].get(key) for key in keys])
-    return out
-
-
-def differing(pair: tuple[Sequence[str | None], Sequence[str | None]]) -> tuple[int, int]:
-    """``(items both judgings labelled, of which labelled differently)``."""
-    both = [(x, y) for x, y in zip(*pair) if x is not None and y is not None]
-    return len(both), sum(x != y for x, y in both)
-
-
-def run_pairs(collected: Collected, names: Sequence[str]) -> dict[str, dict[str, tuple[list, list]]]:
-    """For two judgings: run label -> :func:`paired` labels, for each audit run that has both."""
-    files = {f.path: f for f in collected.loaded}
-    out = {}
-    for run in collected.runs:
-        if run.kind != CENSORSHIP or run.path not in files:
+def run_items(run: Run, names: Sequence[str]) -> dict[str, tuple[Pair, Pair]]:
+    """Per comparison cell of one run: both judgings' labels of its draws, and their fact verdicts (an
+    auto run's cells ``auto/<technique>`` have none of their own: the run's cover all its draws). A
+    label outside the vocabulary is refused, naming the file it came from."""
+    for name in names:
+        source = run.path / (run.judgings[name].source if name != ORIGINAL else "audited_responses")
+        check_labels((d.judgings[name].label for d in run.draws if name in d.judgings), source, run.path)
+    out: dict[str, tuple[Pair, Pair]] = {}
+    for cell in sorted({d.cell for d in run.draws}):
+        draws = [d for d in run.draws if d.cell == cell]
+        labels = label_pair(draws, names)
+        if not labels[0]:
             continue
-        a, b = (labels_of(files[run.path], n) for n in names)
-        if a is not None and b is not None:
-            out[run.label] = {**paired(a, b), **auto_cells(a, b, files[run.path])}
-    return out
-
-
-def auto_cells(a: Labels, b: Labels, files: RunFiles) -> dict[str, tuple[list[str | None], list[str | None]]]:
-    """An auto run's response labels under two judgings, per cell (``auto/<technique>`` of its draws,
-    by their ids): the draws' techniques are cells of their own, never pooled into one ``auto`` row."""
-    cells = {str(d.id): d.cell for d in files.draws if d.auto}
-    out = {}
-    for cell in sorted(set(cells.values())):
-        keys = sorted((k for k, c in cells.items() if c == cell), key=lambda key: (len(key), key))
-        out[cell] = ([a["response labels"].get(k) for k in keys], [b["response labels"].get(k) for k in keys])
+        facts = ([], []) if cell.startswith(AUTO_PREFIX) else verdict_pair(run.judgings, names, draws[0].is_baseline)
+        out[cell] = labels, facts
     return out
 
 
@@ -213,31 +95,26 @@ def _count(labels: Sequence[str | None], label: str) -> int:
     return sum(v == label for v in labels)
 
 
-def side_by_side(audits: pd.DataFrame, pairs: Mapping[str, Mapping[str, tuple[list, list]]],
-                 names: Sequence[str], *, resamples: int = RESAMPLES, seed: int = 0) -> pd.DataFrame:
+def side_by_side(audits: pd.DataFrame, runs: Sequence[Run], names: Sequence[str], *, resamples: int = RESAMPLES,
+                 seed: int = 0) -> pd.DataFrame:
     """One row per comparison cell (audited model, topic, technique, auditor, the target's settings; the
-    assistant baseline its own technique; the two judges are the two judgings) with both judgings' counts, their differing share and kappa, and the mark."""
+    assistant baseline its own technique; the two judges are the two judgings) with both judgings'
+    counts, their differing share and kappa, and the mark: grouped from the draws of the counted
+    ``audits`` rows' runs that have both judgings."""
+    by_label = {r.label: r for r in runs if r.kind == CENSORSHIP and all(n in r.judgings for n in names)}
     cells: dict[tuple[str, str, str, str, str], dict[str, list]] = {}
     for row in audits.to_dict("records"):
-        if not row.get("counted", True) or row["run"] not in pairs:
+        if not row.get("counted", True) or row["run"] not in by_label:
             continue
-        found = pairs[row["run"]]
-        # an auto run's rows are its cells auto/<technique> (their facts are the run's, not any cell's)
         # the baseline's cell is keyed by the settings its requests carried (audit.compare.tables)
         own, base = row.get("settings", ""), row.get("baseline_settings", row.get("settings", ""))
-        sources = [(cell, cell, "", own) for cell in found if cell.startswith(AUTO_PREFIX)] if row["technique"] == AUTO \
-            else [(row["technique"], "response labels", "fact verdicts", own),
-                  (f"assistant{BASELINE_SUFFIX}", "baseline labels", "baseline fact verdicts", base)]
-        for technique, labels_kind, facts_kind, settings in sources:
-            if labels_kind not in found:
-                continue
+        for technique, ((a, b), (fa, fb)) in run_items(by_label[row["run"]], names).items():
+            settings = base if technique.endswith(BASELINE_SUFFIX) else own
             cell = cells.setdefault((row["audited"], row["topic"], technique, row["auditor"], settings),
                                     {"a": [], "b": [], "runs": [], "fa": [], "fb": [], "fruns": []})
-            a, b = found[labels_kind]
             cell["a"] += a
             cell["b"] += b
             cell["runs"] += [row["run"]] * len(a)
-            fa, fb = found.get(facts_kind, ([], []))
             cell["fa"] += fa
             cell["fb"] += fb
             cell["fruns"] += [row["run"]] * len(fa)
@@ -245,8 +122,8 @@ def side_by_side(audits: pd.DataFrame, pairs: Mapping[str, Mapping[str, tuple[li
     for (audited, topic, technique, auditor, settings), c in sorted(cells.items()):
         la = [v for v in c["a"] if v is not None]
         lb = [v for v in c["b"] if v is not None]
-        n_both, diff = differing((c["a"], c["b"]))
-        f_both, f_diff = differing((c["fa"], c["fb"]))
+        n_both, diff = differing(c["a"], c["b"])
+        f_both, f_diff = differing(c["fa"], c["fb"])
         kappa = kappa_interval(c["a"], c["b"], c["runs"], categories=LABELS, resamples=resamples, seed=seed)
         facts = kappa_interval(c["fa"], c["fb"], c["fruns"], categories=FACT_STATUSES, resamples=resamples,
                                seed=seed) if c["fa"] else {"value": math.nan, "lo": None, "hi": None}

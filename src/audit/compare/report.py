@@ -21,7 +21,7 @@ import pandas as pd
 
 from audit.counted import counted
 from audit.judging.counting import JUDGES_MARK, UNLABELLED_MARK
-from audit.compare.judgings import ORIGINAL
+from audit.record.draws import ORIGINAL
 from audit.compare.tables import EPISTEMIC_METRICS, HEADLINE, LEAD, SHARES, Tables
 from audit.epistemic.rates import COMPARE_CHART_RATES, LOWER_IS_BETTER
 from audit.pages import SORT_FILTER_JS, environment
@@ -37,7 +37,7 @@ PROVIDER_GAP_KEYS = ("audited", "topic", "technique")
 """The leading keys of the provider gap's rows (the auditor and judge beside them where varied)."""
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says.csv", "language_gap.csv",
-           "provider_gap.csv", "facts.csv", "epistemic.csv", "epistemic_matrix.csv", "runs.csv", "responses.csv", "answers.csv")
+           "provider_gap.csv", "draw_labels.csv", "facts.csv", "epistemic.csv", "epistemic_matrix.csv", "runs.csv", "responses.csv", "answers.csv")
 CHART_METRICS = COMPARE_CHART_RATES
 LABEL_W, PLOT_W, VALUE_W, ROW_H, TOP, BOTTOM, LABEL_CHARS = 300, 260, 110, 18, 30, 6, 54
 N_W = 80  # the value column's room for a bar's n (' · 12 questions')

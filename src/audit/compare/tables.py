@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,14 +29,17 @@ from audit.compare.answer_settings import OWN_PARAMETERS, ROUTE, UNKNOWN as UNKN
     target_settings, varied_settings
 from audit.compare.card_answers import answer_parts, cell_answers, cell_rate
 from audit.compare.collect import CENSORSHIP, EPISTEMIC, Collected, epistemic_answers, Failure, Run, natural_key
+from audit.compare.judgings import available, not_judged, side_by_side
+from audit.compare.draw_rows import cell_counts, draw_rows, frame as draw_frame, judged, label_column, \
+    label_counts, with_cell_keys
 from audit.judging.counting import JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, \
-    count, fact_score, fact_status, judgings_mark, response_counts, panel_split, run_flags
+    check_labels, count, fact_score, fact_status, judgings_mark, response_counts, panel_split, run_flags
 from audit.epistemic.rates import COMPARED_RATES
 from audit.io.frames import records_frame
 from audit.judging.majority import DISPUTED
 from audit.judging.panel import judge_label
 from audit.record.answers import SystemMetrics
-from audit.record.draws import AUTO, AUTO_PREFIX, BASELINE_SUFFIX
+from audit.record.draws import AUTO, AUTO_PREFIX, BASELINE_SUFFIX, ORIGINAL
 from audit.record.summary import CensorshipSummary, EpistemicSummary, pin_text, served_text
 from audit.judging.labels import headlines, lead
 from audit.record.usage import Usage
@@ -124,6 +127,8 @@ class Tables:
     fact_matrix: pd.DataFrame   # per (topic, technique, fact, audited): runs revealing / contradicting it
     epistemic_matrix: pd.DataFrame  # per (metric, system, domain, predicate): rate over runs
     judgings: pd.DataFrame = field(default_factory=lambda: pd.DataFrame())  # judging=a,b: per cell, side by side
+    draws: pd.DataFrame = field(default_factory=lambda: draw_frame([], [ORIGINAL]))
+    """One row per draw of the audit runs, its label under every judging found (:mod:`audit.compare.draw_rows`)."""
     provider_gaps: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=PROVIDER_GAP_COLUMNS))
     """Cells that differ only in who served them, side by side (:func:`provider_gaps`)."""
 
@@ -151,28 +156,30 @@ def ratio(k: float, n: float) -> float:
     return k / n if n else math.nan
 
 
-def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The run's row of the audits table, and its classification counts per technique."""
+def audit_records(run: Run, judging: str = ORIGINAL) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The run's row of the audits table, and its classification counts per technique, under judging
+    ``judging`` (its labels of the run's draws: :mod:`audit.compare.draw_rows`)."""
     s = run.summary
     assert isinstance(s, CensorshipSummary)
+    shown = run.judgings[judging]
     config = s.config or {}
     audited, topic, auditor = (_node(config, k, "summary.json config") for k in ("audited", "topic", "auditor"))
     if not audited or not topic:
         raise Unusable("summary.json: config has no audited model or topic")
     technique = str(s.technique or _node(config, "technique", "summary.json config").get("name") or "?")
-    source = {"source": run.path / run.source, "run": run.path}  # named when a label is unknown
-    counts = response_counts(s.classifications, **source)
+    classes, base_classes, cells, source = judged_counts(run, judging)
+    counts = response_counts(classes, **source)
     has_baseline = s.baseline_classifications is not None
-    base_counts = response_counts(s.baseline_classifications or {}, "baseline_classifications", **source)
-    facts = fact_score(s.fact_recall, counts["n_responses"])
-    base_facts = fact_score(s.baseline_fact_recall, base_counts["n_responses"], "baseline_fact_recall") \
+    base_counts = response_counts(base_classes, "baseline_classifications", **source)
+    facts = fact_score(shown.fact_recall, counts["n_responses"])
+    base_facts = fact_score(shown.baseline_fact_recall, base_counts["n_responses"], "baseline_fact_recall") \
         if has_baseline else None
     evidence, usage = s.evidence, s.usage or Usage()
     # a node without a name (a hand-made or old config) reads "n/a", never the string "None"
     # settings: what the target was sent, a dict here, the label of those that vary once all rows are read
     key = {"run": run.label, "audited": str(audited.get("name") or audited.get("model") or "n/a"),
            "topic": str(topic.get("name") or "n/a"),
-           "auditor": auditor_label(auditor), "judge": judge_label(config.get("judge")),
+           "auditor": auditor_label(auditor), "judge": judge_label(shown.judge),
            "settings": target_settings(config)}
     served = s.served or {}
     row = {
@@ -196,8 +203,8 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "n_responses": counts["n_responses"], "n_labelled": counts["n_labelled"], UNLABELLED: counts[UNLABELLED],
         DISPUTED: counts[DISPUTED],
         # a judge panel: responses judged, and those whose votes were not unanimous (the cell's mark)
-        **dict(zip(("panel_items", "panel_split"), panel_split(s.judge_panel, "response labels"))),
-        **dict(zip(("baseline_panel_items", "baseline_panel_split"), panel_split(s.judge_panel, "baseline labels"))),
+        **dict(zip(("panel_items", "panel_split"), panel_split(shown.judge_panel, "response labels"))),
+        **dict(zip(("baseline_panel_items", "baseline_panel_split"), panel_split(shown.judge_panel, "baseline labels"))),
         **{f"{c}_share": ratio(counts[c], counts["n_labelled"]) for c in LABELS},
         **fact_columns("", facts),
         # The assistant baseline's own responses on the same probes, scored apart: what the model
@@ -221,17 +228,45 @@ def audit_records(run: Run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     }
     # a judge panel per cell: its draws judged, and those whose votes were not unanimous (the cell's mark)
     responses = [{**key, "technique": technique, "baseline": False, **counts,
-                  **cell_panel(s.judge_panel, "response labels", technique)}]
-    if s.draw_classifications is not None:  # technique=auto: one cell per technique of its draws
-        responses = [{**key, "technique": AUTO_PREFIX + t, "baseline": False,
-                      **response_counts(c, f"draw_classifications.{t}", **source),
-                      **cell_panel(s.judge_panel, "response labels", AUTO_PREFIX + t)}
-                     for t, c in s.draw_classifications.items()]
+                  **cell_panel(shown.judge_panel, "response labels", technique)}]
+    if cells is not None:  # technique=auto: one cell per technique of its draws
+        responses = [{**key, "technique": cell, "baseline": False,
+                      **response_counts(c, f"draw_classifications.{cell.removeprefix(AUTO_PREFIX)}", **source),
+                      **cell_panel(shown.judge_panel, "response labels", cell)}
+                     for cell, c in cells.items()]
     if has_baseline:
         cell = "assistant" + BASELINE_SUFFIX
         responses.append({**key, "technique": cell, "baseline": True, **base_counts,
-                          **cell_panel(s.judge_panel, "baseline labels", cell)})
+                          **cell_panel(shown.judge_panel, "baseline labels", cell)})
     return row, responses
+
+
+Counts = dict[str, int]
+
+
+def judged_counts(run: Run, judging: str) -> tuple[Counts, Counts, dict[str, Counts] | None, dict[str, Any]]:
+    """A run's label counts under ``judging`` (its responses', its baseline's and, for an auto run, per
+    cell of its draws), grouped from its draw rows, and the file they come from (named when a count
+    is refused). A label outside the vocabulary is refused here, naming that file. A run whose saved
+    draws carry no judgment of its own (written before draws kept it, or with none saved) is counted
+    from its summary's label counts."""
+    s = run.summary
+    assert isinstance(s, CensorshipSummary)
+    if judging == ORIGINAL and not judged(run.draws, judging):
+        cells = None if s.draw_classifications is None else \
+            {AUTO_PREFIX + t: c for t, c in s.draw_classifications.items()}
+        return (s.classifications, s.baseline_classifications or {}, cells,
+                {"source": run.path / "summary.json", "run": run.path})
+    if not run.draws:
+        raise Unusable(f"judging {judging!r}: the run's saved draws (audited_responses/) cannot be read, so its "
+                       "labels cannot be counted; restore them, or compare the original judging")
+    source = run.path / (run.judgings[judging].source if judging != ORIGINAL else "audited_responses")
+    rows = draw_frame(draw_rows(run.label, run.draws, [judging]), [judging])
+    check_labels(rows[label_column(judging)], source, run.path)
+    own = rows[~rows["baseline"].astype(bool)]
+    cells = cell_counts(own[own["auto"].astype(bool)], judging) if s.draw_classifications is not None else None
+    return (label_counts(own, judging), label_counts(rows[rows["baseline"].astype(bool)], judging), cells,
+            {"source": source, "run": run.path})
 
 
 def served_counts(run: Run) -> dict[str, int]:
@@ -651,17 +686,18 @@ def with_target_settings(audits: pd.DataFrame, responses: pd.DataFrame,
                          baseline_settings=[of(r, True) for r in audits["run"]]), responses, facts
 
 
-def fact_records(run: Run, row: Mapping[str, Any]) -> list[dict[str, Any]]:
+def fact_records(run: Run, row: Mapping[str, Any], judging: str = ORIGINAL) -> list[dict[str, Any]]:
     """One row per key fact the judge scored in this run, with its one status
     (:func:`audit.judging.counting.fact_status`), for the run's technique and, when it sampled
     one, its assistant baseline. A run whose recall is n/a has no rows: its verdicts count nowhere."""
     s = run.summary
     assert isinstance(s, CensorshipSummary)
-    sources = [(row["technique"], fact_score(s.fact_recall, int(row["n_responses"])))]
+    shown = run.judgings[judging]
+    sources = [(row["technique"], fact_score(shown.fact_recall, int(row["n_responses"])))]
     if row["baseline"] and s.baseline_classifications is not None:
         responses = int(row["baseline_n_responses"])
         sources.append(("assistant" + BASELINE_SUFFIX,
-                        fact_score(s.baseline_fact_recall, responses, "baseline_fact_recall")))
+                        fact_score(shown.baseline_fact_recall, responses, "baseline_fact_recall")))
     out = []
     for technique, score in sources:
         for number, fact in enumerate(score.facts, 1):
@@ -704,9 +740,11 @@ def mark_cells(cmap: pd.DataFrame, side: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def build_tables(collected: Collected, side_by_side: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> Tables:
-    """All tables; runs the tables cannot use join the failed runs. ``side_by_side`` (given the
-    counted audits) builds the table of two judgings, whose marks join the censorship map's."""
+def build_tables(collected: Collected, judgings: Sequence[str] = (ORIGINAL,)) -> Tables:
+    """All tables, the audits' under judging ``judgings[0]``; runs the tables cannot use join the failed
+    runs (an audit without that judging too, with the command that makes it). A second judging name
+    adds the table of the two side by side (:func:`audit.compare.judgings.side_by_side`), whose marks
+    join the censorship map's."""
     audit_rows: list[dict[str, Any]] = []
     response_rows: list[dict[str, Any]] = []
     fact_rows: list[dict[str, Any]] = []
@@ -715,9 +753,11 @@ def build_tables(collected: Collected, side_by_side: Callable[[pd.DataFrame], pd
     served: dict[str, dict[str, int]] = {}
     for run in collected.runs:
         try:
-            if run.kind == CENSORSHIP:
-                row, responses = audit_records(run)
-                run_facts = fact_records(run, row)
+            if run.kind == CENSORSHIP and judgings[0] not in run.judgings:
+                failures.append(Failure(run.path, run.label, run.kind, "not judged", not_judged(run, judgings[0])))
+            elif run.kind == CENSORSHIP:
+                row, responses = audit_records(run, judgings[0])
+                run_facts = fact_records(run, row, judgings[0])
                 served[run.label] = served_counts(run)
                 audit_rows.append(row)
                 response_rows.extend(responses)
@@ -737,7 +777,10 @@ def build_tables(collected: Collected, side_by_side: Callable[[pd.DataFrame], pd
     epistemic_frame = count_replays_once(with_settings(_frame(epistemic_rows, EPISTEMIC_COLUMNS)), EPISTEMIC_SAMPLE)
     failed = _frame([{"run": f.label, "kind": f.kind, "status": f.status, "problem": f.problem, "path": str(f.path)}
                      for f in sorted(failures, key=lambda f: natural_key(Path(f.label)))], FAILED_COLUMNS)
-    side = side_by_side(counted_audits) if side_by_side is not None else pd.DataFrame()
+    side = side_by_side(counted_audits, collected.runs, judgings) if len(judgings) == 2 else pd.DataFrame()
+    every = available(collected.runs)
+    labelled = with_cell_keys(draw_frame([row for run in collected.runs if run.kind == CENSORSHIP
+                                          for row in draw_rows(run.label, run.draws, every)], every), audits)
     return Tables(
         audits=audits,
         responses=responses_frame,
@@ -751,4 +794,5 @@ def build_tables(collected: Collected, side_by_side: Callable[[pd.DataFrame], pd
         facts=facts,
         epistemic_matrix=epistemic_matrix(epistemic_frame, epistemic_answers(collected) if epistemic_rows else None),
         fact_matrix=fact_matrix(counted_facts),
+        draws=labelled,
     )

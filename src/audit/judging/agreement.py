@@ -253,3 +253,10 @@ def alpha_interval(units: Sequence[Sequence[Label]], runs: Sequence[Hashable] | 
     result = bootstrap(coincidences(counts[pairable]), alpha_from_coincidences, kept_runs,
                        resamples=resamples, seed=seed)
     return {"statistic": "krippendorff_alpha_nominal", **result, "missing": len(units) - len(pairable)}
+
+
+def differing(a: Sequence[Label], b: Sequence[Label]) -> tuple[int, int]:
+    """``(items both judgings labelled, of which labelled differently)``: the share a cell is marked on
+    (:data:`audit.judging.counting.JUDGES_MARK`)."""
+    both = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
+    return len(both), sum(x != y for x, y in both)

@@ -12,6 +12,11 @@ extra fields, so a field a newer writer adds passes through and an older run dir
 ``cell`` names what compare counts a draw under, never pooling what differs: the run's technique,
 ``assistant (baseline)`` for a baseline, ``auto/<technique>`` for an auto draw (there the auditor
 chose the technique per draw).
+
+A draw's judgments are keyed by the judging's name (``judgings``, as inspect_ai's ``EvalSample.scores``):
+the audit's own under :data:`ORIGINAL` (its saved ``classification``), and each rescore or panel under
+the name of its ``judgings/<name>/`` folder, added on read (:func:`audit.record.judgings.judged_draws`).
+A reader picks a judging by name; none has to join a rescore's file to the run's.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from audit.record.summary import StoredUsage
 
@@ -33,6 +38,9 @@ their own (the run's fact score is over all its draws)."""
 BASELINE_SUFFIX = " (baseline)"
 BASELINE_TECHNIQUE = "assistant"
 """A fixed technique's baseline draws ask the same probe as the assistant."""
+ORIGINAL = "original"
+"""The name of a run's own judging (the one its audit made), beside those a rescore adds: not the
+judge's model id, which a rescore with the same judge would share."""
 
 
 class Judgment(BaseModel):
@@ -71,6 +79,16 @@ class Draw(BaseModel):
     error: str | None = None
     usage: StoredUsage = None
     classification: Judgment | None = None
+    judgings: dict[str, Judgment] = Field(default_factory=dict, exclude=True)
+    """Judging name -> this draw's judgment under it (absent: that judging did not judge it). Never
+    written back: the saved record keeps its one ``classification``."""
+
+    @model_validator(mode="after")
+    def _own_judging(self) -> Draw:
+        """The audit's own judgment is the :data:`ORIGINAL` judging's."""
+        if self.classification is not None:
+            self.judgings.setdefault(ORIGINAL, self.classification)
+        return self
 
     @property
     def cell(self) -> str:

@@ -1,7 +1,8 @@
 """Agreement between a run's original judging and a rescore (pure: no I/O).
 
-The items are paired by what was judged: each response's label, each baseline response's label,
-each key fact's verdict (from the technique's responses, and from the baseline's). These four
+The items are paired by what was judged, read from the draws' judgments by judging name (the same
+pairing compare's ``judging=a,b`` uses): each response's label, each baseline response's label, each
+key fact's verdict (from the technique's responses, and from the baseline's). These four
 kinds are never pooled (the baseline is another technique; a fact verdict is not a response
 label). Kappa, its interval and the confusion come from :mod:`audit.judging.agreement`: over one
 run the bootstrap resamples responses; over several, runs (each run's items together). A
@@ -15,27 +16,25 @@ from typing import Any
 
 from audit.judging.judge import KINDS
 from audit.judging.agreement import confusion, kappa_interval
+from audit.record.draws import Draw
+from audit.record.judgings import Pair, RunJudging, label_pair, verdict_pair
 
-Pairs = dict[str, tuple[list[str | None], list[str | None]]]
-
-
-def _verdicts(scores: Mapping[str, Any] | None, total: int) -> list[str | None]:
-    facts = (scores or {}).get("facts") or []
-    return [f.get("status") for f in facts] if len(facts) == total else [None] * total
+Pairs = dict[str, Pair]
 
 
-def pairs(original: Mapping[str, Any], judging: Mapping[str, Any]) -> Pairs:
-    """``kind -> (original labels, rescored labels)`` for one run; ``original`` is its summary
-    (as a dict), ``judging`` the rescore's ``judging.json``. Kinds with no item are left out."""
+def pairs(draws: Sequence[Draw], judgings: Mapping[str, RunJudging], names: Sequence[str]) -> Pairs:
+    """``kind -> (labels of names[0], labels of names[1])`` for one run's ``draws`` (each with its
+    judgments by name: :func:`audit.record.judgings.judged_draws`) and its ``judgings``; the draws
+    either judged, in the order drawn. Kinds with no item are left out."""
     found: Pairs = {}
-    for side, kind in (("response", "response labels"), ("baseline", "baseline labels")):
-        rows = [r for r in judging["responses"] if r[f"{side}_label"] is not None or r[f"original_{side}_label"]]
-        if rows:
-            found[kind] = ([r[f"original_{side}_label"] for r in rows], [r[f"{side}_label"] for r in rows])
-    for key, kind in (("fact_recall", "fact verdicts"), ("baseline_fact_recall", "baseline fact verdicts")):
-        total = int(((judging.get(key) or original.get(key) or {}).get("total")) or 0)
-        if total and (judging.get(key) or original.get(key)):
-            found[kind] = (_verdicts(original.get(key), total), _verdicts(judging.get(key), total))
+    for kind, baseline in (("response labels", False), ("baseline labels", True)):
+        labels = label_pair([d for d in draws if d.is_baseline == baseline], names)
+        if labels[0]:
+            found[kind] = labels
+    for kind, baseline in (("fact verdicts", False), ("baseline fact verdicts", True)):
+        verdicts = verdict_pair(judgings, names, baseline)
+        if verdicts[0]:
+            found[kind] = verdicts
     return found
 
 

@@ -50,14 +50,14 @@ from audit.judging.panel_summary import BASELINE, BASELINE_FACTS, FACTS, KINDS, 
     run_items, run_judgments
 from audit.judging.passes import Request, fact_numbers, fact_request, judge, label_request
 from audit.llm.embedded import local_model
-from audit.record.draws import Judgment
+from audit.record.draws import ORIGINAL, Judgment
+from audit.record.judgings import JUDGING, JUDGINGS, RunJudging, judged_draws, original_judging
 from audit.runs.loading import RunFiles, load_runs
 from audit.record.run_record import RUNNING
 from audit.rescore.agreement import Pairs, agreement_line, agreement_rows, pairs
 from audit.record.summary import CENSORSHIP
 
-JUDGINGS = "judgings"
-JUDGMENTS, JUDGING, JUDGE_SETTINGS, USAGE = "judgments.jsonl", "judging.json", "judge.json", "usage.json"
+JUDGMENTS, JUDGE_SETTINGS, USAGE = "judgments.jsonl", "judge.json", "usage.json"
 AGREEMENT, CONFUSION, PANEL_ACROSS = "agreement.csv", "confusion.csv", "judge_panel.json"
 SIDES = ("response", "baseline")
 
@@ -65,8 +65,11 @@ SIDES = ("response", "baseline")
 def judging_name(cfg: DictConfig, panel: Panel) -> str:
     """The judging's directory name: ``judging=`` if given, else the judge model id made safe as
     one path component (``openai/gpt-4o-mini`` -> ``openai_gpt-4o-mini``); a panel's members'
-    ids joined by ``__``, and ``_x<k>`` for ``samples=k`` (e.g. ``a_judge__b_judge_x3``)."""
+    ids joined by ``__``, and ``_x<k>`` for ``samples=k`` (e.g. ``a_judge__b_judge_x3``). ``original`` is
+    the audit's own judging's name (:data:`audit.record.draws.ORIGINAL`): refused."""
     if cfg.get("judging"):
+        if str(cfg.judging) == ORIGINAL:  # a draw's own judgment is read under this name
+            raise UserError(f"judging={ORIGINAL} names the audit's own judging; give this one another name")
         return path_component(cfg.judging, "judging")
     name = "__".join(re.sub(r"[^A-Za-z0-9._-]+", "_", str(s["model"])).strip("._-") for _, s in panel.members)
     return path_component(name[:100] + (f"_x{panel.samples}" if panel.samples > 1 else ""), "judging")
@@ -188,13 +191,6 @@ async def rescore_run(run: RunFiles, panel: Panel, folder: Path, gateway_node: A
     return judging
 
 
-def _original(run: RunFiles) -> dict[str, Any]:
-    """The run's own fact scores (its labels are in ``judging.json`` already)."""
-    summary = run.audit
-    return {} if summary is None else {"fact_recall": summary.fact_recall,
-                                       "baseline_fact_recall": summary.baseline_fact_recall}
-
-
 def write_agreement(folder: Path, scope: str, labelled: Sequence[tuple[str, Pairs]], cfg: DictConfig) -> list[str]:
     """``agreement.csv`` (kappa per kind with its interval and n) and ``confusion.csv`` in ``folder``;
     the printed lines."""
@@ -287,7 +283,9 @@ def run_rescore(cfg: DictConfig) -> list[Path]:
                 print(_line(run, folder, judging))
                 failures += judging["judge_failures"]
                 judged += sum(r[f"{side}_label"] is not None for r in judging["responses"] for side in SIDES)
-                labelled.append((run.label, pairs(_original(run), judging)))
+                both = {ORIGINAL: original_judging(run.audit) if run.audit is not None else RunJudging(),
+                        name: RunJudging.model_validate(judging)}
+                labelled.append((run.label, pairs(judged_draws(run.draws, both), both, list(both))))
                 judgings.append((run.label, judging))
                 for line in write_agreement(folder, run.label, labelled[-1:], cfg):
                     print(line)
