@@ -59,16 +59,17 @@ def with_fault(handler: Handler, fault: str, every: int) -> Handler:
 
 def providers(spec: str) -> list[ServedBy]:
     """``Honest,Wrapper:wraps,Bos:bos`` -> the providers (``:wraps`` renders the prompt as a chat
-    message in the model's template; ``:bos`` adds a BOS token to every prompt; ``:long`` ignores
-    ``max_tokens``, billing four times it)."""
+    message in the model's template; ``:hidden`` wraps it too but bills the prompt as sent; ``:bos``
+    adds a BOS token to every prompt; ``:long`` ignores ``max_tokens``, billing four times it)."""
     served = []
     for item in spec.split(","):
         name, *flags = item.strip().split(":")
-        unknown = set(flags) - {"wraps", "bos", "long"}
+        unknown = set(flags) - {"wraps", "hidden", "bos", "long"}
         if not name or unknown:
-            raise UserError(f"--providers {spec!r}: each item is NAME[:wraps][:bos][:long], e.g. Honest,Wrapper:wraps")
-        served.append(ServedBy(name, wraps="wraps" in flags, adds_bos="bos" in flags,
-                               ignores_max_tokens="long" in flags))
+            raise UserError(f"--providers {spec!r}: each item is NAME[:wraps|:hidden][:bos][:long], "
+                            "e.g. Honest,Wrapper:wraps")
+        served.append(ServedBy(name, wraps=bool({"wraps", "hidden"} & set(flags)), adds_bos="bos" in flags,
+                               ignores_max_tokens="long" in flags, bills_as_sent="hidden" in flags))
     return served
 
 
