@@ -27,25 +27,25 @@ from tests import entrypoints
 
 CANARY = ContentCanary.parse(OmegaConf.load(f"{CONF_DIR}/doctor.yaml").canary)
 """The shipped content canary (``conf/doctor.yaml``)."""
-RAW = CANARY.rest + ", Friday"
+RAW = "esday, Thursday, Friday"
 """A raw completion's reply to it."""
 
 
 @pytest.mark.parametrize("reply, continued", [
-    (CANARY.rest, True), (RAW, True),
+    (RAW, True), ("th, Thursdies, Fridays.", True),          # SmolLM2-135M's, under its repeat penalty
     (" blue! Those three are the primary colours", False),   # lower-case, yet a chat answer
     ("Wednesday, Thursday, Friday", False),                  # the list, but from a new turn
     ("It looks like you are listing the days of the week.", False),
-    ("\n\nSure! Here are", False), ("", False), (" " + CANARY.rest, False),
+    ("\n\nsure! Here are", False), ("", False), (" esday", False), ("...esday", False),
 ])
-def test_content_canary_is_continued_only_by_the_rest_of_the_cut_word(reply, continued):
-    assert CANARY.sent.endswith("Wedn") and CANARY.rest.startswith("esday")
+def test_content_canary_is_continued_only_inside_the_cut_word(reply, continued):
+    assert CANARY.sent.endswith("Wedn")
     assert CANARY.continued(reply) is continued
 
 
-@pytest.mark.parametrize("canary", ["no cut here", "|all after", "all before|", "a|b|c", "  |  "])
-def test_a_canary_without_one_cut_is_refused_with_the_fix(canary):
-    with pytest.raises(UserError, match="mark the one cut with '\\|'"):
+@pytest.mark.parametrize("canary", ["", "Monday, Tuesday, ", "Monday, Tuesday.", "MONDAY, TUESDAY, WEDN", "1, 2, 3"])
+def test_a_canary_not_cut_mid_word_is_refused_with_the_fix(canary):
+    with pytest.raises(UserError, match="must end in the middle of a word"):
         ContentCanary.parse(canary)
 
 
@@ -106,8 +106,9 @@ def diagnose_on(server, family: str, *, canaries: int) -> Diagnosis:
 @pytest.mark.parametrize("provider,verdict,decided_by", [
     (ServedBy("Wrapper", wraps=True), "wrapping", "token canary billed"),
     (ServedBy("WrapperBos", wraps=True, adds_bos=True), "wrapping", "token canary billed"),
-    (ServedBy("Hidden", wraps=True, bills_as_sent=True), "wrapping", "content canary: 0 of 2"),
-    (ServedBy("HiddenBos", wraps=True, adds_bos=True, bills_as_sent=True), "wrapping", "content canary: 0 of 2"),
+    (ServedBy("Hidden", wraps=True, bills_as_sent=True), "wrapping", "content canary: 0 of 2 replies went on"),
+    (ServedBy("HiddenBos", wraps=True, adds_bos=True, bills_as_sent=True), "wrapping",
+     "content canary: 0 of 2 replies went on"),
     (ServedBy("Raw"), "ok", "token canary billed"), (ServedBy("RawBos", adds_bos=True), "ok", "token canary billed"),
 ], ids=["wrap", "wrap+bos", "hidden", "hidden+bos", "raw", "raw+bos"])
 def test_doctor_catches_every_familys_wrap_and_passes_its_raw_prompt(fake_openrouter, tmp_path, family, provider,

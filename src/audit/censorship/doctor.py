@@ -13,11 +13,13 @@ provider on its own replies, by two tests that fail a wrap in different ways:
   every family, plus any default system prompt), so it bills ``n + 2`` or more. A provider that
   reports no usage cannot be judged by it, and one that wraps but bills the prompt as sent passes it;
 - the content canary (the text): a user turn cut in the middle of a word of a list that repeats
-  (``conf/doctor.yaml``'s ``canary``, the cut marked ``|``). A model fed it verbatim is still
-  inside the user's word and finishes it (``Wedn`` -> ``esday, Thursday``); under a chat wrap the
-  last thing the model reads is the assistant's turn opening, so it answers instead, and a new turn
-  does not start with the rest of the user's half word. This catches a wrap whatever is billed.
-  Its limit: a chat model that completes the user's half word inside its own turn would pass it.
+  (``conf/doctor.yaml``'s ``canary``, ending ``... Monday, Tuesday, Wedn``). A model fed it
+  verbatim is still inside the user's word and goes on with it, lower-case and with no space
+  (``esday, Thursday``; SmolLM2-135M, under its repeat penalty, writes ``th, Thursdies``); under a
+  chat wrap the last thing the model reads is the assistant's turn opening, so it answers instead,
+  and a new turn starts with a capital, a space or a line break. This catches a wrap whatever is
+  billed. Its limit: a chat model that opens its own turn with the tail of the user's half word
+  (lower-case, no space) would pass it.
 
 A load balancer draws each request's provider on its own, so a provider may happen to serve only
 one kind of canary; the doctor then re-sends the missing kind pinned to that provider
@@ -61,29 +63,26 @@ UNNAMED = "unknown"
 """A server that names no provider (a local vLLM or llama.cpp): judged, never pinned or remembered."""
 
 
-CUT = "|"
-
-
 @dataclass(frozen=True)
 class ContentCanary:
-    """The content canary: ``sent`` (the user's words, cut mid-word) and ``rest``, what a model fed
-    them verbatim writes next (the rest of the word and the next item of the list)."""
+    """The content canary: the user's words, cut in the middle of a word (``conf/doctor.yaml``'s ``canary``)."""
 
     sent: str
-    rest: str
 
     @classmethod
     def parse(cls, canary: str) -> ContentCanary:
-        """``"Monday, Tuesday, Wedn|esday, Thursday"`` -> sent ``"Monday, Tuesday, Wedn"``, rest ``"esday, Thursday"``."""
-        sent, cut, rest = canary.partition(CUT)
-        if not cut or not sent.strip() or not rest.strip() or CUT in rest:
-            raise UserError(f"canary={canary!r}: mark the one cut with '|' between the words sent and what a raw "
-                            "completion writes next, e.g. canary='Monday, Tuesday, Wedn|esday, Thursday'")
-        return cls(sent, rest)
+        """The canary, if it ends in the middle of a word (a lower-case letter); else the fix, in one line."""
+        if not canary[-1:].isalpha() or not canary[-1:].islower():
+            raise UserError(f"canary={canary!r}: the content canary must end in the middle of a word (a lower-case "
+                            "letter), e.g. canary='Monday, Tuesday, Wedn'")
+        return cls(canary)
 
-    def continued(self, reply: str) -> bool:
-        """Whether ``reply`` finishes the cut word as the text sent goes on (not a new turn)."""
-        return reply.startswith(self.rest)
+    @staticmethod
+    def continued(reply: str) -> bool:
+        """Whether ``reply`` goes on inside the cut word: it starts with a lower-case letter, no space or
+        line break before it. A new turn starts with one, or with a capital ("Wednesday", "It looks
+        like"): a model does not open its own turn with the tail of the user's half word."""
+        return reply[:1].isalpha() and reply[:1].islower()
 
 
 def token_canary(family: TemplateFamily, n: int = TOKEN_CANARY_TOKENS) -> str:
@@ -141,8 +140,8 @@ class ProviderCheck:
     @property
     def verdict(self) -> str:
         """``wrapping`` when any token canary was billed as a wrap, or when no reply to the content canary
-        finished its cut word (the prompt reached the model as a chat message, however it was billed);
-        ``ok`` when every token canary was billed verbatim and every content reply finished the word;
+        went on inside its cut word (the prompt reached the model as a chat message, however it was billed);
+        ``ok`` when every token canary was billed verbatim and every content reply went on inside the word;
         ``unsure`` otherwise (no usage, an empty reply, or replies that disagree)."""
         billed, said = self._billed(), self._said()
         if any(c is False for c in billed):
@@ -170,11 +169,11 @@ class ProviderCheck:
         verbatim = f"{TOKEN_CANARY_TOKENS}-{TOKEN_CANARY_TOKENS + BOS_SLACK}"
         said = self._said()
         finished = sum(self.canary.continued(r) for r in self.replies)
-        content = f"content canary: {finished} of {len(self.replies)} replies finished the cut word"
+        content = f"content canary: {finished} of {len(self.replies)} replies went on inside the cut word"
         if any(c is False for c in self._billed()):
             return f"token canary billed {billed} tokens where verbatim is {verbatim}"
         if self.verdict == WRAPPING:
-            return (f"{content} (e.g. {said[0][:40]!r}, where a raw completion writes {self.canary.rest!r}): "
+            return (f"{content} (e.g. {said[0][:40]!r}, where a raw completion goes on with the word): "
                     f"a chat answer, though the token canary was billed {billed}")
         if self.verdict == OK:
             return f"token canary billed {billed} (verbatim); {content}"
@@ -197,8 +196,8 @@ class ProviderCheck:
                    "with BOS (DeepSeek) reaches its model with two"]
                   if self.token_reports and all(r == TOKEN_CANARY_TOKENS + BOS_SLACK for r in self.token_reports)
                   else []),
-                f"  content:       {finished} of {len(self.replies)} replies finish the cut word "
-                f"({self.canary.rest!r})" + (f", e.g. {self.replies[0][:60]!r}" if self.replies else ""),
+                f"  content:       {finished} of {len(self.replies)} replies go on inside the cut word "
+                f"(...{self.canary.sent[-12:]!r})" + (f", e.g. {self.replies[0][:60]!r}" if self.replies else ""),
                 *([f"  pinned:        {self.pinned} canaries re-sent pinned to this provider (the load balancer "
                    "had sent it none of their kind)"] if self.pinned else []),
                 *([f"  max_tokens:    IGNORED in {len(self.overruns)} of {self.replies_seen} replies (billed "
