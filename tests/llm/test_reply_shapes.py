@@ -276,3 +276,18 @@ def test_a_reply_from_a_fallback_names_the_provider_that_served_and_keeps_the_at
     assert reply.provider == "DeepInfra" and reply.routing["attempt"] == 2
     assert [(a["provider"], a["status"]) for a in reply.routing["attempts"]] == [("Moonshot AI", 429),
                                                                                 ("DeepInfra", 200)]
+
+
+@pytest.mark.parametrize("status,kind", [(408, "timeout"), (502, "server"), (503, "server")])
+def test_the_guides_retryable_statuses_are_retried(fake_openrouter, tmp_path, status, kind):
+    """Errors guide, "Error codes": 408 "Your request timed out", 502 "model is down or ... invalid response",
+    503 "no available model provider": failures of this attempt, retried. Three in a row end as that kind
+    after two retries."""
+    gateway = make_gateway(fake_openrouter, tmp_path)
+    fake_openrouter.push(*[error_reply(status)] * 3)
+    try:
+        with pytest.raises(GatewayError) as info:
+            gateway.complete("m/x", "p")
+    finally:
+        gateway.close()
+    assert (info.value.kind, info.value.retries, len(fake_openrouter.requests)) == (kind, 2, 3)

@@ -244,6 +244,8 @@ def _named(chain: list[BaseException], *names: str) -> bool:
 def _kind_of_status(status: int) -> str:
     if status == 429:
         return "rate_limit"
+    if status == 408:  # errors guide: "Your request timed out" (also as an error object in a 200 body)
+        return "timeout"
     if status == 402:
         return "payment"
     if status in (401, 403):
