@@ -291,3 +291,12 @@ def test_the_guides_retryable_statuses_are_retried(fake_openrouter, tmp_path, st
     finally:
         gateway.close()
     assert (info.value.kind, info.value.retries, len(fake_openrouter.requests)) == (kind, 2, 3)
+
+
+def test_an_unknown_availability_code_falls_back_to_its_retryable():
+    """Errors guide: "new codes may be added ... treat an unrecognized code defensively and fall back to
+    ``retryable``": retried (``server``) when it says so, else the status's kind."""
+    from audit.llm.replies import refine_kind
+
+    assert refine_kind("rate_limit", "x", {"availability": {"code": "new_code", "retryable": True}}) == "server"
+    assert refine_kind("not_found", "x", {"availability": {"code": "new_code", "retryable": False}}) == "not_found"

@@ -24,7 +24,7 @@ from typing import Any
 
 from audit.templates import TemplateFamily
 from audit.testing.documented import routing_404
-from audit.testing.replies import COMPLETION, Handler, RecordedRequest, Reply, completion_reply
+from audit.testing.replies import COMPLETION, Handler, RecordedRequest, Reply, completion_reply, estimate_tokens
 
 SPECIAL = re.compile(r"<[|｜][^<>\s]{1,40}?[|｜]>|\[[A-Za-z_]{2,12}\]|<(?:sop|eop|think|/think)>"
                      r"|<(?:beginning|end)_of_sentence>")
@@ -95,9 +95,11 @@ class ServedBy:
 
 class LoadBalanced:
     """A handler serving ``/completions`` for a model of ``family`` from ``providers`` (or as the
-    request's ``provider`` pin says); ``inner`` answers everything else and gives the text
-    (default: :data:`WRAPPED_ANSWER` from a wrapping provider, ``answer`` from a raw one), except
-    where the model continues what it sees (:func:`induced`), which no provider changes.
+    request's ``provider`` pin says); ``inner`` answers everything else and gives a raw provider's
+    text (default ``answer``). The model answers what it sees: a repeating open turn is continued
+    (:func:`induced`), and behind a wrapping provider it is in its own turn and answers as an
+    assistant (``wrapped_answer``, default :data:`WRAPPED_ANSWER`), whatever ``inner`` would say to the
+    raw prompt. Each provider stops at the request's ``max_tokens`` unless it ignores it.
 
     Unpinned requests are spread without regard to when they arrive: each new prompt goes to the
     next provider in turn, and each repeat of a prompt to the provider after the one that served it
@@ -153,14 +155,21 @@ class LoadBalanced:
         with self._lock:
             self.served.append((provider.name, seen))
         copied = induced(seen)
-        reply = completion_reply(copied) if copied is not None else \
-            self.inner(request) if self.inner is not None else None
+        if copied is not None:
+            reply: Reply | None = completion_reply(copied)
+        elif provider.wraps:  # the model is in its own (assistant) turn: it answers, whatever a raw draw would say
+            reply = completion_reply(self.wrapped_answer)
+        else:
+            reply = self.inner(request) if self.inner is not None else None
         if reply is None or not hasattr(reply.body, "payload"):
-            reply = completion_reply(self.wrapped_answer if provider.wraps else self.answer)
+            reply = completion_reply(self.answer)
         bill = self.with_bos(provider, prompt) if provider.bills_as_sent else seen
         billed: Callable[[Any], int] = lambda _request: native_tokens(bill)  # noqa: E731 - one expression
         body = replace(reply.body, provider=provider.name, prompt_tokens_of=billed)
-        if provider.ignores_max_tokens:
-            overrun = 4 * int((request.json or {}).get("max_tokens") or 16)
-            body = replace(body, usage={**dict(body.usage or {}), "completion_tokens": overrun})
+        allowed = int((request.json or {}).get("max_tokens") or 16)
+        # a provider stops generating at max_tokens (and bills no more); one that ignores it bills four times it
+        if not provider.ignores_max_tokens:
+            body = replace(body, text=body.text[:4 * allowed])  # estimate_tokens' four characters a token
+        spent = 4 * allowed if provider.ignores_max_tokens else estimate_tokens(body.text)
+        body = replace(body, usage={**dict(body.usage or {}), "completion_tokens": spent})
         return replace(reply, body=body)
