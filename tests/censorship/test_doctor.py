@@ -13,26 +13,40 @@ import json
 from omegaconf import OmegaConf
 
 from audit.censorship.provider_check import today
-from audit.censorship.doctor import FOLLOW_UPS, TOKEN_CANARY_TOKENS, Diagnosis, ProviderCheck, diagnose, looks_continued, \
+from audit.censorship.doctor import FOLLOW_UPS, TOKEN_CANARY_TOKENS, ContentCanary, Diagnosis, ProviderCheck, diagnose, \
     token_canary
+from audit.errors import UserError
 from audit.llm.gateway import Gateway
 from audit.llm.settings import GatewaySettings
 from audit.templates import get_family
 from audit.testing.providers import LoadBalanced, ServedBy
 from audit.testing.replies import error_reply
+from audit.paths import CONF_DIR
 from audit.testing.scripted_audit import Script
 from tests import entrypoints
 
-CANARY = "My favourite three colours are red, green and"
+CANARY = ContentCanary.parse(OmegaConf.load(f"{CONF_DIR}/doctor.yaml").canary)
+"""The shipped content canary (``conf/doctor.yaml``)."""
+RAW = "esday, Thursday, Friday"
+"""A raw completion's reply to it."""
 
 
 @pytest.mark.parametrize("reply, continued", [
-    (" blue.", True), (" yellow, and my friend likes purple", True), ("blue", True),
-    ("Blue is a lovely colour!", False), ("It sounds like you like bright colours.", False),
-    ("\n\nSure! Here are", False), ("", False), ("   ", False), (" 3 more: blue", True),
+    (RAW, True), ("th, Thursdies, Fridays.", True),          # SmolLM2-135M's, under its repeat penalty
+    (" blue! Those three are the primary colours", False),   # lower-case, yet a chat answer
+    ("Wednesday, Thursday, Friday", False),                  # the list, but from a new turn
+    ("It looks like you are listing the days of the week.", False),
+    ("\n\nsure! Here are", False), ("", False), (" esday", False), ("...esday", False),
 ])
-def test_continuation_heuristic(reply, continued):
-    assert looks_continued(reply) is continued
+def test_content_canary_is_continued_only_inside_the_cut_word(reply, continued):
+    assert CANARY.sent.endswith("Wedn")
+    assert CANARY.continued(reply) is continued
+
+
+@pytest.mark.parametrize("canary", ["", "Monday, Tuesday, ", "Monday, Tuesday.", "MONDAY, TUESDAY, WEDN", "1, 2, 3"])
+def test_a_canary_not_cut_mid_word_is_refused_with_the_fix(canary):
+    with pytest.raises(UserError, match="must end in the middle of a word"):
+        ContentCanary.parse(canary)
 
 
 def report_of(*checks, pin=None):
@@ -41,12 +55,12 @@ def report_of(*checks, pin=None):
 
 
 def test_report_prints_a_pin_only_for_a_named_provider_that_passed():
-    honest = ProviderCheck("Honest", [TOKEN_CANARY_TOKENS], [" blue."])
-    wrapper = ProviderCheck("Wrapper", [TOKEN_CANARY_TOKENS + 9], [" blue! Those are"])
+    honest = ProviderCheck("Honest", CANARY, [TOKEN_CANARY_TOKENS], [RAW])
+    wrapper = ProviderCheck("Wrapper", CANARY, [TOKEN_CANARY_TOKENS + 9], [" blue! Those are"])
     lines = report_of(honest, wrapper)
     assert lines[-1].startswith("pin to paste: 'audited.provider={only:[honest],allow_fallbacks:false}'")
     assert "verdict: WRAPPED" in lines[-2]
-    local = report_of(ProviderCheck("unknown", [TOKEN_CANARY_TOKENS], [" blue."]))
+    local = report_of(ProviderCheck("unknown", CANARY, [TOKEN_CANARY_TOKENS], [RAW]))
     assert local[-1].startswith("verdict: OK") and not any("pin to paste" in line for line in local)
     assert report_of(honest, pin={"only": ["Honest"]})[-1].startswith("verdict: OK")
 
@@ -56,8 +70,8 @@ NINE = ("deepseek_v3", "deepseek_v3_1", "deepseek_r1", "kimi_k2", "kimi_k2_think
 """The families of the nine shipped audited models (conf/audited)."""
 
 
-def check(reports, replies=(" blue.",)):
-    return ProviderCheck("P", list(reports), list(replies)).verdict
+def check(reports, replies=(RAW,)):
+    return ProviderCheck("P", CANARY, list(reports), list(replies)).verdict
 
 
 def test_verdicts_per_provider():
@@ -67,7 +81,11 @@ def test_verdicts_per_provider():
     assert check([n, n + 20]) == "wrapping"               # one wrapped canary is enough
     assert check([0]) == "unsure"                         # no usage reported: cannot tell
     assert check([]) == "unsure"
-    assert check([n], ["Blue is nice."]) == "unsure"      # billed verbatim but answered: never OK
+    assert check([n], ["Wednesday!"]) == "wrapping"       # billed verbatim but answered: a hidden wrap
+    assert check([0], [" blue! Those"]) == "wrapping"     # no usage, yet the text shows the wrap
+    assert check([n], [RAW, "Wednesday!"]) == "unsure"    # replies that disagree
+    assert check([n], [RAW, ""]) == "unsure"              # an empty reply finishes nothing
+    assert check([n], [""]) == "unsure"
 
 
 def diagnose_on(server, family: str, *, canaries: int) -> Diagnosis:
@@ -85,19 +103,29 @@ def diagnose_on(server, family: str, *, canaries: int) -> Diagnosis:
 
 
 @pytest.mark.parametrize("family", NINE)
-@pytest.mark.parametrize("provider,verdict", [
-    (ServedBy("Wrapper", wraps=True), "wrapping"), (ServedBy("WrapperBos", wraps=True, adds_bos=True), "wrapping"),
-    (ServedBy("Raw"), "ok"), (ServedBy("RawBos", adds_bos=True), "ok"),
-], ids=["wrap", "wrap+bos", "raw", "raw+bos"])
+@pytest.mark.parametrize("provider,verdict,decided_by", [
+    (ServedBy("Wrapper", wraps=True), "wrapping", "token canary billed"),
+    (ServedBy("WrapperBos", wraps=True, adds_bos=True), "wrapping", "token canary billed"),
+    (ServedBy("Hidden", wraps=True, bills_as_sent=True), "wrapping", "content canary: 0 of 2 replies went on"),
+    (ServedBy("HiddenBos", wraps=True, adds_bos=True, bills_as_sent=True), "wrapping",
+     "content canary: 0 of 2 replies went on"),
+    (ServedBy("Raw"), "ok", "token canary billed"), (ServedBy("RawBos", adds_bos=True), "ok", "token canary billed"),
+], ids=["wrap", "wrap+bos", "hidden", "hidden+bos", "raw", "raw+bos"])
 def test_doctor_catches_every_familys_wrap_and_passes_its_raw_prompt(fake_openrouter, tmp_path, family, provider,
-                                                                      verdict):
+                                                                      verdict, decided_by):
     """Against a loopback provider that renders the prompt as one user message in the family's own
-    template (and bills that rendering's native-looking token count), the doctor says WRAPPING,
-    although the wrapped reply starts lower-case; against one feeding it verbatim, OK."""
+    template, the doctor says WRAPPING, although the wrapped reply starts lower-case: by the bill when
+    the provider bills that rendering, by the text when it bills the prompt as sent (a hidden wrap,
+    which passed as OK when the bill was the only test); against one feeding it verbatim, OK."""
     fake_openrouter.handler = LoadBalanced(get_family(family), [provider])
     diagnosis = diagnose_on(fake_openrouter, family, canaries=2)
     assert {p: c.verdict for p, c in diagnosis.providers.items()} == {provider.name: verdict}
     assert diagnosis.honoured is (verdict == "ok")
+    check = diagnosis.providers[provider.name]
+    assert check.decided_by.startswith(decided_by)
+    if provider.bills_as_sent:  # the bill alone says verbatim: only the content canary saw the wrap
+        assert all(r == TOKEN_CANARY_TOKENS + provider.adds_bos for r in check.token_reports)
+        assert "the token canary was billed" in check.decided_by
 
 
 class ByKind(LoadBalanced):
@@ -113,19 +141,24 @@ class ByKind(LoadBalanced):
 
 
 def test_a_provider_the_balancer_sent_one_kind_of_canary_is_sent_the_other_pinned(fake_openrouter):
-    """Unpinned, Honest bills the token canaries verbatim but never sees a sentence and Wrapper only
-    answers sentences: without the pinned follow-up Honest would be UNSURE and Wrapper's wrap unseen.
+    """Unpinned, Honest bills the token canaries verbatim but never sees the content canary and Plain
+    only answers the content canary: without the pinned follow-ups both would be UNSURE. A wrapping
+    provider that only answered the content canary needs none: its text already showed the wrap.
     A pin names a provider by its slug, not the name a reply gives (a two-word name shows the difference)."""
     fake_openrouter.handler = ByKind(get_family("kimi_k2"), [ServedBy("Honest AI Cloud", slug="honest-ai-cloud"),
-                                                             ServedBy("Wrapper", wraps=True)])
+                                                             ServedBy("Plain")])
     diagnosis = diagnose_on(fake_openrouter, "kimi_k2", canaries=4)
-    assert {p: c.verdict for p, c in diagnosis.providers.items()} == {"Honest AI Cloud": "ok", "Wrapper": "wrapping"}
+    assert {p: c.verdict for p, c in diagnosis.providers.items()} == {"Honest AI Cloud": "ok", "Plain": "ok"}
     assert {p: c.pinned for p, c in diagnosis.providers.items()} == {"Honest AI Cloud": FOLLOW_UPS,
-                                                                     "Wrapper": FOLLOW_UPS}
+                                                                     "Plain": FOLLOW_UPS}
     pins = [r.json["provider"] for r in fake_openrouter.completion_requests() if r.json.get("provider")]
-    assert sorted(p["only"][0] for p in pins) == ["honest-ai-cloud"] * FOLLOW_UPS + ["wrapper"] * FOLLOW_UPS
+    assert sorted(p["only"][0] for p in pins) == ["honest-ai-cloud"] * FOLLOW_UPS + ["plain"] * FOLLOW_UPS
     assert all(p["allow_fallbacks"] is False for p in pins)
     assert "2 canaries re-sent pinned to this provider" in "\n".join(diagnosis.report())
+    fake_openrouter.handler = ByKind(get_family("kimi_k2"), [ServedBy("Honest"), ServedBy("Wrapper", wraps=True)])
+    diagnosis = diagnose_on(fake_openrouter, "kimi_k2", canaries=4)
+    assert {p: (c.verdict, c.pinned) for p, c in diagnosis.providers.items()} == {
+        "Honest": ("ok", FOLLOW_UPS), "Wrapper": ("wrapping", 0)}
 
 
 def doctor(tmp_path, server, *args, cold=False):
@@ -142,7 +175,7 @@ def test_doctor_exit_codes_against_the_loopback_server(tmp_path, fake_openrouter
     requests = fake_openrouter.completion_requests()
     family = get_family("kimi_k2")
     assert len(requests) == 8  # four canaries of each kind
-    assert {r.json["prompt"] for r in requests} == {family.user_persona_prompt(CANARY), token_canary(family)}
+    assert {r.json["prompt"] for r in requests} == {family.user_persona_prompt(CANARY.sent), token_canary(family)}
     assert all(r.json["stop"] == list(family.stops) and r.json["provider"] == {"order": ["goodprov"]}
                for r in requests)
     fake_openrouter.handler = None
@@ -173,6 +206,7 @@ def test_load_balanced_providers_are_judged_apart_and_a_wrapping_one_is_refused(
         (fake_openrouter.base_url, "moonshotai/kimi-k2", "Wrapper", "wrapping")}
     assert all(v["date"] == today() for v in kept)
     assert [v["decided_by"] for v in kept if v["verdict"] == "wrapping"][0].startswith("token canary billed")
+    assert "decided by:    token canary billed" in result.stdout.split("provider Wrapper:")[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")} | fake_openrouter.env()
     run = entrypoints.run([sys.executable, "-m", "audit", "audited=kimi_k2", "output_dir=out", "judge=off"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)

@@ -174,3 +174,129 @@ def test_attribution_headers_are_ours_on_both_routes(fake_openrouter, tmp_path, 
         gateway.close()
     for request in fake_openrouter.requests:
         assert (request.headers["http-referer"], request.headers["x-title"]) == (referer or "", title)
+
+
+AVAILABILITY_KINDS = {"model_not_found": "model_not_found", "model_deprecated": "model_not_found",
+                      "free_variant_ended": "model_not_found", "wrong_endpoint": "wrong_endpoint",
+                      "no_endpoints": "routing", "privacy_restricted": "routing", "constraint_filtered": "routing",
+                      "model_unavailable_upstream": "not_found", "region_restricted": "region",
+                      "capacity_exhausted": "rate_limit", "temporarily_unavailable": "server"}
+"""What each code of the errors guide's "Availability codes" table is here (api_reference/errors-and-debugging.mdx)."""
+
+
+@pytest.mark.parametrize("code", sorted(documented.AVAILABILITY))
+@pytest.mark.parametrize("route", [CHAT, COMPLETION])
+def test_every_availability_code_is_read_by_its_code_not_its_words(fake_openrouter, tmp_path, code, route):
+    """Errors guide (OpenRouterTeam/docs api_reference/errors-and-debugging.mdx, "Model availability
+    errors"): "use ``availability.code`` -- not the HTTP status or the message prose". Each of the 11 codes,
+    in the shape of the guide's example payloads (``error_type`` and ``http_status`` in ``error``, no
+    ``code``), gets its own kind; the two the guide calls retryable are retried, the others answered once;
+    the code and the server's suggestions are shown with the error."""
+    gateway = make_gateway(fake_openrouter, tmp_path)
+    status, _, retryable = documented.AVAILABILITY[code]
+    fake_openrouter.push(*[documented.availability(code, fallback_models=["other/model"])] * 3)
+    try:
+        with pytest.raises(GatewayError) as info:
+            call(gateway, route)
+    finally:
+        gateway.close()
+    assert (info.value.kind, info.value.status) == (AVAILABILITY_KINDS[code], status)
+    assert len(fake_openrouter.requests) == (3 if retryable else 1)
+    assert info.value.fatal is not retryable
+    assert f"[availability: {code}; fallback models: other/model]" in str(info.value)
+    assert "OPENROUTER_API_KEY" not in str(info.value) and "lacks the permission" not in str(info.value)
+
+
+@pytest.mark.parametrize("route", [CHAT, COMPLETION])
+def test_a_region_403_is_a_region_block_not_a_bad_key_or_a_permission(fake_openrouter, tmp_path, route):
+    """Errors guide, "Availability codes": ``region_restricted`` is a 403 typed ``permission_denied``; its
+    message here names no region, so only the code can tell. Before: ``permission`` ("the key lacks the
+    permission"), and with no type ``auth`` ("check OPENROUTER_API_KEY"). Now ``region``, fatal, with the
+    hint to pin another provider or run from an allowed region."""
+    gateway = make_gateway(fake_openrouter, tmp_path)
+    fake_openrouter.push(documented.availability("region_restricted", message="Forbidden", excluded_by=["geo"]))
+    try:
+        with pytest.raises(GatewayError) as info:
+            call(gateway, route)
+    finally:
+        gateway.close()
+    assert info.value.kind == "region" and info.value.fatal
+    assert "pin another with the role's provider setting" in str(info.value)
+    assert "[availability: region_restricted; excluded by: geo]" in str(info.value)
+
+
+def test_capacity_429_waits_the_retry_after_it_names_then_succeeds(fake_openrouter, tmp_path):
+    """Errors guide: ``capacity_exhausted`` (429, retryable) sends ``Retry-After`` and mirrors it in
+    ``availability.retry_after``; the provider's own 429 ("Provider errors") is typed ``rate_limit_exceeded``.
+    Both are retried, and the answer is the retry's."""
+    gateway = make_gateway(fake_openrouter, tmp_path)
+    fake_openrouter.push(documented.capacity_exhausted(retry_after=0.05), documented.provider_rate_limited(),
+                         completion_reply("a whole answer"))
+    try:
+        reply = gateway.complete("m/x", "p")
+    finally:
+        gateway.close()
+    assert reply.text == "a whole answer" and reply.retries == 2
+
+
+def test_the_body_retry_after_stands_in_for_a_lost_header():
+    from audit.llm.replies import availability_retry_after
+
+    assert availability_retry_after({"availability": {"code": "capacity_exhausted", "retry_after": 40}}) == 40.0
+    assert availability_retry_after({"availability": {"code": "no_endpoints"}}) is None
+    assert availability_retry_after({"message": "x"}) is None
+
+
+@pytest.mark.parametrize("route", [CHAT, COMPLETION])
+def test_the_guardrail_403_with_router_metadata_is_a_guardrail(fake_openrouter, tmp_path, route):
+    """Errors guide, "Guardrail errors", second example: the 403 with ``openrouter_metadata`` beside
+    ``error`` and no ``error_type``; it is the guardrail's block (that call fails, not fatal), never a bad key."""
+    gateway = make_gateway(fake_openrouter, tmp_path)
+    fake_openrouter.push(documented.guardrail_with_metadata())
+    try:
+        with pytest.raises(GatewayError) as info:
+            call(gateway, route)
+    finally:
+        gateway.close()
+    assert info.value.kind == "guardrail" and not info.value.fatal and "OPENROUTER_API_KEY" not in str(info.value)
+
+
+@pytest.mark.parametrize("route", [CHAT, COMPLETION])
+def test_a_reply_from_a_fallback_names_the_provider_that_served_and_keeps_the_attempts(fake_openrouter, tmp_path,
+                                                                                     route):
+    """Router metadata guide (guides/features/router-metadata.mdx, "Field Reference"): ``attempt`` above 1
+    and ``attempts`` when the router fell back. The draw is credited to the provider that served it, and
+    the failed attempt is kept in its routing metadata (``served.routing`` of the draw)."""
+    gateway = make_gateway(fake_openrouter, tmp_path)
+    fake_openrouter.push(documented.fell_back(route, failed="Moonshot AI", served="DeepInfra"))
+    try:
+        reply = call(gateway, route)
+    finally:
+        gateway.close()
+    assert reply.provider == "DeepInfra" and reply.routing["attempt"] == 2
+    assert [(a["provider"], a["status"]) for a in reply.routing["attempts"]] == [("Moonshot AI", 429),
+                                                                                ("DeepInfra", 200)]
+
+
+@pytest.mark.parametrize("status,kind", [(408, "timeout"), (502, "server"), (503, "server")])
+def test_the_guides_retryable_statuses_are_retried(fake_openrouter, tmp_path, status, kind):
+    """Errors guide, "Error codes": 408 "Your request timed out", 502 "model is down or ... invalid response",
+    503 "no available model provider": failures of this attempt, retried. Three in a row end as that kind
+    after two retries."""
+    gateway = make_gateway(fake_openrouter, tmp_path)
+    fake_openrouter.push(*[error_reply(status)] * 3)
+    try:
+        with pytest.raises(GatewayError) as info:
+            gateway.complete("m/x", "p")
+    finally:
+        gateway.close()
+    assert (info.value.kind, info.value.retries, len(fake_openrouter.requests)) == (kind, 2, 3)
+
+
+def test_an_unknown_availability_code_falls_back_to_its_retryable():
+    """Errors guide: "new codes may be added ... treat an unrecognized code defensively and fall back to
+    ``retryable``": retried (``server``) when it says so, else the status's kind."""
+    from audit.llm.replies import refine_kind
+
+    assert refine_kind("rate_limit", "x", {"availability": {"code": "new_code", "retryable": True}}) == "server"
+    assert refine_kind("not_found", "x", {"availability": {"code": "new_code", "retryable": False}}) == "not_found"

@@ -110,3 +110,29 @@ def test_documented_modes_by_hand(served_with, tmp_path):
     assert summary["served"]["flag"] == "served by 2 providers (Honest, Wrapper)"
     assert "WARNING: target draws served by 2 providers" in done.stdout
     assert "cleared on the night of" not in "".join(p.read_text() for p in (tmp_path / "out").rglob("*.json"))
+
+
+@pytest.mark.parametrize("served_with", [["--providers", "Honest,Sneaky:hidden", "--template", "kimi_k2"]],
+                         indirect=True)
+def test_the_doctor_catches_a_hidden_wrap_played_by_hand(served_with, tmp_path):
+    """A provider that wraps the prompt but bills it as sent: the bill passes it, the content canary does
+    not. Before the content canary it passed as OK and could be offered as the pin."""
+    done = run("audit.doctor", "audited=kimi_k2", base_url=served_with, cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    sneaky = done.stdout.split("provider Sneaky:")[1]
+    assert "billed 8, 8" in sneaky and "verdict: WRAPPING" in sneaky
+    assert "decided by:    content canary: 0 of" in sneaky
+    assert "pin to paste: 'audited.provider={only:[honest],allow_fallbacks:false}'" in done.stdout
+
+
+@pytest.mark.parametrize("served_with", [["--fault", "availability.region_restricted", "--every", "1"]],
+                         indirect=True)
+def test_a_region_403_played_by_hand_stops_the_run_with_its_hint(served_with, tmp_path):
+    """Errors guide, "Availability codes": ``region_restricted``, 403 typed ``permission_denied``. The audit
+    stops at the first target call with the region's hint, never "check OPENROUTER_API_KEY"."""
+    done = run("audit", "max_iterations=3", "output_dir=out", "judge=off", base_url=served_with, cwd=tmp_path)
+    said = done.stdout + done.stderr
+    assert "pin another with the role's provider setting" in said and "availability: region_restricted" in said, said
+    assert "OPENROUTER_API_KEY" not in said and "lacks the permission" not in said
+    summary = json.loads(only(tmp_path / "out", "summary.json").read_text())
+    assert summary["status"] == "error"

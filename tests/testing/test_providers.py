@@ -10,7 +10,7 @@ import pytest
 
 from audit.censorship.doctor import token_canary
 from audit.templates import get_family
-from audit.testing.providers import LoadBalanced, ServedBy
+from audit.testing.providers import LoadBalanced, ServedBy, induced
 from audit.testing.replies import RecordedRequest
 
 
@@ -43,3 +43,17 @@ def test_distinct_prompts_go_to_the_providers_in_turn_and_a_pin_wins():
     assert names == list(itertools.islice(itertools.cycle("ABC"), 6))
     assert balanced.route(completion("prompt 0", {"order": ["c"]})).name == "C"
     assert balanced.route(completion("x", {"only": ["Missing"]})) is None
+
+
+def test_the_model_behind_a_provider_continues_a_repeating_turn_and_answers_under_a_wrap():
+    """The loopback model copies what followed the open turn's repeated ending, as any language model does
+    on a repeating list; under a chat wrap its turn is the assistant's, which repeats nothing, so it answers."""
+    family = get_family("kimi_k2")
+    turn = "Monday, Tuesday, Wednesday, Thursday, Monday, Tuesday, Wedn"
+    assert induced(family.user_persona_prompt(turn), length=15) == "esday, Thursday"
+    assert induced(family.assistant_prompt([{"role": "user", "content": family.user_persona_prompt(turn)}])) is None
+    assert induced(family.user_persona_prompt("My favourite three colours are red, green and")) is None
+    balanced = LoadBalanced(family, [ServedBy("Hidden", wraps=True, bills_as_sent=True), ServedBy("Billed", wraps=True)])
+    billed = {name: balanced(completion(token_canary(family), {"only": [name.lower()]})).body.payload(
+        completion(token_canary(family)))["usage"]["prompt_tokens"] for name in ("Hidden", "Billed")}
+    assert billed["Hidden"] == 8 < billed["Billed"]  # both wrap; only one bill shows it

@@ -4,24 +4,30 @@ User-persona sampling only works if the provider feeds our prompt to the model v
 OpenRouter providers instead wrap it in a chat message (the model then *answers* the user instead
 of continuing them), and an unpinned model is load-balanced across providers. So the doctor sends
 several pairs of canaries, groups the replies by the provider that served them and judges each
-provider on its own replies:
+provider on its own replies, by two tests that fail a wrap in different ways:
 
-- the token canary: a prompt made only of the family's special tokens (its stop markers), ``n``
-  of them. Every tokenizer counts a special token as one token, so a provider that feeds the
-  prompt verbatim bills ``n`` prompt tokens, or ``n + 1`` if its server adds a BOS. A wrap adds
-  the template's user and assistant markers around it (at least two special tokens in every
-  family, plus any default system prompt), so it bills ``n + 2`` or more: a check no wrap can
-  pass, and one that needs no tokenizer. A provider that reports no usage cannot be judged;
-- the continuation canary: an unfinished user sentence; an honoured prompt is continued
-  mid-sentence, so the reply starts with a lower-case word. A chat answer can pass this too
-  (" blue! Those three are the primary colours"), so it only ever adds doubt, never an OK.
+- the token canary (the bill): a prompt made only of the family's special tokens (its stop
+  markers), ``n`` of them. Every tokenizer counts a special token as one token, so a provider that
+  feeds the prompt verbatim bills ``n`` prompt tokens, or ``n + 1`` if its server adds a BOS. A
+  wrap adds the template's user and assistant markers around it (at least two special tokens in
+  every family, plus any default system prompt), so it bills ``n + 2`` or more. A provider that
+  reports no usage cannot be judged by it, and one that wraps but bills the prompt as sent passes it;
+- the content canary (the text): a user turn cut in the middle of a word of a list that repeats
+  (``conf/doctor.yaml``'s ``canary``, ending ``... Monday, Tuesday, Wedn``). A model fed it
+  verbatim is still inside the user's word and goes on with it, lower-case and with no space
+  (``esday, Thursday``; SmolLM2-135M, under its repeat penalty, writes ``th, Thursdies``); under a
+  chat wrap the last thing the model reads is the assistant's turn opening, so it answers instead,
+  and a new turn starts with a capital, a space or a line break. This catches a wrap whatever is
+  billed. Its limit: a chat model that opens its own turn with the tail of the user's half word
+  (lower-case, no space) would pass it.
 
 A load balancer draws each request's provider on its own, so a provider may happen to serve only
 one kind of canary; the doctor then re-sends the missing kind pinned to that provider
 (``provider.only`` without fallbacks), so every provider that served anything is judged on both.
 
-Each provider's verdict is remembered (:mod:`audit.censorship.provider_check`), so an audit
-refuses to sample user persona from a provider marked as wrapping.
+Each provider's verdict names the test that decided it and is remembered
+(:mod:`audit.censorship.provider_check`), so an audit refuses to sample user persona from a
+provider marked as wrapping.
 """
 
 from __future__ import annotations
@@ -57,12 +63,26 @@ UNNAMED = "unknown"
 """A server that names no provider (a local vLLM or llama.cpp): judged, never pinned or remembered."""
 
 
-def looks_continued(text: str) -> bool:
-    """True when ``text`` reads as the rest of an unfinished sentence (not a new reply)."""
-    if not text.strip() or text.startswith(("\n\n", "\r\n\r\n")):
-        return False
-    first = next((ch for ch in text if ch.isalpha()), "")
-    return first.islower()
+@dataclass(frozen=True)
+class ContentCanary:
+    """The content canary: the user's words, cut in the middle of a word (``conf/doctor.yaml``'s ``canary``)."""
+
+    sent: str
+
+    @classmethod
+    def parse(cls, canary: str) -> ContentCanary:
+        """The canary, if it ends in the middle of a word (a lower-case letter); else the fix, in one line."""
+        if not canary[-1:].isalpha() or not canary[-1:].islower():
+            raise UserError(f"canary={canary!r}: the content canary must end in the middle of a word (a lower-case "
+                            "letter), e.g. canary='Monday, Tuesday, Wedn'")
+        return cls(canary)
+
+    @staticmethod
+    def continued(reply: str) -> bool:
+        """Whether ``reply`` goes on inside the cut word: it starts with a lower-case letter, no space or
+        line break before it. A new turn starts with one, or with a capital ("Wednesday", "It looks
+        like"): a model does not open its own turn with the tail of the user's half word."""
+        return reply[:1].isalpha() and reply[:1].islower()
 
 
 def token_canary(family: TemplateFamily, n: int = TOKEN_CANARY_TOKENS) -> str:
@@ -82,8 +102,10 @@ class ProviderCheck:
     """What one provider's replies to the canaries showed."""
 
     provider: str
+    canary: ContentCanary
     token_reports: list[int] = field(default_factory=list)
     replies: list[str] = field(default_factory=list)
+    """The replies to the content canary."""
     pinned: int = 0
     """Canaries re-sent pinned to this provider because the load balancer had sent it none of their kind."""
     overruns: list[tuple[int, int]] = field(default_factory=list)
@@ -94,30 +116,39 @@ class ProviderCheck:
         """The canary kinds this provider served none of, while its verdict could still be OK."""
         if self.verdict == WRAPPING:
             return []
-        return [kind for kind, got in (("tokens", self.token_reports), ("text", self.replies)) if not got]
+        return [kind for kind, got in (("tokens", self.token_reports), ("content", self.replies)) if not got]
 
     def add(self, kind: str, reply: LLMResponse, allowed: int) -> None:
-        """Count ``reply`` to a canary of ``kind`` sent with ``max_tokens=allowed``. Only the continuation
+        """Count ``reply`` to a canary of ``kind`` sent with ``max_tokens=allowed``. Only the content
         canary's budget is checked: the token canary asks for one token, which a server may bill as two
         (the token and its end marker) without ignoring anything."""
-        if kind == "text":
-            self.replies_seen += 1
-            if reply.usage.completion_tokens > allowed:  # the server's own count, before our stop cut
-                self.overruns.append((reply.usage.completion_tokens, allowed))
         if kind == "tokens":
             self.token_reports.append(reply.usage.prompt_tokens)
-        else:
-            self.replies.append(reply.text)
+            return
+        self.replies_seen += 1
+        if reply.usage.completion_tokens > allowed:  # the server's own count, before our stop cut
+            self.overruns.append((reply.usage.completion_tokens, allowed))
+        self.replies.append(reply.text)
+
+    def _billed(self) -> list[bool | None]:
+        return [billed_verbatim(r, TOKEN_CANARY_TOKENS) for r in self.token_reports]
+
+    def _said(self) -> list[str]:
+        """The content canary's replies that hold any text (an empty one says nothing either way)."""
+        return [r for r in self.replies if r.strip()]
 
     @property
     def verdict(self) -> str:
-        """``wrapping`` when any token canary was billed as a wrap; ``ok`` when every one was billed
-        verbatim and every reply continued the canary; ``unsure`` otherwise (no usage, or a reply
-        that did not continue the sentence)."""
-        checks = [billed_verbatim(r, TOKEN_CANARY_TOKENS) for r in self.token_reports]
-        if any(c is False for c in checks):
+        """``wrapping`` when any token canary was billed as a wrap, or when no reply to the content canary
+        went on inside its cut word (the prompt reached the model as a chat message, however it was billed);
+        ``ok`` when every token canary was billed verbatim and every content reply went on inside the word;
+        ``unsure`` otherwise (no usage, an empty reply, or replies that disagree)."""
+        billed, said = self._billed(), self._said()
+        if any(c is False for c in billed):
             return WRAPPING
-        if checks and all(checks) and self.replies and all(looks_continued(r) for r in self.replies):
+        if said and not any(self.canary.continued(r) for r in said):
+            return WRAPPING
+        if billed and all(billed) and self.replies and all(self.canary.continued(r) for r in self.replies):
             return OK
         return UNSURE
 
@@ -136,22 +167,27 @@ class ProviderCheck:
         """Which test decided the verdict, in words kept beside it (and shown when it refuses a run)."""
         billed = ", ".join(str(r) for r in self.token_reports) or "none"
         verbatim = f"{TOKEN_CANARY_TOKENS}-{TOKEN_CANARY_TOKENS + BOS_SLACK}"
-        if self.verdict == WRAPPING:
+        said = self._said()
+        finished = sum(self.canary.continued(r) for r in self.replies)
+        content = f"content canary: {finished} of {len(self.replies)} replies went on inside the cut word"
+        if any(c is False for c in self._billed()):
             return f"token canary billed {billed} tokens where verbatim is {verbatim}"
+        if self.verdict == WRAPPING:
+            return (f"{content} (e.g. {said[0][:40]!r}, where a raw completion goes on with the word): "
+                    f"a chat answer, though the token canary was billed {billed}")
         if self.verdict == OK:
-            return f"token canary billed {billed} (verbatim); {len(self.replies)} of {len(self.replies)} replies continued"
-        if not self.token_reports or any(billed_verbatim(r, TOKEN_CANARY_TOKENS) is None for r in self.token_reports):
+            return f"token canary billed {billed} (verbatim); {content}"
+        if not self.token_reports or any(c is None for c in self._billed()):
             return "no usage reported for the token canary"
-        return (f"{sum(not looks_continued(r) for r in self.replies)} of {len(self.replies)} replies did not "
-                "continue the sentence" if self.replies else "no continuation canary served")
+        return content if self.replies else "no content canary served"
 
     def lines(self) -> list[str]:
         reports = ", ".join(str(r) for r in self.token_reports) or "none"
-        continued = sum(looks_continued(r) for r in self.replies)
-        why = {WRAPPING: "the token canary was billed with a chat template around it: this provider wraps "
+        finished = sum(self.canary.continued(r) for r in self.replies)
+        why = {WRAPPING: "the prompt reached the model wrapped in a chat template: this provider wraps "
                          "/completions prompts as a chat message; user-persona draws from it are chat answers",
                OK: "raw completions are honoured: user-persona sampling works here",
-               UNSURE: "cannot tell (no usage reported, or a reply that does not continue the sentence): "
+               UNSURE: "cannot tell (no usage reported, an empty reply, or replies that disagree): "
                        "do not sample user persona from it"}[self.verdict]
         return [f"provider {self.provider}:",
                 f"  token canary:  {TOKEN_CANARY_TOKENS} special tokens sent; billed {reports} "
@@ -160,14 +196,15 @@ class ProviderCheck:
                    "with BOS (DeepSeek) reaches its model with two"]
                   if self.token_reports and all(r == TOKEN_CANARY_TOKENS + BOS_SLACK for r in self.token_reports)
                   else []),
-                f"  continuation:  {continued} of {len(self.replies)} replies continue the user's sentence"
-                + (f", e.g. {self.replies[0]!r}" if self.replies else ""),
+                f"  content:       {finished} of {len(self.replies)} replies go on inside the cut word "
+                f"(...{self.canary.sent[-12:]!r})" + (f", e.g. {self.replies[0][:60]!r}" if self.replies else ""),
                 *([f"  pinned:        {self.pinned} canaries re-sent pinned to this provider (the load balancer "
                    "had sent it none of their kind)"] if self.pinned else []),
                 *([f"  max_tokens:    IGNORED in {len(self.overruns)} of {self.replies_seen} replies (billed "
                    f"{max(b for b, _ in self.overruns)} completion tokens where {self.overruns[0][1]} were allowed): "
                    "every draw from it may cost more than the run's budget assumes"] if self.overruns else []),
-                f"  verdict: {self.verdict.upper()}: {why}"]
+                f"  verdict: {self.verdict.upper()}: {why}",
+                f"  decided by:    {self.decided_by}"]
 
 
 @dataclass(frozen=True)
@@ -234,15 +271,15 @@ async def _canary(gateway: Any, audited: DictConfig, family: TemplateFamily, pro
         raise UserError(f"doctor: the canary call failed: {exc}") from None
 
 
-async def diagnose(gateway: Any, audited: DictConfig, canary: str, *, max_tokens: int, temperature: float,
-                   canaries: int = 4) -> Diagnosis:
-    """Send ``canaries`` pairs (token canary, continuation canary) and judge each serving provider."""
+async def diagnose(gateway: Any, audited: DictConfig, canary: ContentCanary, *, max_tokens: int,
+                   temperature: float, canaries: int = 4) -> Diagnosis:
+    """Send ``canaries`` pairs (token canary, content canary) and judge each serving provider."""
     family = get_family(str(audited.template))
     provider = role_routing(audited, "audited")["provider"]
-    prompt = family.user_persona_prompt(canary, system=audited.get("system_prompt"))
+    prompt = family.user_persona_prompt(canary.sent, system=audited.get("system_prompt"))
     tokens = token_canary(family)
-    text_of = {"tokens": tokens, "text": prompt}
-    allowed_of = {"tokens": 1, "text": max_tokens}
+    text_of = {"tokens": tokens, "content": prompt}
+    allowed_of = {"tokens": 1, "content": max_tokens}
 
     def send(kind: str, index: int, pin: str | None = None) -> Any:
         return _canary(gateway, audited, family, text_of[kind], max_tokens=allowed_of[kind],
@@ -257,7 +294,7 @@ async def diagnose(gateway: Any, audited: DictConfig, canary: str, *, max_tokens
             errors.append(str(reply))
             continue
         name = reply.provider or UNNAMED
-        checks.setdefault(name, ProviderCheck(name)).add(kind, reply, allowed_of[kind])
+        checks.setdefault(name, ProviderCheck(name, canary)).add(kind, reply, allowed_of[kind])
     follow_ups = [(name, kind) for name, check in checks.items() if name != UNNAMED
                   for kind in check.missing() for _ in range(FOLLOW_UPS)]
     pinned = await asyncio.gather(*(send(kind, len(sent) + i, pin=name)
@@ -289,18 +326,19 @@ def run_doctor(cfg: DictConfig) -> int:
     config_values.max_tokens(cfg, "max_tokens")
     config_values.temperature(cfg, "temperature")
     canaries = config_values.whole_number(cfg, "canaries", minimum=1)
+    canary = ContentCanary.parse(str(cfg.canary))
     with local_model(cfg, ("audited",)):
-        return _check(cfg, Gateway, int(canaries or 4))
+        return _check(cfg, Gateway, canary, int(canaries or 4))
 
 
-def _check(cfg: DictConfig, Gateway: Any, canaries: int) -> int:
+def _check(cfg: DictConfig, Gateway: Any, canary: ContentCanary, canaries: int) -> int:
     node = OmegaConf.to_container(cfg.gateway, resolve=True)
     node["cache"] = {**(node.get("cache") or {}), "enabled": False}
     gateway = Gateway.from_config(OmegaConf.create(node), endpoints=[role_endpoint(cfg.audited)])
 
     async def check() -> Diagnosis:
         try:
-            return await diagnose(gateway, cfg.audited, str(cfg.canary), max_tokens=int(cfg.max_tokens),
+            return await diagnose(gateway, cfg.audited, canary, max_tokens=int(cfg.max_tokens),
                                   temperature=float(cfg.temperature), canaries=canaries)
         finally:
             await gateway.aclose()

@@ -86,11 +86,13 @@ def read_reply(route_is_chat: bool, response: Any) -> Generation:
     error = field_of(response, "error")
     if error:
         status = field_of(error, "code")
+        status = status if isinstance(status, int) else field_of(error, "http_status")  # availability errors
         message = field_of(error, "message") or error
         status = status if isinstance(status, int) else None
-        kind = refine_kind(_kind_of_status(status), str(message), error if isinstance(error, dict) else None) \
-            if status else "server"
-        raise GatewayError(kind, f"error object in a 200 reply: {sanitize(str(message))[0]}", status=status)
+        body = error if isinstance(error, dict) else None
+        kind = refine_kind(_kind_of_status(status) if status else "server", str(message), body)
+        raise GatewayError(kind, f"error object in a 200 reply: {sanitize(str(message))[0]}{availability_note(body)}",
+                           status=status)
     try:
         choice = response.choices[0]
         text = choice.message.content if route_is_chat else choice.text
@@ -242,6 +244,8 @@ def _named(chain: list[BaseException], *names: str) -> bool:
 def _kind_of_status(status: int) -> str:
     if status == 429:
         return "rate_limit"
+    if status == 408:  # errors guide: "Your request timed out" (also as an error object in a 200 body)
+        return "timeout"
     if status == 402:
         return "payment"
     if status in (401, 403):
@@ -276,12 +280,62 @@ TYPED_KINDS = {
 not the HTTP status code alone") and the kind each is here. Types not listed keep the status's kind."""
 
 
+AVAILABILITY_KINDS = {
+    "model_not_found": "model_not_found",
+    "model_deprecated": "model_not_found",
+    "free_variant_ended": "model_not_found",
+    "wrong_endpoint": "wrong_endpoint",
+    "no_endpoints": "routing",
+    "privacy_restricted": "routing",
+    "constraint_filtered": "routing",
+    "model_unavailable_upstream": "not_found",
+    "region_restricted": "region",
+    "capacity_exhausted": "rate_limit",
+    "temporarily_unavailable": "server",
+}
+"""OpenRouter's ``error.availability.code`` (errors guide, "Model Availability Errors": "use
+``availability.code``, not the HTTP status or the message prose") and the kind each is here; the
+two the guide calls retryable map to retried kinds. A code not listed falls back to its
+``availability.retryable`` (the guide: treat an unrecognised code defensively)."""
+
+
+def _availability(error: dict[str, Any] | None) -> dict[str, Any]:
+    """The error's documented ``availability`` object ({} when the server sent none)."""
+    value = error.get("availability") if isinstance(error, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
 def _typed(error: dict[str, Any] | None) -> tuple[str | None, dict[str, Any]]:
-    """The error's documented ``error_type`` (None when the server sent none) and its ``metadata``."""
+    """The error's documented ``error_type`` (None when the server sent none) and its ``metadata``: in
+    ``error.metadata`` on a provider error (errors guide, "Typed Error Codes"), beside ``availability``
+    in ``error`` itself on an availability error (the guide's example payloads)."""
     metadata = error.get("metadata") if isinstance(error, dict) else None
     metadata = metadata if isinstance(metadata, dict) else {}
-    typed = metadata.get("error_type")
+    typed = metadata.get("error_type") or (error.get("error_type") if isinstance(error, dict) else None)
     return (typed if isinstance(typed, str) else None), metadata
+
+
+def availability_note(error: dict[str, Any] | None) -> str:
+    """`` [availability: region_restricted; fallback models: a, b]``: the documented code and what the
+    server suggests (``fallback_models``, ``excluded_by``, ``constraint.detail``), shown with the error;
+    empty when the reply has no ``availability`` object."""
+    found = _availability(error)
+    if not isinstance(found.get("code"), str):
+        return ""
+    parts = [str(found["code"])]
+    for key, label in (("fallback_models", "fallback models"), ("excluded_by", "excluded by")):
+        if isinstance(found.get(key), list) and found[key]:
+            parts.append(f"{label}: {', '.join(map(str, found[key]))}")
+    constraint = found.get("constraint")
+    if isinstance(constraint, dict) and constraint.get("detail"):
+        parts.append(str(constraint["detail"]))
+    return f" [availability: {'; '.join(parts)}]"
+
+
+def availability_retry_after(error: dict[str, Any] | None) -> float | None:
+    """``availability.retry_after`` (seconds): the body's copy of ``Retry-After``, for when the header is lost."""
+    value = _availability(error).get("retry_after")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
 
 
 def _guardrail(message: str, metadata: dict[str, Any]) -> bool:
@@ -293,9 +347,11 @@ def _guardrail(message: str, metadata: dict[str, Any]) -> bool:
 def refine_kind(kind: str, message: str, error: dict[str, Any] | None) -> str:
     """The kind a status alone cannot tell, from OpenRouter's documented bodies (errors guide).
 
-    The typed ``error.metadata.error_type`` decides first (:data:`TYPED_KINDS`); a 403 that is a
-    guardrail's block is ``guardrail`` whatever its type (``permission_denied`` covers both a key
-    without the permission and a guardrail). Without a type, the documented shapes:
+    A documented ``availability.code`` decides first (:data:`AVAILABILITY_KINDS`: a 403
+    ``region_restricted`` is typed ``permission_denied`` too, and is no missing permission), then
+    the typed ``error_type`` (:data:`TYPED_KINDS`); a 403 that is a guardrail's block is
+    ``guardrail`` whatever its type (``permission_denied`` covers both a key without the permission
+    and a guardrail). Without a code or a type, the documented shapes:
 
     - 400 ``"<id> is not a valid model ID"`` (``model_not_found``): a mistyped or retired id;
     - 403 with ``metadata.reasons``/``flagged_input`` (``ModerationErrorMetadata``): input flagged
@@ -307,6 +363,12 @@ def refine_kind(kind: str, message: str, error: dict[str, Any] | None) -> str:
     The message text is read only where no typed field says what happened.
     """
     lower = message.lower()
+    available = _availability(error).get("code")
+    if isinstance(available, str):
+        if available in AVAILABILITY_KINDS:
+            return AVAILABILITY_KINDS[available]
+        if _availability(error).get("retryable") is True:
+            return "server"
     typed, metadata = _typed(error)
     code = error.get("code") if isinstance(error, dict) else None
     if typed == "permission_denied" or (typed is None and kind == "auth"):
@@ -392,8 +454,11 @@ def classify_failure(exc: BaseException) -> tuple[GatewayError, float | None]:
         kind = "not_found"
     else:
         kind = "bad_response"
-    kind = refine_kind(kind, message, error_body(said)[1] or _sdk_error_object(chain))
-    return GatewayError(kind, message or type(exc).__name__, status=status), retry_after
+    error = error_body(said)[1] or _sdk_error_object(chain)
+    kind = refine_kind(kind, message, error)
+    if retry_after is None:
+        retry_after = availability_retry_after(error)
+    return GatewayError(kind, (message or type(exc).__name__) + availability_note(error), status=status), retry_after
 
 
 _NOT_JSON = "the reply is not an OpenAI-compatible JSON body (an HTML page from a proxy, portal or wrong base URL?)"

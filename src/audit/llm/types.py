@@ -81,7 +81,8 @@ class GatewayError(Exception):
     "... is not a valid model ID"), ``payment`` (402), ``moderation`` (403, input flagged),
     ``region`` (403, provider unavailable where the caller is), ``routing`` (404 "No endpoints
     found ...": no provider meets ``provider``'s constraints or the account's data policy),
-    ``not_found`` (other 404), ``context_length``, ``rate_limit`` (429), ``server`` (5xx),
+    ``not_found`` (other 404), ``wrong_endpoint`` (400 ``availability.code: wrong_endpoint``: the
+    model is served on another API route), ``context_length``, ``rate_limit`` (429), ``server`` (5xx),
     ``error_finish`` (HTTP 200, ``finish_reason: "error"``: the provider failed mid-generation;
     the partial text is no answer), ``empty`` (no text and no finish reason: "no content
     generated"), ``timeout`` (no whole reply within ``timeout_s``), ``connection``,
@@ -111,7 +112,7 @@ class GatewayError(Exception):
 # A spent sweep budget (``budget``) likewise stops the run: no later call may start.
 # A mistyped model id or an account out of credits likewise: OpenRouter answers every call the same.
 FATAL_KINDS = frozenset({"auth", "permission", "not_found", "model_not_found", "payment", "region", "routing",
-                         "budget"})
+                         "wrong_endpoint", "budget"})
 
 # What the user can do about a failure that retrying cannot fix.
 _HINTS = {
@@ -129,8 +130,10 @@ _HINTS = {
     "refusal": "the provider reported that the model refused the request outright (no text was returned)",
     "moderation": "OpenRouter's moderation flagged the input (see metadata.reasons); a provider without "
                   "moderation can be pinned with the role's provider setting (provider.only)",
-    "region": "the provider is not available from this region: pin another with the role's provider setting "
-              "(provider.only, provider.ignore)",
+    "region": "the model or provider is not available from this region: pin another with the role's provider "
+              "setting (provider.only, provider.ignore) or run from an allowed region; retrying from here cannot help",
+    "wrong_endpoint": "the model is not served on this API route (availability.constraint names the one that "
+                      "serves it): pick a model that serves it, e.g. one that serves /completions for raw prompts",
     "routing": "no provider meets the request's routing constraints: loosen the role's provider setting "
                "(only, require_parameters, data_collection) or the account's data policy "
                "(openrouter.ai/settings/privacy)",

@@ -29,7 +29,7 @@ from dataclasses import replace
 from typing import Any
 
 from audit.testing.replies import CHAT, COMPLETION, Reply, _Generation, chat_reply, completion_reply, error_reply, \
-    estimate_tokens, prompt_text
+    estimate_tokens, json_reply, prompt_text
 
 
 def generation(kind: str, text: str, **shape: Any) -> Reply:
@@ -156,3 +156,97 @@ def schema_refused() -> Reply:
     return error_reply(400, "Provider returned error",
                        metadata={"raw": "response_format json_schema is not supported by this model",
                                  "provider_name": "Prov"})
+
+
+# Model availability errors, provider errors and routing fallbacks (errors guide
+# api_reference/errors-and-debugging.mdx, "Model availability errors", "Provider errors"; router
+# metadata guide guides/features/router-metadata.mdx, "Field Reference": ``attempt``, ``attempts``).
+
+AVAILABILITY = {
+    "model_not_found": (400, "invalid_request", False),
+    "wrong_endpoint": (400, "invalid_request", False),
+    "no_endpoints": (404, "not_found", False),
+    "model_deprecated": (404, "not_found", False),
+    "model_unavailable_upstream": (404, "not_found", False),
+    "capacity_exhausted": (429, "rate_limit_exceeded", True),
+    "temporarily_unavailable": (503, "provider_overloaded", True),
+    "region_restricted": (403, "permission_denied", False),
+    "privacy_restricted": (404, "not_found", False),
+    "constraint_filtered": (404, "not_found", False),
+    "free_variant_ended": (404, "not_found", False),
+}
+"""The guide's "Availability codes" table: each code's HTTP status, ``error_type`` and whether it is retryable."""
+
+
+def availability(code: str, model: str = "moonshotai/kimi-k2", message: str | None = None, *,
+                 retry_after: float | None = None, **fields: Any) -> Reply:
+    """An availability error as the guide's example payloads send it: ``error`` holds ``message``,
+    ``error_type``, ``http_status`` and the ``availability`` object (``code``, ``retryable``,
+    ``requested_models`` and ``docs_url`` always; ``fields`` adds ``affected_providers``,
+    ``excluded_by``, ``fallback_models``, ``constraint``), and the 429/503 codes a ``Retry-After``
+    header mirrored in ``availability.retry_after``; ``metadata.previous_errors`` in its slim shape."""
+    status, error_type, retryable = AVAILABILITY[code]
+    found: dict[str, Any] = {"code": code, "retryable": retryable, "requested_models": [model],
+                             "docs_url": f"https://openrouter.ai/docs/errors#{code}", **fields}
+    if retry_after is not None:
+        found["retry_after"] = retry_after
+    error: dict[str, Any] = {"message": message or f"{model} is not available ({code})", "error_type": error_type,
+                             "http_status": status, "availability": found}
+    if fields.get("affected_providers"):
+        error["metadata"] = {"previous_errors": [{"provider": p, "code": code, "status": status}
+                                                 for p in fields["affected_providers"]]}
+    headers = {"Retry-After": f"{retry_after:g}"} if retry_after is not None else {}
+    return json_reply({"error": error}, status=status, headers=headers)
+
+
+def capacity_exhausted(retry_after: float = 40.0) -> Reply:
+    """429 ``capacity_exhausted``: every provider of the model at capacity (the guide's example payload)."""
+    return availability("capacity_exhausted", "anthropic/claude-sonnet-4.5",
+                        f"All providers for anthropic/claude-sonnet-4.5 are at capacity. Retry after {retry_after:g} "
+                        "seconds.", retry_after=retry_after,
+                        affected_providers=["anthropic", "amazon-bedrock", "google-vertex"],
+                        fallback_models=["anthropic/claude-haiku-4.5"])
+
+
+def region_restricted(model: str = "moonshotai/kimi-k2") -> Reply:
+    """403 ``region_restricted`` (``error_type: permission_denied``): the model is geo-gated where the
+    caller is. The guide gives no example payload for it; this one follows its table (403,
+    ``permission_denied``, not retryable) and field reference (``excluded_by: ["geo"]``)."""
+    return availability("region_restricted", model, f"{model} is not available in your region.", excluded_by=["geo"])
+
+
+def provider_rate_limited() -> Reply:
+    """429 from the provider, typed (the guide's "Provider errors" example: ``error_type:
+    rate_limit_exceeded``, the provider's own ``provider_code``)."""
+    return error_reply(429, "Rate limit exceeded", metadata={"error_type": "rate_limit_exceeded",
+                                                             "provider_code": "rate_limited"})
+
+
+def fell_back(kind: str, text: str = " I was there that night.", *, failed: str = "Moonshot AI",
+              served: str = "DeepInfra") -> Reply:
+    """A generation the router got from a fallback: ``attempt`` 2, ``attempts`` naming the provider
+    that failed (429) and the one that served (200), ``provider`` the one that served."""
+    reply = generation(kind, text, provider=served)
+    assert isinstance(reply.body, _Generation)
+    tried = ({"provider": failed, "model": "moonshotai/kimi-k2", "status": 429},
+             {"provider": served, "model": "moonshotai/kimi-k2", "status": 200})
+    return replace(reply, body=replace(reply.body, attempts=tried))
+
+
+def guardrail_with_metadata(patterns: tuple[str, ...] = ("ignore all previous instructions",)) -> Reply:
+    """The guardrail 403 exactly as the errors guide's second example sends it to a request with router
+    metadata on: the body without ``error_type`` and ``openrouter_metadata`` beside ``error`` with the
+    guardrail stage that blocked it (no endpoint ``selected``, no ``attempts``)."""
+    return json_reply({
+        "error": {"code": 403, "message": "Request blocked: prompt injection patterns detected",
+                  "metadata": {"patterns": list(patterns)}},
+        "openrouter_metadata": {
+            "requested": "openai/gpt-4o", "strategy": "direct", "region": "iad", "summary": "available=1",
+            "attempt": 1, "is_byok": False,
+            "endpoints": {"total": 1, "available": [{"provider": "OpenAI", "model": "openai/gpt-4o",
+                                                     "selected": False}]},
+            "pipeline": [{"type": "guardrail", "name": "regex_pi_detection", "guardrail_id": "grd_abc123",
+                          "guardrail_scope": "api-key",
+                          "summary": "Blocked: prompt injection detected (1 pattern matched)",
+                          "data": {"action": "blocked", "detected": True, "engines": ["regex"],
+                                   "patterns": list(patterns)}}]}}, status=403)

@@ -40,6 +40,19 @@ FAULTS = {
 }
 """OpenRouter's documented replies (:mod:`audit.testing.documented`) that ``--fault`` plays."""
 
+FAULTS.update({
+    **{f"availability.{code}": (lambda request, code=code: documented.availability(
+        code, str((request.json or {}).get("model")), retry_after=1.0 if documented.AVAILABILITY[code][2] else None))
+       for code in documented.AVAILABILITY},
+    "capacity": lambda request: documented.capacity_exhausted(retry_after=1.0),
+    "provider_429": lambda request: documented.provider_rate_limited(),
+    "guardrail_metadata": lambda request: documented.guardrail_with_metadata(),
+    "fallback": lambda request: documented.fell_back(COMPLETION),
+})
+"""The errors guide's availability codes (``availability.<code>``; the retryable ones with a 1 s
+``Retry-After``), a capacity 429 as the guide's example sends it, a provider's typed 429, the guardrail
+403 with router metadata, and a reply served by a fallback provider (router metadata ``attempts``)."""
+
 
 def with_fault(handler: Handler, fault: str, every: int) -> Handler:
     """``handler``, with every ``every``-th /completions request answered by the documented ``fault``."""
@@ -59,16 +72,17 @@ def with_fault(handler: Handler, fault: str, every: int) -> Handler:
 
 def providers(spec: str) -> list[ServedBy]:
     """``Honest,Wrapper:wraps,Bos:bos`` -> the providers (``:wraps`` renders the prompt as a chat
-    message in the model's template; ``:bos`` adds a BOS token to every prompt; ``:long`` ignores
-    ``max_tokens``, billing four times it)."""
+    message in the model's template; ``:hidden`` wraps it too but bills the prompt as sent; ``:bos``
+    adds a BOS token to every prompt; ``:long`` ignores ``max_tokens``, billing four times it)."""
     served = []
     for item in spec.split(","):
         name, *flags = item.strip().split(":")
-        unknown = set(flags) - {"wraps", "bos", "long"}
+        unknown = set(flags) - {"wraps", "hidden", "bos", "long"}
         if not name or unknown:
-            raise UserError(f"--providers {spec!r}: each item is NAME[:wraps][:bos][:long], e.g. Honest,Wrapper:wraps")
-        served.append(ServedBy(name, wraps="wraps" in flags, adds_bos="bos" in flags,
-                               ignores_max_tokens="long" in flags))
+            raise UserError(f"--providers {spec!r}: each item is NAME[:wraps|:hidden][:bos][:long], "
+                            "e.g. Honest,Wrapper:wraps")
+        served.append(ServedBy(name, wraps=bool({"wraps", "hidden"} & set(flags)), adds_bos="bos" in flags,
+                               ignores_max_tokens="long" in flags, bills_as_sent="hidden" in flags))
     return served
 
 
@@ -86,7 +100,8 @@ def main(argv: list[str] | None = None) -> None:
     replies.add_argument("--echo", action="store_true", help="echo requests instead of playing the scripted audit")
     replies.add_argument("--reply", help="answer every request with this text instead of playing the scripted audit")
     parser.add_argument("--providers", help="serve /completions from these load-balanced providers, "
-                        "e.g. Honest,Wrapper:wraps (wraps: the prompt as a chat message in --template's template)")
+                        "e.g. Honest,Wrapper:wraps,Sneaky:hidden (wraps: the prompt as a chat message in --template's "
+                        "template; hidden: wrapped too but billed as sent; bos: a BOS added; long: max_tokens ignored)")
     parser.add_argument("--template", default="deepseek_v3", help="the audited model's chat template family "
                         "(for --providers' wrapping)")
     parser.add_argument("--fault", choices=sorted(FAULTS), help="answer every --every-th /completions request "

@@ -6,9 +6,12 @@ no allowed endpoint can serve is answered 404 "No endpoints found ..."). Each re
 provider that served it (``provider`` in the body). Some providers serve ``/completions`` by
 rendering the prompt as ONE user message in the model's own chat template (a public report shows
 Kimi K2 reaching a provider as ``messages: [{role: user, content: <prompt>}]``), and bill the
-tokens of that rendering. :class:`LoadBalanced` plays both, with token counts that look native:
+tokens of that rendering; a provider may also wrap the prompt and bill it as sent (a hidden wrap,
+which no bill can show). :class:`LoadBalanced` plays all three, with token counts that look native:
 each special token one token, other text about four bytes a token (not the doctor's estimator,
-so a check designed against this server cannot lean on it).
+so a check designed against this server cannot lean on it), and with the model behind each
+provider answering what it sees (:func:`induced`: text that repeats itself is continued; under a
+wrap the model is in its own turn and answers as an assistant).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 
 from audit.templates import TemplateFamily
 from audit.testing.documented import routing_404
-from audit.testing.replies import COMPLETION, Handler, RecordedRequest, Reply, completion_reply
+from audit.testing.replies import COMPLETION, Handler, RecordedRequest, Reply, completion_reply, estimate_tokens
 
 SPECIAL = re.compile(r"<[|｜][^<>\s]{1,40}?[|｜]>|\[[A-Za-z_]{2,12}\]|<(?:sop|eop|think|/think)>"
                      r"|<(?:beginning|end)_of_sentence>")
@@ -45,6 +48,24 @@ def stripping_special_tokens(text: str) -> str:
     return MARKER.sub("", text)
 
 
+INDUCTION_MIN_CHARS = 12
+"""The shortest repeated ending that :func:`induced` continues (shorter repeats are chance)."""
+
+
+def induced(seen: str, length: int = 40) -> str | None:
+    """What a language model writes after ``seen`` when the open turn repeats itself: the text that
+    followed the earlier occurrence of the turn's longest repeated ending (the copying any model does on
+    a repeating list, "Monday, Tuesday, Wedn" -> "esday, ..."). The open turn is the text after the last
+    special token: under a chat wrap that is the assistant's fresh turn, which repeats nothing, so a
+    wrapped model answers instead. None when nothing repeats."""
+    turn = SPECIAL.split(seen)[-1]
+    for size in range(len(turn) - 1, INDUCTION_MIN_CHARS - 1, -1):
+        at = turn.find(turn[-size:])
+        if at + size < len(turn):
+            return turn[at + size:at + size + length]
+    return None
+
+
 def native_tokens(text: str) -> int:
     """A tokenizer-like count: each special token one, other text one per four UTF-8 bytes (rounded up)."""
     specials = SPECIAL.findall(text)
@@ -64,6 +85,8 @@ class ServedBy:
     """The slug a pin names it by, as its model page lists it (default: the name in lower case)."""
     ignores_max_tokens: bool = False
     """Generates (and bills) four times the request's ``max_tokens``: a provider that does not honour it."""
+    bills_as_sent: bool = False
+    """Bills the prompt's tokens as sent (plus its BOS) even when it wraps it: a hidden wrap."""
 
     @property
     def routing_slug(self) -> str:
@@ -72,8 +95,11 @@ class ServedBy:
 
 class LoadBalanced:
     """A handler serving ``/completions`` for a model of ``family`` from ``providers`` (or as the
-    request's ``provider`` pin says); ``inner`` answers everything else and gives the text
-    (default: :data:`WRAPPED_ANSWER` from a wrapping provider, ``answer`` from a raw one).
+    request's ``provider`` pin says); ``inner`` answers everything else and gives a raw provider's
+    text (default ``answer``). The model answers what it sees: a repeating open turn is continued
+    (:func:`induced`), and behind a wrapping provider it is in its own turn and answers as an
+    assistant (``wrapped_answer``, default :data:`WRAPPED_ANSWER`), whatever ``inner`` would say to the
+    raw prompt. Each provider stops at the request's ``max_tokens`` unless it ignores it.
 
     Unpinned requests are spread without regard to when they arrive: each new prompt goes to the
     next provider in turn, and each repeat of a prompt to the provider after the one that served it
@@ -113,7 +139,10 @@ class LoadBalanced:
     def seen_as(self, provider: ServedBy, prompt: str) -> str:
         """The prompt as the model sees it behind ``provider``."""
         seen = self.family.assistant_prompt([{"role": "user", "content": prompt}]) if provider.wraps else prompt
-        return (self.family.bos_token or "<|begin_of_text|>") + seen if provider.adds_bos else seen
+        return self.with_bos(provider, seen)
+
+    def with_bos(self, provider: ServedBy, text: str) -> str:
+        return (self.family.bos_token or "<|begin_of_text|>") + text if provider.adds_bos else text
 
     def __call__(self, request: RecordedRequest) -> Reply | None:
         if request.endpoint != COMPLETION:
@@ -125,12 +154,22 @@ class LoadBalanced:
         seen = self.seen_as(provider, prompt)
         with self._lock:
             self.served.append((provider.name, seen))
-        reply = self.inner(request) if self.inner is not None else None
+        copied = induced(seen)
+        if copied is not None:
+            reply: Reply | None = completion_reply(copied)
+        elif provider.wraps:  # the model is in its own (assistant) turn: it answers, whatever a raw draw would say
+            reply = completion_reply(self.wrapped_answer)
+        else:
+            reply = self.inner(request) if self.inner is not None else None
         if reply is None or not hasattr(reply.body, "payload"):
-            reply = completion_reply(self.wrapped_answer if provider.wraps else self.answer)
-        billed: Callable[[Any], int] = lambda _request: native_tokens(seen)  # noqa: E731 - one expression
+            reply = completion_reply(self.answer)
+        bill = self.with_bos(provider, prompt) if provider.bills_as_sent else seen
+        billed: Callable[[Any], int] = lambda _request: native_tokens(bill)  # noqa: E731 - one expression
         body = replace(reply.body, provider=provider.name, prompt_tokens_of=billed)
-        if provider.ignores_max_tokens:
-            overrun = 4 * int((request.json or {}).get("max_tokens") or 16)
-            body = replace(body, usage={**dict(body.usage or {}), "completion_tokens": overrun})
+        allowed = int((request.json or {}).get("max_tokens") or 16)
+        # a provider stops generating at max_tokens (and bills no more); one that ignores it bills four times it
+        if not provider.ignores_max_tokens:
+            body = replace(body, text=body.text[:4 * allowed])  # estimate_tokens' four characters a token
+        spent = 4 * allowed if provider.ignores_max_tokens else estimate_tokens(body.text)
+        body = replace(body, usage={**dict(body.usage or {}), "completion_tokens": spent})
         return replace(reply, body=body)

@@ -148,6 +148,8 @@ class _Generation:
     """How many prompt tokens the request is billed (default: :func:`estimate_tokens` of its text)."""
     pipeline: tuple[Mapping[str, Any], ...] = ()
     """Stages of OpenRouter's pipeline that altered the request, in the routing metadata (router metadata guide)."""
+    attempts: tuple[Mapping[str, Any], ...] = ()
+    """The router's attempts before this reply, in the routing metadata when it fell back (router metadata guide)."""
 
     def payload(self, request: RecordedRequest) -> dict[str, Any]:
         override = dict(self.usage or {})
@@ -192,22 +194,27 @@ class _Generation:
             "provider": self.provider or FAKE_PROVIDER,
             "choices": [choice],
             "usage": usage,
-            **({"openrouter_metadata": routing_metadata(request, self.provider or FAKE_PROVIDER, self.pipeline)}
+            **({"openrouter_metadata": routing_metadata(request, self.provider or FAKE_PROVIDER, self.pipeline,
+                                                        self.attempts)}
                if request.headers.get("x-openrouter-metadata", "").lower() == "enabled" else {}),
         }
 
 
-def routing_metadata(request: RecordedRequest, provider: str,
-                     pipeline: tuple[Mapping[str, Any], ...] = ()) -> dict[str, Any]:
+def routing_metadata(request: RecordedRequest, provider: str, pipeline: tuple[Mapping[str, Any], ...] = (),
+                     attempts: tuple[Mapping[str, Any], ...] = ()) -> dict[str, Any]:
     """``openrouter_metadata`` as OpenRouter adds it to a successful reply when the request sends
-    ``X-OpenRouter-Metadata: enabled`` (docs: guides/routing/routers/router-metadata; fields as
-    the SDK's ``OpenRouterMetadata``: attempt, endpoints, requested, strategy, summary, and
-    ``pipeline`` only when a stage altered the request)."""
+    ``X-OpenRouter-Metadata: enabled`` (docs: guides/features/router-metadata.mdx; fields as
+    the SDK's ``OpenRouterMetadata``: attempt, endpoints, requested, strategy, summary, ``attempts``
+    only when the router fell back, ``pipeline`` only when a stage altered the request)."""
     model = str((request.json or {}).get("model", ""))
-    return {"attempt": 1, "endpoints": {"available": [{"model": model, "provider": provider, "selected": True}],
-                                        "total": 1},
+    tried = [str(a.get("provider")) for a in attempts if a.get("provider") != provider]
+    return {"attempt": max(1, len(attempts)),
+            "endpoints": {"available": [*({"model": model, "provider": p, "selected": False} for p in tried),
+                                        {"model": model, "provider": provider, "selected": True}],
+                          "total": len(tried) + 1},
             "is_byok": False, "region": "iad", "requested": model, "strategy": "direct",
-            "summary": f"available=1, selected={provider}",
+            "summary": f"available={len(tried) + 1}, selected={provider}",
+            **({"attempts": [dict(a) for a in attempts]} if attempts else {}),
             **({"pipeline": [dict(stage) for stage in pipeline]} if pipeline else {})}
 
 
