@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit.censorship.actions import FOLLOWUP_USER, Action
+from audit.record.draws import Draw, drawn_text
 from audit.templates import TemplateFamily
 
 Message = dict[str, str]
@@ -28,20 +29,6 @@ Message = dict[str, str]
 def draw_id(iteration: int, number: int) -> str:
     """The draw's name in citations and threads: ``<iteration>.<number within it>``."""
     return f"{iteration}.{number}"
-
-
-def sampled_text(draw: Mapping[str, Any]) -> str | None:
-    """The turn a draw wrote, as the conversation holds it: the auditor's opening (a prefill, a
-    user-persona probe) followed by the target's continuation; None when the call failed."""
-    if draw.get("raw_response") is None:
-        return None
-    return (draw.get("prefill") or draw.get("opening") or "") + draw["raw_response"]
-
-
-def saved_draws(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The target draws of one saved iteration: an auto action's ``draws``, or the fixed technique's
-    record itself (its assistant baseline is a draw of its own, kept apart under ``baseline``)."""
-    return list(record["draws"]) if "draws" in record else [record]
 
 
 def answered(draw: Mapping[str, Any], tree: Tree) -> str:
@@ -56,7 +43,7 @@ def answered(draw: Mapping[str, Any], tree: Tree) -> str:
 def draw_messages(draw: Mapping[str, Any]) -> list[Message]:
     """The turns ``draw`` adds to its branch (a failed draw adds the auditor's turn only)."""
     messages = [{"role": "user", "content": draw["user"]}] if draw.get("user") is not None else []
-    text = sampled_text(draw)
+    text = drawn_text(draw, turn=True)
     if text is not None and draw.get("role"):
         messages.append({"role": draw["role"], "content": text})
     return messages
@@ -71,16 +58,17 @@ class Tree:
     """Conversation id -> its draw ids in the order they were drawn."""
 
     @classmethod
-    def of(cls, draws: Iterable[Mapping[str, Any]]) -> Tree:
+    def of(cls, draws: Iterable[Mapping[str, Any] | Draw]) -> Tree:
         tree = cls()
         for draw in draws:
             tree.add(draw)
         return tree
 
-    def add(self, draw: Mapping[str, Any]) -> None:
-        self.draws[draw["id"]] = dict(draw)
-        if draw.get("conversation"):
-            self.conversations.setdefault(draw["conversation"], []).append(draw["id"])
+    def add(self, draw: Mapping[str, Any] | Draw) -> None:
+        saved = draw.model_dump(exclude_unset=True) if isinstance(draw, Draw) else dict(draw)
+        self.draws[saved["id"]] = saved
+        if saved.get("conversation"):
+            self.conversations.setdefault(saved["conversation"], []).append(saved["id"])
 
     def chain(self, tip: str | None) -> list[dict[str, Any]]:
         """The draws from the conversation's start to ``tip``, following parents."""
@@ -144,6 +132,24 @@ class DrawPlan:
     prompt: str | None = None
     messages: list[Message] | None = None
     stops: tuple[str, ...] = ()
+    kept: tuple[str, ...] | None = None
+    """The fields its record keeps, in this order (None: all): a fixed technique's draw keeps the
+    shape its files always had (no place in a conversation tree, which it does not have)."""
+
+    def record(self) -> dict[str, Any]:
+        """The saved draw's fields before the reply."""
+        return dict(self.fields) if self.kept is None else {k: self.fields[k] for k in self.kept if k in self.fields}
+
+    @property
+    def turn(self) -> str | None:
+        """The turn the target writes: ``user`` (its run-on into a next turn is cut off), ``assistant``,
+        or None (a document continued verbatim, with no chat template)."""
+        return self.fields.get("role")
+
+    @property
+    def templated(self) -> bool:
+        """Whether the prompt was rendered in the target's chat template (a chat draw's is the server's)."""
+        return self.prompt is not None and self.turn is not None
 
 
 def fresh_draw(kind: str, args: Mapping[str, Any], family: TemplateFamily, system_default: str | None, number: str,

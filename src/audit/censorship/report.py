@@ -19,7 +19,7 @@ import jinja2
 from markupsafe import Markup
 from omegaconf import OmegaConf
 
-from audit.censorship.conversations import Tree, saved_draws
+from audit.censorship.conversations import Tree
 from audit.censorship.evidence import citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
 from audit.censorship.schema import CONFIDENCES, is_known_strategy
@@ -32,6 +32,7 @@ from audit.llm import embedded
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.paging import MORE_JS, Paged, page_entries
 from audit.pages.tools import PAGE_JS, PAGE_PANEL
+from audit.record.draws import run_draws
 from audit.record.summary import CENSORSHIP, SUMMARY, CensorshipSummary, read_summary
 from audit.stats import PALETTE
 from audit.io.safe_read import load_yaml, read_json
@@ -173,8 +174,7 @@ def _transcript(run: Mapping[str, Any]) -> list[dict[str, Any]]:
 def conversations(run: Mapping[str, Any]) -> list[dict[str, Any]]:
     """``technique=auto``: every conversation as threads, one per branch (the turns from its start to
     the branch's last draw, each with the draw, its action and technique), the active branch marked."""
-    draws = [d for _, r in sorted(run["responses"].items()) for d in saved_draws(r) if "id" in d]
-    tree = Tree.of(draws)
+    tree = Tree.of(d for d in run_draws(r for _, r in sorted(run["responses"].items())) if d.auto)
     out = []
     for conversation, ids in tree.conversations.items():
         active = tree.active_branch(conversation)

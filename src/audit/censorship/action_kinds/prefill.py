@@ -2,4 +2,4 @@
 
 from audit.censorship.action_kind import PREFILL, PROMPT, SYSTEM, fresh_kind
 
-KIND = fresh_kind("prefill", 30, (PROMPT, PREFILL, SYSTEM))
+KIND = fresh_kind("prefill", 30, (PROMPT, PREFILL, SYSTEM), fixed=True)

@@ -2,4 +2,4 @@
 
 from audit.censorship.action_kind import PROMPT, SYSTEM, fresh_kind
 
-KIND = fresh_kind("user_persona", 10, (PROMPT, SYSTEM))
+KIND = fresh_kind("user_persona", 10, (PROMPT, SYSTEM), fixed=True)
