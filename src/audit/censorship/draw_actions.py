@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -199,8 +199,7 @@ class AutoMenu(Menu):
         """The action's draws in parallel (each its own cache entry, so a resume after a kill mid-batch
         re-sends none that were answered), each judged, saved as one record with the draws' places in
         the conversation tree."""
-        chosen: Mapping[str, Any] = state.turns[iteration]["parsed"]["action"]
-        action = Action(chosen["kind"], {k: v for k, v in chosen.items() if k != "kind"})
+        action = Action.of(state.turns[iteration]["parsed"]["action"])
         tree = state.tree(before=iteration)
         plans = plan_draws(action, tree, target.family, target.system_prompt, iteration)
         samples = await asyncio.gather(*(
