@@ -34,6 +34,7 @@ NEW_ACTION = '''
 """``echo``: a test action (a user turn through the chat API, its prompt said twice)."""
 
 from audit.censorship.action_kind import ActionKind, PROMPT
+from audit.censorship.action_kinds import assistant
 from audit.censorship.conversations import draw_id, fresh_draw
 
 
@@ -43,7 +44,8 @@ def _rules(args):
 
 def _plan(action, tree, family, system_default, iteration):
     twice = {"prompt": action.args["prompt"] * 2, "system": None}
-    return [fresh_draw("assistant", twice, family, system_default, draw_id(iteration, 1), "echo", conversation=None)]
+    return [fresh_draw("assistant", assistant.sample, twice, family, system_default, draw_id(iteration, 1), "echo",
+                       conversation=None)]
 
 
 KIND = ActionKind("echo", 10**6, (PROMPT,), _plan, rules=_rules)

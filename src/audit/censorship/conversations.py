@@ -10,13 +10,13 @@ branch of its latest draw). A draw's *messages* are the turns it adds: the audit
 
 Each action (:mod:`audit.censorship.action_kinds`) turns into the requests to send (chat messages or
 a raw ``/completions`` prompt, built with the target's :class:`~audit.templates.TemplateFamily`) with
-the building blocks here: :func:`fresh_draw` (a fresh prompt) and :func:`next_turn_draw` (an earlier
-conversation continued or rolled back).
+the building blocks here: :func:`fresh_draw` (a fresh prompt, sampled by its kind's ``sample``) and
+:func:`next_turn_draw` (an earlier conversation continued or rolled back).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,37 +152,44 @@ class DrawPlan:
         return self.prompt is not None and self.turn is not None
 
 
-def fresh_draw(kind: str, args: Mapping[str, Any], family: TemplateFamily, system_default: str | None, number: str,
-               action: str, *, conversation: str | None) -> DrawPlan:
-    """A draw on a fresh prompt sampled as ``kind`` (user persona, assistant, prefill, few-shot, raw
-    text): a new conversation's first turn, or, with ``conversation`` None, a lone draw (a batch's)."""
+Sampler = Callable[[Mapping[str, Any], TemplateFamily, "str | None", dict[str, Any]], DrawPlan]
+"""How an action kind samples a fresh prompt (its module's ``sample``): ``(the action's arguments, the target's
+family, the system prompt, the draw's place in the tree)`` -> the draw."""
+
+
+def fresh_draw(kind: str, sample: Sampler, args: Mapping[str, Any], family: TemplateFamily,
+               system_default: str | None, number: str, action: str, *, conversation: str | None) -> DrawPlan:
+    """A draw on a fresh prompt sampled as ``kind`` (by its ``sample``): a new conversation's first turn, or,
+    with ``conversation`` None, a lone draw (a batch's, a fixed technique's)."""
     system = args.get("system") if args.get("system") is not None else system_default
-    fields: dict[str, Any] = {"id": number, "action": action, "technique": kind, "conversation": conversation,
-                              "branch": f"{conversation}.b1" if conversation else None, "parent": None}
-    if kind == "raw_text":
-        return DrawPlan({**fields, "role": None, "user": None, "system": None, "prompt_sent": args["text"],
-                         "formatted_prompt": args["text"], "messages_sent": None}, prompt=args["text"])
-    fields |= {"system": system, "prompt_sent": args["prompt"], "messages_sent": None, "formatted_prompt": None}
-    if kind == "few_shot":
-        fields["examples"] = list(args["examples"])
-    if kind == "user_persona":
-        prompt = family.user_persona_prompt(args["prompt"], system=system)
-        return DrawPlan({**fields, "role": "user", "user": None, "opening": args["prompt"],
-                         "formatted_prompt": prompt}, prompt=prompt, stops=family.stops)
+    place: dict[str, Any] = {"id": number, "action": action, "technique": kind, "conversation": conversation,
+                             "branch": f"{conversation}.b1" if conversation else None, "parent": None}
+    return sample(args, family, system, place)
+
+
+def prompt_fields(place: Mapping[str, Any], args: Mapping[str, Any], system: str | None) -> dict[str, Any]:
+    """A chat-template draw's fields before its turn: its place, its system prompt and the auditor's prompt."""
+    return {**place, "system": system, "prompt_sent": args["prompt"], "messages_sent": None, "formatted_prompt": None}
+
+
+def assistant_answer(fields: dict[str, Any], args: Mapping[str, Any], system: str | None, family: TemplateFamily, *,
+                     prefill: str | None, rendered: bool = False) -> DrawPlan:
+    """The target's answer, as the assistant, to the auditor's prompt after the system prompt and any
+    few-shot ``examples`` (see :func:`assistant_turn`)."""
     messages = [*_system(system), *example_messages(args.get("examples") or []),
                 {"role": "user", "content": args["prompt"]}]
-    fields |= {"role": "assistant", "user": args["prompt"]}
-    return _assistant_turn(fields, messages, args.get("prefill") if kind != "assistant" else None, family)
+    return assistant_turn({**fields, "role": "assistant", "user": args["prompt"]}, messages, prefill, family,
+                          rendered=rendered)
 
 
-def _assistant_turn(fields: dict[str, Any], messages: list[Message], prefill: str | None,
-                    family: TemplateFamily) -> DrawPlan:
-    """An assistant turn after ``messages``: opened with ``prefill`` as a raw prompt, else through the
-    chat API, except few-shot, whose earlier turns are the point and are rendered in the template."""
+def assistant_turn(fields: dict[str, Any], messages: list[Message], prefill: str | None, family: TemplateFamily, *,
+                   rendered: bool = False) -> DrawPlan:
+    """An assistant turn after ``messages``: opened with ``prefill`` as a raw prompt, else through the chat
+    API, unless ``rendered`` (few-shot, whose earlier turns are the point, rendered in the template)."""
     if prefill is not None:
         prompt = family.prefill_prompt(messages, prefill)
         return DrawPlan({**fields, "prefill": prefill, "formatted_prompt": prompt}, prompt=prompt, stops=family.stops)
-    if fields["technique"] == "few_shot":
+    if rendered:
         prompt = family.assistant_prompt(messages)
         return DrawPlan({**fields, "formatted_prompt": prompt}, prompt=prompt, stops=family.stops)
     return DrawPlan({**fields, "messages_sent": messages}, messages=messages)
@@ -213,5 +220,5 @@ def next_turn_draw(action: Action, tree: Tree, family: TemplateFamily, number: s
     user = args["prompt"]
     messages = [*_system(system), *turns, *([{"role": "user", "content": user}] if user is not None else [])]
     technique = "prefill" if args["prefill"] is not None else "assistant"
-    return _assistant_turn({**fields, "technique": technique, "role": "assistant", "user": user}, messages,
-                           args["prefill"], family)
+    return assistant_turn({**fields, "technique": technique, "role": "assistant", "user": user}, messages,
+                          args["prefill"], family)
