@@ -98,12 +98,16 @@ def provider_slug(served: str) -> str:
     return "-".join(served.lower().split())
 
 
+UNNAMED = "unknown"
+"""The provider of a draw whose reply named none (as ``summary.json``'s ``served.providers`` records it)."""
+
+
 def served_summary(draws: Iterable[Mapping[str, Any]], pin: Mapping[str, Any] | None) -> dict[str, Any]:
     """Providers that served the target's answered draws and how many each, the outcomes counted
     (``content_filter`` among them: a finding in a censorship audit), and ``flag``: why the draws
     may not all be what they claim (None when one provider the pin allows served them all)."""
     draws = list(draws)
-    providers = Counter(str((d.get("served") or {}).get("provider") or "unknown") for d in draws
+    providers = Counter(str((d.get("served") or {}).get("provider") or UNNAMED) for d in draws
                         if d.get("error") is None)
     outcomes = Counter(str(d.get("outcome") or "answer") for d in draws if d.get("error") is None)
     run_on = sum(d.get("run_on") is not None for d in draws if d.get("error") is None)
