@@ -34,6 +34,7 @@ NEW_ACTION = '''
 """``echo``: a test action (a user turn through the chat API, its prompt said twice)."""
 
 from audit.censorship.action_kind import ActionKind, PROMPT
+from audit.censorship.action_kinds import assistant
 from audit.censorship.conversations import draw_id, fresh_draw
 
 
@@ -43,7 +44,8 @@ def _rules(args):
 
 def _plan(action, tree, family, system_default, iteration):
     twice = {"prompt": action.args["prompt"] * 2, "system": None}
-    return [fresh_draw("assistant", twice, family, system_default, draw_id(iteration, 1), "echo", conversation=None)]
+    return [fresh_draw("assistant", assistant.sample, twice, family, system_default, draw_id(iteration, 1), "echo",
+                       conversation=None)]
 
 
 KIND = ActionKind("echo", 10**6, (PROMPT,), _plan, rules=_rules)
@@ -81,6 +83,46 @@ def test_an_action_added_as_one_module_reaches_the_schema_the_validator_and_the_
         (plan,) = registry.plan_draws(action, Tree(), get_family("qwen2_5"), None, 3)
         assert plan.messages == [{{"role": "user", "content": "Why?Why?"}}] and plan.fields["id"] == "3.1"
         assert registry.check_action(action, Tree()) is None
+        """)
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+NEW_TECHNIQUE = '''
+"""``shout``: a test way of sampling, also a fixed technique (the probe in capitals, through the chat API)."""
+
+from audit.censorship.action_kind import PROMPT, SYSTEM, fresh_kind
+from audit.censorship.conversations import assistant_answer, prompt_fields
+
+
+def sample(args, family, system, place):
+    loud = {**args, "prompt": args["prompt"].upper()}
+    return assistant_answer(prompt_fields(place, loud, system), loud, system, family, prefill=None)
+
+
+KIND = fresh_kind("shout", 10**6, (PROMPT, SYSTEM), sample, fixed=True)
+'''
+
+
+def test_a_way_of_sampling_added_as_one_module_is_a_fixed_technique_planned_in_the_fixed_record(tmp_path):
+    """A fixed technique is its action module: the technique list and a fixed run's plan find it, with the
+    record's fixed shape, and nothing else names it (its yaml and prompt file are text, not code)."""
+    (tmp_path / "shout.py").write_text(NEW_TECHNIQUE, encoding="utf-8")
+    check = textwrap.dedent(f"""\
+        import importlib.util, sys
+        spec = importlib.util.find_spec("audit.censorship.action_kinds")
+        spec.submodule_search_locations.append({str(tmp_path)!r})
+        registry = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = registry
+        spec.loader.exec_module(registry)
+        from audit.censorship.techniques import check_technique
+        from audit.templates import get_family
+        assert registry.TECHNIQUES[-1] == "shout", registry.TECHNIQUES
+        assert check_technique("shout") == "shout"
+        plan = registry.probe_plan("shout", "why?", get_family("qwen2_5"), "S")
+        assert plan.messages == [{{"role": "system", "content": "S"}}, {{"role": "user", "content": "WHY?"}}]
+        assert list(plan.record()) == ["technique", "prompt_sent", "formatted_prompt", "messages_sent"], plan.record()
+        assert plan.record()["technique"] == "shout"
         """)
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]

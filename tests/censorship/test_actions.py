@@ -8,6 +8,7 @@ import jsonschema
 import pytest
 
 from audit.censorship.action_kinds import ACTIONS, MENU, check_menu
+from audit.censorship.actions import Action
 from audit.censorship.prompts import auto_output_format, menu_text
 from audit.censorship.schema import AUDITOR_RESPONSE_FORMATS, FINAL, FIRST, NEXT, ONE_PROBE, Menu, ReplyError, \
     auditor_schema, response_formats, validate_reply
@@ -44,6 +45,7 @@ def test_schema_and_validator_accept_the_same_valid_action(kind):
     reply = validate_reply(turn(EXAMPLES[kind]), stage=NEXT, menu=FULL)
     assert reply.action is not None and reply.action.as_dict() == EXAMPLES[kind]
     assert reply.as_dict()["action"] == EXAMPLES[kind]
+    assert Action.of(reply.as_dict()["action"]) == reply.action  # what a saved turn sends again
 
 
 BAD = [

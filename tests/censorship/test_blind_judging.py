@@ -9,9 +9,10 @@ import json
 import pytest
 from omegaconf import OmegaConf
 
-from audit.judging.judge import classification_messages, fact_messages, judged_parts
+from audit.judging.judge import classification_messages, fact_messages
 from audit.censorship.loop import run
 from audit.censorship.techniques import TECHNIQUES
+from audit.record.draws import drawn_parts
 from audit.testing.replies import chat_reply
 from audit.testing.scripted_audit import JUDGE_MODEL, audit_config, target_text
 
@@ -23,7 +24,7 @@ MARK = "<<<OPENING WRITTEN BY THE AUDITOR, NOT BY THE MODEL>>>"
 
 
 def test_a_prefill_is_shown_apart_and_marked_as_the_auditors():
-    opening, own = judged_parts({"prefill": OPENING, "raw_response": " troops fired."})
+    opening, own = drawn_parts({"prefill": OPENING, "raw_response": " troops fired."})
     assert (opening, own) == (OPENING, " troops fired.")
     user = classification_messages(TOPIC, "What happened?", own, opening)[1]["content"]
     assert f"{MARK}\n{OPENING}\n<<<END OPENING>>>" in user
@@ -34,7 +35,7 @@ def test_a_prefill_is_shown_apart_and_marked_as_the_auditors():
 
 
 def test_no_opening_no_block():
-    assert judged_parts({"raw_response": "hi"}) == ("", "hi") and judged_parts({"raw_response": None})[1] is None
+    assert drawn_parts({"raw_response": "hi"}) == ("", "hi") and drawn_parts({"raw_response": None})[1] is None
     assert "OPENING" not in classification_messages(TOPIC, "p", "r")[1]["content"]
     assert "OPENING" not in fact_messages(TOPIC, ["x"], {1: "r"})[1]["content"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from audit.record.draws import Draw, Turn, iteration_draws
+from audit.record.draws import Draw, DrawSettings, Turn, drawn_parts, drawn_text, iteration_draws
 from audit.runs.loading import load_runs
 
 LEGACY = Path(__file__).resolve().parents[1] / "runs" / "legacy"
@@ -47,3 +47,22 @@ def test_every_legacy_run_dir_loads_through_the_typed_records():
         turns = [Turn.model_validate(t) for t in run.turns.values()]
         assert [t.iteration for t in turns] == list(range(1, len(turns) + 1)), name
         assert not turns[-1].continues, name
+
+
+def test_a_draws_text_is_the_auditors_opening_then_the_targets_own_words_read_apart_by_the_judge():
+    prefilled = {"prefill": "Sure:", "raw_response": " the army came.", "opening": None}
+    persona = {"opening": "I was there and", "raw_response": " saw tanks.", "role": "user"}
+    assert drawn_parts(prefilled) == ("Sure:", " the army came.") == drawn_parts(Draw(iteration=1, technique="prefill",
+                                                                                     **prefilled))
+    assert drawn_text(prefilled) == "Sure: the army came." == drawn_text(prefilled, turn=True)
+    assert drawn_text(persona) == " saw tanks." and drawn_text(persona, turn=True) == "I was there and saw tanks."
+    assert drawn_text({"raw_response": None, "prefill": "Sure:"}) is None and drawn_parts(None) == ("", None)
+
+
+def test_a_draw_reads_its_settings_typed_and_an_older_draw_has_none():
+    saved = {"iteration": 2, "technique": "user_persona", "raw_response": "x",
+             "settings": {"model": "m/m", "endpoint": "openrouter", "template": "kimi_k2", "max_tokens": 500}}
+    (draw,) = iteration_draws(saved)
+    assert draw.settings == DrawSettings(model="m/m", endpoint="openrouter", template="kimi_k2", max_tokens=500)
+    assert iteration_draws({**saved, "settings": None})[0].settings is None
+    assert draw.get("settings") is draw.settings and draw.get("missing", 0) == 0

@@ -50,7 +50,6 @@ from audit.jobs.interrupts import sigterm_as_interrupt
 from audit.jobs.resume import command_line_overrides, refuse_resume_overrides, resumed_config
 from audit.jobs.sweep import sweep_job_dir
 from audit.judging.panel import Panel, panel_from_node
-from audit.judging.judge import judged_parts
 from audit.judging.passes import assessment_request, confession_request, fact_request, judge, label_request
 from audit.llm.budget import stopped_by
 from audit.llm.embedded import ENDPOINT, MODEL, chosen_roles, local_model
@@ -59,7 +58,7 @@ from audit.llm.types import FATAL_KINDS
 from audit.paths import conf_dir
 from audit.progress import Progress, cache_note
 from audit.prompt_files import fill, loader
-from audit.record.draws import judgeable
+from audit.record.draws import drawn_parts, judgeable
 from audit.record.rundir import RunDir, fresh_run_path, iso, utc_now
 from audit.record.status import Status, StopReason
 from audit.record.summary import BENCHMARK, BenchmarkSummary, served_note, write_final_summary
@@ -201,7 +200,7 @@ async def draw_and_judge(gateway: Any, plan: Plan, item: Item, set_name: str) ->
     if record.get("error") is not None:
         record["outcome"] = "failed"
     if plan.panel is not None and plan.protocol == CHINESE_AUDITING:
-        own = judged_parts(record)[1]
+        own = drawn_parts(record)[1]
         if own is not None and judgeable(record):
             record["testbed"] = await judge_testbed(gateway, plan.panel, item.question.text, own, item.question.facts)
     elif plan.panel is not None:

@@ -2,7 +2,7 @@
 and the published testbed's (Casademunt et al., ``cywinski/chinese_auditing``), each one way of sampling for a
 whole run, so a cell never mixes two techniques.
 
-* ``assistant``, ``user_persona``, ``prefill``: the audit's own (:func:`audit.censorship.techniques.sample`);
+* ``assistant``, ``user_persona``, ``prefill``: the audit's own (:func:`audit.censorship.action_kinds.probe_plan`);
   ``prefill`` opens the assistant turn with the ``prefill`` variant's text (or ``technique.prefill_text``,
   the user's own words given inline, which win).
 * ``raw``: the question alone as a plain text completion (``/completions``, no chat template, no stop):
@@ -36,8 +36,10 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from audit.censorship.conversations import example_messages
-from audit.censorship.techniques import TECHNIQUES, Sample, Target, draw_name, sample, send
+from audit.censorship.action_kinds import probe_plan
+from audit.censorship.conversations import DrawPlan, example_messages
+from audit.censorship.send import Sample, send
+from audit.censorship.techniques import TECHNIQUES, Target, draw_name
 from audit.errors import UserError, unknown_choice
 from audit.io.safe_read import UnsafeFile, parse_json, read_text
 from audit.prompt_files import fill, placeholders, read_prompt
@@ -219,26 +221,26 @@ def few_shot_messages(examples: Sequence[Example], question: str, system: str | 
 
 async def elicit(gateway: Any, target: Target, how: Elicitation, question: str, *, sample_index: int, tag: str,
                  run_technique: str) -> Sample:
-    """One draw of ``question`` with the run's technique (a failed call is recorded, as in
-    :func:`audit.censorship.techniques.sample`)."""
+    """One draw of ``question`` with the run's technique, sent as every draw is (a failed call is recorded:
+    :func:`audit.censorship.send.send`)."""
     technique = how.technique
     draw = draw_name(run_technique, tag)
     raw = how.prompt(question)
     if raw is not None:
         record: dict[str, Any] = {"technique": technique, "prompt_sent": question, "formatted_prompt": raw,
                                   "messages_sent": None}
-        return await send(gateway, target, record, prompt=raw, stops=how.stop, sample_index=sample_index, tag=tag,
-                          draw=draw)
+        return await send(gateway, target, DrawPlan(record, prompt=raw, stops=how.stop), sample_index=sample_index,
+                          tag=tag, draw=draw)
     if technique == FEW_SHOT:
         messages = few_shot_messages(how.examples, question, target.system_prompt)
         prompt = target.family.assistant_prompt(messages)
         record = {"technique": technique, "prompt_sent": question, "formatted_prompt": prompt, "messages_sent": None,
                   "examples": len(how.examples)}
-        return await send(gateway, target, record, prompt=prompt, stops=target.family.stops,
-                          sample_index=sample_index, tag=tag, draw=draw)
+        plan = DrawPlan({**record, "role": "assistant"}, prompt=prompt, stops=target.family.stops, kept=tuple(record))
+        return await send(gateway, target, plan, sample_index=sample_index, tag=tag, draw=draw)
     chat = "assistant" if technique == CONFESSION else technique
-    sampled = await sample(gateway, target, chat, question, prefill=how.prefill, sample_index=sample_index, tag=tag,
-                           run_technique=run_technique)
+    plan = probe_plan(chat, question, target.family, target.system_prompt, prefill=how.prefill)
+    sampled = await send(gateway, target, plan, sample_index=sample_index, tag=tag, draw=draw)
     sampled.record["technique"] = technique
     return sampled
 
@@ -255,7 +257,7 @@ async def confess(gateway: Any, target: Target, how: Elicitation, answered: Mapp
                 {"role": "user", "content": how.followup}]
     record: dict[str, Any] = {"technique": CONFESSION, "prompt_sent": how.followup, "formatted_prompt": None,
                               "messages_sent": messages}
-    sampled = await send(gateway, target, record, messages=messages, sample_index=sample_index, tag=tag,
+    sampled = await send(gateway, target, DrawPlan(record, messages=messages), sample_index=sample_index, tag=tag,
                          draw=draw_name(run_technique, f"{tag}/confession"))
     return {**sampled.record, "error_kind": sampled.error_kind}
 

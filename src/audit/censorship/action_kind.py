@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from audit.censorship.actions import OPTIONAL_TEXT, TEXT, Action, Arg
-from audit.censorship.conversations import DrawPlan, Tree, draw_id, fresh_draw, next_turn_draw
+from audit.censorship.conversations import DrawPlan, Sampler, Tree, draw_id, fresh_draw, next_turn_draw
 from audit.templates import TemplateFamily
 
 Planner = Callable[[Action, Tree, TemplateFamily, "str | None", int], list[DrawPlan]]
@@ -51,17 +51,23 @@ class ActionKind:
     """What its checked arguments must keep together that the schema cannot say (the auditor's to fix)."""
     fits: Callable[[Action, Tree], str | None] = _fits_any_tree
     """Why the action cannot be carried out on the conversation tree (the auditor's to fix), or None."""
+    sample: Sampler | None = None
+    """How it samples a fresh prompt, for a kind that does (:func:`fresh_kind`): what a batch repeats."""
+    fixed: bool = False
+    """Also a fixed technique (``technique=<name>``): a run that samples every probe this way, the
+    auditor writing only the probe (:func:`audit.censorship.action_kinds.probe_plan`)."""
 
 
-def fresh_kind(name: str, order: int, args: tuple[Arg, ...], *, conversation: bool = True) -> ActionKind:
-    """An action that samples one fresh prompt as ``name`` (see :func:`fresh_draw`); with
-    ``conversation`` it starts a new conversation the auditor can continue."""
+def fresh_kind(name: str, order: int, args: tuple[Arg, ...], sample: Sampler, *, conversation: bool = True,
+               fixed: bool = False) -> ActionKind:
+    """An action that samples one fresh prompt as ``name`` with ``sample`` (see :func:`fresh_draw`); with
+    ``conversation`` it starts a new conversation the auditor can continue; ``fixed``: also a fixed technique."""
     def plan(action: Action, tree: Tree, family: TemplateFamily, system_default: str | None,
              iteration: int) -> list[DrawPlan]:
         opened = tree.new_conversation_id() if conversation else None
-        return [fresh_draw(name, action.args, family, system_default, draw_id(iteration, 1), name,
+        return [fresh_draw(name, sample, action.args, family, system_default, draw_id(iteration, 1), name,
                            conversation=opened)]
-    return ActionKind(name, order, args, plan)
+    return ActionKind(name, order, args, plan, sample=sample, fixed=fixed)
 
 
 def plan_next_turn(action: Action, tree: Tree, family: TemplateFamily, system_default: str | None,

@@ -60,7 +60,14 @@ class Action:
     args: Mapping[str, Any]
 
     def as_dict(self) -> dict[str, Any]:
+        """The action as the turn's ``parsed`` reply and the iteration's record save it."""
         return {"kind": self.kind, **self.args}
+
+    @classmethod
+    def of(cls, saved: Mapping[str, Any]) -> Action:
+        """The action a turn saved (:meth:`as_dict`): its draws are sent from the saved turn, so a resumed
+        run sends what the killed one would have."""
+        return cls(str(saved["kind"]), {k: v for k, v in saved.items() if k != "kind"})
 
     @property
     def draws(self) -> int:

@@ -15,8 +15,8 @@ from typing import Any
 from audit.censorship.conversations import Tree
 from audit.censorship.progress import preview
 from audit.censorship.prompts import fill, load, shown_response
-from audit.censorship.techniques import text_of
 from audit.fence import untrusted
+from audit.record.draws import drawn_text
 
 DIGEST_CHARS = 160
 """How much of each batch draw the digest shows (a batch of 8 stays near one screen)."""
@@ -40,14 +40,14 @@ def draw_block(iteration: int, draw: Mapping[str, Any]) -> str:
     """One draw whole (a failure said to be one), with its technique and place in the tree."""
     place = f", conversation {draw['conversation']}, branch {draw['branch']}" if draw.get("conversation") else ""
     return fill(load("auto_draw"), iteration=iteration, draw=str(draw["id"]).split(".")[-1],
-                technique=draw["technique"], place=place, response=shown_response(text_of(draw), draw.get("error")))
+                technique=draw["technique"], place=place, response=shown_response(drawn_text(draw), draw.get("error")))
 
 
 def batch_digest(iteration: int, technique: str, draws: Sequence[Mapping[str, Any]]) -> str:
     """A batch as one line per draw: its number, length and the start of its text."""
     lines = []
     for draw in draws:
-        text = text_of(draw)
+        text = drawn_text(draw)
         shown = preview(shown_response(text, draw.get("error")), DIGEST_CHARS)
         lines.append(fill(load("auto_batch_line"), draw=str(draw["id"]).split(".")[-1], chars=len(text or ""),
                           preview=shown))

@@ -10,17 +10,18 @@ branch of its latest draw). A draw's *messages* are the turns it adds: the audit
 
 Each action (:mod:`audit.censorship.action_kinds`) turns into the requests to send (chat messages or
 a raw ``/completions`` prompt, built with the target's :class:`~audit.templates.TemplateFamily`) with
-the building blocks here: :func:`fresh_draw` (a fresh prompt) and :func:`next_turn_draw` (an earlier
-conversation continued or rolled back).
+the building blocks here: :func:`fresh_draw` (a fresh prompt, sampled by its kind's ``sample``) and
+:func:`next_turn_draw` (an earlier conversation continued or rolled back).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from audit.censorship.actions import FOLLOWUP_USER, Action
+from audit.record.draws import Draw, drawn_text
 from audit.templates import TemplateFamily
 
 Message = dict[str, str]
@@ -28,20 +29,6 @@ Message = dict[str, str]
 def draw_id(iteration: int, number: int) -> str:
     """The draw's name in citations and threads: ``<iteration>.<number within it>``."""
     return f"{iteration}.{number}"
-
-
-def sampled_text(draw: Mapping[str, Any]) -> str | None:
-    """The turn a draw wrote, as the conversation holds it: the auditor's opening (a prefill, a
-    user-persona probe) followed by the target's continuation; None when the call failed."""
-    if draw.get("raw_response") is None:
-        return None
-    return (draw.get("prefill") or draw.get("opening") or "") + draw["raw_response"]
-
-
-def saved_draws(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The target draws of one saved iteration: an auto action's ``draws``, or the fixed technique's
-    record itself (its assistant baseline is a draw of its own, kept apart under ``baseline``)."""
-    return list(record["draws"]) if "draws" in record else [record]
 
 
 def answered(draw: Mapping[str, Any], tree: Tree) -> str:
@@ -56,7 +43,7 @@ def answered(draw: Mapping[str, Any], tree: Tree) -> str:
 def draw_messages(draw: Mapping[str, Any]) -> list[Message]:
     """The turns ``draw`` adds to its branch (a failed draw adds the auditor's turn only)."""
     messages = [{"role": "user", "content": draw["user"]}] if draw.get("user") is not None else []
-    text = sampled_text(draw)
+    text = drawn_text(draw, turn=True)
     if text is not None and draw.get("role"):
         messages.append({"role": draw["role"], "content": text})
     return messages
@@ -71,16 +58,17 @@ class Tree:
     """Conversation id -> its draw ids in the order they were drawn."""
 
     @classmethod
-    def of(cls, draws: Iterable[Mapping[str, Any]]) -> Tree:
+    def of(cls, draws: Iterable[Mapping[str, Any] | Draw]) -> Tree:
         tree = cls()
         for draw in draws:
             tree.add(draw)
         return tree
 
-    def add(self, draw: Mapping[str, Any]) -> None:
-        self.draws[draw["id"]] = dict(draw)
-        if draw.get("conversation"):
-            self.conversations.setdefault(draw["conversation"], []).append(draw["id"])
+    def add(self, draw: Mapping[str, Any] | Draw) -> None:
+        saved = draw.model_dump(exclude_unset=True) if isinstance(draw, Draw) else dict(draw)
+        self.draws[saved["id"]] = saved
+        if saved.get("conversation"):
+            self.conversations.setdefault(saved["conversation"], []).append(saved["id"])
 
     def chain(self, tip: str | None) -> list[dict[str, Any]]:
         """The draws from the conversation's start to ``tip``, following parents."""
@@ -144,39 +132,64 @@ class DrawPlan:
     prompt: str | None = None
     messages: list[Message] | None = None
     stops: tuple[str, ...] = ()
+    kept: tuple[str, ...] | None = None
+    """The fields its record keeps, in this order (None: all): a fixed technique's draw keeps the
+    shape its files always had (no place in a conversation tree, which it does not have)."""
+
+    def record(self) -> dict[str, Any]:
+        """The saved draw's fields before the reply."""
+        return dict(self.fields) if self.kept is None else {k: self.fields[k] for k in self.kept if k in self.fields}
+
+    @property
+    def turn(self) -> str | None:
+        """The turn the target writes: ``user`` (its run-on into a next turn is cut off), ``assistant``,
+        or None (a document continued verbatim, with no chat template)."""
+        return self.fields.get("role")
+
+    @property
+    def templated(self) -> bool:
+        """Whether the prompt was rendered in the target's chat template (a chat draw's is the server's)."""
+        return self.prompt is not None and self.turn is not None
 
 
-def fresh_draw(kind: str, args: Mapping[str, Any], family: TemplateFamily, system_default: str | None, number: str,
-               action: str, *, conversation: str | None) -> DrawPlan:
-    """A draw on a fresh prompt sampled as ``kind`` (user persona, assistant, prefill, few-shot, raw
-    text): a new conversation's first turn, or, with ``conversation`` None, a lone draw (a batch's)."""
+Sampler = Callable[[Mapping[str, Any], TemplateFamily, "str | None", dict[str, Any]], DrawPlan]
+"""How an action kind samples a fresh prompt (its module's ``sample``): ``(the action's arguments, the target's
+family, the system prompt, the draw's place in the tree)`` -> the draw."""
+
+
+def fresh_draw(kind: str, sample: Sampler, args: Mapping[str, Any], family: TemplateFamily,
+               system_default: str | None, number: str, action: str, *, conversation: str | None) -> DrawPlan:
+    """A draw on a fresh prompt sampled as ``kind`` (by its ``sample``): a new conversation's first turn, or,
+    with ``conversation`` None, a lone draw (a batch's, a fixed technique's)."""
     system = args.get("system") if args.get("system") is not None else system_default
-    fields: dict[str, Any] = {"id": number, "action": action, "technique": kind, "conversation": conversation,
-                              "branch": f"{conversation}.b1" if conversation else None, "parent": None}
-    if kind == "raw_text":
-        return DrawPlan({**fields, "role": None, "user": None, "system": None, "prompt_sent": args["text"],
-                         "formatted_prompt": args["text"], "messages_sent": None}, prompt=args["text"])
-    fields |= {"system": system, "prompt_sent": args["prompt"], "messages_sent": None, "formatted_prompt": None}
-    if kind == "few_shot":
-        fields["examples"] = list(args["examples"])
-    if kind == "user_persona":
-        prompt = family.user_persona_prompt(args["prompt"], system=system)
-        return DrawPlan({**fields, "role": "user", "user": None, "opening": args["prompt"],
-                         "formatted_prompt": prompt}, prompt=prompt, stops=family.stops)
+    place: dict[str, Any] = {"id": number, "action": action, "technique": kind, "conversation": conversation,
+                             "branch": f"{conversation}.b1" if conversation else None, "parent": None}
+    return sample(args, family, system, place)
+
+
+def prompt_fields(place: Mapping[str, Any], args: Mapping[str, Any], system: str | None) -> dict[str, Any]:
+    """A chat-template draw's fields before its turn: its place, its system prompt and the auditor's prompt."""
+    return {**place, "system": system, "prompt_sent": args["prompt"], "messages_sent": None, "formatted_prompt": None}
+
+
+def assistant_answer(fields: dict[str, Any], args: Mapping[str, Any], system: str | None, family: TemplateFamily, *,
+                     prefill: str | None, rendered: bool = False) -> DrawPlan:
+    """The target's answer, as the assistant, to the auditor's prompt after the system prompt and any
+    few-shot ``examples`` (see :func:`assistant_turn`)."""
     messages = [*_system(system), *example_messages(args.get("examples") or []),
                 {"role": "user", "content": args["prompt"]}]
-    fields |= {"role": "assistant", "user": args["prompt"]}
-    return _assistant_turn(fields, messages, args.get("prefill") if kind != "assistant" else None, family)
+    return assistant_turn({**fields, "role": "assistant", "user": args["prompt"]}, messages, prefill, family,
+                          rendered=rendered)
 
 
-def _assistant_turn(fields: dict[str, Any], messages: list[Message], prefill: str | None,
-                    family: TemplateFamily) -> DrawPlan:
-    """An assistant turn after ``messages``: opened with ``prefill`` as a raw prompt, else through the
-    chat API, except few-shot, whose earlier turns are the point and are rendered in the template."""
+def assistant_turn(fields: dict[str, Any], messages: list[Message], prefill: str | None, family: TemplateFamily, *,
+                   rendered: bool = False) -> DrawPlan:
+    """An assistant turn after ``messages``: opened with ``prefill`` as a raw prompt, else through the chat
+    API, unless ``rendered`` (few-shot, whose earlier turns are the point, rendered in the template)."""
     if prefill is not None:
         prompt = family.prefill_prompt(messages, prefill)
         return DrawPlan({**fields, "prefill": prefill, "formatted_prompt": prompt}, prompt=prompt, stops=family.stops)
-    if fields["technique"] == "few_shot":
+    if rendered:
         prompt = family.assistant_prompt(messages)
         return DrawPlan({**fields, "formatted_prompt": prompt}, prompt=prompt, stops=family.stops)
     return DrawPlan({**fields, "messages_sent": messages}, messages=messages)
@@ -207,5 +220,5 @@ def next_turn_draw(action: Action, tree: Tree, family: TemplateFamily, number: s
     user = args["prompt"]
     messages = [*_system(system), *turns, *([{"role": "user", "content": user}] if user is not None else [])]
     technique = "prefill" if args["prefill"] is not None else "assistant"
-    return _assistant_turn({**fields, "technique": technique, "role": "assistant", "user": user}, messages,
-                           args["prefill"], family)
+    return assistant_turn({**fields, "technique": technique, "role": "assistant", "user": user}, messages,
+                          args["prefill"], family)

@@ -15,25 +15,26 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from audit.censorship.actions import Action
 from audit.censorship.auditor_context import conversation_ends
 from audit.censorship.auto_view import auto_turn_message
-from audit.censorship.action_kinds import check_action, plan_draws
+from audit.censorship.action_kinds import check_action, plan_draws, probe_plan
 from audit.censorship.conversations import answered
 from audit.censorship.language import measure as measure_language
 from audit.censorship.prompts import auto_output_format, turn_message
 from audit.censorship.schema import Menu, OneProbe, ReplyError, ReplyMenu
 from audit.censorship.state import AuditState
 from audit.censorship.stopped import AuditStopped
-from audit.censorship.techniques import Sample, Target, draw_name, sample, send, text_of
+from audit.censorship.send import Sample, send
+from audit.censorship.techniques import Target, draw_name
 from audit.errors import UserError
 from audit.llm.types import FATAL_KINDS
 from audit.judging.judge import label_counts
-from audit.record.draws import AUTO, Draw, judgments
+from audit.record.draws import AUTO, BASELINE_TECHNIQUE, Draw, drawn_text, judgments
 from audit.record.rundir import iso, utc_now
 
 Classify = Callable[[str, Sample], Awaitable[dict[str, Any] | None]]
@@ -111,8 +112,8 @@ class FixedTechnique(OneProbe):
     def turn_message(self, state: AuditState, iteration: int) -> str:
         response = state.responses[iteration]
         baseline = response.get("baseline")
-        return turn_message(iteration, text_of(response), technique=self.technique,
-                            baseline_text=text_of(baseline) if baseline else None,
+        return turn_message(iteration, drawn_text(response), technique=self.technique,
+                            baseline_text=drawn_text(baseline) if baseline else None,
                             response_error=response.get("error"),
                             baseline_error=baseline.get("error") if baseline else None)
 
@@ -123,11 +124,10 @@ class FixedTechnique(OneProbe):
                    classify: Classify) -> Drawn:
         turn = state.turns[iteration]["parsed"]
         probe = turn["next_prompt"]
-        jobs = [sample(gateway, target, self.technique, probe, prefill=self.prefill, sample_index=iteration)]
-        if self.with_baseline:
-            jobs.append(sample(gateway, target, "assistant", probe, sample_index=iteration,
-                               tag="baseline", run_technique=self.technique))
-        samples = await asyncio.gather(*jobs)
+        kinds = [("audited", self.technique), *([("baseline", BASELINE_TECHNIQUE)] if self.with_baseline else [])]
+        samples = await asyncio.gather(*(
+            send(gateway, target, probe_plan(kind, probe, target.family, target.system_prompt, prefill=self.prefill),
+                 sample_index=iteration, tag=tag, draw=draw_name(self.technique, tag)) for tag, kind in kinds))
         main = samples[0]
         if main.error_kind in FATAL_KINDS:  # no later probe can avoid these; other failures are recorded
             raise AuditStopped(f"audited model {target.model} failed at iteration {iteration}: "
@@ -199,13 +199,12 @@ class AutoMenu(Menu):
         """The action's draws in parallel (each its own cache entry, so a resume after a kill mid-batch
         re-sends none that were answered), each judged, saved as one record with the draws' places in
         the conversation tree."""
-        chosen: Mapping[str, Any] = state.turns[iteration]["parsed"]["action"]
-        action = Action(chosen["kind"], {k: v for k, v in chosen.items() if k != "kind"})
+        action = Action.of(state.turns[iteration]["parsed"]["action"])
         tree = state.tree(before=iteration)
         plans = plan_draws(action, tree, target.family, target.system_prompt, iteration)
         samples = await asyncio.gather(*(
-            send(gateway, target, dict(p.fields), prompt=p.prompt, messages=p.messages, stops=p.stops,
-                 sample_index=iteration, tag=f"audited/{action.kind}", draw=draw_name(AUTO, f"draw {p.fields['id']}"))
+            send(gateway, target, p, sample_index=iteration, tag=f"audited/{action.kind}",
+                 draw=draw_name(AUTO, f"draw {p.fields['id']}"))
             for p in plans))
         fatal = [s for s in samples if s.error_kind in FATAL_KINDS]
         if fatal:

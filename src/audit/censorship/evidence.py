@@ -4,7 +4,7 @@ names (:func:`audit.quotes.check_citation`) and marked ``verified``, with the re
 Only the target's own words are evidence. A draw's text as the auditor reads it starts with what the
 auditor wrote (a prefill, a user-persona opening) and answers its probe; a quote of those words proves
 nothing about the target, yet was counted verified. The split is the judge's (blind judging:
-:func:`audit.judging.judge.judged_parts` for the target's words, :func:`audit.judging.credit.context_of`
+:func:`audit.record.draws.drawn_parts` for the target's words, :func:`audit.judging.credit.context_of`
 for the auditor's), so a citation and a fact credit draw the line in the same place."""
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from typing import Any
 
 from audit.censorship.schema import EVIDENCE_KEYS
 from audit.judging.credit import context_of
-from audit.judging.judge import judged_parts
 from audit.quotes import Responses, check_citation, occurs
-from audit.record.draws import Draw, iteration_draws
+from audit.record.draws import Draw, drawn_parts, iteration_draws
 
 AUDITOR_WORDS = "quotes the auditor's own words (its probe, prefill or opening), not the target's"
 
@@ -66,7 +65,7 @@ def quotable(records: Mapping[int, Mapping[str, Any]]) -> tuple[Responses, Respo
     wrote: dict[int, list[str | None]] = {}
     for k, record in records.items():
         draws = iteration_draws(record)
-        own[k] = [judged_parts(d)[1] for d in draws]
+        own[k] = [drawn_parts(d)[1] for d in draws]
         wrote[k] = [_auditor_words(d) for d in draws]
     return own, wrote
 

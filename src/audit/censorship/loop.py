@@ -35,7 +35,7 @@ from audit.censorship.run_dir import AuditDir, open_existing
 from audit.censorship.run_summary import run_summary, short_summary
 from audit.censorship.state import AuditState
 from audit.censorship.stopped import AuditStopped
-from audit.censorship.techniques import Sample
+from audit.censorship.send import Sample
 from audit.censorship.topics import check_topic_overrides, with_topic_file
 from audit.counted import counted
 from audit.errors import Interrupted, UserError, user_error_line
@@ -244,10 +244,10 @@ class Audit:
         """Stop the run once ``max_failed_draws`` target draws in a row failed: the target is down
         or refusing every call, and each further turn pays the auditor for nothing."""
         limit = int(self.cfg.get("max_failed_draws") or 0)
-        draws = self.state.saved_draws()
+        draws = self.state.probe_draws()
         if limit and failure_streak(draws) >= limit:
             raise AuditStopped(f"audited model {self.plan.target.model} failed {counted(limit, 'draw')} in a row "
-                               f"(max_failed_draws) at iteration {iteration}: {draws[-1]['error']}")
+                               f"(max_failed_draws) at iteration {iteration}: {draws[-1].error}")
 
     async def redo_failed_calls(self) -> None:
         """On a resume, sample again every iteration with a failed call (its good calls come from the

@@ -19,7 +19,7 @@ import jinja2
 from markupsafe import Markup
 from omegaconf import OmegaConf
 
-from audit.censorship.conversations import Tree, saved_draws
+from audit.censorship.conversations import Tree
 from audit.censorship.evidence import citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
 from audit.censorship.provenance import UNNAMED
@@ -37,6 +37,7 @@ from audit.censorship import terms as censorship_terms
 from audit.judging import terms as judging_terms
 from audit.pages.glossary import COMMON, Glossary
 from audit.pages.tools import PAGE_PANEL, page_js
+from audit.record.draws import run_draws
 from audit.record.summary import CENSORSHIP, SUMMARY, CensorshipSummary, read_summary
 from audit.stats.intervals import PALETTE
 from audit.io.safe_read import load_yaml, read_json
@@ -181,8 +182,7 @@ def _transcript(run: Mapping[str, Any]) -> list[dict[str, Any]]:
 def conversations(run: Mapping[str, Any]) -> list[dict[str, Any]]:
     """``technique=auto``: every conversation as threads, one per branch (the turns from its start to
     the branch's last draw, each with the draw, its action and technique), the active branch marked."""
-    draws = [d for _, r in sorted(run["responses"].items()) for d in saved_draws(r) if "id" in d]
-    tree = Tree.of(draws)
+    tree = Tree.of(d for d in run_draws(r for _, r in sorted(run["responses"].items())) if d.auto)
     out = []
     for conversation, ids in tree.conversations.items():
         active = tree.active_branch(conversation)

@@ -69,7 +69,7 @@ def run_summary(cfg: DictConfig, plan: Plan, state: AuditState, facts: FactScori
                                        str(cfg.topic.get("language") or "en")),
         repairs=[{"iteration": k, "repair": r} for k, t in sorted(state.turns.items()) for r in t.get("repairs") or []],
         judge_panel=judge_panel(plan, state),
-        served=served_summary(state.saved_draws(), plan.target.provider),
+        served=served_summary(state.probe_draws(), plan.target.provider),
     )
 
 

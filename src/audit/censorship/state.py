@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from audit.censorship.conversations import Tree, saved_draws
+from audit.censorship.conversations import Tree
 from audit.censorship.evidence import quotable
 from audit.censorship.hypotheses import HypothesisLedger
 from audit.censorship.run_dir import AuditDir
@@ -96,15 +96,15 @@ class AuditState:
         """Every target draw so far, typed, in order (a fixed technique's baseline a draw of its own)."""
         return run_draws((r for _, r in sorted(self.responses.items())), self.technique)
 
-    def saved_draws(self) -> list[Mapping[str, Any]]:
-        """Every target draw as saved (a fixed technique's record itself, its baseline apart)."""
-        return [d for _, r in sorted(self.responses.items()) for d in saved_draws(r)]
+    def probe_draws(self) -> list[Draw]:
+        """Every target draw but the baselines (a fixed technique's responses, every auto draw), in order:
+        what the failure streak and the providers that served the run are counted over."""
+        return [d for d in self.draws() if not d.is_baseline]
 
     def tree(self, *, before: int | None = None) -> Tree:
         """``technique=auto``: the conversation tree of the saved draws (of iterations before ``before``:
         what an action was planned on, so a redone iteration gets the same conversation ids)."""
-        return Tree.of(d for k, r in sorted(self.responses.items()) if before is None or k < before
-                       for d in saved_draws(r))
+        return Tree.of(d for d in self.draws() if d.auto and (before is None or d.iteration < before))
 
     def quotable(self, before: int | None = None) -> tuple[Responses, Responses]:
         """The texts evidence may quote (the target's own words) and the auditor's beside them, of

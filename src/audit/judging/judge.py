@@ -27,7 +27,6 @@ from audit.model_json import ReplyError, extract_json_object, snake_case
 from audit.prompt_files import fill
 from audit.llm.structured import json_schema_format
 from audit.fence import untrusted
-from audit.record.draws import Draw
 
 CLASSES = labels.names()
 """The response labels, in the judge's order (``judging/labels.yaml``)."""
@@ -63,17 +62,6 @@ def opening_block(opening: str) -> str:
     auditor's, so that the judge never takes it for the target's words (blind judging); empty
     when there is none."""
     return fill(load("judge_opening"), opening=untrusted(opening)) if opening else ""
-
-
-def judged_parts(record: Mapping[str, Any] | Draw | None) -> tuple[str, str | None]:
-    """``(opening, continuation)`` of a saved draw as the judge reads them: the auditor-written
-    prefill apart, and only the target's own text as the response (None: no text).
-    The auditor reads both joined (``techniques.text_of``); the judge must not."""
-    if isinstance(record, Draw):
-        record = record.model_dump()
-    if not record or record.get("raw_response") is None:
-        return "", None
-    return str(record.get("prefill") or ""), str(record["raw_response"])
 
 
 def classification_messages(topic: Mapping[str, Any], probe: str, response: str,

@@ -4,7 +4,7 @@ saved draws, :mod:`audit.rescore.rescore`) send the same requests: the same mess
 schema and panel combination, and so the same cache keys.
 
 * :func:`label_request`: one draw's label (None when it has no text to judge). The prefill stays
-  apart from the target's words (blind judging: :func:`audit.judging.judge.judged_parts`).
+  apart from the target's words (blind judging: :func:`audit.record.draws.drawn_parts`).
 * :func:`fact_request`: the key facts over one side's draws (the technique's, or the baseline's),
   numbered as :func:`fact_numbers` numbers them.
 * :func:`confession_request`: the verdict on a benchmark draw's confession follow-up, apart from the
@@ -27,10 +27,10 @@ from audit.judging.credit import Context, context_of
 from audit.judging.credit_call import check_credits
 from audit.judging.entailment import ENTAILMENT_FORMAT, parse_entailment
 from audit.judging.judge import CLASSIFICATION_FORMAT, classification_messages, fact_messages, facts_format, \
-    judged_parts, parse_classification, parse_fact_coverage
+    parse_classification, parse_fact_coverage
 from audit.judging.panel import Panel
 from audit.judging.votes import facts_record, label_record
-from audit.record.draws import Draw, judgeable
+from audit.record.draws import Draw, drawn_parts, judgeable
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class Request:
 
 def label_request(topic: Mapping[str, Any], prompt: str, draw: Mapping[str, Any] | Draw) -> Request | None:
     """The label of one draw answering ``prompt``; None when the draw has no text to judge."""
-    opening, own = judged_parts(draw)
+    opening, own = drawn_parts(draw)
     if own is None or not judgeable(draw):  # an empty or reasoning-only draw is no refusal
         return None
     return Request(classification_messages(topic, prompt, own, opening), parse_classification, CLASSIFICATION_FORMAT,
@@ -62,7 +62,7 @@ def fact_request(topic: Mapping[str, Any], facts: Sequence[str],
                  numbered: Mapping[int, Mapping[str, Any] | Draw | None]) -> Request | None:
     """The key facts over the ``numbered`` draws (:func:`fact_numbers`); None when none has text
     (nothing to quote: recall is n/a, not 0). Quotes are checked against the target's own text."""
-    parts = {k: judged_parts(d) for k, d in numbered.items()}
+    parts = {k: drawn_parts(d) for k, d in numbered.items()}
     texts = {k: own for k, (_, own) in parts.items() if own}
     if not texts or not facts:
         return None
@@ -98,7 +98,7 @@ async def judge(gateway: Any, panel: Panel, request: Request) -> dict[str, Any]:
 def assessment_request(topic: Mapping[str, Any], prompt: str, draw: Mapping[str, Any] | Draw) -> Request | None:
     """The honesty and evaluation-awareness verdicts of one draw (:mod:`audit.judging.assessment`);
     None when the draw has no text to judge. The evidence quote is checked against the target's own text."""
-    opening, own = judged_parts(draw)
+    opening, own = drawn_parts(draw)
     if own is None or not judgeable(draw):
         return None
     return Request(assessment_messages(topic, prompt, own, opening), lambda raw: parse_assessment(raw, own),
@@ -109,8 +109,8 @@ def confession_request(topic: Mapping[str, Any], prompt: str, answer: Mapping[st
                        followup: Mapping[str, Any] | None) -> Request | None:
     """The confession verdict of one draw's follow-up reply (:mod:`audit.judging.confession`); None when
     there is no follow-up reply to judge (no answer, or the follow-up call failed or came back empty)."""
-    _, said = judged_parts(answer)
-    _, reply = judged_parts(followup)
+    _, said = drawn_parts(answer)
+    _, reply = drawn_parts(followup)
     if said is None or reply is None or followup is None or not judgeable(followup):
         return None
     return Request(confession_messages(topic, prompt, said, str(followup.get("prompt_sent") or ""), reply),

@@ -63,8 +63,25 @@ class Judgment(BaseModel):
         return self.outcome is not None
 
 
+class DrawSettings(BaseModel):
+    """What a draw was sampled with, written beside it by the one writer (:func:`audit.censorship.send.send`),
+    so a draw read alone says which model, server, provider pin, chat template and sampling parameters
+    made it (before, only the run's ``config.yaml`` did, and a resumed or extended run could differ)."""
+
+    model_config = ConfigDict(extra="allow")
+    model: str
+    endpoint: str
+    provider: dict[str, Any] | None = None
+    template: str | None = None
+    """The chat template family's name (None: a raw ``/completions`` prompt sent as given)."""
+    max_tokens: int | None = None
+    temperature: float | None = None
+    stop: list[str] = Field(default_factory=list)
+    extra_body: dict[str, Any] | None = None
+
+
 class Draw(BaseModel):
-    """One target sample: what was sent, what came back, and its judgment."""
+    """One target sample: what was sent, what came back, with what settings, and its judgment."""
 
     model_config = ConfigDict(extra="allow")
     iteration: int
@@ -82,6 +99,8 @@ class Draw(BaseModel):
     judgings: dict[str, Judgment] = Field(default_factory=dict, exclude=True)
     """Judging name -> this draw's judgment under it (absent: that judging did not judge it). Never
     written back: the saved record keeps its one ``classification``."""
+    settings: DrawSettings | None = None
+    """None in a run dir written before draws carried their settings."""
 
     @model_validator(mode="after")
     def _own_judging(self) -> Draw:
@@ -107,6 +126,10 @@ class Draw(BaseModel):
     def judgment(self) -> Judgment | None:
         return self.classification
 
+    def get(self, key: str, default: Any = None) -> Any:
+        """A field as a saved record's ``get`` reads it (declared or extra), so readers of either take both."""
+        return getattr(self, key, default)
+
 
 def iteration_draws(record: Mapping[str, Any], technique: str | None = None) -> list[Draw]:
     """The draws of one saved ``audited_responses/<k>.json``, in the order they were drawn: an
@@ -122,6 +145,30 @@ def iteration_draws(record: Mapping[str, Any], technique: str | None = None) -> 
         draws.append(Draw.model_validate({**baseline, "iteration": k, "technique": BASELINE_TECHNIQUE,
                                           "is_baseline": True}))
     return draws
+
+
+def drawn_parts(draw: Mapping[str, Any] | Draw | None) -> tuple[str, str | None]:
+    """``(opening, own)`` of a draw: the assistant opening the auditor wrote (a prefill, "" when
+    none) and the target's own text (None: the call failed). The judge reads them apart (blind
+    judging: the auditor's words are never the target's); the auditor reads them joined
+    (:func:`drawn_text`). The one place a draw's text is read from its record."""
+    if isinstance(draw, Draw):
+        draw = draw.model_dump()
+    if not draw or draw.get("raw_response") is None:
+        return "", None
+    return str(draw.get("prefill") or ""), str(draw["raw_response"])
+
+
+def drawn_text(draw: Mapping[str, Any] | Draw | None, *, turn: bool = False) -> str | None:
+    """A draw's text as the auditor reads it: the prefill, then the continuation (alone it often starts
+    mid-sentence). ``turn``: the whole turn the conversation holds, a user turn's opening included
+    (a user-persona or follow-up user draw continues the auditor's words). None: the call failed."""
+    opening, own = drawn_parts(draw)
+    if own is None:
+        return None
+    if turn and not opening:
+        opening = str((draw.model_dump() if isinstance(draw, Draw) else draw or {}).get("opening") or "")
+    return opening + own
 
 
 def run_draws(records: Iterable[Mapping[str, Any]], technique: str | None = None) -> list[Draw]:

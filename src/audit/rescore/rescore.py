@@ -36,7 +36,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from audit.censorship.conversations import Tree, answered, saved_draws
+from audit.censorship.conversations import Tree, answered
 from audit.judging.judge import fact_scores, label_counts
 from audit.errors import UserError
 from audit.io.atomic import read_json, write_json
@@ -81,7 +81,7 @@ def judge_items(run: RunFiles) -> list[tuple[str, Request]]:
     the same requests, in the same order, as the audit made (:mod:`audit.judging.passes`)."""
     topic = run.config.get("topic") or {}
     facts = [str(f) for f in (topic.get("key_facts") or [])]
-    tree = Tree.of(d for record in run.responses if "draws" in record for d in saved_draws(record))
+    tree = Tree.of(d for d in run.draws if d.auto)
     items = [(draw.key, request) for draw in run.draws
              if (request := label_request(topic, answered(draw.model_dump(), tree), draw)) is not None]
     for side in SIDES:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from audit.censorship.action_kind import ActionKind
@@ -42,6 +43,11 @@ KINDS = _found()
 MENU: dict[str, tuple[Arg, ...]] = {name: kind.args for name, kind in KINDS.items()}
 """Every action and its arguments, in the order the auditor is shown them."""
 ACTIONS = tuple(KINDS)
+TECHNIQUES = tuple(name for name, kind in KINDS.items() if kind.fixed)
+"""The fixed techniques (``technique=<name>``): the one-action kinds a whole run may sample with."""
+FIXED_RECORD = ("technique", "prompt_sent", "formatted_prompt", "messages_sent", "prefill")
+"""What a fixed technique's draw record keeps of its plan, in the order its files always had: it has
+no place in a conversation tree (each probe is a fresh prompt), and the files stay as they were."""
 
 
 def check_menu(names: Iterable[str]) -> tuple[str, ...]:
@@ -96,3 +102,13 @@ def plan_draws(action: Action, tree: Tree, family: TemplateFamily, system_defaul
     goes through the chat API as the ``assistant`` technique does; ``raw_text`` is sent verbatim.
     """
     return KINDS[action.kind].plan(action, tree, family, system_default, iteration)
+
+
+def probe_plan(technique: str, probe: str, family: TemplateFamily, system: str | None, *,
+               prefill: str = "") -> DrawPlan:
+    """The draw of fixed technique ``technique`` on ``probe``: its one-action kind planned as the auditor's
+    action would be (the same requests, so the same cache entries), its record in the fixed shape."""
+    given = {"prompt": probe, "prefill": prefill, "system": None}
+    action = Action(technique, {a.name: given[a.name] for a in MENU[technique]})
+    (plan,) = plan_draws(action, Tree(), family, system, 0)
+    return replace(plan, kept=FIXED_RECORD)

@@ -1,5 +1,15 @@
 """``prefill``: the target continues an opening of its answer that the auditor wrote."""
 
-from audit.censorship.action_kind import PREFILL, PROMPT, SYSTEM, fresh_kind
+from collections.abc import Mapping
+from typing import Any
 
-KIND = fresh_kind("prefill", 30, (PROMPT, PREFILL, SYSTEM))
+from audit.censorship.action_kind import PREFILL, PROMPT, SYSTEM, fresh_kind
+from audit.censorship.conversations import DrawPlan, assistant_answer, prompt_fields
+from audit.templates import TemplateFamily
+
+
+def sample(args: Mapping[str, Any], family: TemplateFamily, system: str | None, place: dict[str, Any]) -> DrawPlan:
+    return assistant_answer(prompt_fields(place, args, system), args, system, family, prefill=args["prefill"])
+
+
+KIND = fresh_kind("prefill", 30, (PROMPT, PREFILL, SYSTEM), sample, fixed=True)
