@@ -47,5 +47,5 @@ def test_the_comparison_sets_both_protocols_side_by_side_with_a_note_per_differe
     cells = pd.read_csv(tmp_path / "cmp" / "benchmark_cells.csv")
     assert len(cells) == 2 and (cells["draws"] == [2, 4]).all()  # the testbed run is not in this tool's cells
     assert all(line in done.stdout for _, line in NOTES)
-    page = (tmp_path / "cmp" / "benchmark.html").read_text()
+    page = (tmp_path / "cmp" / "benchmark.html").read_text().replace("<wbr>", "")  # ids may break at "_"
     assert 'id="protocols"' in page and "testbed_fact_mention_rate" in page and "87.500" in page
