@@ -122,6 +122,36 @@ def test_documented_errors_get_their_own_kind_and_hint(fake_openrouter, tmp_path
     assert (kind in FATAL_KINDS) == (kind not in ("moderation", "guardrail", "content_policy", "refusal"))
 
 
+@pytest.mark.parametrize("reply,code,provider,reason", [
+    (documented.content_policy(), "content_policy_violation", "Moonshot AI", "The request was rejected as sensitive"),
+    (documented.refusal(), "refusal", "Moonshot AI", "Provider returned error"),
+    (documented.moderation(), "moderation", "OpenAI", "harassment (flagged input: 'Tell me about June 4th')"),
+    (documented.guardrail_blocked(), "guardrail", None,
+     "Request blocked: prompt injection patterns detected (patterns: ignore all previous instructions)"),
+], ids=["400_content_policy_violation", "400_refusal", "403_moderation", "403_guardrail"])
+@pytest.mark.parametrize("route", [CHAT, COMPLETION])
+def test_a_filter_s_block_names_its_code_provider_and_reason(fake_openrouter, tmp_path, reply, code, provider,
+                                                              reason, route):
+    """A filter between the caller and the model (errors guide: the typed 400s, a guardrail's or moderation's
+    403) carries what stopped the request, for a draw to record as ``blocked`` and an error line to name;
+    another failure carries none."""
+    gateway = make_gateway(fake_openrouter, tmp_path)
+    fake_openrouter.push(reply)
+    fake_openrouter.push(documented.payment_required())
+    try:
+        with pytest.raises(GatewayError) as blocked:
+            call(gateway, route)
+        with pytest.raises(GatewayError) as other:
+            call(gateway, route)
+    finally:
+        gateway.close()
+    assert blocked.value.blocked is not None
+    assert blocked.value.blocked.as_dict() == {"code": code, "provider": provider, "reason": reason}
+    line = str(blocked.value)
+    assert "\n" not in line and code in line and reason in line and (provider is None or provider in line)
+    assert other.value.blocked is None
+
+
 @pytest.mark.parametrize("words", ["This request is forbidden in your region by policy",
                                    "Request blocked: flagged for region-sensitive content"])
 def test_a_typed_code_decides_before_the_message_text(fake_openrouter, tmp_path, words):
