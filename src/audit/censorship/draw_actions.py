@@ -114,7 +114,9 @@ class FixedTechnique(OneProbe):
         return turn_message(iteration, text_of(response), technique=self.technique,
                             baseline_text=text_of(baseline) if baseline else None,
                             response_error=response.get("error"),
-                            baseline_error=baseline.get("error") if baseline else None)
+                            baseline_error=baseline.get("error") if baseline else None,
+                            response_blocked=response.get("blocked"),
+                            baseline_blocked=baseline.get("blocked") if baseline else None)
 
     def check(self, action: Action | None, state: AuditState, iteration: int, target: Target) -> None:
         """Nothing to check: the one action is the probe, which the reply's schema already requires."""

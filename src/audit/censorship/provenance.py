@@ -17,6 +17,7 @@ from typing import Any
 
 from audit.llm.aborted import tokens_in
 from audit.llm.types import LLMResponse
+from audit.record.draws import BLOCKED
 
 SHRUNK = 4
 """A prompt billed at less than a quarter of the tokens its text holds (at the gateway's estimate of
@@ -100,11 +101,11 @@ def provider_slug(served: str) -> str:
 
 def served_summary(draws: Iterable[Mapping[str, Any]], pin: Mapping[str, Any] | None) -> dict[str, Any]:
     """Providers that served the target's answered draws and how many each, the outcomes counted
-    (``content_filter`` among them: a finding in a censorship audit), and ``flag``: why the draws
+    (``content_filter`` and ``blocked`` among them: findings in a censorship audit), and ``flag``: why the draws
     may not all be what they claim (None when one provider the pin allows served them all)."""
     draws = list(draws)
     providers = Counter(str((d.get("served") or {}).get("provider") or "unknown") for d in draws
-                        if d.get("error") is None)
+                        if d.get("error") is None and d.get("outcome") != BLOCKED)  # a blocked draw was served by none
     outcomes = Counter(str(d.get("outcome") or "answer") for d in draws if d.get("error") is None)
     run_on = sum(d.get("run_on") is not None for d in draws if d.get("error") is None)
     compressed = sum(bool((d.get("served") or {}).get("compressed")) for d in draws if d.get("error") is None)

@@ -10,7 +10,8 @@
 Each returns the technique's part of an ``audited_responses/NNN.json`` record; the
 loop adds iteration, timestamp and classification. A failed call is recorded (``error``),
 not raised, so the audit can go on ("continue if possible"); the loop decides which
-error kinds are fatal.
+error kinds are fatal. A call a filter stopped is no failure but a ``blocked`` draw
+(:func:`audit.record.draws.blocked_fields`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from audit.llm.accounting import call_usage
 from audit.errors import unknown_choice
 from audit.llm.types import GatewayError, LLMResponse
 from audit.llm.settings import DEFAULT_ENDPOINT
+from audit.record.draws import blocked_fields
 from audit.templates import TemplateFamily, split_run_on
 
 TECHNIQUES = ("user_persona", "assistant", "prefill")
@@ -132,6 +134,9 @@ async def send(gateway: Any, target: Target, record: dict[str, Any], *, prompt: 
         response: LLMResponse = await call
     except GatewayError as exc:
         record.update(raw_response=None, completion_tokens=0, finish_reason=None, usage=None, error=str(exc))
+        if exc.blocked is not None:  # a filter stopped the draw: a finding, not a failed call
+            record.update(error=None, **blocked_fields(exc.blocked))
+            return Sample(record)
         return Sample(record, error_kind=exc.kind)
     record.update(raw_response=response.text, completion_tokens=response.usage.completion_tokens,
                   finish_reason=response.finish_reason, usage=call_usage(response).as_dict(), error=None,
