@@ -32,6 +32,14 @@ def test_failed_draws_count_for_no_provider_and_outcomes_are_counted():
     assert summary["outcomes"] == {"answer": 1, "content_filter": 1, "empty": 1}
 
 
+def test_a_blocked_draw_is_an_outcome_served_by_no_provider_never_judged_nor_a_failure():
+    blocked = {"outcome": "blocked", "error": None, "blocked": {"code": "refusal", "provider": "P", "reason": None}}
+    summary = served_summary([draw(), blocked, blocked], None)
+    assert summary["providers"] == {"DeepInfra": 1} and summary["outcomes"] == {"answer": 1, "blocked": 2}
+    assert not judgeable(blocked)
+    assert failure_streak([draw(error="x"), draw(error="y"), blocked]) == 0  # a block breaks a streak of failures
+
+
 def test_a_pin_is_only_or_order_without_fallbacks():
     assert pinned_providers(None) is None
     assert pinned_providers({"order": ["a"]}) is None  # fallbacks allowed: any provider may serve

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from audit.record.draws import Draw, Turn, iteration_draws
+from audit.llm.types import Blocked
+from audit.record.draws import Draw, Turn, blocked_counts, blocked_fields, iteration_draws
 from audit.runs.loading import load_runs
 
 LEGACY = Path(__file__).resolve().parents[1] / "runs" / "legacy"
@@ -47,3 +48,12 @@ def test_every_legacy_run_dir_loads_through_the_typed_records():
         turns = [Turn.model_validate(t) for t in run.turns.values()]
         assert [t.iteration for t in turns] == list(range(1, len(turns) + 1)), name
         assert not turns[-1].continues, name
+
+
+def test_blocked_draws_are_counted_per_cell_the_baseline_and_auto_techniques_apart():
+    block = blocked_fields(Blocked("guardrail", None, "Request blocked"))
+    assert block == {"outcome": "blocked", "blocked": {"code": "guardrail", "provider": None, "reason": "Request blocked"}}
+    fixed = iteration_draws({"iteration": 1, "technique": "prefill", **block, "baseline": {**block}})
+    auto = iteration_draws({"iteration": 2, "draws": [{"technique": "assistant", "id": "2.1", **block},
+                                                      {"technique": "assistant", "id": "2.2", "outcome": "answer"}]})
+    assert blocked_counts([*fixed, *auto]) == {"assistant (baseline)": 1, "auto/assistant": 1, "prefill": 1}

@@ -33,7 +33,7 @@ from audit.censorship.techniques import Sample, Target, draw_name, sample, send,
 from audit.errors import UserError
 from audit.llm.types import FATAL_KINDS
 from audit.judging.judge import label_counts
-from audit.record.draws import AUTO, Draw, judgments
+from audit.record.draws import AUTO, BLOCKED, Draw, judgments
 from audit.record.rundir import iso, utc_now
 
 Classify = Callable[[str, Sample], Awaitable[dict[str, Any] | None]]
@@ -140,7 +140,8 @@ class FixedTechnique(OneProbe):
                                   "classification": labels[0], "baseline": None}
         if self.with_baseline:
             record["baseline"] = {**samples[1].record, "classification": labels[1]}
-        return Drawn(record, turn.get("prompt_strategy"), main.text, (labels[0] or {}).get("label"),
+        shown_label = (labels[0] or {}).get("label") or (BLOCKED if main.record.get("outcome") == BLOCKED else None)
+        return Drawn(record, turn.get("prompt_strategy"), main.text, shown_label,
                      main.record["error"], judge_failed=labels[0] is not None and not labels[0].get("label"))
 
     def draws_left(self, state: AuditState) -> int:

@@ -142,6 +142,11 @@ _TERMS += (
      Term("judge failures (benchmark)", "draws whose label or assessment failed, facts whose judgment failed, draws "
                                         "not answered, and claims whose quote was not verified: out of every "
                                         "denominator, counted here", "benchmark-failures")),
+    (("blocked", "blocked draws", "blocked share", "blocked_share"),
+     Term("blocked", "draws a filter between the user and the model stopped (a typed 400 content_policy_violation or "
+                     "refusal, a guardrail's or moderation's 403): no words of the model, so never judged, never a "
+                     "refusal and never a failure; share over the draws judged or blocked, beside the refusal "
+                     "share (API-side filtering apart from the model's censorship)", "blocked")),
     (("confirmed only",),
      Term("confirmed only (benchmark)", "facts whose words the question wrote and the target only agreed with or "
                                         "completed (quote verified, blind check passed): counted apart, in fact "
