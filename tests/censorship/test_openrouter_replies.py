@@ -4,8 +4,12 @@ OpenRouter documents (shapes and sources in :mod:`audit.testing.documented`)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from pathlib import Path
+
+import pandas as pd
 
 from audit.compare.collect import collect
 from audit.compare.tables import audit_records
@@ -264,6 +268,12 @@ def test_a_target_behind_a_content_filter_is_a_finding_not_a_failure(tmp_path, f
     (run,) = collect([tmp_path / "out"]).runs
     row, responses = audit_records(run)
     assert row["blocked"] == 3 and responses[0]["blocked"] == 3
+    compared = subprocess.run([sys.executable, "-m", "audit.compare", "out", "--out", "cmp"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)
+    assert compared.returncode == 0, compared.stderr
+    cmap = pd.read_csv(tmp_path / "cmp" / "censorship_map.csv")
+    assert (cmap["blocked"].tolist(), cmap["blocked_share"].tolist(), cmap["n_labelled"].tolist()) == ([3], [1.0], [0])
+    assert "blocked 1.000" in (tmp_path / "cmp" / "comparison.html").read_text()
 
 
 def test_an_auditor_behind_a_content_filter_stops_with_one_line_naming_it(tmp_path, fake_openrouter):
