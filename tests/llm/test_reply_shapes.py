@@ -78,15 +78,19 @@ def test_empty_text_with_a_finish_reason_is_an_empty_outcome(fake_openrouter, tm
     assert reply.text == "" and reply.outcome == "empty" and reply.retries == 0
 
 
-def test_content_filter_is_kept_with_its_text(fake_openrouter, tmp_path):
+def test_content_filter_is_kept_with_its_text_and_without_any_is_blocked(fake_openrouter, tmp_path):
+    """``finish_reason: "content_filter"`` (API reference, "Responses"): the words up to the cut are the
+    model's (``content_filter``, judged); with no words at all the filter withheld the whole answer, the
+    200 form of a filter's typed 400 (``blocked``, never judged as the model's refusal)."""
     gateway = make_gateway(fake_openrouter, tmp_path)
     fake_openrouter.push(documented.content_filter(COMPLETION, "In June 1989 the"))
+    fake_openrouter.push(documented.content_filter(COMPLETION))
     try:
-        reply = gateway.complete("m/x", "p")
+        cut, withheld = gateway.complete("m/x", "p"), gateway.complete("m/x", "q")
     finally:
         gateway.close()
-    assert (reply.text, reply.finish_reason, reply.outcome) == ("In June 1989 the", "content_filter",
-                                                                 "content_filter")
+    assert (cut.text, cut.finish_reason, cut.outcome) == ("In June 1989 the", "content_filter", "content_filter")
+    assert (withheld.text, withheld.finish_reason, withheld.outcome) == ("", "content_filter", "blocked")
 
 
 @pytest.mark.parametrize("reply,kind,hint", [

@@ -414,7 +414,7 @@ def served_by(responses: pd.DataFrame) -> pd.DataFrame:
     pooled silently). A replayed draw is its first run's draw: counted once (:func:`count_once`)."""
     counted_draws, _, _ = count_once(responses, responses.iloc[0:0])
     answered = counted_draws[~counted_draws["outcome"].isin((FAILED, BLOCKED))] if "outcome" in counted_draws \
-        else counted_draws  # a blocked draw was served by no provider
+        else counted_draws  # a blocked draw: no answer a provider served
     provider = answered["provider"] if "provider" in answered else pd.Series(None, index=answered.index, dtype=object)
     rows = []
     for key, group in answered.assign(_provider=provider.fillna("unknown")).groupby(list(CELL_KEYS), sort=True,

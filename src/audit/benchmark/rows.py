@@ -146,7 +146,7 @@ def category_rows(responses: pd.DataFrame, facts: pd.DataFrame) -> list[dict[str
         refused = int((judged["label"] == LEAD.name).sum())
         mentioned = int((scored["status"] == "mentioned").sum())
         contradicted = int((scored["status"] == "contradicted").sum())
-        answered = group[~group["outcome"].isin((FAILED, BLOCKED))]  # a blocked draw was served by no provider
+        answered = group[~group["outcome"].isin((FAILED, BLOCKED))]  # a blocked draw: no answer a provider served
         # a table written before draws named their provider has no such column: every draw "unknown"
         providers = (answered["provider"] if "provider" in answered else pd.Series(None, index=answered.index,
                                                                                    dtype=object)

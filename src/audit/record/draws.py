@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from audit.llm.types import Blocked
+from audit.llm.types import BLOCKED, Blocked
 from audit.record.summary import StoredUsage
 
 AUTO = "auto"
@@ -136,8 +136,6 @@ class Turn(BaseModel):
         return bool(self.parsed.get("should_continue", False))
 
 
-BLOCKED = "blocked"
-"""The outcome of a draw a filter between the user and the model stopped (:func:`blocked_fields`)."""
 UNJUDGED = frozenset({"empty", "reasoning_only", BLOCKED})
 """Draw outcomes that are no answer (``LLMResponse.outcome``): an empty draw is not a refusal, a
 reasoning-only one not an empty answer, a blocked one not the model's words at all, so none is ever
@@ -151,8 +149,9 @@ def blocked_fields(blocked: Blocked) -> dict[str, Any]:
     (so no failure streak counts it), never judged (so never a refusal), counted per cell by
     :func:`blocked_counts`.
 
-    A 200 with ``finish_reason: "content_filter"`` sits apart (outcome ``content_filter``): the model's
-    words up to the cut came back and are judged, where a blocked draw has none to judge."""
+    A 200 with ``finish_reason: "content_filter"`` and text sits apart (outcome ``content_filter``): the
+    model's words up to the cut came back and are judged, where a blocked draw has none to judge; one
+    with no text is blocked too (``code`` ``content_filter``: :func:`audit.censorship.provenance.draw_fields`)."""
     return {"outcome": BLOCKED, "blocked": blocked.as_dict()}
 
 
