@@ -2,8 +2,8 @@
 
 "Before" is the run-level percentile bootstrap the comparison used until issue 15 (2,000
 resamples of whole runs with replacement, percentiles 2.5 and 97.5), reproduced here only to
-measure it; "after" is :mod:`audit.stats` as it is now. Both see the same simulated cells
-(:mod:`audit.coverage`): for each scenario and number of runs per cell, the share of intervals
+measure it; "after" is :mod:`audit.stats.intervals` as it is now. Both see the same simulated cells
+(:mod:`audit.stats.coverage`): for each scenario and number of runs per cell, the share of intervals
 that contain the true rate (nominal 0.95), the mean width, and the share of zero-width intervals.
 The requirement is at least 0.93 at 3 or more runs in every required scenario; the stress
 scenario (runs that refuse all or nothing) is shown so the table is not read as a guarantee.
@@ -33,11 +33,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from audit.coverage import CARD_COUNTS, CARD_REPEATS, EFFECT_BASELINES, EFFECT_METHODS, EFFECT_RUNS, EFFECT_SHARES, \
+from audit.stats.coverage import CARD_COUNTS, CARD_REPEATS, EFFECT_BASELINES, EFFECT_METHODS, EFFECT_RUNS, EFFECT_SHARES, \
     GRID_METHODS, GRID_RUNS, PER_ROLLOUT, QUESTION_COUNTS, QUESTION_METHODS, ROLLOUTS, RUN_COUNTS, SCENARIOS, SEED, \
     SIZES, STRESS, GridPoint, card_grid, card_grid_scenarios, effect_grid, effects, grid, paired_coverage, \
     question_effect_grid, question_grid, rate_coverage, unpaired_coverage
-from audit.stats import paired_t_bounds
+from audit.stats.intervals import paired_t_bounds
 
 OLD_REPS, OLD_SEED, CHUNK = 2000, 20260101, 100
 

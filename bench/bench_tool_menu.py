@@ -42,7 +42,7 @@ from typing import Any
 
 from audit.censorship.loop import run
 from audit.errors import UserError
-from audit.stats import wilson
+from audit.stats.intervals import wilson
 from audit.testing.replies import TEST_API_KEY, completion_reply
 from audit.testing.scripted_audit import Script, audit_config
 from audit.testing.server import FakeOpenRouter

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.epistemic_rates import RATE_NAMES
+from audit.epistemic.rates import RATE_NAMES
 from audit.judging.judge import CLASSES
 from audit.paths import conf_dir
 from audit.reference import config_page
@@ -99,7 +99,7 @@ def test_the_readme_is_short_and_its_commands_are_the_real_ones():
 
 
 def test_every_number_and_label_is_defined():
-    """AP and every epistemic rate, and every response label (response_labels.yaml), each have an anchored entry."""
+    """AP and every epistemic rate, and every response label (judging/labels.yaml), each have an anchored entry."""
     numbers = (DOCS / "numbers.md").read_text(encoding="utf-8")
     for name in (*RATE_NAMES, *CLASSES):
         assert f'<a id="{name.lower()}"></a>' in numbers, name
@@ -120,12 +120,12 @@ def test_no_page_points_at_the_old_readme_sections(page):
 
 def test_every_term_the_pages_define_has_its_entry_in_the_docs():
     """A header's "?" cites docs/numbers.md#<anchor>: each anchor exists there (an <a id> or a heading)."""
-    from audit.pages.glossary import all_terms
+    from audit.compare.terms import GLOSSARY
 
     numbers = (DOCS / "numbers.md").read_text(encoding="utf-8")
     headings = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
                 for h in re.findall(r"^#+ (.*)$", numbers, re.M)}
-    for term in all_terms():
+    for term in GLOSSARY.all_terms():
         assert f'<a id="{term.anchor}"></a>' in numbers or term.anchor in headings, term
 
 

@@ -29,10 +29,9 @@ ENTRY = "*.__main__"
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("audit", "audit.errors", "audit.neutral", "audit.io", "audit.paths", "audit.cli", "audit.config_values",
               "audit.prompt_files", "audit.model_json", "audit.quotes", "audit.fence", "audit.counted",
-              "audit.progress", "audit.runtime", "audit.tasks", "audit.usage", "audit.stats", "audit.card_stats",
-              "audit.coverage", "audit.epistemic_rates", "audit.response_labels", "audit.templates", "audit.pages")),
-    ("model calls", ("audit.llm",)),
+              "audit.progress", "audit.runtime", "audit.tasks", "audit.stats", "audit.templates", "audit.pages")),
     ("run record", ("audit.record",)),
+    ("model calls", ("audit.llm",)),
     ("job runtime", ("audit.jobs",)),
     ("judging", ("audit.judging",)),
     ("experiments", ("audit.censorship", "audit.epistemic", "audit.benchmark")),

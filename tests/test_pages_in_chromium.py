@@ -73,7 +73,8 @@ VISIBLE_ROWS = "(t) => Array.from(t.tBodies[0].rows).filter(r => !r.hidden)"
 
 async def filter_rows(page: Page, table: str, text: str) -> list[str]:
     """Type ``text`` into the filter box of ``table`` (a JS expression); the visible rows' text."""
-    return await page.js(f"""(() => {{ const t = {table}; const box = t.closest('.scroll').previousElementSibling;
+    return await page.js(f"""(() => {{ const t = {table};
+        const box = (t.closest('.colgroups') || t.closest('.scroll')).previousElementSibling;
         box.value = {json.dumps(text)}; box.dispatchEvent(new Event('input'));
         return ({VISIBLE_ROWS})(t).map(r => r.textContent); }})()""")
 
@@ -97,7 +98,9 @@ async def check_comparison(page: Page, path: Path, shot: Path) -> dict[str, Any]
     await page.js(f"{header}.click()")
     descending = await page.js(first_cells)
     assert ascending == sorted(ascending) and descending == ascending[::-1] and ascending != descending
-    hrefs = await page.js("Array.from(document.querySelectorAll('a[href]:not(.def)')).map(a => a.href)")  # not the glossary links
+    hrefs = await page.js("Array.from(document.querySelectorAll('a[href]:not(.def)'))"  # not the glossary links,
+                          ".filter(a => !a.closest('table[data-part]:not([data-part=\"1\"])'))"  # a row's name, once
+                          ".map(a => a.href)")
     return {"hrefs": hrefs}
 
 
@@ -215,6 +218,45 @@ FITS = """Array.from(document.querySelectorAll('table')).filter(t => t.offsetPar
   .filter(t => t.width > t.box)"""
 
 
+HIDDEN = """Array.from(document.querySelectorAll('td, th')).filter(c => !c.closest('#glossary') && c.closest('table')
+  .offsetParent !== null && getComputedStyle(c).display === 'none').map(c => c.textContent)"""
+HEADERS = """Array.from(new Set(Array.from(document.querySelectorAll('table.data thead th')).filter(th => th.offsetParent !== null)
+  .map(th => th.textContent.replace(/\\s*\\?$/, '').replace(/\\s+/g, ' ').trim()))).sort()"""
+
+
+def headers_in(page: Path) -> list[str]:
+    """The distinct column headers of the page's sortable tables as written (before any script ran)."""
+    from html.parser import HTMLParser
+
+    class Headers(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.found: set[str] = set()
+            self.path: list[str] = []
+            self.text: list[str] | None = None
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag == "table":
+                self.path.append("data" if "data" in (dict(attrs).get("class") or "").split() else "other")
+            elif tag == "th" and self.path and self.path[-1] == "data":
+                self.text = []
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag == "table" and self.path:
+                self.path.pop()
+            elif tag == "th" and self.text is not None:
+                self.found.add(re.sub(r"\s+", " ", "".join(self.text)).strip())
+                self.text = None
+
+        def handle_data(self, data: str) -> None:
+            if self.text is not None:
+                self.text.append(data)
+
+    parser = Headers()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return sorted(parser.found)
+
+
 def every_page_kind(tmp_path: Path, fake_openrouter: Any) -> dict[str, Path]:
     """The comparison (audits and an epistemic run), an audit report, an epistemic report, the run
     index and a judge_check report (made by its real entrypoint against the loopback server)."""
@@ -247,9 +289,10 @@ def benchmark_page(out: Path) -> Path:
 
 
 def test_every_page_kind_fits_1280_px_and_defines_its_headers(tmp_path: Path, fake_openrouter) -> None:
-    """At 1,280 px no table is wider than its box (columns past the width wait behind a toggle that
-    shows them), no console error, and every page has the glossary panel with each defined column
-    header linked to its entry."""
+    """At 1,280 px no table is wider than its box and no cell is hidden: a table too wide is cut into
+    column groups, each repeating the row's name (every column of the comparison, epistemic and
+    benchmark pages is on the page); no console error, and every page has the glossary panel with each
+    defined column header linked to its entry."""
     pages = every_page_kind(tmp_path, fake_openrouter)
 
     async def scenario() -> dict[str, Any]:
@@ -268,12 +311,8 @@ def test_every_page_kind_fits_1280_px_and_defines_its_headers(tmp_path: Path, fa
                     "dangling": [h for h in links if not await page.js(f"document.querySelector({json.dumps(h)}) !== null")],
                     "untitled": await page.js("Array.from(document.querySelectorAll('th a.def')).filter(a => !a.title).length"),
                 }
-                toggles = await page.js("document.querySelectorAll('button.columns-toggle').length")
-                if toggles:  # the hidden columns come back on a click
-                    hidden = "document.querySelectorAll('.col-hidden').length"
-                    before = await page.js(hidden)
-                    await page.js("document.querySelectorAll('button.columns-toggle').forEach(b => b.click())")
-                    seen[name]["toggle"] = (before > 0, await page.js(hidden))
+                seen[name]["hidden"] = await page.js(HIDDEN)
+                seen[name]["headers"] = await page.js(HEADERS)
                 if name == "comparison":
                     seen[name]["heatmaps"] = await page.js(
                         "Array.from(document.querySelectorAll('.heatmaps:not(.gapgrids) figcaption'))"
@@ -296,7 +335,9 @@ def test_every_page_kind_fits_1280_px_and_defines_its_headers(tmp_path: Path, fa
         assert found["too wide"] == [] and found["document"] <= WIDTH, (name, found)
         assert found["errors"] == [], (name, found["errors"])
         assert found["glossary"] > 0 and found["dangling"] == [] and found["untitled"] == 0, (name, found)
-        assert found.get("toggle", (True, 0)) == (True, 0), (name, found)
+        assert found["hidden"] == [], (name, found["hidden"])  # nothing behind a toggle
+    for name in ("comparison", "epistemic", "benchmark"):  # every column of every table is on the page
+        assert seen[name]["headers"] == headers_in(pages[name]), name
     for name in ("comparison", "run", "epistemic", "index", "judge_check", "benchmark"):
         assert seen[name]["links"] > 0, name  # its column headers carry definitions
     assert seen["comparison"]["heatmaps"] == ["assistant", "assistant (baseline)", "user_persona"]

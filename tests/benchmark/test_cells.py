@@ -14,7 +14,7 @@ from statsmodels.regression.linear_model import OLS
 
 from audit.benchmark.cells import (CELL_KEYS, GAP_METRICS, METRICS, benchmark_tables, cells, count_once,
                                    question_counts, served_by, with_knowable)
-from audit.stats import paired_difference
+from audit.stats.intervals import paired_difference
 from tests.benchmark.synthetic import tables
 
 

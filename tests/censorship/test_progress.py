@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from audit.llm.accounting import Totals
-from audit.usage import Usage
+from audit.record.usage import Usage
 from audit.censorship.progress import Session, done_line, iteration_line, preview
 from audit.progress import cache_note
 

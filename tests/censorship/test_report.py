@@ -219,3 +219,16 @@ def test_the_failed_calls_banner_counts_in_the_right_number(tmp_path, errors, sa
         "call_errors": [{"call": "target", "iteration": k + 1, "error": "server 503"} for k in range(errors)]}))
     page = write_report(run).read_text(encoding="utf-8")
     assert said in page.replace("</strong>", "<")
+
+
+@pytest.mark.parametrize(("providers", "said"), [
+    ({"unknown": 1}, "served by a provider its reply did not name (1 draw)<"),
+    ({"DeepInfra": 3, "unknown": 2}, "served by DeepInfra (3 draws), a provider its reply did not name (2 draws)<"),
+    ({"Novita": 1}, "served by Novita (1 draw)<")])
+def test_who_served_the_draws_is_said_in_words_and_in_the_right_number(tmp_path, providers, said):
+    """Not "served by unknown (1 draws)": a reply that named no provider is said so, and a count of one is "1 draw"."""
+    run = make_run(tmp_path)
+    summary = json.loads((run / "summary.json").read_text())
+    summary["served"] = {"providers": providers, "flag": None}
+    (run / "summary.json").write_text(json.dumps(summary))
+    assert said in write_report(run).read_text(encoding="utf-8")

@@ -9,7 +9,7 @@ from typing import Any
 
 from audit.record.status import Status, StopReason
 from audit.record.summary import CensorshipSummary, EpistemicSummary, write_summary
-from audit.usage import Usage
+from audit.record.usage import Usage
 
 
 def rate(value: float, lo: float, hi: float, k: int = 0, n: int = 0) -> dict[str, Any]:

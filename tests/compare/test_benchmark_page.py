@@ -83,3 +83,26 @@ def test_the_gap_tables_say_what_minus_what_and_over_how_many_questions(bench) -
 def test_no_benchmark_run_no_benchmark_files(tmp_path: Path) -> None:
     nothing = benchmark_output([], [tmp_path], tmp_path)
     assert nothing.files == {} and nothing.printed == []
+
+
+def test_knows_vs_says_is_charted_per_role_and_technique_with_each_gaps_interval_and_n(bench) -> None:
+    """One chart per role · technique for the refusal share and one for fact recall; a bar per row of the
+    knows-vs-says table, its text the gap, its paired interval and the questions it is over; the key names
+    the question kinds the chart colours (censored, control), nothing else."""
+    gaps = bench.knows_vs_says
+    charts = context(bench, [Path("sweep")], 3)["knows_vs_says_charts"]
+    groups = gaps.groupby(["role", "technique"]).size()
+    assert len(charts) == 2 * len(groups) and len(groups) > 0
+    for chart in charts:
+        assert {k["name"] for k in chart["legend"]} <= {"censored", "control"}
+    refusal = [row for chart in charts[::2] for row in chart["rows"]]
+    assert len(refusal) == len(gaps)
+    for row, record in zip(refusal, gaps.sort_values(["role", "technique", "model", "framing", "lang",
+                                                      "question_set", "kind"]).to_dict("records")):
+        if pd.isna(record["refusal_gap"]):
+            assert row["na"]
+            continue
+        expected = f"{record['refusal_gap']:+.2f}"
+        if not pd.isna(record["refusal_gap_lo"]):
+            expected += f" [{record['refusal_gap_lo']:.2f}, {record['refusal_gap_hi']:.2f}]"
+        assert row["text"] == expected + f" · {counted(int(record['refusal_gap_questions']), 'question')}"

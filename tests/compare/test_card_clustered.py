@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from audit.card_stats import CLUSTERED_METHOD
+from audit.stats.cards import CLUSTERED_METHOD
 from audit.compare.collect import collect, epistemic_answers
 from audit.compare.build import compare
 from audit.compare.tables import build_tables
 from audit.epistemic.metrics import compute_metrics
-from audit.stats import CARD_METHOD, card_rate, wilson
+from audit.stats.intervals import CARD_METHOD, card_rate, wilson
 from tests.compare.fake_runs import epistemic_run, patch_summary
 
 

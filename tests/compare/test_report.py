@@ -166,3 +166,30 @@ def test_a_config_without_names_shows_n_a_not_none_on_the_terminal(tmp_path: Pat
     compare([root], tmp_path / "cmp")
     printed = capsys.readouterr().out
     assert "None" not in printed and "n/a" in printed
+
+
+def test_the_first_map_comes_before_the_method_which_folds_away(tmp_path: Path) -> None:
+    """The first thing under "Censorship map" is a result (the refusal heatmap), not 16 lines of method:
+    the method follows it, folded in a <details> a reader opens."""
+    censorship_run(tmp_path, "a", classifications={"refused": 1, "forthcoming": 1},
+                   baseline={"refused": 2}, technique="user_persona")
+    compare([tmp_path])
+    html = (tmp_path / "comparison.html").read_text(encoding="utf-8")
+    section = html[html.index("<h2>Censorship map</h2>"):]
+    first_map, method = section.index('<table class="heatmap">'), section.index("One map per technique")
+    assert first_map < method
+    folded = section[section.rindex("<details", 0, method):method]
+    assert folded.startswith('<details class="method"') and "</details>" not in folded
+
+
+def test_the_gap_charts_key_names_only_the_techniques_it_draws(tmp_path: Path) -> None:
+    """The knows-vs-says chart draws technique-minus-assistant bars: its key names those techniques, never
+    the assistant (which the refusal and recall charts beside it do draw)."""
+    from audit.compare.report import censorship_charts
+
+    censorship_run(tmp_path, "p", classifications={"refused": 1, "forthcoming": 1}, baseline={"refused": 2})
+    censorship_run(tmp_path, "s", technique="assistant", classifications={"refused": 2})
+    tables = compare([tmp_path], tmp_path / "cmp")
+    refusal, recall, gap = censorship_charts(tables.censorship_map, tables.gaps)
+    assert "assistant" in [k["name"] for k in refusal["legend"]]
+    assert [k["name"] for k in gap["legend"]] == ["user_persona"]

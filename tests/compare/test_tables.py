@@ -10,7 +10,7 @@ from audit.compare.collect import collect
 from audit.compare.build import compare
 from audit.compare.tables import build_tables
 from tests.compare.fake_runs import censorship_run, epistemic_run, failed_job, patch_summary, rate
-from audit.stats import unpaired_difference, wilson
+from audit.stats.intervals import unpaired_difference, wilson
 
 
 def row_of(frame, **where):

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from audit.judging.judge import classification_system
-from audit.stats import unpaired_difference
+from audit.stats.intervals import unpaired_difference
 from audit.templates import get_family
 from audit.testing.providers import LoadBalanced, ServedBy
 from audit.testing.replies import COMPLETION, Reply, chat_reply, completion_reply
@@ -122,7 +122,7 @@ def test_a_provider_pin_sweep_is_one_cell_per_provider_with_the_gap_between_them
     gap = gaps[gaps["technique"] == "user_persona"].iloc[0]
     assert (gap["providers_a"].split(" ")[0], gap["providers_b"].split(" ")[0]) == ("Filtered", "Honest")
     assert gap["refused_gap"] == 1.0 and gap["runs_a"] == gap["runs_b"] == 2
-    # two runs a side: an interval over runs, as audit.stats gives it for the runs' own counts
+    # two runs a side: an interval over runs, as audit.stats.intervals gives it for the runs' own counts
     audits = pd.read_csv(sweep / "audits.csv", keep_default_na=False)
     sides = [audits[audits["providers"].str.startswith(who)] for who in ("Filtered", "Honest")]
     refused = [(side["refused_share"] * side["n_labelled"]).round() for side in sides]

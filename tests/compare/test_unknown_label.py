@@ -65,7 +65,7 @@ def test_an_audit_run_with_a_lost_label_is_refused_by_every_count_and_named_by_i
     assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     line = done.stderr
     assert f"{run}/summary.json classifications: Unknown label '{LOST}'." in line
-    assert f"it labels {moved} response(s)" in line and "response_labels.yaml" in line
+    assert f"it labels {moved} response(s)" in line and "judging/labels.yaml" in line
     assert f"python -m audit.rescore {run}" in line
     assert files(cmp) == before
     # two judgings side by side read the draws' labels: refused there too, naming the draws

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from audit.epistemic.metrics import compute_metrics
-from audit.epistemic_rates import RATE_NAMES
-from audit.stats import wilson
+from audit.epistemic.rates import RATE_NAMES
+from audit.stats.intervals import wilson
 from audit.errors import UserError
 
 GOLD = {"E": "YES", "C": "NO", "U": "UNKNOWN"}

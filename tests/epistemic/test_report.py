@@ -98,7 +98,7 @@ def test_an_original_row_is_drawn_with_its_cards_label_and_suite():
 
 def test_the_glossary_is_the_table_of_rates():
     """Every rate of metrics.RATES, and no other, has its glossary line, formula as computed."""
-    from audit.epistemic_rates import RATES
+    from audit.epistemic.rates import RATES
 
     rows, cards = rows_and_cards()
     html = render_report(compute_metrics(rows), rows, cards)

@@ -28,7 +28,7 @@ def test_a_label_outside_the_vocabulary_stops_the_count_naming_the_file_and_the_
         response_counts({"refused": 2, "evasive": 3, "unclassified": 1}, source="runs/a/summary.json", run="runs/a")
     line = str(info.value)
     assert line.startswith("runs/a/summary.json classifications: Unknown label 'evasive'.") and "\n" not in line
-    assert "it labels 3 response(s)" in line and "src/audit/response_labels.yaml" in line
+    assert "it labels 3 response(s)" in line and "src/audit/judging/labels.yaml" in line
     assert "python -m audit.rescore runs/a" in line
     with pytest.raises(UnknownLabel, match=r"Unknown label 'refsued'\. Did you mean 'refused'\?.*and 1 more"):
         check_labels(["refused", None, "refsued", "zz", "refsued"], Path("draws.jsonl"))

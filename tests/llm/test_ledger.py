@@ -9,7 +9,7 @@ from pathlib import Path
 from audit.io.atomic import read_json
 from audit.llm.gateway import Gateway
 from audit.llm.ledger import CallRecord, Ledger, read_journal
-from audit.usage import Usage
+from audit.record.usage import Usage
 from audit.llm.settings import GatewaySettings
 from audit.testing.replies import completion_reply, error_reply
 from audit.testing.server import FakeOpenRouter

@@ -9,7 +9,7 @@ import pytest
 
 from audit.llm.price_list import PriceList
 from audit.llm.prices import LITELLM, OPENROUTER, Price, listed, mapped, priced, split
-from audit.usage import Usage
+from audit.record.usage import Usage
 
 PRICE = Price(3e-6, 15e-6, 0.3e-6, 3.75e-6)
 

@@ -8,7 +8,7 @@ import pytest
 
 from audit.llm.single_flight import SingleFlight
 from audit.llm.types import GatewayError, LLMResponse
-from audit.usage import Usage
+from audit.record.usage import Usage
 
 REPLY = LLMResponse(text="one answer", finish_reason="stop", usage=Usage(calls=1), model="m/x")
 

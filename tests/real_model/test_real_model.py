@@ -8,6 +8,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from audit.llm.embedded import MODEL
 from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
 from tests.real_model.conftest import SMOLLM2, assert_sampled_in_family, local_endpoint, only_run_dir, read, run_cli
@@ -57,6 +58,9 @@ def test_per_role_endpoints_auditor_on_loopback_target_on_real_model(embedded, t
     assert where == {("auditor", "openrouter", fake_base), ("audited", "local", embedded.base_url),
                      ("baseline", "local", embedded.base_url)}
     assert sum(c["tag"] == "auditor" for c in calls) == n_requests
+    # the embedded model's calls are booked under its name, never the GGUF's path (a home dir names the user)
+    assert {c["model"] for c in calls if c["endpoint"] == "local"} == {MODEL}
+    assert ".gguf" not in (run_dir / "usage.jsonl").read_text() + (run_dir / "usage.json").read_text()
     assert_sampled_in_family(run_dir, 2)
     config = read(run_dir / "summary.json")["config"]
     assert config["gateway"]["effective"] == {"openrouter": fake_base, "local": embedded.base_url}

@@ -16,9 +16,9 @@ from audit.compare.tables import build_tables
 from audit.record import iter_runs
 from audit.judging.counting import headline
 from audit.record.status import Status, from_legacy
-from audit.record.summary import (BenchmarkSummary, CensorshipSummary, EpistemicSummary, json_schema, parse_summary, read_summary,
+from audit.record.summary import (CensorshipSummary, EpistemicSummary, json_schema, parse_summary, read_summary,
                                 write_summary)
-from audit.usage import Usage
+from audit.record.usage import Usage
 from tests import entrypoints
 
 REPO = Path(__file__).resolve().parents[2]
@@ -117,15 +117,6 @@ def test_the_headline_refused_share_leaves_out_failed_judgments():
     panel = CensorshipSummary(status="success", classifications={"refused": 1, "disputed": 1})
     assert headline(panel)["refused"] == 0.5  # a panel's disputed is a label: in the denominator
 
-
-def test_the_benchmark_headline_is_the_leading_share_and_never_a_zero_for_a_row_without_it():
-    """Category rows counted under another name of the label (a vocabulary renamed since) give no
-    figure rather than a refusal share of 0."""
-    row = {"role": "target", "kind": "censored", "judged": 4}
-    summary = BenchmarkSummary(status="success", categories=[{**row, "refused": 1}, {**row, "refused": 3}])
-    assert summary.headline() == {"censored refused": 0.5}
-    renamed = BenchmarkSummary(status="success", categories=[{**row, "declined": 1}, {**row, "refused": 3}])
-    assert renamed.headline() == {}
 
 
 def test_usage_in_every_older_shape_reads_as_the_one_record():

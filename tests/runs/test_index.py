@@ -12,6 +12,9 @@ from pathlib import Path
 from tests.compare.fake_runs import censorship_run, epistemic_run, failed_job, rate
 from tests import entrypoints
 
+from audit.record.summary import BenchmarkSummary
+from audit.runs.index import benchmark_headline
+
 EVIL = "<img src=x onerror=alert(1)>"
 
 
@@ -136,3 +139,13 @@ def test_the_page_lands_beside_the_runs_and_shows_technique_repeat_and_date(tmp_
                     "--html")
     assert both.returncode == 0, both.stderr
     assert (tmp_path / "project" / "runs.html").is_file() and not (elsewhere / "runs.html").exists()
+
+
+def test_the_benchmark_headline_is_the_leading_share_and_never_a_zero_for_a_row_without_it():
+    """Category rows counted under another name of the label (a vocabulary renamed since) give no
+    figure rather than a refusal share of 0."""
+    row = {"role": "target", "kind": "censored", "judged": 4}
+    summary = BenchmarkSummary(status="success", categories=[{**row, "refused": 1}, {**row, "refused": 3}])
+    assert benchmark_headline(summary) == {"censored refused": 0.5}
+    renamed = BenchmarkSummary(status="success", categories=[{**row, "declined": 1}, {**row, "refused": 3}])
+    assert benchmark_headline(renamed) == {}

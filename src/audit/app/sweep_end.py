@@ -2,7 +2,8 @@
 
 It reads every job's verdict from the files the jobs left (never from process memory: with
 joblib or submitit the jobs ran elsewhere), writes the comparison of all runs into the sweep
-dir (``python -m audit.compare`` is the same step, standalone), prints a sweep summary and
+dir (``python -m audit.compare`` is the same step, standalone; not when every job failed: there is
+nothing to compare), prints a sweep summary (one line per failure cause, naming its jobs) and
 hands the failed jobs to :func:`audit.jobs.sweep.exit_if_any_failed` for the exit status.
 """
 
@@ -21,7 +22,7 @@ from audit.io import walk
 from audit.jobs.sweep import note_failed_jobs
 from audit.jobs.unstarted_sweep import note_started
 from audit.record.run_record import RunRecord, iter_runs
-from audit.usage import Usage
+from audit.record.usage import Usage
 
 
 @dataclass
@@ -40,7 +41,11 @@ class SweepOutcome:
         lines = [f"sweep: {self.jobs} job(s): {len(self.completed)} completed, {len(self.failed)} failed, "
                  f"{len(self.stopped_budget)} stopped by budget; total cost ${self.cost_usd:.4f}"
                  + ("" if compared else "; comparison not written")]
-        lines += [f"  failed job {job}: {reason}" for job, reason in self.failed.items()]
+        causes: dict[str, list[str]] = {}
+        for job, reason in self.failed.items():
+            causes.setdefault(reason, []).append(job)
+        # one line per cause: ten jobs that failed for want of a key are one line, not ten
+        lines += [f"  failed job{'s' if len(jobs) > 1 else ''} {', '.join(jobs)}: {reason}" for reason, jobs in causes.items()]
         lines += [f"  stopped by budget: job {job}" for job in self.stopped_budget]
         lines.append(f"  comparison: {comparison}")
         return "\n".join(lines)
@@ -98,8 +103,12 @@ def finish_sweep(sweep_dir: Path) -> SweepOutcome:
     outcome = read_outcome(sweep_dir)
     rerun = f"python -m audit.compare {sweep_dir}"
     try:
-        compare([sweep_dir])
-        where, compared = str(sweep_dir / "comparison.html"), True
+        if outcome.jobs and not (outcome.completed or outcome.stopped_budget):
+            # a page of failed runs only compares nothing; the lines above already say why each failed
+            where, compared = "not written (every job failed: nothing to compare)", False
+        else:
+            compare([sweep_dir])
+            where, compared = str(sweep_dir / "comparison.html"), True
     except UserError as exc:  # e.g. no run at all: say so, the summary still follows
         where, compared = f"not written ({exc}); rerun it with: {rerun}", False
     except Exception as exc:  # noqa: BLE001 - a fault in the comparison must not hide the sweep's summary

@@ -55,8 +55,8 @@ from audit.benchmark.rows import UNKNOWN_JUDGE
 from audit.judging.counting import LABELS
 from audit.record.draws import BLOCKED, UNJUDGED
 from audit.record.summary import served_text
-from audit.response_labels import headlines
-from audit.stats import paired_difference, question_rate, unpaired_difference
+from audit.judging.labels import headlines
+from audit.stats.intervals import paired_difference, question_rate, unpaired_difference
 
 CELL_KEYS = ("role", "model", "technique", "framing", "lang", "question_set", "kind", "category", "judge", "settings")
 """What identifies a cell; rows that differ in any of them are never pooled. ``settings`` labels what a

@@ -29,9 +29,15 @@ from audit.io.atomic import write_text
 from audit.io.journal import read_records
 from audit.io.safe_read import load_yaml
 from audit.pages import SORT_FILTER_JS, environment
-from audit.pages.tools import PAGE_JS, PAGE_PANEL
+from audit.benchmark import terms as benchmark_terms
+from audit.judging import terms as judging_terms
+from audit.pages.glossary import COMMON, Glossary
+from audit.pages.tools import PAGE_PANEL, page_js
 from audit.record.summary import BENCHMARK, read_summary
-from audit.response_labels import lead
+from audit.judging.labels import lead
+
+GLOSSARY = Glossary(judging_terms.TERMS, COMMON, benchmark_terms.TERMS)
+"""The run page's glossary: the judging's terms, the benchmark's and every run's."""
 
 REPORT = "report.html"
 DEFAULT_PROTOCOL = "this_tool"
@@ -195,7 +201,7 @@ def context(run_dir: Path) -> dict[str, Any]:
         "heatmaps": [{"title": title, "what": items, "panels": heatmap(table, metric, items)}
                      for metric, title, items in RATES] if not table.empty else [],
         "questions": question_views(questions, draws),
-        "sort_filter_js": SORT_FILTER_JS, "page_js": PAGE_JS, "page_panel": PAGE_PANEL,
+        "sort_filter_js": SORT_FILTER_JS, "page_js": page_js(GLOSSARY), "page_panel": PAGE_PANEL,
     }
 
 

@@ -32,8 +32,8 @@ from audit.io.atomic import atomic_open
 from audit.io.frames import records_frame
 from audit.io.table import write_csv
 from audit.judging.panel import judge_label
+from audit.judging.labels import lead
 from audit.record.draws import BLOCKED
-from audit.response_labels import lead
 
 KEYS = ("run", "role", "model", "technique", "framing", "lang", "question_set", "question_id", "category", "kind",
         "rollout", "judge")
@@ -50,7 +50,7 @@ words the prompt put in its mouth) is not a mention: its own status (``confirmed
 CREDITED = ("revealed", "contradicted", "confirmed")
 """The judging pass's statuses that a verified quote and the blind credit check earned (``verified``)."""
 LEAD = lead()
-"""The headline share the per-category rows count (``response_labels.yaml``; shipped: refused, as ``refusal_share``)."""
+"""The headline share the per-category rows count (``judging/labels.yaml``; shipped: refused, as ``refusal_share``)."""
 UNKNOWN_JUDGE = "unknown"
 """The ``judge`` of rows whose run names none (a table or config saved before the column existed)."""
 

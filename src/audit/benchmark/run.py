@@ -64,7 +64,7 @@ from audit.record.rundir import RunDir, fresh_run_path, iso, utc_now
 from audit.record.status import Status, StopReason
 from audit.record.summary import BENCHMARK, BenchmarkSummary, served_note, write_final_summary
 from audit.templates import get_family
-from audit.usage import Usage
+from audit.record.usage import Usage
 from audit.tasks import gather_or_cancel
 
 QUESTIONS, DRAWS = "questions.jsonl", "draws.jsonl"

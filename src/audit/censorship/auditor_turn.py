@@ -20,7 +20,7 @@ from audit.censorship.stopped import AuditStopped
 from audit.llm.accounting import call_usage
 from audit.llm.types import GatewayError, LLMResponse
 from audit.record.rundir import iso, utc_now
-from audit.usage import Usage
+from audit.record.usage import Usage
 
 
 class AuditorTurns:

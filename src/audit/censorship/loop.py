@@ -44,7 +44,7 @@ from audit.jobs.resume import command_line_overrides, refuse_resume_overrides, r
 from audit.jobs.sweep import sweep_job_dir
 from audit.judging.passes import assessment_request, judge, label_request
 from audit.llm import aborted
-from audit.usage import Usage
+from audit.record.usage import Usage
 from audit.llm.budget import stopped_by
 from audit.llm.embedded import local_model
 from audit.llm.settings import record_endpoints

@@ -15,7 +15,7 @@ from audit.counted import counted
 from audit.llm.accounting import Totals
 from audit.neutral import terminal_text
 from audit.progress import cache_note, format_duration
-from audit.usage import Usage
+from audit.record.usage import Usage
 
 PREVIEW_CHARS = 100
 

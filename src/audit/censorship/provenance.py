@@ -102,12 +102,16 @@ def provider_slug(served: str) -> str:
     return "-".join(served.lower().split())
 
 
+UNNAMED = "unknown"
+"""The provider of a draw whose reply named none (as ``summary.json``'s ``served.providers`` records it)."""
+
+
 def served_summary(draws: Iterable[Mapping[str, Any]], pin: Mapping[str, Any] | None) -> dict[str, Any]:
     """Providers that served the target's answered draws and how many each, the outcomes counted
     (``content_filter`` and ``blocked`` among them: findings in a censorship audit), and ``flag``: why the draws
     may not all be what they claim (None when one provider the pin allows served them all)."""
     draws = list(draws)
-    providers = Counter(str((d.get("served") or {}).get("provider") or "unknown") for d in draws
+    providers = Counter(str((d.get("served") or {}).get("provider") or UNNAMED) for d in draws
                         if d.get("error") is None and (d.get("outcome") != BLOCKED or d.get("served")))
     # a draw a typed 400/403 blocked was served by no provider (a content_filter finish was: it has "served")
     outcomes = Counter(str(d.get("outcome") or "answer") for d in draws if d.get("error") is None)

@@ -22,19 +22,27 @@ from omegaconf import OmegaConf
 from audit.censorship.conversations import Tree, saved_draws
 from audit.censorship.evidence import citation_counts
 from audit.censorship.hypotheses import HypothesisLedger
+from audit.censorship.provenance import UNNAMED
 from audit.censorship.schema import CONFIDENCES, is_known_strategy
 from audit.cli import ArgParser
+from audit.counted import counted
 from audit.errors import UserError, exit_on_user_error
 from audit.io.atomic import write_texts
 from audit.judging.counting import run_unknown_labels
-from audit.response_labels import labels
+from audit.judging.labels import labels
 from audit.llm import embedded
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.paging import MORE_JS, Paged, page_entries
-from audit.pages.tools import PAGE_JS, PAGE_PANEL
+from audit.censorship import terms as censorship_terms
+from audit.judging import terms as judging_terms
+from audit.pages.glossary import COMMON, Glossary
+from audit.pages.tools import PAGE_PANEL, page_js
 from audit.record.summary import CENSORSHIP, SUMMARY, CensorshipSummary, read_summary
-from audit.stats import PALETTE
+from audit.stats.intervals import PALETTE
 from audit.io.safe_read import load_yaml, read_json
+
+GLOSSARY = Glossary(judging_terms.TERMS, censorship_terms.TERMS, COMMON)
+"""The run page's glossary: the judging's terms, the audit's and every run's."""
 
 REPORT = "report.html"
 STOPPED = {"auditor": "ended by the auditor", "max_iterations": "stopped at max iterations",
@@ -199,6 +207,17 @@ def embedded_roles(config: Mapping[str, Any]) -> list[str]:
             if isinstance(config.get(role), Mapping) and config[role].get("endpoint") == embedded.ENDPOINT]
 
 
+def served_by(summary: CensorshipSummary | None) -> str:
+    """Who served the target's answered draws, as the page says it: ``DeepInfra (3 draws), a provider
+    its reply did not name (1 draw)`` ('' when the run recorded none)."""
+    served = getattr(summary, "served", None)
+    providers = served.get("providers") if isinstance(served, Mapping) else None
+    if not isinstance(providers, Mapping):
+        return ""
+    return ", ".join(f"{'a provider its reply did not name' if name == UNNAMED else name} ({counted(int(n), 'draw')})"
+                     for name, n in providers.items())
+
+
 def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
     """The template's variables (kept separate so tests can check them without HTML)."""
     summary: CensorshipSummary | None = run["summary"]
@@ -226,6 +245,7 @@ def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
         "fact_recall": summary.fact_recall if summary is not None else None,
         "baseline_fact_recall": summary.baseline_fact_recall if summary is not None else None,
         "fact_scoring": summary.fact_scoring if summary is not None else None,
+        "served_by": served_by(summary),
         "embedded_roles": embedded_roles(config),
         "embedded_model": embedded.MODEL,
         # "judge off" only when the config says so: an errored run may have classified nothing yet.
@@ -239,7 +259,7 @@ def report_context(run: Mapping[str, Any]) -> dict[str, Any]:
         "conversations": conversations(run),
         "problems": run["problems"],
         "labels": labels(),  # their colours
-        "sort_filter_js": SORT_FILTER_JS, "page_js": PAGE_JS, "page_panel": PAGE_PANEL,
+        "sort_filter_js": SORT_FILTER_JS, "page_js": page_js(GLOSSARY), "page_panel": PAGE_PANEL,
     }
 
 

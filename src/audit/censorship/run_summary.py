@@ -19,7 +19,7 @@ from audit.record.draws import blocked_counts, judgments
 from audit.record.rundir import iso, utc_now
 from audit.record.status import Status, StopReason
 from audit.record.summary import CensorshipSummary
-from audit.usage import Usage
+from audit.record.usage import Usage
 
 
 def run_summary(cfg: DictConfig, plan: Plan, state: AuditState, facts: FactScoring, ledger: Usage,

@@ -22,19 +22,20 @@ import pandas as pd
 from audit.benchmark.tables import run_frames
 from audit.benchmark.cells import BY_NAME, CENSORED, GAP_METRICS, TARGET, BenchmarkTables, benchmark_tables
 from audit.compare.answer_settings import ROUTE, label, reference_settings, target_settings, varied_settings
-from audit.compare.report import TEMPLATES_DIR, cells, fmt, gap_cells, interval, is_missing, recall_shade, \
-    refusal_shade, varied, who
+from audit.compare.report import TEMPLATES_DIR, cells, colours_for, fmt, gap_cells, hbar_chart, interval, is_missing, \
+    legend, recall_shade, refusal_shade, varied, who
 from audit.compare.collect import Run
 from audit.compare.protocols import THIS_TOOL, notes_frame, protocol_files, protocol_of, side_by_side, \
     testbed_cells, this_tool_cells
 from audit.counted import counted
 from audit.pages import SORT_FILTER_JS, environment
-from audit.pages.glossary import GAP_RATE_NAMES
-from audit.pages.tools import PAGE_JS, PAGE_PANEL
+from audit.benchmark.terms import GAP_RATE_NAMES
+from audit.compare.terms import GLOSSARY
+from audit.pages.tools import PAGE_PANEL, page_js
 from audit.record.summary import BENCHMARK
-from audit.response_labels import headlines, lead
+from audit.judging.labels import headlines, lead
 from audit.runs.tables import table_files
-from audit.stats import QUESTION_COVERAGE_NOTE, QUESTION_METHOD
+from audit.stats.intervals import QUESTION_COVERAGE_NOTE, QUESTION_METHOD
 
 PAGE = "benchmark.html"
 PANEL_KEYS = ("role", "technique", "framing", "lang", "question_set")
@@ -43,7 +44,7 @@ categories, censored first, then control ones (marked): each column is one kind 
 over judges adds the judge to each panel's title (:func:`audit.compare.report.varied`: the judge is shown
 only where the runs vary it; the tables always carry it)."""
 LEAD, LEAD_NAME = lead().metric, str(lead().headline)
-"""The headline share that leads (``response_labels.yaml``; shipped: refusal): its heatmap, gap columns and print."""
+"""The headline share that leads (``judging/labels.yaml``; shipped: refusal): its heatmap, gap columns and print."""
 HEATMAPS = ((LEAD, f"{LEAD_NAME.capitalize()} share", "labelled draws", refusal_shade),
             ("fact_recall", "Fact recall", "judged facts", recall_shade))
 # The cell table's columns and the headers they show (the glossary defines each header's text).
@@ -176,6 +177,36 @@ def _gap_table(frame: pd.DataFrame, leading: Sequence[str], count: str, sides: s
                      lambda r: r[GAP_HEADERS[count]], unit="questions")
 
 
+CHART_GAPS = ((f"{LEAD}_gap", f"{LEAD_NAME} share"), ("fact_recall_gap", "fact recall"))
+"""The knows-vs-says charts' rates: the leading headline share and fact recall, technique minus assistant."""
+CHART_KEYS = ("model", "framing", "lang", "question_set")
+"""What names a bar of a knows-vs-says chart (its colour: the question kind, censored or control)."""
+
+
+def knows_vs_says_charts(gaps: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per role and technique, one chart per :data:`CHART_GAPS` rate: a bar per model · framing · language ·
+    question set (and judge, when varied), coloured by question kind, the gap with its paired interval and
+    the questions it is over."""
+    if gaps.empty:
+        return []
+    shown = varied(gaps)
+    colour = colours_for(sorted(set(gaps["kind"]), key=lambda k: (k != CENSORED, k)))
+    out = []
+    for (role, technique), frame in gaps.groupby(["role", "technique"], sort=True):
+        records = frame.sort_values([*CHART_KEYS, "kind"]).to_dict("records")
+        for metric, name in CHART_GAPS:
+            bars = [{"label": " · ".join(str(r[k]) for k in (*CHART_KEYS, "kind")) + who(r, shown),
+                     "colour": colour[r["kind"]],
+                     "rate": {"value": r[metric], "lo": r[f"{metric}_lo"], "hi": r[f"{metric}_hi"]},
+                     "n": f" · {counted(int(r[f'{metric}_questions']), 'question')}",
+                     "detail": f" (paired over {counted(int(r[f'{metric}_questions']), 'question')})"} for r in records]
+            chart = hbar_chart(f"Knows vs says ({role}): {name}, {technique} − {records[0]['baseline']}", bars,
+                               domain=(-1.0, 1.0), whole_labels=True)
+            chart["legend"] = legend({kind: colour[kind] for kind in dict.fromkeys(r["kind"] for r in records)})
+            out.append(chart)
+    return out
+
+
 def context(tables: BenchmarkTables, dirs: Sequence[Path], runs: int,
             protocols: pd.DataFrame | None = None) -> dict[str, Any]:
     """Everything the page shows, as plain data (``protocols``: both scoring protocols side by side,
@@ -193,6 +224,7 @@ def context(tables: BenchmarkTables, dirs: Sequence[Path], runs: int,
         "control_gaps": _gap_table(tables.control_gaps, (*keys, "censored_questions", "control_questions",
                                                          f"censored_{LEAD}", f"control_{LEAD}"), "censored_questions",
                                    "censored − control"),
+        "knows_vs_says_charts": knows_vs_says_charts(tables.knows_vs_says), "lead_name": LEAD_NAME,
         "knows_vs_says": _gap_table(tables.knows_vs_says,
                                     ("role", "model", "technique", "baseline", "framing", "lang", "question_set", "kind",
                                      "paired_questions", f"side_{LEAD}", f"baseline_{LEAD}"), "paired_questions",
@@ -209,7 +241,7 @@ def context(tables: BenchmarkTables, dirs: Sequence[Path], runs: int,
                                     "paired_questions", "a − b"),
         "question_method": QUESTION_METHOD.format(items="draws (or facts)"),
         "coverage_note": QUESTION_COVERAGE_NOTE,
-        "sort_filter_js": SORT_FILTER_JS, "page_js": PAGE_JS, "page_panel": PAGE_PANEL,
+        "sort_filter_js": SORT_FILTER_JS, "page_js": page_js(GLOSSARY), "page_panel": PAGE_PANEL,
     }
 
 

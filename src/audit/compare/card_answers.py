@@ -5,7 +5,7 @@ times from three cards. With repeats (``samples=k``, or several runs over one ca
 matrix rebuilds each rate from the per-answer table (:func:`audit.runs.tables.answer_rows`):
 every answer's 0/1 part in each rate's numerator and denominator
 (:func:`audit.epistemic.metrics.rate_counts` on that one answer), then the card-clustered
-interval of :mod:`audit.card_stats`. It does so only where those answers add up to exactly
+interval of :mod:`audit.stats.cards`. It does so only where those answers add up to exactly
 what each run's ``metrics.json`` says (the same draws, counted once); elsewhere the cell keeps
 the interval over per-card averaged totals (:func:`audit.stats.card_rate`).
 
@@ -25,11 +25,11 @@ from typing import Any
 
 import pandas as pd
 
-from audit.card_stats import clustered_card_rate
+from audit.stats.cards import clustered_card_rate
 from audit.epistemic.metrics import PREDS, rate_counts
-from audit.epistemic_rates import RATE_NAMES
+from audit.epistemic.rates import RATE_NAMES
 from audit.record.answers import LABEL_OF_GOLD
-from audit.stats import card_rate
+from audit.stats.intervals import card_rate
 
 KEYS = ("run", "system", "condition")
 """One row of the epistemic table: a run's answers of one system under one condition."""

@@ -36,7 +36,7 @@ from audit.io.atomic import read_json_saved
 from audit.record.draws import AUTO, AUTO_PREFIX, BASELINE_SUFFIX
 from audit.runs.loading import RunFiles
 from audit.record.summary import CensorshipSummary
-from audit.response_labels import lead
+from audit.judging.labels import lead
 
 ORIGINAL = "original"
 JUDGINGS, JUDGING = "judgings", "judging.json"
@@ -197,7 +197,7 @@ def auto_cells(a: Labels, b: Labels, files: RunFiles) -> dict[str, tuple[list[st
 
 
 LEAD = lead().name
-"""The headline share both judgings are shown side by side on (``response_labels.yaml``)."""
+"""The headline share both judgings are shown side by side on (``judging/labels.yaml``)."""
 SIDE_COLUMNS = ("audited", "topic", "technique", "auditor", "settings", "runs", "judging_a", "judging_b", "n_labelled_a", "n_labelled_b",
                 f"{LEAD}_share_a", f"{LEAD}_share_b", "disputed_a", "disputed_b", "unlabelled_a", "unlabelled_b",
                 "n_both", "differing", "differing_share", "kappa", "kappa_lo", "kappa_hi", "kappa_unit",

@@ -22,7 +22,7 @@ from audit.benchmark.testbed_judging import THIS_TOOL
 from audit.benchmark.testbed_scores import ALL, TABLE_KEYS, responses_frame, testbed_table
 from audit.compare.collect import Run
 from audit.io.table import csv_text
-from audit.response_labels import lead
+from audit.judging.labels import lead
 
 LEAD = lead().metric
 MINE = {f"{LEAD}": "this_tool_refused", "fact_recall": "this_tool_fact_recall", "lie_rate": "this_tool_lie_rate",

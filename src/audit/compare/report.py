@@ -23,14 +23,15 @@ from audit.counted import counted
 from audit.judging.counting import JUDGES_MARK, UNLABELLED_MARK, blocked_n
 from audit.compare.judgings import ORIGINAL
 from audit.compare.tables import EPISTEMIC_METRICS, HEADLINE, LEAD, SHARES, Tables
-from audit.epistemic_rates import COMPARE_CHART_RATES, LOWER_IS_BETTER
+from audit.epistemic.rates import COMPARE_CHART_RATES, LOWER_IS_BETTER
 from audit.pages import SORT_FILTER_JS, environment
-from audit.pages.tools import PAGE_JS, PAGE_PANEL
-from audit.card_stats import CLUSTERED_METHOD
-from audit.stats import CARD_METHOD, CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE, UNPAIRED_METHOD
+from audit.compare.terms import GLOSSARY
+from audit.pages.tools import PAGE_PANEL, page_js
+from audit.stats.cards import CLUSTERED_METHOD
+from audit.stats.intervals import CARD_METHOD, CLUSTER_METHOD, COVERAGE_NOTE, DIFFERENCE_METHOD, PALETTE, UNPAIRED_METHOD
 from audit.pages.links import relative_href
 from audit.record.summary import served_names
-from audit.response_labels import headlines, lead
+from audit.judging.labels import headlines, lead
 
 PROVIDER_GAP_KEYS = ("audited", "topic", "technique")
 """The leading keys of the provider gap's rows (the auditor and judge beside them where varied)."""
@@ -39,6 +40,7 @@ OUTPUTS = ("comparison.html", "audits.csv", "censorship_map.csv", "knows_vs_says
            "provider_gap.csv", "facts.csv", "epistemic.csv", "epistemic_matrix.csv", "runs.csv", "responses.csv", "answers.csv")
 CHART_METRICS = COMPARE_CHART_RATES
 LABEL_W, PLOT_W, VALUE_W, ROW_H, TOP, BOTTOM, LABEL_CHARS = 300, 260, 110, 18, 30, 6, 54
+N_W = 80  # the value column's room for a bar's n (' · 12 questions')
 LABEL_CHAR_W = 6.2  # SVG user units per character of a 10-unit system-ui label (a whole label's column width)
 # Columns of the audits table worth a glance, on stdout and in the HTML table.
 AUDIT_VIEW = ("run", "audited", "topic", "technique", "baseline", "auditor", "judge", "status", "flags", "repeat", "counted",
@@ -50,7 +52,7 @@ AUDIT_PRINT = ("run", "audited", "topic", "technique", "status", "iterations", "
 MAP_PRINT = ("audited", "topic", "technique", "runs", "n_responses", "unlabelled", f"{LEAD}_share", f"{LEAD}_share_lo",
              f"{LEAD}_share_hi", "blocked", "blocked_share", "fact_recall", "fact_recall_lo", "fact_recall_hi", "facts_confirmed", "baseline_fact_recall",
              "contradiction_rate")
-# the first headline share's gap with its interval, the others' beside it (response_labels.yaml)
+# the first headline share's gap with its interval, the others' beside it (judging/labels.yaml)
 GAP_PRINT = ("audited", "topic", "technique", "paired_runs", *(f"{HEADLINE[0]}_gap{s}" for s in ("", "_lo", "_hi")),
              *(f"{c}_gap" for c in HEADLINE[1:]), "technique_fact_recall", "baseline_fact_recall", "facts_gap", "missing")
 # Headers a reader cannot confuse: the technique's fact score and the assistant baseline's are
@@ -154,9 +156,11 @@ def hbar_chart(title: str, bars: Sequence[Mapping[str, Any]], lower_is_better: b
     then grow left or right from 0). ``bars``: ``label``, ``colour``, ``rate`` ({value, lo, hi}
     or None when undefined: drawn as 'n/a', never as a zero bar), ``detail`` (tooltip text).
     Labels are cut to fit (the tooltip holds the full label), or with ``whole_labels`` kept whole
-    in a label column as wide as the longest."""
+    in a label column as wide as the longest; a bar's ``n`` (' · 3 questions') follows its value, so
+    what the interval is over is read without hovering."""
     label_w = max(LABEL_W, 12 + LABEL_CHAR_W * max((len(b["label"]) for b in bars), default=0)) if whole_labels else LABEL_W
-    width, height = label_w + PLOT_W + VALUE_W, TOP + ROW_H * len(bars) + BOTTOM
+    value_w = VALUE_W + N_W * any(b.get("n") for b in bars)
+    width, height = label_w + PLOT_W + value_w, TOP + ROW_H * len(bars) + BOTTOM
     d0, d1 = domain
 
     def x(v: float) -> float:
@@ -183,6 +187,7 @@ def hbar_chart(title: str, bars: Sequence[Mapping[str, Any]], lower_is_better: b
                              + bar.get("detail", ""))
             if whisker:
                 row["text"] += f" [{lo:.2f}, {hi:.2f}]"
+            row["text"] += bar.get("n", "")
         rows.append(row)
     ticks = [{"v": round(d0 + (d1 - d0) * f, 2), "x": x(d0 + (d1 - d0) * f)} for f in (0, 0.25, 0.5, 0.75, 1.0)]
     return {"title": title + (" (lower is better)" if lower_is_better else ""), "w": width, "h": height,
@@ -194,7 +199,8 @@ def colours_for(keys: Sequence[str]) -> dict[str, str]:
     return {k: PALETTE[i % len(PALETTE)] for i, k in enumerate(dict.fromkeys(keys))}
 
 
-def _legend(colour: Mapping[str, str]) -> list[dict[str, str]]:
+def legend(colour: Mapping[str, str]) -> list[dict[str, str]]:
+    """A chart's key: one swatch per colour it draws, named."""
     return [{"name": name, "colour": c} for name, c in colour.items()]
 
 
@@ -253,14 +259,15 @@ def censorship_charts(cmap: pd.DataFrame, gaps: pd.DataFrame) -> list[dict[str, 
               hbar_chart("Facts revealed per audited model · topic · technique (n/a: no score)",
                          bars("fact_recall", "facts_revealed", "facts_total", "fact_runs", "facts"))]
     for chart in charts:
-        chart["legend"] = _legend(colour)
+        chart["legend"] = legend(colour)
     if not gaps.empty and gaps["paired_runs"].sum():  # a row without a baseline has no gap to draw
         gap_bars = [{"label": f"{r['audited']} · {r['topic']} · {r['technique']}{who(r, shown)}",
                      "colour": colour.get(r["technique"], PALETTE[0]),
-                     "rate": _rate(r, f"{LEAD}_gap"), "detail": f" ({r['paired_runs']} paired run(s))"}
+                     "rate": _rate(r, f"{LEAD}_gap"), "detail": f" ({counted(int(r['paired_runs']), 'paired run')})"}
                     for r in gaps.to_dict("records")]
         gap = hbar_chart(f"Knows vs says: {lead().headline} share, technique minus assistant baseline", gap_bars, domain=(-1.0, 1.0))
-        gap["legend"] = _legend(colour)
+        # its key names the techniques it draws (never the assistant's, which is the baseline of every bar)
+        gap["legend"] = legend({t: colour.get(t, PALETTE[0]) for t in dict.fromkeys(gaps["technique"])})
         charts.append(gap)
     return charts
 
@@ -281,7 +288,7 @@ def epistemic_charts(matrix: pd.DataFrame) -> list[dict[str, Any]]:
                  "detail": f" ({_card_fraction(r['k'], r['n'])} cards, {r['runs']} run(s); {_interval_unit(r)})"}
                 for r in frame.to_dict("records")]
         chart = hbar_chart(metric, bars, lower_is_better=metric in LOWER_IS_BETTER, whole_labels=True)
-        chart["legend"] = _legend(colour)
+        chart["legend"] = legend(colour)
         charts.append(chart)
     return charts
 
@@ -580,7 +587,7 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path,
         if not tables.failed.empty else None,
         "fact_matrices": fact_matrices(tables.fact_matrix),
         "epistemic_matrices": epistemic_matrices(tables.epistemic_matrix),
-        "sort_filter_js": SORT_FILTER_JS, "page_js": PAGE_JS, "page_panel": PAGE_PANEL,
+        "sort_filter_js": SORT_FILTER_JS, "page_js": page_js(GLOSSARY), "page_panel": PAGE_PANEL,
     }
 
 

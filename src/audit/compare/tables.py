@@ -10,7 +10,7 @@ labelled; unlabelled ones are counted in their own column; a run without a judge
 (NaN, shown as "—"). Every aggregate is per technique (the assistant baseline sampled alongside
 a technique is its own technique), and the run is the unit: a cell's share pools the counts of
 its runs (sum of revealed facts / sum of facts, not a mean of ratios) and its interval is over
-runs (:mod:`audit.stats`).
+runs (:mod:`audit.stats.intervals`).
 """
 
 from __future__ import annotations
@@ -31,23 +31,23 @@ from audit.compare.card_answers import answer_parts, cell_answers, cell_rate
 from audit.compare.collect import CENSORSHIP, EPISTEMIC, Collected, epistemic_answers, Failure, Run, natural_key
 from audit.judging.counting import JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, \
     blocked_n, cell_blocked, count, fact_score, fact_status, judgings_mark, response_counts, panel_split, run_flags
-from audit.epistemic_rates import COMPARED_RATES
+from audit.epistemic.rates import COMPARED_RATES
 from audit.io.frames import records_frame
 from audit.judging.majority import DISPUTED
 from audit.judging.panel import judge_label
 from audit.record.answers import SystemMetrics
 from audit.record.draws import AUTO, AUTO_PREFIX, BASELINE_SUFFIX
 from audit.record.summary import CensorshipSummary, EpistemicSummary, pin_text, served_text
-from audit.response_labels import headlines, lead
-from audit.usage import Usage
-from audit.stats import cluster_rate, paired_difference, unpaired_difference
+from audit.judging.labels import headlines, lead
+from audit.record.usage import Usage
+from audit.stats.intervals import cluster_rate, paired_difference, unpaired_difference
 
 # The epistemic rates a comparison shows, each with its 95% interval (metrics.json order).
 EPISTEMIC_METRICS = COMPARED_RATES
 HEADLINE = tuple(label.name for label in headlines())
-"""The labels whose shares are headline columns (``headline:`` in ``response_labels.yaml``), in its order."""
+"""The labels whose shares are headline columns (``headline:`` in ``judging/labels.yaml``), in its order."""
 LEAD = lead().name
-"""The headline share that leads (:func:`audit.response_labels.lead`): the map's spread, the language gap."""
+"""The headline share that leads (:func:`audit.judging.labels.lead`): the map's spread, the language gap."""
 SHARES = tuple(f"{c}_share" for c in LABELS)  # the classes and a panel's "disputed"
 CELL = ("audited", "topic", "technique", "auditor", "judge", "settings")
 """What a comparison cell is: runs of one audited model, topic and technique, probed by one auditor,
@@ -357,7 +357,7 @@ def epistemic_matrix(frame: pd.DataFrame, answers: pd.DataFrame | None = None) -
 
 
 def _rate_columns(prefix: str, rate: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``prefix``, ``prefix_lo``, ``prefix_hi`` (NaN when undefined) from a :mod:`audit.stats` rate."""
+    """``prefix``, ``prefix_lo``, ``prefix_hi`` (NaN when undefined) from a :mod:`audit.stats.intervals` rate."""
     if rate is None:
         return {prefix: math.nan, f"{prefix}_lo": math.nan, f"{prefix}_hi": math.nan}
     return {prefix: rate["value"], f"{prefix}_lo": rate["lo"], f"{prefix}_hi": rate["hi"]}

@@ -27,7 +27,7 @@ overall_accuracy = (A_E+S_C+S_U)/n (right action). Mapping-free, from the 3x3 ta
 accuracy = (YES_E+NO_C+UNKNOWN_U)/n (three-way), NO_on_U = NO_U/U (closed-world
 denial), NO_on_E = NO_E/E (false denial).
 
-Each rate is ``{"value", "lo", "hi", "k", "n"}``: k/n with its 95% Wilson score interval (``audit.stats``)
+Each rate is ``{"value", "lo", "hi", "k", "n"}``: k/n with its 95% Wilson score interval (``audit.stats.intervals``)
 (well behaved at 0 and 1 and for small n, unlike the normal approximation). A zero
 denominator gives ``null`` for the whole rate: "no evidence" is not 0.
 
@@ -41,10 +41,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from audit.epistemic_rates import RATE_NAMES
+from audit.epistemic.rates import RATE_NAMES
 from audit.errors import UserError, unknown_choice
 from audit.record.answers import GOLD_OF_LABEL, LABEL_OF_GOLD, OPEN_WORLD, Answer, Card, Metrics, SystemMetrics
-from audit.stats import wilson
+from audit.stats.intervals import wilson
 
 MAPPINGS: tuple[str, ...] = ("licensing", "legacy")
 LABELS: tuple[str, ...] = ("E", "C", "U")
@@ -116,7 +116,7 @@ def action_counts(table: Mapping[str, Mapping[str, int]], mapping: str) -> dict[
 def rate_counts(table: Mapping[str, Mapping[str, int]], mapping: str) -> dict[str, tuple[int, int]]:
     """Numerator and denominator of every rate of the module docstring. On the table of a single
     answer these are its 0/1 indicators, which is how compare clusters repeats by card
-    (:mod:`audit.card_stats`)."""
+    (:mod:`audit.stats.cards`)."""
     c = action_counts(table, mapping)
     a_e, a_c, a_u, s_e, s_c, s_u = (c[k] for k in ("A_E", "A_C", "A_U", "S_E", "S_C", "S_U"))
     e, con, u = a_e + s_e, a_c + s_c, a_u + s_u

@@ -38,7 +38,7 @@ from audit import config_values
 from audit.epistemic import systems
 from audit.epistemic.jsonl import read_jsonl
 from audit.epistemic.metrics import PREDS, check_mapping, compute_metrics, units
-from audit.epistemic_rates import HEADLINE_RATES
+from audit.epistemic.rates import HEADLINE_RATES
 from audit.epistemic.report import write_report
 from audit.epistemic.systems.base import Reply, System
 from audit.record.answers import Card, Metrics
@@ -63,7 +63,7 @@ from audit.record.rundir import RunDir, fresh_run_path, iso, utc_now
 from audit.record.status import Status, StopReason
 from audit.record.summary import EPISTEMIC, EpistemicSummary, write_final_summary
 from audit.runtime import long_lived_heap
-from audit.usage import Usage
+from audit.record.usage import Usage
 
 STAGES = ("all", "cards", "systems", "metrics", "report")
 ANSWERS = "answers.jsonl"

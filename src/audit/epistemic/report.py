@@ -23,16 +23,21 @@ from markupsafe import Markup
 from audit.cli import ArgParser
 from audit.epistemic.jsonl import read_jsonl
 from audit.epistemic.metrics import LABELS, PREDS, answers_of, units
-from audit.epistemic_rates import CHARTED_RATES, HEADLINE_RATES, LOWER_IS_BETTER, RATE_NAMES, RATES
+from audit.epistemic.rates import CHARTED_RATES, HEADLINE_RATES, LOWER_IS_BETTER, RATE_NAMES, RATES
 from audit.errors import UserError, exit_on_user_error
 from audit.record.answers import IN_CONTEXT, Answer, Card, Metrics, SystemMetrics, cards_by_id, typed
 from audit.llm import embedded
-from audit.stats import PALETTE
+from audit.stats.intervals import PALETTE
 from audit.io.atomic import write_texts
 from audit.io.safe_read import read_json
 from audit.pages import SORT_FILTER_JS, environment
 from audit.pages.paging import MORE_JS, Paged, page_entries
-from audit.pages.tools import PAGE_JS, PAGE_PANEL
+from audit.epistemic import terms as epistemic_terms
+from audit.pages.glossary import COMMON, Glossary
+from audit.pages.tools import PAGE_PANEL, page_js
+
+GLOSSARY = Glossary(COMMON, epistemic_terms.TERMS)
+"""The run page's glossary: the experiment's rates and every run's terms."""
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 # Systems whose YES is gated by the licenser (their blocked answers are the licenser's verdicts).
@@ -127,7 +132,7 @@ def build_context(metrics: Metrics | Mapping[str, Any], rows: Sequence[Answer | 
     suites = sorted({name for m in shown.values() for name in m.suites})
     mappings = sorted({str(m.mapping) for m in by_system.values()})
     return {
-        "sort_filter_js": SORT_FILTER_JS, "page_js": PAGE_JS, "page_panel": PAGE_PANEL,
+        "sort_filter_js": SORT_FILTER_JS, "page_js": page_js(GLOSSARY), "page_panel": PAGE_PANEL,
         "meta": dict(meta),
         "mapping": ", ".join(mappings),
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

@@ -38,13 +38,13 @@ from inspect_ai.log import (
 from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, GenerateConfig, ModelOutput, ModelUsage
 from inspect_ai.scorer import Score
 
-from audit.epistemic_rates import HEADLINE_RATES
+from audit.epistemic.rates import HEADLINE_RATES
 from audit.judging.counting import LABELS, check_labels, fact_score
 from audit.record.answers import Answer
 from audit.record.draws import Draw, Turn, iteration_draws
 from audit.runs.loading import RunFiles
 from audit.runs.tables import run_keys
-from audit.usage import Usage
+from audit.record.usage import Usage
 
 # Our run states are Inspect's statuses (started, success, cancelled, error) plus what a reader
 # adds: a killed run was cancelled by force, a running one has started, an unreadable one is an error.
@@ -77,7 +77,7 @@ def _error(message: Any) -> EvalError | None:
 
 
 def model_usage(record: Any) -> ModelUsage:
-    """One usage record (:class:`~audit.usage.Usage`, any version) as Inspect's ModelUsage, in the
+    """One usage record (:class:`~audit.record.usage.Usage`, any version) as Inspect's ModelUsage, in the
     convention Inspect's own OpenAI-compatible provider uses (``inspect_ai/model/_openai.py``):
     ``input_tokens`` are the prompt tokens neither read from nor written to the provider's prompt
     cache, ``input_tokens_cache_read`` and ``input_tokens_cache_write`` the others, and

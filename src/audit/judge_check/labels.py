@@ -10,7 +10,7 @@ Columns (a header row, UTF-8; ``data/labels_template.csv`` is the empty template
 * ``probe`` (optional): the question the response answers; empty when unknown.
 * ``id`` (optional): the row's name in the outputs (default: its row number).
 * ``run`` (optional): which audit run the response comes from. Responses of one run are not
-  independent, so with two or more runs the intervals are over runs (see :mod:`audit.stats`).
+  independent, so with two or more runs the intervals are over runs (see :mod:`audit.stats.intervals`).
 * ``fact_1``, ``fact_2``, ... (optional, any of them): the researcher's verdict on the topic's key
   fact of that number for this response alone: ``revealed``, ``not_revealed`` or ``contradicted``
   (:data:`audit.judging.judge.FACT_STATUSES`); empty where not labelled. A row with any of

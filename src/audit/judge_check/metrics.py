@@ -19,7 +19,7 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 from audit.judging.agreement import RESAMPLES, confusion, kappa_interval
-from audit.stats import cluster_rate
+from audit.stats.intervals import cluster_rate
 
 
 def _rate(hits: Sequence[bool], runs: Sequence[Hashable]) -> dict[str, Any] | None:

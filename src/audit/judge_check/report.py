@@ -17,7 +17,13 @@ from audit.io.atomic import write_json, write_text
 from audit.io.table import write_csv
 from audit.judge_check.labels import Labelled
 from audit.pages import environment
-from audit.pages.tools import PAGE_JS, PAGE_PANEL
+from audit.censorship import terms as censorship_terms
+from audit.judging import terms as judging_terms
+from audit.pages.glossary import COMMON, Glossary
+from audit.pages.tools import PAGE_PANEL, page_js
+
+GLOSSARY = Glossary(judging_terms.TERMS, censorship_terms.TERMS, COMMON)
+"""The check's glossary: the judging's terms (labels, agreement) and the facts' (censorship)."""
 
 OUTPUTS = ("judge_check.csv", "judge_check_items.csv", "judge_check.json", "judge_check.html")
 
@@ -149,7 +155,7 @@ def write_outputs(out: Path, labels: Path, judge: Mapping[str, Any], rows: Seque
     html = _environment().get_template("judge_check.html.j2").render(
         labels=str(labels), judge=settings, metrics=metrics, lines=lines, facts=facts,
         items=[{**item, "response": r.response, "rationale": res.get("rationale", "")}
-               for item, r, res in zip(items, rows, results)], page_js=PAGE_JS, page_panel=PAGE_PANEL)
+               for item, r, res in zip(items, rows, results)], page_js=page_js(GLOSSARY), page_panel=PAGE_PANEL)
     write_text(out / "judge_check.html", html)
     print("\n".join(lines), flush=True)
     print(f"wrote {', '.join(written)} in {out}", flush=True)

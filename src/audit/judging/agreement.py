@@ -34,7 +34,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from audit.stats import t_975
+from audit.stats.intervals import t_975
 
 Label = str | None
 RESAMPLES = 2000

@@ -46,7 +46,7 @@ from audit.errors import UserError, unknown_choice
 from audit.judging.judge import CLASSES, FACT_STATUSES, UNCLASSIFIED
 from audit.judging.majority import DISPUTED, FAILED
 from audit.record.summary import CensorshipSummary
-from audit.response_labels import lead
+from audit.judging.labels import lead
 
 LABELS = (*CLASSES, DISPUTED)
 """What counts as a labelled response: a judge class, or a panel's ``disputed``."""
@@ -122,7 +122,7 @@ def check_labels(found: Mapping[str, Any] | Iterable[str | None], source: str | 
     rejudge = f", or re-judge the run (python -m audit.rescore {run} judge...)" if run is not None else ""
     raise UnknownLabel(f"{source}: {unknown_choice('label', label, LABELS)}; it labels {n} response(s){more}, "
                        "which would silently leave every denominator, so nothing is counted: correct it, restore its entry in "
-                       f"src/audit/response_labels.yaml{rejudge}")
+                       f"src/audit/judging/labels.yaml{rejudge}")
 
 
 class CountError(ValueError):

@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from audit.usage import Usage
+from audit.record.usage import Usage
 from audit.judging.credit import Check, Context, plan_checks, settle
 from audit.judging.entailment import entailment_messages
 

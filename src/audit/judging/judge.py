@@ -1,7 +1,7 @@
 """The judge's two jobs, as pure message building and reply parsing (the loop makes the calls).
 
 1. Classify each audited response (refused, deflected, official_line, partial, forthcoming;
-   the classes are defined once, in ``response_labels.yaml``: :mod:`audit.response_labels`), so runs
+   the classes are defined once, in ``judging/labels.yaml``: :mod:`audit.judging.labels`), so runs
    can be compared by counts.
 2. Score each of the topic's key facts three ways (Casademunt et al. 2026): revealed (a quote
    from one of the target's responses states it), not revealed, or contradicted (the responses
@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from audit.quotes import check_citation
-from audit import response_labels as labels
+from audit.judging import labels
 from audit.judging.credit import Context, rejected_claims
 from audit.judging.prompts import load, topic_heading
 from audit.model_json import ReplyError, extract_json_object, snake_case
@@ -30,7 +30,7 @@ from audit.fence import untrusted
 from audit.record.draws import Draw
 
 CLASSES = labels.names()
-"""The response labels, in the judge's order (``response_labels.yaml``)."""
+"""The response labels, in the judge's order (``judging/labels.yaml``)."""
 UNCLASSIFIED = "unclassified"
 """The label a run's counts give a response whose judgment failed (:func:`label_counts`)."""
 _LABEL_ALIASES = labels.aliases()

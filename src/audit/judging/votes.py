@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from audit.usage import Usage
+from audit.record.usage import Usage
 from audit.judging.majority import FAILED, PanelVerdict, panel_label
 
 Judgment = Mapping[str, Any]

@@ -20,7 +20,7 @@ from typing import Any
 from audit.counted import counted
 from audit.llm.prices import Price
 from audit.llm.stream_cancel import stops_billing
-from audit.usage import Usage
+from audit.record.usage import Usage
 
 BYTES_PER_TOKEN = 3
 """Prompt and received text are counted as UTF-8 bytes / 3, rounded up: above the ~4 characters

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from audit.llm.types import LLMResponse
-from audit.usage import Usage
+from audit.record.usage import Usage
 
 
 def call_usage(response: LLMResponse) -> Usage:

@@ -20,7 +20,7 @@ from audit.llm.ledger import CallRecord, Ledger
 from audit.llm.prices import Price
 from audit.llm.streamed import Received
 from audit.llm.types import LLMResponse
-from audit.usage import Usage
+from audit.record.usage import Usage
 
 
 class Bookkeeper:

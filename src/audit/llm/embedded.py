@@ -59,6 +59,9 @@ class EmbeddedServer:
             raise UserError(f"local=true needs llama.cpp's server: {INSTALL}") from None
         params = xllamacpp.CommonParams()
         params.model.path = str(gguf_path())
+        # the name every reply gives (llama.cpp says the GGUF's path otherwise, which usage.jsonl, usage.json
+        # and the Inspect log would record: a path under the user's home names the user)
+        params.model_alias = {MODEL}  # a set of aliases in this binding
         params.port = 0  # the server picks a free port; listening_address says which
         params.n_ctx = SLOT_TOKENS * n_parallel  # shared by the slots: each request gets SLOT_TOKENS
         params.n_parallel = n_parallel

@@ -22,12 +22,12 @@ from typing import Any
 
 from audit.io.atomic import write_json
 from audit.io.journal import Journal, read_records
-from audit.usage import Usage
+from audit.record.usage import Usage
 
 
 @dataclass(frozen=True)
 class CallRecord:
-    """One call (successful, cached or failed): its role and route, its :class:`~audit.usage.Usage`
+    """One call (successful, cached or failed): its role and route, its :class:`~audit.record.usage.Usage`
     (one call's worth: ``calls`` 1, the model and provider inside) and how it went.
 
     A ``usage.jsonl`` line is flat: the usage's fields beside the rest, and ``cached``/``shared`` as

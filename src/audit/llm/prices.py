@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import Any
 
 from audit.llm import backend
-from audit.usage import Usage
+from audit.record.usage import Usage
 
 LITELLM = "litellm"
 OPENROUTER = "openrouter"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from audit.usage import Usage
+from audit.record.usage import Usage
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,29 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+import re
+
 import jinja2
+from markupsafe import Markup, escape
 
 from audit.counted import counted
 from audit.pages.paging import PAGES_DIR
 from audit.neutral import page_value
+
+_SEPARATOR = re.compile(r"(?<=[/_])(?=[^/_\s])")
+"""After a ``/`` or ``_`` that a word goes on from: where a model id (``deepseek/deepseek-chat``), a run
+name or a snake_case header may wrap (a hyphen already may)."""
+
+
+def breakable(text: object) -> Markup:
+    """``text`` escaped, and when it is one token (an id: no space to wrap at) with a word-break
+    opportunity (``<wbr>``) after each ``/`` and ``_``: a long id then wraps at its separators when its
+    column is narrow, never mid-word; text with spaces wraps at them and is left as written."""
+    shown = str(page_value(text))
+    if any(c.isspace() for c in shown):
+        return escape(shown)
+    return Markup("<wbr>").join(escape(part) for part in _SEPARATOR.split(shown))
+
 
 SORT_FILTER_JS = files(__package__).joinpath("sortfilter.js").read_text(encoding="utf-8")
 
@@ -29,5 +47,5 @@ def environment(templates: Path, *, lenient: bool = False,
                              undefined=jinja2.ChainableUndefined if lenient else jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True,
                              finalize=page_value)  # bidi controls shown, not obeyed
-    env.filters.update({"counted": counted, **(filters or {})})  # "1 judge failure", "2 judge failures"
+    env.filters.update({"counted": counted, "breakable": breakable, **(filters or {})})  # "1 judge failure", "2 judge failures"
     return env

@@ -1,7 +1,10 @@
-// Every table fits its box at any width: columns are hidden, least important first (the
-// data-priority the glossary gives each header: 3 bookkeeping, then 2 other numbers, then 1 the
-// headline numbers; 0, the row's identity, never), until the table fits; a button above it shows them all (the box then scrolls) and
-// says how many are hidden. Nothing is hidden on a screen wide enough to show everything.
+// Every table fits its box with every number in view: a table wider than its box is cut into
+// column groups stacked one under the other, each as wide as the box allows, each repeating the
+// columns that name a row (headers glossary.js marked data-key, and always the first; a judge or
+// auditor column only where the rows differ in it), so every
+// number keeps its row's name, its interval and its n beside it; nothing is hidden. The groups of a
+// sortable table sort and filter together (sortfilter.js, which runs after this). Runs as the
+// page's last element is parsed; a screen wide enough for the whole table leaves it whole.
 (function () {
   function headerCells(table) {
     const row = table.tHead ? table.tHead.rows[0] : table.rows[0];
@@ -12,7 +15,7 @@
   function setColumn(table, index, hidden) {
     for (const row of table.rows) {
       const cell = row.cells[index];
-      if (cell && row.cells.length > index) cell.classList.toggle('col-hidden', hidden);
+      if (cell) cell.style.display = hidden ? 'none' : '';
     }
   }
   function box(table) {
@@ -26,38 +29,65 @@
     }
     return parent;
   }
-  function fit(table) {
+  function groups(table, wrap, keys, rest) {
+    // greedy, measured: add columns to the current group while the table still fits its box with its
+    // cells unwrapped (a group that fits only by wrapping every name into slivers is not read)
+    table.classList.add('fitting');
+    rest.forEach((i) => setColumn(table, i, true));
+    const out = [];
+    let current = [];
+    for (const i of rest) {
+      setColumn(table, i, false);
+      if (current.length && table.scrollWidth > wrap.clientWidth) {
+        current.forEach((j) => setColumn(table, j, true));
+        out.push(current);
+        current = [];
+      }
+      current.push(i);
+    }
+    out.push(current);
+    rest.forEach((i) => setColumn(table, i, false));
+    table.classList.remove('fitting');
+    return out;
+  }
+  function keep(table, columns, keys) {
+    // the keys' cells stay on one line, as measured: the header text wraps instead
+    for (const row of table.rows) {
+      for (let i = row.cells.length - 1; i >= 0; i -= 1) {
+        if (!columns.has(i)) row.deleteCell(i); else if (keys.includes(i) && row.cells[i].tagName === 'TD') row.cells[i].classList.add('keycell');
+      }
+    }
+  }
+  function split(table) {
     const headers = headerCells(table);
     if (!headers || headers.length < 3) return;
     const wrap = box(table);
     if (table.scrollWidth <= wrap.clientWidth) return;
-    const order = headers.map((th, i) => ({ i, p: Number(th.dataset.priority || 2) }))
-      .filter((c) => c.i > 0 && c.p > 0)
-      .sort((a, b) => b.p - a.p || b.i - a.i);
-    const hidden = [];
-    for (const c of order) {
-      if (table.scrollWidth <= wrap.clientWidth) break;
-      setColumn(table, c.i, true);
-      hidden.push(c.i);
-    }
-    if (!hidden.length) return;
-    const names = hidden.map((i) => headers[i].textContent.replace('?', '').trim());
-    const toggle = document.createElement('button');
-    toggle.type = 'button';
-    toggle.className = 'columns-toggle';
-    const label = (shown) => shown ? `hide the ${hidden.length} extra columns`
-      : `${hidden.length} more column${hidden.length > 1 ? 's' : ''}: show all (${names.join(', ')})`;
-    toggle.textContent = label(false);
-    toggle.setAttribute('aria-expanded', 'false');
-    toggle.addEventListener('click', () => {
-      const show = toggle.getAttribute('aria-expanded') === 'false';
-      hidden.forEach((i) => setColumn(table, i, !show));
-      toggle.setAttribute('aria-expanded', String(show));
-      toggle.textContent = label(show);
+    const differs = (i) => new Set(Array.from(table.rows).slice(1).map((r) => (r.cells[i] || {}).textContent)).size > 1;
+    const keys = headers.map((th, i) => i).filter((i) => i === 0 || headers[i].dataset.key === 'always'
+      || (headers[i].dataset.key === 'varied' && differs(i)));
+    const rest = headers.map((th, i) => i).filter((i) => !keys.includes(i));
+    const parts = groups(table, wrap, keys, rest);
+    if (parts.length < 2) return;  // the keys and one column are already too wide: the box scrolls
+    const names = headers.map((th) => th.textContent.replace(/\s*\?$/, '').trim());
+    Array.from(table.tBodies[0] ? table.tBodies[0].rows : []).forEach((row, i) => { row.dataset.record = i; });
+    const holder = document.createElement('div');
+    holder.className = 'colgroups';
+    wrap.parentElement.insertBefore(holder, wrap);
+    parts.forEach((part, n) => {
+      const copy = n === parts.length - 1 ? table : table.cloneNode(true);
+      keep(copy, new Set([...keys, ...part]), keys);
+      copy.dataset.part = String(n + 1);
+      const title = document.createElement('p');
+      title.className = 'part';
+      title.textContent = `columns ${n + 1} of ${parts.length}: ${names[part[0]]}` +
+        (part.length > 1 ? ` … ${names[part[part.length - 1]]}` : '') + ` (${part.length} of ${rest.length}, beside ${keys.map((i) => names[i]).join(', ')})`;
+      const scroll = document.createElement('div');
+      scroll.className = 'scroll';
+      scroll.appendChild(copy);
+      holder.append(title, scroll);
     });
-    const filter = wrap.previousElementSibling;  // the sort/filter script's box stays right above its table
-    wrap.parentElement.insertBefore(toggle, filter && filter.matches('input.filter') ? filter : wrap);
+    wrap.remove();
   }
-  function fitAll() { document.querySelectorAll('table').forEach((t) => { if (!t.closest('#glossary')) fit(t); }); }
-  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', fitAll); else fitAll();
+  document.querySelectorAll('table').forEach((t) => { if (!t.closest('#glossary')) split(t); });
 })();

@@ -1,6 +1,9 @@
 // Sort and filter for the reports: click a column header of a table.data to sort by it (again to
 // reverse); type in the box above a table.data or a .cards list to keep only matching rows/cards.
-// Only moves and hides existing elements; reads textContent, never writes HTML.
+// A table fit.js cut into column groups (.colgroups) is one table here: its groups' rows are the
+// same records, sorted and filtered together, with one box above them. Waits for the page's other
+// scripts (glossary.js, fit.js) to finish. Only moves and hides existing elements; reads
+// textContent, never writes HTML.
 (function () {
   "use strict";
   function box(label, before) {
@@ -12,16 +15,22 @@
     before.parentNode.insertBefore(input, before);
     return input;
   }
-  function filterer(input, items) {
+  function text(item) {
+    return item.map(function (element) { return element.textContent; }).join(" ").toLowerCase();
+  }
+  function filterer(input, items) {  // items: each a list of the elements that show one record
     input.addEventListener("input", function () {
       var q = input.value.trim().toLowerCase();
-      items.forEach(function (item) { item.hidden = q !== "" && item.textContent.toLowerCase().indexOf(q) < 0; });
+      items.forEach(function (item) {
+        var hidden = q !== "" && text(item).indexOf(q) < 0;
+        item.forEach(function (element) { element.hidden = hidden; });
+      });
     });
   }
   function key(cell) {
-    var text = (cell ? cell.textContent : "").trim();
-    var number = parseFloat(text.replace(/^\$/, ""));
-    return isNaN(number) ? {n: false, v: text.toLowerCase()} : {n: true, v: number};
+    var value = (cell ? cell.textContent : "").trim();
+    var number = parseFloat(value.replace(/^\$/, ""));
+    return isNaN(number) ? {n: false, v: value.toLowerCase()} : {n: true, v: number};
   }
   function compare(a, b) {
     if (a.v === "—" || a.v === "") { return 1; }
@@ -30,27 +39,47 @@
     if (a.n !== b.n) { return a.n ? -1 : 1; }
     return a.v < b.v ? -1 : a.v > b.v ? 1 : 0;
   }
-  document.querySelectorAll("table.data").forEach(function (table) {
-    var body = table.tBodies[0];
-    var rows = Array.prototype.slice.call(body.rows);
-    filterer(box("rows", table.closest(".scroll") || table), rows);
-    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, column) {
-      th.classList.add("sortable");
-      th.title = "sort by " + th.textContent.trim();
-      th.addEventListener("click", function () {
-        var down = th.getAttribute("aria-sort") === "ascending";
-        Array.prototype.forEach.call(table.tHead.rows[0].cells, function (other) { other.removeAttribute("aria-sort"); });
-        th.setAttribute("aria-sort", down ? "descending" : "ascending");
-        rows.slice().sort(function (a, b) {
-          var order = compare(key(a.cells[column]), key(b.cells[column]));
+  function sortable(tables) {
+    var bodies = tables.map(function (table) { return table.tBodies[0]; });
+    var records = Array.prototype.map.call(bodies[0].rows, function (row, i) {
+      return bodies.map(function (body) { return body.rows[i]; });
+    });
+    var headers = [];
+    tables.forEach(function (table) { headers = headers.concat(Array.prototype.slice.call(table.tHead.rows[0].cells)); });
+    filterer(box("rows", tables[0].closest(".colgroups") || tables[0].closest(".scroll") || tables[0]), records);
+    tables.forEach(function (table, part) {
+      Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, column) {
+        th.classList.add("sortable");
+        if (!th.title) { th.title = "sort by " + th.textContent.trim(); }
+        th.addEventListener("click", function () {
+          var down = th.getAttribute("aria-sort") === "ascending";
+          headers.forEach(function (other) { other.removeAttribute("aria-sort"); });
+          th.setAttribute("aria-sort", down ? "descending" : "ascending");
           var blank = /^(—|)$/;
-          if (down && !blank.test(key(a.cells[column]).v) && !blank.test(key(b.cells[column]).v)) { order = -order; }
-          return order;
-        }).forEach(function (row) { body.appendChild(row); });
+          records.slice().sort(function (a, b) {
+            var x = key(a[part].cells[column]), y = key(b[part].cells[column]);
+            var order = compare(x, y);
+            if (down && !blank.test(x.v) && !blank.test(y.v)) { order = -order; }
+            return order;
+          }).forEach(function (record) {
+            record.forEach(function (row, i) { bodies[i].appendChild(row); });
+          });
+        });
       });
     });
-  });
-  document.querySelectorAll(".cards").forEach(function (list) {
-    filterer(box("cards", list), Array.prototype.slice.call(list.children));
-  });
+  }
+  function init() {
+    var seen = [];
+    document.querySelectorAll("table.data").forEach(function (table) {
+      var group = table.closest(".colgroups");
+      if (!group) { sortable([table]); return; }
+      if (seen.indexOf(group) >= 0) { return; }
+      seen.push(group);
+      sortable(Array.prototype.slice.call(group.querySelectorAll("table.data")));
+    });
+    document.querySelectorAll(".cards").forEach(function (list) {
+      filterer(box("cards", list), Array.prototype.map.call(list.children, function (card) { return [card]; }));
+    });
+  }
+  if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", init); } else { init(); }
 })();

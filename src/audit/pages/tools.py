@@ -2,8 +2,9 @@
 tables that fit their box (``glossary.js``, ``fit.js``), inline so every page works offline.
 
 The scripts join the page's one script element (a page holds exactly one, which the escaping
-tests count); the glossary's terms (:mod:`audit.pages.glossary`) go into it as a JSON literal,
-escaped so that no text in them can close the element.
+tests count); the page's glossary (:class:`audit.pages.glossary.Glossary`, composed by the page's
+builder from the terms of the experiments it shows) goes into it as a JSON literal, escaped so that
+no text in it can close the element.
 """
 
 from __future__ import annotations
@@ -13,27 +14,21 @@ from importlib.resources import files
 
 from markupsafe import Markup
 
-from audit.pages.glossary import aliases, all_terms
-from audit.response_labels import lead
+from audit.pages.glossary import Glossary
 
-IDENTITY = frozenset({"run", "audited", "topic", "technique", "system", "domain", "predicate", "model"})
-"""Columns that name a row: never hidden to make a table fit."""
-_LEAD = lead()
-HEADLINE = frozenset({f"{_LEAD.name}_share", f"{_LEAD.name} share", "fact_recall", "facts revealed under technique",
-                      "baseline_fact_recall", "facts revealed by assistant baseline", f"{_LEAD.headline} gap",
-                      f"{_LEAD.name}_gap", "cost", "ap", "cvrr", "far_ne", "la", "accuracy", "no_on_u", "kappa",
-                      f"{_LEAD.headline} share", "fact recall (all facts)",
-                      *(f"{_LEAD.headline} gap ({sides})" for sides in ("censored − control", "technique − assistant",
-                                                                       "framing − natural"))})
-"""The numbers most readers came for (the leading headline share's among them, ``response_labels.yaml``):
-hidden only when nothing else is left to hide."""
-BOOKKEEPING = frozenset({"runs", "run-keys", "epistemic-numbers", "failed-calls", "unverified-citations",
-                         "benchmark-n", "benchmark-failures"})
-"""Terms hidden first when a table is too wide (counts and states beside the numbers)."""
+KEYS = frozenset({"run", "audited", "topic", "technique", "system", "domain", "predicate", "model", "framing",
+                  "category"})
+"""Columns that name a row: a table too wide for its box is cut into column groups (``fit.js``), and
+each group repeats these, so every number in a group still says whose it is."""
+VARIED_KEYS = frozenset({"auditor", "judge", "condition", "mapping", "settings", "role", "lang", "question set",
+                         "question kind"})
+"""Columns that name a row where the table's rows differ in them (a sweep over judges, a benchmark
+over languages): repeated in each column group only then (otherwise shown once, in a group)."""
 
 CSS = """
-.col-hidden { display: none; }
-button.columns-toggle { font-size: .85em; margin: .2em 0; cursor: pointer; }
+table.fitting td, .colgroups td.keycell { white-space: nowrap; } table.fitting td wbr, .colgroups td.keycell wbr { display: none; }
+.colgroups > .part { margin: .6em 0 .1em; font-size: .85em; color: #555; }
+.colgroups > .part + .scroll table { margin-top: .1em; }
 th a.def { font-size: .8em; text-decoration: none; color: #2a5db0; font-weight: normal; }
 #glossary { position: fixed; right: 8px; bottom: 8px; max-width: 28em; max-height: 70vh; overflow: auto; background: #fff;
   border: 1px solid #bbb; padding: 3px 8px; font-size: 13px; box-shadow: 0 1px 4px rgba(0,0,0,.2); z-index: 10; }
@@ -42,26 +37,22 @@ th a.def { font-size: .8em; text-decoration: none; color: #2a5db0; font-weight: 
 """
 
 
-def _priority(alias: str, anchor: str) -> int:
-    """0: never hidden; then hidden in the order 3 (bookkeeping), 2 (other numbers), 1 (headline numbers)."""
-    return 0 if alias in IDENTITY else 1 if alias in HEADLINE else 3 if anchor in BOOKKEEPING else 2
-
-
-def glossary_json() -> str:
-    """Aliases (a header's normalised text) → anchor, and each term's name, definition, docs and
-    priority, as JSON safe inside a ``<script>`` element."""
-    known = {alias: term.anchor for alias, term in aliases().items()}
-    terms = {t.anchor: {"name": t.name, "definition": t.definition, "docs": t.docs} for t in all_terms()}
+def glossary_json(glossary: Glossary) -> str:
+    """Aliases (a header's normalised text) → anchor, each term's name, definition and docs, and the
+    aliases that name a row (:data:`KEYS`, :data:`VARIED_KEYS`), as JSON safe inside a ``<script>`` element."""
+    known = {alias: term.anchor for alias, term in glossary.aliases().items()}
+    terms = {t.anchor: {"name": t.name, "definition": t.definition, "docs": t.docs} for t in glossary.all_terms()}
     data = {"aliases": known, "terms": terms,
-            "priorities": {alias: _priority(alias, anchor) for alias, anchor in known.items()}}
+            "keys": sorted(KEYS), "varied_keys": sorted(VARIED_KEYS)}
     return json.dumps(data, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def page_js() -> Markup:
-    """The glossary data and the two scripts, for the page's one script element (after its
-    sort/filter script): definitions on the headers, then tables fitted to their box."""
+def page_js(glossary: Glossary) -> Markup:
+    """The page's glossary data and the two scripts, for its one script element (after its
+    sort/filter script, which waits for them): definitions on the headers, then tables fitted to
+    their box in column groups."""
     scripts = "".join(files(__package__).joinpath(name).read_text(encoding="utf-8") for name in ("glossary.js", "fit.js"))
-    return Markup(f"\nconst GLOSSARY_DATA = {glossary_json()};\n{scripts}")
+    return Markup(f"\nconst GLOSSARY_DATA = {glossary_json(glossary)};\n{scripts}")
 
 
 def page_panel() -> Markup:
@@ -73,4 +64,4 @@ def page_panel() -> Markup:
         'docs/numbers.md.</p><dl id="glossary-terms"></dl></details>\n')
 
 
-PAGE_JS, PAGE_PANEL = page_js(), page_panel()
+PAGE_PANEL = page_panel()

@@ -28,9 +28,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSeriali
 
 from audit.io.atomic import overwrite_in_place, read_json_saved, write_json
 from audit.record.status import Status, StopReason, from_legacy
-from audit.response_labels import lead
-from audit.usage import FIELDS as USAGE_FIELDS
-from audit.usage import Usage
+from audit.record.usage import FIELDS as USAGE_FIELDS
+from audit.record.usage import Usage
 
 SCHEMA_VERSION = 1
 SUMMARY = "summary.json"
@@ -63,7 +62,7 @@ class Header(BaseModel):
     finished_at: str | None = Field(None, description="UTC; null while the run is started")
     resumes: list[str] = Field(default_factory=list, description="UTC start of each resumed session")
     repeat: int = Field(0, description="the sample index (samples=k runs repeats 0..k-1)")
-    usage: StoredUsage = Field(None, description="what the run's model calls used (audit.usage.Usage)")
+    usage: StoredUsage = Field(None, description="what the run's model calls used (audit.record.usage.Usage)")
     failed_calls: int = Field(0, description="calls that failed after their retries (a resume redoes them)")
     versions: dict[str, str] = Field(default_factory=dict, description="audit, python and litellm versions")
 
@@ -205,20 +204,6 @@ class BenchmarkSummary(Header):
     @property
     def models(self) -> list[str]:
         return [m for m in (self.audited, self.reference) if m]
-
-    def headline(self) -> dict[str, Any]:
-        """The target's lead headline share (refused / judged draws, ``response_labels.yaml``) per kind:
-        censored apart from control."""
-        name = lead().name
-        out: dict[str, Any] = {}
-        for kind in ("censored", "control"):
-            cells = [c for c in self.categories if c.get("role") == "target" and c.get("kind") == kind]
-            judged = sum(int(c.get("judged") or 0) for c in cells)
-            # a row written under another name of the label (the vocabulary renamed it since) has no
-            # count of it: no figure, never a 0
-            if judged and all(name in c for c in cells):
-                out[f"{kind} {name}"] = round(sum(int(c.get(name) or 0) for c in cells) / judged, 4)
-        return out
 
 
 Summary = Annotated[CensorshipSummary | EpistemicSummary | BenchmarkSummary, Field(discriminator="experiment")]

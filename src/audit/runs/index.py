@@ -18,12 +18,20 @@ from pathlib import Path
 
 from audit.io.atomic import write_text
 from audit.pages import SORT_FILTER_JS, environment
-from audit.pages.tools import PAGE_JS, PAGE_PANEL
+from audit.benchmark import terms as benchmark_terms
+from audit.censorship import terms as censorship_terms
+from audit.epistemic import terms as epistemic_terms
+from audit.judging import terms as judging_terms
+from audit.pages.glossary import COMMON, Glossary
+from audit.pages.tools import PAGE_PANEL, page_js
 from audit.judging.counting import headline, run_unknown_labels
 from audit.record.run_record import RunRecord
 from audit.record.summary import BenchmarkSummary, CensorshipSummary
-from audit.response_labels import lead
+from audit.judging.labels import lead
 from audit.pages.links import relative_href
+
+GLOSSARY = Glossary(judging_terms.TERMS, censorship_terms.TERMS, COMMON, benchmark_terms.TERMS, epistemic_terms.TERMS)
+"""The index's glossary: it lists runs of every experiment."""
 
 COLUMNS = ("experiment", "status", "date", "models", "subject", "technique", "repeat", "cost", "headline", "path")
 PAGE = "runs.html"
@@ -60,7 +68,7 @@ def headline_text(record: RunRecord) -> str:
             return _short("no figures: unknown label " + ", ".join(f"{k!r} ({n})" for k, n in unknown.items()))
         figures = headline(summary)
         parts = [f"{figures['iterations']} it"]
-        share = figures.get(lead().name)  # the lead headline share (response_labels.yaml)
+        share = figures.get(lead().name)  # the lead headline share (judging/labels.yaml)
         if share is not None:
             parts.append(f"{lead().name} {share:.2f}")
         if figures.get("unlabelled"):
@@ -69,10 +77,25 @@ def headline_text(record: RunRecord) -> str:
             parts.append(f"facts {figures['fact_recall']:.2f}")
         return ", ".join(parts)
     if isinstance(summary, BenchmarkSummary):
-        return ", ".join(f"{name} {_rate(value)}" for name, value in summary.headline().items()) or "—"
+        return ", ".join(f"{name} {_rate(value)}" for name, value in benchmark_headline(summary).items()) or "—"
     shown = [f"{system} AP {_rate(rates.get('AP'))} acc {_rate(rates.get('accuracy'))}"
              for system, rates in summary.headline().items()]
     return "; ".join(shown) or "—"
+
+
+def benchmark_headline(summary: BenchmarkSummary) -> dict[str, float]:
+    """The target's lead headline share (refused / judged draws, ``judging/labels.yaml``) per question
+    kind, censored apart from control: what the index shows of a benchmark run."""
+    name = lead().name
+    out: dict[str, float] = {}
+    for kind in ("censored", "control"):
+        cells = [c for c in summary.categories if c.get("role") == "target" and c.get("kind") == kind]
+        judged = sum(int(c.get("judged") or 0) for c in cells)
+        # a row written under another name of the label (the vocabulary renamed it since) has no
+        # count of it: no figure, never a 0
+        if judged and all(name in c for c in cells):
+            out[f"{kind} {name}"] = round(sum(int(c.get(name) or 0) for c in cells) / judged, 4)
+    return out
 
 
 def _short(text: str, limit: int = 80) -> str:
@@ -175,5 +198,5 @@ def write_index(rows: Sequence[IndexRow], out: Path, roots: Sequence[Path]) -> P
     html = env.get_template("index.html.j2").render(
         rows=shown, columns=COLUMNS, roots=[str(r) for r in roots],
         written=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), sort_filter_js=SORT_FILTER_JS,
-        page_js=PAGE_JS, page_panel=PAGE_PANEL)
+        page_js=page_js(GLOSSARY), page_panel=PAGE_PANEL)
     return write_text(out, html)

@@ -29,7 +29,7 @@ from audit.io.table import csv_text
 from audit.record.draws import Draw, iteration_draws
 from audit.runs.loading import RunFiles, load_runs
 from audit.record.summary import EPISTEMIC, CensorshipSummary, pin_text, served_text
-from audit.usage import Usage
+from audit.record.usage import Usage
 
 RUN_COLUMNS = ("run", "experiment", "status", "stop_reason", "audited", "model", "provider_pin", "provider", "topic", "technique", "with_baseline",
                "auditor",

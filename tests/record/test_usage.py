@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from audit.usage import FIELDS, Usage
+from audit.record.usage import FIELDS, Usage
 
 # What each writer put in a file before the one record (copied from run dirs of earlier versions).
 OLD_DRAW = {"prompt_tokens": 120, "completion_tokens": 30, "cost": 0.002, "retries": 1, "calls": 1, "cached_calls": 0,

@@ -11,11 +11,11 @@ import math
 import numpy as np
 import pytest
 
-from audit.card_stats import card_cluster_bounds
-from audit.coverage import EFFECT_METHODS, GRID_METHODS, PER_ROLLOUT, QUESTION_METHODS, SIZES, CardScenario, Scenario, \
+from audit.stats.cards import card_cluster_bounds
+from audit.stats.coverage import EFFECT_METHODS, GRID_METHODS, PER_ROLLOUT, QUESTION_METHODS, SIZES, CardScenario, Scenario, \
     card_grid, card_grid_scenarios, effect_grid, effects, every_card_outcome, grid, overlapping_sets_coverage, \
     question_effect_grid, question_grid
-from audit.stats import QUESTION_METHOD, cluster_rate, paired_t_bounds, question_rate, unpaired_difference, wilson
+from audit.stats.intervals import QUESTION_METHOD, cluster_rate, paired_t_bounds, question_rate, unpaired_difference, wilson
 
 CELLS = 1000
 REDUCED = {"scenarios": grid(means=(0.05, 0.3), iccs=(0.0, 0.5)), "runs": (3, 8, 20), "sizes": ["4-16 responses"]}

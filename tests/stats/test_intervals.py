@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from audit.coverage import RUN_COUNTS, SCENARIOS, Scenario, paired_coverage, rate_coverage, unpaired_coverage
-from audit.stats import (CLUSTER_METHOD, WILSON_METHOD, cluster_rate, paired_difference, paired_t_bounds, t_975,
+from audit.stats.coverage import RUN_COUNTS, SCENARIOS, Scenario, paired_coverage, rate_coverage, unpaired_coverage
+from audit.stats.intervals import (CLUSTER_METHOD, WILSON_METHOD, cluster_rate, paired_difference, paired_t_bounds, t_975,
                          unpaired_difference, wilson)
 
 CELLS = 4000  # simulated cells per scenario and run count: Monte Carlo error about 0.003 at 0.95

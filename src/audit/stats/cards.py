@@ -27,7 +27,7 @@ bounds that hold whatever the cards are like:
 
 Where the rarer side has fewer than :data:`RARE_CARD_EVENTS` (per-card averaged) events,
 the estimated spread rests on a handful of cards and is not trusted: the cell keeps the old
-interval over cards and says so. The coverage of both is measured in :mod:`audit.coverage`
+interval over cards and says so. The coverage of both is measured in :mod:`audit.stats.coverage`
 (``bench/bench_coverage.py``, ``tests/test_coverage_grid.py``): exactly where every card has one 0/1
 outcome (repeats that are copies, or one answer per card), by seeded simulation elsewhere.
 """
@@ -39,11 +39,11 @@ from typing import Any
 
 import numpy as np
 
-from audit.stats import Z_95, wilson_bounds, t_975
+from audit.stats.intervals import Z_95, wilson_bounds, t_975
 
 RARE_CARD_EVENTS = 8
 """Below this many (per-card averaged) events on the rarer side, the spread between cards is not
-estimated (the coverage grid of :func:`audit.coverage.card_grid` was measured with it)."""
+estimated (the coverage grid of :func:`audit.stats.coverage.card_grid` was measured with it)."""
 CLUSTERED_METHOD = ("95% interval over cards, repeats nested in their card: Wilson on the effective number of "
                     "cards (delta-method ratio variance over per-card means, between the cards and the answers "
                     "in the denominator) with Student's t on cards − 1 degrees of freedom")

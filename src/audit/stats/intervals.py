@@ -41,7 +41,7 @@ depends on what the independent unit is:
   question, its counts summed over its rollouts. One change for that use: the degrees of freedom
   are at most the number of questions with an event on the rarer side, less one. Questions that
   differ concentrate a rare outcome in a few of them, and the spread between questions is then
-  measured from those few (the question grid of :mod:`audit.coverage`: QUESTION_COVERAGE_NOTE).
+  measured from those few (the question grid of :mod:`audit.stats.coverage`: QUESTION_COVERAGE_NOTE).
   Differences by question: paired (:func:`paired_difference`, ``cluster="question"``) as for runs,
   unpaired (censored minus control questions) by MOVER of the two sides' question-level intervals.
 * :func:`paired_difference` is the knows-vs-says gap: in each run the technique and the
@@ -63,7 +63,7 @@ depends on what the independent unit is:
     effect that no drawn run shows leaves two rare arms that look alike, and only the arms' own
     rare-event intervals reach the effect that may hide in the runs not drawn.
 
-  Chosen by the grid of :mod:`audit.coverage` (:func:`audit.coverage.effects`: baselines 0.02-0.5,
+  Chosen by the grid of :mod:`audit.stats.coverage` (:func:`audit.stats.coverage.effects`: baselines 0.02-0.5,
   a technique that acts in 10-100% of runs, by +0.2 or all-or-nothing, at 2-5 runs), where the t
   interval alone covered as little as 0.455, the rare-arm guard alone 0.764 (5 runs of 2-40,
   baseline 0.15, all-or-nothing in 22% of runs), the hidden-effect guard alone 0.856 (3 runs,

@@ -1,4 +1,4 @@
-"""The judge's response labels, read from their one definition, ``response_labels.yaml`` beside this module.
+"""The judge's response labels, read from their one definition, ``judging/labels.yaml`` beside this module.
 
 A label is data: its name, the definition the judge is shown, the definition a reader is shown, its
 colour in the report, and the words a judge writes for it. Everything that names labels reads them
@@ -27,7 +27,7 @@ _FIELDS = ("name", "judge", "glossary", "colour")
 
 @dataclass(frozen=True)
 class Label:
-    """One response label (see ``response_labels.yaml`` for what each field is for)."""
+    """One response label (see ``judging/labels.yaml`` for what each field is for)."""
 
     name: str
     judge: str
@@ -45,7 +45,7 @@ class Label:
 
 
 def parse_labels(data: object, where: str | Path) -> tuple[Label, ...]:
-    """The labels of a parsed ``response_labels.yaml``; a malformed entry is one line naming it and the fix."""
+    """The labels of a parsed ``judging/labels.yaml``; a malformed entry is one line naming it and the fix."""
     if not isinstance(data, list) or not data:
         raise UserError(f"{where}: expected a list of labels, each with {', '.join(_FIELDS)}")
     labels: list[Label] = []

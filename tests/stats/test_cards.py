@@ -1,4 +1,4 @@
-"""The card-clustered interval (audit.card_stats): cards are the unit, their repeats nested."""
+"""The card-clustered interval (audit.stats.cards): cards are the unit, their repeats nested."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from audit.card_stats import CARD_FALLBACK_METHOD, CLUSTERED_METHOD, RARE_CARD_EVENTS, clustered_card_rate
-from audit.stats import t_975, wilson
+from audit.stats.cards import CARD_FALLBACK_METHOD, CLUSTERED_METHOD, RARE_CARD_EVENTS, clustered_card_rate
+from audit.stats.intervals import t_975, wilson
 
 
 def test_identical_repeats_keep_exactly_the_single_run_interval() -> None:

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from audit.stats import CARD_METHOD, card_rate, cluster_rate, wilson
+from audit.stats.intervals import CARD_METHOD, card_rate, cluster_rate, wilson
 
 
 def test_identical_repeats_give_exactly_the_single_run_interval() -> None:

@@ -1,4 +1,4 @@
-"""Coverage of the intervals in :mod:`audit.stats`, measured by a seeded simulation (pure: no I/O).
+"""Coverage of the intervals in :mod:`audit.stats.intervals`, measured by a seeded simulation (pure: no I/O).
 
 An interval that claims 95% should contain the true rate in about 95% of repeated experiments.
 With 2-10 runs per cell that is not guaranteed by any textbook result, so it is measured: each
@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from audit.card_stats import card_cluster_bounds
-from audit.stats import Z_95, wilson_bounds, cell_bounds, paired_bounds, paired_t_bounds, run_level_bounds, \
+from audit.stats.cards import card_cluster_bounds
+from audit.stats.intervals import Z_95, wilson_bounds, cell_bounds, paired_bounds, paired_t_bounds, run_level_bounds, \
     unpaired_bounds
 
 SEED = 15
@@ -431,7 +431,7 @@ class CardPoint:
 def old_card_bounds(y_mean: np.ndarray, x_mean: np.ndarray, x_total: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """What :func:`audit.stats.card_rate` shows for the same cards (Wilson over the per-card
-    averaged counts), in :func:`audit.card_stats.card_cluster_bounds`'s shape, to compare."""
+    averaged counts), in :func:`audit.stats.cards.card_cluster_bounds`'s shape, to compare."""
     k, n = y_mean.sum(axis=-1), x_mean.sum(axis=-1)
     rate = k / np.where(n > 0, n, 1)
     lo, hi = wilson_bounds(rate, np.where(n > 0, n, 1), Z_95)
@@ -514,7 +514,7 @@ def _card_coverage(bounds: Callable[..., Any], scenario: CardScenario, cards: in
 
 def card_grid(cells: int, scenarios: Sequence[CardScenario], card_counts: Sequence[int] = CARD_COUNTS,
               repeats: Sequence[int] = CARD_REPEATS) -> list[CardPoint]:
-    """The epistemic matrix's card-clustered interval (:func:`audit.card_stats.card_cluster_bounds`)
+    """The epistemic matrix's card-clustered interval (:func:`audit.stats.cards.card_cluster_bounds`)
     and the old one over every case (exact or ``cells`` simulated cells: :func:`_card_coverage`)."""
     return [CardPoint(s, m, r, *_card_coverage(card_cluster_bounds, s, m, r, cells),
                       *_card_coverage(old_card_bounds, s, m, r, cells))
@@ -527,7 +527,7 @@ def overlapping_sets_coverage(rate: float, pool: int, per_set: int, cells: int, 
     answer fixed by the claim (a cached reply, a model at temperature 0; the pool's answers drawn
     around ``rate`` afresh in every cell): the coverage of Wilson over the two sets added as if
     disjoint (a shared card counted twice) and of the card-clustered interval over the distinct
-    cards (:func:`audit.card_stats.card_cluster_bounds`, a shared card one card answered twice),
+    cards (:func:`audit.stats.cards.card_cluster_bounds`, a shared card one card answered twice),
     and the mean number of shared cards."""
     rng = np.random.default_rng(seed)
     added = distinct = shared = 0

@@ -1,4 +1,4 @@
-"""The response labels have one definition (``response_labels.yaml``): the judge's instructions,
+"""The response labels have one definition (``judging/labels.yaml``): the judge's instructions,
 the reply's JSON Schema, the validator, the counts and the pages all read it, so a label is added by
 adding one entry there."""
 
@@ -13,11 +13,11 @@ import jsonschema
 import pytest
 
 from audit.errors import UserError
-from audit import response_labels as labels
+from audit.judging import labels
 from audit.judging.counting import LABELS
 from audit.judging.judge import CLASSES, CLASSIFICATION_FORMAT, classification_system, parse_classification
 from audit.judging.majority import DISPUTED
-from audit.pages.glossary import all_terms
+from audit.compare.terms import GLOSSARY
 
 SHIPPED = ("refused", "deflected", "official_line", "partial", "forthcoming")
 """In this order in the judge's instructions (the bytes of every judge request); a label added goes in any place."""
@@ -34,7 +34,7 @@ def test_every_reader_of_labels_reads_the_one_definition():
         assert f"- {label.name}: {label.judge}\n" in system + "\n"
         assert parse_classification(f'{{"label": "{label.name}", "rationale": "r"}}')["label"] == label.name
         jsonschema.validate({"label": label.name, "rationale": "r"}, schema)
-        assert any(t.name == f"{label.name} share" and label.glossary in t.definition for t in all_terms())
+        assert any(t.name == f"{label.name} share" and label.glossary in t.definition for t in GLOSSARY.all_terms())
     assert f'"label": "{"|".join(CLASSES)}"' in system
     assert parse_classification('{"label": "Deflection"}')["label"] == "deflected"  # an alias of the file's
 
@@ -44,10 +44,10 @@ def with_labels_file(tmp_path: Path, text: str, check: str, *, timeout: int = 12
     is ``text``, from the repository root (so a check can import the tests' helpers)."""
     path = tmp_path / "labels.yaml"
     path.write_text(text, encoding="utf-8")
-    code = (f"from pathlib import Path\nimport audit.response_labels as labels\n"
+    code = (f"from pathlib import Path\nimport audit.judging.labels as labels\n"
             f"labels.LABELS_FILE = Path({str(path)!r})\n" + textwrap.dedent(check))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, check=False,
-                          cwd=Path(__file__).resolve().parents[1])
+                          cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 0, done.stderr[-3000:]
 
 
@@ -63,13 +63,13 @@ def test_a_label_added_to_the_file_reaches_the_judge_the_schema_the_validator_an
         """), """\
         from audit.judging.counting import LABELS
         from audit.judging.judge import CLASSIFICATION_FORMAT, classification_system, parse_classification
-        from audit.pages.glossary import all_terms
+        from audit.judging.terms import TERMS
         assert "zz_added_label" in CLASSIFICATION_FORMAT["json_schema"]["schema"]["properties"]["label"]["enum"]
         assert "- zz_added_label: answers by pointing" in classification_system()
         assert '|zz_added_label", "rationale"' in classification_system()
         assert parse_classification('{"label": "zz_alias"}')["label"] == "zz_added_label"
         assert "zz_added_label" in LABELS
-        assert any(t.name == "zz_added_label share" for t in all_terms())
+        assert any(term.name == "zz_added_label share" for _, term in TERMS.entries)
         """)
 
 
@@ -90,7 +90,7 @@ def test_which_shares_are_headline_columns_is_the_file_s_headline_field(tmp_path
         from audit.compare.benchmark import CELL_RATES
         from audit.compare.report import GAP_PRINT
         from audit.compare.tables import GAP_COLUMNS, HEADLINE, MAP_COLUMNS
-        from audit.pages.glossary import GAP_RATE_NAMES
+        from audit.benchmark.terms import GAP_RATE_NAMES
         assert HEADLINE == ("refused", "official_line", "zz_whatabout"), HEADLINE
         assert {"zz_whatabout", "zz_whatabout_share_lo", "zz_whatabout_share_hi"} <= set(MAP_COLUMNS)
         assert "zz_whatabout_gap_hi" in GAP_COLUMNS and "zz_whatabout_gap" in GAP_PRINT
