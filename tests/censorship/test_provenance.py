@@ -6,7 +6,7 @@ import pytest
 
 from audit.censorship.provenance import draw_fields, failure_streak, pinned_providers, served_summary
 from audit.llm.types import LLMResponse
-from audit.usage import Usage
+from audit.record.usage import Usage
 from audit.record.draws import judgeable
 from audit.llm.settings import role_routing
 from audit.errors import UserError

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from audit.llm.types import Blocked
 from audit.record.draws import Draw, Turn, blocked_counts, blocked_fields, iteration_draws
 from audit.runs.loading import load_runs
 
@@ -51,7 +50,7 @@ def test_every_legacy_run_dir_loads_through_the_typed_records():
 
 
 def test_blocked_draws_are_counted_per_cell_the_baseline_and_auto_techniques_apart():
-    block = blocked_fields(Blocked("guardrail", None, "Request blocked"))
+    block = blocked_fields({"code": "guardrail", "provider": None, "reason": "Request blocked"})
     assert block == {"outcome": "blocked", "blocked": {"code": "guardrail", "provider": None, "reason": "Request blocked"}}
     fixed = iteration_draws({"iteration": 1, "technique": "prefill", **block, "baseline": {**block}})
     auto = iteration_draws({"iteration": 2, "draws": [{"technique": "assistant", "id": "2.1", **block},

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from audit.llm.aborted import tokens_in
-from audit.llm.types import BLOCKED, Blocked, LLMResponse
-from audit.record.draws import blocked_fields
+from audit.llm.types import Blocked, LLMResponse
+from audit.record.draws import BLOCKED, blocked_fields
 
 SHRUNK = 4
 """A prompt billed at less than a quarter of the tokens its text holds (at the gateway's estimate of
@@ -37,7 +37,7 @@ def draw_fields(response: LLMResponse, sent: str = "") -> dict[str, Any]:
     pipeline = routing.get("pipeline") if isinstance(routing, dict) else None
     pipeline = [stage for stage in pipeline if isinstance(stage, dict)] if isinstance(pipeline, list) else None
     return {
-        **(blocked_fields(blocked) if blocked else {"outcome": response.outcome}),
+        **(blocked_fields(blocked.as_dict()) if blocked else {"outcome": response.outcome}),
         "served": {
             "provider": response.provider,
             "native_finish_reason": response.native_finish_reason,

@@ -135,7 +135,7 @@ async def send(gateway: Any, target: Target, record: dict[str, Any], *, prompt: 
     except GatewayError as exc:
         record.update(raw_response=None, completion_tokens=0, finish_reason=None, usage=None, error=str(exc))
         if exc.blocked is not None:  # a filter stopped the draw: a finding, not a failed call
-            record.update(error=None, **blocked_fields(exc.blocked))
+            record.update(error=None, **blocked_fields(exc.blocked.as_dict()))
             return Sample(record)
         return Sample(record, error_kind=exc.kind)
     record.update(raw_response=response.text, completion_tokens=response.usage.completion_tokens,

@@ -23,7 +23,7 @@ from typing import Any
 
 from audit import model_json
 from audit.llm.retry import parse_retry_after
-from audit.llm.types import BLOCKED, BLOCKING_KINDS, Blocked, GatewayError, ReplyTooLarge, Usage
+from audit.llm.types import BLOCKING_KINDS, Blocked, GatewayError, ReplyTooLarge, Usage
 
 REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -184,12 +184,12 @@ def outcome_of(text: str, finish_reason: str | None, reasoning: str, reasoning_t
 
     ``content_filter`` (the provider's filter cut the text) is kept with its text: in a censorship
     audit the filter is what is being measured, and the words up to the cut are the model's. A
-    ``content_filter`` finish with no text at all is :data:`~audit.llm.types.BLOCKED`, the 200 form of a
+    ``content_filter`` finish with no text at all is ``blocked``, the 200 form of a
     filter's typed 400: the filter withheld the whole answer, and judging the empty text would count
     the filter as the model's refusal.
     """
     if finish_reason == "content_filter":
-        return "content_filter" if text.strip() else BLOCKED
+        return "content_filter" if text.strip() else "blocked"
     if text.strip():
         return "answer"
     return "reasoning_only" if (reasoning or reasoning_tokens) else "empty"

@@ -38,7 +38,7 @@ class LLMResponse:
     """What the reply is (``replies.outcome_of``): ``answer``, ``empty`` (the model ended at once),
     ``reasoning_only`` (all of max_tokens spent reasoning, no answer text), ``content_filter``
     (the provider's filter cut the text: in a censorship audit a finding, not a failure) or
-    :data:`BLOCKED` (a ``content_filter`` finish with no text: the filter withheld the whole answer)."""
+    ``blocked`` (a ``content_filter`` finish with no text: the filter withheld the whole answer)."""
     native_finish_reason: str | None = None
     """The finish reason the serving provider gave (OpenRouter normalises ``finish_reason``)."""
     reasoning_tokens: int = 0
@@ -72,8 +72,6 @@ class ReplyTooLarge(Exception):
     """A reply body over ``gateway.max_reply_bytes``: cut off where it crossed the limit, never read whole."""
 
 
-BLOCKED = "blocked"
-"""The outcome of a draw a filter between the user and the model stopped before any of its words came back."""
 BLOCKING_KINDS = frozenset({"content_policy", "refusal", "guardrail", "moderation"})
 """Failures that are a filter between the caller and the model stopping the request (OpenRouter's errors
 guide: the typed 400s ``content_policy_violation`` and ``refusal``, a 403 guardrail block, a 403 moderation
