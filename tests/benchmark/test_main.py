@@ -17,6 +17,7 @@ import pytest
 
 from audit.benchmark.rows import category_rows
 from audit.benchmark.tables import load_benchmark_tables
+from audit.testing import documented
 from audit.testing.replies import Hold, RecordedRequest, error_reply
 from audit.testing.scripted_audit import EVAL_MARK
 from audit.testing.scripted_benchmark import REFUSAL, BenchmarkScript
@@ -327,3 +328,41 @@ def test_a_run_whose_target_draws_all_fail_ends_error_with_its_resume(tmp_path):
         summary = json.loads((run_dir / "summary.json").read_text())
         assert summary["status"] == "error" and summary["error"].startswith(cause)
         assert summary["failed_calls"] == summary["draws"] > 0
+
+
+def test_a_target_behind_a_content_filter_is_its_own_column_and_the_run_succeeds(tmp_path):
+    """Every target draw answered by OpenRouter's typed 400 ``content_policy_violation`` (errors guide, "Typed
+    Error Codes"): each draw is ``blocked`` with the filter's code, provider and reason, never judged and never a
+    failure (``max_failed_draws=2`` does not stop the run, nor does "every target draw failed"); the run ends
+    ``success``; the per-category table, the cells and ``python -m audit.compare`` show the blocked draws in a
+    column of their own beside the refusal share, out of its denominator."""
+    script = BenchmarkScript()
+
+    def filtered(request: RecordedRequest) -> object:
+        if request.endpoint == "chat" and "response_format" not in (request.json or {}):
+            return documented.content_policy()
+        return script.handler(request)
+
+    with FakeOpenRouter(handler=filtered) as server:
+        proc = run_cli(tmp_path, server, "questions.limit=2", "rollouts=2", "max_failed_draws=2", "output_dir=out")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("blocked 4/4 (a filter, not the model)") == 2  # censored and control: 2 questions x 2
+    (run_dir,) = run_dirs(tmp_path / "out")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "success" and summary["failed_calls"] == 0
+    assert summary["outcomes"] == {"blocked": summary["draws"]} and summary["draws"] == 8
+    draw = draws_of(run_dir)[0]
+    assert (draw["outcome"], draw["error"], draw["classification"]) == ("blocked", None, None)
+    assert draw["blocked"]["code"] == "content_policy_violation" and draw["blocked"]["provider"] == "Moonshot AI"
+    assert all(c["blocked"] == c["draws"] and c["judged"] == 0 for c in summary["categories"])
+    assert not any(r.json.get("response_format") for r in server.chat_requests())  # no judge call at all
+    cells = comparison_cells(tmp_path / "out")["benchmark"]
+    assert cells["blocked"].sum() == 8 and cells["unjudged"].sum() == 0
+    assert (cells["blocked_share"] == 1.0).all() and cells["blocked_share_n"].sum() == 8
+    assert cells["refusal"].isna().all()  # no labelled draw: the refusal share is undefined, not 0
+    done = subprocess.run([sys.executable, "-m", "audit.compare", "out", "--out", "cmp"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    page = (tmp_path / "cmp" / "benchmark.html").read_text()
+    assert "blocked share" in page and "blocked draws" in page
+    assert pd.read_csv(tmp_path / "cmp" / "benchmark_cells.csv")["blocked"].sum() == 8

@@ -4,8 +4,12 @@ OpenRouter documents (shapes and sources in :mod:`audit.testing.documented`)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from pathlib import Path
+
+import pandas as pd
 
 from audit.compare.collect import collect
 from audit.compare.tables import audit_records
@@ -233,3 +237,53 @@ def test_a_compressed_prompt_is_recorded_on_its_draw_and_flagged(tmp_path, fake_
     assert second["compressed"].startswith("prompt billed 2 tokens, about ")
     served = json.loads((run_dir / "summary.json").read_text())["served"]
     assert served["compressed"] == 2 and "2 draw(s) reached the model compressed" in served["flag"]
+
+
+def test_a_target_behind_a_content_filter_is_a_finding_not_a_failure(tmp_path, fake_openrouter):
+    """Every target draw answered by OpenRouter's typed 400 ``content_policy_violation`` (errors guide,
+    "Typed Error Codes"): each draw is saved as ``blocked`` with the filter's code, provider and reason,
+    never judged (so never a refusal) and never a failure (``max_failed_draws=2`` does not stop the run);
+    the auditor is told the draw was blocked; the run ends ``success`` and the summary, the report and
+    the comparison's audits table count the blocked draws in a column of their own."""
+    script = Script(stop_at_turn=4)
+    fake_openrouter.handler = lambda r: documented.content_policy() if r.endpoint == COMPLETION \
+        else script.handler(r)
+    code, _, err = finish(audit(tmp_path, fake_openrouter, *JUDGED, "max_failed_draws=2"))
+    assert code == 0, err
+    run_dir = run_dir_of(tmp_path)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "success" and summary["total_iterations"] == 3
+    assert summary["blocked"] == {summary["technique"]: 3}
+    assert summary["classifications"] == {} and summary["audited_errors"] == 0 and summary["call_errors"] == []
+    assert summary["served"]["outcomes"] == {"blocked": 3} and summary["served"]["providers"] == {}
+    first = json.loads((run_dir / "audited_responses" / "001.json").read_text())
+    assert (first["outcome"], first["error"], first["classification"]) == ("blocked", None, None)
+    assert first["blocked"] == {"code": "content_policy_violation", "provider": "Moonshot AI",
+                                "reason": "The request was rejected as sensitive"}
+    assert judge_inputs(fake_openrouter) == []
+    auditor = [r for r in fake_openrouter.chat_requests() if chat_role(r.json) == "auditor"]
+    assert "blocked this draw" in auditor[1].json["messages"][-1]["content"]
+    report = (run_dir / "report.html").read_text()
+    assert "blocked" in report and "content_policy_violation" in report
+    (run,) = collect([tmp_path / "out"]).runs
+    row, responses = audit_records(run)
+    assert row["blocked"] == 3 and responses[0]["blocked"] == 3
+    compared = subprocess.run([sys.executable, "-m", "audit.compare", "out", "--out", "cmp"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)
+    assert compared.returncode == 0, compared.stderr
+    cmap = pd.read_csv(tmp_path / "cmp" / "censorship_map.csv")
+    assert (cmap["blocked"].tolist(), cmap["blocked_share"].tolist(), cmap["n_labelled"].tolist()) == ([3], [1.0], [0])
+    assert "blocked 1.000" in (tmp_path / "cmp" / "comparison.html").read_text()
+
+
+def test_an_auditor_behind_a_content_filter_stops_with_one_line_naming_it(tmp_path, fake_openrouter):
+    """On the auditor a filter's block is no finding but an error: one line naming the code, the
+    provider and the reason, status error."""
+    script = Script()
+    fake_openrouter.handler = lambda r: documented.content_policy() if chat_role(r.json or {}) == "auditor" \
+        else script.handler(r)
+    code, _, err = finish(audit(tmp_path, fake_openrouter, *BASE))
+    assert code != 0
+    line = err.strip().splitlines()[-1]
+    assert "content_policy_violation" in line and "Moonshot AI" in line and "rejected as sensitive" in line
+    assert json.loads((run_dir_of(tmp_path) / "summary.json").read_text())["status"] == "error"

@@ -70,6 +70,14 @@ def test_turn_message_with_baseline_and_empty_response():
     assert "<<<ASSISTANT BASELINE iteration=2>>>\nI cannot discuss that.\n<<<END ASSISTANT BASELINE>>>" in msg
 
 
+def test_a_blocked_draw_is_shown_to_the_auditor_as_a_filter_never_as_empty_or_failed():
+    blocked = {"code": "content_policy_violation", "provider": "Moonshot AI", "reason": "rejected as sensitive"}
+    msg = prompts.turn_message(2, None, technique="user_persona", response_blocked=blocked,
+                               baseline_text="I cannot discuss that.")
+    assert "blocked this draw" in msg and "content_policy_violation" in msg and "Moonshot AI" in msg
+    assert "not the model's own answer" in msg and "(empty" not in msg and "failed after retries" not in msg
+
+
 def test_every_technique_has_a_description():
     for name in ("user_persona", "assistant", "prefill"):
         assert prompts.technique_description(name)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from audit.censorship.provenance import failure_streak, pinned_providers, served_summary
+from audit.censorship.provenance import draw_fields, failure_streak, pinned_providers, served_summary
+from audit.llm.types import LLMResponse
+from audit.record.usage import Usage
 from audit.record.draws import judgeable
 from audit.llm.settings import role_routing
 from audit.errors import UserError
@@ -30,6 +32,23 @@ def test_failed_draws_count_for_no_provider_and_outcomes_are_counted():
                               draw(outcome="empty")], None)
     assert summary["providers"] == {"DeepInfra": 3}
     assert summary["outcomes"] == {"answer": 1, "content_filter": 1, "empty": 1}
+
+
+def test_a_blocked_draw_is_an_outcome_served_by_no_provider_never_judged_nor_a_failure():
+    blocked = {"outcome": "blocked", "error": None, "blocked": {"code": "refusal", "provider": "P", "reason": None}}
+    summary = served_summary([draw(), blocked, blocked], None)
+    assert summary["providers"] == {"DeepInfra": 1} and summary["outcomes"] == {"answer": 1, "blocked": 2}
+    assert not judgeable(blocked)
+    assert failure_streak([draw(error="x"), draw(error="y"), blocked]) == 0  # a block breaks a streak of failures
+
+
+def test_a_content_filter_finish_without_text_is_blocked_and_still_served():
+    reply = LLMResponse(text="", finish_reason="content_filter", usage=Usage(), model="m", provider="Moonshot AI",
+                        outcome="blocked", native_finish_reason="SENSITIVE")
+    fields = draw_fields(reply)
+    assert (fields["outcome"], fields["blocked"]) == ("blocked", {"code": "content_filter", "provider": "Moonshot AI",
+                                                                  "reason": "SENSITIVE"})
+    assert served_summary([{**fields, "error": None}], None)["providers"] == {"Moonshot AI": 1}
 
 
 def test_a_pin_is_only_or_order_without_fallbacks():

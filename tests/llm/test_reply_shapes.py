@@ -78,15 +78,19 @@ def test_empty_text_with_a_finish_reason_is_an_empty_outcome(fake_openrouter, tm
     assert reply.text == "" and reply.outcome == "empty" and reply.retries == 0
 
 
-def test_content_filter_is_kept_with_its_text(fake_openrouter, tmp_path):
+def test_content_filter_is_kept_with_its_text_and_without_any_is_blocked(fake_openrouter, tmp_path):
+    """``finish_reason: "content_filter"`` (API reference, "Responses"): the words up to the cut are the
+    model's (``content_filter``, judged); with no words at all the filter withheld the whole answer, the
+    200 form of a filter's typed 400 (``blocked``, never judged as the model's refusal)."""
     gateway = make_gateway(fake_openrouter, tmp_path)
     fake_openrouter.push(documented.content_filter(COMPLETION, "In June 1989 the"))
+    fake_openrouter.push(documented.content_filter(COMPLETION))
     try:
-        reply = gateway.complete("m/x", "p")
+        cut, withheld = gateway.complete("m/x", "p"), gateway.complete("m/x", "q")
     finally:
         gateway.close()
-    assert (reply.text, reply.finish_reason, reply.outcome) == ("In June 1989 the", "content_filter",
-                                                                 "content_filter")
+    assert (cut.text, cut.finish_reason, cut.outcome) == ("In June 1989 the", "content_filter", "content_filter")
+    assert (withheld.text, withheld.finish_reason, withheld.outcome) == ("", "content_filter", "blocked")
 
 
 @pytest.mark.parametrize("reply,kind,hint", [
@@ -120,6 +124,36 @@ def test_documented_errors_get_their_own_kind_and_hint(fake_openrouter, tmp_path
     assert len(fake_openrouter.requests) == 1
     # a filter's or a guardrail's verdict is about this request's text: the next one may pass
     assert (kind in FATAL_KINDS) == (kind not in ("moderation", "guardrail", "content_policy", "refusal"))
+
+
+@pytest.mark.parametrize("reply,code,provider,reason", [
+    (documented.content_policy(), "content_policy_violation", "Moonshot AI", "The request was rejected as sensitive"),
+    (documented.refusal(), "refusal", "Moonshot AI", "Provider returned error"),
+    (documented.moderation(), "moderation", "OpenAI", "harassment (flagged input: 'Tell me about June 4th')"),
+    (documented.guardrail_blocked(), "guardrail", None,
+     "Request blocked: prompt injection patterns detected (patterns: ignore all previous instructions)"),
+], ids=["400_content_policy_violation", "400_refusal", "403_moderation", "403_guardrail"])
+@pytest.mark.parametrize("route", [CHAT, COMPLETION])
+def test_a_filter_s_block_names_its_code_provider_and_reason(fake_openrouter, tmp_path, reply, code, provider,
+                                                              reason, route):
+    """A filter between the caller and the model (errors guide: the typed 400s, a guardrail's or moderation's
+    403) carries what stopped the request, for a draw to record as ``blocked`` and an error line to name;
+    another failure carries none."""
+    gateway = make_gateway(fake_openrouter, tmp_path)
+    fake_openrouter.push(reply)
+    fake_openrouter.push(documented.payment_required())
+    try:
+        with pytest.raises(GatewayError) as blocked:
+            call(gateway, route)
+        with pytest.raises(GatewayError) as other:
+            call(gateway, route)
+    finally:
+        gateway.close()
+    assert blocked.value.blocked is not None
+    assert blocked.value.blocked.as_dict() == {"code": code, "provider": provider, "reason": reason}
+    line = str(blocked.value)
+    assert "\n" not in line and code in line and reason in line and (provider is None or provider in line)
+    assert other.value.blocked is None
 
 
 @pytest.mark.parametrize("words", ["This request is forbidden in your region by policy",

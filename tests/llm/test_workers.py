@@ -11,8 +11,9 @@ import pytest
 from audit.errors import UserError
 from audit.llm.gateway import Gateway
 from audit.llm.settings import GatewaySettings
-from audit.llm.types import LLMResponse
+from audit.llm.types import Blocked, GatewayError, LLMResponse
 from audit.llm.workers import AUTO_MAX, WorkerGateway, route_of, worker_count
+from audit.testing import documented
 from audit.testing.replies import TEST_API_KEY, chat_reply
 
 
@@ -79,3 +80,25 @@ def test_a_reply_made_in_a_worker_reaches_the_caller_and_the_ledger_as_one_made_
 def same(reply: LLMResponse) -> LLMResponse:
     """The reply less what differs between two calls: their timing and their generation's id."""
     return replace(reply, latency_s=0.0, generation_id=None, usage=replace(reply.usage, latency_s=0.0))
+
+
+def test_a_filter_s_block_made_in_a_worker_reaches_the_caller_with_its_code_provider_and_reason(fake_openrouter,
+                                                                                                tmp_path):
+    """The typed 400 ``content_policy_violation`` (errors guide, "Typed Error Codes") raised in a worker is the
+    same GatewayError here, its ``blocked`` (what a target draw records) included: pickling keeps no keywords."""
+    fake_openrouter.default_reply = documented.content_policy()
+    settings = GatewaySettings(api_base=fake_openrouter.base_url, max_retries=0, cache_enabled=False,
+                               cache_path=tmp_path / "cache.sqlite")
+    workers = WorkerGateway(Gateway(settings, TEST_API_KEY), lambda: Gateway(settings, TEST_API_KEY), 2)
+    workers.start()
+
+    async def ask() -> None:
+        try:
+            await workers.achat("acme/m", [{"role": "user", "content": "June 1989?"}], max_tokens=50, tag="target")
+        finally:
+            await workers.aclose()
+
+    with pytest.raises(GatewayError) as info:
+        asyncio.run(ask())
+    assert info.value.kind == "content_policy"
+    assert info.value.blocked == Blocked("content_policy_violation", "Moonshot AI", "The request was rejected as sensitive")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from audit.record.draws import Draw, DrawSettings, Turn, drawn_parts, drawn_text, iteration_draws
+from audit.record.draws import Draw, DrawSettings, Turn, blocked_counts, blocked_fields, drawn_parts, drawn_text, \
+    iteration_draws
 from audit.runs.loading import load_runs
 
 LEGACY = Path(__file__).resolve().parents[1] / "runs" / "legacy"
@@ -66,3 +67,11 @@ def test_a_draw_reads_its_settings_typed_and_an_older_draw_has_none():
     assert draw.settings == DrawSettings(model="m/m", endpoint="openrouter", template="kimi_k2", max_tokens=500)
     assert iteration_draws({**saved, "settings": None})[0].settings is None
     assert draw.get("settings") is draw.settings and draw.get("missing", 0) == 0
+
+def test_blocked_draws_are_counted_per_cell_the_baseline_and_auto_techniques_apart():
+    block = blocked_fields({"code": "guardrail", "provider": None, "reason": "Request blocked"})
+    assert block == {"outcome": "blocked", "blocked": {"code": "guardrail", "provider": None, "reason": "Request blocked"}}
+    fixed = iteration_draws({"iteration": 1, "technique": "prefill", **block, "baseline": {**block}})
+    auto = iteration_draws({"iteration": 2, "draws": [{"technique": "assistant", "id": "2.1", **block},
+                                                      {"technique": "assistant", "id": "2.2", "outcome": "answer"}]})
+    assert blocked_counts([*fixed, *auto]) == {"assistant (baseline)": 1, "auto/assistant": 1, "prefill": 1}

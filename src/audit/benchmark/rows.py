@@ -33,6 +33,7 @@ from audit.io.frames import records_frame
 from audit.io.table import write_csv
 from audit.judging.panel import judge_label
 from audit.judging.labels import lead
+from audit.record.draws import BLOCKED
 
 KEYS = ("run", "role", "model", "technique", "framing", "lang", "question_set", "question_id", "category", "kind",
         "rollout", "judge")
@@ -145,7 +146,7 @@ def category_rows(responses: pd.DataFrame, facts: pd.DataFrame) -> list[dict[str
         refused = int((judged["label"] == LEAD.name).sum())
         mentioned = int((scored["status"] == "mentioned").sum())
         contradicted = int((scored["status"] == "contradicted").sum())
-        answered = group[group["outcome"] != FAILED]
+        answered = group[~group["outcome"].isin((FAILED, BLOCKED))]  # a blocked draw: no answer a provider served
         # a table written before draws named their provider has no such column: every draw "unknown"
         providers = (answered["provider"] if "provider" in answered else pd.Series(None, index=answered.index,
                                                                                    dtype=object)
@@ -154,6 +155,7 @@ def category_rows(responses: pd.DataFrame, facts: pd.DataFrame) -> list[dict[str
                     "providers": {str(p): int(n) for p, n in sorted(providers.items())},
                     "mixed_providers": len(providers) > 1,
                     "judged": len(judged), "judge_failed": int(group["judge_failed"].sum()),
+                    "blocked": int((group["outcome"] == BLOCKED).sum()),
                     LEAD.name: refused, f"{LEAD.metric}_share": round(refused / len(judged), 4) if len(judged) else None,
                     "facts_scored": len(scored), "mentioned": mentioned, "contradicted": contradicted,
                     "confirmed": int((scored["status"] == "confirmed").sum()),
@@ -197,8 +199,9 @@ def format_category_table(rows: Sequence[Mapping[str, Any]]) -> str:
         category = str(r["category"])[:22] + (" *" if r.get("mixed_providers") else "")
         confessed = (f"  confessed {_share(r['confessed_share'])} ({r['confessed']}/{r['confessions_judged']})"
                      if "confessions_judged" in r else "")
+        blocked = f"  blocked {r['blocked']}/{r['draws']} (a filter, not the model)" if r.get("blocked") else ""
         lines.append(f"{r['role']:<9} {r['kind']:<8} {category:<24} {r['questions']:>9} "
-                     f"{r['draws']:>5} {refused:>13} {recall:>17}{confessed}")
+                     f"{r['draws']:>5} {refused:>13} {recall:>17}{confessed}{blocked}")
     mixed = [r for r in rows if r.get("mixed_providers")]
     if mixed:
         lines.append("* served by more than one provider: " + "; ".join(

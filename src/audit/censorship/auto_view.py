@@ -39,8 +39,9 @@ def auto_turn_message(iteration: int, action: Mapping[str, Any], draws: Sequence
 def draw_block(iteration: int, draw: Mapping[str, Any]) -> str:
     """One draw whole (a failure said to be one), with its technique and place in the tree."""
     place = f", conversation {draw['conversation']}, branch {draw['branch']}" if draw.get("conversation") else ""
+    response = shown_response(drawn_text(draw), draw.get("error"), draw.get("blocked"))
     return fill(load("auto_draw"), iteration=iteration, draw=str(draw["id"]).split(".")[-1],
-                technique=draw["technique"], place=place, response=shown_response(drawn_text(draw), draw.get("error")))
+                technique=draw["technique"], place=place, response=response)
 
 
 def batch_digest(iteration: int, technique: str, draws: Sequence[Mapping[str, Any]]) -> str:
@@ -48,7 +49,7 @@ def batch_digest(iteration: int, technique: str, draws: Sequence[Mapping[str, An
     lines = []
     for draw in draws:
         text = drawn_text(draw)
-        shown = preview(shown_response(text, draw.get("error")), DIGEST_CHARS)
+        shown = preview(shown_response(text, draw.get("error"), draw.get("blocked")), DIGEST_CHARS)
         lines.append(fill(load("auto_batch_line"), draw=str(draw["id"]).split(".")[-1], chars=len(text or ""),
                           preview=shown))
     return fill(load("auto_batch"), n=len(draws), technique=technique, iteration=iteration, lines="\n".join(lines))

@@ -34,7 +34,7 @@ from audit.censorship.techniques import Target, draw_name
 from audit.errors import UserError
 from audit.llm.types import FATAL_KINDS
 from audit.judging.judge import label_counts
-from audit.record.draws import AUTO, BASELINE_TECHNIQUE, Draw, drawn_text, judgments
+from audit.record.draws import AUTO, BASELINE_TECHNIQUE, BLOCKED, Draw, drawn_text, judgments
 from audit.record.rundir import iso, utc_now
 
 Classify = Callable[[str, Sample], Awaitable[dict[str, Any] | None]]
@@ -115,7 +115,9 @@ class FixedTechnique(OneProbe):
         return turn_message(iteration, drawn_text(response), technique=self.technique,
                             baseline_text=drawn_text(baseline) if baseline else None,
                             response_error=response.get("error"),
-                            baseline_error=baseline.get("error") if baseline else None)
+                            baseline_error=baseline.get("error") if baseline else None,
+                            response_blocked=response.get("blocked"),
+                            baseline_blocked=baseline.get("blocked") if baseline else None)
 
     def check(self, action: Action | None, state: AuditState, iteration: int, target: Target) -> None:
         """Nothing to check: the one action is the probe, which the reply's schema already requires."""
@@ -138,7 +140,8 @@ class FixedTechnique(OneProbe):
                                   "classification": labels[0], "baseline": None}
         if self.with_baseline:
             record["baseline"] = {**samples[1].record, "classification": labels[1]}
-        return Drawn(record, turn.get("prompt_strategy"), main.text, (labels[0] or {}).get("label"),
+        shown_label = (labels[0] or {}).get("label") or (BLOCKED if main.record.get("outcome") == BLOCKED else None)
+        return Drawn(record, turn.get("prompt_strategy"), main.text, shown_label,
                      main.record["error"], judge_failed=labels[0] is not None and not labels[0].get("label"))
 
     def draws_left(self, state: AuditState) -> int:

@@ -78,7 +78,9 @@ def technique_description(technique: str) -> str:
 
 
 def turn_message(iteration: int, response_text: str | None, *, technique: str, baseline_text: str | None = None,
-                 response_error: str | None = None, baseline_error: str | None = None) -> str:
+                 response_error: str | None = None, baseline_error: str | None = None,
+                 response_blocked: Mapping[str, Any] | None = None,
+                 baseline_blocked: Mapping[str, Any] | None = None) -> str:
     """The user message that hands response ``iteration`` to the auditor (turn ``iteration + 1``).
 
     The response is fenced by delimiters and labelled untrusted; the baseline (the
@@ -86,22 +88,27 @@ def turn_message(iteration: int, response_text: str | None, *, technique: str, b
     call is said to be a failure, so the auditor does not read an outage as a refusal.
     """
     baseline = ""
-    if baseline_text is not None or baseline_error is not None:
-        baseline = fill(load("turn_baseline"), iteration=iteration, baseline=shown_response(baseline_text, baseline_error))
+    if baseline_text is not None or baseline_error is not None or baseline_blocked is not None:
+        baseline = fill(load("turn_baseline"), iteration=iteration,
+                        baseline=shown_response(baseline_text, baseline_error, baseline_blocked))
     return fill(
         load("turn"),
         iteration=iteration,
         next_iteration=iteration + 1,
         technique=technique_description(technique),
-        response=shown_response(response_text, response_error),
+        response=shown_response(response_text, response_error, response_blocked),
         baseline=baseline,
     )
 
 
-def shown_response(text: str | None, error: str | None = None) -> str:
-    """A response as the auditor reads it: the text, or a failure said to be one, or "(empty...)"."""
+def shown_response(text: str | None, error: str | None = None, blocked: Mapping[str, Any] | None = None) -> str:
+    """A response as the auditor reads it: the text, or a failure said to be one, a draw a filter
+    blocked said to be that (the record's ``blocked``), or "(empty...)"."""
     if error:
         return fill(load("failed_response"), error=untrusted(error))
+    if blocked:
+        said = ", ".join(f"{k} {v}" for k, v in blocked.items() if v)
+        return fill(load("blocked_response"), blocked=untrusted(said))
     if not text or not text.strip():
         return load("empty_response")
     if len(text) > SHOWN_CHARS:  # a 7.5 MB reply was forwarded whole (a 22.5 MB auditor request)

@@ -16,7 +16,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from audit.llm.aborted import tokens_in
-from audit.llm.types import LLMResponse
+from audit.llm.types import Blocked, LLMResponse
+from audit.record.draws import BLOCKED, blocked_fields
 
 SHRUNK = 4
 """A prompt billed at less than a quarter of the tokens its text holds (at the gateway's estimate of
@@ -24,16 +25,19 @@ bytes per token, generous for any script) did not reach the model whole."""
 
 
 def draw_fields(response: LLMResponse, sent: str = "") -> dict[str, Any]:
-    """The fields a draw record gains from its reply: its outcome and where it came from, with any
+    """The fields a draw record gains from its reply: its outcome (a ``content_filter`` finish with no text
+    :func:`~audit.record.draws.blocked_fields`) and where it came from, with any
     stage of OpenRouter's pipeline that altered the request (router metadata guide, "Pipeline
     Stages") and ``compressed`` when the prompt did not reach the model whole (a
     ``context_compression`` stage, or ``sent`` billed at under 1/:data:`SHRUNK` of its tokens)."""
     routing = response.routing or {}
+    blocked = Blocked("content_filter", response.provider, response.native_finish_reason) \
+        if response.outcome == BLOCKED else None  # a content_filter finish with no text
     attempts = routing.get("attempts") if isinstance(routing, dict) else None
     pipeline = routing.get("pipeline") if isinstance(routing, dict) else None
     pipeline = [stage for stage in pipeline if isinstance(stage, dict)] if isinstance(pipeline, list) else None
     return {
-        "outcome": response.outcome,
+        **(blocked_fields(blocked.as_dict()) if blocked else {"outcome": response.outcome}),
         "served": {
             "provider": response.provider,
             "native_finish_reason": response.native_finish_reason,
@@ -104,11 +108,12 @@ UNNAMED = "unknown"
 
 def served_summary(draws: Iterable[Mapping[str, Any]], pin: Mapping[str, Any] | None) -> dict[str, Any]:
     """Providers that served the target's answered draws and how many each, the outcomes counted
-    (``content_filter`` among them: a finding in a censorship audit), and ``flag``: why the draws
+    (``content_filter`` and ``blocked`` among them: findings in a censorship audit), and ``flag``: why the draws
     may not all be what they claim (None when one provider the pin allows served them all)."""
     draws = list(draws)
     providers = Counter(str((d.get("served") or {}).get("provider") or UNNAMED) for d in draws
-                        if d.get("error") is None)
+                        if d.get("error") is None and (d.get("outcome") != BLOCKED or d.get("served")))
+    # a draw a typed 400/403 blocked was served by no provider (a content_filter finish was: it has "served")
     outcomes = Counter(str(d.get("outcome") or "answer") for d in draws if d.get("error") is None)
     run_on = sum(d.get("run_on") is not None for d in draws if d.get("error") is None)
     compressed = sum(bool((d.get("served") or {}).get("compressed")) for d in draws if d.get("error") is None)

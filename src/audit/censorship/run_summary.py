@@ -15,7 +15,7 @@ from audit.censorship.provenance import served_summary
 from audit.censorship.state import AuditState
 from audit.judging.judge import label_counts
 from audit.judging.panel_summary import cell_items, panel_summary, run_items, run_judgments
-from audit.record.draws import judgments
+from audit.record.draws import blocked_counts, judgments
 from audit.record.rundir import iso, utc_now
 from audit.record.status import Status, StopReason
 from audit.record.summary import CensorshipSummary
@@ -60,6 +60,7 @@ def run_summary(cfg: DictConfig, plan: Plan, state: AuditState, facts: FactScori
         fact_scoring=facts.why(),
         hypothesis_history=state.ledger.history(),
         audited_errors=sum(d.error is not None for d in draws if not d.is_baseline),
+        blocked=blocked_counts(draws),
         failed_turn=state.failed_turn,
         failed_turns=state.failed_turns,
         call_errors=call_errors,

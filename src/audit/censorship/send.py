@@ -6,6 +6,7 @@ an auto action's (:func:`audit.censorship.action_kinds.plan_draws`) or the bench
 failure), where it came from (:func:`~audit.censorship.provenance.draw_fields`) and the settings it was
 sampled with (:class:`~audit.record.draws.DrawSettings`). A failed call is recorded (``error``), not
 raised, so the audit can go on ("continue if possible"); the caller decides which error kinds are fatal.
+A call a filter stopped is no failure but a ``blocked`` draw (:func:`audit.record.draws.blocked_fields`).
 The record keeps the key order the files always had, so what was written before still compares byte for
 byte; it is read back typed as :class:`~audit.record.draws.Draw`.
 """
@@ -21,7 +22,7 @@ from audit.censorship.techniques import Target
 from audit.llm.aborted import request_text
 from audit.llm.accounting import call_usage
 from audit.llm.types import GatewayError, LLMResponse
-from audit.record.draws import DrawSettings, drawn_text
+from audit.record.draws import DrawSettings, blocked_fields, drawn_text
 from audit.templates import split_run_on
 
 
@@ -70,6 +71,9 @@ async def send(gateway: Any, target: Target, plan: DrawPlan, *, sample_index: in
     except GatewayError as exc:
         record.update(raw_response=None, completion_tokens=0, finish_reason=None, usage=None, error=str(exc),
                       settings=written)
+        if exc.blocked is not None:  # a filter stopped the draw: a finding, not a failed call
+            record.update(error=None, **blocked_fields(exc.blocked.as_dict()))
+            return Sample(record)
         return Sample(record, error_kind=exc.kind)
     record.update(raw_response=response.text, completion_tokens=response.usage.completion_tokens,
                   finish_reason=response.finish_reason, usage=call_usage(response).as_dict(), error=None,

@@ -53,8 +53,10 @@ CELL_VIEW = {"role": "role", "model": "model", "technique": "technique", "framin
              "questions": "questions", "draws": "draws", "replays": "replayed draws", "judge_failed": "judge failures",
              "assessment_failed": "assessment failures", "unjudged": "unjudged draws",
              "facts_failed": "fact judgments failed", "facts_unverified": "unverified claims",
-             "facts_confirmed": "confirmed only", "providers": "served by"}
-CELL_RATES = {**{label.metric: f"{label.headline} share" for label in headlines()}, "fact_recall": "fact recall (all facts)",
+             "facts_confirmed": "confirmed only", "blocked": "blocked draws", "providers": "served by"}
+CELL_RATES = {**{label.metric: f"{label.headline} share" for label in headlines()},
+              "blocked_share": "blocked share",  # beside the refusal share: a filter's blocks, not the model's
+              "fact_recall": "fact recall (all facts)",
               "fact_recall_knowable": "fact recall (knowable)",
               "fact_recall_unstated_by_reference": "fact recall (unstated by reference)", "lie_rate": "lie rate",
               "honest": "honest share", "eval_aware": "evaluation-aware share"}
@@ -258,7 +260,8 @@ class BenchmarkOutput:
 
 
 CELL_PRINT = ("role", "model", "technique", "framing", "lang", "question_set", "kind", "category", "questions", "draws",
-              "judge_failed", LEAD, f"{LEAD}_lo", f"{LEAD}_hi", "fact_recall", "fact_recall_lo", "fact_recall_hi")
+              "judge_failed", LEAD, f"{LEAD}_lo", f"{LEAD}_hi", "blocked", "blocked_share", "fact_recall", "fact_recall_lo",
+              "fact_recall_hi")
 GAP_PRINT = ("role", "model", "technique", "framing", "lang", "question_set", "censored_questions", "control_questions",
              f"censored_{LEAD}", f"control_{LEAD}", f"{LEAD}_gap", f"{LEAD}_gap_lo", f"{LEAD}_gap_hi")
 

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from audit.counted import counted
-from audit.judging.counting import JUDGES_MARK, UNLABELLED_MARK
+from audit.judging.counting import JUDGES_MARK, UNLABELLED_MARK, blocked_n
 from audit.record.draws import ORIGINAL
 from audit.compare.tables import EPISTEMIC_METRICS, HEADLINE, LEAD, SHARES, Tables
 from audit.epistemic.rates import COMPARE_CHART_RATES, LOWER_IS_BETTER
@@ -44,13 +44,13 @@ N_W = 80  # the value column's room for a bar's n (' · 12 questions')
 LABEL_CHAR_W = 6.2  # SVG user units per character of a 10-unit system-ui label (a whole label's column width)
 # Columns of the audits table worth a glance, on stdout and in the HTML table.
 AUDIT_VIEW = ("run", "audited", "topic", "technique", "baseline", "auditor", "judge", "status", "flags", "repeat", "counted",
-              "iterations", "n_responses", "unlabelled",
+              "iterations", "n_responses", "unlabelled", "blocked",
               *SHARES, "fact_recall", "contradiction_rate", "baseline_fact_recall", "citations_verified",
               "citations_unverified", "tokens", "cost")
 AUDIT_PRINT = ("run", "audited", "topic", "technique", "status", "iterations", "unlabelled", f"{LEAD}_share",
                "forthcoming_share", "fact_recall", "baseline_fact_recall", "cost")
 MAP_PRINT = ("audited", "topic", "technique", "runs", "n_responses", "unlabelled", f"{LEAD}_share", f"{LEAD}_share_lo",
-             f"{LEAD}_share_hi", "fact_recall", "fact_recall_lo", "fact_recall_hi", "facts_confirmed", "baseline_fact_recall",
+             f"{LEAD}_share_hi", "blocked", "blocked_share", "fact_recall", "fact_recall_lo", "fact_recall_hi", "facts_confirmed", "baseline_fact_recall",
              "contradiction_rate")
 # the first headline share's gap with its interval, the others' beside it (judging/labels.yaml)
 GAP_PRINT = ("audited", "topic", "technique", "paired_runs", *(f"{HEADLINE[0]}_gap{s}" for s in ("", "_lo", "_hi")),
@@ -353,6 +353,9 @@ def censorship_matrices(cmap: pd.DataFrame) -> list[dict[str, Any]]:
                             "off_language": r["off_language_runs"],
                             "refused": fmt(r[f"{LEAD}_share"]), "refused_ci": interval(r, f"{LEAD}_share"),
                             "refused_over": over(r["runs"], r["n_labelled"], "labelled responses"),
+                            "blocked": fraction(r["blocked"], blocked_n(r["n_responses"], r["blocked"]))
+                            if r["blocked"] else "",
+                            "blocked_share": fmt(r["blocked_share"]), "blocked_ci": interval(r, "blocked_share"),
                             "responses": fraction(r[LEAD], r["n_labelled"]), "runs": r["runs"],
                             "repeats": r["repeats"], "replays": r["replays"],
                             "n_responses": r["n_responses"], "unlabelled": unlabelled,

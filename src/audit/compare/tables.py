@@ -33,7 +33,8 @@ from audit.compare.judgings import available, not_judged, side_by_side
 from audit.compare.draw_rows import cell_counts, draw_rows, frame as draw_frame, judged, label_column, \
     label_counts, with_cell_keys
 from audit.judging.counting import JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, \
-    check_labels, count, fact_score, fact_status, judgings_mark, response_counts, panel_split, run_flags
+    blocked_n, cell_blocked, check_labels, count, fact_score, fact_status, judgings_mark, response_counts, panel_split, \
+    run_flags
 from audit.epistemic.rates import COMPARED_RATES
 from audit.io.frames import records_frame
 from audit.judging.majority import DISPUTED
@@ -61,7 +62,8 @@ only where the runs compared vary them."""
 AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "baseline", "auditor", "judge", "settings",
                  "baseline_settings", "provider_pin", "providers", "status",
                  "flags",
-                 "repeat", "replay", "counted", "iterations", "n_responses", "n_labelled", UNLABELLED, DISPUTED, *SHARES,
+                 "repeat", "replay", "counted", "iterations", "n_responses", "n_labelled", UNLABELLED, DISPUTED, "blocked",
+                 *SHARES,
                  "panel_items", "panel_split", "baseline_panel_items", "baseline_panel_split",
                  "fact_recall", "facts_revealed", "facts_confirmed", "facts_contradicted", "facts_total", "contradiction_rate",
                  "fact_scoring",
@@ -72,7 +74,7 @@ AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "basel
                  "tokens", "cost",
                  "started_at", "path")
 RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "auditor", "judge", "settings", "unrouted", "baseline", "n_responses", "n_labelled", UNLABELLED, *LABELS,
-                    "panel_items", "panel_split")
+                    "blocked", "panel_items", "panel_split")
 FACT_COUNTS = ("facts_revealed", "facts_confirmed", "facts_contradicted", "facts_total")
 EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "condition", "suites", "settings", "status", "mapping", "stage", "repeat", "replay", "counted",
                      "card_set", "n_cards", "n_scored", "errors",
@@ -83,7 +85,7 @@ FAILED_COLUMNS = ("run", "kind", "status", "problem", "path")
 _CI = ("", "_lo", "_hi")
 MAP_COLUMNS = (*CELL, "runs", "off_language_runs", "repeats", "replays", "n_responses", "n_labelled", UNLABELLED,
                "unlabelled_share", "unlabelled_marked", DISPUTED, "panel_items", "panel_split", "panel_split_share",
-               "judges_marked", "judges_mark", *HEADLINE,
+               "judges_marked", "judges_mark", *HEADLINE, "blocked", *(f"blocked_share{s}" for s in _CI),
                "fact_runs", "facts_revealed", "facts_confirmed", "facts_contradicted", "facts_total",
                *(f"{m}{s}" for m in (*(f"{c}_share" for c in HEADLINE), "fact_recall", "contradiction_rate")
                  for s in _CI), "baseline_fact_runs", "baseline_facts_revealed", "baseline_facts_total",
@@ -202,6 +204,8 @@ def audit_records(run: Run, judging: str = ORIGINAL) -> tuple[dict[str, Any], li
         "iterations": s.total_iterations,
         "n_responses": counts["n_responses"], "n_labelled": counts["n_labelled"], UNLABELLED: counts[UNLABELLED],
         DISPUTED: counts[DISPUTED],
+        # draws a filter blocked (never judged, never a failure): the run's own, its baseline's apart
+        "blocked": sum(cell_blocked(s.blocked, c) for c in (s.blocked or {}) if not c.endswith(BASELINE_SUFFIX)),
         # a judge panel: responses judged, and those whose votes were not unanimous (the cell's mark)
         **dict(zip(("panel_items", "panel_split"), panel_split(shown.judge_panel, "response labels"))),
         **dict(zip(("baseline_panel_items", "baseline_panel_split"), panel_split(shown.judge_panel, "baseline labels"))),
@@ -228,15 +232,18 @@ def audit_records(run: Run, judging: str = ORIGINAL) -> tuple[dict[str, Any], li
     }
     # a judge panel per cell: its draws judged, and those whose votes were not unanimous (the cell's mark)
     responses = [{**key, "technique": technique, "baseline": False, **counts,
+                  "blocked": cell_blocked(s.blocked, technique),
                   **cell_panel(shown.judge_panel, "response labels", technique)}]
     if cells is not None:  # technique=auto: one cell per technique of its draws
         responses = [{**key, "technique": cell, "baseline": False,
                       **response_counts(c, f"draw_classifications.{cell.removeprefix(AUTO_PREFIX)}", **source),
+                      "blocked": cell_blocked(s.blocked, cell),  # its techniques: every draw's
                       **cell_panel(shown.judge_panel, "response labels", cell)}
                      for cell, c in cells.items()]
     if has_baseline:
         cell = "assistant" + BASELINE_SUFFIX
         responses.append({**key, "technique": cell, "baseline": True, **base_counts,
+                          "blocked": cell_blocked(s.blocked, cell),
                           **cell_panel(shown.judge_panel, "baseline labels", cell)})
     return row, responses
 
@@ -471,6 +478,10 @@ def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame,
                "judges_marked": bool(panel_items) and split / panel_items > JUDGES_MARK,
                "judges_mark": judgings_mark(ratio(split, panel_items), math.nan, "the panel's members"),
                **{c: int(group[c].sum()) for c in HEADLINE},
+               "blocked": int(group["blocked"].sum()),
+               **_rate_columns("blocked_share", cluster_rate(group["blocked"],
+                                                             blocked_n(group["n_responses"], group["blocked"]),
+                                                             items="draws")),
                "fact_runs": len(facts),
                **{c: facts[c].sum(min_count=1) for c in FACT_COUNTS},
                **{k: v for c in HEADLINE

@@ -18,6 +18,12 @@ TERMS = Terms((
       "unlabelled_en", "unlabelled_zh", "baseline_unlabelled"),
      Term("unlabelled by judge", "responses the judge could not label (failed, refused or unparsable call): out of every "
                                  "share's denominator, counted here", "unlabelled")),
+    (("blocked", "blocked draws", "blocked share", "blocked_share"),
+     Term("blocked", "draws a filter between the user and the model stopped (a typed 400 content_policy_violation or "
+                     "refusal, a guardrail's or moderation's 403, a content_filter finish with no text): no words of "
+                     "the model, so never judged, never a refusal and never a failure; share over the draws judged or "
+                     "blocked, beside the refusal share (API-side filtering apart from the model's censorship)",
+          "blocked")),
     (("kappa", "cohen's kappa", "kappa (labels)", "kappa (facts)"),
      Term("Cohen's kappa", "(p_o − p_e) / (1 − p_e) between two judgings over the items both labelled", "kappa")),
     (("alpha", "krippendorff's alpha"),

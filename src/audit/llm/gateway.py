@@ -24,7 +24,7 @@ import sys
 import random
 import time
 from dataclasses import replace
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -47,7 +47,7 @@ from audit.llm.single_flight import SingleFlight
 from audit.llm.streamed import Received
 from audit.llm.structured import check_mode
 from audit.llm.sync_loop import SyncLoop
-from audit.llm.types import GatewayError, LLMResponse
+from audit.llm.types import Blocked, GatewayError, LLMResponse
 
 T = TypeVar("T")
 MESSAGE_CHARS = 500
@@ -318,7 +318,8 @@ class Gateway:
                 hint = (f"; is a server running at {api_base}? Start one (docs/audit.md, 'your own GPU') "
                         f"or run with local=true" if endpoint != DEFAULT_ENDPOINT and _unreachable(failure) else "")
                 raise GatewayError(failure.kind, f"{model} via {endpoint} ({api_base}): {said}{hint}",
-                                   status=failure.status, retries=retries) from None
+                                   status=failure.status, retries=retries,
+                                   blocked=_redacted(failure.blocked, self._keys.redact)) from None
             retries += 1
             await asyncio.sleep(self.policy.delay(retries, retry_after, self._rng))
         response = caller_reply(reply, model=model, stops=stops, redact=self._keys.redact, started=started,
@@ -344,3 +345,11 @@ class Gateway:
 def _unreachable(error: GatewayError) -> bool:
     """No server answered (litellm reports a refused connection on the raw route as a 500 "Connection error")."""
     return error.kind == "connection" or "connection error" in str(error.args[0]).lower()
+
+
+def _redacted(blocked: Blocked | None, redact: Callable[[str], str]) -> Blocked | None:
+    """A filter's block with the server's words in it (provider, reason) masked, as every text leaving the gateway."""
+    if blocked is None:
+        return None
+    return replace(blocked, provider=redact(blocked.provider) if blocked.provider else None,
+                   reason=redact(blocked.reason) if blocked.reason else None)

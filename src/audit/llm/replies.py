@@ -23,7 +23,7 @@ from typing import Any
 
 from audit import model_json
 from audit.llm.retry import parse_retry_after
-from audit.llm.types import GatewayError, ReplyTooLarge, Usage
+from audit.llm.types import BLOCKING_KINDS, Blocked, GatewayError, ReplyTooLarge, Usage
 
 REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -91,8 +91,9 @@ def read_reply(route_is_chat: bool, response: Any) -> Generation:
         status = status if isinstance(status, int) else None
         body = error if isinstance(error, dict) else None
         kind = refine_kind(_kind_of_status(status) if status else "server", str(message), body)
-        raise GatewayError(kind, f"error object in a 200 reply: {sanitize(str(message))[0]}{availability_note(body)}",
-                           status=status)
+        blocked = block_of(kind, sanitize(str(message))[0], body)
+        raise GatewayError(kind, f"error object in a 200 reply: {blocked or sanitize(str(message))[0]}"
+                                 f"{availability_note(body)}", status=status, blocked=blocked)
     try:
         choice = response.choices[0]
         text = choice.message.content if route_is_chat else choice.text
@@ -182,11 +183,14 @@ def outcome_of(text: str, finish_reason: str | None, reasoning: str, reasoning_t
     """What a reply's text is, once cut at the caller's stops: an ``answer`` to judge or one of
     the outcomes that are no answer and must never be judged (an empty draw is not a refusal).
 
-    ``content_filter`` (the provider's filter withheld or cut the text) is kept with its text: in
-    a censorship audit the filter is what is being measured.
+    ``content_filter`` (the provider's filter cut the text) is kept with its text: in a censorship
+    audit the filter is what is being measured, and the words up to the cut are the model's. A
+    ``content_filter`` finish with no text at all is ``blocked``, the 200 form of a
+    filter's typed 400: the filter withheld the whole answer, and judging the empty text would count
+    the filter as the model's refusal.
     """
     if finish_reason == "content_filter":
-        return "content_filter"
+        return "content_filter" if text.strip() else "blocked"
     if text.strip():
         return "answer"
     return "reasoning_only" if (reasoning or reasoning_tokens) else "empty"
@@ -390,6 +394,33 @@ def refine_kind(kind: str, message: str, error: dict[str, Any] | None) -> str:
     return kind
 
 
+def block_of(kind: str, message: str, error: dict[str, Any] | None) -> Blocked | None:
+    """The filter that stopped a request of a :data:`~audit.llm.types.BLOCKING_KINDS` kind (None for any
+    other kind), from OpenRouter's documented bodies (errors guide): the typed ``error_type``
+    ("Typed Error Codes": ``content_policy_violation``, ``refusal``, ``permission_denied`` for a
+    guardrail) or the kind; the ``provider_name`` the metadata names ("Moderation Errors":
+    ``ModerationErrorMetadata``; "Provider Errors"); and the reason: a moderation flag's ``reasons`` and
+    ``flagged_input``, a guardrail's message and ``patterns`` ("Guardrail Errors"), the provider's
+    ``raw`` words or ``provider_code``, else the message."""
+    if kind not in BLOCKING_KINDS:
+        return None
+    typed, metadata = _typed(error)
+    provider = metadata.get("provider_name")
+    reasons = metadata.get("reasons")
+    if kind == "moderation" and isinstance(reasons, list) and reasons:
+        flagged = metadata.get("flagged_input")
+        reason = ", ".join(map(str, reasons)) + (f" (flagged input: {flagged!r})" if flagged else "")
+    elif kind == "guardrail":
+        patterns = metadata.get("patterns")
+        reason = message + (f" (patterns: {', '.join(map(str, patterns))})" if isinstance(patterns, list) and patterns
+                            else "")
+    else:
+        reason = str(metadata.get("raw") or metadata.get("provider_code") or message)
+    code = typed if typed and typed != "permission_denied" else kind
+    return Blocked(code=code, provider=sanitize(str(provider))[0] if provider else None,
+                   reason=sanitize(" ".join(reason.split()))[0] or None)
+
+
 _SCHEMA_WORDS = ("response_format", "response format", "schema", "structured output", "structured_output",
                  "maxitems", "minitems", "additionalproperties", "anyof")
 """What a 400 refusing the schema names: the parameter, or a JSON Schema keyword the provider lacks."""
@@ -454,11 +485,13 @@ def classify_failure(exc: BaseException) -> tuple[GatewayError, float | None]:
         kind = "not_found"
     else:
         kind = "bad_response"
-    error = error_body(said)[1] or _sdk_error_object(chain)
-    kind = refine_kind(kind, message, error)
+    body = error_body(said)[1] or _sdk_error_object(chain)
+    kind = refine_kind(kind, message, body)
     if retry_after is None:
-        retry_after = availability_retry_after(error)
-    return GatewayError(kind, (message or type(exc).__name__) + availability_note(error), status=status), retry_after
+        retry_after = availability_retry_after(body)
+    blocked = block_of(kind, message, body)
+    return GatewayError(kind, (str(blocked) if blocked else message or type(exc).__name__) + availability_note(body),
+                        status=status, blocked=blocked), retry_after
 
 
 _NOT_JSON = "the reply is not an OpenAI-compatible JSON body (an HTML page from a proxy, portal or wrong base URL?)"

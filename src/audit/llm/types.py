@@ -36,8 +36,9 @@ class LLMResponse:
     """Lone UTF-16 surrogates (half an emoji) replaced by U+FFFD in ``text``; see ``replies.sanitize``."""
     outcome: str = "answer"
     """What the reply is (``replies.outcome_of``): ``answer``, ``empty`` (the model ended at once),
-    ``reasoning_only`` (all of max_tokens spent reasoning, no answer text) or ``content_filter``
-    (the provider's filter cut or withheld the text: in a censorship audit a finding, not a failure)."""
+    ``reasoning_only`` (all of max_tokens spent reasoning, no answer text), ``content_filter``
+    (the provider's filter cut the text: in a censorship audit a finding, not a failure) or
+    ``blocked`` (a ``content_filter`` finish with no text: the filter withheld the whole answer)."""
     native_finish_reason: str | None = None
     """The finish reason the serving provider gave (OpenRouter normalises ``finish_reason``)."""
     reasoning_tokens: int = 0
@@ -71,6 +72,32 @@ class ReplyTooLarge(Exception):
     """A reply body over ``gateway.max_reply_bytes``: cut off where it crossed the limit, never read whole."""
 
 
+BLOCKING_KINDS = frozenset({"content_policy", "refusal", "guardrail", "moderation"})
+"""Failures that are a filter between the caller and the model stopping the request (OpenRouter's errors
+guide: the typed 400s ``content_policy_violation`` and ``refusal``, a 403 guardrail block, a 403 moderation
+flag). On the audited model they are a finding (a ``blocked`` draw), never a failure; on any other role
+an error naming the filter."""
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """What stopped a request before the model's words reached the caller: OpenRouter's typed
+    ``error_type`` (or the kind, when the body had none), the provider the body names (None: OpenRouter's
+    own guardrail, or a body that names none) and the reason it gives (``reasons``, ``patterns``, the
+    provider's ``raw`` words or the message)."""
+
+    code: str
+    provider: str | None
+    reason: str | None
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {"code": self.code, "provider": self.provider, "reason": self.reason}
+
+    def __str__(self) -> str:
+        return (f"blocked by a filter: {self.code}" + (f" (provider {self.provider})" if self.provider else "")
+                + (f": {self.reason}" if self.reason else ""))
+
+
 class GatewayError(Exception):
     """A model call that failed for good (after retries where retrying makes sense).
 
@@ -88,13 +115,17 @@ class GatewayError(Exception):
     generated"), ``timeout`` (no whole reply within ``timeout_s``), ``connection``,
     ``bad_response`` (unparseable body), ``too_large`` (a body over ``max_reply_bytes``),
     ``budget`` (not sent: ``budget.max_cost_usd`` is spent).
+
+    ``blocked`` is set on a failure of :data:`BLOCKING_KINDS`: the filter's code, provider and reason.
     """
 
-    def __init__(self, kind: str, message: str, *, status: int | None = None, retries: int = 0):
+    def __init__(self, kind: str, message: str, *, status: int | None = None, retries: int = 0,
+                 blocked: Blocked | None = None):
         super().__init__(message)
         self.kind = kind
         self.status = status
         self.retries = retries
+        self.blocked = blocked
 
     @property
     def fatal(self) -> bool:

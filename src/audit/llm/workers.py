@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from audit.errors import UserError
 from audit.llm import budget as budgets
-from audit.llm.types import GatewayError, LLMResponse
+from audit.llm.types import Blocked, GatewayError, LLMResponse
 from audit.runtime import long_lived_heap
 
 if TYPE_CHECKING:  # a run checks its ``workers`` setting before it loads the gateway
@@ -102,9 +102,9 @@ async def _receive(reader: asyncio.StreamReader) -> tuple[Any, ...] | None:
         return None
 
 
-def _error_parts(exc: GatewayError) -> tuple[str, str, int | None, int]:
+def _error_parts(exc: GatewayError) -> tuple[str, str, int | None, int, Blocked | None]:
     """A GatewayError as plain values (its constructor takes keywords, which pickling loses)."""
-    return exc.kind, str(exc.args[0]), exc.status, exc.retries
+    return exc.kind, str(exc.args[0]), exc.status, exc.retries, exc.blocked
 
 
 # -- this process's side ---------------------------------------------------------------------------
@@ -244,8 +244,8 @@ class WorkerGateway:
                 if outcome == "ok":
                     reply.set_result(value)
                 elif outcome == "gateway":
-                    kind, text, status, retries = value
-                    reply.set_exception(GatewayError(kind, text, status=status, retries=retries))
+                    kind, text, status, retries, blocked = value
+                    reply.set_exception(GatewayError(kind, text, status=status, retries=retries, blocked=blocked))
                 elif outcome == "failed":
                     reply.set_exception(WorkerCrashed(f"gateway worker {worker.number + 1} failed: {value}"))
                 else:

@@ -200,9 +200,35 @@ class Turn(BaseModel):
         return bool(self.parsed.get("should_continue", False))
 
 
-UNJUDGED = frozenset({"empty", "reasoning_only"})
+BLOCKED = "blocked"
+"""The outcome of a draw a filter between the user and the model stopped before any of its words came back
+(:func:`blocked_fields`; ``audit.llm.replies.outcome_of`` gives it to a ``content_filter`` finish with no text)."""
+UNJUDGED = frozenset({"empty", "reasoning_only", BLOCKED})
 """Draw outcomes that are no answer (``LLMResponse.outcome``): an empty draw is not a refusal, a
-reasoning-only one not an empty answer, so neither is ever judged; both are counted in the summary."""
+reasoning-only one not an empty answer, a blocked one not the model's words at all, so none is ever
+judged; each is counted in the summary."""
+
+
+def blocked_fields(blocked: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields a draw gains when a filter stopped it (``GatewayError.blocked.as_dict()``: a typed 400
+    ``content_policy_violation`` or ``refusal``, a guardrail's or moderation's 403): outcome
+    :data:`BLOCKED` and the filter's code, provider and reason. A finding, not a failure: no ``error``
+    (so no failure streak counts it), never judged (so never a refusal), counted per cell by
+    :func:`blocked_counts`.
+
+    A 200 with ``finish_reason: "content_filter"`` and text sits apart (outcome ``content_filter``): the
+    model's words up to the cut came back and are judged, where a blocked draw has none to judge; one
+    with no text is blocked too (``code`` ``content_filter``: :func:`audit.censorship.provenance.draw_fields`)."""
+    return {"outcome": BLOCKED, "blocked": dict(blocked)}
+
+
+def blocked_counts(draws: Iterable[Draw]) -> dict[str, int]:
+    """Blocked draws per comparison cell (:attr:`Draw.cell`); cells without one are left out."""
+    counts: dict[str, int] = {}
+    for draw in draws:
+        if getattr(draw, "outcome", None) == BLOCKED:
+            counts[draw.cell] = counts.get(draw.cell, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def judgeable(draw: Mapping[str, Any] | Draw) -> bool:

@@ -101,6 +101,10 @@ class CensorshipSummary(Header):
     baseline_fact_recall: dict[str, Any] | None = None
     hypothesis_history: dict[str, Any] = Field(default_factory=dict)
     audited_errors: int = 0
+    blocked: dict[str, int] | None = Field(
+        None, description="draws a filter between the user and the model blocked (a typed 400 or a guardrail's or "
+                          "moderation's 403), per comparison cell; never judged, never a failure; null: a run "
+                          "written before blocks were counted")
     failed_turn: dict[str, Any] | None = None
     failed_turns: list[dict[str, Any]] = Field(default_factory=list)
     call_errors: list[dict[str, Any]] = Field(default_factory=list)
