@@ -197,3 +197,29 @@ def test_a_stream_whose_finish_and_usage_arrived_is_kept_without_done(fake_openr
         gateway.close()
     assert reply.text == "The square was cleared." and reply.finish_reason == "stop" and reply.usage.cost > 0
     assert not any(r.estimated for r in records) and len(fake_openrouter.chat_requests()) == 1
+
+
+def test_a_malformed_event_mid_stream_is_an_error_finish_retried(fake_openrouter: FakeOpenRouter,
+                                                                  tmp_path: Path) -> None:
+    """A ``data:`` line that is not JSON, after the first piece of text: litellm's handler would pass it
+    on as an empty chunk and the reply would be read past the gap. It is an error finish: retried, and
+    the failure, when retries run out, names the event in the ledger."""
+    broken = replace(chat_reply("The square was cleared.", provider="DeepSeek"), stream_malformed=True)
+    fake_openrouter.push_chat(broken, chat_reply("Whole answer.", provider="DeepSeek"))
+    gateway = make_gateway(fake_openrouter, tmp_path, max_retries=1)
+    try:
+        reply = gateway.chat("a/b", MESSAGES, max_tokens=2000)
+    finally:
+        gateway.close()
+    assert reply.text == "Whole answer." and reply.retries == 1
+
+    fake_openrouter.push_chat(broken)
+    gateway = make_gateway(fake_openrouter, tmp_path)
+    try:
+        with pytest.raises(GatewayError) as failed:
+            gateway.chat("a/b", MESSAGES, max_tokens=2000)
+        records = gateway.ledger.records
+    finally:
+        gateway.close()
+    assert failed.value.kind == "error_finish" and "not a JSON object" in str(failed.value)
+    assert "not a JSON object" in (records[-1].error or "")

@@ -19,8 +19,9 @@ import sys
 from types import ModuleType
 from typing import Any
 
+from audit.llm import streamed
 from audit.llm.streamed import Received
-from audit.llm.types import ReplyTooLarge
+from audit.llm.types import MalformedEvent, ReplyTooLarge
 
 CHAT_ROUTE = "openrouter/"
 COMPLETION_ROUTE = "text-completion-openai/"
@@ -196,7 +197,9 @@ async def post(route: str, model: str, payload: dict[str, Any], *, api_base: str
     With ``received`` (chat route only) the request is streamed: each chunk goes into ``received``
     as it arrives (so a call cut off knows what it got) and the whole stream is returned as one
     reply. The chunks are taken from litellm's OpenRouter stream handler, not from the wrapper
-    around it, which drops the last chunk's usage and cost and the native finish reason.
+    around it, which drops the last chunk's usage and cost and the native finish reason; the event
+    lines are read here (:mod:`audit.llm.streamed`), so an event that is no chunk fails the attempt
+    (:class:`MalformedEvent`) instead of being dropped as an empty one.
     """
     lib = litellm()
     common: dict[str, Any] = {
@@ -216,20 +219,36 @@ async def post(route: str, model: str, payload: dict[str, Any], *, api_base: str
         common["extra_body"] = extra
     if route == CHAT_ROUTE and received is not None:
         stream = await lib.acompletion(model=CHAT_ROUTE + model, client=client, stream=True, **payload, **common)
-        chunks = stream.completion_stream
+        handler = stream.completion_stream
         try:
-            async for chunk in chunks:
-                received.add(chunk)
+            async for line in handler.streaming_response:
+                data = streamed.event_data(line)
+                if data is None:
+                    continue
+                if data.strip() == streamed.DONE:
+                    break
+                received.add(_chunk(handler, streamed.chunk_json(data)))
                 if received.finished:
                     break
         finally:
-            close = getattr(chunks, "aclose", None)
-            if close is not None:  # hang up now, not when the generator is collected
-                await close()
+            await handler.aclose()  # hang up now, not when the generator is collected
         return received.whole()
     if route == CHAT_ROUTE:
         return await lib.acompletion(model=CHAT_ROUTE + model, client=client, **payload, **common)
     return await lib.atext_completion(model=COMPLETION_ROUTE + model, client=client, **payload, **common)
+
+
+def _chunk(handler: Any, event: dict[str, Any]) -> Any:
+    """One event as litellm's OpenRouter stream handler reads it. An event with ``error`` raises the
+    server's error (the streamed error finish, :func:`audit.llm.replies.stream_failure`); any other the
+    handler cannot read is a :class:`MalformedEvent`, not litellm's 400 (which would not be retried)."""
+    try:
+        return handler.chunk_parser(event)
+    except Exception as exc:  # noqa: BLE001 - whatever the handler raises, the event is not a chunk
+        if "error" in event:
+            raise
+        raise MalformedEvent(f"a streamed event that is not a chunk ({type(exc).__name__}): "
+                             f"{json.dumps(event)[:streamed.SHOWN_CHARS]}") from None
 
 
 async def listing(pool: Pool, api_base: str, api_key: str, max_bytes: int) -> Any:

@@ -71,6 +71,12 @@ class ReplyTooLarge(Exception):
     """A reply body over ``gateway.max_reply_bytes``: cut off where it crossed the limit, never read whole."""
 
 
+class MalformedEvent(Exception):
+    """A streamed event that is not a chunk: a ``data:`` line that is not a JSON object, or one the
+    stream handler cannot read. The stream is broken there (what followed may be missing), so the
+    attempt is an error finish and retried, never a reply read past the gap."""
+
+
 class GatewayError(Exception):
     """A model call that failed for good (after retries where retrying makes sense).
 
