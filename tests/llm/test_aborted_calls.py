@@ -11,7 +11,9 @@ gateway's estimate against that bill, over real HTTP through litellm.
 
 from __future__ import annotations
 
+import asyncio
 import random
+import socket
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -223,3 +225,37 @@ def test_a_malformed_event_mid_stream_is_an_error_finish_retried(fake_openrouter
         gateway.close()
     assert failed.value.kind == "error_finish" and "not a JSON object" in str(failed.value)
     assert "not a JSON object" in (records[-1].error or "")
+
+
+@pytest.mark.parametrize("reaches_server", [True, False])
+def test_only_an_attempt_whose_request_was_written_is_billed_when_cut_off(
+        fake_openrouter: FakeOpenRouter, tmp_path: Path, reaches_server: bool) -> None:
+    """A stop (Ctrl-C, SIGTERM, a spent budget) cuts off one call. When its request reached the server
+    the ledger estimates the bill; when it never did (here: a server whose accept queue is full, so the
+    connection never completes) nothing was sent and nothing is billed (before, an estimate was
+    recorded for every attempt, sent or not: 4 estimated calls against 1 request received)."""
+    fake_openrouter.default_reply = slow(30, chat_reply("late", provider="Google"))
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        with socket.create_connection(listener.getsockname()):  # fills the queue: the next connect hangs
+            full = f"http://127.0.0.1:{listener.getsockname()[1]}/api/v1"
+            settings = GatewaySettings(api_base=fake_openrouter.base_url if reaches_server else full,
+                                       timeout_s=60, cache_enabled=False)
+            gateway = Gateway(settings, KEY, usage_path=tmp_path / "usage.json", rng=random.Random(0))
+
+            async def cut_off() -> None:
+                call = asyncio.ensure_future(gateway.achat("a/b", MESSAGES, max_tokens=100))
+                deadline = time.monotonic() + 20
+                while not fake_openrouter.chat_requests() and reaches_server and time.monotonic() < deadline:
+                    await asyncio.sleep(0.05)
+                await asyncio.sleep(0.5)
+                call.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await call
+                await gateway.aclose()
+
+            asyncio.run(cut_off())
+    estimated = [r for r in gateway.ledger.records if r.estimated]
+    assert len(estimated) == (1 if reaches_server else 0)
+    assert len(fake_openrouter.chat_requests()) == (1 if reaches_server else 0)

@@ -11,6 +11,7 @@ key that route falls back to OPENAI_API_KEY, so the key is always passed.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import os
@@ -27,6 +28,21 @@ CHAT_ROUTE = "openrouter/"
 COMPLETION_ROUTE = "text-completion-openai/"
 
 _litellm: ModuleType | None = None
+
+
+class Attempt:
+    """Whether one attempt's request reached the server: its headers were written to the connection.
+
+    An attempt cut off before that (waiting for a connection, a connect that never completes, a
+    refusal) cost nothing and is not estimated as billed. The pool's trace hook marks the attempt
+    of the task that writes the request (:data:`_ATTEMPT`, set by :func:`post`).
+    """
+
+    def __init__(self) -> None:
+        self.sent = False
+
+
+_ATTEMPT: contextvars.ContextVar[Attempt | None] = contextvars.ContextVar("audit_llm_attempt", default=None)
 
 
 def litellm() -> ModuleType:
@@ -78,6 +94,7 @@ class Pool:
         """TCP connections this pool opened (aiohttp's trace hook): at most the concurrency plus reconnects."""
         trace = aiohttp.TraceConfig()
         trace.on_connection_create_end.append(self._count_connection)
+        trace.on_request_headers_sent.append(_mark_sent)
         # Certificates from certifi's bundle (or SSL_CERT_FILE), as httpx and litellm verify them:
         # aiohttp's default is the OS store, which some Python installs lack.
         verify = ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE") or certifi.where())
@@ -103,6 +120,12 @@ class Pool:
         await self.completion.close()
         await self.chat.close()
         await self.session.close()
+
+
+async def _mark_sent(*_: Any) -> None:
+    """aiohttp's hook once a request's headers are written: the running attempt reached the server."""
+    if (attempt := _ATTEMPT.get()) is not None:
+        attempt.sent = True
 
 
 def _capped(transport: Any, max_bytes: int) -> Any:
@@ -191,7 +214,7 @@ def _declare_unpriced(route: str, model: str) -> None:
 
 async def post(route: str, model: str, payload: dict[str, Any], *, api_base: str, api_key: str,
                timeout_s: float, headers: dict[str, str], provider: dict[str, Any] | None,
-               client: Any = None, received: Received | None = None) -> Any:
+               client: Any = None, received: Received | None = None, attempt: Attempt | None = None) -> Any:
     """Send one request through litellm with its own retries off; raise litellm's exceptions.
 
     With ``received`` (chat route only) the request is streamed: each chunk goes into ``received``
@@ -199,8 +222,10 @@ async def post(route: str, model: str, payload: dict[str, Any], *, api_base: str
     reply. The chunks are taken from litellm's OpenRouter stream handler, not from the wrapper
     around it, which drops the last chunk's usage and cost and the native finish reason; the event
     lines are read here (:mod:`audit.llm.streamed`), so an event that is no chunk fails the attempt
-    (:class:`MalformedEvent`) instead of being dropped as an empty one.
+    (:class:`MalformedEvent`) instead of being dropped as an empty one. ``attempt`` is marked sent
+    once the request is written (on the gateway's pools).
     """
+    _ATTEMPT.set(attempt)  # this task's context: the pool's trace hook reads it
     lib = litellm()
     common: dict[str, Any] = {
         "api_base": api_base,
