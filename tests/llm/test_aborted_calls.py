@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import random
 import socket
+import subprocess
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -259,3 +261,39 @@ def test_only_an_attempt_whose_request_was_written_is_billed_when_cut_off(
     estimated = [r for r in gateway.ledger.records if r.estimated]
     assert len(estimated) == (1 if reaches_server else 0)
     assert len(fake_openrouter.chat_requests()) == (1 if reaches_server else 0)
+
+
+CUT_IN_THE_THREAD = """
+import asyncio, random, sys
+from pathlib import Path
+from audit.llm.gateway import Gateway
+from audit.llm.settings import GatewaySettings
+from audit.llm.types import GatewayError
+
+async def main():
+    for deadline in (0.001, 0.003, 0.01):
+        settings = GatewaySettings(api_base=sys.argv[1], cache_enabled=False, timeout_s=deadline, max_retries=0,
+                                   stream_timeout_s=deadline, stream_min_tokens=100)
+        gateway = Gateway(settings, sys.argv[2], rng=random.Random(0))
+        async def one(call):
+            try:
+                await call
+            except GatewayError:
+                pass
+        await asyncio.gather(*[one(gateway.achat("a/b", [{"role": "user", "content": str(i)}],
+                                                 max_tokens=200 if i % 2 else 10)) for i in range(40)])
+        await gateway.aclose()
+
+asyncio.run(main())
+"""
+
+
+def test_calls_cut_off_before_litellm_sent_them_leave_no_warning_on_stderr(fake_openrouter: FakeOpenRouter) -> None:
+    """Deadlines so short that most attempts are cut off while litellm builds their request in its worker
+    thread: the request coroutine it hands back is never awaited, and Python printed "coroutine
+    'BaseLLMHTTPHandler.async_completion' was never awaited" (and a tracemalloc hint) on stderr for some,
+    warnings shown or not. The gateway's litellm setup silences exactly those."""
+    done = subprocess.run([sys.executable, "-W", "always::RuntimeWarning", "-c", CUT_IN_THE_THREAD,
+                           fake_openrouter.base_url, KEY], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "never awaited" not in done.stderr and "tracemalloc" not in done.stderr

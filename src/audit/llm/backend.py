@@ -17,6 +17,7 @@ import logging
 import os
 import ssl
 import sys
+import warnings
 from types import ModuleType
 from typing import Any
 
@@ -28,6 +29,12 @@ CHAT_ROUTE = "openrouter/"
 COMPLETION_ROUTE = "text-completion-openai/"
 
 _litellm: ModuleType | None = None
+ABANDONED = (r"coroutine '(BaseLLMHTTPHandler\.(async_completion|acompletion_stream_function)"
+             r"|OpenAITextCompletion\.(acompletion|async_streaming))' was never awaited")
+"""The request coroutines litellm builds in a worker thread (``acompletion`` runs ``completion`` through
+``run_in_executor``) and hands back to the loop: an attempt cut off (its deadline, a stop) while that
+thread runs never awaits it, so it never sent its request, and Python reports it at collection
+(``RuntimeWarning ... was never awaited``, with a tracemalloc hint) on the run's stderr."""
 
 
 class Attempt:
@@ -62,6 +69,7 @@ def litellm() -> ModuleType:
         for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
             logging.getLogger(name).setLevel(logging.WARNING)
         module.suppress_debug_info = True
+        warnings.filterwarnings("ignore", message=ABANDONED, category=RuntimeWarning)
         module.drop_params = False
         # Clients litellm builds by itself use httpx, which closes cleanly when a job ends; the
         # gateway's own calls go through a :class:`Pool` it closes itself.
