@@ -56,6 +56,20 @@ def bills(server: FakeOpenRouter, n: int) -> list:
     return server.bills
 
 
+def warm_up(tmp_path: Path) -> None:
+    """One streamed call on a server of its own: litellm loads its provider modules during a process's
+    first call, inside that attempt's deadline (18 s on a loaded machine), and a request not yet written
+    when the deadline comes is not estimated as billed; these tests time the stream, not the import."""
+    (tmp_path / "warm").mkdir()
+    with FakeOpenRouter() as server:
+        server.push_chat(chat_reply("warm"))
+        gateway = make_gateway(server, tmp_path / "warm")
+        try:
+            gateway.chat("a/b", MESSAGES, max_tokens=2000)
+        finally:
+            gateway.close()
+
+
 # -- the estimate (pure) ---------------------------------------------------------------------
 
 def test_the_documented_providers_stop_billing_on_cancellation_and_the_rest_do_not() -> None:
@@ -123,6 +137,7 @@ def test_a_stream_cut_off_at_its_deadline_is_in_the_ledger_and_the_budget(
     """The deadline ends a long stream; the ledger records that attempt with an estimate at least the
     loopback server's bill, and the budget is charged it. A provider that stops on cancellation
     stopped generating (billed for part of the reply); one that does not billed the whole."""
+    warm_up(tmp_path)
     fake_openrouter.push_chat(replace(chat_reply(LONG, provider=provider), stream_interval_s=0.02))
     budget = Budget(1.0)
     gateway = make_gateway(fake_openrouter, tmp_path, stream_timeout_s=1.5, budget=budget)
