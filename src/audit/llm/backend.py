@@ -11,21 +11,45 @@ key that route falls back to OPENAI_API_KEY, so the key is always passed.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import os
 import ssl
 import sys
+import warnings
 from types import ModuleType
 from typing import Any
 
+from audit.llm import streamed
 from audit.llm.streamed import Received
-from audit.llm.types import ReplyTooLarge
+from audit.llm.types import MalformedEvent, ReplyTooLarge
 
 CHAT_ROUTE = "openrouter/"
 COMPLETION_ROUTE = "text-completion-openai/"
 
 _litellm: ModuleType | None = None
+ABANDONED = (r"coroutine '(BaseLLMHTTPHandler\.(async_completion|acompletion_stream_function)"
+             r"|OpenAITextCompletion\.(acompletion|async_streaming))' was never awaited")
+"""The request coroutines litellm builds in a worker thread (``acompletion`` runs ``completion`` through
+``run_in_executor``) and hands back to the loop: an attempt cut off (its deadline, a stop) while that
+thread runs never awaits it, so it never sent its request, and Python reports it at collection
+(``RuntimeWarning ... was never awaited``, with a tracemalloc hint) on the run's stderr."""
+
+
+class Attempt:
+    """Whether one attempt's request reached the server: its headers were written to the connection.
+
+    An attempt cut off before that (waiting for a connection, a connect that never completes, a
+    refusal) cost nothing and is not estimated as billed. The pool's trace hook marks the attempt
+    of the task that writes the request (:data:`_ATTEMPT`, set by :func:`post`).
+    """
+
+    def __init__(self) -> None:
+        self.sent = False
+
+
+_ATTEMPT: contextvars.ContextVar[Attempt | None] = contextvars.ContextVar("audit_llm_attempt", default=None)
 
 
 def litellm() -> ModuleType:
@@ -45,6 +69,7 @@ def litellm() -> ModuleType:
         for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
             logging.getLogger(name).setLevel(logging.WARNING)
         module.suppress_debug_info = True
+        warnings.filterwarnings("ignore", message=ABANDONED, category=RuntimeWarning)
         module.drop_params = False
         # Clients litellm builds by itself use httpx, which closes cleanly when a job ends; the
         # gateway's own calls go through a :class:`Pool` it closes itself.
@@ -77,6 +102,7 @@ class Pool:
         """TCP connections this pool opened (aiohttp's trace hook): at most the concurrency plus reconnects."""
         trace = aiohttp.TraceConfig()
         trace.on_connection_create_end.append(self._count_connection)
+        trace.on_request_headers_sent.append(_mark_sent)
         # Certificates from certifi's bundle (or SSL_CERT_FILE), as httpx and litellm verify them:
         # aiohttp's default is the OS store, which some Python installs lack.
         verify = ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE") or certifi.where())
@@ -102,6 +128,12 @@ class Pool:
         await self.completion.close()
         await self.chat.close()
         await self.session.close()
+
+
+async def _mark_sent(*_: Any) -> None:
+    """aiohttp's hook once a request's headers are written: the running attempt reached the server."""
+    if (attempt := _ATTEMPT.get()) is not None:
+        attempt.sent = True
 
 
 def _capped(transport: Any, max_bytes: int) -> Any:
@@ -190,14 +222,18 @@ def _declare_unpriced(route: str, model: str) -> None:
 
 async def post(route: str, model: str, payload: dict[str, Any], *, api_base: str, api_key: str,
                timeout_s: float, headers: dict[str, str], provider: dict[str, Any] | None,
-               client: Any = None, received: Received | None = None) -> Any:
+               client: Any = None, received: Received | None = None, attempt: Attempt | None = None) -> Any:
     """Send one request through litellm with its own retries off; raise litellm's exceptions.
 
     With ``received`` (chat route only) the request is streamed: each chunk goes into ``received``
     as it arrives (so a call cut off knows what it got) and the whole stream is returned as one
     reply. The chunks are taken from litellm's OpenRouter stream handler, not from the wrapper
-    around it, which drops the last chunk's usage and cost and the native finish reason.
+    around it, which drops the last chunk's usage and cost and the native finish reason; the event
+    lines are read here (:mod:`audit.llm.streamed`), so an event that is no chunk fails the attempt
+    (:class:`MalformedEvent`) instead of being dropped as an empty one. ``attempt`` is marked sent
+    once the request is written (on the gateway's pools).
     """
+    _ATTEMPT.set(attempt)  # this task's context: the pool's trace hook reads it
     lib = litellm()
     common: dict[str, Any] = {
         "api_base": api_base,
@@ -216,20 +252,36 @@ async def post(route: str, model: str, payload: dict[str, Any], *, api_base: str
         common["extra_body"] = extra
     if route == CHAT_ROUTE and received is not None:
         stream = await lib.acompletion(model=CHAT_ROUTE + model, client=client, stream=True, **payload, **common)
-        chunks = stream.completion_stream
+        handler = stream.completion_stream
         try:
-            async for chunk in chunks:
-                received.add(chunk)
+            async for line in handler.streaming_response:
+                data = streamed.event_data(line)
+                if data is None:
+                    continue
+                if data.strip() == streamed.DONE:
+                    break
+                received.add(_chunk(handler, streamed.chunk_json(data)))
                 if received.finished:
                     break
         finally:
-            close = getattr(chunks, "aclose", None)
-            if close is not None:  # hang up now, not when the generator is collected
-                await close()
+            await handler.aclose()  # hang up now, not when the generator is collected
         return received.whole()
     if route == CHAT_ROUTE:
         return await lib.acompletion(model=CHAT_ROUTE + model, client=client, **payload, **common)
     return await lib.atext_completion(model=COMPLETION_ROUTE + model, client=client, **payload, **common)
+
+
+def _chunk(handler: Any, event: dict[str, Any]) -> Any:
+    """One event as litellm's OpenRouter stream handler reads it. An event with ``error`` raises the
+    server's error (the streamed error finish, :func:`audit.llm.replies.stream_failure`); any other the
+    handler cannot read is a :class:`MalformedEvent`, not litellm's 400 (which would not be retried)."""
+    try:
+        return handler.chunk_parser(event)
+    except Exception as exc:  # noqa: BLE001 - whatever the handler raises, the event is not a chunk
+        if "error" in event:
+            raise
+        raise MalformedEvent(f"a streamed event that is not a chunk ({type(exc).__name__}): "
+                             f"{json.dumps(event)[:streamed.SHOWN_CHARS]}") from None
 
 
 async def listing(pool: Pool, api_base: str, api_key: str, max_bytes: int) -> Any:

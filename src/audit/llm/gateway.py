@@ -280,6 +280,7 @@ class Gateway:
         cut_off = dict(tag=tag, route=route, model=model, payload=payload, **where)
         while True:
             received = Received() if streamed else None
+            attempt = backend.Attempt()
             try:
                 # The attempt's wall-clock deadline: litellm's timeout is per read, so a server
                 # trickling a byte a second kept one attempt alive for as long as it liked.
@@ -287,7 +288,8 @@ class Gateway:
                     route, model, payload, api_base=api_base, api_key=self._keys(endpoint),
                     timeout_s=deadline, headers=self._headers,
                     provider=dict(provider) if provider else None,
-                    client=self._connections.pool(endpoint, api_base).client(route), received=received))
+                    client=self._connections.pool(endpoint, api_base).client(route), received=received,
+                    attempt=attempt))
                 reply = replies.read_reply(route == backend.CHAT_ROUTE, raw)
                 break
             except GatewayError as error:
@@ -296,16 +298,18 @@ class Gateway:
                 # The run is stopping: litellm's coroutine for this call may be freed unawaited at any
                 # moment from now on, before the entrypoint's one line (the warning it would print is noise).
                 drop_abandoned_call_warnings()
-                # No await here (the task is being cancelled): priced only if the price is already known.
-                self._books.cut_off(received, self._prices.known(endpoint, model), CANCELLED, started, retries,
-                                    **cut_off)
+                if attempt.sent:  # no await here (the task is being cancelled): priced only if already known
+                    self._books.cut_off(received, self._prices.known(endpoint, model), CANCELLED, started,
+                                        retries, **cut_off)
                 raise
             except asyncio.TimeoutError:  # the deadline above (litellm's own timeouts are classified below)
                 what = "gateway.stream.timeout_s" if streamed else "gateway.timeout_s"
-                failure, retry_after = GatewayError("timeout", f"no whole reply within {deadline:g} s ({what})"), None
-                self._books.cut_off(received, await self._price(endpoint, api_base, model),
-                                    f"aborted: cut off at the deadline ({deadline:g} s, {what})", started, retries,
-                                    **cut_off)
+                failure, retry_after = GatewayError("timeout", f"no whole reply within {deadline:g} s ({what})"
+                                                    + ("" if attempt.sent else "; the request was never sent")), None
+                if attempt.sent:  # one never written reached no server: nothing to bill
+                    self._books.cut_off(received, await self._price(endpoint, api_base, model),
+                                        f"aborted: cut off at the deadline ({deadline:g} s, {what})", started,
+                                        retries, **cut_off)
             except Exception as exc:  # litellm raises many types; classify maps them all
                 failure, retry_after = replies.stream_failure(exc, len(received.so_far)) \
                     if received is not None and received.chunks else replies.classify_failure(exc)

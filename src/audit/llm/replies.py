@@ -23,7 +23,7 @@ from typing import Any
 
 from audit import model_json
 from audit.llm.retry import parse_retry_after
-from audit.llm.types import BLOCKING_KINDS, Blocked, GatewayError, ReplyTooLarge, Usage
+from audit.llm.types import BLOCKING_KINDS, Blocked, GatewayError, MalformedEvent, ReplyTooLarge, Usage
 
 REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -439,7 +439,8 @@ def stream_failure(exc: BaseException, received_chars: int) -> tuple[GatewayErro
     tokens were sent with one event holding ``error`` and ``finish_reason: "error"`` (API
     reference, "Streaming", "Errors After Tokens Have Been Sent"); litellm raises it as an
     exception whose status is the error's code, a string such as ``"server_error"``. That is the
-    streamed form of ``error_finish``: the partial text is no answer, and it is retried."""
+    streamed form of ``error_finish``: the partial text is no answer, and it is retried. So is a
+    stream broken by an event that is no chunk (:class:`MalformedEvent`): what followed may be lost."""
     failure, retry_after = classify_failure(exc)
     if isinstance(getattr(exc, "status_code", None), int) or failure.kind in ("too_large", "connection", "timeout"):
         return failure, retry_after
@@ -462,6 +463,8 @@ def classify_failure(exc: BaseException) -> tuple[GatewayError, float | None]:
     chain = _chain(exc)
     if too_large := [e for e in chain if isinstance(e, ReplyTooLarge)]:
         return GatewayError("too_large", str(too_large[0])), None
+    if malformed := [e for e in chain if isinstance(e, MalformedEvent)]:  # a broken stream: retried
+        return GatewayError("error_finish", str(malformed[0])), None
     if _named(chain, "ContextWindowExceededError") or (
         status == 400 and any(h in message.lower() for h in _CONTEXT_HINTS)
     ):

@@ -8,14 +8,47 @@ hands each chunk over parsed (the provider's name in its hidden params as ``upst
 :class:`Received` keeps what has arrived, so a call cut off by its deadline knows how much was
 generated and by whom (:mod:`audit.llm.aborted`), and a whole stream becomes one reply of the shape
 :func:`audit.llm.replies.read_reply` reads, so both kinds of call are classified in one place.
+The event lines are read here (:func:`event_data`, :func:`chunk_json`), not by litellm's handler,
+which turns a ``data:`` line that is not JSON into an empty chunk: a stream with a gap read as whole.
 """
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 from typing import Any
 
 from audit.llm.replies import field_of
+from audit.llm.types import MalformedEvent
+
+DONE = "[DONE]"
+"""The data of the event that ends an OpenRouter stream."""
+SHOWN_CHARS = 80
+"""How much of a malformed event the failure quotes."""
+
+
+def event_data(line: str) -> str | None:
+    """The data of one line of a Server-Sent Events body, or None for a line that carries none.
+
+    OpenRouter sends ``data: <chunk JSON>`` lines, ``data: [DONE]`` at the end and comments
+    (``: OPENROUTER PROCESSING``) to keep the connection alive, which clients skip (API reference,
+    "Streaming"); blank lines separate events. The field is read as the SSE standard says (one
+    space after the colon is not part of the value)."""
+    if not line.startswith("data:"):
+        return None
+    value = line[len("data:"):]
+    return value[1:] if value.startswith(" ") else value
+
+
+def chunk_json(data: str) -> dict[str, Any]:
+    """One event's data as the JSON object every OpenRouter chunk is; :class:`MalformedEvent` otherwise."""
+    try:
+        chunk = json.loads(data)
+    except ValueError:
+        chunk = None
+    if not isinstance(chunk, dict):
+        raise MalformedEvent(f"a streamed event that is not a JSON object: {data[:SHOWN_CHARS]!r}")
+    return chunk
 
 
 class Received:

@@ -98,6 +98,12 @@ class Blocked:
                 + (f": {self.reason}" if self.reason else ""))
 
 
+class MalformedEvent(Exception):
+    """A streamed event that is not a chunk: a ``data:`` line that is not a JSON object, or one the
+    stream handler cannot read. The stream is broken there (what followed may be missing), so the
+    attempt is an error finish and retried, never a reply read past the gap."""
+
+
 class GatewayError(Exception):
     """A model call that failed for good (after retries where retrying makes sense).
 

@@ -243,6 +243,10 @@ class Reply:
     stream_done: bool = True
     """Whether a streamed generation ends with ``data: [DONE]``; False: after its last chunk (finish and
     usage sent) the stream stays open, sending nothing more, until the client hangs up."""
+    stream_malformed: bool = False
+    """Whether a streamed generation's second event is a ``data:`` line that is not JSON (a broken
+    proxy or a cut-off write): every ``data:`` line OpenRouter sends is a JSON chunk or ``[DONE]``
+    (API reference, "Streaming"), so a client must not read past it as if nothing was sent."""
 
     @property
     def generation(self) -> bool:

@@ -377,7 +377,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         """A generation as Server-Sent Events, ``reply.stream_interval_s`` apart, billed as sent."""
         fake = self.server.fake
         self.close_connection = True
-        sent, whole = "", False
+        sent, whole, malformed = "", False, reply.stream_malformed
         try:
             self._head(200, "text/event-stream", reply.headers, None)
             self._chunk(streaming.KEEP_ALIVE)
@@ -391,6 +391,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
                     break
                 self._chunk(event)
                 sent += piece
+                if malformed and sent:  # after the first piece of text: the client has something to lose
+                    self._chunk(streaming.MALFORMED)
+                    malformed = False
             else:
                 self._chunk(b"")
                 whole = True

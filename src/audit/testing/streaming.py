@@ -48,6 +48,8 @@ from audit.testing.replies import CHAT, COMPLETION_PRICE_PER_TOKEN, PROMPT_PRICE
 
 KEEP_ALIVE = b": OPENROUTER PROCESSING\n\n"
 DONE = b"data: [DONE]\n\n"
+MALFORMED = b'data: {"id": "gen-cut\n\n'
+"""A ``data:`` line that is not JSON (:attr:`audit.testing.replies.Reply.stream_malformed`)."""
 KEEP_ALIVE_NOTHING = b"\n"
 """An empty line: no event, but a write that fails once the client has hung up."""
 
