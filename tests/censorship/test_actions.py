@@ -26,6 +26,7 @@ EXAMPLES = {
     "continue": {"kind": "continue", "conversation": "c1", "mode": "followup_user", "prompt": None, "prefill": None},
     "rollback": {"kind": "rollback", "conversation": "c1", "to_turn": 2, "prompt": "And then?", "prefill": "Then"},
     "batch": {"kind": "batch", "of": "prefill", "prompts": ["Q1?", "Q2?"], "prefill": "Sure:", "system": None},
+    "reopen": {"kind": "reopen", "iteration": 2},
 }
 
 
@@ -53,6 +54,7 @@ BAD = [
     ("empty prompt", {**EXAMPLES["assistant"], "prompt": ""}, "action.prompt"),
     ("too many variations", {**EXAMPLES["batch"], "prompts": ["a", "b", "c", "d"]}, "at most 3"),
     ("negative turn", {**EXAMPLES["rollback"], "to_turn": -1}, "action.to_turn"),
+    ("reopen without an iteration", {"kind": "reopen", "iteration": "two"}, "action.iteration"),
     ("unknown mode", {**EXAMPLES["continue"], "mode": "sideways"}, "action.mode"),
     ("unknown kind", {"kind": "jailbreak"}, "action.kind"),
     ("pair without question", {**EXAMPLES["few_shot"], "examples": [{"answer": "x"}]}, "action.examples"),

@@ -175,3 +175,18 @@ def test_the_cost_split_and_the_caches_saving_reach_the_ledger_summary_end_line_
     assert exported.input_tokens_cache_read == by_model["cached_prompt_tokens"] > 0
     assert exported.input_tokens == by_model["prompt_tokens"] - by_model["cached_prompt_tokens"]
     assert exported.total_tokens == by_model["prompt_tokens"] + by_model["completion_tokens"]
+
+
+def test_auto_settles_the_context_at_the_start_and_saves_the_mode_it_chose(tmp_path, fake_openrouter):
+    """The shipped default ``auditor.context=auto``: a caching provider within its break-even gets the full
+    transcript, a model no provider caches the ledger; each run's config.yaml says which, and the run
+    says why in its first lines."""
+    cached, out = run(tmp_path / "cached", fake_openrouter, "auditor.model=anthropic/claude-sonnet-4",
+                      "max_iterations=4")
+    uncached, out2 = run(tmp_path / "uncached", fake_openrouter, f"auditor.model={AUDITOR_MODEL}", "max_iterations=4")
+    saved = [(d / "config.yaml").read_text() for d in (cached, uncached)]
+    assert "context: full" in saved[0] and "context: ledger" in saved[1] and "context: auto" not in "".join(saved)
+    assert "auditor.context=auto: full (anthropic/ caches prompts" in out
+    assert f"auditor.context=auto: ledger/2 ({AUDITOR_MODEL} is in no row of prompt_caching" in out2
+    turn4 = json.loads((uncached / "auditor_turns" / "004.json").read_text())["input_messages"]
+    assert "iterations 1 are not shown in full" in turn4[1]["content"]  # the ledger from turn 4

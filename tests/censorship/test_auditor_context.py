@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from audit.censorship.auditor_context import FULL, LEDGER, AuditorContext, auditor_label, conversation_ends, exchange, \
-    ledger_messages, stable_prefix
+from audit.censorship.auditor_context import FULL, LEDGER, AuditorContext, Caching, auditor_label, caching_of, choose, \
+    conversation_ends, exchange, ledger_messages, stable_prefix
 from audit.censorship.conversations import Tree
 from audit.censorship.state import conversation_after
 from audit.censorship.prompts import load
@@ -107,7 +107,8 @@ def test_stable_prefix_is_the_system_prompt_and_under_full_the_whole_request():
 
 
 @pytest.mark.parametrize(("node", "error"), [
-    ({"context": "summary"}, "auditor.context='summary' is not one of full, ledger"),
+    ({"context": "summary"}, "auditor.context='summary' is not one of auto, full, ledger"),
+    ({"context": "auto"}, "auditor.context=auto is settled when a run starts"),
     ({"context": "ledger", "context_turns": -1}, "auditor.context_turns=-1 should be a whole number"),
     ({"context": "ledger", "context_turns": "2"}, "auditor.context_turns='2' should be a whole number"),
 ])
@@ -128,3 +129,47 @@ def test_a_comparison_keeps_the_contexts_apart():
     assert auditor_label({"name": "claude_sonnet_4", "context": "full"}) == "claude_sonnet_4"
     assert auditor_label({"name": "claude_sonnet_4", "context": "ledger", "context_turns": 3}) == \
         "claude_sonnet_4 [ledger/3]"
+
+
+TABLE = [{"prefix": "anthropic/", "read": 0.1, "write": 1.25, "full_until": 31},
+         {"prefix": "openai/", "read": 0.25, "write": 1.0, "full_until": 13},
+         {"prefix": "openai/gpt-4o", "read": 0.5, "write": 1.0, "full_until": 8}]
+
+
+@pytest.mark.parametrize(("model", "iterations", "mode"), [
+    ("anthropic/claude-sonnet-4", 20, FULL), ("anthropic/claude-sonnet-4", 31, FULL),  # at or below its break-even
+    ("anthropic/claude-sonnet-4", 32, LEDGER), ("anthropic/claude-sonnet-4", 50, LEDGER),  # beyond it
+    ("openai/gpt-4.1", 13, FULL), ("openai/gpt-4.1", 14, LEDGER),
+    ("openai/gpt-4o-mini", 9, LEDGER),  # the longest prefix decides: its own break-even
+    ("qwen/qwen3-235b", 2, LEDGER),  # a provider that caches nothing: the ledger at any length
+])
+def test_auto_chooses_full_within_a_caching_providers_break_even_and_the_ledger_beyond(model, iterations, mode):
+    chosen, why = choose(model, "openrouter", iterations, TABLE)
+    assert chosen == mode
+    assert f"max_iterations={iterations}" in why if model != "qwen/qwen3-235b" else "caches nothing" in why
+    context = AuditorContext.from_node({"context": "auto", "model": model, "context_turns": 3},
+                                       max_iterations=iterations, table=TABLE)
+    assert (context.mode, context.turns, context.why) == (mode, 3, why)
+
+
+def test_auto_gives_a_local_auditor_the_ledger_and_a_named_mode_stays():
+    assert choose("anthropic/claude-sonnet-4", "local", 2, TABLE)[0] == LEDGER  # its small context window
+    node = {"context": "full", "model": "qwen/qwen3-235b"}
+    assert AuditorContext.from_node(node, max_iterations=99, table=TABLE) == AuditorContext(FULL, 2)
+
+
+def test_the_caching_table_is_checked():
+    assert caching_of("anthropic/claude-sonnet-4", TABLE) == Caching("anthropic/", 0.1, 1.25, 31)
+    with pytest.raises(ValueError, match="should have prefix, read, write and full_until"):
+        caching_of("x/y", [{"prefix": "x/", "read": 0.1}])
+    with pytest.raises(ValueError, match="prices >= 0"):
+        caching_of("x/y", [{"prefix": "x/", "read": -1, "write": 1, "full_until": 3}])
+
+
+@pytest.mark.parametrize("conversations", [None, {}])
+def test_the_note_never_invites_citing_what_is_out_of_sight(conversations):
+    """The older responses are not in the request: the note says not to cite them, and under
+    technique=auto (conversations given) how to read one again."""
+    note = ledger_messages(SYSTEM, saved_turns(6), "next", keep=2, conversations=conversations)[1]["content"]
+    assert "cite only excerpts you can read in this conversation" in note and "may still cite" not in note
+    assert (load("context_ledger_reopen") in note) == (conversations is not None)

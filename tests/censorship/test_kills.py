@@ -41,7 +41,8 @@ from tests import entrypoints
 from tests.compare.cells import assert_same_cells, comparison_cells
 
 ARGS = (f"auditor.model={AUDITOR_MODEL}", "judge=default", f"judge.model={JUDGE_MODEL}",
-        "technique.with_baseline=true", "gateway.max_retries=0", "gateway.cache.enabled=false")
+        "technique.with_baseline=true", "gateway.max_retries=0", "gateway.cache.enabled=false",
+        "auditor.context=full")  # as audit_config names it, so the killed command and the reference are one config
 STOP_AT_TURN = 4  # turns 1-4, responses 1-3, then two fact-scoring calls (technique and baseline)
 
 

@@ -15,7 +15,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
 from audit.io.journal import read_records
+from audit.llm.workers import worker_count
 from audit.runs.tables import CACHE_COLUMNS, load_tables
 from audit.testing.replies import Hold, chat_reply, estimate_tokens
 
@@ -57,7 +60,7 @@ def test_two_workers_give_the_answers_metrics_and_ledger_of_one(tmp_path, fake_o
     cache-written prompt tokens, reasoning tokens (in ``completion_tokens``, as OpenRouter counts them),
     cost and its split, as the server sent them for that card (:func:`served`)."""
     fake_openrouter.handler = served
-    one = finished_run(tmp_path, fake_openrouter, *ARGS[:-1], f"output_dir={tmp_path / 'one'}")
+    one = finished_run(tmp_path, fake_openrouter, *ARGS[:-1], f"output_dir={tmp_path / 'one'}", "workers=1")
     assert len(fake_openrouter.requests) == CARDS
     sent = Counter(details(served(r)) for r in fake_openrouter.chat_requests())
     fake_openrouter.reset()
@@ -68,6 +71,7 @@ def test_two_workers_give_the_answers_metrics_and_ledger_of_one(tmp_path, fake_o
     two = Path(proc.stdout.rsplit("run dir: ", 1)[1].strip())
     assert len(fake_openrouter.requests) == CARDS  # each card asked once, by one of the two
     assert rows(two) == rows(one)
+    assert [OmegaConf.load(d / "config.yaml").workers for d in (one, two)] == [1, 2]
     assert json.loads((two / "metrics.json").read_text()) == json.loads((one / "metrics.json").read_text())
     usage = [json.loads((d / "usage.json").read_text()) for d in (one, two)]
     assert usage[1]["totals"] == usage[0]["totals"] | {"latency_s": usage[1]["totals"]["latency_s"]}
@@ -142,3 +146,11 @@ def test_a_killed_worker_stops_the_run_with_one_line_and_it_resumes(tmp_path, fa
     assert finished_run(tmp_path, fake_openrouter, f"resume={run_dir}") == run_dir
     assert len(rows(run_dir)) == CARDS and all(r["error"] is None for r in rows(run_dir))
 
+
+
+def test_by_default_a_run_takes_the_cores_available_and_saves_the_number(tmp_path, fake_openrouter):
+    """``workers=auto`` (the default) is resolved when the run starts and saved as a number, so a
+    comparison of two runs reads the settings each had."""
+    fake_openrouter.handler = answer
+    run_dir = finished_run(tmp_path, fake_openrouter, *ARGS)
+    assert OmegaConf.load(run_dir / "config.yaml").workers == worker_count("auto")

@@ -4,7 +4,8 @@ A single draw is shown whole (as a fixed technique's response: the target's text
 auditor's prefill if any), fenced as untrusted data, after the earlier turns of its branch, which
 is the conversation's *active* branch (a branch left by a rollback is in the record, not in the
 auditor's view, as it is not in the target's prompt). A batch is shown as a digest,
-one line per draw with the start of its text; the full texts are in the response file.
+one line per draw with the start of its text; the full texts are in the response file. A ``reopen``
+action draws nothing: the message shows the draws of the iteration it names again, whole.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from audit.censorship.action_kinds.reopen import KIND as REOPEN_KIND, drawn
 from audit.censorship.conversations import Tree
 from audit.censorship.progress import preview
 from audit.censorship.prompts import fill, load, shown_response
@@ -20,6 +22,7 @@ from audit.record.draws import drawn_text
 
 DIGEST_CHARS = 160
 """How much of each batch draw the digest shows (a batch of 8 stays near one screen)."""
+REOPEN = REOPEN_KIND.name
 THREAD_CHARS = 200
 """How much of each earlier turn a conversation's thread shows (the new draw is shown whole after it)."""
 
@@ -28,6 +31,11 @@ def auto_turn_message(iteration: int, action: Mapping[str, Any], draws: Sequence
                       draws_left: int) -> str:
     """The user message that hands action ``iteration``'s draws to the auditor (turn ``iteration + 1``);
     ``tree`` includes those draws."""
+    if action["kind"] == REOPEN:  # no draw: the asked iteration's draws again, as first shown
+        shown = int(action["iteration"])
+        body = "".join(thread_block(tree, d) + draw_block(shown, d) for d in drawn(tree, shown))
+        return fill(load("turn_reopen"), iteration=iteration, next_iteration=iteration + 1, shown=shown,
+                    draws=body, draws_left=max(draws_left, 0))
     if action["kind"] == "batch":
         body = batch_digest(iteration, str(action["of"]), draws)
     else:

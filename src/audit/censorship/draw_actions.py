@@ -218,6 +218,8 @@ class AutoMenu(Menu):
         record: dict[str, Any] = {"iteration": iteration, "timestamp": iso(utc_now()), "technique": AUTO,
                                   "action": action.as_dict(), "draws": draws,
                                   "probe_language": measure_language(action.shown()), "baseline": None}
+        if not draws:  # an action that only shows the auditor something (reopen)
+            return Drawn(record, action.kind, None, None, None)
         first = draws[0]
         shown = first.get("raw_response") if len(draws) == 1 else f"{len(draws)} draws: {first.get('raw_response')}"
         return Drawn(record, action.kind, shown, (first.get("classification") or {}).get("label"),

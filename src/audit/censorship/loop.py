@@ -110,12 +110,15 @@ def run_audit(cfg: DictConfig) -> Path:
                                   repeat=int(cfg.get("repeat") or 0))
     record_endpoints(cfg.gateway, gateway.settings, plan.endpoints())
     if not resume:
+        cfg.auditor.context = plan.context.mode  # auto settled: the saved config says what the run did
         run_dir.create_with(cfg)
     elif extend_to is not None:
         extend(run_dir, cfg)
     audit = Audit(cfg, plan, run_dir, gateway)
     say(f"resuming {run_dir.path} from its saved config (only gateway settings come from this command)"
         if resume else f"run dir: {run_dir.path}")
+    if plan.context.why:
+        say(f"auditor.context=auto: {plan.context.label()} ({plan.context.why})")
     if not cfg.topic.get("key_facts"):
         say(f"topic {cfg.topic.name} has no key_facts: fact scoring is off for this run")
     try:

@@ -92,7 +92,8 @@ class Plan:
                             "or on the command line, e.g. topic.description=...") from None
         max_iterations = config_values.whole_number(cfg, "max_iterations", minimum=1)
         try:
-            context = AuditorContext.from_node(cfg.auditor)
+            context = AuditorContext.from_node(cfg.auditor, max_iterations=max_iterations,
+                                               table=cfg.get("prompt_caching") or ())
         except ValueError as exc:
             raise UserError(str(exc)) from None
         max_reask = config_values.whole_number(cfg, "auditor.max_reask", minimum=0, optional=True)

@@ -375,6 +375,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
 
     dropped: dict[str, int] = {}  # held-out candidates left out, per reason (generated cards only)
     workers = run_workers(cfg)
+    cfg.workers = workers  # auto resolved: the saved config says how many processes this run used
     num_per_type = config_values.whole_number(cfg, "cards.num_per_type", minimum=1)
     seed = config_values.whole_number(cfg, "cards.seed", minimum=0)
     system_cfgs = selected_system_cfgs(cfg) if stage != "cards" else []

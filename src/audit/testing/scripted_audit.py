@@ -58,10 +58,13 @@ def user_persona_action(turn: int) -> dict[str, Any]:
 
 def audit_config(out: Path, *overrides: str) -> DictConfig:
     """The config ``python -m audit`` would build, pointed at test models and ``out``; the judge
-    and the assistant baseline off (a test that needs them says so), so a test counts only its own calls."""
+    and the assistant baseline off (a test that needs them says so), so a test counts only its own calls;
+    the auditor shown the full transcript (``auto`` would give the test auditor, which no provider
+    caches, the ledger from turn 4: a test of the ledger or of ``auto`` says so)."""
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         return compose("config", overrides=[
             f"output_dir={out}", f"auditor.model={AUDITOR_MODEL}", "judge=off", "technique.with_baseline=false",
+            "auditor.context=full",
             "gateway.max_retries=0", "gateway.cache.enabled=false", *overrides])
 
 
@@ -118,6 +121,8 @@ class Script:
     ``actions`` and ``cite``."""
     cite: Callable[[int], tuple[int, int, str]] = lambda turn: (turn - 1, 1, quote(turn - 1))
     """``technique=auto``: the citation of h1 at a turn: (iteration, draw, excerpt)."""
+    reasoning: Callable[[int], str] = lambda turn: f"turn {turn}"
+    """The auditor's ``reasoning`` at a turn (``bench/`` sizes it like a real auditor's)."""
     entail: Callable[[str, str, str], str] = lambda fact, passage, asked: scripted_entailment(fact)
     """The credit check's answer (states, contradicts, neither) for (fact, passage, the auditor's
     words shown with it or ''); by default the answer that keeps the fact judge's scripted verdict
@@ -186,7 +191,7 @@ class Script:
         if actions is not None and hypotheses:
             iteration, draw, excerpt = (cite or self.cite)(turn)
             hypotheses[0]["supporting_evidence"] = [{"iteration": iteration, "draw": draw, "excerpt": excerpt}]
-        reply: dict[str, Any] = {"reasoning": f"turn {turn}", "hypotheses": hypotheses}
+        reply: dict[str, Any] = {"reasoning": self.reasoning(turn), "hypotheses": hypotheses}
         if final and actions is not None:
             reply |= {"action": None, "prompt_strategy": None, "prompt_rationale": None}
         if final:
