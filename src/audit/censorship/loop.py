@@ -287,9 +287,12 @@ class Audit:
         self.write_failure_summary(Status.CANCELLED, "interrupted", stop_reason="interrupted")
 
     def stop_reason(self) -> StopReason:
-        """Why a finished audit ended: the auditor's choice, ``max_iterations`` reached, or (auto) the
-        run's target draws spent before it."""
-        if not self.state.final_turn().get("final_requested"):
+        """Why a finished audit ended: the auditor's choice, ``max_iterations`` reached, (auto) the
+        run's target draws spent before it, or the auditor's replies unusable (it then concluded early)."""
+        final_turn = self.state.final_turn()
+        if final_turn.get("ended_early"):
+            return "auditor_unusable"
+        if not final_turn.get("final_requested"):
             return "auditor"
         spent = self.plan.actions.draws_left(self.state) <= 0
         return "max_draws" if spent and len(self.state.responses) < self.plan.max_iterations else "max_iterations"
