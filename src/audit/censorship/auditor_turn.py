@@ -12,7 +12,7 @@ from audit.censorship.draw_actions import Actions
 from audit.censorship.evidence import check_evidence
 from audit.censorship.language import WrongLanguage, check_probe
 from audit.censorship.plan import Plan
-from audit.censorship.progress import preview, say
+from audit.censorship.progress import beat, preview, say
 from audit.censorship.prompts import final_summary_request, reask_message
 from audit.censorship.run_dir import AuditDir
 from audit.censorship.schema import (FINAL, NEXT, ReplyError, parse_auditor_reply, reask_stage, response_formats,
@@ -49,12 +49,15 @@ class AuditorTurns:
         attempt = -1
         while True:
             attempt += 1
+            doing = "the final summary" if stage == FINAL else f"turn {iteration}"
             try:
-                response = await self.gateway.achat(
-                    plan.auditor_model, messages, max_tokens=plan.auditor_max_tokens,
-                    temperature=plan.auditor_temperature, tag="auditor", endpoint=plan.auditor_endpoint,
-                    response_format=self.formats[schema], structured=plan.auditor_structured,
-                    sample_index=earlier_failures, cache_prefix=stable, **plan.auditor_routing)
+                with beat(f"auditor: writing {doing}{f' (re-ask {attempt})' if attempt else ''}", self.gateway,
+                          plan.auditor_max_tokens):
+                    response = await self.gateway.achat(
+                        plan.auditor_model, messages, max_tokens=plan.auditor_max_tokens,
+                        temperature=plan.auditor_temperature, tag="auditor", endpoint=plan.auditor_endpoint,
+                        response_format=self.formats[schema], structured=plan.auditor_structured,
+                        sample_index=earlier_failures, cache_prefix=stable, **plan.auditor_routing)
             except GatewayError as exc:
                 raise AuditStopped(f"auditor {plan.auditor_model} failed at turn {iteration}: {exc}",
                                    failed_turn=state.record_failed_turn(iteration, messages, attempts)) from exc

@@ -275,7 +275,7 @@ class Gateway:
         started = time.perf_counter()
         retries = 0
         streamed = streams(self.settings, route, payload.get("max_tokens"))
-        deadline = self.settings.stream_timeout_s if streamed else self.settings.timeout_s
+        deadline = self.settings.deadline_s(endpoint, streamed=streamed)
         where = dict(endpoint=endpoint, api_base=api_base, structured_output=structured_output)
         cut_off = dict(tag=tag, route=route, model=model, payload=payload, **where)
         while True:
@@ -301,7 +301,7 @@ class Gateway:
                                     **cut_off)
                 raise
             except asyncio.TimeoutError:  # the deadline above (litellm's own timeouts are classified below)
-                what = "gateway.stream.timeout_s" if streamed else "gateway.timeout_s"
+                what = self.settings.deadline_setting(endpoint, streamed=streamed)
                 failure, retry_after = GatewayError("timeout", f"no whole reply within {deadline:g} s ({what})"), None
                 self._books.cut_off(received, await self._price(endpoint, api_base, model),
                                     f"aborted: cut off at the deadline ({deadline:g} s, {what})", started, retries,
