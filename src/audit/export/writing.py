@@ -4,7 +4,6 @@ atomically. Used by ``python -m audit.export`` and, with ``export.inspect=true``
 from __future__ import annotations
 
 import importlib.util
-import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -36,9 +35,8 @@ def export_inspect(dirs: Sequence[Path], out: Path | None = None, skipped: list[
     ``skipped`` (one line each), and the others are exported; if every run is damaged, that is the error.
     """
     require_inspect()
-    # on stderr: stdout lists the logs written, for scripts
-    with Heartbeat("export: loading inspect_ai and the runs", out=lambda line: print(line, file=sys.stderr, flush=True)) \
-            as beat:
+    # on stdout with the rest of the progress: stderr holds only the one line of an error
+    with Heartbeat("export: loading inspect_ai and the runs") as beat:
         return _export(dirs, out, skipped, beat)
 
 
