@@ -16,7 +16,7 @@ from audit.counted import counted
 from audit.llm.accounting import Totals
 from audit.llm.ledger import CallRecord
 from audit.neutral import terminal_text
-from audit.progress import Heartbeat, cache_note, format_duration
+from audit.progress import Heartbeat, cache_note, format_duration, mark_line
 from audit.usage import Usage
 
 PREVIEW_CHARS = 100
@@ -99,3 +99,4 @@ def done_line(outcome: str, iterations: int, totals: Totals, failures: str, cach
 def say(line: str) -> None:
     """Progress goes to stdout (spec), flushed so a piped or killed run still shows it."""
     print(line, file=sys.stdout, flush=True)
+    mark_line()
