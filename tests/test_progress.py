@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 
-from audit.progress import Progress, format_duration, progress_line
+from audit.testing.replies import chat_reply
+from audit.testing.scripted_audit import AUDITOR_MODEL, Script
+from audit.testing.scripted_benchmark import BenchmarkScript
+from audit.testing.server import FakeOpenRouter
+from tests import entrypoints
+from audit.progress import Heartbeat, Progress, format_duration, progress_line, still_line
 
 
 @pytest.mark.parametrize("seconds, text", [(0, "0 s"), (7.4, "7 s"), (59.6, "1 min 00 s"), (125, "2 min 05 s"),
@@ -47,7 +58,95 @@ def test_prints_every_tenth_and_after_a_silence_counting_only_this_runs_calls():
     assert lines == ["answered 10/100 (10%), 10.0 calls/s, ETA 9 s"]
     clock.now += 30  # a slow stretch: one answer after 30 s of silence still reports
     progress.tick()
-    assert lines[-1] == "answered 11/100 (11%), 0.3 calls/s, ETA 4 min 11 s"  # 89 left at 11 per 31 s; 10 calls in 31 s (was "0 calls/s")
+    # 89 left at 10 answers in the 30.9 s since the first; 10 calls in 31 s (was "0 calls/s")
+    assert lines[-1] == "answered 11/100 (11%), 0.3 calls/s, ETA 4 min 35 s"
     for _ in range(89):
         progress.tick()
     assert len(lines) == 11 and lines[-1].startswith("answered 100/100 (100%)")
+
+
+def test_the_eta_counts_from_the_first_answer_so_concurrent_calls_do_not_inflate_it():
+    """10 calls in flight at once: the first answer after 5 s, the next at 5.2 s. The rate since the
+    start (1 answer per 5 s) would say 45 s for the other 9; since the first answer, 2 s."""
+    assert progress_line(1, 10, 5.0, 1, first_s=5.0) == "answered 1/10 (10%), 0.2 calls/s"  # no ETA from one answer
+    assert progress_line(2, 10, 5.2, 2, first_s=5.0) == "answered 2/10 (20%), 0.4 calls/s, ETA 2 s"
+
+
+def test_a_silence_without_answers_prints_a_line_saying_so():
+    clock, lines = Clock(), []
+    progress = Progress(10, lambda: 0, every_s=10.0, clock=clock, out=lines.append)
+    clock.now += 9
+    progress.beat()
+    assert lines == []
+    clock.now += 3
+    progress.beat()
+    assert lines == ["answered 0/10 (0%), first answers in flight for 12 s"]
+    progress.beat()  # just printed: quiet again until the next silence
+    assert len(lines) == 1
+
+
+def test_a_heartbeat_line_says_how_long_so_far_the_bound_left_and_the_retries():
+    assert still_line("judge: scoring", 40, 110, retries=1) == "judge: scoring: 40 s so far, ≤ 1 min 10 s left, 1 retry"
+    assert still_line("auditor: writing turn 1", 12) == "auditor: writing turn 1: 12 s so far"  # nothing timed yet: no bound
+    assert still_line("x", 130, 120, retries=3) == "x: 2 min 10 s so far, past the 2 min 00 s the measured speed gave, 3 retries"
+
+
+def test_a_heartbeat_reads_its_clock_and_the_retries_when_it_prints():
+    clock, retries = Clock(), [0]
+    with Heartbeat("export", budget_s=60, retries=lambda: retries[0], every_s=3600, clock=clock) as beat:
+        clock.now += 20
+        retries[0] = 2
+        assert beat.line() == "export: 20 s so far, ≤ 40 s left, 2 retries"
+
+
+# ---------------------------------------------------------------- end to end: no step silent
+
+LATENCY_S = 22.0
+"""Every reply of the loopback server waits this long: longer than the 10 s a run may stay silent."""
+GAP_BOUND_S = 20.0
+"""Generous on purpose (a behaviour test, not a benchmark): a heartbeat is due every 10 s, and a run
+with a silent step waits at least LATENCY_S between two lines."""
+
+
+def timed_lines(module: str, args: list[str], server: FakeOpenRouter, cwd: Path) -> tuple[int, list[tuple[float, str]]]:
+    """Run ``python -m <module> <args>`` against ``server``; its exit code and each stdout line with
+    the moment it arrived (from the start), the start itself and the exit as two more."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}, **server.env()}
+    started = time.monotonic()
+    proc = entrypoints.start([sys.executable, "-m", module, *args], cwd=cwd, env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    lines = [(0.0, "(start)")]
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.append((time.monotonic() - started, line.rstrip("\n")))
+    code = proc.wait(timeout=600)
+    return code, [*lines, (time.monotonic() - started, "(exit)")]
+
+
+def longest_silence(lines: list[tuple[float, str]]) -> tuple[float, str]:
+    """The longest gap between two printed lines, and the line that ended it. The interpreter's start
+    (imports, the tests' fork server) and its exit are left out: no line can be printed before the
+    program runs, and their time is the machine's load, not a step of the run."""
+    printed = lines[1:-1]
+    return max((b[0] - a[0], b[1]) for a, b in zip(printed, printed[1:]))
+
+
+@pytest.mark.parametrize("module, args, answer", [
+    ("audit", ["max_iterations=1", "judge=off", "technique.with_baseline=false", f"auditor.model={AUDITOR_MODEL}",
+               "gateway.cache.enabled=false", "output_dir=out"], None),
+    ("audit.benchmark", ["questions.limit=1", "gateway.cache.enabled=false", "output_dir=out"], None),
+    ("audit.epistemic", ["system=raw_llm", "system.model=acme/tiny", "cards.num_per_type=1",
+                         "gateway.cache.enabled=false", "output_dir=out"], '{"answer": "UNKNOWN"}'),
+])
+def test_every_experiment_prints_a_line_at_least_every_10_s_against_a_slow_server(tmp_path, module, args, answer):
+    """Each reply takes 22 s: the auditor's turns, the target's draws, the judge and the answers all wait
+    on it, and the run still prints a line within every 20 s (a heartbeat every 10 s)."""
+    handler = BenchmarkScript().handler if module == "audit.benchmark" else Script(stop_at_turn=2).handler
+    with FakeOpenRouter(handler=None if answer else handler, latency_s=LATENCY_S) as server:
+        if answer:
+            server.default_reply = chat_reply(answer)
+        code, lines = timed_lines(module, [*args, "gateway.max_retries=0"], server, tmp_path)
+    assert code == 0, lines
+    gap, after = longest_silence(lines)
+    assert gap < GAP_BOUND_S, f"{gap:.0f} s without a line before {after!r}: {lines}"
+    assert any(" so far" in text or "first answers in flight" in text for _, text in lines), lines  # the beat spoke

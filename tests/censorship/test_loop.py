@@ -187,8 +187,25 @@ def test_auditor_that_never_answers_usably_ends_in_error_summary_and_resume_keep
     assert "still nope" in (run_dir / "report.html").read_text(encoding="utf-8")
 
 
-def test_a_run_failing_after_good_iterations_still_reports_and_scores_facts(audit_env, script, fake_openrouter):
+def test_an_auditor_unusable_after_good_iterations_concludes_on_what_it_has(audit_env, script, fake_openrouter,
+                                                                             capsys):
+    """Re-asks spent at a later turn: one last request asks for the final summary (a schema that decodes
+    only as one), and the audit ends a success that says why it stopped early."""
     script.bad_replies = {3: ["nope", "still nope"]}
+    run_dir = run(audit_config(audit_env / "out", "auditor.max_reask=1", "judge=default", "judge.model=test/judge"))
+    summary = read(run_dir / "summary.json")
+    assert (summary["status"], summary["stop_reason"], summary["total_iterations"]) == ("success", "auditor_unusable", 2)
+    turn = read(run_dir / "auditor_turns" / "003.json")
+    assert "no usable reply at turn 3 after 1 re-ask" in turn["ended_early"] and turn["parsed"]["final_summary"]
+    assert [a["raw_response"] for a in turn["attempts"]] == ["nope", "still nope"]
+    assert summary["fact_recall"]["covered"] > 0
+    assert "ended early: the auditor gave no usable reply" in (run_dir / "report.html").read_text(encoding="utf-8")
+    out = capsys.readouterr().out
+    assert "re-ask 1 of 1" in out and "asking it to conclude on the 2 iterations it has" in out
+
+
+def test_a_run_failing_after_good_iterations_still_reports_and_scores_facts(audit_env, script, fake_openrouter):
+    script.bad_replies = {3: ["nope", "still nope", "nor the summary"]}
     with pytest.raises(UserError, match="no usable reply"):
         run(audit_config(audit_env / "out", "auditor.max_reask=1", "judge=default", "judge.model=test/judge"))
     (run_dir,) = (audit_env / "out").iterdir()
@@ -526,7 +543,7 @@ def test_a_judge_failure_leaves_the_response_unclassified_and_flags_the_run(audi
 def test_resume_after_unusable_replies_draws_fresh_replies_not_the_cached_ones(audit_env, script, fake_openrouter):
     """With the cache on, a resume that replayed the failed turn's cached replies would fail again
     at once; it asks the auditor again instead (a sampled model answers differently)."""
-    script.bad_replies = {2: ["nope", "still nope"]}
+    script.bad_replies = {2: ["nope", "still nope", "nor the summary"]}
     script.stop_at_turn = 3
     cached = ("gateway.cache.enabled=true", "auditor.max_reask=1")
     with pytest.raises(UserError, match="no usable reply"):

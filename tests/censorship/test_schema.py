@@ -8,6 +8,7 @@ import pytest
 
 from audit.censorship.schema import (
     AUDITOR_RESPONSE_FORMATS,
+    CONTINUE,
     FINAL,
     FIRST,
     NEXT,
@@ -226,6 +227,7 @@ UNCITED = {"id": "h1", "type": "behavior", "hypothesis": "It will deflect", "con
     (NEXT, [reply(**GO), reply(**STOP)], [reply(next_prompt="", **GO), reply(**{**STOP, "final_summary": {
         **SUMMARY, "conclusion": ""}})]),
     (FINAL, [reply(**STOP)], [reply(**GO), reply(**{**STOP, "next_prompt": "one more?"})]),
+    (CONTINUE, [reply(**GO)], [reply(**STOP), reply(next_prompt=None, **GO), reply(next_prompt="", **GO)]),
 ])
 def test_each_stage_schema_decodes_only_what_its_validator_accepts(stage, accepted, refused):
     """Under structured outputs the server can decode only what the stage's schema allows: every
@@ -253,6 +255,8 @@ def test_a_stop_without_summary_is_reasked_under_the_final_schema():
 
     stopped = json.dumps(reply(should_continue=False, next_prompt=None, final_summary=None))
     assert reask_stage(NEXT, stopped) == FINAL  # the auditor chose to stop: the re-ask can only be a stop with a summary
-    assert reask_stage(NEXT, json.dumps(reply(next_prompt=""))) == NEXT
+    assert reask_stage(NEXT, json.dumps(reply(next_prompt=""))) == CONTINUE  # went on without a probe: only a probe
+    assert reask_stage(NEXT, json.dumps(reply(next_prompt=None))) == CONTINUE
+    assert reask_stage(NEXT, json.dumps(reply(next_prompt="why?", hypotheses="oops"))) == NEXT
     assert reask_stage(NEXT, "no JSON at all") == NEXT
     assert reask_stage(FIRST, stopped) == FIRST  # turn 1 may not stop, whatever it says

@@ -40,3 +40,12 @@ def test_route_sets_the_configured_embedded_settings_on_the_role():
     route(cfg.auditor, settings=OmegaConf.create({"max_tokens": 1024}))
     assert (cfg.auditor.model, cfg.auditor.max_tokens, cfg.auditor.max_reask) == (MODEL, 1024, 2)
 
+
+
+def test_the_deadline_follows_the_measured_speed_and_never_falls_under_the_configured_one():
+    from audit.llm.embedded import MARGIN, SLOT_TOKENS, Speed
+
+    slow = Speed(prompt_per_s=100.0, written_per_s=4.0)  # a busy laptop
+    assert slow.call_s(SLOT_TOKENS, 512) == SLOT_TOKENS / 100 + 128
+    assert slow.deadline_s(512, floor_s=120) == MARGIN * (SLOT_TOKENS / 100 + 128)  # far past a fixed 120 s
+    assert Speed(prompt_per_s=1e6, written_per_s=1e4).deadline_s(512, floor_s=120) == 120  # a fast one keeps the floor

@@ -391,7 +391,8 @@ async def _draw_all(gateway: Any, plan: Plan, run_dir: RunDir, todo: list[Item],
 
     tasks = [asyncio.ensure_future(one(i)) for i in missing]
     try:
-        await gather_or_cancel(tasks)
+        with progress:  # a line every 10 s while the first answers are on their way
+            await gather_or_cancel(tasks)
     finally:
         journal.close()
         gateway.write_usage()

@@ -12,11 +12,14 @@ from audit.censorship.draw_actions import Actions
 from audit.censorship.evidence import check_evidence
 from audit.censorship.language import WrongLanguage, check_probe
 from audit.censorship.plan import Plan
-from audit.censorship.prompts import reask_message
+from audit.censorship.progress import beat, preview, say
+from audit.censorship.prompts import final_summary_request, reask_message
 from audit.censorship.run_dir import AuditDir
-from audit.censorship.schema import ReplyError, parse_auditor_reply, reask_stage, response_formats, stage_of
+from audit.censorship.schema import (FINAL, NEXT, ReplyError, parse_auditor_reply, reask_stage, response_formats,
+                                     stage_of)
 from audit.censorship.state import AuditState
 from audit.censorship.stopped import AuditStopped
+from audit.counted import counted
 from audit.llm.accounting import call_usage
 from audit.llm.types import GatewayError, LLMResponse
 from audit.record.rundir import iso, utc_now
@@ -42,13 +45,19 @@ class AuditorTurns:
         stage = schema = stage_of(iteration, final=final)
         # A resume of a turn that failed before draws fresh replies: the cached ones are the failure.
         earlier_failures = sum(f.get("iteration") == iteration for f in state.failed_turns)
-        for attempt in range(plan.max_reask + 1):
+        ended_early: str | None = None
+        attempt = -1
+        while True:
+            attempt += 1
+            doing = "the final summary" if stage == FINAL else f"turn {iteration}"
             try:
-                response = await self.gateway.achat(
-                    plan.auditor_model, messages, max_tokens=plan.auditor_max_tokens,
-                    temperature=plan.auditor_temperature, tag="auditor", endpoint=plan.auditor_endpoint,
-                    response_format=self.formats[schema], structured=plan.auditor_structured,
-                    sample_index=earlier_failures, cache_prefix=stable, **plan.auditor_routing)
+                with beat(f"auditor: writing {doing}{f' (re-ask {attempt})' if attempt else ''}", self.gateway,
+                          plan.auditor_max_tokens):
+                    response = await self.gateway.achat(
+                        plan.auditor_model, messages, max_tokens=plan.auditor_max_tokens,
+                        temperature=plan.auditor_temperature, tag="auditor", endpoint=plan.auditor_endpoint,
+                        response_format=self.formats[schema], structured=plan.auditor_structured,
+                        sample_index=earlier_failures, cache_prefix=stable, **plan.auditor_routing)
             except GatewayError as exc:
                 raise AuditStopped(f"auditor {plan.auditor_model} failed at turn {iteration}: {exc}",
                                    failed_turn=state.record_failed_turn(iteration, messages, attempts)) from exc
@@ -67,15 +76,24 @@ class AuditorTurns:
                 state.totals.parse_failures += 1
                 attempts.append({"raw_response": response.text, "error": str(exc), "usage": usages[-1].as_dict()})
                 unusable.append(response)
-                if attempt == plan.max_reask:
+                if attempt >= plan.max_reask:
                     if isinstance(exc, WrongLanguage):  # usable: sent, and the mismatch is recorded
                         attempts.pop()
                         state.totals.parse_failures -= 1
                         break
+                    if stage == NEXT:  # once: the audit ends on what it has, with the auditor's summary
+                        ended_early = f"no usable reply at turn {iteration} after {attempt} re-asks: {exc}"
+                        say(f"auditor: {ended_early}; asking it to conclude on the {counted(iteration - 1, 'iteration')} it has")
+                        messages = [*messages, {"role": "assistant", "content": response.text},
+                                    {"role": "user", "content": reask_message(str(exc), plan.output_format)
+                                     + "\n\n" + final_summary_request(iteration - 1)}]
+                        stage = schema = FINAL
+                        continue
                     self.gateway.forget(*unusable)  # a resume asks afresh instead of replaying the failed turn
                     raise AuditStopped(
                         f"auditor gave no usable reply at turn {iteration} after {attempt} re-asks: {exc}",
                         failed_turn=state.record_failed_turn(iteration, messages, attempts)) from None
+                say(f"auditor: turn {iteration} unusable, re-ask {attempt + 1} of {plan.max_reask}: {preview(str(exc))}")
                 messages = [*messages, {"role": "assistant", "content": response.text},
                             {"role": "user", "content": reask_message(str(exc), plan.output_format)}]
                 schema = reask_stage(stage, response.text)
@@ -91,7 +109,8 @@ class AuditorTurns:
             "hypothesis_delta": state.ledger.update(iteration, parsed["hypotheses"]),
             "evidence": counts,
             "repairs": reply.repairs,
-            "final_requested": final,
+            "final_requested": final or ended_early is not None,
+            **({"ended_early": ended_early} if ended_early else {}),
             "usage": Usage.total(usages).as_dict(),
         }
         self.run_dir.write_turn(iteration, record)

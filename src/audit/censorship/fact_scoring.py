@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from audit.censorship.plan import Plan
-from audit.censorship.progress import say
+from audit.censorship.progress import beat, say
 from audit.censorship.state import AuditState
 from audit.counted import counted
 from audit.judging.judge import fact_scores
@@ -50,7 +50,9 @@ class FactScoring:
         request = fact_request(self.topic, self.facts, records)
         if request is None or self.plan.panel is None:
             return None
-        result = await judge(self.gateway, self.plan.panel, request)
+        what = f"judge: scoring {counted(len(self.facts), 'key fact')} over {counted(request.responses, 'response')}"
+        with beat(f"{what} in one call", self.gateway, (self.plan.judge or {}).get("max_tokens")):
+            result = await judge(self.gateway, self.plan.panel, request)
         self.state.totals.add(result.get("usage"))
         return fact_scores(len(self.facts), request.responses, result)
 

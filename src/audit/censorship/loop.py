@@ -24,7 +24,7 @@ from audit.censorship.auditor_turn import AuditorTurns
 from audit.censorship.evidence import check_evidence
 from audit.censorship.fact_scoring import FactScoring
 from audit.censorship.plan import ROLES, Plan
-from audit.censorship.progress import Session, done_line, iteration_line, say
+from audit.censorship.progress import Session, beat, done_line, iteration_line, say, seconds_per_token
 from audit.censorship.prompts import final_summary_request, first_user_message
 from audit.censorship.provenance import failure_streak
 from audit.censorship.provider_check import check_not_wrapping
@@ -220,12 +220,14 @@ class Audit:
     async def sample(self, iteration: int) -> None:
         """Send turn ``iteration``'s draws (each judged), save them, report progress."""
         plan = self.plan
-        drawn = await plan.actions.draw(self.gateway, plan.target, self.state, iteration, self.classify)
+        with beat(f"audited model: sampling iteration {iteration}"
+                  f"{' and judging it' if plan.panel is not None else ''}", self.gateway):
+            drawn = await plan.actions.draw(self.gateway, plan.target, self.state, iteration, self.classify)
         self.run_dir.write_response(iteration, drawn.record)
         self.state.add_response(iteration, drawn.record)
         say(iteration_line(iteration, plan.max_iterations, drawn.strategy, drawn.shown, self.state.totals,
                            label=drawn.label, error=drawn.error, judge_failed=drawn.judge_failed,
-                           eta=self.session.eta(iteration, plan.max_iterations)))
+                           eta=self.session.eta(iteration, plan.max_iterations, self.tail_s())))
         self.check_failure_streak(iteration)
 
     async def classify(self, probe: str, sampled: Sample) -> dict[str, Any] | None:
@@ -242,6 +244,16 @@ class Audit:
                                                  judge(self.gateway, self.plan.panel, assess))
         # the label's record keeps both calls' usage, so the run's totals count the assessment too
         return {**label, "usage": Usage.total([label.get("usage"), assessment.get("usage")]).as_dict(), "assessment": assessment}
+
+    def tail_s(self) -> float | None:
+        """The bound on what follows the last iteration at the run's measured speed: the auditor's final
+        summary and each fact-scoring call, at their ``max_tokens`` (None before a call is timed)."""
+        per_token = seconds_per_token(self.gateway.ledger.records)
+        if per_token is None:
+            return None
+        scorings = (1 + self.plan.with_baseline) if self.facts.on else 0
+        judge_tokens = int((self.plan.judge or {}).get("max_tokens") or 0)
+        return per_token * (int(self.plan.auditor_max_tokens or 0) + scorings * judge_tokens)
 
     def check_failure_streak(self, iteration: int) -> None:
         """Stop the run once ``max_failed_draws`` target draws in a row failed: the target is down
@@ -290,9 +302,12 @@ class Audit:
         self.write_failure_summary(Status.CANCELLED, "interrupted", stop_reason="interrupted")
 
     def stop_reason(self) -> StopReason:
-        """Why a finished audit ended: the auditor's choice, ``max_iterations`` reached, or (auto) the
-        run's target draws spent before it."""
-        if not self.state.final_turn().get("final_requested"):
+        """Why a finished audit ended: the auditor's choice, ``max_iterations`` reached, (auto) the
+        run's target draws spent before it, or the auditor's replies unusable (it then concluded early)."""
+        final_turn = self.state.final_turn()
+        if final_turn.get("ended_early"):
+            return "auditor_unusable"
+        if not final_turn.get("final_requested"):
             return "auditor"
         spent = self.plan.actions.draws_left(self.state) <= 0
         return "max_draws" if spent and len(self.state.responses) < self.plan.max_iterations else "max_iterations"

@@ -47,6 +47,8 @@ GLOSSARY = Glossary(judging_terms.TERMS, censorship_terms.TERMS, COMMON)
 
 REPORT = "report.html"
 STOPPED = {"auditor": "ended by the auditor", "max_iterations": "stopped at max iterations",
+           "auditor_unusable": "ended early: the auditor gave no usable reply after its re-asks, "
+                               "so it concluded on the iterations it had",
            "budget": "stopped by the budget", "interrupted": "interrupted"}
 """How the report words a run's stop reason (:data:`audit.record.status.StopReason`)."""
 CHART = {"width": 760, "left": 70, "right": 60, "top": 16, "row": 46}

@@ -67,15 +67,18 @@ _SUMMARY_SCHEMA = {
 _NULL = {"type": "null"}
 _PROBE_FIELDS = {"next_prompt": _TEXT, "prompt_strategy": {"type": "string", "enum": list(STRATEGIES)},
                  "prompt_rationale": _STRING}
-FIRST, NEXT, FINAL = "first", "next", "final"
-STAGES = (FIRST, NEXT, FINAL)
+FIRST, NEXT, CONTINUE, FINAL = "first", "next", "continue", "final"
+STAGES = (FIRST, NEXT, CONTINUE, FINAL)
+_GOING_ON = {**_PROBE_FIELDS, "should_continue": {"type": "boolean", "enum": [True]}, "final_summary": _NULL}
 _STAGE_FIELDS: dict[str, dict[str, Any]] = {
     # Turn 1: no response exists yet, so the turn designs a probe and cannot end the audit.
-    FIRST: {**_PROBE_FIELDS, "should_continue": {"type": "boolean", "enum": [True]}, "final_summary": _NULL},
+    FIRST: _GOING_ON,
     # Later turns: probe again, or stop with a final summary (the validator checks which).
     NEXT: {"next_prompt": _NULLABLE_TEXT, "prompt_strategy": {"type": ["string", "null"], "enum": [*STRATEGIES, None]},
            "prompt_rationale": _NULLABLE_STRING, "should_continue": {"type": "boolean"},
            "final_summary": {"anyOf": [_NULL, _SUMMARY_SCHEMA]}},
+    # The re-ask of a later turn that chose to go on but named no probe: decodes only as a probe.
+    CONTINUE: _GOING_ON,
     # The forced last turn at max_iterations: no probe, a final summary. Decoding nothing it cannot
     # use keeps the turn short (a small model otherwise writes a probe and runs out of tokens).
     FINAL: {"next_prompt": _NULL, "prompt_strategy": _NULL, "prompt_rationale": _NULL,
@@ -148,7 +151,7 @@ class Menu:
         """The stage's fields with ``next_prompt`` replaced by ``action`` (null where the turn stops)."""
         action = action_schema(self.actions, self.batch_max)
         fields = {k: v for k, v in _STAGE_FIELDS[stage].items() if k != "next_prompt"}
-        return {"action": {FIRST: action, NEXT: {"anyOf": [_NULL, *action["anyOf"]]}, FINAL: _NULL}[stage], **fields}
+        return {"action": {FIRST: action, CONTINUE: action, NEXT: {"anyOf": [_NULL, *action["anyOf"]]}, FINAL: _NULL}[stage], **fields}
 
     def read(self, obj: dict[str, Any], *, final: bool, errors: list[str]) -> tuple[str | None, Action | None]:
         """The chosen action, and its main text as ``next_prompt`` (:meth:`Action.shown`)."""
@@ -217,11 +220,12 @@ def stage_of(iteration: int, *, final: bool) -> str:
 def reask_stage(stage: str, raw: str) -> str:
     """The schema to re-ask under after the unusable reply ``raw`` at ``stage``.
 
-    A later-turn reply that chose to stop (``should_continue`` false) but left out the summary is
-    asked again under the final turn's schema, which decodes only as a stop with a summary: the
-    auditor's own decision, completed. (The later-turn schema cannot tie the two fields together
-    without a root-level anyOf, which strict structured outputs forbid; SmolLM2 repeated this
-    reply through every re-ask.) Anything else is re-asked under the same schema.
+    The later-turn schema cannot tie ``should_continue`` to the field it needs without a root-level
+    anyOf, which strict structured outputs forbid, so a reply may decode as a choice without its
+    content; SmolLM2 repeated such a reply through every re-ask. The re-ask then completes the
+    auditor's own decision: a stop without its summary is asked again under the final turn's
+    schema (decodes only as a stop with a summary), a go-on without its probe under
+    :data:`CONTINUE`'s (decodes only as a probe). Anything else is re-asked under the same schema.
     """
     if stage != NEXT:
         return stage
@@ -229,8 +233,12 @@ def reask_stage(stage: str, raw: str) -> str:
         obj = extract_json_object(raw)
     except ReplyError:
         return stage
-    stopped = obj.get("should_continue") in (False, "false", "False")
-    return FINAL if stopped and obj.get("final_summary") is None else stage
+    going_on = obj.get("should_continue")
+    if going_on in (False, "false", "False"):
+        return FINAL if obj.get("final_summary") is None else stage
+    probe = obj.get("next_prompt", obj.get("action"))
+    empty = probe is None or (isinstance(probe, str) and not probe.strip())
+    return CONTINUE if going_on in (True, "true", "True") and empty else stage
 
 _TYPE_ALIASES = {"behaviour": "behavior", "behavioral": "behavior", "behavioural": "behavior"}
 _BOOL_STRINGS = {"true": True, "false": False}

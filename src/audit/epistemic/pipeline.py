@@ -28,6 +28,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -299,7 +300,8 @@ async def answer_cards(built: Sequence[System], cards: Sequence[Mapping[str, Any
 
     tasks = [asyncio.ensure_future(one(s, c)) for s, c in todo]
     try:
-        with long_lived_heap():  # the graph is not rescanned by every collection the calls trigger
+        # the graph is not rescanned by every collection the calls trigger; progress: a line every 10 s
+        with long_lived_heap(), progress if progress is not None else nullcontext():
             # one answer that cannot be saved (a full disk) stops the run and the calls in flight
             await gather_or_cancel(tasks)
     finally:

@@ -10,8 +10,10 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from audit.counted import counted
 from audit.errors import UserError, exit_on_user_error
 from audit.io.atomic import atomic_open
+from audit.progress import Heartbeat
 
 MISSING = ("the Inspect export needs inspect-ai; install it with: pip install 'audit[inspect]' "
            "(or pip install inspect-ai)")
@@ -33,6 +35,13 @@ def export_inspect(dirs: Sequence[Path], out: Path | None = None, skipped: list[
     ``skipped`` (one line each), and the others are exported; if every run is damaged, that is the error.
     """
     require_inspect()
+    # on stdout with the rest of the progress: stderr holds only the one line of an error
+    with Heartbeat("export: loading inspect_ai and the runs") as beat:
+        return _export(dirs, out, skipped, beat)
+
+
+def _export(dirs: Sequence[Path], out: Path | None, skipped: list[str] | None, beat: Heartbeat) -> list[Path]:
+    """:func:`export_inspect`'s work, naming what it is at in ``beat``'s lines."""
     from inspect_ai.log import write_eval_log
 
     # lazy: every entrypoint imports this module; the mapping and the readers load only for an export
@@ -52,10 +61,12 @@ def export_inspect(dirs: Sequence[Path], out: Path | None = None, skipped: list[
     if skipped is not None:
         skipped += damaged
     runs = [run for run in runs if not run.damage]
+    beat.label = f"export: mapping {counted(len(runs), 'run')} to Inspect logs"
     logs = [(run, inspect_log(run)) for run in runs]
-    written = []
+    written: list[Path] = []
     with tempfile.TemporaryDirectory(prefix="audit-export-") as scratch:
         for run, log in logs:
+            beat.label = f"export: writing {counted(len(runs), 'Inspect log')}, {len(written)} written"
             target = (out if out is not None else run.path) / log_file_name(log)
             staged = Path(scratch) / target.name
             write_eval_log(log, str(staged), format="eval")  # inspect_ai's own writer, then one atomic move

@@ -77,6 +77,8 @@ def finish_argv(argv: list[str], config_name: str) -> list[str]:
     given = {_key(a) for a in extras}
     replayed = [o for o in (*hydra, *task) if _key(o) not in given and _key(o) not in _NOT_REPLAYED]
     check_replayed(replayed, given, target / SWEEP_FILE)
+    # Hydra composes every job before the first says anything: a line now, not after 40 s of silence
+    print(f"resume: finishing the sweep {target} (each job's finished run is kept, the rest resumed)", flush=True)
     return ["-m", *replayed, *extras, f"hydra.sweep.dir={_quoted(target)}", f"resume={_quoted(target)}"]
 
 

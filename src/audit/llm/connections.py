@@ -29,7 +29,7 @@ class Connections:
         """The endpoint's connection pool on this event loop (both routes; never re-sends on its own)."""
         key = (asyncio.get_running_loop(), endpoint)
         if key not in self._pools:
-            self._pools[key] = backend.Pool(api_base, self._keys(endpoint), self._settings.timeout_s,
+            self._pools[key] = backend.Pool(api_base, self._keys(endpoint), self._settings.deadline_s(endpoint),
                                             self._settings.max_concurrency, self._settings.max_reply_bytes)
         return self._pools[key]
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from audit.errors import UserError
+from audit.progress import Heartbeat, format_duration
 
 ENDPOINT = "embedded"
 MODEL = "smollm2-135m-instruct"
@@ -28,6 +30,33 @@ SLOT_TOKENS = 8192
 """Context per concurrent request: the model's trained 8192 (GGUF llama.context_length). The
 auditor's request passed 4,096 tokens at turn 2 once its prompts named the fence, the citation rule
 and the probes (measured: 4,412), so the slot takes the whole trained context."""
+
+
+SPEED_PROMPT = Path(__file__).with_name("embedded_speed.txt")
+"""The measuring request's prompt (about 110 tokens: long enough to time the prompt's processing)."""
+SPEED_TOKENS = 16
+"""Tokens the measuring request writes: a few seconds on a busy CPU, enough for a rate."""
+MARGIN = 4.0
+"""A call's deadline over its time at the measured speed: ``n_parallel`` requests share the cores
+(the judge beside the target), and a shared machine's load changes during a run."""
+
+
+@dataclass(frozen=True)
+class Speed:
+    """What the embedded model does on this machine now, from one timed request (llama.cpp's ``timings``)."""
+
+    prompt_per_s: float
+    written_per_s: float
+
+    def call_s(self, prompt_tokens: int, max_tokens: int) -> float:
+        """Seconds one request of ``prompt_tokens`` writing ``max_tokens`` takes at this speed, alone."""
+        return prompt_tokens / self.prompt_per_s + max_tokens / self.written_per_s
+
+    def deadline_s(self, max_tokens: int, floor_s: float) -> float:
+        """The wall-clock deadline of one call: a full slot's prompt and ``max_tokens`` at this speed,
+        times :data:`MARGIN`, and never under ``floor_s`` (the configured ``gateway.timeout_s``). A fixed
+        120 s cut a 135M judge off on a busy laptop, losing the judgment to a deadline made for a remote API."""
+        return max(floor_s, MARGIN * self.call_s(SLOT_TOKENS, max_tokens))
 
 
 def gguf_path() -> Path:
@@ -81,6 +110,14 @@ class EmbeddedServer:
         self._server = xllamacpp.Server(params)
         self.base_url = f"{self._server.listening_address.rstrip('/')}/v1"
 
+    def measure(self) -> Speed:
+        """Time one short request in process (the server's own handler, as a readiness check: no HTTP,
+        no ledger line), so the run's deadlines and first time estimate follow this machine's speed now."""
+        reply = self._server.handle_completions({"prompt": SPEED_PROMPT.read_text(encoding="utf-8"),
+                                                 "n_predict": SPEED_TOKENS, "temperature": 0, "cache_prompt": False})
+        timings = reply.get("timings") or {}
+        return Speed(float(timings.get("prompt_per_second") or 1.0), float(timings.get("predicted_per_second") or 1.0))
+
     def stop(self) -> None:
         """Stop serving (llama.cpp shuts down when its Server object is released)."""
         self._server = None
@@ -133,15 +170,23 @@ def local_model(cfg: Any, roles: Sequence[str], *, serve: bool = True) -> Iterat
         return
     from omegaconf import open_dict
 
-    server = EmbeddedServer()
+    with Heartbeat(f"embedded model: starting llama.cpp's server for {', '.join(chosen)}"):
+        server = EmbeddedServer()
     try:
+        with Heartbeat("embedded model: measuring its speed on this machine"):
+            speed = server.measure()
         with open_dict(cfg):
-            cfg.gateway.endpoints[ENDPOINT] = {"api_base": server.base_url, "key_env": None,
-                                               "identity": f"embedded:{gguf_path().name}"}
             for role in chosen:
                 if cfg.get(role) is not None:
                     route(cfg[role], audited=role == "audited", settings=(cfg.get("embedded") or {}).get(role))
-        print(f"embedded model: {MODEL} at {server.base_url} for {', '.join(chosen)}", flush=True)
+            longest = max([int(cfg[r].get("max_tokens") or 0) for r in chosen if cfg.get(r) is not None] or [0])
+            deadline = speed.deadline_s(longest, float(cfg.gateway.get("timeout_s") or 0))
+            cfg.gateway.endpoints[ENDPOINT] = {"api_base": server.base_url, "key_env": None,
+                                               "identity": f"embedded:{gguf_path().name}", "timeout_s": deadline}
+        print(f"embedded model: {MODEL} at {server.base_url} for {', '.join(chosen)}; measured "
+              f"{speed.written_per_s:.0f} tokens/s written, {speed.prompt_per_s:.0f} read: a {longest:,}-token reply "
+              f"takes about {format_duration(longest / speed.written_per_s)} alone; each call's deadline "
+              f"{format_duration(deadline)}", flush=True)
         yield chosen
     finally:
         server.stop()

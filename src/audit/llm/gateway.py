@@ -275,7 +275,7 @@ class Gateway:
         started = time.perf_counter()
         retries = 0
         streamed = streams(self.settings, route, payload.get("max_tokens"))
-        deadline = self.settings.stream_timeout_s if streamed else self.settings.timeout_s
+        deadline = self.settings.deadline_s(endpoint, streamed=streamed)
         where = dict(endpoint=endpoint, api_base=api_base, structured_output=structured_output)
         cut_off = dict(tag=tag, route=route, model=model, payload=payload, **where)
         while True:
@@ -303,7 +303,7 @@ class Gateway:
                                         retries, **cut_off)
                 raise
             except asyncio.TimeoutError:  # the deadline above (litellm's own timeouts are classified below)
-                what = "gateway.stream.timeout_s" if streamed else "gateway.timeout_s"
+                what = self.settings.deadline_setting(endpoint, streamed=streamed)
                 failure, retry_after = GatewayError("timeout", f"no whole reply within {deadline:g} s ({what})"
                                                     + ("" if attempt.sent else "; the request was never sent")), None
                 if attempt.sent:  # one never written reached no server: nothing to bill

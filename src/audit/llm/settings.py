@@ -38,6 +38,9 @@ class Endpoint:
     identity: str | None = None
     """What the response cache keys on instead of ``api_base``, for a server whose URL changes
     from run to run while its model does not (the embedded model on an ephemeral port)."""
+    timeout_s: float | None = None
+    """This endpoint's deadline of one attempt instead of ``gateway.timeout_s`` (the embedded model's,
+    scaled to its measured speed); None: the gateway's."""
 
 
 def default_cache_path() -> Path:
@@ -92,6 +95,20 @@ class GatewaySettings:
         found.update((e.name, e) for e in self.extra_endpoints)
         return found
 
+    def deadline_s(self, name: str, *, streamed: bool = False) -> float:
+        """The wall-clock deadline of one attempt at endpoint ``name`` (a streamed one's is ``stream.timeout_s``)."""
+        return self.stream_timeout_s if streamed else self._own_deadline(name) or self.timeout_s
+
+    def deadline_setting(self, name: str, *, streamed: bool = False) -> str:
+        """The setting :meth:`deadline_s` read, as a user sets it (named when a call hits the deadline)."""
+        if streamed:
+            return "gateway.stream.timeout_s"
+        return f"gateway.endpoints.{name}.timeout_s" if self._own_deadline(name) else "gateway.timeout_s"
+
+    def _own_deadline(self, name: str) -> float | None:
+        endpoint = self.endpoints().get(name)
+        return endpoint.timeout_s if endpoint is not None else None
+
     def api_key(self, name: str) -> str:
         """The key of endpoint ``name`` from the environment, or a one-line error naming its variable."""
         endpoint = self.endpoint(name)
@@ -125,7 +142,8 @@ class GatewaySettings:
             stream_timeout_s=_number(stream, "timeout_s", cls.stream_timeout_s, above=True, section="stream"),
             extra_endpoints=tuple(
                 Endpoint(str(name), str(entry.get("api_base") or "").rstrip("/"), entry.get("key_env") or None,
-                         entry.get("identity") or None)
+                         entry.get("identity") or None,
+                         _endpoint_deadline(str(name), entry.get("timeout_s")))
                 for name, entry in endpoints.items() if str(name) != DEFAULT_ENDPOINT
             ),
         )
@@ -157,6 +175,15 @@ def _number(node: Any, key: str, default: float, *, above: bool = False, section
         return default
     return config_values.number(_nested(section, key, value), _dotted(section, key), minimum=0.0, above=above,
                                 example=default)
+
+
+def _endpoint_deadline(name: str, value: Any) -> float | None:
+    """``gateway.endpoints.<name>.timeout_s`` as a number above 0 (a one-line error otherwise); unset: None."""
+    if value is None:
+        return None
+    key = f"gateway.endpoints.{name}.timeout_s"
+    return config_values.number({"gateway": {"endpoints": {name: {"timeout_s": value}}}}, key, minimum=0.0,
+                                above=True, example=GatewaySettings.timeout_s)
 
 
 def _nested(section: str, key: str, value: Any) -> dict[str, Any]:

@@ -23,9 +23,11 @@ class Status(str, Enum):
     ERROR = "error"
 
 
-StopReason = Literal["auditor", "max_iterations", "max_draws", "budget", "interrupted", "mostly_errors"]
+StopReason = Literal["auditor", "max_iterations", "max_draws", "auditor_unusable", "budget", "interrupted",
+                     "mostly_errors"]
 """Why a run stopped: the auditor ended the audit itself, the audit reached ``max_iterations`` (or,
-under ``technique=auto``, spent its ``max_draws``), the budget was spent, the user interrupted it,
+under ``technique=auto``, spent its ``max_draws``), the auditor gave no usable reply after its
+re-asks and concluded on what the audit had, the budget was spent, the user interrupted it,
 or most of a system's answers were errors."""
 
 FINISHED = (Status.SUCCESS,)

@@ -161,7 +161,8 @@ class Script:
         bad = self.bad_replies.get(turn, [])
         if reasks < len(bad):
             return bad[reasks]
-        final = turn > 1 and final_summary_request(turn - 1) in users[-1 - reasks]
+        # asked in the turn's own message, or by a re-ask that gives up on the turn's probe
+        final = turn > 1 and any(final_summary_request(turn - 1) in u for u in users[-1 - reasks:])
         auto = self.actions is None and _AUTO_MARK in str(messages[0].get("content"))
         actions, cite = user_persona_action if auto else self.actions, self.cite
         if self.policy is not None:
