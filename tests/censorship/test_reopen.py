@@ -4,11 +4,9 @@ citation of it is verified against the saved response."""
 
 from __future__ import annotations
 
-import pytest
 
 from audit.censorship.loop import run
 from audit.censorship.prompts import load
-from audit.errors import UserError
 from audit.testing.scripted_audit import audit_config, quote, user_persona_action
 
 from .conftest import read
@@ -33,6 +31,11 @@ def test_reopen_shows_an_elided_iteration_whole_and_its_citation_verifies(audit_
 
 
 def test_reopen_of_an_iteration_that_drew_nothing_is_the_auditors_to_fix(audit_env, script):
+    """An iteration that drew nothing cannot be reopened: the check names it and the fix, and with no
+    re-ask left at a later turn the auditor concludes on what the audit has (never a silent success)."""
     script.actions = lambda turn: {"kind": "reopen", "iteration": 7} if turn == 2 else user_persona_action(turn)
-    with pytest.raises(UserError, match="action.iteration is 7, but iteration 7 drew nothing to show"):
-        run(audit_config(audit_env / "out", "technique=auto", "max_iterations=2", "auditor.max_reask=0"))
+    run_dir = run(audit_config(audit_env / "out", "technique=auto", "max_iterations=2", "auditor.max_reask=0"))
+    summary = read(run_dir / "summary.json")
+    assert (summary["status"], summary["stop_reason"]) == ("success", "auditor_unusable")
+    ended = read(run_dir / "auditor_turns" / "002.json")["attempts"][0]["error"]
+    assert "action.iteration is 7, but iteration 7 drew nothing to show" in ended

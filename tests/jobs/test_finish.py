@@ -31,8 +31,7 @@ def steps_on_disk(job: Path) -> int:
 
 def test_an_interrupted_sweep_is_finished_by_resume_of_its_dir(tmp_path, fake_openrouter):
     fake_openrouter.handler = Script(stop_at_turn=3, target_delay_s=0.3).handler
-    # one job after another, so a Ctrl-C in job 1 leaves job 2 unstarted (the default warm launcher runs
-    # them at once); the finish below runs on the default launcher
+    # one job after another (named, though it is the default), so a Ctrl-C in job 1 leaves job 2 unstarted
     proc = audit(tmp_path, fake_openrouter, *SWEEP, "hydra/launcher=basic")
     sweeps = tmp_path / "multirun"
 
