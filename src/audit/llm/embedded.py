@@ -91,13 +91,13 @@ class EmbeddedServer:
 
     Why a child process: in this process, releasing xllamacpp's ``Server`` joined llama.cpp's threads
     while holding the GIL (its destructor runs from Python's object release, not in a ``nogil`` block),
-    and 1 run in 3 never returned from that join, so a finished run printed ``done:`` and did not exit
-    (8 and 13 minutes in issue 38, killed by hand). llama.cpp also installs its own SIGINT and SIGTERM
-    handlers in the process that starts it, which stop the server instead of interrupting the run. In
-    a child of its own session (a terminal's Ctrl-C reaches this process only, which decides, as with the
-    gateway's workers) that ignores the stop signals, neither can touch the run: :meth:`stop` closes the
-    child's stdin, the child leaves at once, and a child still there after ``STOP_WAIT_S`` is killed.
-    A run killed outright closes that pipe too, so the server never outlives its run.
+    and in 1 of 3 runs of one probe that join never returned, so a finished run printed ``done:`` and did not exit
+    (8 and 13 minutes in issue 38, killed by hand). In a child process that join cannot hold the run:
+    :meth:`stop` closes the child's stdin, the child leaves at once, and a child still there after
+    ``STOP_WAIT_S`` is killed. A run killed outright closes that pipe too, so the server never outlives
+    its run. The child has its own session and ignores the stop signals (this process decides, as with
+    the gateway's workers): an interrupted run still asks the model while it saves (fact scoring), so a
+    Ctrl-C or a scheduler's SIGTERM sent to the whole group must not end the server first.
     """
 
     def __init__(self, *, n_parallel: int = 4, threads: int | None = None, seed: int | None = None):
@@ -149,6 +149,12 @@ class EmbeddedServer:
             self._process.stdout.close()
 
 
+def ignore_stops() -> None:
+    """The server's process ignores Ctrl-C, SIGTERM and SIGHUP: the run that started it decides when it ends."""
+    for stop in SIGNALS:
+        signal.signal(stop, signal.SIG_IGN)
+
+
 def serve(settings: dict[str, Any]) -> None:
     """The child's side of :class:`EmbeddedServer`: start llama.cpp's server, print its address, answer
     ``measure`` lines, and leave when stdin closes.
@@ -157,6 +163,7 @@ def serve(settings: dict[str, Any]) -> None:
     object is the join that could hang (see :class:`EmbeddedServer`); the kernel closes its socket and
     frees its memory at once.
     """
+    ignore_stops()  # while the model loads
     import xllamacpp
 
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")  # the parent reads only these lines on stdout:
@@ -179,8 +186,7 @@ def serve(settings: dict[str, Any]) -> None:
     params.use_jinja = True
     params.verbosity = -1  # llama.cpp logs every slot event otherwise
     server = xllamacpp.Server(params)
-    for stop in SIGNALS:  # llama.cpp's own handlers are in place now: the parent decides when this ends
-        signal.signal(stop, signal.SIG_IGN)
+    ignore_stops()  # again: llama.cpp's start may set its own handlers
     print(json.dumps({"listening_address": server.listening_address}), file=replies, flush=True)
     for line in sys.stdin:
         if line.strip() == "measure":
