@@ -78,6 +78,8 @@ def gguf_path() -> Path:
 
 STOP_WAIT_S = 5.0
 """How long :meth:`EmbeddedServer.stop` waits for the server's process to leave before killing it."""
+CHILD = "import json, sys; from audit.llm.embedded import serve; serve(json.loads(sys.argv[1]))"
+"""The server's process: ``python -c`` (not ``-m``: it is no entrypoint of the program's own)."""
 SIGNALS = [signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])]
 
 
@@ -111,7 +113,7 @@ class EmbeddedServer:
                     # than the free cores costs far more than it gives. Measured on 2 busy cores, 120 tokens:
                     # 1 thread 21-81 tokens/s, 2 threads 4 tokens/s.
                     "threads": threads or max(1, min(4, (os.cpu_count() or 2) // 2))}
-        self._process = subprocess.Popen([sys.executable, "-m", __name__, json.dumps(settings)],
+        self._process = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(settings)],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                          start_new_session=True)
         address = self._reply()
@@ -263,7 +265,3 @@ def local_model(cfg: Any, roles: Sequence[str], *, serve: bool = True) -> Iterat
         yield chosen
     finally:
         server.stop()
-
-
-if __name__ == "__main__":  # the server's own process, started by EmbeddedServer
-    serve(json.loads(sys.argv[1]))
