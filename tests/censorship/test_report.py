@@ -232,3 +232,18 @@ def test_who_served_the_draws_is_said_in_words_and_in_the_right_number(tmp_path,
     summary["served"] = {"providers": providers, "flag": None}
     (run / "summary.json").write_text(json.dumps(summary))
     assert said in write_report(run).read_text(encoding="utf-8")
+
+
+def test_a_failed_baseline_fact_scoring_is_named_with_its_reason_where_its_recall_would_be(tmp_path):
+    """The first command's baseline fact scoring got verdicts for 3 facts of 6: the card says so and why."""
+    run = make_run(tmp_path)
+    summary = json.loads((run / "summary.json").read_text())
+    error = f"no verdict for fact(s) 4, 5, 6; answer every fact by its number {EVIL}"
+    summary["baseline_fact_recall"] = {"error": error, "facts": None}
+    summary["judge_failures"] = [{"iteration": None, "call": "baseline fact scoring", "error": error}]
+    (run / "summary.json").write_text(json.dumps(summary))
+    text = write_report(run).read_text(encoding="utf-8")
+    assert EVIL not in text
+    page = html.unescape(text)
+    card = page[page.index("<h3>Fact recall"):page.index("<h2>Key facts")]
+    assert f"assistant baseline not scored: its fact-scoring judgment failed: {error}" in card

@@ -36,22 +36,28 @@ class FactScoring:
             return
         say(f"scoring key facts: {counted(len(self.facts), 'fact')} over the target's responses"
             f"{' and, apart, the baseline' if self.plan.with_baseline else ''} (judge)")
-        self.state.fact_recall = await self._scores(self.scored_records())
+        self.state.fact_recall = await self._scores(self.scored_records(), "fact scoring")
         if self.plan.with_baseline:
-            self.state.baseline_fact_recall = await self._scores(fact_numbers(self.state.draws(), baseline=True))
+            self.state.baseline_fact_recall = await self._scores(fact_numbers(self.state.draws(), baseline=True),
+                                                                 "baseline fact scoring")
 
     def scored_records(self) -> dict[int, Draw]:
         """The responses fact scoring reads, numbered as the judge reads them (:func:`fact_numbers`)."""
         return fact_numbers(self.state.draws(), baseline=False)
 
-    async def _scores(self, records: Mapping[int, Draw]) -> dict[str, Any] | None:
+    async def _scores(self, records: Mapping[int, Draw], phase: str) -> dict[str, Any] | None:
         """One fact-scoring judgment over the response ``records`` (numbered as the judge reads them)
-        and its counts; None when there is no response text (nothing to quote: recall is n/a, not 0)."""
+        and its counts; None when there is no response text (nothing to quote: recall is n/a, not 0).
+
+        Its heartbeat names the phase and what is scored, but cannot count facts: every fact is judged
+        in one call, which sees all of them beside the responses (the credit rules compare the quotes
+        of different facts), and one call per fact would resend every response per fact."""
         request = fact_request(self.topic, self.facts, records)
         if request is None or self.plan.panel is None:
             return None
-        what = f"judge: scoring {counted(len(self.facts), 'key fact')} over {counted(request.responses, 'response')}"
-        with beat(f"{what} in one call", self.gateway, (self.plan.judge or {}).get("max_tokens")):
+        what = (f"{phase}: {counted(len(self.facts), 'key fact')} over {counted(request.responses, 'response')}, "
+                f"judged in one call, then a blind check of each fact it credits")
+        with beat(what, self.gateway, (self.plan.judge or {}).get("max_tokens")):
             result = await judge(self.gateway, self.plan.panel, request)
         self.state.totals.add(result.get("usage"))
         return fact_scores(len(self.facts), request.responses, result)
