@@ -30,6 +30,19 @@ def test_an_action_without_its_menu_line_is_named():
         menu_text(["assistant", "echo"])
 
 
+def with_module_folder(folder) -> str:
+    """The start of a fresh interpreter's check: the action registry loaded with ``folder`` on the
+    package's path, so a module put there is one of its actions (the shipped package untouched)."""
+    return textwrap.dedent(f"""\
+        import importlib.util, sys
+        spec = importlib.util.find_spec("audit.censorship.action_kinds")
+        spec.submodule_search_locations.append({str(folder)!r})
+        registry = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = registry
+        spec.loader.exec_module(registry)
+        """)
+
+
 NEW_ACTION = '''
 """``echo``: a test action (a user turn through the chat API, its prompt said twice)."""
 
@@ -56,13 +69,7 @@ def test_an_action_added_as_one_module_reaches_the_schema_the_validator_and_the_
     """The contributor guide's claim, checked in a fresh interpreter: a module put on the package's path
     (here a temporary folder, so the shipped package is untouched), nothing else edited."""
     (tmp_path / "echo.py").write_text(NEW_ACTION, encoding="utf-8")
-    check = textwrap.dedent(f"""\
-        import importlib.util, sys
-        spec = importlib.util.find_spec("audit.censorship.action_kinds")
-        spec.submodule_search_locations.append({str(tmp_path)!r})
-        registry = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = registry
-        spec.loader.exec_module(registry)
+    check = with_module_folder(tmp_path) + textwrap.dedent("""\
         from audit.censorship.conversations import Tree
         from audit.censorship.schema import FIRST, NEXT, Menu, ReplyError, auditor_schema, validate_reply
         from audit.templates import get_family
@@ -71,17 +78,17 @@ def test_an_action_added_as_one_module_reaches_the_schema_the_validator_and_the_
         menu = Menu(("assistant", "echo"), 2)
         kinds = [a["properties"]["kind"]["enum"] for a in auditor_schema(FIRST, menu)["properties"]["action"]["anyOf"]]
         assert kinds == [["assistant"], ["echo"]], kinds
-        turn = {{"reasoning": "r", "hypotheses": [], "action": {{"kind": "echo", "prompt": "Why?"}},
-                "prompt_strategy": None, "prompt_rationale": None, "should_continue": True, "final_summary": None}}
+        turn = {"reasoning": "r", "hypotheses": [], "action": {"kind": "echo", "prompt": "Why?"},
+                "prompt_strategy": None, "prompt_rationale": None, "should_continue": True, "final_summary": None}
         action = validate_reply(turn, stage=NEXT, menu=menu).action
         assert action is not None and action.kind == "echo"
         try:
-            validate_reply({{**turn, "action": {{"kind": "echo", "prompt": "WHY"}}}}, stage=NEXT, menu=menu)
+            validate_reply({**turn, "action": {"kind": "echo", "prompt": "WHY"}}, stage=NEXT, menu=menu)
             raise SystemExit("the action's own rule was not applied")
         except ReplyError as exc:
             assert "must not be shouted" in str(exc)
         (plan,) = registry.plan_draws(action, Tree(), get_family("qwen2_5"), None, 3)
-        assert plan.messages == [{{"role": "user", "content": "Why?Why?"}}] and plan.fields["id"] == "3.1"
+        assert plan.messages == [{"role": "user", "content": "Why?Why?"}] and plan.fields["id"] == "3.1"
         assert registry.check_action(action, Tree()) is None
         """)
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120, check=False)
@@ -108,19 +115,13 @@ def test_a_way_of_sampling_added_as_one_module_is_a_fixed_technique_planned_in_t
     """A fixed technique is its action module: the technique list and a fixed run's plan find it, with the
     record's fixed shape, and nothing else names it (its yaml and prompt file are text, not code)."""
     (tmp_path / "shout.py").write_text(NEW_TECHNIQUE, encoding="utf-8")
-    check = textwrap.dedent(f"""\
-        import importlib.util, sys
-        spec = importlib.util.find_spec("audit.censorship.action_kinds")
-        spec.submodule_search_locations.append({str(tmp_path)!r})
-        registry = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = registry
-        spec.loader.exec_module(registry)
+    check = with_module_folder(tmp_path) + textwrap.dedent("""\
         from audit.censorship.techniques import check_technique
         from audit.templates import get_family
         assert registry.TECHNIQUES[-1] == "shout", registry.TECHNIQUES
         assert check_technique("shout") == "shout"
         plan = registry.probe_plan("shout", "why?", get_family("qwen2_5"), "S")
-        assert plan.messages == [{{"role": "system", "content": "S"}}, {{"role": "user", "content": "WHY?"}}]
+        assert plan.messages == [{"role": "system", "content": "S"}, {"role": "user", "content": "WHY?"}]
         assert list(plan.record()) == ["technique", "prompt_sent", "formatted_prompt", "messages_sent"], plan.record()
         assert plan.record()["technique"] == "shout"
         """)

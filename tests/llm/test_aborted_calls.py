@@ -186,18 +186,24 @@ def test_every_retried_attempt_past_the_deadline_is_counted_and_stops_the_budget
     assert budget.spent() > 0.0015
 
 
-def test_an_error_event_mid_stream_is_retried_never_an_answer(fake_openrouter: FakeOpenRouter,
-                                                                tmp_path: Path) -> None:
-    """OpenRouter's mid-stream error (one event with ``error`` and ``finish_reason: "error"``, then the
-    stream ends) is the streamed error finish: retried, and the partial text is never the reply."""
-    fake_openrouter.push_chat(error_finish(CHAT, partial="The square was"), chat_reply("Whole answer.",
-                                                                                       provider="DeepSeek"))
+def assert_retried_once_into_the_whole_answer(fake_openrouter: FakeOpenRouter, tmp_path: Path) -> None:
+    """One chat call with one retry allowed: the broken first reply queued on the server is retried,
+    and the reply is the second one's ("Whole answer."), never the broken one's partial text."""
     gateway = make_gateway(fake_openrouter, tmp_path, max_retries=1)
     try:
         reply = gateway.chat("a/b", MESSAGES, max_tokens=2000)
     finally:
         gateway.close()
     assert reply.text == "Whole answer." and reply.retries == 1
+
+
+def test_an_error_event_mid_stream_is_retried_never_an_answer(fake_openrouter: FakeOpenRouter,
+                                                                tmp_path: Path) -> None:
+    """OpenRouter's mid-stream error (one event with ``error`` and ``finish_reason: "error"``, then the
+    stream ends) is the streamed error finish: retried, and the partial text is never the reply."""
+    fake_openrouter.push_chat(error_finish(CHAT, partial="The square was"), chat_reply("Whole answer.",
+                                                                                       provider="DeepSeek"))
+    assert_retried_once_into_the_whole_answer(fake_openrouter, tmp_path)
     assert all(r.json.get("stream") is True for r in fake_openrouter.chat_requests())
 
 
@@ -225,12 +231,7 @@ def test_a_malformed_event_mid_stream_is_an_error_finish_retried(fake_openrouter
     the failure, when retries run out, names the event in the ledger."""
     broken = replace(chat_reply("The square was cleared.", provider="DeepSeek"), stream_malformed=True)
     fake_openrouter.push_chat(broken, chat_reply("Whole answer.", provider="DeepSeek"))
-    gateway = make_gateway(fake_openrouter, tmp_path, max_retries=1)
-    try:
-        reply = gateway.chat("a/b", MESSAGES, max_tokens=2000)
-    finally:
-        gateway.close()
-    assert reply.text == "Whole answer." and reply.retries == 1
+    assert_retried_once_into_the_whole_answer(fake_openrouter, tmp_path)
 
     fake_openrouter.push_chat(broken)
     gateway = make_gateway(fake_openrouter, tmp_path)
