@@ -30,7 +30,7 @@ from audit.compare.answer_settings import OWN_PARAMETERS, ROUTE, UNKNOWN as UNKN
 from audit.compare.card_answers import answer_parts, cell_answers, cell_rate
 from audit.compare.collect import CENSORSHIP, EPISTEMIC, Collected, epistemic_answers, Failure, Run, natural_key
 from audit.compare.judgings import available, not_judged, side_by_side
-from audit.compare.draw_rows import cell_counts, draw_rows, frame as draw_frame, judged, label_column, \
+from audit.compare.draw_rows import NOT_JUDGED, cell_counts, draw_rows, frame as draw_frame, judged, label_column, \
     label_counts, with_cell_keys
 from audit.judging.counting import JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, \
     blocked_n, cell_blocked, check_labels, count, fact_score, fact_status, judgings_mark, response_counts, panel_split, \
@@ -269,7 +269,7 @@ def judged_counts(run: Run, judging: str) -> tuple[Counts, Counts, dict[str, Cou
                        "labels cannot be counted; restore them, or compare the original judging")
     source = run.path / (run.judgings[judging].source if judging != ORIGINAL else "audited_responses")
     rows = draw_frame(draw_rows(run.label, run.draws, [judging]), [judging])
-    check_labels(rows[label_column(judging)], source, run.path)
+    check_labels([v for v in rows[label_column(judging)] if v != NOT_JUDGED], source, run.path)  # judged draws only
     own = rows[~rows["baseline"].astype(bool)]
     cells = cell_counts(own[own["auto"].astype(bool)], judging) if s.draw_classifications is not None else None
     return (label_counts(own, judging), label_counts(rows[rows["baseline"].astype(bool)], judging), cells,
