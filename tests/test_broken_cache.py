@@ -87,7 +87,8 @@ def test_a_cache_short_of_room_stops_growing_but_still_serves(tmp_path, capsys):
 def test_an_epistemic_run_on_a_damaged_cache_completes_uncached(tmp_path, fake_openrouter: FakeOpenRouter):
     path = damaged_cache(tmp_path / "cache.sqlite")
     fake_openrouter.handler = Script().handler
-    proc = run_epistemic(["system=raw_llm", "system.model=test/model", "cards.num_per_type=5", "output_dir=out"],
+    # one worker: with several, each worker process that opens the damaged cache warns once (one line each)
+    proc = run_epistemic(["system=raw_llm", "system.model=test/model", "cards.num_per_type=5", "output_dir=out", "workers=1"],
                          fake_openrouter, tmp_path, path)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     (warning,) = proc.stderr.strip().splitlines()
