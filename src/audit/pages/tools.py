@@ -10,6 +10,7 @@ no text in it can close the element.
 from __future__ import annotations
 
 import json
+from functools import cache
 from importlib.resources import files
 
 from markupsafe import Markup
@@ -47,10 +48,12 @@ def glossary_json(glossary: Glossary) -> str:
     return json.dumps(data, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+@cache
 def page_js(glossary: Glossary) -> Markup:
     """The page's glossary data and the two scripts, for its one script element (after its
     sort/filter script, which waits for them): definitions on the headers, then tables fitted to
-    their box in column groups."""
+    their box in column groups. Built once per glossary (each page kind has one), not per page
+    written: a sweep writes a report per run."""
     scripts = "".join(files(__package__).joinpath(name).read_text(encoding="utf-8") for name in ("glossary.js", "fit.js"))
     return Markup(f"\nconst GLOSSARY_DATA = {glossary_json(glossary)};\n{scripts}")
 
