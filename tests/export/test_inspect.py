@@ -167,3 +167,27 @@ def test_a_log_lists_with_a_number_when_its_first_score_would_have_none(tmp_path
         headlines[log.eval.task.split("-")[0]] = (resolved.score.name, resolved.name, resolved.metric.value)
     assert headlines == {"censorship": ("fact_recall", "recall", pytest.approx(2 / 6)),
                          "epistemic": ("kg_oracle", "AP", 1.0)}
+
+
+def test_an_exported_benchmark_run_reads_back_with_its_draws_and_headline(tmp_path, fake_openrouter):
+    """A benchmark run's log: one sample per draw, the target's label shares as its first score and
+    so its headline (the number ``inspect view`` lists it with)."""
+    from inspect_ai.log import headline_metric
+
+    from audit.testing.scripted_benchmark import BenchmarkScript
+
+    fake_openrouter.handler = BenchmarkScript().handler
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}, **fake_openrouter.env()}
+    done = entrypoints.run([sys.executable, "-m", "audit.benchmark", "questions.limit=2", "output_dir=out",
+                            "gateway.max_retries=0"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=300)
+    assert done.returncode == 0, done.stderr
+    done = export("--format", "inspect", "out", "--out", "logs", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (path,) = (tmp_path / "logs").glob("*.eval")
+    log = inspect_log.read_eval_log(str(path))
+    (run_dir,) = (p.parent for p in (tmp_path / "out").rglob("draws.jsonl"))
+    assert len(log.samples) == log.results.total_samples == len((run_dir / "draws.jsonl").read_text().splitlines())
+    resolved = headline_metric(log)
+    assert resolved is not None and resolved.score.name == "label" and log.results.headline.score == "label"
+    assert sum(m.value for m in log.results.scores[0].metrics.values()) == pytest.approx(1.0)
