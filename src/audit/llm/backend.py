@@ -11,6 +11,7 @@ key that route falls back to OPENAI_API_KEY, so the key is always passed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import json
 import logging
@@ -254,15 +255,20 @@ async def post(route: str, model: str, payload: dict[str, Any], *, api_base: str
         stream = await lib.acompletion(model=CHAT_ROUTE + model, client=client, stream=True, **payload, **common)
         handler = stream.completion_stream
         try:
-            async for line in handler.streaming_response:
-                data = streamed.event_data(line)
-                if data is None:
-                    continue
-                if data.strip() == streamed.DONE:
-                    break
-                received.add(_chunk(handler, streamed.chunk_json(data)))
-                if received.finished:
-                    break
+            # aclosing: the line generator (and the chain of httpx's under it) is closed here, on this loop,
+            # when the reading stops early (finished, [DONE], a malformed event, a deadline). Left to the
+            # collector, each generator's close became a task scheduled on a loop that may have stopped by
+            # then: "Task was destroyed but it is pending!" on stderr at the process's end.
+            async with contextlib.aclosing(handler.streaming_response) as lines:
+                async for line in lines:
+                    data = streamed.event_data(line)
+                    if data is None:
+                        continue
+                    if data.strip() == streamed.DONE:
+                        break
+                    received.add(_chunk(handler, streamed.chunk_json(data)))
+                    if received.finished:
+                        break
         finally:
             await handler.aclose()  # hang up now, not when the generator is collected
         return received.whole()
