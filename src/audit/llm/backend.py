@@ -255,10 +255,11 @@ async def post(route: str, model: str, payload: dict[str, Any], *, api_base: str
         stream = await lib.acompletion(model=CHAT_ROUTE + model, client=client, stream=True, **payload, **common)
         handler = stream.completion_stream
         try:
-            # aclosing: the line generator (and the chain of httpx's under it) is closed here, on this loop,
-            # when the reading stops early (finished, [DONE], a malformed event, a deadline). Left to the
-            # collector, each generator's close became a task scheduled on a loop that may have stopped by
-            # then: "Task was destroyed but it is pending!" on stderr at the process's end.
+            # aclosing: the line generator is closed here when the reading stops early (finished, [DONE], a
+            # malformed event, a deadline), which releases httpx's chain of generators under it at once, their
+            # closing run on this loop while it runs. Held instead by the failure's traceback, they were closed
+            # by the collector later, as tasks on a loop that may have stopped by then: "Task was destroyed but
+            # it is pending!" on stderr at the process's end.
             async with contextlib.aclosing(handler.streaming_response) as lines:
                 async for line in lines:
                     data = streamed.event_data(line)
