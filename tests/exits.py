@@ -8,6 +8,7 @@ already written, the connections closed and the interpreter's own shutdown, abou
 
 from __future__ import annotations
 
+import re
 import subprocess
 import threading
 import time
@@ -17,13 +18,21 @@ from pathlib import Path
 
 from tests.timing import scaled
 
+LEFT_PENDING = ("Task was destroyed", "was never awaited", "unclosed event loop", "Exception ignored")
+"""What Python prints on stderr for a task, coroutine or async generator left pending, or a loop left open
+(issue 38 item 7: "no un-awaited coroutine reaches stderr")."""
 EXIT_S = scaled(10)
 """Seconds a process may take to exit after printing ``done:`` (10 on free cores, scaled with the load)."""
 
 
+def left_pending(stderr: str) -> list[str]:
+    """The lines of ``stderr`` that say something was left pending (:data:`LEFT_PENDING`)."""
+    return [line for line in stderr.splitlines() if any(said in line for said in LEFT_PENDING)]
+
+
 @dataclass(frozen=True)
 class Ended:
-    """What the run printed, its exit code, and seconds from its ``done:`` line to its exit (None: no ``done:``)."""
+    """What the run printed, its exit code, and seconds from its last line to its exit (None: no such line)."""
 
     stdout: str
     stderr: str
@@ -31,11 +40,12 @@ class Ended:
     after_done_s: float | None
 
 
-def run_to_exit(args: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout_s: float) -> Ended:
+def run_to_exit(args: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout_s: float,
+                last: str = "^done:") -> Ended:
     """Start ``args`` in a fresh interpreter (cold on purpose: the exit under test is the interpreter's own,
-    as a user's ``python -m`` ends), read its stdout line by line and note when ``done:`` arrives; then
-    wait at most :data:`EXIT_S` for the exit. A process still running then is killed and the assertion
-    names it; the whole run is killed after ``timeout_s``."""
+    as a user's ``python -m`` ends), read its stdout line by line and note when its last line (``last``, a
+    regular expression: ``done:`` by default) arrives; then wait at most :data:`EXIT_S` for the exit. A process
+    still running then is killed and the assertion names it; the whole run is killed after ``timeout_s``."""
     errors = cwd / "stderr.txt"
     with errors.open("w", encoding="utf-8") as stderr:
         proc = subprocess.Popen(list(args), cwd=cwd, env=dict(env), stdout=subprocess.PIPE, stderr=stderr, text=True)
@@ -47,7 +57,7 @@ def run_to_exit(args: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeo
         assert proc.stdout is not None
         for line in proc.stdout:
             lines.append(line)
-            if line.startswith("done:"):
+            if re.search(last, line):
                 done_at = time.monotonic()
                 break
         try:
@@ -55,7 +65,7 @@ def run_to_exit(args: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeo
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-            raise AssertionError(f"still running {EXIT_S:.0f} s after its done: line: {' '.join(args)}\n"
+            raise AssertionError(f"still running {EXIT_S:.0f} s after its last line: {' '.join(args)}\n"
                                  + "".join(lines[-5:])) from None
         exited = time.monotonic()
         lines.append(proc.stdout.read())

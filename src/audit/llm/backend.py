@@ -11,6 +11,7 @@ key that route falls back to OPENAI_API_KEY, so the key is always passed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import json
 import logging
@@ -254,15 +255,21 @@ async def post(route: str, model: str, payload: dict[str, Any], *, api_base: str
         stream = await lib.acompletion(model=CHAT_ROUTE + model, client=client, stream=True, **payload, **common)
         handler = stream.completion_stream
         try:
-            async for line in handler.streaming_response:
-                data = streamed.event_data(line)
-                if data is None:
-                    continue
-                if data.strip() == streamed.DONE:
-                    break
-                received.add(_chunk(handler, streamed.chunk_json(data)))
-                if received.finished:
-                    break
+            # aclosing: the line generator is closed here when the reading stops early (finished, [DONE], a
+            # malformed event, a deadline), which releases httpx's chain of generators under it at once, their
+            # closing run on this loop while it runs. Held instead by the failure's traceback, they were closed
+            # by the collector later, as tasks on a loop that may have stopped by then: "Task was destroyed but
+            # it is pending!" on stderr at the process's end.
+            async with contextlib.aclosing(handler.streaming_response) as lines:
+                async for line in lines:
+                    data = streamed.event_data(line)
+                    if data is None:
+                        continue
+                    if data.strip() == streamed.DONE:
+                        break
+                    received.add(_chunk(handler, streamed.chunk_json(data)))
+                    if received.finished:
+                        break
         finally:
             await handler.aclose()  # hang up now, not when the generator is collected
         return received.whole()

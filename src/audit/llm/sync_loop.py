@@ -35,9 +35,18 @@ class SyncLoop:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     def stop(self) -> None:
-        """Stop the loop and its thread (a no-op when no sync call started one)."""
+        """Close the async generators still open on the loop, then stop and close it (a no-op when no sync
+        call started one), as ``asyncio.run`` ends its loop. A generator left open (a stream whose reading
+        stopped early, held by an exception's traceback) would otherwise be closed by the collector later
+        as a task on the stopped loop, never run: "Task was destroyed but it is pending!" at exit."""
         if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
+            loop, self._loop = self._loop, None
+            try:
+                asyncio.run_coroutine_threadsafe(loop.shutdown_asyncgens(), loop).result(timeout=STOP_WAIT_S)
+            except TimeoutError:
+                pass  # a generator that will not close holds no exit: the loop is stopped all the same
+            loop.call_soon_threadsafe(loop.stop)
             assert self._thread is not None
             self._thread.join(timeout=STOP_WAIT_S)
-            self._loop = None
+            if not self._thread.is_alive():
+                loop.close()
