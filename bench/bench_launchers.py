@@ -7,7 +7,12 @@ The CPU is the whole process tree's: this process makes itself the tree's subrea
 ``PR_SET_CHILD_SUBREAPER``), so the warm launcher's fork server and joblib's loky workers, which
 outlive the command, are reaped here and their CPU counted (``RUSAGE_CHILDREN``). The load average is
 printed beside each row: CPU seconds vary less with load than wall time, which is only comparable at a
-similar load.
+similar load. The response cache is on, as by default, each command starting from an empty one.
+
+Then the same jobs made to share every request (the sweep's axis, ``max_failed_draws``, changes no
+request): the requests the server received under ``basic`` (later jobs replay the first's from the
+cache) and ``warm`` (jobs at once: one waits for another's request in flight and replays it). Equal
+counts are what makes ``warm`` safe as the default.
 
 Run: ``python bench/bench_launchers.py [--jobs 4] [--iterations 3]`` (Linux)
 """
@@ -50,15 +55,17 @@ def reap_orphans() -> None:
             return
 
 
-def timed(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
-    """Wall time and CPU seconds of one command and every process it started; a failure stops the bench."""
-    cpu, started = cpu_of_children(), time.perf_counter()
+def timed(args: list[str], cwd: Path, env: dict[str, str], server: FakeOpenRouter) -> tuple[float, float, int]:
+    """Wall time, CPU seconds of one command and every process it started, and the requests the server
+    received, from an empty response cache of its own; a failure stops the bench."""
+    env = env | {"AUDIT_CACHE_DIR": tempfile.mkdtemp(prefix="cache-", dir=cwd)}
+    cpu, started, requests = cpu_of_children(), time.perf_counter(), len(server.requests)
     done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
     reap_orphans()
     wall = time.perf_counter() - started
     if done.returncode != 0:
         sys.exit(f"failed ({done.returncode}): {' '.join(args)}\n{done.stderr[-2000:]}")
-    return wall, cpu_of_children() - cpu
+    return wall, cpu_of_children() - cpu, len(server.requests) - requests
 
 
 def main() -> None:
@@ -70,31 +77,39 @@ def main() -> None:
         sys.exit("this bench needs Linux (prctl PR_SET_CHILD_SUBREAPER) to count the launchers' own processes")
     topics = ",".join(TOPICS[: args.jobs])
     common = [f"max_iterations={args.iterations}", "judge=off", f"auditor.model={AUDITOR_MODEL}",
-              "gateway.max_retries=0", "gateway.cache.enabled=false", "output_dir=out"]
+              "gateway.max_retries=0", "output_dir=out"]
     rows = []
     with FakeOpenRouter() as server, tempfile.TemporaryDirectory() as tmp:
         server.handler = Script().handler
         env = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")} | server.env()
-        env["AUDIT_CACHE_DIR"] = str(Path(tmp) / "cache")
         python = [sys.executable, "-m", "audit"]
         before = load()
-        wall, cpu = timed([*python, f"topic={TOPICS[0]}", *common], Path(tmp), env)
-        rows.append(("one job alone (python -m audit)", 1, wall, cpu, before))
+        rows.append(("one job alone (python -m audit)", 1, *timed([*python, f"topic={TOPICS[0]}", *common],
+                                                                  Path(tmp), env, server), before))
         for launcher in ("basic", "joblib", "warm"):
             before = load()
             extra = [] if launcher == "basic" else [f"hydra.launcher.n_jobs={args.jobs}"]
-            wall, cpu = timed([*python, "-m", f"topic={topics}", f"hydra/launcher={launcher}", *extra, *common],
-                              Path(tmp), env)
-            rows.append((f"{args.jobs}-job sweep, hydra/launcher={launcher}", args.jobs, wall, cpu, before))
-    print(f"\n{args.iterations}-iteration audits against the loopback server, cache off, {os.cpu_count()} cores\n")
-    print("| run | jobs | wall | CPU-s | CPU-s per job | load before (1/5/15 min) |")
-    print("|---|---|---|---|---|---|")
-    for name, jobs, wall, cpu, before in rows:
-        print(f"| {name} | {jobs} | {wall:.1f} s | {cpu:.1f} | {cpu / jobs:.1f} | {before} |")
+            rows.append((f"{args.jobs}-job sweep, hydra/launcher={launcher}", args.jobs,
+                         *timed([*python, "-m", f"topic={topics}", f"hydra/launcher={launcher}", *extra, *common],
+                                Path(tmp), env, server), before))
+        # the same jobs asking the same things: what a shared request costs under each launcher
+        server.latency_s = 0.2  # replies take time, so jobs at once meet each other's requests in flight
+        same = ",".join(str(n) for n in range(1, args.jobs + 1))
+        for launcher in ("basic", "warm"):
+            before = load()
+            extra = [] if launcher == "basic" else [f"hydra.launcher.n_jobs={args.jobs}"]
+            rows.append((f"{args.jobs} jobs sharing every request, hydra/launcher={launcher}", args.jobs,
+                         *timed([*python, "-m", f"topic={TOPICS[0]}", f"max_failed_draws={same}",
+                                 f"hydra/launcher={launcher}", *extra, *common], Path(tmp), env, server), before))
+    print(f"\n{args.iterations}-iteration audits against the loopback server, {os.cpu_count()} cores\n")
+    print("| run | jobs | wall | CPU-s | CPU-s per job | requests sent | load before (1/5/15 min) |")
+    print("|---|---|---|---|---|---|---|")
+    for name, jobs, wall, cpu, sent, before in rows:
+        print(f"| {name} | {jobs} | {wall:.1f} s | {cpu:.1f} | {cpu / jobs:.1f} | {sent} | {before} |")
     warm, basic = rows[3][3] / args.jobs, rows[1][3] / args.jobs
-    print(f"\nCPU-s per job, basic / warm: {basic / warm:.2f}x; joblib / warm: {rows[2][3] / args.jobs / warm:.2f}x "
-          f"(after: load {load()})")
-
+    print(f"\nCPU-s per job, basic / warm: {basic / warm:.2f}x; joblib / warm: {rows[2][3] / args.jobs / warm:.2f}x; "
+          f"requests sent by jobs sharing every request, warm / basic: {rows[5][4]}/{rows[4][4]} "
+          f"(one job alone: {rows[0][4]}) (after: load {load()})")
 
 if __name__ == "__main__":
     main()

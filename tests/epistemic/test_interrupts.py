@@ -160,8 +160,10 @@ def test_a_run_being_resumed_is_locked(tmp_path, fake_openrouter):
 def test_ctrl_c_stops_a_sweep_instead_of_starting_the_next_job(tmp_path, fake_openrouter):
     hold = Hold(answer)
     fake_openrouter.handler = hold
+    # one job after another, so there is a next job not to start (the default warm launcher runs both
+    # at once: tests/jobs/test_warm_ctrl_c.py)
     sweep = start(tmp_path, fake_openrouter, "-m", "system=raw_llm", "system.model=acme/a,acme/b",
-                  "cards.num_per_type=1", "gateway.cache.enabled=false")
+                  "cards.num_per_type=1", "gateway.cache.enabled=false", "hydra/launcher=basic")
     try:
         assert hold.wait(), "the first job never asked anything"
         sweep.send_signal(signal.SIGINT)

@@ -71,6 +71,9 @@ class ResponseCache:
         """Open (creating) the cache file; one line naming the path when that is impossible
         (a read-only directory or file), before any call is made or anything is written."""
         self.path = Path(path)
+        self.inflight_dir = self.path.parent / "inflight"
+        """Where the processes sharing this cache hold a lock per request they are sending
+        (:mod:`audit.llm.single_flight`), so a request in flight in one is not paid again by another."""
         self._lock = threading.Lock()
         self.failed: str | None = None
         """Why the cache was given up mid-run (then every get misses and every put is skipped)."""

@@ -6,8 +6,9 @@ an async form (``achat``/``acomplete``) and a sync convenience. The gateway owns
 litellm does unreliably: retries (backoff with jitter, Retry-After), a persistent cache,
 bounded concurrency and the cost ledger; litellm only moves the bytes (``backend.py``).
 Identical requests in flight at once (same cache key) are sent once: the others await that
-reply (single-flight; the ledger counts them as ``shared``). A :class:`~audit.llm.budget.Budget`
-refuses new calls once a sweep's spending cap is reached.
+reply (single-flight; the ledger counts them as ``shared``); one in flight in another process
+sharing the response cache (a sweep's jobs at once) is waited for and replayed from the cache.
+A :class:`~audit.llm.budget.Budget` refuses new calls once a sweep's spending cap is reached.
 
 :class:`Gateway` is the one gateway (named endpoints are configuration) and runs one call's steps
 in order: cache, single flight, a slot, the attempts and their retries. Each job it hands off has
@@ -95,7 +96,7 @@ class Gateway:
         self._rng = rng or random.Random()
         self._connections = Connections(settings, self._keys)
         """One connection pool per event loop and endpoint, for the life of the gateway (closed by aclose)."""
-        self._flights = SingleFlight()
+        self._flights = SingleFlight(self.cache.inflight_dir if self.cache is not None else None)
         self._prices = PriceList()
         """Prices by endpoint and model, for the cost split and the estimates of cut-off calls."""
         self._sync = SyncLoop()
@@ -246,25 +247,30 @@ class Gateway:
             self._books.served(tag, route, response)
             return response
         if (flight := self._flights.joined(key)) is not None:  # the same request is on its way: share its reply
-            response = replace(await asyncio.shield(flight), cached=True, shared=True)
+            leader = await asyncio.shield(flight)  # a leader another process's reply was replayed to: a replay too
+            response = replace(leader, cached=True, shared=not leader.cached)
             self._books.served(tag, route, response)
             return response
         self._flights.lead(key)
         try:
-            async with self._connections.slot():
-                # Checked when the call really starts, not before it queues for a slot: calls
-                # waiting behind a full pool must see what the calls ahead of them were charged.
-                self._books.check(f"{tag or route} call to {model}")
-                sent = {**payload, "messages": with_breakpoints(model, payload["messages"], cache_prefix)} \
-                    if cache_prefix else payload
-                response = replace(await self._send(route, model, {**sent, **params}, provider, stops, tag,
-                                                    endpoint, api_base, structured_output), cache_key=key)
-                self._books.charge(response.usage.cost)
+            async with self._flights.across_processes(key):  # waits while another process sends it
+                if self.cache is not None and (hit := self.cache.get(key)) is not None:
+                    response = LLMResponse.from_record(hit, key=key)
+                else:
+                    async with self._connections.slot():
+                        # Checked when the call really starts, not before it queues for a slot: calls
+                        # waiting behind a full pool must see what the calls ahead of them were charged.
+                        self._books.check(f"{tag or route} call to {model}")
+                        sent = {**payload, "messages": with_breakpoints(model, payload["messages"], cache_prefix)} \
+                            if cache_prefix else payload
+                        response = replace(await self._send(route, model, {**sent, **params}, provider, stops, tag,
+                                                            endpoint, api_base, structured_output), cache_key=key)
+                        self._books.charge(response.usage.cost)
+                    if self.cache is not None:
+                        self.cache.put(key, response.record())
         except BaseException as exc:
             self._flights.fail(key, exc)
             raise
-        if self.cache is not None:
-            self.cache.put(key, response.record())
         self._flights.land(key, response)
         self._books.served(tag, route, response)
         return response

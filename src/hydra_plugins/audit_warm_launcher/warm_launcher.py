@@ -6,8 +6,10 @@ which on 2 cores is most of the sweep. This launcher keeps the joblib launcher's
 per-job code (Hydra's ``execute_job``: the job's config, its own sweep subdir) and changes only
 where jobs run: a ``forkserver`` process imports :mod:`audit.app.warm_imports` once, and each
 worker process is forked from it with those modules already loaded. Jobs still run in processes
-of their own (a job's state, signals and Ctrl-C as under joblib); ``n_jobs`` workers run at once
-(``-1``: one per job, since jobs wait on the network, not on a core). Linux and macOS only (fork).
+of their own (a job's state and signals; a Ctrl-C of the sweep is passed to each running job once);
+``n_jobs`` workers run at once (``-1``: one per job, since jobs wait on the network, not on a core).
+Linux and macOS only (fork). It is the default launcher of every experiment's ``-m`` sweep: jobs at
+once still pay for a request they share once (:mod:`audit.llm.single_flight`).
 
 It lives in the ``hydra_plugins`` namespace because Hydra instantiates launchers from there only;
 Hydra imports this module at every start, so the joblib launcher's code loads in :meth:`launch`.
@@ -15,10 +17,13 @@ Hydra imports this module at every start, so the joblib launcher's code loads in
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
+import os
+import signal
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, wait
 from pathlib import Path
 
 from hydra.core.singleton import Singleton
@@ -52,14 +57,47 @@ class WarmLauncher(JoblibLauncher):
         # cloudpickle, as loky does: the task function lives in ``__main__`` (python -m audit)
         jobs = [cloudpickle.dumps((initial_job_idx + idx, overrides, self.hydra_context, self.config,
                                    self.task_function, state)) for idx, overrides in enumerate(job_overrides)]
-        with ProcessPoolExecutor(workers, mp_context=context) as pool:
-            return [cloudpickle.loads(done) for done in pool.map(_run, jobs)]
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker) as pool:
+            running = [pool.submit(_run, job) for job in jobs]
+            try:
+                return [cloudpickle.loads(job.result()) for job in running]
+            except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP of the sweep (audit.jobs.interrupts)
+                _interrupt(pool, running)
+                raise SystemExit(1) from None
+
+
+def _interrupt(pool: ProcessPoolExecutor, running: list[Future[bytes]]) -> None:
+    """Stop the sweep as one Ctrl-C stops a basic launcher's: no further job starts, and each running job
+    gets the interrupt once, ends ``cancelled`` with its summary and its line, and is waited for.
+
+    Jobs run in process groups of their own (:func:`_start_worker`), so a terminal's
+    Ctrl-C or hang-up reaches this process only and each job hears it from here, once: a second
+    interrupt landing in a job's clean-up could cut its summary short. A ``kill`` of this process
+    alone (a scheduler, a script) reaches the jobs the same way instead of leaving them running."""
+    for job in running:
+        job.cancel()  # the jobs not started yet
+    for process in list(pool._processes.values()):  # the executor's workers; it has no public accessor
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGINT)
+    wait(running)
+
+
+def _start_worker() -> None:
+    """A worker in a process group of its own (see :func:`_interrupt`), deaf to Ctrl-C while it runs no
+    job: an interrupt sent to a worker whose job had ended printed the executor's traceback."""
+    os.setpgrp()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _run(job: bytes) -> bytes:
-    """One job in a worker: Hydra's own ``execute_job``, its result pickled back the way it came."""
+    """One job in a worker: Hydra's own ``execute_job``, its result pickled back the way it came;
+    Ctrl-C interrupts it as it would a job of the basic launcher (``asyncio.run`` handles it)."""
     from hydra_plugins.hydra_joblib_launcher._core import execute_job
     import cloudpickle
 
-    return cloudpickle.dumps(execute_job(*cloudpickle.loads(job)))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return cloudpickle.dumps(execute_job(*cloudpickle.loads(job)))
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
