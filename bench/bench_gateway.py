@@ -13,12 +13,16 @@ counts the TCP connections each contender opened (``GET /_fake/stats``). Run:
 "× ideal" is wall time ÷ (calls / concurrency × 0.2 s); at 128, 400 calls are 3.1 waves, so
 even a perfect client needs 4 × 0.2 s = 1.28 × ideal. "× bare aiohttp" is wall time ÷ that of bare
 aiohttp on the same route and concurrency in this run, with the load average beside each row.
+"of it GC/call" is the garbage collector's CPU inside "CPU/call" (``gc.callbacks``). A last, longer
+run at 128 in flight (``--long-calls``, a sweep's length) sets the gateway beside itself with
+litellm's import-time objects unfrozen, the full collections that costs, and their CPU.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import http.client
 import json
 import os
@@ -37,6 +41,9 @@ from urllib.parse import urlsplit
 LATENCY_S = 0.2
 ROUTES = ("chat", "raw completions")
 CONTENDERS = ("gateway", "plain litellm", "bare aiohttp", "bare httpx")
+UNFROZEN = "gateway, gc unfrozen"
+"""The gateway with litellm's import-time objects handed back to the garbage collector (``gc.unfreeze``
+after the warm-up call): what every full collection cost before the gateway froze them."""
 BASELINE = "bare aiohttp"
 """What every contender's wall time is divided by, measured in the same run just before it."""
 PROMPT = "The quick brown fox"
@@ -94,7 +101,7 @@ async def contender_call(name: str, chat: bool, base_url: str, concurrency: int
                          ) -> tuple[Callable[[int], Awaitable[Any]], Callable[[], Awaitable[int | None]]]:
     """``(call(i), close())`` for one contender; ``close`` returns the connections it counted itself."""
     path = "/chat/completions" if chat else "/completions"
-    if name == "gateway":
+    if name in ("gateway", UNFROZEN):
         from audit.llm.gateway import Gateway
         from audit.llm.settings import GatewaySettings
 
@@ -151,8 +158,26 @@ async def contender_call(name: str, chat: bool, base_url: str, concurrency: int
     return post_httpx, close_httpx
 
 
+class CollectorTime:
+    """CPU seconds the garbage collector spent while installed, and its full (oldest-generation)
+    collections: each of those walks every object the process holds, litellm's import included."""
+
+    def __init__(self) -> None:
+        self.cpu = 0.0
+        self.full = 0
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.thread_time()  # the collection runs in the thread that triggered it
+            return
+        self.cpu += time.thread_time() - self._started
+        self.full += info["generation"] == 2
+
+
 async def run_contender(name: str, chat: bool, base_url: str, concurrency: int, calls: int) -> dict[str, Any]:
-    """Wall and CPU seconds of ``calls`` calls at ``concurrency`` in flight, after one warm-up call."""
+    """Wall and CPU seconds of ``calls`` calls at ``concurrency`` in flight, after one warm-up call,
+    and the garbage collector's share of that CPU."""
     call, close = await contender_call(name, chat, base_url, concurrency)
     gate = asyncio.Semaphore(concurrency)  # the gateway bounds itself too; the others need it
 
@@ -160,11 +185,16 @@ async def run_contender(name: str, chat: bool, base_url: str, concurrency: int, 
         async with gate:
             await call(i)
 
-    await call(-1)
+    await call(-1)  # the gateway's first call imports litellm (and freezes what it made)
+    if name == UNFROZEN:
+        gc.unfreeze()
+    collector = CollectorTime()
+    gc.callbacks.append(collector)
     started, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(one(i) for i in range(calls)))
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
-    return {"wall": wall, "cpu": cpu, "own_count": await close()}
+    gc.callbacks.remove(collector)
+    return {"wall": wall, "cpu": cpu, "gc": collector.cpu, "full_gc": collector.full, "own_count": await close()}
 
 
 def measure(name: str, route: str, base_url: str, concurrency: int, calls: int, stats: ServerStats) -> dict[str, Any]:
@@ -228,7 +258,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=400)
     parser.add_argument("--repeats", type=int, default=2, help="runs per cell; the fastest is shown (load skews up)")
     parser.add_argument("--sequential-calls", type=int, default=200)
-    parser.add_argument("--contender", choices=CONTENDERS, help=argparse.SUPPRESS)
+    parser.add_argument("--long-calls", type=int, default=2000,
+                        help="calls of the long run (the garbage collector's full collections); 0 skips it")
+    parser.add_argument("--contender", choices=(*CONTENDERS, UNFROZEN), help=argparse.SUPPRESS)
     parser.add_argument("--route", choices=ROUTES, help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     parser.add_argument("--concurrency", type=int, help=argparse.SUPPRESS)
@@ -267,13 +299,28 @@ def main() -> None:
                     own = f" (own count {best['own_count']})" if best["own_count"] is not None else ""
                     grid.append((route, str(concurrency), name, f"{best['wall']:.2f} s",
                                  f"{best['wall'] / ideal:.2f}x", f"{best['wall'] / best_of[BASELINE]['wall']:.2f}x",
-                                 f"{best['cpu'] / args.calls * 1000:.2f} ms", f"{best['connections']}{own}",
+                                 f"{best['cpu'] / args.calls * 1000:.2f} ms",
+                                 f"{best['gc'] / args.calls * 1000:.2f} ms ({best['full_gc']} full)",
+                                 f"{best['connections']}{own}",
                                  f"{os.getloadavg()[0]:.1f}"))
                     print(" | ".join(grid[-1]), flush=True)
+        long_rows = []
+        for route in ROUTES if args.long_calls else ():  # a sweep's length: full collections come every ~500 calls
+            for name in (UNFROZEN, "gateway"):
+                best = min((measure(name, route, base_url, 128, args.long_calls, stats) for _ in range(args.repeats)),
+                           key=lambda r: r["cpu"])
+                long_rows.append((route, name, f"{best['wall']:.2f} s", f"{best['cpu'] / args.long_calls * 1000:.2f} ms",
+                                  f"{best['gc'] / args.long_calls * 1000:.2f} ms", str(best["full_gc"]),
+                                  f"{os.getloadavg()[0]:.1f}"))
+                print(" | ".join(long_rows[-1]), flush=True)
         stats.close()
     print(f"load average after: {os.getloadavg()[0]:.2f}\n")
     print(table(grid, ("route", "concurrency", "contender", "wall", "x ideal", f"x {BASELINE}", "CPU/call",
-                       "connections opened", "load")))
+                       "of it GC/call", "connections opened", "load")))
+    if long_rows:
+        print(f"\n{args.long_calls} calls at 128 in flight, least CPU of {args.repeats}:")
+        print(table(long_rows, ("route", "contender", "wall", "CPU/call", "of it GC/call", "full collections",
+                                "load")))
     print(f"\ntargets: gateway <= 1.2x ideal at 32 and < 2.5x {BASELINE} at 128 on both routes (measured side by "
           "side, load beside), CPU/call <= 2 ms, connections <= concurrency (the warm-up call included)")
 

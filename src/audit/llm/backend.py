@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import gc
 import json
 import logging
 import os
@@ -75,6 +76,12 @@ def litellm() -> ModuleType:
         # Clients litellm builds by itself use httpx, which closes cleanly when a job ends; the
         # gateway's own calls go through a :class:`Pool` it closes itself.
         module.disable_aiohttp_transport = True
+        # litellm's import leaves about 400,000 objects tracked by the garbage collector (its price
+        # map, pydantic models, the OpenAI SDK's types) that live until the process exits. Every
+        # full collection walked them all again: about 0.3 s of CPU each, one every ~500 calls of a
+        # sweep at 128 in flight, 3x the young collections' cost. Frozen (Python's documented
+        # ``gc.freeze``), collections skip them; nothing made after this point is affected.
+        gc.freeze()
         _litellm = module
     return _litellm
 
