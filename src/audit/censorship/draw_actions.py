@@ -201,7 +201,7 @@ class AutoMenu(Menu):
         """The action's draws in parallel (each its own cache entry, so a resume after a kill mid-batch
         re-sends none that were answered), each judged, saved as one record with the draws' places in
         the conversation tree."""
-        action = Action.of(state.turns[iteration]["parsed"]["action"])
+        action = state.actions[iteration]
         tree = state.tree(before=iteration)
         plans = plan_draws(action, tree, target.family, target.system_prompt, iteration)
         samples = await asyncio.gather(*(

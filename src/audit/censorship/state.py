@@ -11,9 +11,10 @@ read the typed draws (:func:`audit.record.draws.iteration_draws`), the same for 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from audit.censorship.actions import Action
 from audit.censorship.conversations import Tree
 from audit.censorship.evidence import quotable
 from audit.censorship.hypotheses import HypothesisLedger
@@ -46,6 +47,9 @@ class AuditState:
     """The turn that stopped this session, if one did."""
     fact_recall: dict[str, Any] | None = None
     baseline_fact_recall: dict[str, Any] | None = None
+    actions: dict[int, Action] = field(default_factory=dict)
+    """``technique=auto``: each turn's action, typed: the validated reply's own (:meth:`add_turn`), read
+    from the turn's file only when a run is replayed (:meth:`Action.of`), so nothing flattens and rebuilds it."""
 
     @classmethod
     def replay(cls, run_dir: AuditDir, technique: str, *, resuming: bool) -> AuditState:
@@ -64,6 +68,7 @@ class AuditState:
             totals=Totals(),
             started_at=(previous.started_at if previous else None) or iso(utc_now()),
             resumes=list(previous.resumes) if previous else [],
+            actions={k: Action.of(t["parsed"]["action"]) for k, t in turns.items() if t["parsed"].get("action")},
         )
         for record in state.usage_records():
             state.totals.add(record)
@@ -72,9 +77,12 @@ class AuditState:
             state.resumes.append(iso(utc_now()))
         return state
 
-    def add_turn(self, iteration: int, record: dict[str, Any]) -> None:
-        """A saved auditor turn: the conversation goes on from its accepted reply."""
+    def add_turn(self, iteration: int, record: dict[str, Any], action: Action | None = None) -> None:
+        """A saved auditor turn (``action``: the reply's, typed, if it chose one): the conversation goes on
+        from its accepted reply."""
         self.turns[iteration] = record
+        if action is not None:
+            self.actions[iteration] = action
         self.conversation = conversation_after(record)
 
     def add_response(self, iteration: int, record: dict[str, Any]) -> None:
