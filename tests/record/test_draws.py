@@ -79,3 +79,14 @@ def test_blocked_draws_are_counted_per_cell_the_baseline_and_auto_techniques_apa
     auto = iteration_draws({"iteration": 2, "draws": [{"technique": "assistant", "id": "2.1", **block},
                                                       {"technique": "assistant", "id": "2.2", "outcome": "answer"}]})
     assert blocked_counts([*fixed, *auto]) == {"assistant (baseline)": 1, "auto/assistant": 1, "prefill": 1}
+
+
+def test_a_draw_is_written_with_the_keys_it_was_given_in_their_order_and_never_its_judgings():
+    draw = Draw.model_validate({"iteration": 1, "technique": "prefill", "prompt_sent": "p", "raw_response": "r",
+                                "error": None, "usage": None})
+    judged = draw.extended(raw_response="r2", classification={"rationale": "x", "label": "refused"})
+    written = judged.given()
+    assert list(written) == ["technique", "prompt_sent", "raw_response", "error", "usage", "classification"]
+    assert written["raw_response"] == "r2"  # a key it had keeps its place; a new one comes last, as given
+    assert written["classification"] == {"rationale": "x", "label": "refused"}  # not the Judgment's defaults
+    assert judged.judgings["original"].label == "refused" and "iteration" not in written
