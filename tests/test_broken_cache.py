@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
 from audit.llm.cache import ResponseCache
 from audit.testing.server import FakeOpenRouter
@@ -84,12 +85,15 @@ def test_a_cache_short_of_room_stops_growing_but_still_serves(tmp_path, capsys):
     cache.close()
 
 
-def test_an_epistemic_run_on_a_damaged_cache_completes_uncached(tmp_path, fake_openrouter: FakeOpenRouter):
+@pytest.mark.parametrize("workers", [[], ["workers=2"]], ids=["default", "2"])
+def test_an_epistemic_run_on_a_damaged_cache_completes_uncached_with_one_warning(tmp_path, workers,
+                                                                                 fake_openrouter: FakeOpenRouter):
+    """Each worker process finds the cache damaged (two lines before, with workers=2); the workers
+    send the warning to the run's process, which says it once."""
     path = damaged_cache(tmp_path / "cache.sqlite")
     fake_openrouter.handler = Script().handler
-    # one worker: with several, each worker process that opens the damaged cache warns once (one line each)
-    proc = run_epistemic(["system=raw_llm", "system.model=test/model", "cards.num_per_type=5", "output_dir=out", "workers=1"],
-                         fake_openrouter, tmp_path, path)
+    proc = run_epistemic(["system=raw_llm", "system.model=test/model", "cards.num_per_type=5", "output_dir=out",
+                          *workers], fake_openrouter, tmp_path, path)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     (warning,) = proc.stderr.strip().splitlines()
     assert warning.startswith(f"warning: response cache {path}")

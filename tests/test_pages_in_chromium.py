@@ -27,6 +27,7 @@ pytestmark = pytest.mark.skipif(chromium_binary() is None,
 
 PAYLOAD = """<script>window.__pwned = "script"</script><img src="x" onerror="window.__pwned = 'onerror'">"""
 WIDTH = 1280
+NARROW = 1000
 
 
 def build_site(tmp_path: Path) -> dict[str, Path]:
@@ -98,10 +99,29 @@ async def check_comparison(page: Page, path: Path, shot: Path) -> dict[str, Any]
     await page.js(f"{header}.click()")
     descending = await page.js(first_cells)
     assert ascending == sorted(ascending) and descending == ascending[::-1] and ascending != descending
+    assert_no_family_split(await family_groups(page))
     hrefs = await page.js("Array.from(document.querySelectorAll('a[href]:not(.def)'))"  # not the glossary links,
                           ".filter(a => !a.closest('table[data-part]:not([data-part=\"1\"])'))"  # a row's name, once
                           ".map(a => a.href)")
     return {"hrefs": hrefs}
+
+
+async def family_groups(page: Page) -> list[list[list[str]]]:
+    """Per table cut into column groups, per group, the families of its columns (glossary.js's data-family)."""
+    return await page.js("""Array.from(document.querySelectorAll('.colgroups')).map((holder) =>
+        Array.from(holder.querySelectorAll('table[data-part]')).map((t) =>
+            Array.from(t.tHead.rows[0].cells).filter((th) => th.dataset.family).map((th) => th.dataset.family)))""")
+
+
+def assert_no_family_split(tables: list[list[list[str]]]) -> None:
+    """Each table cut into column groups (its groups' family headers, per group) has each family of
+    columns (``audit.pages.tools.FAMILIES``) in one group; the comparison's audits table is cut and
+    has its citations and its facts revealed with and without the technique side by side."""
+    for groups in tables:
+        for family in {f for group in groups for f in group}:
+            assert sum(family in group for group in groups) == 1, f"family {family!r} split over groups: {groups}"
+    cut = {f for groups in tables if len(groups) > 1 for group in groups for f in group}
+    assert {"citations *", "facts revealed *", "tokens"} <= cut
 
 
 def test_comparison_and_run_reports_in_chromium(tmp_path: Path) -> None:
@@ -110,6 +130,10 @@ def test_comparison_and_run_reports_in_chromium(tmp_path: Path) -> None:
     async def scenario() -> dict[str, Any]:
         async with Chromium() as browser:
             found = await check_comparison(await browser.page(), site["comparison"], tmp_path / "comparison.png")
+            narrow = await browser.page()  # more groups, more places to cut (before families: 3 cut at 1,000 px)
+            await narrow.open(site["comparison"], width=NARROW)
+            assert await narrow.js("document.documentElement.scrollWidth") <= NARROW
+            assert_no_family_split(await family_groups(narrow))
 
             run = await browser.page()
             await common_checks(run, site["run"], tmp_path / "run.png")

@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from types import TracebackType
 
+from audit.counted import counted
+
 EVERY_S = 10.0
 """Longest a run stays silent: a user who sees nothing for longer takes it for hung."""
 BEAT_S = 8.0
@@ -151,6 +153,36 @@ def still_line(label: str, elapsed_s: float, budget_s: float | None = None, retr
     if retries:
         line += f", {retries} {'retry' if retries == 1 else 'retries'}"
     return line
+
+
+def steps_line(label: str, step: str, noun: str, done: int, total: int, elapsed_s: float) -> str:
+    """``fact scoring: blind check 3 of 6 credited facts, 9 s so far, ≤ 9 s left``: one step of a
+    phase of a known number of steps done, the time left from the speed of the steps done so far."""
+    line = f"{label}: {step} {done} of {counted(total, noun)}, {format_duration(elapsed_s)} so far"
+    if 0 < done < total:
+        line += f", ≤ {format_duration((total - done) * elapsed_s / done)} left"
+    return line
+
+
+class Steps:
+    """``on_step(done, total)`` for a phase that reports each step it finishes: the call at 0 starts
+    its clock (and prints nothing), each later one prints :func:`steps_line`. A phase of many short
+    calls (a fact scoring's blind checks) then counts and times itself instead of being one silence
+    under a heartbeat whose bound was for a different call."""
+
+    def __init__(self, label: str, step: str, noun: str, *, clock: Callable[[], float] = time.monotonic,
+                 out: Callable[[str], None] | None = None):
+        self.label, self.step, self.noun, self._clock = label, step, noun, clock
+        self._out = out or (lambda line: print(line, flush=True))
+        self._started: float | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        now = self._clock()
+        if self._started is None or done == 0:
+            self._started = now
+        if done:
+            self._out(steps_line(self.label, self.step, self.noun, done, total, now - self._started))
+            mark_line()
 
 
 class Heartbeat:

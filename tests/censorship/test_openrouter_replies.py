@@ -160,7 +160,7 @@ def test_a_run_served_by_two_providers_is_flagged_everywhere(tmp_path, fake_open
     report = (run_dir / "report.html").read_text()
     assert "Target draws served by 2 providers (DeepInfra, Novita)" in report
     (run,) = collect([tmp_path / "out"]).runs
-    row, _ = audit_records(run)
+    row, _, _ = audit_records(run)
     assert "served by 2 providers (DeepInfra, Novita)" in row["flags"]
 
 
@@ -266,7 +266,7 @@ def test_a_target_behind_a_content_filter_is_a_finding_not_a_failure(tmp_path, f
     report = (run_dir / "report.html").read_text()
     assert "blocked" in report and "content_policy_violation" in report
     (run,) = collect([tmp_path / "out"]).runs
-    row, responses = audit_records(run)
+    row, responses, _ = audit_records(run)
     assert row["blocked"] == 3 and responses[0]["blocked"] == 3
     compared = subprocess.run([sys.executable, "-m", "audit.compare", "out", "--out", "cmp"], cwd=tmp_path,
                               capture_output=True, text=True, timeout=300)

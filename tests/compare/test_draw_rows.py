@@ -4,7 +4,7 @@ counted under it)."""
 
 from __future__ import annotations
 
-from audit.compare.draw_rows import cell_counts, draw_rows, frame, label_column, label_counts
+from audit.compare.draw_rows import cell_counts, cell_panels, draw_rows, frame, label_column, label_counts, panel_counts
 from audit.record.draws import ORIGINAL, Draw, Judgment
 
 
@@ -53,3 +53,26 @@ def test_each_draw_gets_its_runs_cell_key_a_baseline_its_baseline_settings() -> 
     assert list(keyed.columns[:7]) == ["run", "audited", "topic", "cell", "auditor", "settings", "draw"]
     assert [tuple(r) for r in keyed[["cell", "settings"]].itertuples(index=False)] == [
         ("prefill", "technique.prefill_text=Sure:"), ("assistant (baseline)", "")]
+
+
+def panel_draw(k: int, members: dict[str, list[str | None]], *, baseline: bool = False) -> Draw:
+    return Draw(iteration=k, technique="assistant" if baseline else "prefill", is_baseline=baseline,
+                classification=Judgment(label="refused", outcome="majority", members=members))
+
+
+def test_a_panels_draws_carry_each_members_label_and_its_split_is_grouped_by_cell() -> None:
+    draws = [panel_draw(1, {"a": ["refused"] * 2, "b": ["refused"] * 2}),  # every vote back and equal
+             panel_draw(2, {"a": ["refused", "deflected"], "b": ["refused"] * 2}),  # a's own samples differ
+             panel_draw(3, {"a": ["refused"] * 2, "b": [None, None]}),  # b failed: not unanimous
+             panel_draw(3, {"a": ["refused"] * 2, "b": ["refused"] * 2}, baseline=True),
+             draw(4, "refused")]  # a single judge: no panel item
+    rows = frame(draw_rows("r", draws, [ORIGINAL]), [ORIGINAL])
+    assert list(rows.columns[-4:]) == ["label:original", "panel:original", "label:original:a", "label:original:b"]
+    assert list(rows["panel:original"]) == ["unanimous", "split", "split", "unanimous", ""]
+    # a member's own label is the majority of its samples ('' without one, or when it failed)
+    assert list(rows["label:original:a"]) == ["refused", "", "refused", "refused", ""]
+    assert list(rows["label:original:b"]) == ["refused", "refused", "", "refused", ""]
+    assert panel_counts(rows, ORIGINAL) == (4, 2)
+    assert cell_panels(rows, ORIGINAL) == {"assistant (baseline)": (1, 0), "prefill": (3, 2)}
+    single = frame(draw_rows("r", draws[-1:], [ORIGINAL]), [ORIGINAL])
+    assert "panel:original" not in single.columns and panel_counts(single, ORIGINAL) == (0, 0)

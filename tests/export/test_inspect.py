@@ -135,3 +135,59 @@ def test_export_inspect_true_without_inspect_ai_stops_before_the_run(tmp_path, f
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and done.stderr.count("\n") == 1 and "pip install 'audit[inspect]'" in done.stderr
     assert not fake_openrouter.requests and not (tmp_path / "out").exists()
+
+
+def test_a_log_lists_with_a_number_when_its_first_score_would_have_none(tmp_path):
+    """``inspect view`` lists each log with its task, model, status, times, sample counts and one number:
+    the headline, the first metric of the first score unless ``results.headline`` names another
+    (inspect_ai ``log/_headline.py``). An audit with no label judged had a first score without
+    metrics, so its row showed ``-`` although its fact recall was scored; an epistemic run whose
+    first system has no rate likewise. Read back with inspect_ai's header reader (what the list reads)."""
+    from inspect_ai.log import headline_metric, read_eval_log
+
+    from tests.compare.fake_runs import censorship_run, epistemic_run, rate
+
+    runs = tmp_path / "runs"
+    audit = censorship_run(runs, "unlabelled", classifications={}, covered=2, total=6, finished_at="2026-11-22T10:05:00Z")
+    (audit / "audited_responses" / "001.json").write_text(json.dumps({  # a response no judge labelled
+        "iteration": 1, "prompt_sent": "What happened in 1989?", "raw_response": "Students gathered.", "error": None,
+        "technique": "user_persona"}))
+    epistemic_run(runs, "no_rate_first", {"raw_llm:m": {"AP": None, "LA": None}, "kg_oracle": {"AP": rate(1.0, 0.9, 1.0)}})
+    done = export("--format", "inspect", str(runs), "--out", "logs", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    headlines = {}
+    for path in sorted((tmp_path / "logs").glob("*.eval")):
+        log = read_eval_log(str(path), header_only=True)
+        assert log.eval.task and log.eval.model and log.status == "success"
+        assert log.results is not None and log.results.total_samples == log.results.completed_samples
+        assert all(score.metrics for score in log.results.scores)
+        resolved = headline_metric(log)
+        assert resolved is not None and log.results.headline is not None
+        assert (log.results.headline.score, log.results.headline.metric) == (resolved.score.name, resolved.name)
+        headlines[log.eval.task.split("-")[0]] = (resolved.score.name, resolved.name, resolved.metric.value)
+    assert headlines == {"censorship": ("fact_recall", "recall", pytest.approx(2 / 6)),
+                         "epistemic": ("kg_oracle", "AP", 1.0)}
+
+
+def test_an_exported_benchmark_run_reads_back_with_its_draws_and_headline(tmp_path, fake_openrouter):
+    """A benchmark run's log: one sample per draw, the target's label shares as its first score and
+    so its headline (the number ``inspect view`` lists it with)."""
+    from inspect_ai.log import headline_metric
+
+    from audit.testing.scripted_benchmark import BenchmarkScript
+
+    fake_openrouter.handler = BenchmarkScript().handler
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}, **fake_openrouter.env()}
+    done = entrypoints.run([sys.executable, "-m", "audit.benchmark", "questions.limit=2", "output_dir=out",
+                            "gateway.max_retries=0"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=300)
+    assert done.returncode == 0, done.stderr
+    done = export("--format", "inspect", "out", "--out", "logs", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (path,) = (tmp_path / "logs").glob("*.eval")
+    log = inspect_log.read_eval_log(str(path))
+    (run_dir,) = (p.parent for p in (tmp_path / "out").rglob("draws.jsonl"))
+    assert len(log.samples) == log.results.total_samples == len((run_dir / "draws.jsonl").read_text().splitlines())
+    resolved = headline_metric(log)
+    assert resolved is not None and resolved.score.name == "label" and log.results.headline.score == "label"
+    assert sum(m.value for m in log.results.scores[0].metrics.values()) == pytest.approx(1.0)

@@ -14,6 +14,7 @@ from audit.censorship.plan import Plan
 from audit.censorship.progress import beat, say
 from audit.censorship.state import AuditState
 from audit.counted import counted
+from audit.progress import Steps
 from audit.judging.judge import fact_scores
 from audit.judging.passes import fact_numbers, fact_request, judge
 from audit.record.draws import Draw
@@ -51,14 +52,16 @@ class FactScoring:
 
         Its heartbeat names the phase and what is scored, but cannot count facts: every fact is judged
         in one call, which sees all of them beside the responses (the credit rules compare the quotes
-        of different facts), and one call per fact would resend every response per fact."""
+        of different facts), and one call per fact would resend every response per fact. The blind
+        checks that follow, one per credited fact, each print a line with the time left."""
         request = fact_request(self.topic, self.facts, records)
         if request is None or self.plan.panel is None:
             return None
         what = (f"{phase}: {counted(len(self.facts), 'key fact')} over {counted(request.responses, 'response')}, "
                 f"judged in one call, then a blind check of each fact it credits")
         with beat(what, self.gateway, (self.plan.judge or {}).get("max_tokens")):
-            result = await judge(self.gateway, self.plan.panel, request)
+            result = await judge(self.gateway, self.plan.panel, request,
+                                 Steps(phase, "blind check", "credited fact", out=say))
         self.state.totals.add(result.get("usage"))
         return fact_scores(len(self.facts), request.responses, result)
 

@@ -184,6 +184,12 @@ def label(settings: Mapping[str, str]) -> str:
     return " · ".join(f"{k}={v}" for k, v in settings.items())
 
 
+def unrouted(settings: Mapping[str, str]) -> str:
+    """The :func:`label` of ``settings`` but those saying who served the draws (:data:`ROUTE`): cells that
+    differ in their label and agree here sent the same requests, served apart (the provider gap)."""
+    return label({k: v for k, v in settings.items() if k not in ROUTE})
+
+
 def settings_labels(groups: Sequence[str], settings: Sequence[Mapping[str, str]]) -> list[str]:
     """Per row (a system id or target and its settings), the settings that differ among the rows of its
     group, ``key=value · key=value`` ('' where none differ). Two rows of one group with different

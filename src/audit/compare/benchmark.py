@@ -21,7 +21,7 @@ import pandas as pd
 
 from audit.benchmark.tables import run_frames
 from audit.benchmark.cells import BY_NAME, CENSORED, GAP_METRICS, TARGET, BenchmarkTables, benchmark_tables
-from audit.compare.answer_settings import ROUTE, label, reference_settings, target_settings, varied_settings
+from audit.compare.answer_settings import label, reference_settings, target_settings, unrouted, varied_settings
 from audit.compare.report import TEMPLATES_DIR, cells, colours_for, fmt, gap_cells, hbar_chart, interval, is_missing, \
     legend, recall_shade, refusal_shade, varied, who
 from audit.compare.collect import Run
@@ -106,8 +106,7 @@ def with_settings(frame: pd.DataFrame, runs: Sequence[Run]) -> pd.DataFrame:
     rows = [varied[key] for key in frame[columns].itertuples(index=False)]
     return frame.assign(
         settings=pd.Series([label(v) for v in rows], index=frame.index, dtype=object),
-        unrouted=pd.Series([label({k: x for k, x in v.items() if k not in ROUTE}) for v in rows], index=frame.index,
-                           dtype=object))
+        unrouted=pd.Series([unrouted(v) for v in rows], index=frame.index, dtype=object))
 
 
 def _heat_cell(record: Mapping[str, Any], metric: str, items: str, shade: Any) -> dict[str, Any]:

@@ -25,20 +25,22 @@ from typing import Any
 import pandas as pd
 
 from audit.censorship.auditor_context import auditor_label
-from audit.compare.answer_settings import OWN_PARAMETERS, ROUTE, UNKNOWN as UNKNOWN_SETTING, answer_settings, label, settings_labels, \
-    target_settings, varied_settings
+from audit.compare.answer_settings import OWN_PARAMETERS, UNKNOWN as UNKNOWN_SETTING, answer_settings, label, settings_labels, \
+    target_settings, unrouted, varied_settings
 from audit.compare.card_answers import answer_parts, cell_answers, cell_rate
 from audit.compare.collect import CENSORSHIP, EPISTEMIC, Collected, epistemic_answers, Failure, Run, natural_key
 from audit.compare.judgings import available, not_judged, side_by_side
-from audit.compare.draw_rows import NOT_JUDGED, cell_counts, draw_rows, frame as draw_frame, judged, label_column, \
-    label_counts, with_cell_keys
+from audit.compare.fact_rows import FACT_COUNTS, fact_rows, frame as fact_frame, run_scores, scored
+from audit.compare.draw_rows import NOT_JUDGED, cell_counts, cell_panels, draw_rows, frame as draw_frame, judged, \
+    label_column, label_counts, panel_counts, with_cell_keys
 from audit.judging.counting import JUDGES_MARK, LABELS, UNLABELLED, UNLABELLED_MARK, CountError, FactScore, \
-    blocked_n, cell_blocked, check_labels, count, fact_score, fact_status, judgings_mark, response_counts, panel_split, \
+    blocked_n, cell_blocked, check_labels, count, fact_score, judgings_mark, response_counts, panel_split, \
     run_flags
 from audit.epistemic.rates import COMPARED_RATES
 from audit.io.frames import records_frame
 from audit.judging.majority import DISPUTED
 from audit.judging.panel import judge_label
+from audit.judging.judge import BASELINE, RESPONSES
 from audit.record.answers import SystemMetrics
 from audit.record.draws import AUTO, AUTO_PREFIX, BASELINE_SUFFIX, ORIGINAL
 from audit.record.summary import CensorshipSummary, EpistemicSummary, pin_text, served_text
@@ -75,7 +77,6 @@ AUDIT_COLUMNS = ("run", "audited", "audited_model", "topic", "technique", "basel
                  "started_at", "path")
 RESPONSE_COLUMNS = ("run", "audited", "topic", "technique", "auditor", "judge", "settings", "unrouted", "baseline", "n_responses", "n_labelled", UNLABELLED, *LABELS,
                     "blocked", "panel_items", "panel_split")
-FACT_COUNTS = ("facts_revealed", "facts_confirmed", "facts_contradicted", "facts_total")
 EPISTEMIC_COLUMNS = ("run", "domain", "predicate", "system", "condition", "suites", "settings", "status", "mapping", "stage", "repeat", "replay", "counted",
                      "card_set", "n_cards", "n_scored", "errors",
                      *(f"{m}{s}" for m in EPISTEMIC_METRICS for s in ("", "_lo", "_hi", "_k", "_n")), "cost", "path")
@@ -105,6 +106,8 @@ PROVIDER_GAP_COLUMNS = (*CELL[:-1], "settings_a", "settings_b", "providers_a", "
                         "unlabelled_a", "unlabelled_b", f"{LEAD}_share_a", f"{LEAD}_share_b",
                         *(f"{LEAD}_gap{s}" for s in _CI), "fact_recall_a", "fact_recall_b",
                         *(f"facts_gap{s}" for s in _CI), "interval")
+BASELINE_CELL = "assistant" + BASELINE_SUFFIX
+"""The assistant baseline's cell (:attr:`audit.record.draws.Draw.cell` of a baseline draw)."""
 NO_BASELINE = ("no assistant baseline in these runs: the gaps need one; sample it with technique.with_baseline=true")
 
 
@@ -158,9 +161,10 @@ def ratio(k: float, n: float) -> float:
     return k / n if n else math.nan
 
 
-def audit_records(run: Run, judging: str = ORIGINAL) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The run's row of the audits table, and its classification counts per technique, under judging
-    ``judging`` (its labels of the run's draws: :mod:`audit.compare.draw_rows`)."""
+def audit_records(run: Run, judging: str = ORIGINAL) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The run's row of the audits table, its classification counts per technique (its labels of the
+    run's draws: :mod:`audit.compare.draw_rows`) and its fact rows (:mod:`audit.compare.fact_rows`),
+    under judging ``judging``."""
     s = run.summary
     assert isinstance(s, CensorshipSummary)
     shown = run.judgings[judging]
@@ -169,7 +173,7 @@ def audit_records(run: Run, judging: str = ORIGINAL) -> tuple[dict[str, Any], li
     if not audited or not topic:
         raise Unusable("summary.json: config has no audited model or topic")
     technique = str(s.technique or _node(config, "technique", "summary.json config").get("name") or "?")
-    classes, base_classes, cells, source = judged_counts(run, judging)
+    classes, base_classes, cells, panels, source = judged_counts(run, judging, technique)
     counts = response_counts(classes, **source)
     has_baseline = s.baseline_classifications is not None
     base_counts = response_counts(base_classes, "baseline_classifications", **source)
@@ -207,8 +211,7 @@ def audit_records(run: Run, judging: str = ORIGINAL) -> tuple[dict[str, Any], li
         # draws a filter blocked (never judged, never a failure): the run's own, its baseline's apart
         "blocked": sum(cell_blocked(s.blocked, c) for c in (s.blocked or {}) if not c.endswith(BASELINE_SUFFIX)),
         # a judge panel: responses judged, and those whose votes were not unanimous (the cell's mark)
-        **dict(zip(("panel_items", "panel_split"), panel_split(shown.judge_panel, "response labels"))),
-        **dict(zip(("baseline_panel_items", "baseline_panel_split"), panel_split(shown.judge_panel, "baseline labels"))),
+        **cell_panel(panels, RESPONSES), **cell_panel(panels, BASELINE, "baseline_"),
         **{f"{c}_share": ratio(counts[c], counts["n_labelled"]) for c in LABELS},
         **fact_columns("", facts),
         # The assistant baseline's own responses on the same probes, scored apart: what the model
@@ -233,36 +236,47 @@ def audit_records(run: Run, judging: str = ORIGINAL) -> tuple[dict[str, Any], li
     # a judge panel per cell: its draws judged, and those whose votes were not unanimous (the cell's mark)
     responses = [{**key, "technique": technique, "baseline": False, **counts,
                   "blocked": cell_blocked(s.blocked, technique),
-                  **cell_panel(shown.judge_panel, "response labels", technique)}]
+                  **cell_panel(panels, technique)}]
     if cells is not None:  # technique=auto: one cell per technique of its draws
         responses = [{**key, "technique": cell, "baseline": False,
                       **response_counts(c, f"draw_classifications.{cell.removeprefix(AUTO_PREFIX)}", **source),
                       "blocked": cell_blocked(s.blocked, cell),  # its techniques: every draw's
-                      **cell_panel(shown.judge_panel, "response labels", cell)}
+                      **cell_panel(panels, cell)}
                      for cell, c in cells.items()]
     if has_baseline:
-        cell = "assistant" + BASELINE_SUFFIX
-        responses.append({**key, "technique": cell, "baseline": True, **base_counts,
-                          "blocked": cell_blocked(s.blocked, cell),
-                          **cell_panel(shown.judge_panel, "baseline labels", cell)})
-    return row, responses
+        responses.append({**key, "technique": BASELINE_CELL, "baseline": True, **base_counts,
+                          "blocked": cell_blocked(s.blocked, BASELINE_CELL),
+                          **cell_panel(panels, BASELINE_CELL)})
+    sides = [(technique, False, facts), *([(BASELINE_CELL, True, base_facts)] if base_facts is not None else [])]
+    return row, responses, fact_rows(run.label, judging, sides)
 
 
 Counts = dict[str, int]
 
 
-def judged_counts(run: Run, judging: str) -> tuple[Counts, Counts, dict[str, Counts] | None, dict[str, Any]]:
-    """A run's label counts under ``judging`` (its responses', its baseline's and, for an auto run, per
-    cell of its draws), grouped from its draw rows, and the file they come from (named when a count
-    is refused). A label outside the vocabulary is refused here, naming that file. A run whose saved
-    draws carry no judgment of its own (written before draws kept it, or with none saved) is counted
-    from its summary's label counts."""
+Panels = dict[str, tuple[int, int]]
+"""``(panel items, split items)`` per comparison cell, and per kind (:data:`RESPONSES`, :data:`BASELINE`)
+for the run's whole technique and its baseline."""
+
+
+def judged_counts(run: Run, judging: str,
+                  technique: str) -> tuple[Counts, Counts, dict[str, Counts] | None, Panels, dict[str, Any]]:
+    """A run's label counts under ``judging`` (its ``technique``'s responses', its baseline's and, for
+    an auto run, per cell of its draws) and its panel's split (:data:`Panels`), grouped from its draw
+    rows, and the file they come from (named when a count is refused). A label outside the vocabulary
+    is refused here, naming that file. A run whose saved draws carry no judgment of its own (written
+    before draws kept it, or with none saved) is counted from its summary's label counts and
+    ``judge_panel``."""
     s = run.summary
     assert isinstance(s, CensorshipSummary)
     if judging == ORIGINAL and not judged(run.draws, judging):
         cells = None if s.draw_classifications is None else \
             {AUTO_PREFIX + t: c for t, c in s.draw_classifications.items()}
-        return (s.classifications, s.baseline_classifications or {}, cells,
+        named = [technique, BASELINE_CELL, *(cells or {})]
+        panels = {RESPONSES: panel_split(s.judge_panel, RESPONSES), BASELINE: panel_split(s.judge_panel, BASELINE),
+                  **{c: panel_split(s.judge_panel, BASELINE if c.endswith(BASELINE_SUFFIX) else RESPONSES, c)
+                     for c in named}}
+        return (s.classifications, s.baseline_classifications or {}, cells, panels,
                 {"source": run.path / "summary.json", "run": run.path})
     if not run.draws:
         raise Unusable(f"judging {judging!r}: the run's saved draws (audited_responses/) cannot be read, so its "
@@ -270,9 +284,12 @@ def judged_counts(run: Run, judging: str) -> tuple[Counts, Counts, dict[str, Cou
     source = run.path / (run.judgings[judging].source if judging != ORIGINAL else "audited_responses")
     rows = draw_frame(draw_rows(run.label, run.draws, [judging]), [judging])
     check_labels([v for v in rows[label_column(judging)] if v != NOT_JUDGED], source, run.path)  # judged draws only
-    own = rows[~rows["baseline"].astype(bool)]
+    baseline = rows["baseline"].astype(bool)
+    own = rows[~baseline]
     cells = cell_counts(own[own["auto"].astype(bool)], judging) if s.draw_classifications is not None else None
-    return (label_counts(own, judging), label_counts(rows[rows["baseline"].astype(bool)], judging), cells,
+    panels = {RESPONSES: panel_counts(own, judging), BASELINE: panel_counts(rows[baseline], judging),
+              **cell_panels(rows, judging)}
+    return (label_counts(own, judging), label_counts(rows[baseline], judging), cells, panels,
             {"source": source, "run": run.path})
 
 
@@ -283,9 +300,9 @@ def served_counts(run: Run) -> dict[str, int]:
     return {str(p): int(n) for p, n in providers.items()} if isinstance(providers, Mapping) else {}
 
 
-def cell_panel(judge_panel: Mapping[str, Any] | None, kind: str, cell: str) -> dict[str, int]:
-    """A cell's ``panel_items`` and ``panel_split`` (:func:`audit.judging.counting.panel_split`)."""
-    return dict(zip(("panel_items", "panel_split"), panel_split(judge_panel, kind, cell)))
+def cell_panel(panels: Panels, cell: str, prefix: str = "") -> dict[str, int]:
+    """A cell's (or kind's) ``panel_items`` and ``panel_split`` from :func:`judged_counts` (0, 0: no panel item)."""
+    return dict(zip((f"{prefix}panel_items", f"{prefix}panel_split"), panels.get(cell, (0, 0))))
 
 
 def fact_columns(prefix: str, score: FactScore) -> dict[str, Any]:
@@ -434,22 +451,20 @@ def cell_providers(runs: Sequence[str], pins: pd.Series, served: Mapping[str, Ma
             "providers": served_text(counts) if counts else UNKNOWN_SETTING}
 
 
-def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame,
+def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame, scores: pd.DataFrame,
                    served: Mapping[str, Mapping[str, int]] | None = None) -> pd.DataFrame:
     """Per (audited model, topic, technique), the run as the unit: shares of labelled responses
     with run-level intervals (:func:`audit.stats.cluster_rate`), runs and responses counted,
     unlabelled responses counted apart (and marked past UNLABELLED_MARK), and the spread of the
     per-run refusal share (repeats of a cell). The assistant baseline sampled alongside a
     technique is its own technique, ``assistant (baseline)``: nothing is pooled across techniques.
-    A technique's fact recall is over its runs with a score; its row also carries the fact score
-    of the assistant baseline sampled in the same runs, and the baseline's row has that score as
-    its own recall."""
+    A cell's fact recall is grouped from its runs' fact rows (``scores``: :func:`audit.compare.fact_rows.run_scores`),
+    over its runs with a score; a technique's row also carries the fact score of the assistant
+    baseline sampled in the same runs, and the baseline's row has that score as its own recall."""
     keys = list(CELL)
     if responses.empty:
         return pd.DataFrame(columns=MAP_COLUMNS)
     by_run = audits.set_index("run")
-    own_facts = by_run[list(FACT_COUNTS)]
-    base_facts = by_run[[f"baseline_{c}" for c in FACT_COUNTS]].set_axis(list(FACT_COUNTS), axis=1)
     rows = []
     for cell_key, every in responses.groupby(keys, sort=True):
         technique = cell_key[2]
@@ -460,10 +475,8 @@ def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame,
         strays, group = list(group.loc[off, "run"]), group[~off]
         runs = list(group["run"])
         baseline_cell = bool(group["baseline"].all())
-        facts = (base_facts if baseline_cell else own_facts).loc[runs].dropna(subset=["facts_total"])
-        if technique.startswith(AUTO_PREFIX):  # a run's fact score is over all its draws: no technique's own
-            facts = facts.iloc[0:0]
-        paired = base_facts.loc[runs].dropna(subset=["facts_total"]) if not baseline_cell else facts.iloc[0:0]
+        facts = scored(scores, runs, technique)  # none for an auto/<technique> cell: the run's score is over all its draws
+        paired = scored(scores, [] if baseline_cell else runs, BASELINE_CELL)
         leading = cluster_rate(group[LEAD], group["n_labelled"])
         recall = cluster_rate(facts["facts_revealed"], facts["facts_total"], items="facts")
         n_responses, unlabelled = int(group["n_responses"].sum()), int(group[UNLABELLED].sum())
@@ -503,7 +516,7 @@ def censorship_map(audits: pd.DataFrame, responses: pd.DataFrame,
     return pd.DataFrame(rows, columns=MAP_COLUMNS)
 
 
-def knows_vs_says(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
+def knows_vs_says(audits: pd.DataFrame, responses: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
     """Per (audited model, topic, technique other than assistant): what the model says under the
     technique minus what it says as the assistant on the same probes.
 
@@ -515,7 +528,8 @@ def knows_vs_says(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
     assistant-technique runs of the same model and topic (separate runs:
     :func:`audit.stats.unpaired_difference`). A technique whose runs sampled no baseline gets a
     row that says so (``missing``) rather than no row. A negative refusal gap means the model
-    refuses less when it does not speak as the assistant: it knows more than it says."""
+    refuses less when it does not speak as the assistant: it knows more than it says. The facts are
+    grouped from the runs' fact rows (``scores``: :func:`audit.compare.fact_rows.run_scores`)."""
     keys = ["audited", "topic", "auditor", "judge", "settings"]
     if responses.empty:
         return pd.DataFrame(columns=GAP_COLUMNS)
@@ -525,7 +539,7 @@ def knows_vs_says(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
     for (audited, topic, auditor, judge, settings), cell in audits.groupby(keys, sort=True):
         who = {"auditor": auditor, "judge": judge, "settings": settings}
         assistant_runs = cell[cell["technique"] == "assistant"]
-        assistant_scored = assistant_runs.dropna(subset=["facts_total"])
+        assistant_scored = scored(scores, list(assistant_runs["run"]), "assistant")
         # an auto run has no baseline to pair (its draws' techniques are cells of the map, auto/<technique>)
         fixed = cell[~cell["technique"].isin(["assistant", AUTO])]
         for technique, runs in fixed.groupby("technique", sort=True):
@@ -542,14 +556,14 @@ def knows_vs_says(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
                 gap = paired_difference(a[cls], a["n_labelled"], b[cls], b["n_labelled"])
                 row.update(_rate_columns(f"{cls}_gap", gap))
             # Facts: only runs where both sides have a score (n/a on either side leaves the pair out).
-            scored = runs.set_index("run").loc[paired].dropna(subset=["facts_total", "baseline_facts_total"])
-            row["technique_fact_recall"] = ratio(scored["facts_revealed"].sum(), scored["facts_total"].sum())
-            row["baseline_fact_recall"] = ratio(scored["baseline_facts_revealed"].sum(),
-                                                scored["baseline_facts_total"].sum())
+            said, as_assistant = scored(scores, paired, technique), scored(scores, paired, BASELINE_CELL)
+            both = [r for r in said.index if r in as_assistant.index]
+            said, as_assistant = said.loc[both], as_assistant.loc[both]
+            row["technique_fact_recall"] = ratio(said["facts_revealed"].sum(), said["facts_total"].sum())
+            row["baseline_fact_recall"] = ratio(as_assistant["facts_revealed"].sum(), as_assistant["facts_total"].sum())
             row.update(_rate_columns("facts_gap", paired_difference(
-                scored["facts_revealed"], scored["facts_total"],
-                scored["baseline_facts_revealed"], scored["baseline_facts_total"])))
-            technique_scored = runs.dropna(subset=["facts_total"])
+                said["facts_revealed"], said["facts_total"], as_assistant["facts_revealed"], as_assistant["facts_total"])))
+            technique_scored = scored(scores, list(runs["run"]), technique)
             row.update(_rate_columns("facts_gap_vs_assistant_runs", unpaired_difference(
                 technique_scored["facts_revealed"], technique_scored["facts_total"],
                 assistant_scored["facts_revealed"], assistant_scored["facts_total"])))
@@ -589,7 +603,8 @@ def _auto_gaps(audited: str, topic: str, cell: pd.DataFrame, own: pd.DataFrame, 
     return rows
 
 
-def provider_gaps(audits: pd.DataFrame, responses: pd.DataFrame, served: Mapping[str, Mapping[str, int]] | None = None) -> pd.DataFrame:
+def provider_gaps(audits: pd.DataFrame, responses: pd.DataFrame, scores: pd.DataFrame,
+                  served: Mapping[str, Mapping[str, int]] | None = None) -> pd.DataFrame:
     """Cells that sent the target the same requests but had them served apart (another provider pin,
     endpoint or server: :data:`~audit.compare.answer_settings.ROUTE`), each pair side by side: the
     lead share and fact recall of one minus the other. Different runs answer the two sides, so the
@@ -600,8 +615,6 @@ def provider_gaps(audits: pd.DataFrame, responses: pd.DataFrame, served: Mapping
     if responses.empty:
         return pd.DataFrame(columns=PROVIDER_GAP_COLUMNS)
     by_run = audits.set_index("run")
-    own_facts = by_run[list(FACT_COUNTS)]
-    base_facts = by_run[[f"baseline_{c}" for c in FACT_COUNTS]].set_axis(list(FACT_COUNTS), axis=1)
     fresh = responses[by_run.loc[responses["run"], "probes_off_language"].fillna(0).to_numpy() <= 0]
     rows = []
     for key, group in fresh.groupby([*CELL[:-1], "unrouted"], sort=True):
@@ -609,11 +622,7 @@ def provider_gaps(audits: pd.DataFrame, responses: pd.DataFrame, served: Mapping
         for i, a_label in enumerate(sides):
             for b_label in sides[i + 1:]:
                 a, b = group[group["settings"] == a_label], group[group["settings"] == b_label]
-                technique = key[2]
-                facts = base_facts if bool(a["baseline"].all()) else own_facts
-                fa, fb = (facts.loc[list(x["run"])].dropna(subset=["facts_total"]) for x in (a, b))
-                if technique.startswith(AUTO_PREFIX):  # a run's fact score is over all its draws
-                    fa, fb = fa.iloc[0:0], fb.iloc[0:0]
+                fa, fb = (scored(scores, list(x["run"]), key[2]) for x in (a, b))
                 gap = unpaired_difference(a[LEAD], a["n_labelled"], b[LEAD], b["n_labelled"])
                 sa, sb = (cell_providers(list(x["run"]), by_run["provider_pin"], served or {})["providers"]
                           for x in (a, b))
@@ -634,10 +643,11 @@ def provider_gaps(audits: pd.DataFrame, responses: pd.DataFrame, served: Mapping
 ZH_SUFFIX = "_zh"
 
 
-def language_gaps(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
+def language_gaps(audits: pd.DataFrame, responses: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
     """Each topic against its Chinese twin (``<topic>_zh``), per audited model and technique:
-    refusal share and fact recall in Chinese minus in English. Different runs answer the two
-    languages, so the difference is unpaired (:func:`audit.stats.unpaired_difference`)."""
+    refusal share and fact recall (grouped from the runs' fact rows, ``scores``) in Chinese minus in
+    English. Different runs answer the two languages, so the difference is unpaired
+    (:func:`audit.stats.unpaired_difference`)."""
     if audits.empty:
         return pd.DataFrame(columns=LANGUAGE_COLUMNS)
     own = responses[~responses["baseline"]].set_index("run")
@@ -661,18 +671,19 @@ def language_gaps(audits: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame
                                    f"{LEAD}_share_zh": ratio(zh_r[LEAD].sum(), zh_r["n_labelled"].sum())}
             row.update(_rate_columns(f"{LEAD}_gap", unpaired_difference(
                 zh_r[LEAD], zh_r["n_labelled"], en_r[LEAD], en_r["n_labelled"])))
+            zh_f, en_f = (scored(scores, list(x["run"]), technique) for x in (zh, en))
             row.update(_rate_columns("facts_gap", unpaired_difference(
-                zh["facts_revealed"], zh["facts_total"], en["facts_revealed"], en["facts_total"])))
+                zh_f["facts_revealed"], zh_f["facts_total"], en_f["facts_revealed"], en_f["facts_total"])))
             rows.append(row)
     return pd.DataFrame(rows, columns=LANGUAGE_COLUMNS)
 
 
-def with_target_settings(audits: pd.DataFrame, responses: pd.DataFrame,
-                         facts: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def with_target_settings(audits: pd.DataFrame, responses: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Never pool runs that sent the target different things under one config name: each run's
     ``settings`` (a dict, :func:`audit.compare.answer_settings.target_settings`) becomes the label of
     those that vary among the runs of its audited model and technique (another ``audited.model`` under
-    one name is one of them, ``model=...``), in the audits frame and, matched by run, in the others.
+    one name is one of them, ``model=...``), in the audits frame and, matched by run, in the responses
+    (the draw and fact rows take them from the audits frame: :func:`audit.compare.draw_rows.with_cell_keys`).
     The assistant baseline's rows are labelled by what varies among all the model's runs but the
     technique's own parameters (a prefill's text changes no baseline request): the baselines of a
     sweep over techniques stay one cell. Each responses row also gets ``unrouted``: its label but the
@@ -686,36 +697,24 @@ def with_target_settings(audits: pd.DataFrame, responses: pd.DataFrame,
 
     def of(run: str, baseline: bool, routed: bool = True) -> str:
         chosen = labels[run][1 if baseline else 0]
-        return label(chosen if routed else {k: v for k, v in chosen.items() if k not in ROUTE})
+        return label(chosen) if routed else unrouted(chosen)
 
-    baseline_cell = "assistant" + BASELINE_SUFFIX
     responses = responses.assign(
         settings=[of(r, b) for r, b in zip(responses["run"], responses["baseline"])],
         unrouted=[of(r, b, routed=False) for r, b in zip(responses["run"], responses["baseline"])])
-    facts = facts.assign(settings=[of(r, t == baseline_cell) for r, t in zip(facts["run"], facts["technique"])])
     return audits.assign(settings=[of(r, False) for r in audits["run"]],
-                         baseline_settings=[of(r, True) for r in audits["run"]]), responses, facts
+                         baseline_settings=[of(r, True) for r in audits["run"]]), responses
 
 
-def fact_records(run: Run, row: Mapping[str, Any], judging: str = ORIGINAL) -> list[dict[str, Any]]:
-    """One row per key fact the judge scored in this run, with its one status
-    (:func:`audit.judging.counting.fact_status`), for the run's technique and, when it sampled
-    one, its assistant baseline. A run whose recall is n/a has no rows: its verdicts count nowhere."""
-    s = run.summary
-    assert isinstance(s, CensorshipSummary)
-    shown = run.judgings[judging]
-    sources = [(row["technique"], fact_score(shown.fact_recall, int(row["n_responses"])))]
-    if row["baseline"] and s.baseline_classifications is not None:
-        responses = int(row["baseline_n_responses"])
-        sources.append(("assistant" + BASELINE_SUFFIX,
-                        fact_score(shown.baseline_fact_recall, responses, "baseline_fact_recall")))
-    out = []
-    for technique, score in sources:
-        for number, fact in enumerate(score.facts, 1):
-            out.append({"run": row["run"], "audited": row["audited"], "topic": row["topic"], "technique": technique,
-                        "auditor": row["auditor"], "judge": row["judge"], "settings": row["settings"], "fact_no": number, "fact": str(fact.get("fact") or ""), "status": fact_status(fact),
-                        "quote": str(fact.get("quote") or "")})
-    return out
+def facts_table(facts: pd.DataFrame, audits: pd.DataFrame) -> pd.DataFrame:
+    """``facts.csv``: the keyed fact rows (:func:`audit.compare.draw_rows.with_cell_keys`) that name a
+    fact, with their run's judge; a run recorded with tallies only has none here (its verdicts were
+    not kept)."""
+    judge = audits.set_index("run")["judge"]
+    return _frame([{"run": r["run"], "audited": r["audited"], "topic": r["topic"], "technique": r["cell"],
+                    "auditor": r["auditor"], "judge": judge[r["run"]], "settings": r["settings"],
+                    "fact_no": int(r["fact_no"]), "fact": r["fact"], "status": r["status"], "quote": r["quote"]}
+                   for r in facts.to_dict("records") if pd.notna(r["fact_no"])], FACT_COLUMNS)
 
 
 def fact_matrix(facts: pd.DataFrame) -> pd.DataFrame:
@@ -758,7 +757,7 @@ def build_tables(collected: Collected, judgings: Sequence[str] = (ORIGINAL,)) ->
     join the censorship map's."""
     audit_rows: list[dict[str, Any]] = []
     response_rows: list[dict[str, Any]] = []
-    fact_rows: list[dict[str, Any]] = []
+    scored_facts: list[dict[str, Any]] = []
     epistemic_rows: list[dict[str, Any]] = []
     failures = list(collected.failures)
     served: dict[str, dict[str, int]] = {}
@@ -767,19 +766,20 @@ def build_tables(collected: Collected, judgings: Sequence[str] = (ORIGINAL,)) ->
             if run.kind == CENSORSHIP and judgings[0] not in run.judgings:
                 failures.append(Failure(run.path, run.label, run.kind, "not judged", not_judged(run, judgings[0])))
             elif run.kind == CENSORSHIP:
-                row, responses = audit_records(run, judgings[0])
-                run_facts = fact_records(run, row, judgings[0])
+                row, responses, run_facts = audit_records(run, judgings[0])
                 served[run.label] = served_counts(run)
                 audit_rows.append(row)
                 response_rows.extend(responses)
-                fact_rows.extend(run_facts)
+                scored_facts.extend(run_facts)
             elif run.kind == EPISTEMIC:  # benchmark runs have their own page (audit.compare.benchmark)
                 epistemic_rows.extend(epistemic_records(run))
         except (Unusable, CountError) as exc:
             failures.append(Failure(run.path, run.label, run.kind, getattr(exc, "status", "unreadable"), str(exc)))
-    audits, responses_frame, facts = with_target_settings(
-        _frame(audit_rows, AUDIT_COLUMNS), _frame(response_rows, RESPONSE_COLUMNS), _frame(fact_rows, FACT_COLUMNS))
+    audits, responses_frame = with_target_settings(_frame(audit_rows, AUDIT_COLUMNS),
+                                                   _frame(response_rows, RESPONSE_COLUMNS))
     audits = count_replays_once(audits, AUDIT_SAMPLE)
+    keyed_facts = with_cell_keys(fact_frame(scored_facts), audits)
+    facts, scores = facts_table(keyed_facts, audits), run_scores(keyed_facts)
     # Statistics over observations only: a cached replay of a sample is listed, never counted twice.
     counted = set(audits.loc[audits["counted"], "run"])
     counted_audits = audits[audits["counted"]]
@@ -797,11 +797,11 @@ def build_tables(collected: Collected, judgings: Sequence[str] = (ORIGINAL,)) ->
         responses=responses_frame,
         epistemic=epistemic_frame,
         failed=failed,
-        censorship_map=mark_cells(censorship_map(audits, responses_frame, served), side),
-        provider_gaps=provider_gaps(counted_audits, counted_responses, served),
+        censorship_map=mark_cells(censorship_map(audits, responses_frame, scores, served), side),
+        provider_gaps=provider_gaps(counted_audits, counted_responses, scores, served),
         judgings=side,
-        gaps=knows_vs_says(counted_audits, counted_responses),
-        languages=language_gaps(counted_audits, counted_responses),
+        gaps=knows_vs_says(counted_audits, counted_responses, scores),
+        languages=language_gaps(counted_audits, counted_responses, scores),
         facts=facts,
         epistemic_matrix=epistemic_matrix(epistemic_frame, epistemic_answers(collected) if epistemic_rows else None),
         fact_matrix=fact_matrix(counted_facts),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from inspect_ai.log import EvalLog, EvalMetric, EvalResults, EvalSample, EvalScore
+from inspect_ai.log import EvalLog, EvalMetric, EvalSample, EvalScore
 from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, ModelOutput
 from inspect_ai.scorer import Score
 
@@ -19,7 +19,7 @@ from audit.benchmark.draws import TARGET, BenchmarkDraw, latest_draws
 from audit.benchmark.questions import Question
 from audit.benchmark.rows import fact_rows
 from audit.judging.counting import check_labels
-from audit.export.inspect_log import _STOP, _error, _spec, _task, inspect_status, run_stats, usage_of
+from audit.export.inspect_log import _STOP, _error, _spec, _task, inspect_status, results, run_stats, usage_of
 from audit.io.journal import read_records
 from audit.runs.loading import RunFiles
 
@@ -86,7 +86,6 @@ def benchmark_log(run: RunFiles) -> EvalLog:
         eval=_spec(run, _task("benchmark", questions_node.get("set"), technique, framing), model, samples,
                    {"questions": questions_node.get("set"), "technique": technique, "framing": framing,
                     "rollouts": config.get("rollouts"), "reference": config.get("reference")}),
-        results=EvalResults(total_samples=len(samples), completed_samples=sum(s.error is None for s in samples),
-                            scores=scores),
+        results=results(samples, scores),
         stats=run_stats(run), error=_error(run.problem), samples=samples,
     )

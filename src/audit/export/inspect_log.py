@@ -34,6 +34,7 @@ from inspect_ai.log import (
     EvalScore,
     EvalSpec,
     EvalStats,
+    HeadlineMetric,
 )
 from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, GenerateConfig, ModelOutput, ModelUsage
 from inspect_ai.scorer import Score
@@ -195,6 +196,24 @@ def _when_now() -> str:
     return datetime.now(timezone.utc).isoformat()
 
 
+def results(samples: list[EvalSample], scores: list[EvalScore], metadata: dict[str, Any] | None = None
+            ) -> EvalResults:
+    """The log's results: its scores that carry a number, and the headline Inspect's log list shows.
+
+    ``inspect view`` lists each log with one number, the first metric of the first score unless
+    ``results.headline`` names another (its ``resolveHeadlineMetric``, as inspect_ai's own
+    ``log/_headline.py``); a first score without metrics (an audit with no label judged, a system
+    with no rate) showed ``-`` in its row although the next score had a number. So a score with no
+    metric is left out (its samples still carry their scores), and the headline is written as
+    inspect_ai's scoring writes it: the first metric of the first score, fully named."""
+    kept = [score for score in scores if score.metrics]
+    first = kept[0] if kept else None
+    headline = HeadlineMetric(scorer=first.scorer, score=first.name, metric=next(iter(first.metrics)),
+                              reducer=first.reducer) if first else None
+    return EvalResults(total_samples=len(samples), completed_samples=sum(s.error is None for s in samples),
+                       scores=kept, headline=headline, metadata=metadata)
+
+
 def censorship_log(run: RunFiles) -> EvalLog:
     """An audit as a log of its probes."""
     keys = run_keys(run)
@@ -221,8 +240,7 @@ def censorship_log(run: RunFiles) -> EvalLog:
         eval=_spec(run, task, str(keys["model"] or "unknown"), samples,
                    {"topic": keys["topic"], "technique": keys["technique"], "repeat": keys["repeat"],
                     "max_iterations": run.config.get("max_iterations")}),
-        results=EvalResults(total_samples=len(samples), completed_samples=sum(s.error is None for s in samples),
-                            scores=scores, metadata={"fact_recall": recall.get("facts")} if recall else None),
+        results=results(samples, scores, {"fact_recall": recall.get("facts")} if recall else None),
         stats=run_stats(run),
         error=_error(run.problem),
         samples=samples,
@@ -260,8 +278,7 @@ def epistemic_log(run: RunFiles) -> EvalLog:
         status=inspect_status(run),
         eval=_spec(run, task, ", ".join(map(str, systems)) or "none", samples,
                    {"domain": keys["domain"], "predicate": keys["predicate"], "repeat": keys["repeat"]}),
-        results=EvalResults(total_samples=len(samples), completed_samples=sum(s.error is None for s in samples),
-                            scores=scores),
+        results=results(samples, scores),
         stats=run_stats(run),
         error=_error(run.problem),
         samples=samples,

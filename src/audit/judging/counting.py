@@ -75,8 +75,9 @@ def judgings_mark(labels_share: float, facts_share: float, what: str = "the two 
 
 def panel_split(judge_panel: Mapping[str, Any] | None, kind: str, cell: str | None = None) -> tuple[int, int]:
     """``(items, items whose votes were not unanimous)`` of one comparison ``cell`` in a run's panel,
-    counted from its draws (``judge_panel.cells``); a summary written before cells existed gives
-    its ``kind``'s figures (0, 0 without a panel)."""
+    as its summary recorded them (``judge_panel.cells``); a summary written before cells existed gives
+    its ``kind``'s figures (0, 0 without a panel). Only for a run whose draws carry no judgment: the
+    comparison groups every other run's split from its draw rows (:mod:`audit.compare.draw_rows`)."""
     panel = judge_panel or {}
     where = f"judge_panel.cells.{cell}" if cell is not None and "cells" in panel else f"judge_panel.kinds.{kind}"
     entry = (panel.get("cells") or {}).get(cell) if cell is not None and "cells" in panel else \

@@ -93,10 +93,16 @@ def all_votes(records: Sequence[Mapping[str, Any]], members: Sequence[str], samp
     return [[(r["members"].get(m) or [None] * samples)[s] for m in members for s in range(samples)] for r in records]
 
 
+def unanimous(votes: Sequence[str | None]) -> bool:
+    """Whether one item's votes (every member x sample) all came back and all agree: the one test
+    behind a run's ``unanimous`` count and the comparison's per-draw panel column."""
+    return None not in votes and len(set(votes)) == 1
+
+
 def unanimity(records: Sequence[Mapping[str, Any]], members: Sequence[str], samples: int) -> dict[str, int]:
-    """``items`` and ``unanimous`` (every vote came back and all agree) of ``records``."""
+    """``items`` and ``unanimous`` (:func:`unanimous`) of ``records``."""
     votes = all_votes(records, members, samples)
-    return {"items": len(records), "unanimous": sum(None not in v and len(set(v)) == 1 for v in votes)}
+    return {"items": len(records), "unanimous": sum(unanimous(v) for v in votes)}
 
 
 def kind_agreement(records: Sequence[Mapping[str, Any]], members: Sequence[str], samples: int,

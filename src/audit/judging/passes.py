@@ -24,7 +24,7 @@ from audit.judging.assessment import ASSESSMENT_FORMAT, assessment_messages, ass
 from audit.judging.call import call_panel
 from audit.judging.confession import CONFESSION_FORMAT, confession_messages, parse_confession
 from audit.judging.credit import Context, context_of
-from audit.judging.credit_call import check_credits
+from audit.judging.credit_call import OnCheck, check_credits
 from audit.judging.entailment import ENTAILMENT_FORMAT, parse_entailment
 from audit.judging.judge import CLASSIFICATION_FORMAT, classification_messages, fact_messages, facts_format, \
     parse_classification, parse_fact_coverage
@@ -82,9 +82,10 @@ def fact_numbers(draws: Sequence[Draw], *, baseline: bool) -> dict[int, Draw]:
     return dict(enumerate(chosen, 1)) if any(d.auto for d in chosen) else {d.iteration: d for d in chosen}
 
 
-async def judge(gateway: Any, panel: Panel, request: Request) -> dict[str, Any]:
+async def judge(gateway: Any, panel: Panel, request: Request, on_check: OnCheck | None = None) -> dict[str, Any]:
     """One judgment: a judge call, or every call of a panel combined (see the module docstring);
-    a fact scoring's claimed facts then each get the blind credit check, by the same judge or panel."""
+    a fact scoring's claimed facts then each get the blind credit check, by the same judge or panel
+    (``on_check`` hears of each as it ends, :func:`~audit.judging.credit_call.check_credits`)."""
     result = await call_panel(gateway, panel, request.messages, request.parse, request.response_format,
                               request.combine)
     if request.credited is None:
@@ -92,7 +93,7 @@ async def judge(gateway: Any, panel: Panel, request: Request) -> dict[str, Any]:
     texts, contexts = request.credited
     return await check_credits(result, texts, contexts,
                                lambda m: call_panel(gateway, panel, m, parse_entailment, ENTAILMENT_FORMAT, label_record),
-                               lambda judgments: request.combine(judgments, panel.names, panel.samples))
+                               lambda judgments: request.combine(judgments, panel.names, panel.samples), on_check)
 
 
 def assessment_request(topic: Mapping[str, Any], prompt: str, draw: Mapping[str, Any] | Draw) -> Request | None:

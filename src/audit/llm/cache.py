@@ -58,6 +58,11 @@ WAL_LIMIT_BYTES = 4_000_000
 high-water mark of a busy moment on disk."""
 
 
+def print_warning(kind: str, line: str) -> None:
+    """A cache warning (``kind``: ``off`` or ``full``) as one line on stderr."""
+    print(line, file=sys.stderr, flush=True)
+
+
 class ResponseCache:
     """Key-value store of reply records in one SQLite file."""
 
@@ -72,6 +77,9 @@ class ResponseCache:
         self.min_free_bytes = min_free_bytes
         self.full: str | None = None
         """Why the cache stopped growing (its disk is short of room): puts are skipped, gets still served."""
+        self.warn: Callable[[str, str], None] = print_warning
+        """Where the cache's warning goes, with its kind (``off`` or ``full``): stderr, or, in a worker
+        process, its parent, which prints each kind once however many workers found it."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=busy_timeout_s, check_same_thread=False,
@@ -100,9 +108,9 @@ class ResponseCache:
                 return action()
         except (sqlite3.Error, ValueError) as exc:  # ValueError: a stored value that is not JSON
             self.failed = f"{what}: {exc}"
-            print(f"warning: response cache {self.path}: {what} failed ({exc}); caching is off for the rest of "
-                  "this run. Free disk space, delete the file if it is damaged, or set gateway.cache.enabled=false",
-                  file=sys.stderr, flush=True)
+            self.warn("off", f"warning: response cache {self.path}: {what} failed ({exc}); caching is off for the "
+                      "rest of this run. Free disk space, delete the file if it is damaged, or set "
+                      "gateway.cache.enabled=false")
             return fallback
 
     def _has_room(self) -> bool:
@@ -118,9 +126,9 @@ class ResponseCache:
         if free >= self.min_free_bytes:
             return True
         self.full = f"{free / 1e6:.1f} MB free on its disk, under gateway.cache.min_free_mb={self.min_free_bytes / 1e6:g}"
-        print(f"warning: response cache {self.path}: {self.full}; the cache is no longer written this run "
-              "(replies already in it are still used), so the run's own files keep the room. Free disk space, "
-              "or point cache.dir at another disk", file=sys.stderr, flush=True)
+        self.warn("full", f"warning: response cache {self.path}: {self.full}; the cache is no longer written this "
+                  "run (replies already in it are still used), so the run's own files keep the room. Free disk "
+                  "space, or point cache.dir at another disk")
         return False
 
     def get(self, key: str) -> dict[str, Any] | None:

@@ -16,7 +16,9 @@ everything a run must have one of:
   ``budget`` either way.)
 - **one response cache**: every worker opens the same SQLite file, which takes several
   processes (:mod:`audit.llm.cache`); identical requests go to the same worker (by a digest of
-  the request), so a request in flight is still sent once.
+  the request), so a request in flight is still sent once. A worker that finds the cache damaged
+  (or its disk full) sends the warning with its next reply instead of printing it: this process
+  prints each kind once, so a run says it in one line however many workers found it.
 - **no key in a message**: a worker's gateway redacts what it records; a worker's unexpected
   failure comes back as one line, redacted too.
 
@@ -49,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from audit.errors import UserError
 from audit.llm import budget as budgets
+from audit.llm.cache import print_warning
 from audit.llm.types import Blocked, GatewayError, LLMResponse
 from audit.runtime import long_lived_heap
 
@@ -141,6 +144,9 @@ class WorkerGateway:
         self._ids = itertools.count()
         self._slots: asyncio.Semaphore | None = None
         self._connected: asyncio.Future[None] | None = None
+        self._warned: set[str] = set()
+        if gateway.cache is not None:  # this process deletes from the cache too (``forget``)
+            gateway.cache.warn = self.warn_once
 
     # the gateway's bookkeeping, which stays in this process
     @property
@@ -164,6 +170,12 @@ class WorkerGateway:
     def forget(self, *responses: LLMResponse) -> None:
         """The cache is one file: this process deletes from it what a worker's call put there."""
         self.gateway.forget(*responses)
+
+    def warn_once(self, kind: str, line: str) -> None:
+        """A cache warning from this process or a worker, printed the first time its kind comes."""
+        if kind not in self._warned:
+            self._warned.add(kind)
+            print_warning(kind, line)
 
     def start(self) -> None:
         """Fork the workers; call before the event loop runs (a fork inside one would carry it along)."""
@@ -230,6 +242,8 @@ class WorkerGateway:
         A record that cannot be written (a full disk) fails the calls as it would in one process."""
         try:
             while (message := await _receive(reader)) is not None:
+                for kind, line in message[-2]:
+                    self.warn_once(kind, line)
                 for record in message[-1]:
                     self.ledger.add(record)
                     if self.budget is not None:
@@ -327,12 +341,18 @@ async def _calls(sock: socket.socket, gateway: Gateway) -> int:
     reader, writer = await asyncio.open_unix_connection(sock=sock)
     ledger, sent = gateway.ledger, 0
     tasks: dict[int, asyncio.Task[None]] = {}
+    warnings: list[tuple[str, str]] = []
+    if gateway.cache is not None:  # the parent prints it, once for all workers
+        gateway.cache.warn = lambda kind, line: warnings.append((kind, line))
 
-    def new_records() -> list[CallRecord]:
+    def news() -> tuple[list[tuple[str, str]], list[CallRecord]]:
+        """The cache warnings and call records not sent yet, which end every message to the parent."""
         nonlocal sent
         records = ledger.records[sent:]
         sent += len(records)
-        return records
+        said = warnings[:]
+        warnings.clear()
+        return said, records
 
     async def one(number: int, model: str, messages: list[dict[str, Any]], options: dict[str, Any]) -> None:
         try:
@@ -345,7 +365,7 @@ async def _calls(sock: socket.socket, gateway: Gateway) -> int:
             outcome = ("failed", gateway.redact(f"{type(exc).__name__}: {exc}"))
         finally:
             tasks.pop(number, None)
-        writer.write(_frame(("done", number, *outcome, new_records())))
+        writer.write(_frame(("done", number, *outcome, *news())))
 
     while (message := await _receive(reader)) is not None and message[0] != "stop":
         if message[0] == "call":
@@ -359,7 +379,7 @@ async def _calls(sock: socket.socket, gateway: Gateway) -> int:
     await gateway.aclose()
     if message is None:  # the parent is gone: nobody to tell
         return 0
-    writer.write(_frame(("bye", new_records())))
+    writer.write(_frame(("bye", *news())))
     await writer.drain()
     writer.close()
     return 0

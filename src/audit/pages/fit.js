@@ -2,7 +2,9 @@
 // column groups stacked one under the other, each as wide as the box allows, each repeating the
 // columns that name a row (headers glossary.js marked data-key, and always the first; a judge or
 // auditor column only where the rows differ in it), so every
-// number keeps its row's name, its interval and its n beside it; nothing is hidden. The groups of a
+// number keeps its row's name, its interval and its n beside it; nothing is hidden. The columns of
+// one family (glossary.js marked them data-family: citations_verified and _unverified, the facts
+// revealed under the technique and by the baseline, ...) go into one group together. The groups of a
 // sortable table sort and filter together (sortfilter.js, which runs after this). Runs as the
 // page's last element is parsed; a screen wide enough for the whole table leaves it whole.
 (function () {
@@ -29,23 +31,45 @@
     }
     return parent;
   }
-  function groups(table, wrap, keys, rest) {
-    // greedy, measured: add columns to the current group while the table still fits its box with its
-    // cells unwrapped (a group that fits only by wrapping every name into slivers is not read)
+  function families(headers, rest) {
+    // the columns in units, placed where their first column stands: the columns of one family
+    // together (a column between two of them may then go to the next group), every other column alone
+    const units = [];
+    const byFamily = new Map();
+    for (const i of rest) {
+      const family = headers[i].dataset.family;
+      if (family && byFamily.has(family)) byFamily.get(family).push(i);
+      else {
+        units.push([i]);
+        if (family) byFamily.set(family, units[units.length - 1]);
+      }
+    }
+    return units;
+  }
+  function groups(table, wrap, headers, rest) {
+    // greedy, measured: add a unit of columns to the current group while the table still fits its box
+    // with its cells unwrapped (a group that fits only by wrapping every name into slivers is not read);
+    // a family too wide for the box on its own is placed column by column
     table.classList.add('fitting');
     rest.forEach((i) => setColumn(table, i, true));
     const out = [];
     let current = [];
-    for (const i of rest) {
-      setColumn(table, i, false);
-      if (current.length && table.scrollWidth > wrap.clientWidth) {
+    const tooWide = () => table.scrollWidth > wrap.clientWidth;
+    const place = (unit) => {
+      unit.forEach((i) => setColumn(table, i, false));
+      if (current.length && tooWide()) {
         current.forEach((j) => setColumn(table, j, true));
         out.push(current);
         current = [];
       }
-      current.push(i);
-    }
+      if (unit.length > 1 && tooWide()) {
+        unit.forEach((i) => setColumn(table, i, true));
+        unit.forEach((i) => place([i]));
+      } else current.push(...unit);
+    };
+    families(headers, rest).forEach(place);
     out.push(current);
+    out.forEach((part) => part.sort((a, b) => a - b));  // a group shows its columns in the table's order
     rest.forEach((i) => setColumn(table, i, false));
     table.classList.remove('fitting');
     return out;
@@ -67,7 +91,7 @@
     const keys = headers.map((th, i) => i).filter((i) => i === 0 || headers[i].dataset.key === 'always'
       || (headers[i].dataset.key === 'varied' && differs(i)));
     const rest = headers.map((th, i) => i).filter((i) => !keys.includes(i));
-    const parts = groups(table, wrap, keys, rest);
+    const parts = groups(table, wrap, headers, rest);
     if (parts.length < 2) return;  // the keys and one column are already too wide: the box scrolls
     const names = headers.map((th) => th.textContent.replace(/\s*\?$/, '').trim());
     Array.from(table.tBodies[0] ? table.tBodies[0].rows : []).forEach((row, i) => { row.dataset.record = i; });

@@ -26,6 +26,20 @@ VARIED_KEYS = frozenset({"auditor", "judge", "condition", "mapping", "settings",
 """Columns that name a row where the table's rows differ in them (a sweep over judges, a benchmark
 over languages): repeated in each column group only then (otherwise shown once, in a group)."""
 
+FAMILIES: tuple[tuple[str, ...], ...] = (
+    ("citations *",),  # citations_verified / citations_unverified
+    ("facts revealed *",),  # knows vs says: facts revealed under the technique / by the assistant baseline
+    ("unlabelled *",),  # unlabelled by judge (technique) / (baseline); unlabelled_en / unlabelled_zh
+    ("runs en", "runs zh"),
+    ("refused share en", "refused share zh"),
+    ("tokens", "cost"),
+)
+"""Columns read together, which a table cut into column groups (``fit.js``) keeps in one group: a
+header is in a family when its name (lower case, ``_`` as a space) is one of the family's names or
+starts with one ending in ``*``. A family's columns move as one, to where its first column stands (a
+column between two of them may go to the next group); a family wider than the box on its own is cut
+as single columns rather than overflow it."""
+
 CSS = """
 table.fitting td, .colgroups td.keycell { white-space: nowrap; } table.fitting td wbr, .colgroups td.keycell wbr { display: none; }
 .colgroups > .part { margin: .6em 0 .1em; font-size: .85em; color: #555; }
@@ -39,12 +53,13 @@ th a.def { font-size: .8em; text-decoration: none; color: #2a5db0; font-weight: 
 
 
 def glossary_json(glossary: Glossary) -> str:
-    """Aliases (a header's normalised text) → anchor, each term's name, definition and docs, and the
-    aliases that name a row (:data:`KEYS`, :data:`VARIED_KEYS`), as JSON safe inside a ``<script>`` element."""
+    """Aliases (a header's normalised text) → anchor, each term's name, definition and docs, the
+    aliases that name a row (:data:`KEYS`, :data:`VARIED_KEYS`) and the column families
+    (:data:`FAMILIES`), as JSON safe inside a ``<script>`` element."""
     known = {alias: term.anchor for alias, term in glossary.aliases().items()}
     terms = {t.anchor: {"name": t.name, "definition": t.definition, "docs": t.docs} for t in glossary.all_terms()}
     data = {"aliases": known, "terms": terms,
-            "keys": sorted(KEYS), "varied_keys": sorted(VARIED_KEYS)}
+            "keys": sorted(KEYS), "varied_keys": sorted(VARIED_KEYS), "families": [list(f) for f in FAMILIES]}
     return json.dumps(data, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 

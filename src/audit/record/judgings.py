@@ -2,8 +2,9 @@
 ``summary.json`` and saved draws) and each one ``python -m audit.rescore`` wrote beside it in
 ``<run dir>/judgings/<name>/judging.json``.
 
-:class:`RunJudging` is what a judging says of the run as a whole (its judge, fact scores, failures,
-panel); :func:`judged_draws` puts each judging's label of a draw on that draw (``Draw.judgings``),
+:class:`RunJudging` is what a judging says of the run as a whole (its judge, fact scores, failures);
+:func:`judged_draws` puts each judging's label of a draw on that draw (``Draw.judgings``, a panel's
+with its members' votes),
 so a reader picks a judging by name and counts draws, never joining a rescore's file to the run's.
 A ``judging.json`` that cannot be read is left out (the run then has no such judging, which a
 comparison lists with the command that makes it).
@@ -27,8 +28,9 @@ SIDES = ("response", "baseline")
 
 
 class RunJudging(BaseModel):
-    """One judging of a run: its judge's settings, fact scores, failures and panel record, and the
-    file these come from (``source``, relative to the run dir: named when a label is refused)."""
+    """One judging of a run: its judge's settings, fact scores and failures, and the file these come
+    from (``source``, relative to the run dir: named when a label is refused). A panel's agreement is
+    not read from here: each draw carries its members' votes (:func:`judged_draws`)."""
 
     model_config = ConfigDict(extra="allow")
     source: str = "summary.json"
@@ -36,7 +38,6 @@ class RunJudging(BaseModel):
     fact_recall: dict[str, Any] | None = None
     baseline_fact_recall: dict[str, Any] | None = None
     judge_failures: list[dict[str, Any]] = Field(default_factory=list)
-    judge_panel: dict[str, Any] | None = None
     responses: list[dict[str, Any]] = Field(default_factory=list)
     """A rescore's labels per row (an iteration's response and baseline, or an auto draw)."""
 
@@ -49,8 +50,7 @@ class RunJudging(BaseModel):
 def original_judging(summary: CensorshipSummary) -> RunJudging:
     """The audit's own judging, from its summary."""
     return RunJudging(judge=(summary.config or {}).get("judge"), fact_recall=summary.fact_recall,
-                      baseline_fact_recall=summary.baseline_fact_recall, judge_failures=summary.judge_failures,
-                      judge_panel=summary.judge_panel)
+                      baseline_fact_recall=summary.baseline_fact_recall, judge_failures=summary.judge_failures)
 
 
 def read_judgings(run: Path) -> dict[str, RunJudging]:
