@@ -96,7 +96,8 @@ def test_an_action_added_as_one_module_reaches_the_schema_the_validator_and_the_
 
 
 NEW_TECHNIQUE = '''
-"""``shout``: a test way of sampling, also a fixed technique (the probe in capitals, through the chat API)."""
+"""``shout``: a test way of sampling, also a fixed technique and a batch's choice (the probe in capitals, through
+the chat API)."""
 
 from audit.censorship.action_kind import PROMPT, SYSTEM, fresh_kind
 from audit.censorship.conversations import assistant_answer, prompt_fields
@@ -107,13 +108,14 @@ def sample(args, family, system, place):
     return assistant_answer(prompt_fields(place, loud, system), loud, system, family, prefill=None)
 
 
-KIND = fresh_kind("shout", 10**6, (PROMPT, SYSTEM), sample, fixed=True)
+KIND = fresh_kind("shout", 10**6, (PROMPT, SYSTEM), sample, fixed=True, batchable=True)
 '''
 
 
-def test_a_way_of_sampling_added_as_one_module_is_a_fixed_technique_planned_in_the_fixed_record(tmp_path):
+def test_a_way_of_sampling_added_as_one_module_is_a_fixed_technique_and_a_batch_choice(tmp_path):
     """A fixed technique is its action module: the technique list and a fixed run's plan find it, with the
-    record's fixed shape, and nothing else names it (its yaml and prompt file are text, not code)."""
+    record's fixed shape, and a batch repeats it because it declares itself batchable; nothing else names it
+    (its yaml and prompt file are text, not code; ``batch.py`` lists no kind)."""
     (tmp_path / "shout.py").write_text(NEW_TECHNIQUE, encoding="utf-8")
     check = with_module_folder(tmp_path) + textwrap.dedent("""\
         from audit.censorship.techniques import check_technique
@@ -124,6 +126,13 @@ def test_a_way_of_sampling_added_as_one_module_is_a_fixed_technique_planned_in_t
         assert plan.messages == [{"role": "system", "content": "S"}, {"role": "user", "content": "WHY?"}]
         assert list(plan.record()) == ["technique", "prompt_sent", "formatted_prompt", "messages_sent"], plan.record()
         assert plan.record()["technique"] == "shout"
+        from audit.censorship.actions import Action
+        from audit.censorship.conversations import Tree
+        assert registry.KINDS["batch"].args[0].choices[-1] == "shout", registry.KINDS["batch"].args[0].choices
+        batch = Action("batch", {"of": "shout", "prompts": ["a?", "b?"], "prefill": None, "system": None})
+        plans = registry.plan_draws(batch, Tree(), get_family("qwen2_5"), None, 2)
+        assert [p.messages for p in plans] == [[{"role": "user", "content": "A?"}], [{"role": "user", "content": "B?"}]]
+        assert [p.fields["id"] for p in plans] == ["2.1", "2.2"]
         """)
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -11,6 +11,7 @@ from audit.censorship.auditor_context import FULL, LEDGER, AuditorContext, Cachi
     conversation_ends, exchange, ledger_messages, stable_prefix
 from audit.censorship.conversations import Tree
 from audit.censorship.state import conversation_after
+from audit.record.draws import Draw
 from audit.censorship.prompts import load
 
 SYSTEM = "system prompt"
@@ -92,10 +93,12 @@ def test_the_note_names_the_conversations_left_out_with_the_role_of_their_last_t
 
 
 def test_conversation_ends_follow_the_active_branch():
-    draws = [{"id": "1.1", "conversation": "c1", "branch": "c1.b1", "parent": None, "role": "assistant",
+    saved = [{"id": "1.1", "conversation": "c1", "branch": "c1.b1", "parent": None, "role": "assistant",
               "user": "q", "raw_response": "a", "messages_sent": [{"role": "user", "content": "q"}]},
              {"id": "3.1", "conversation": "c1", "branch": "c1.b1", "parent": "1.1", "role": "user",
               "opening": "", "raw_response": "more?"}]
+    draws = [Draw.model_validate({**d, "iteration": int(d["id"].split(".")[0]), "technique": "assistant",
+                                  "auto": True}) for d in saved]
     assert conversation_ends(Tree.of(draws)) == {"c1": (3, "user")}
     assert conversation_ends(Tree.of(draws[:1])) == {"c1": (1, "assistant")}
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 from audit.censorship.actions import Action
 from audit.censorship.action_kinds import check_action, plan_draws
 from audit.censorship.conversations import Tree
+from audit.record.draws import Draw
 from audit.templates import get_family
 
 FAMILY = get_family("qwen2_5")
 
 
 def draw(id_, conversation, branch, parent, user, role, text, **extra):
-    return {"id": id_, "conversation": conversation, "branch": branch, "parent": parent, "user": user,
-            "role": role, "raw_response": text, **extra}
+    return Draw.model_validate({"id": id_, "conversation": conversation, "branch": branch, "parent": parent,
+                                "user": user, "role": role, "raw_response": text, **extra,
+                                "iteration": int(id_.split(".")[0]), "technique": "assistant", "auto": True})
 
 
 TREE = Tree.of([

@@ -22,6 +22,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from audit.censorship.actions import Action
 from audit.censorship.draw_actions import AutoMenu, FixedTechnique
 from audit.censorship.hypotheses import HypothesisLedger
 from audit.censorship.state import AuditState
@@ -80,6 +81,8 @@ def draw_cache_keys(server: FakeOpenRouter, cache_dir: Path) -> dict[str, list[s
     menu = ("user_persona", "assistant", "prefill", "raw_text", "few_shot", "continue", "rollback", "batch")
     runs["auto"] = (AutoMenu(menu, 8, 40),
                     _state("auto", {k: {"parsed": {"action": a}} for k, a in AUTO_ACTIONS.items()}))
+    runs["auto"][1].actions = {k: Action(a["kind"], {n: v for n, v in a.items() if n != "kind"})
+                               for k, a in AUTO_ACTIONS.items()}  # what the validated replies hold
     found: dict[str, list[str]] = {}
 
     async def go() -> None:

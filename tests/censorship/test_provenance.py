@@ -7,13 +7,17 @@ import pytest
 from audit.censorship.provenance import draw_fields, failure_streak, pinned_providers, served_summary
 from audit.llm.types import LLMResponse
 from audit.record.usage import Usage
-from audit.record.draws import judgeable
+from audit.record.draws import Draw, judgeable
 from audit.llm.settings import role_routing
 from audit.errors import UserError
 
 
+def typed(**saved) -> Draw:
+    return Draw.model_validate({"iteration": 1, "technique": "assistant", **saved})
+
+
 def draw(provider="DeepInfra", outcome="answer", error=None):
-    return {"served": {"provider": provider}, "outcome": outcome, "error": error}
+    return typed(served={"provider": provider}, outcome=outcome, error=error)
 
 
 def test_one_provider_the_pin_allows_is_not_flagged():
@@ -35,7 +39,7 @@ def test_failed_draws_count_for_no_provider_and_outcomes_are_counted():
 
 
 def test_a_blocked_draw_is_an_outcome_served_by_no_provider_never_judged_nor_a_failure():
-    blocked = {"outcome": "blocked", "error": None, "blocked": {"code": "refusal", "provider": "P", "reason": None}}
+    blocked = typed(outcome="blocked", error=None, blocked={"code": "refusal", "provider": "P", "reason": None})
     summary = served_summary([draw(), blocked, blocked], None)
     assert summary["providers"] == {"DeepInfra": 1} and summary["outcomes"] == {"answer": 1, "blocked": 2}
     assert not judgeable(blocked)
@@ -48,7 +52,7 @@ def test_a_content_filter_finish_without_text_is_blocked_and_still_served():
     fields = draw_fields(reply)
     assert (fields["outcome"], fields["blocked"]) == ("blocked", {"code": "content_filter", "provider": "Moonshot AI",
                                                                   "reason": "SENSITIVE"})
-    assert served_summary([{**fields, "error": None}], None)["providers"] == {"Moonshot AI": 1}
+    assert served_summary([typed(**fields, error=None)], None)["providers"] == {"Moonshot AI": 1}
 
 
 def test_a_pin_is_only_or_order_without_fallbacks():

@@ -50,7 +50,7 @@ def test_user_persona_sends_the_family_prefix_probe_and_stops(gateway, fake_open
     assert request.json["prompt"] == family.user_persona_prompt(PROBE, system="S")
     assert request.json["stop"] == list(family.stops)
     assert request.json["max_tokens"] == 50 and request.json["provider"] == {"order": ["x"]}
-    record = result.record
+    record = result.draw.given()
     assert record["formatted_prompt"] == request.json["prompt"] and record["messages_sent"] is None
     assert record["prompt_sent"] == PROBE and record["raw_response"] == " and the tanks came."
     assert record["finish_reason"] == "stop" and record["usage"]["provider"] == "Prov"
@@ -64,8 +64,8 @@ def test_assistant_goes_through_chat_with_the_system_prompt(gateway, fake_openro
     assert request.path.endswith("/chat/completions")
     assert request.json["messages"] == [{"role": "system", "content": "Be helpful."},
                                         {"role": "user", "content": PROBE}]
-    assert result.record["formatted_prompt"] is None
-    assert result.record["messages_sent"] == request.json["messages"]
+    assert result.draw.given()["formatted_prompt"] is None
+    assert result.draw.given()["messages_sent"] == request.json["messages"]
     assert result.text == "I cannot discuss that."
 
 
@@ -74,23 +74,23 @@ def test_prefill_opens_the_assistant_turn_and_the_text_includes_it(gateway, fake
     result = go(gateway, target(), "prefill", PROBE, prefill="Sure, here are the facts:")
     (request,) = fake_openrouter.requests
     expected = get_family("deepseek_v3").prefill_prompt([{"role": "user", "content": PROBE}], "Sure, here are the facts:")
-    assert request.json["prompt"] == expected == result.record["formatted_prompt"]
+    assert request.json["prompt"] == expected == result.draw.given()["formatted_prompt"]
     assert request.json["prompt"].endswith("<｜Assistant｜>Sure, here are the facts:")
-    assert result.record["raw_response"] == " the army cleared the square."
+    assert result.draw.given()["raw_response"] == " the army cleared the square."
     assert result.text == "Sure, here are the facts: the army cleared the square."
 
 
 def test_a_failed_call_is_recorded_not_raised(gateway, fake_openrouter):
     fake_openrouter.push_completion(error_reply(503, "no capacity"))
     result = go(gateway, target(), "user_persona", PROBE)
-    assert result.error_kind == "server" and "no capacity" in result.record["error"]
-    assert result.record["raw_response"] is None and result.text is None
-    assert result.record["formatted_prompt"].endswith(PROBE)
+    assert result.error_kind == "server" and "no capacity" in result.draw.given()["error"]
+    assert result.draw.given()["raw_response"] is None and result.text is None
+    assert result.draw.given()["formatted_prompt"].endswith(PROBE)
 
 
 def test_a_fixed_draw_keeps_the_fields_its_files_always_had_then_its_settings(gateway, fake_openrouter):
     fake_openrouter.push_completion(completion_reply(" the army cleared the square."))
-    record = go(gateway, target(), "prefill", PROBE, prefill="Sure:").record
+    record = go(gateway, target(), "prefill", PROBE, prefill="Sure:").draw.given()
     assert list(record)[:len(FIXED_RECORD)] == list(FIXED_RECORD)
     assert "id" not in record and "conversation" not in record and list(record)[-1] == "settings"
     assert record["settings"] == {"model": "deepseek/deepseek-chat", "endpoint": "openrouter",
@@ -102,7 +102,7 @@ def test_a_chat_draw_records_its_own_budget_and_no_template(gateway, fake_openro
     fake_openrouter.push_chat(chat_reply("I cannot discuss that."))
     chat = Target(model="m/m", family=get_family("deepseek_v3"), provider=None, system_prompt=None,
                   max_tokens=50, temperature=None, assistant_max_tokens=900, extra_body={"reasoning": {"effort": "low"}})
-    record = go(gateway, chat, "assistant", PROBE).record
+    record = go(gateway, chat, "assistant", PROBE).draw.given()
     (request,) = fake_openrouter.requests
     assert request.json["max_tokens"] == 900
     assert record["settings"] == {"model": "m/m", "endpoint": "openrouter", "max_tokens": 900,
@@ -111,5 +111,5 @@ def test_a_chat_draw_records_its_own_budget_and_no_template(gateway, fake_openro
 
 def test_a_failed_draw_records_its_settings_too(gateway, fake_openrouter):
     fake_openrouter.push_completion(error_reply(503, "no capacity"))
-    record = go(gateway, target(), "user_persona", PROBE).record
+    record = go(gateway, target(), "user_persona", PROBE).draw.given()
     assert record["error"] and record["settings"]["template"] == "deepseek_v3"

@@ -191,9 +191,9 @@ async def draw_and_judge(gateway: Any, plan: Plan, item: Item, set_name: str) ->
         run_technique = f"benchmark {how.label}"
         sampled = await elicit(gateway, target, how, prompt, sample_index=item.rollout, tag=item.role,
                                run_technique=run_technique)
-        confession = await confess(gateway, target, how, sampled.record, sample_index=item.rollout, tag=item.role,
+        confession = await confess(gateway, target, how, sampled.draw.given(), sample_index=item.rollout, tag=item.role,
                                    run_technique=run_technique)
-        record = {**sampled.record, **base, "technique": how.label, "model": target.model, "framing": plan.framing,
+        record = {**sampled.draw.given(), **base, "technique": how.label, "model": target.model, "framing": plan.framing,
                   "error_kind": sampled.error_kind}
         if confession is not None:
             record["confession"] = confession
@@ -419,14 +419,9 @@ def _summary(cfg: DictConfig, plan: Plan, questions: QuestionSet, draws: Sequenc
         outcomes=dict(sorted(outcomes.items())), failed_calls=sum(d.error is not None for d in draws),
         judge_failures=sum(d.judge_failed for d in draws), usage=usage,
         categories=category_table(questions.questions, draws),
-        served=served_summary(_records(draws, TARGET), plan.target.provider),
-        reference_served=served_summary(_records(draws, REFERENCE), plan.reference.provider)
+        served=served_summary([d for d in draws if d.role == TARGET], plan.target.provider),
+        reference_served=served_summary([d for d in draws if d.role == REFERENCE], plan.reference.provider)
         if plan.reference else None)
-
-
-def _records(draws: Sequence[BenchmarkDraw], role: str) -> list[dict[str, Any]]:
-    """One role's draws as the saved records :func:`served_summary` reads (its ``served`` block kept)."""
-    return [d.model_dump(mode="json") for d in draws if d.role == role]
 
 
 def _write_summary(run_dir: RunDir, cfg: DictConfig, plan: Plan, questions: QuestionSet,

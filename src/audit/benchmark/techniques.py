@@ -241,8 +241,7 @@ async def elicit(gateway: Any, target: Target, how: Elicitation, question: str, 
     chat = "assistant" if technique == CONFESSION else technique
     plan = probe_plan(chat, question, target.family, target.system_prompt, prefill=how.prefill)
     sampled = await send(gateway, target, plan, sample_index=sample_index, tag=tag, draw=draw)
-    sampled.record["technique"] = technique
-    return sampled
+    return replace(sampled, draw=sampled.draw.extended(technique=technique))
 
 
 async def confess(gateway: Any, target: Target, how: Elicitation, answered: Mapping[str, Any], *,
@@ -259,7 +258,7 @@ async def confess(gateway: Any, target: Target, how: Elicitation, answered: Mapp
                               "messages_sent": messages}
     sampled = await send(gateway, target, DrawPlan(record, messages=messages), sample_index=sample_index, tag=tag,
                          draw=draw_name(run_technique, f"{tag}/confession"))
-    return {**sampled.record, "error_kind": sampled.error_kind}
+    return {**sampled.draw.given(), "error_kind": sampled.error_kind}
 
 
 def with_system(target: Target, system: str | None) -> Target:

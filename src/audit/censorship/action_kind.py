@@ -9,7 +9,9 @@ all read the registry, so an action is added as one module. Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import importlib
+import pkgutil
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,18 +58,30 @@ class ActionKind:
     fixed: bool = False
     """Also a fixed technique (``technique=<name>``): a run that samples every probe this way, the
     auditor writing only the probe (:func:`audit.censorship.action_kinds.probe_plan`)."""
+    batchable: bool = False
+    """A ``batch`` may repeat it over its variations (its ``of``): a kind with a ``sample`` that needs no
+    more than a prompt (or document), a prefill and a system prompt, so each variation is one lone draw."""
+
+
+def kinds_in(package: str, path: Iterable[str], *, but: str | None = None) -> list[ActionKind]:
+    """The ``KIND`` of every module of ``package`` (found on ``path``) but the one named ``but``: what the
+    registry (:mod:`audit.censorship.action_kinds`) and a kind made of the others (``batch``) read, so a
+    new module is found by both without an edit."""
+    return [importlib.import_module(f"{package}.{module.name}").KIND for module in pkgutil.iter_modules(path)
+            if f"{package}.{module.name}" != but]
 
 
 def fresh_kind(name: str, order: int, args: tuple[Arg, ...], sample: Sampler, *, conversation: bool = True,
-               fixed: bool = False) -> ActionKind:
+               fixed: bool = False, batchable: bool = False) -> ActionKind:
     """An action that samples one fresh prompt as ``name`` with ``sample`` (see :func:`fresh_draw`); with
-    ``conversation`` it starts a new conversation the auditor can continue; ``fixed``: also a fixed technique."""
+    ``conversation`` it starts a new conversation the auditor can continue; ``fixed``: also a fixed technique;
+    ``batchable``: a batch may repeat it."""
     def plan(action: Action, tree: Tree, family: TemplateFamily, system_default: str | None,
              iteration: int) -> list[DrawPlan]:
         opened = tree.new_conversation_id() if conversation else None
         return [fresh_draw(name, sample, action.args, family, system_default, draw_id(iteration, 1), name,
                            conversation=opened)]
-    return ActionKind(name, order, args, plan, sample=sample, fixed=fixed)
+    return ActionKind(name, order, args, plan, sample=sample, fixed=fixed, batchable=batchable)
 
 
 def plan_next_turn(action: Action, tree: Tree, family: TemplateFamily, system_default: str | None,

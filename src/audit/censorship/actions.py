@@ -65,8 +65,9 @@ class Action:
 
     @classmethod
     def of(cls, saved: Mapping[str, Any]) -> Action:
-        """The action a turn saved (:meth:`as_dict`): its draws are sent from the saved turn, so a resumed
-        run sends what the killed one would have."""
+        """The action a turn's file saved (:meth:`as_dict`), read once when a run is replayed
+        (:meth:`audit.censorship.state.AuditState.replay`), so a resumed run sends what the killed one would
+        have; a live turn keeps the validated reply's own :class:`Action`."""
         return cls(str(saved["kind"]), {k: v for k, v in saved.items() if k != "kind"})
 
     @property

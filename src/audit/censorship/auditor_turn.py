@@ -114,7 +114,7 @@ class AuditorTurns:
             "usage": Usage.total(usages).as_dict(),
         }
         self.run_dir.write_turn(iteration, record)
-        state.add_turn(iteration, record)
+        state.add_turn(iteration, record, reply.action)
 
     def messages(self, message: str) -> list[dict[str, Any]]:
         """The auditor's request for the next turn: the conversation so far plus ``message``, or under

@@ -18,7 +18,7 @@ from audit.censorship.conversations import Tree
 from audit.censorship.progress import preview
 from audit.censorship.prompts import fill, load, shown_response
 from audit.fence import untrusted
-from audit.record.draws import drawn_text
+from audit.record.draws import Draw, drawn_text
 
 DIGEST_CHARS = 160
 """How much of each batch draw the digest shows (a batch of 8 stays near one screen)."""
@@ -27,7 +27,7 @@ THREAD_CHARS = 200
 """How much of each earlier turn a conversation's thread shows (the new draw is shown whole after it)."""
 
 
-def auto_turn_message(iteration: int, action: Mapping[str, Any], draws: Sequence[Mapping[str, Any]], tree: Tree,
+def auto_turn_message(iteration: int, action: Mapping[str, Any], draws: Sequence[Draw], tree: Tree,
                       draws_left: int) -> str:
     """The user message that hands action ``iteration``'s draws to the auditor (turn ``iteration + 1``);
     ``tree`` includes those draws."""
@@ -44,36 +44,36 @@ def auto_turn_message(iteration: int, action: Mapping[str, Any], draws: Sequence
                 draws=body, draws_left=max(draws_left, 0))
 
 
-def draw_block(iteration: int, draw: Mapping[str, Any]) -> str:
+def draw_block(iteration: int, draw: Draw) -> str:
     """One draw whole (a failure said to be one), with its technique and place in the tree."""
-    place = f", conversation {draw['conversation']}, branch {draw['branch']}" if draw.get("conversation") else ""
-    response = shown_response(drawn_text(draw), draw.get("error"), draw.get("blocked"))
-    return fill(load("auto_draw"), iteration=iteration, draw=str(draw["id"]).split(".")[-1],
-                technique=draw["technique"], place=place, response=response)
+    place = f", conversation {draw.conversation}, branch {draw.branch}" if draw.conversation else ""
+    response = shown_response(drawn_text(draw), draw.error, draw.blocked_by)
+    return fill(load("auto_draw"), iteration=iteration, draw=str(draw.id).split(".")[-1],
+                technique=draw.technique, place=place, response=response)
 
 
-def batch_digest(iteration: int, technique: str, draws: Sequence[Mapping[str, Any]]) -> str:
+def batch_digest(iteration: int, technique: str, draws: Sequence[Draw]) -> str:
     """A batch as one line per draw: its number, length and the start of its text."""
     lines = []
     for draw in draws:
         text = drawn_text(draw)
-        shown = preview(shown_response(text, draw.get("error"), draw.get("blocked")), DIGEST_CHARS)
-        lines.append(fill(load("auto_batch_line"), draw=str(draw["id"]).split(".")[-1], chars=len(text or ""),
+        shown = preview(shown_response(text, draw.error, draw.blocked_by), DIGEST_CHARS)
+        lines.append(fill(load("auto_batch_line"), draw=str(draw.id).split(".")[-1], chars=len(text or ""),
                           preview=shown))
     return fill(load("auto_batch"), n=len(draws), technique=technique, iteration=iteration, lines="\n".join(lines))
 
 
-def thread_block(tree: Tree, draw: Mapping[str, Any]) -> str:
+def thread_block(tree: Tree, draw: Draw) -> str:
     """The turns of ``draw``'s branch before it, as the target saw them, one line per turn ("" when
     the draw started its conversation; the draw itself is shown whole after it)."""
-    if not draw.get("conversation"):
+    if not draw.conversation:
         return ""
-    earlier = tree.thread(draw.get("parent"))
+    earlier = tree.thread(draw.parent)
     if not earlier:
         return ""
     turns = [fill(load("auto_thread_turn"), turn=n, draw=d, role=m["role"], preview=preview(untrusted(m["content"]), THREAD_CHARS))
              for n, (d, m) in enumerate(earlier, start=1)]
-    conversation = str(draw["conversation"])
+    conversation = draw.conversation
     branches = tree.branches(conversation)
-    return fill(load("auto_thread"), conversation=conversation, branch=draw["branch"],
+    return fill(load("auto_thread"), conversation=conversation, branch=draw.branch,
                 branches=f"{len(branches)} ({', '.join(branches)})", turns="\n".join(turns))

@@ -31,21 +31,21 @@ def draw_id(iteration: int, number: int) -> str:
     return f"{iteration}.{number}"
 
 
-def answered(draw: Mapping[str, Any], tree: Tree) -> str:
+def answered(draw: Draw, tree: Tree) -> str:
     """What a draw answers, for the judge: the auditor's prompt, or, when the auditor wrote none (a
     follow-up user turn, an answer to a user turn the target wrote), the branch's last turn before it."""
-    if draw.get("prompt_sent"):
-        return str(draw["prompt_sent"])
-    earlier = tree.thread(draw.get("parent"))
+    if draw.prompt_sent:
+        return draw.prompt_sent
+    earlier = tree.thread(draw.parent)
     return earlier[-1][1]["content"] if earlier else ""
 
 
-def draw_messages(draw: Mapping[str, Any]) -> list[Message]:
+def draw_messages(draw: Draw) -> list[Message]:
     """The turns ``draw`` adds to its branch (a failed draw adds the auditor's turn only)."""
-    messages = [{"role": "user", "content": draw["user"]}] if draw.get("user") is not None else []
+    messages = [{"role": "user", "content": draw.user}] if draw.user is not None else []
     text = drawn_text(draw, turn=True)
-    if text is not None and draw.get("role"):
-        messages.append({"role": draw["role"], "content": text})
+    if text is not None and draw.turn:
+        messages.append({"role": draw.turn, "content": text})
     return messages
 
 
@@ -53,29 +53,29 @@ def draw_messages(draw: Mapping[str, Any]) -> list[Message]:
 class Tree:
     """Conversations, branches and draws of one audit, rebuilt from the saved draws in order."""
 
-    draws: dict[str, dict[str, Any]] = field(default_factory=dict)
+    draws: dict[str, Draw] = field(default_factory=dict)
     conversations: dict[str, list[str]] = field(default_factory=dict)
     """Conversation id -> its draw ids in the order they were drawn."""
 
     @classmethod
-    def of(cls, draws: Iterable[Mapping[str, Any] | Draw]) -> Tree:
+    def of(cls, draws: Iterable[Draw]) -> Tree:
         tree = cls()
         for draw in draws:
             tree.add(draw)
         return tree
 
-    def add(self, draw: Mapping[str, Any] | Draw) -> None:
-        saved = draw.model_dump(exclude_unset=True) if isinstance(draw, Draw) else dict(draw)
-        self.draws[saved["id"]] = saved
-        if saved.get("conversation"):
-            self.conversations.setdefault(saved["conversation"], []).append(saved["id"])
+    def add(self, draw: Draw) -> None:
+        assert draw.id is not None, "only an auto draw has a place in the tree"
+        self.draws[draw.id] = draw
+        if draw.conversation:
+            self.conversations.setdefault(draw.conversation, []).append(draw.id)
 
-    def chain(self, tip: str | None) -> list[dict[str, Any]]:
+    def chain(self, tip: str | None) -> list[Draw]:
         """The draws from the conversation's start to ``tip``, following parents."""
         out = []
         while tip is not None:
             out.append(self.draws[tip])
-            tip = self.draws[tip].get("parent")
+            tip = self.draws[tip].parent
         return out[::-1]
 
     def tip(self, conversation: str) -> str:
@@ -83,22 +83,22 @@ class Tree:
         return self.conversations[conversation][-1]
 
     def active_branch(self, conversation: str) -> str:
-        return str(self.draws[self.tip(conversation)]["branch"])
+        return str(self.draws[self.tip(conversation)].branch)
 
     def branches(self, conversation: str) -> list[str]:
-        return list(dict.fromkeys(str(self.draws[d]["branch"]) for d in self.conversations[conversation]))
+        return list(dict.fromkeys(str(self.draws[d].branch) for d in self.conversations[conversation]))
 
-    def root(self, conversation: str) -> dict[str, Any]:
+    def root(self, conversation: str) -> Draw:
         return self.draws[self.conversations[conversation][0]]
 
     def context(self, conversation: str) -> list[Message]:
         """The turns before the conversation's first draw: its system prompt and few-shot examples."""
         root = self.root(conversation)
-        return [*_system(root.get("system")), *example_messages(root.get("examples") or [])]
+        return [*_system(root.system), *example_messages(root.example_pairs)]
 
     def thread(self, tip: str | None) -> list[tuple[str, Message]]:
         """The messages of the branch ending at ``tip``, each with the draw that added it."""
-        return [(d["id"], m) for d in self.chain(tip) for m in draw_messages(d)]
+        return [(str(d.id), m) for d in self.chain(tip) for m in draw_messages(d)]
 
     def new_conversation_id(self) -> str:
         return f"c{len(self.conversations) + 1}"
@@ -207,8 +207,8 @@ def next_turn_draw(action: Action, tree: Tree, family: TemplateFamily, number: s
         thread = tree.thread(tip)
         tip = thread[args["to_turn"] - 1][0] if args["to_turn"] else None
         branch = f"{conversation}.b{len(tree.branches(conversation)) + 1}"
-    system = root.get("system")
-    turns = [*example_messages(root.get("examples") or []), *(m for _, m in tree.thread(tip))]
+    system = root.system
+    turns = [*example_messages(root.example_pairs), *(m for _, m in tree.thread(tip))]
     fields: dict[str, Any] = {"id": number, "action": action.kind, "conversation": conversation, "branch": branch,
                               "parent": tip, "system": system, "prompt_sent": args["prompt"],
                               "messages_sent": None, "formatted_prompt": None}

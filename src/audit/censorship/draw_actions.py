@@ -34,7 +34,8 @@ from audit.censorship.techniques import Target, draw_name
 from audit.errors import UserError
 from audit.llm.types import FATAL_KINDS
 from audit.judging.judge import label_counts
-from audit.record.draws import AUTO, BASELINE_TECHNIQUE, BLOCKED, Draw, drawn_text, judgments
+from audit.record.draws import (AUTO, BASELINE_TECHNIQUE, BLOCKED, Draw, auto_file, drawn_text, fixed_file,
+                                iteration_draws, judgments)
 from audit.record.rundir import iso, utc_now
 
 Classify = Callable[[str, Sample], Awaitable[dict[str, Any] | None]]
@@ -110,14 +111,14 @@ class FixedTechnique(OneProbe):
         return None
 
     def turn_message(self, state: AuditState, iteration: int) -> str:
-        response = state.responses[iteration]
-        baseline = response.get("baseline")
+        response, *baselines = iteration_draws(state.responses[iteration], self.technique)
+        baseline = baselines[0] if baselines else None
         return turn_message(iteration, drawn_text(response), technique=self.technique,
                             baseline_text=drawn_text(baseline) if baseline else None,
-                            response_error=response.get("error"),
-                            baseline_error=baseline.get("error") if baseline else None,
-                            response_blocked=response.get("blocked"),
-                            baseline_blocked=baseline.get("blocked") if baseline else None)
+                            response_error=response.error,
+                            baseline_error=baseline.error if baseline else None,
+                            response_blocked=response.blocked_by,
+                            baseline_blocked=baseline.blocked_by if baseline else None)
 
     def check(self, action: Action | None, state: AuditState, iteration: int, target: Target) -> None:
         """Nothing to check: the one action is the probe, which the reply's schema already requires."""
@@ -130,19 +131,17 @@ class FixedTechnique(OneProbe):
         samples = await asyncio.gather(*(
             send(gateway, target, probe_plan(kind, probe, target.family, target.system_prompt, prefill=self.prefill),
                  sample_index=iteration, tag=tag, draw=draw_name(self.technique, tag)) for tag, kind in kinds))
-        main = samples[0]
-        if main.error_kind in FATAL_KINDS:  # no later probe can avoid these; other failures are recorded
+        if samples[0].error_kind in FATAL_KINDS:  # no later probe can avoid these; other failures are recorded
             raise AuditStopped(f"audited model {target.model} failed at iteration {iteration}: "
-                               f"{main.record['error']}")
+                               f"{samples[0].draw.error}")
         labels = await asyncio.gather(*(classify(probe, s) for s in samples))
-        record: dict[str, Any] = {"iteration": iteration, "timestamp": iso(utc_now()), **main.record,
-                                  "probe_language": measure_language(probe),
-                                  "classification": labels[0], "baseline": None}
-        if self.with_baseline:
-            record["baseline"] = {**samples[1].record, "classification": labels[1]}
-        shown_label = (labels[0] or {}).get("label") or (BLOCKED if main.record.get("outcome") == BLOCKED else None)
-        return Drawn(record, turn.get("prompt_strategy"), main.text, shown_label,
-                     main.record["error"], judge_failed=labels[0] is not None and not labels[0].get("label"))
+        main = samples[0].draw.extended(probe_language=measure_language(probe), classification=labels[0])
+        baseline = samples[1].draw.extended(is_baseline=True, classification=labels[1]) if self.with_baseline \
+            else None
+        judged = main.classification
+        shown_label = (judged.label if judged else None) or (BLOCKED if main.reply_outcome == BLOCKED else None)
+        return Drawn(fixed_file(iso(utc_now()), main, baseline), turn.get("prompt_strategy"), samples[0].text,
+                     shown_label, main.error, judge_failed=judged is not None and not judged.label)
 
     def draws_left(self, state: AuditState) -> int:
         """No cap: a fixed technique draws once (and its baseline) per iteration, up to ``max_iterations``."""
@@ -175,7 +174,7 @@ class AutoMenu(Menu):
 
     def turn_message(self, state: AuditState, iteration: int) -> str:
         response = state.responses[iteration]
-        return auto_turn_message(iteration, response["action"], response["draws"],
+        return auto_turn_message(iteration, response["action"], iteration_draws(response),
                                  state.tree(before=iteration + 1), self.draws_left(state))
 
     def check(self, action: Action | None, state: AuditState, iteration: int, target: Target) -> None:
@@ -202,7 +201,7 @@ class AutoMenu(Menu):
         """The action's draws in parallel (each its own cache entry, so a resume after a kill mid-batch
         re-sends none that were answered), each judged, saved as one record with the draws' places in
         the conversation tree."""
-        action = Action.of(state.turns[iteration]["parsed"]["action"])
+        action = state.actions[iteration]
         tree = state.tree(before=iteration)
         plans = plan_draws(action, tree, target.family, target.system_prompt, iteration)
         samples = await asyncio.gather(*(
@@ -212,18 +211,16 @@ class AutoMenu(Menu):
         fatal = [s for s in samples if s.error_kind in FATAL_KINDS]
         if fatal:
             raise AuditStopped(f"audited model {target.model} failed at iteration {iteration}: "
-                               f"{fatal[0].record['error']}")
-        labels = await asyncio.gather(*(classify(answered(s.record, tree), s) for s in samples))
-        draws = [{**s.record, "classification": label} for s, label in zip(samples, labels)]
-        record: dict[str, Any] = {"iteration": iteration, "timestamp": iso(utc_now()), "technique": AUTO,
-                                  "action": action.as_dict(), "draws": draws,
-                                  "probe_language": measure_language(action.shown()), "baseline": None}
+                               f"{fatal[0].draw.error}")
+        labels = await asyncio.gather(*(classify(answered(s.draw, tree), s) for s in samples))
+        draws = [s.draw.extended(auto=True, classification=label) for s, label in zip(samples, labels)]
+        record = auto_file(iteration, iso(utc_now()), action.as_dict(), draws, measure_language(action.shown()))
         if not draws:  # an action that only shows the auditor something (reopen)
             return Drawn(record, action.kind, None, None, None)
         first = draws[0]
-        shown = first.get("raw_response") if len(draws) == 1 else f"{len(draws)} draws: {first.get('raw_response')}"
-        return Drawn(record, action.kind, shown, (first.get("classification") or {}).get("label"),
-                     first.get("error"))
+        shown = first.raw_response if len(draws) == 1 else f"{len(draws)} draws: {first.raw_response}"
+        return Drawn(record, action.kind, shown, first.classification.label if first.classification else None,
+                     first.error)
 
     def draws_left(self, state: AuditState) -> int:
         return self.max_draws - len(state.draws())

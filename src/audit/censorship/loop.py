@@ -233,10 +233,10 @@ class Audit:
     async def classify(self, probe: str, sampled: Sample) -> dict[str, Any] | None:
         """Judge label of one draw (the judging pass, :mod:`audit.judging.passes`); None when the judge
         is off or there is no text to judge. A failure is recorded in the result, never fatal."""
-        request = label_request(self.topic, probe, sampled.record)
+        request = label_request(self.topic, probe, sampled.draw)
         if self.plan.panel is None or request is None:
             return None
-        assess = assessment_request(self.topic, probe, sampled.record) if (self.plan.judge or {}).get("assess") \
+        assess = assessment_request(self.topic, probe, sampled.draw) if (self.plan.judge or {}).get("assess") \
             else None  # judge.assess=true: the benchmark's honesty and evaluation-awareness verdicts too
         if assess is None:
             return await judge(self.gateway, self.plan.panel, request)

@@ -17,7 +17,7 @@ from typing import Any
 
 from audit.llm.aborted import tokens_in
 from audit.llm.types import Blocked, LLMResponse
-from audit.record.draws import BLOCKED, blocked_fields
+from audit.record.draws import BLOCKED, Draw, blocked_fields
 
 SHRUNK = 4
 """A prompt billed at less than a quarter of the tokens its text holds (at the gateway's estimate of
@@ -66,11 +66,11 @@ def compression(pipeline: list[dict[str, Any]], billed: int, sent: str) -> str |
     return None
 
 
-def failure_streak(draws: Iterable[Mapping[str, Any]]) -> int:
+def failure_streak(draws: Iterable[Draw]) -> int:
     """How many of the last ``draws`` (in order) failed in a row."""
     streak = 0
     for draw in draws:
-        streak = streak + 1 if draw.get("error") is not None else 0
+        streak = streak + 1 if draw.error is not None else 0
     return streak
 
 
@@ -106,17 +106,17 @@ UNNAMED = "unknown"
 """The provider of a draw whose reply named none (as ``summary.json``'s ``served.providers`` records it)."""
 
 
-def served_summary(draws: Iterable[Mapping[str, Any]], pin: Mapping[str, Any] | None) -> dict[str, Any]:
+def served_summary(draws: Iterable[Draw], pin: Mapping[str, Any] | None) -> dict[str, Any]:
     """Providers that served the target's answered draws and how many each, the outcomes counted
     (``content_filter`` and ``blocked`` among them: findings in a censorship audit), and ``flag``: why the draws
     may not all be what they claim (None when one provider the pin allows served them all)."""
-    draws = list(draws)
-    providers = Counter(str((d.get("served") or {}).get("provider") or UNNAMED) for d in draws
-                        if d.get("error") is None and (d.get("outcome") != BLOCKED or d.get("served")))
+    answered = [d for d in draws if d.error is None]
+    providers = Counter(str(d.served.get("provider") or UNNAMED) for d in answered
+                        if d.reply_outcome != BLOCKED or d.served)
     # a draw a typed 400/403 blocked was served by no provider (a content_filter finish was: it has "served")
-    outcomes = Counter(str(d.get("outcome") or "answer") for d in draws if d.get("error") is None)
-    run_on = sum(d.get("run_on") is not None for d in draws if d.get("error") is None)
-    compressed = sum(bool((d.get("served") or {}).get("compressed")) for d in draws if d.get("error") is None)
+    outcomes = Counter(str(d.reply_outcome or "answer") for d in answered)
+    run_on = sum(d.run_on is not None for d in answered)
+    compressed = sum(bool(d.served.get("compressed")) for d in answered)
     allowed = pinned_providers(pin)
     flags = []
     if compressed:

@@ -190,14 +190,14 @@ def conversations(run: Mapping[str, Any]) -> list[dict[str, Any]]:
         active = tree.active_branch(conversation)
         branches = []
         for branch in tree.branches(conversation):
-            own = [d for d in ids if tree.draws[d]["branch"] == branch]
+            own = [d for d in ids if tree.draws[d].branch == branch]
             tip = own[-1]
             turns = [{"n": n, "draw": d, "role": m["role"], "text": m["content"],
-                      "action": tree.draws[d].get("action"), "technique": tree.draws[d].get("technique")}
+                      "action": tree.draws[d].action, "technique": tree.draws[d].technique}
                      for n, (d, m) in enumerate(tree.thread(tip), start=1)]
             # where the branch leaves its conversation: after the parent of its first draw (None: the start)
             branches.append({"id": branch, "active": branch == active, "turns": turns,
-                             "forks_after": tree.draws[own[0]].get("parent")})
+                             "forks_after": tree.draws[own[0]].parent})
         out.append({"id": conversation, "branches": branches, "context": tree.context(conversation)})
     return out
 

@@ -7,8 +7,8 @@ failure), where it came from (:func:`~audit.censorship.provenance.draw_fields`) 
 sampled with (:class:`~audit.record.draws.DrawSettings`). A failed call is recorded (``error``), not
 raised, so the audit can go on ("continue if possible"); the caller decides which error kinds are fatal.
 A call a filter stopped is no failure but a ``blocked`` draw (:func:`audit.record.draws.blocked_fields`).
-The record keeps the key order the files always had, so what was written before still compares byte for
-byte; it is read back typed as :class:`~audit.record.draws.Draw`.
+The record is the typed :class:`~audit.record.draws.Draw` the files are read back as, built once with its
+keys in the order the files always had them, so what was written before still compares byte for byte.
 """
 
 from __future__ import annotations
@@ -22,20 +22,20 @@ from audit.censorship.techniques import Target
 from audit.llm.aborted import request_text
 from audit.llm.accounting import call_usage
 from audit.llm.types import GatewayError, LLMResponse
-from audit.record.draws import DrawSettings, blocked_fields, drawn_text
+from audit.record.draws import Draw, DrawSettings, blocked_fields, drawn_text
 from audit.templates import split_run_on
 
 
 @dataclass(frozen=True)
 class Sample:
-    """One sent draw: its record as written, and the kind of its failure (None: it came back)."""
+    """One sent draw: its record as it is written, and the kind of its failure (None: it came back)."""
 
-    record: dict[str, Any]
+    draw: Draw
     error_kind: str | None = None
 
     @property
     def text(self) -> str | None:
-        return drawn_text(self.record)
+        return drawn_text(self.draw)
 
 
 def settings(target: Target, plan: DrawPlan) -> DrawSettings:
@@ -52,10 +52,11 @@ def settings(target: Target, plan: DrawPlan) -> DrawSettings:
 
 async def send(gateway: Any, target: Target, plan: DrawPlan, *, sample_index: int, tag: str, draw: str) -> Sample:
     """Send ``plan`` to ``target`` (its ``messages`` through the chat API, else its ``prompt`` verbatim to
-    ``/completions`` with its stops) as draw ``draw`` (whose sample it is: it enters the cache key), and
-    write its record; a user turn's run-on into a next turn is kept apart (never judged as the user's)."""
+    ``/completions`` with its stops) as draw ``draw`` of sample ``sample_index`` (an audit's iteration, a
+    benchmark's rollout: it enters the cache key and is the draw's ``iteration``), and make its record; a
+    user turn's run-on into a next turn is kept apart (never judged as the user's words)."""
     used = settings(target, plan)
-    record = plan.record()
+    planned: dict[str, Any] = {"iteration": sample_index, **plan.record()}
     if plan.messages is not None:
         call = gateway.achat(target.model, plan.messages, max_tokens=used.max_tokens, temperature=used.temperature,
                              provider=target.provider, sample_index=sample_index, tag=tag, endpoint=target.endpoint,
@@ -65,23 +66,20 @@ async def send(gateway: Any, target: Target, plan: DrawPlan, *, sample_index: in
         call = gateway.acomplete(target.model, plan.prompt, stop=plan.stops, max_tokens=used.max_tokens,
                                  temperature=used.temperature, provider=target.provider, sample_index=sample_index,
                                  tag=tag, endpoint=target.endpoint, draw=draw, extra_body=target.extra_body)
-    written = used.model_dump(exclude_defaults=True)
     try:
         response: LLMResponse = await call
     except GatewayError as exc:
-        record.update(raw_response=None, completion_tokens=0, finish_reason=None, usage=None, error=str(exc),
-                      settings=written)
+        failed = {**planned, "raw_response": None, "completion_tokens": 0, "finish_reason": None, "usage": None,
+                  "error": str(exc), "settings": used}
         if exc.blocked is not None:  # a filter stopped the draw: a finding, not a failed call
-            record.update(error=None, **blocked_fields(exc.blocked.as_dict()))
-            return Sample(record)
-        return Sample(record, error_kind=exc.kind)
-    record.update(raw_response=response.text, completion_tokens=response.usage.completion_tokens,
-                  finish_reason=response.finish_reason, usage=call_usage(response).as_dict(), error=None,
-                  **draw_fields(response, request_text({"prompt": plan.prompt} if plan.prompt is not None else
-                                                       {"messages": plan.messages or []})))
+            return Sample(Draw.model_validate({**failed, "error": None, **blocked_fields(exc.blocked.as_dict())}))
+        return Sample(Draw.model_validate(failed), error_kind=exc.kind)
+    replied = {**planned, "raw_response": response.text, "completion_tokens": response.usage.completion_tokens,
+               "finish_reason": response.finish_reason, "usage": call_usage(response).as_dict(), "error": None,
+               **draw_fields(response, request_text({"prompt": plan.prompt} if plan.prompt is not None else
+                                                    {"messages": plan.messages or []}))}
     if plan.prompt is not None and plan.turn == "user":
         user, run_on = split_run_on(response.text, target.family.run_on_markers)
         if run_on is not None:  # never judged as the user's words: kept apart, counted in the summary
-            record.update(raw_response=user, run_on=run_on, outcome=response.outcome if user.strip() else "empty")
-    record["settings"] = written
-    return Sample(record)
+            replied.update(raw_response=user, run_on=run_on, outcome=response.outcome if user.strip() else "empty")
+    return Sample(Draw.model_validate({**replied, "settings": used}))

@@ -11,16 +11,18 @@ read the typed draws (:func:`audit.record.draws.iteration_draws`), the same for 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from audit.censorship.actions import Action
 from audit.censorship.conversations import Tree
 from audit.censorship.evidence import quotable
 from audit.censorship.hypotheses import HypothesisLedger
 from audit.censorship.run_dir import AuditDir
 from audit.llm.accounting import Totals
 from audit.quotes import Responses
-from audit.record.draws import Draw, iteration_draws, run_draws
+from audit.record.draws import Draw, Judgment, iteration_draws, run_draws
+from audit.record.usage import Usage
 from audit.record.rundir import iso, utc_now
 from audit.record.summary import CensorshipSummary
 
@@ -45,6 +47,9 @@ class AuditState:
     """The turn that stopped this session, if one did."""
     fact_recall: dict[str, Any] | None = None
     baseline_fact_recall: dict[str, Any] | None = None
+    actions: dict[int, Action] = field(default_factory=dict)
+    """``technique=auto``: each turn's action, typed: the validated reply's own (:meth:`add_turn`), read
+    from the turn's file only when a run is replayed (:meth:`Action.of`), so nothing flattens and rebuilds it."""
 
     @classmethod
     def replay(cls, run_dir: AuditDir, technique: str, *, resuming: bool) -> AuditState:
@@ -63,6 +68,7 @@ class AuditState:
             totals=Totals(),
             started_at=(previous.started_at if previous else None) or iso(utc_now()),
             resumes=list(previous.resumes) if previous else [],
+            actions={k: Action.of(t["parsed"]["action"]) for k, t in turns.items() if t["parsed"].get("action")},
         )
         for record in state.usage_records():
             state.totals.add(record)
@@ -71,9 +77,12 @@ class AuditState:
             state.resumes.append(iso(utc_now()))
         return state
 
-    def add_turn(self, iteration: int, record: dict[str, Any]) -> None:
-        """A saved auditor turn: the conversation goes on from its accepted reply."""
+    def add_turn(self, iteration: int, record: dict[str, Any], action: Action | None = None) -> None:
+        """A saved auditor turn (``action``: the reply's, typed, if it chose one): the conversation goes on
+        from its accepted reply."""
         self.turns[iteration] = record
+        if action is not None:
+            self.actions[iteration] = action
         self.conversation = conversation_after(record)
 
     def add_response(self, iteration: int, record: dict[str, Any]) -> None:
@@ -120,8 +129,8 @@ class AuditState:
         errors = []
         for k, response in sorted(self.responses.items()):
             for call, record in _iteration_calls(response):
-                if _failed_call(record):
-                    errors.append({"iteration": k, "call": call, "error": record["error"]})
+                if record is not None and record.error is not None and record.usage is None:
+                    errors.append({"iteration": k, "call": call, "error": record.error})
         for name, recall in self.fact_scorings():
             if _failed_call(recall):
                 errors.append({"iteration": None, "call": name, "error": recall["error"]})
@@ -133,9 +142,9 @@ class AuditState:
         scoring without verdicts. They leave every share's denominator, so they are counted apart."""
         failures = []
         for k, response in sorted(self.responses.items()):
-            for call, record in _iteration_calls(response):
-                if call.endswith("judge") and record is not None and record.get("label") is None:
-                    failures.append({"iteration": k, "call": call, "error": record.get("error")})
+            for call, judgment in _judge_calls(response):
+                if judgment.label is None:
+                    failures.append({"iteration": k, "call": call, "error": judgment.error})
         for name, recall in self.fact_scorings():
             if recall is not None and recall.get("error") is not None:
                 failures.append({"iteration": None, "call": name, "error": recall["error"]})
@@ -147,8 +156,8 @@ class AuditState:
         from the label's failures, as the benchmark counts ``assessment_failed``."""
         failures = []
         for k, response in sorted(self.responses.items()):
-            for call, record in _iteration_calls(response):
-                assessment = record.get("assessment") if call.endswith("judge") and record is not None else None
+            for call, judgment in _judge_calls(response):
+                assessment = (judgment.model_extra or {}).get("assessment")
                 if isinstance(assessment, Mapping) and assessment.get("label") is None:
                     failures.append({"iteration": k, "call": f"{call} assessment", "error": assessment.get("error")})
         return failures
@@ -156,9 +165,9 @@ class AuditState:
     def fact_scorings(self) -> list[tuple[str, dict[str, Any] | None]]:
         return [("fact scoring", self.fact_recall), ("baseline fact scoring", self.baseline_fact_recall)]
 
-    def usage_records(self) -> list[dict[str, Any] | None]:
+    def usage_records(self) -> list[Usage | Mapping[str, Any] | None]:
         """The usage of every call the files record: turns, failed turns' attempts, draws, judgments."""
-        records: list[dict[str, Any] | None] = []
+        records: list[Usage | Mapping[str, Any] | None] = []
         for turn in self.turns.values():
             records.append(turn.get("usage"))
         for failed in self.failed_turns:
@@ -184,16 +193,20 @@ def _failed_call(record: Mapping[str, Any] | None) -> bool:
     return bool(record) and record.get("error") is not None and record.get("usage") is None
 
 
-def _iteration_calls(record: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any] | None]]:
+def _iteration_calls(record: Mapping[str, Any]) -> list[tuple[str, Draw | Judgment | None]]:
     """The calls behind one saved iteration, named: each target draw (an auto action's by id, a fixed
-    technique's response and its baseline) and its judge label."""
-    calls: list[tuple[str, Mapping[str, Any] | None]] = []
+    technique's response and its baseline) and its judge label (None: the judge was not asked)."""
+    calls: list[tuple[str, Draw | Judgment | None]] = []
     for draw in iteration_draws(record):
         name = f"draw {draw.id}" if draw.auto else "baseline" if draw.is_baseline else ""
-        saved = draw.model_dump(exclude_unset=True)
-        calls += [(name or "target", saved), (f"{name} judge".strip(), saved.get("classification"))]
+        calls += [(name or "target", draw), (f"{name} judge".strip(), draw.classification)]
     return calls
 
 
-def _response_usages(record: Mapping[str, Any]) -> list[dict[str, Any] | None]:
-    return [usage for call, r in _iteration_calls(record) for usage in [(r or {}).get("usage")]]
+def _judge_calls(record: Mapping[str, Any]) -> list[tuple[str, Judgment]]:
+    """The judge labels one saved iteration asked for, named as :func:`_iteration_calls` names them."""
+    return [(call, judged) for call, judged in _iteration_calls(record) if isinstance(judged, Judgment)]
+
+
+def _response_usages(record: Mapping[str, Any]) -> list[Usage | None]:
+    return [call.usage if call is not None else None for _, call in _iteration_calls(record)]

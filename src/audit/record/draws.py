@@ -4,10 +4,15 @@ sample) and :class:`Judgment` (a judge's, or a panel's, record of one item).
 One shape for every run: a fixed technique is a menu of one action, so each of its iterations is one
 draw (and its assistant baseline, when sampled, a draw of its own marked ``is_baseline``);
 ``technique=auto`` writes an iteration's draws under ``draws``. :func:`iteration_draws` reads either
-file shape into the same list, so no reader decides for itself which one it has. The files are not
-rewritten (the writers' dicts, and so every exact-bytes test and cache key, stay as they were):
-records are typed on read, as ``summary.json`` is (:mod:`audit.record.summary`), and the models allow
-extra fields, so a field a newer writer adds passes through and an older run dir still loads.
+file shape into the same list, so no reader decides for itself which one it has.
+
+A draw is written as the typed record it is read as: the one writer (:func:`audit.censorship.send.send`)
+builds a :class:`Draw`, and an iteration's file is made from its draws (:func:`fixed_file`,
+:func:`auto_file`, the inverse of :func:`iteration_draws`). A written record (:class:`Written`) keeps the
+keys it was given in the order it was given them, and only those, so every file has the bytes it had when
+the writers built dicts (``tests/censorship/test_saved_draw_bytes.py``), a derived field (``judgings``)
+is never written, and the models allow extra fields, so a field a newer writer adds passes through and an
+older run dir still loads.
 
 ``cell`` names what compare counts a draw under, never pooling what differs: the run's technique,
 ``assistant (baseline)`` for a baseline, ``auto/<technique>`` for an auto draw (there the auditor
@@ -22,9 +27,9 @@ A reader picks a judging by name; none has to join a rescore's file to the run's
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, PrivateAttr, model_validator
 
 from audit.record.summary import StoredUsage
 
@@ -43,12 +48,52 @@ ORIGINAL = "original"
 judge's model id, which a rescore with the same judge would share."""
 
 
-class Judgment(BaseModel):
+class Written(BaseModel):
+    """A record as a run file holds it: :meth:`given` is the keys it was given, in the order it was given
+    them (declared or extra; a nested written record likewise), so a file made from the typed record has
+    the bytes the record's writer has always produced. Two records given the same values in another
+    order are written differently, so they are not equal."""
+
+    model_config = ConfigDict(extra="allow")
+    unwritten: ClassVar[frozenset[str]] = frozenset()
+    """Fields the record holds that its file says by where the record sits, not as keys of its own."""
+    _given: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_given_order(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        made = handler(data)
+        if isinstance(data, Written):
+            made._given = data._given
+        elif isinstance(data, Mapping):
+            made._given = tuple(data)
+        return made
+
+    def _value(self, key: str) -> Any:
+        extra = self.model_extra or {}
+        return extra[key] if key in extra else getattr(self, key)
+
+    def given(self) -> dict[str, Any]:
+        """The record as its file holds it: the keys given, in their order, without :attr:`unwritten`."""
+        dumped = self.model_dump()
+        out: dict[str, Any] = {}
+        for key in self._given:
+            if key in self.unwritten:
+                continue
+            value = self._value(key)
+            out[key] = value.given() if isinstance(value, Written | DrawSettings) else dumped.get(key, value)
+        return out
+
+    def extended(self, **fields: Any) -> Self:
+        """This record with ``fields`` set (validated): a key it had keeps its place, a new one comes last."""
+        return self.model_validate({**{key: self._value(key) for key in self._given}, **fields})
+
+
+class Judgment(Written):
     """One judged item as saved (a draw's ``classification``): a single judge's label and rationale,
     or a panel's majority with each member's votes, its ``outcome`` and every call (``judgments``).
     ``label`` None is a failed judgment (it leaves every share's denominator and is shown)."""
 
-    model_config = ConfigDict(extra="allow")
     label: str | None = None
     rationale: str | None = None
     outcome: str | None = None
@@ -79,11 +124,23 @@ class DrawSettings(BaseModel):
     stop: list[str] = Field(default_factory=list)
     extra_body: dict[str, Any] | None = None
 
+    def given(self) -> dict[str, Any]:
+        """The settings as a draw's file holds them: without the defaults (a field left out was not set)."""
+        return self.model_dump(exclude_defaults=True)
 
-class Draw(BaseModel):
-    """One target sample: what was sent, what came back, with what settings, and its judgment."""
 
-    model_config = ConfigDict(extra="allow")
+def _tree() -> Any:
+    """A conversation-tree field of :class:`Draw`: written as given (:meth:`Written.given`), dumped only when
+    set, so a model built on :class:`Draw` that never has it (the benchmark's draw) dumps what it always did."""
+    return Field(None, exclude_if=lambda value: value is None)
+
+
+class Draw(Written):
+    """One target sample: what was sent, what came back, with what settings, and its judgment; built by
+    the one writer and written as given (:meth:`Written.given`), its iteration, baseline and auto marks
+    said by where the file puts it."""
+
+    unwritten: ClassVar[frozenset[str]] = frozenset({"iteration", "is_baseline", "auto"})
     iteration: int
     technique: str
     is_baseline: bool = False
@@ -101,6 +158,18 @@ class Draw(BaseModel):
     written back: the saved record keeps its one ``classification``."""
     settings: DrawSettings | None = None
     """None in a run dir written before draws carried their settings."""
+    action: str | None = _tree()
+    """An auto draw's action kind (its place in the conversation tree, this and the fields below, is an
+    auto draw's only; left out of a dump when None, so a benchmark draw's line is what it was)."""
+    conversation: str | None = _tree()
+    branch: str | None = _tree()
+    parent: str | None = _tree()
+    """The draw whose turn precedes this one in its branch (None: the conversation's first)."""
+    system: str | None = _tree()
+    user: str | None = _tree()
+    """The auditor's user turn the draw answers (None: none, e.g. a user-persona or follow-up user draw)."""
+    opening: str | None = _tree()
+    """The auditor's opening of a user turn the target continued."""
 
     @model_validator(mode="after")
     def _own_judging(self) -> Draw:
@@ -126,9 +195,57 @@ class Draw(BaseModel):
     def judgment(self) -> Judgment | None:
         return self.classification
 
-    def get(self, key: str, default: Any = None) -> Any:
-        """A field as a saved record's ``get`` reads it (declared or extra), so readers of either take both."""
-        return getattr(self, key, default)
+    def _saved(self, key: str) -> Any:
+        """A field the draw's writer adds and :class:`Draw` does not declare (a model built on it may)."""
+        return getattr(self, key, None) if key in type(self).model_fields else (self.model_extra or {}).get(key)
+
+    @property
+    def reply_outcome(self) -> str | None:
+        """What the reply was (``LLMResponse.outcome``, or :data:`BLOCKED`); None for a failed call or an
+        older record."""
+        return self._saved("outcome")
+
+    @property
+    def blocked_by(self) -> dict[str, Any] | None:
+        """The filter that stopped a :data:`BLOCKED` draw: its code, provider and reason (:func:`blocked_fields`)."""
+        return self._saved("blocked")
+
+    @property
+    def served(self) -> dict[str, Any]:
+        """Who served the draw and how (:func:`audit.censorship.provenance.draw_fields`); empty when unknown."""
+        return self._saved("served") or {}
+
+    @property
+    def run_on(self) -> str | None:
+        """A user turn's run-on into the next turn, cut off and kept apart (never judged as the user's)."""
+        return self._saved("run_on")
+
+    @property
+    def turn(self) -> str | None:
+        """The turn of the conversation the target wrote, ``user`` or ``assistant`` (the saved ``role``;
+        None: a document continued with no chat template, or a draw with no conversation)."""
+        role = self._saved("role") if "role" not in type(self).model_fields else None
+        return str(role) if role is not None else None
+
+    @property
+    def example_pairs(self) -> list[dict[str, str]]:
+        """The few-shot question/answer pairs a conversation opened with (the saved ``examples``)."""
+        examples = self._saved("examples")
+        return list(examples) if isinstance(examples, list) else []
+
+
+def fixed_file(timestamp: str, main: Draw, baseline: Draw | None) -> dict[str, Any]:
+    """A fixed technique's ``audited_responses/<k>.json``: the iteration and its time, the main draw's
+    record at top level (the shape these files always had) and its baseline's under ``baseline``."""
+    return {"iteration": main.iteration, "timestamp": timestamp, **main.given(),
+            "baseline": baseline.given() if baseline is not None else None}
+
+
+def auto_file(iteration: int, timestamp: str, action: Mapping[str, Any], draws: Iterable[Draw],
+              probe_language: Any) -> dict[str, Any]:
+    """A ``technique=auto`` iteration's ``audited_responses/<k>.json``: the auditor's action and its draws."""
+    return {"iteration": iteration, "timestamp": timestamp, "technique": AUTO, "action": dict(action),
+            "draws": [d.given() for d in draws], "probe_language": probe_language, "baseline": None}
 
 
 def iteration_draws(record: Mapping[str, Any], technique: str | None = None) -> list[Draw]:
@@ -151,23 +268,24 @@ def drawn_parts(draw: Mapping[str, Any] | Draw | None) -> tuple[str, str | None]
     """``(opening, own)`` of a draw: the assistant opening the auditor wrote (a prefill, "" when
     none) and the target's own text (None: the call failed). The judge reads them apart (blind
     judging: the auditor's words are never the target's); the auditor reads them joined
-    (:func:`drawn_text`). The one place a draw's text is read from its record."""
-    if isinstance(draw, Draw):
-        draw = draw.model_dump()
-    if not draw or draw.get("raw_response") is None:
+    (:func:`drawn_text`). The one place a draw's text is read from its record (typed, or a benchmark
+    record before it is)."""
+    if draw is None:
         return "", None
-    return str(draw.get("prefill") or ""), str(draw["raw_response"])
+    prefill, own = (draw.prefill, draw.raw_response) if isinstance(draw, Draw) else \
+        (draw.get("prefill"), draw.get("raw_response"))
+    return ("", None) if own is None else (str(prefill or ""), str(own))
 
 
-def drawn_text(draw: Mapping[str, Any] | Draw | None, *, turn: bool = False) -> str | None:
+def drawn_text(draw: Draw | None, *, turn: bool = False) -> str | None:
     """A draw's text as the auditor reads it: the prefill, then the continuation (alone it often starts
     mid-sentence). ``turn``: the whole turn the conversation holds, a user turn's opening included
     (a user-persona or follow-up user draw continues the auditor's words). None: the call failed."""
     opening, own = drawn_parts(draw)
     if own is None:
         return None
-    if turn and not opening:
-        opening = str((draw.model_dump() if isinstance(draw, Draw) else draw or {}).get("opening") or "")
+    if turn and not opening and draw is not None:
+        opening = draw.opening or ""
     return opening + own
 
 
@@ -226,12 +344,13 @@ def blocked_counts(draws: Iterable[Draw]) -> dict[str, int]:
     """Blocked draws per comparison cell (:attr:`Draw.cell`); cells without one are left out."""
     counts: dict[str, int] = {}
     for draw in draws:
-        if getattr(draw, "outcome", None) == BLOCKED:
+        if draw.reply_outcome == BLOCKED:
             counts[draw.cell] = counts.get(draw.cell, 0) + 1
     return dict(sorted(counts.items()))
 
 
 def judgeable(draw: Mapping[str, Any] | Draw) -> bool:
     """Whether a draw has an answer a judge may label (a failed call or an unjudged outcome has none)."""
-    get = draw.get if isinstance(draw, Mapping) else lambda key: getattr(draw, key, None)
-    return get("error") is None and get("outcome") not in UNJUDGED
+    if isinstance(draw, Draw):
+        return draw.error is None and draw.reply_outcome not in UNJUDGED
+    return draw.get("error") is None and draw.get("outcome") not in UNJUDGED

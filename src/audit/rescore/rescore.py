@@ -83,7 +83,7 @@ def judge_items(run: RunFiles) -> list[tuple[str, Request]]:
     facts = [str(f) for f in (topic.get("key_facts") or [])]
     tree = Tree.of(d for d in run.draws if d.auto)
     items = [(draw.key, request) for draw in run.draws
-             if (request := label_request(topic, answered(draw.model_dump(), tree), draw)) is not None]
+             if (request := label_request(topic, answered(draw, tree), draw)) is not None]
     for side in SIDES:
         request = fact_request(topic, facts, fact_numbers(run.draws, baseline=side == "baseline"))
         if request is not None:

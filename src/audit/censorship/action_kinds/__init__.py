@@ -13,13 +13,11 @@ line of the menu the auditor is shown, ``prompts/auto_menu.txt``). Pure: no I/O 
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from audit.censorship.action_kind import ActionKind
+from audit.censorship.action_kind import ActionKind, kinds_in
 from audit.censorship.actions import Action, Arg, arg_schema, check_arg
 from audit.censorship.conversations import DrawPlan, Tree
 from audit.errors import UserError, unknown_choice
@@ -30,7 +28,7 @@ from audit.templates import TemplateFamily
 def _found() -> dict[str, ActionKind]:
     """Every module's ``KIND``, by name in menu order; two actions with one name or one place is a
     programming error, named."""
-    kinds = [importlib.import_module(f"{__name__}.{module.name}").KIND for module in pkgutil.iter_modules(__path__)]
+    kinds = kinds_in(__name__, __path__)
     for attribute in ("name", "order"):
         values = [getattr(k, attribute) for k in kinds]
         twice = sorted({v for v in values if values.count(v) > 1})

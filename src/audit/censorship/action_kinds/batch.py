@@ -1,17 +1,18 @@
 """``batch``: N variations sampled at once, each a lone draw of one single-draw kind (no conversation)."""
 
+import importlib
 from collections.abc import Mapping
 from typing import Any
 
-from audit.censorship.action_kind import SYSTEM, ActionKind
-from audit.censorship.action_kinds import assistant, prefill, raw_text, user_persona
+from audit.censorship.action_kind import SYSTEM, ActionKind, kinds_in
 from audit.censorship.actions import CHOICE, OPTIONAL_TEXT, TEXTS, Action, Arg
 from audit.censorship.conversations import DrawPlan, Tree, draw_id, fresh_draw
 from audit.templates import TemplateFamily
 
-SINGLE = {k.name: k for k in (user_persona.KIND, assistant.KIND, prefill.KIND, raw_text.KIND)}
-"""Single-draw ways of sampling a fresh prompt: the kinds a batch repeats over its variations, each by its
-own ``sample``."""
+SINGLE = {k.name: k for k in sorted(kinds_in(__package__, importlib.import_module(__package__).__path__, but=__name__),
+                                    key=lambda k: k.order) if k.batchable}
+"""The kinds a batch repeats over its variations, each by its own ``sample``, in menu order: every sibling
+module whose kind declares itself ``batchable`` (found as the registry finds them, so none is listed here)."""
 
 
 def _rules(args: Mapping[str, Any]) -> list[str]:

@@ -12,4 +12,4 @@ def sample(args: Mapping[str, Any], family: TemplateFamily, system: str | None, 
     return assistant_answer(prompt_fields(place, args, system), args, system, family, prefill=args["prefill"])
 
 
-KIND = fresh_kind("prefill", 30, (PROMPT, PREFILL, SYSTEM), sample, fixed=True)
+KIND = fresh_kind("prefill", 30, (PROMPT, PREFILL, SYSTEM), sample, fixed=True, batchable=True)

@@ -16,4 +16,4 @@ def sample(args: Mapping[str, Any], family: TemplateFamily, system: str | None, 
 
 
 KIND = fresh_kind("raw_text", 40, (Arg("text", TEXT, "a document the target continues verbatim, with no chat template"),),
-                  sample, conversation=False)
+                  sample, conversation=False, batchable=True)

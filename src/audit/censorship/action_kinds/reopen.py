@@ -7,17 +7,16 @@ were first shown (``prompts/turn_reopen.txt``); the iteration spends one of ``ma
 target draw.
 """
 
-from typing import Any
-
 from audit.censorship.action_kind import ActionKind
 from audit.censorship.actions import TURN, Action, Arg
 from audit.censorship.conversations import DrawPlan, Tree
+from audit.record.draws import Draw
 from audit.templates import TemplateFamily
 
 
-def drawn(tree: Tree, iteration: int) -> list[dict[str, Any]]:
+def drawn(tree: Tree, iteration: int) -> list[Draw]:
     """The draws of ``iteration`` in ``tree``, in the order they were drawn."""
-    return [d for d in tree.draws.values() if str(d["id"]).split(".")[0] == str(iteration)]
+    return [d for d in tree.draws.values() if d.iteration == iteration]
 
 
 def _plan(action: Action, tree: Tree, family: TemplateFamily, system_default: str | None,

@@ -15,4 +15,4 @@ def sample(args: Mapping[str, Any], family: TemplateFamily, system: str | None, 
                      "formatted_prompt": prompt}, prompt=prompt, stops=family.stops)
 
 
-KIND = fresh_kind("user_persona", 10, (PROMPT, SYSTEM), sample, fixed=True)
+KIND = fresh_kind("user_persona", 10, (PROMPT, SYSTEM), sample, fixed=True, batchable=True)
