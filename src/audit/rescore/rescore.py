@@ -303,4 +303,6 @@ def run_rescore(cfg: DictConfig) -> list[Path]:
     if failures and not judged:  # a wrong key or model id fails every call: say so rather than exit 0
         raise UserError(f"the judge failed on every item (first: {failures[0]['error']}); check judge.model and "
                         f"the key, details in {written[0] / JUDGMENTS}")
+    # the last line, as every entrypoint ends: a reader (or a script waiting on the run) knows it is over
+    print(f"done: judging {name!r} of {len(written)} run(s); {judged} label(s), {len(failures)} judge failure(s)")
     return written
