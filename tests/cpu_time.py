@@ -4,10 +4,11 @@ Why CPU and not wall: ``--durations`` reports wall time, which on a machine shar
 measures the load as much as the test. The suite runs on 2 cores in CI, so its wall time there is at
 least its total CPU over 2; the CPU a test costs is what moves that floor, and it barely depends on
 the load. Each test's line counts, from its setup to its teardown: this pytest process (every
-thread: the loopback server, the session's embedded llama.cpp server), its children once waited for
-(cold starts, ``subprocess``), and its warm children (``tests.entrypoints`` has their supervisor
-report them, since a grandchild's CPU reaches this process only when the fork server ends). At the
-end of the session a line ``<warm server>`` gives the fork server's own CPU (its imports).
+thread: the loopback server), its children once waited for (cold starts, ``subprocess``), what its
+children still running spent meanwhile (the session's llama.cpp server, read from ``/proc``), and its
+warm children (``tests.entrypoints`` has their supervisor report them, since a grandchild's CPU reaches
+this process only when the fork server ends). At the end of the session a line ``<warm server>``
+gives the fork server's own CPU (its imports).
 
 ``python -m tests.cpu_time FILE [N]`` prints the total, the N most expensive tests and the load
 averages seen. Registered by ``tests/conftest.py`` only when the variable is set.
@@ -36,6 +37,28 @@ def _cpu() -> tuple[float, float, float]:
     return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime, entrypoints.warm_cpu_s()
 
 
+def _running_children() -> dict[int, float]:
+    """CPU seconds so far of this process's running children, the fork server left out (its CPU is its
+    own line). The session's llama.cpp server is one of them: it runs in a child process, which
+    ``RUSAGE_CHILDREN`` counts only once it has ended and been waited for, so all of the real model's
+    work landed on the session's last test (the complete audit logged 2.2 CPU-s)."""
+    pids: set[int] = set()
+    for children in Path("/proc/self/task").glob("*/children"):
+        try:
+            pids.update(int(pid) for pid in children.read_text().split())
+        except OSError:  # a thread that ended meanwhile
+            continue
+    pids.discard(entrypoints.server_pid() or -1)
+    return {pid: cpu for pid in pids if (cpu := entrypoints.process_cpu_s(pid)) is not None}
+
+
+def _running_delta(before: dict[int, float], after: dict[int, float]) -> float:
+    """What the running children spent during a test: their growth, less what the ones that ended
+    had already been counted for (``RUSAGE_CHILDREN`` now adds their whole lifetime)."""
+    return sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items()) - \
+        sum(cpu for pid, cpu in before.items() if pid not in after)
+
+
 class CpuLog:
     """Appends one JSON line per test to the log (one ``write`` each, so xdist workers can share it)."""
 
@@ -49,10 +72,12 @@ class CpuLog:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
-        before, started = _cpu(), time.monotonic()
+        before, running, started = _cpu(), _running_children(), time.monotonic()
         yield
         after = _cpu()
-        own, children, warm = (round(b - a, 3) for a, b in zip(before, after))
+        own, children, warm = (b - a for a, b in zip(before, after))
+        own, children, warm = round(own, 3), round(children + _running_delta(running, _running_children()), 3), \
+            round(warm, 3)
         self._write({"test": item.nodeid, "cpu": round(own + children + warm, 3), "own": own, "children": children,
                      "warm": warm, "wall": round(time.monotonic() - started, 3)})
 

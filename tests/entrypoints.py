@@ -259,10 +259,20 @@ def server_cpu_s() -> float:
     """The fork server's own CPU seconds so far (its imports), 0 when none was started."""
     if _started is None or _started.process.poll() is not None:
         return 0.0
+    return process_cpu_s(_started.process.pid) or 0.0
+
+
+def server_pid() -> int | None:
+    """The fork server's pid while it runs (``tests/cpu_time.py`` counts its CPU apart from the tests')."""
+    return None if _started is None or _started.process.poll() is not None else _started.process.pid
+
+
+def process_cpu_s(pid: int) -> float | None:
+    """A running process's CPU seconds so far (user and system, from ``/proc``), None once it is gone."""
     try:
-        fields = Path(f"/proc/{_started.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
-        return 0.0
+        return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 

@@ -165,12 +165,14 @@ def test_answers_echoing_the_key_in_every_encoding_reach_no_file(tmp_path, fake_
 
 
 def test_a_judge_echoing_the_key_in_every_encoding_leaks_it_nowhere(tmp_path, fake_openrouter):
+    """Forked warm: ``python -m audit``'s cold start is the auditor test's first run below (a second cold
+    start of the same program only paid the imports again, ~4 CPU-s)."""
     script = Script()
     echo = _cycle()
     fake_openrouter.handler = lambda r: echo(r) if chat_role(r.json or {}) == JUDGE else script.handler(r)
     proc = _run("audit", tmp_path, fake_openrouter, f"auditor.model={AUDITOR_MODEL}", "judge=default",
                 "judge.model=test/judge", "gateway.max_retries=0", "gateway.cache.enabled=false",
-                f"max_iterations={len(KEY_ENCODINGS)}", "output_dir=out")
+                f"max_iterations={len(KEY_ENCODINGS)}", "output_dir=out", cold=False)
     judged = [r for r in fake_openrouter.chat_requests() if chat_role(r.json or {}) == JUDGE]
     assert len(judged) >= len(KEY_ENCODINGS), proc.stderr
     _assert_nothing_leaks(tmp_path, proc, fake_openrouter)

@@ -9,6 +9,7 @@ apart from any clock).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -18,9 +19,30 @@ from audit.counted import counted
 
 EVERY_S = 10.0
 """Longest a run stays silent: a user who sees nothing for longer takes it for hung."""
-BEAT_S = 8.0
-"""A heartbeat's interval: under :data:`EVERY_S` by the time a line takes to reach the terminal on a
-busy machine."""
+BEAT_SHARE = 0.8
+"""A heartbeat's interval as a share of :data:`EVERY_S` (8 s): under it by the time a line takes to reach
+the terminal on a busy machine."""
+EVERY_ENV = "AUDIT_PROGRESS_EVERY_S"
+"""Replaces :data:`EVERY_S` when set (seconds). tests/test_progress.py lowers it so that its loopback server
+need wait a few seconds per reply, not the 22 s that proving a 10 s interval takes (every call of a run
+waits that long, 2-3 minutes of a test worker for three runs)."""
+
+
+def silence_s() -> float:
+    """The longest silence allowed: :data:`EVERY_S`, or ``$AUDIT_PROGRESS_EVERY_S``, read when a
+    progress or heartbeat starts (so a forked process sees its own environment)."""
+    raw = os.environ.get(EVERY_ENV, "").strip()
+    if not raw:
+        return EVERY_S
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise ValueError(f"{EVERY_ENV}={raw!r} is not a positive number of seconds: unset it (10 s) or give one")
+    return seconds
+
+
 _last_line = [time.monotonic()]
 """When this process last printed a progress line (:func:`mark_line`): a heartbeat counts its silence
 from there, not from its own start, so the work between two steps (saving a turn, building the next
@@ -75,7 +97,7 @@ class Progress:
     never silent.
     """
 
-    def __init__(self, total: int, calls: Callable[[], int], *, every_s: float = EVERY_S,
+    def __init__(self, total: int, calls: Callable[[], int], *, every_s: float | None = None,
                  clock: Callable[[], float] = time.monotonic, out: Callable[[str], None] | None = None):
         self.total = total
         self.done = 0
@@ -84,7 +106,7 @@ class Progress:
         self._clock = clock
         self._started = self._last = clock()
         self._first: float | None = None
-        self._every_s = every_s
+        self._every_s = silence_s() if every_s is None else every_s
         self._step = max(1, total // 10)
         self._out = out or (lambda line: print(line, flush=True))
         self._lock = threading.Lock()
@@ -187,7 +209,7 @@ class Steps:
 
 class Heartbeat:
     """``with Heartbeat("scoring key facts"):`` prints :func:`still_line` every ``every_s`` seconds
-    (:data:`BEAT_S`) until the block ends; a block shorter than ``every_s`` prints nothing.
+    (:data:`BEAT_SHARE` of :func:`silence_s`, 8 s) until the block ends; a block shorter than ``every_s`` prints nothing.
 
     A thread, not a task: the steps it covers are synchronous (loading a model, writing an export)
     as often as they are awaited calls, and a thread ticks while either holds the interpreter's
@@ -196,9 +218,10 @@ class Heartbeat:
     """
 
     def __init__(self, label: str, *, budget_s: float | None = None, retries: Callable[[], int] | None = None,
-                 every_s: float = BEAT_S, clock: Callable[[], float] = time.monotonic,
+                 every_s: float | None = None, clock: Callable[[], float] = time.monotonic,
                  out: Callable[[str], None] | None = None):
-        self.label, self.budget_s, self._retries, self._every_s = label, budget_s, retries, every_s
+        self.label, self.budget_s, self._retries = label, budget_s, retries
+        self._every_s = BEAT_SHARE * silence_s() if every_s is None else every_s
         self._clock = clock
         self._out = out or (lambda line: print(line, flush=True))
         self._stop = threading.Event()

@@ -20,8 +20,12 @@ inspect_log = pytest.importorskip("inspect_ai.log", reason="the Inspect export t
 
 
 def export(*args: str, cwd: Path, code: str | None = None) -> subprocess.CompletedProcess:
-    command = ["-c", code] if code else ["-m", "audit.export"]
-    return subprocess.run([sys.executable, *command, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    """``python -m audit.export args``, forked warm (``tests/entrypoints.py``: a cold start paid ~5 CPU-s of
+    imports per call, six calls); ``python -c code`` (a stand-in without inspect-ai) in a fresh interpreter."""
+    if code:
+        return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return entrypoints.run([sys.executable, "-m", "audit.export", *args], cwd=cwd, capture_output=True, text=True,
+                           timeout=120)
 
 
 def read(path: Path):

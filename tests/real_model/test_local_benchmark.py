@@ -16,6 +16,11 @@ JUDGE = ("judge.endpoint=local", "judge.model=smollm2", "judge.structured_output
 
 
 def test_a_short_benchmark_with_target_and_judge_on_the_real_model(embedded, tmp_path):
+    """Bounded by its settings: 2 draws of at most 60 tokens and 6 judge calls (a label, the facts and the
+    assessment of each draw) of at most 512, so at most 3,192 written tokens, ~2.7 min at the embedded
+    model's 20 tokens/s on 2 quiet cores. On the seeded server the run takes one path: 1,028 tokens
+    (both answers at their 60, the judge 908 in 6 calls, the longest 422: under its cap, which cuts no
+    reply), ~50 s of writing, measured 2026-11-29."""
     done = run_cli("audit.benchmark", local_endpoint(embedded), *SMOLLM2, *JUDGE, "questions=topics",
                    "questions.topics=[tiananmen,berlin_wall]", "sampling.max_tokens=60",
                    f"output_dir={tmp_path / 'out'}", "gateway.cache.enabled=false", DEADLINE, cwd=tmp_path)
