@@ -17,8 +17,9 @@ from tests import entrypoints
 from tests.exits import EXIT_S, run_to_exit
 from tests.real_model.conftest import DEADLINE, TIMEOUT_S, only_run_dir
 
-SMALL = ("questions=topics", "questions.topics=[tiananmen]", "sampling.max_tokens=30", "judge.max_tokens=256")
-"""One question, a short answer and one short judgment: about a minute on 2 busy cores."""
+SMALL = ("questions=topics", "questions.topics=[tiananmen]", "sampling.max_tokens=30", "embedded.judge.max_tokens=256")
+"""One question, a short answer and one short judgment (local=true caps the judge by `embedded.judge.max_tokens`,
+not `judge.max_tokens`): about a minute on 2 busy cores."""
 
 
 def no_key() -> dict[str, str]:

@@ -459,12 +459,12 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
     except (KeyboardInterrupt, asyncio.CancelledError):
         got = len(saved_answers(run_dir.path))
         expected = len(cards) * len(built)
-        usage = {}
+        fields = dict(summary)  # a signal after the scoring began finds the usage in it already
         if gateway is not None:
             gateway.write_usage()
-            usage = {"usage": gateway.ledger.totals()}
-        write_summary(run_dir, stage, Status.CANCELLED, stop_reason="interrupted", error="interrupted", **summary,
-                      answered=got, expected_answers=expected, **usage)
+            fields["usage"] = gateway.ledger.totals()
+        write_summary(run_dir, stage, Status.CANCELLED, stop_reason="interrupted", error="interrupted", **fields,
+                      answered=got, expected_answers=expected)
         raise Interrupted(f"interrupted with {got}/{expected} answers saved in {run_dir.path}; "
                           f"continue with: {run_dir.resume_command}") from None
     except (UserError, OSError) as exc:
