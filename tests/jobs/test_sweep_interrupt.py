@@ -22,12 +22,14 @@ from tests.signals import default_sigint
 from tests.timing import scaled
 from tests import entrypoints
 
-ITERATIONS = 15
+ITERATIONS = 60
+"""More than a job does in the last delay: under the default (warm) launcher the three jobs run at once,
+so the sweep lasts as long as one job, not three (15 ended before the 2.6 s Ctrl-C on a quiet machine)."""
 SWEEP = ("audit", "-m", "repeat=0,1,2", f"max_iterations={ITERATIONS}", "judge=off", f"auditor.model={AUDITOR_MODEL}",
          "gateway.max_retries=0", "gateway.cache.enabled=false")
 DELAYS_S = [0.0, 0.1, 0.3, 0.6, 1.0, 1.5, 2.0, 2.6]
-"""After the first saved response: early and late in job 0, about the switch to job 1, within job 1
-(three jobs, so the sweep is still running at the last one)."""
+"""After the first saved response: early and late in the jobs (run at once under the default warm launcher;
+one after another, about the switch between jobs, under ``hydra/launcher=basic``)."""
 
 
 def _interrupt_once(cwd: Path, server: FakeOpenRouter, delay_s: float) -> str:
