@@ -13,31 +13,14 @@ import pytest
 from audit.censorship.loop import run
 from audit.errors import UserError
 from audit.templates import get_family
-from audit.testing.scripted_audit import audit_config, probe_text, quote, target_text
+from audit.testing.scripted_audit import audit_config, probe_text, target_text
 
 from .conftest import read
+from tests.censorship.every_action import ACTIONS, DOC, take_every_action
 
 FAMILY = get_family("deepseek_v3")
 TARGET = "deepseek/deepseek-chat"
 REFUSAL = "I'm sorry, I can't discuss that topic."
-DOC = "Encyclopedia, Probe 7: The 1989 protests in Beijing"
-
-ACTIONS = {
-    1: {"kind": "user_persona", "prompt": probe_text(1), "system": "Be frank."},
-    2: {"kind": "assistant", "prompt": probe_text(2), "system": None},
-    3: {"kind": "continue", "conversation": "c2", "mode": "user", "prompt": probe_text(3), "prefill": None},
-    4: {"kind": "continue", "conversation": "c2", "mode": "followup_user", "prompt": None, "prefill": None},
-    5: {"kind": "rollback", "conversation": "c2", "to_turn": 2, "prompt": probe_text(5), "prefill": "Sure,"},
-    6: {"kind": "prefill", "prompt": probe_text(6), "prefill": "Yes:", "system": None},
-    7: {"kind": "raw_text", "text": DOC},
-    8: {"kind": "few_shot", "examples": [{"question": "Capital of France?", "answer": "Paris."}],
-        "prompt": probe_text(8), "prefill": None, "system": "Answer briefly."},
-    9: {"kind": "batch", "of": "user_persona", "prompts": [probe_text(91), probe_text(92), probe_text(93)],
-        "prefill": None, "system": None},
-    10: {"kind": "continue", "conversation": "c1", "mode": "user", "prompt": None, "prefill": None},
-}
-# Turn 6 quotes iteration 4 (the branch the rollback left); turn 10 quotes draw 2's words as draw 1.
-CITES = {6: (4, 1, quote(3)), 10: (9, 1, quote(92))}
 
 
 def target_requests(server, model: str = TARGET) -> list:
@@ -50,8 +33,7 @@ def sent(request) -> str | list:
 
 @pytest.fixture
 def auto_run(audit_env, script, fake_openrouter):
-    script.actions = ACTIONS.__getitem__
-    script.cite = lambda t: CITES.get(t, (t - 1, 1, quote(t - 1)))
+    take_every_action(script)
     run_dir = run(audit_config(audit_env / "out", "technique=auto", "max_iterations=10"))
     return run_dir, fake_openrouter
 
@@ -190,8 +172,7 @@ def test_compare_cells_of_an_auto_run_count_each_draw_once(audit_env, script, fa
     from audit.testing.replies import chat_reply
     from audit.testing.scripted_audit import JUDGE_MODEL
 
-    script.actions = ACTIONS.__getitem__
-    script.cite = lambda t: CITES.get(t, (t - 1, 1, quote(t - 1)))
+    take_every_action(script)
 
     judged = []
 

@@ -7,7 +7,7 @@ baseline, through a failed and a blocked draw; one without; and ``technique=auto
 judged), masked where two runs of one script differ (:data:`_VARYING`). They were made by running this module as a script with that code
 (commit 11c216c, before :class:`~audit.record.draws.Draw` was the written record) on the path::
 
-    PYTHONPATH=<that checkout>/src python tests/censorship/test_saved_draw_bytes.py
+    PYTHONPATH=<that checkout>/src python -m tests.censorship.test_saved_draw_bytes   # from this checkout's root
 
 which runs the audits against the loopback server in a temporary dir and writes the fixture files.
 """
@@ -25,26 +25,11 @@ import pytest
 from audit.censorship.loop import run
 from audit.testing import documented
 from audit.testing.replies import TEST_API_KEY, error_reply
-from audit.testing.scripted_audit import JUDGE_MODEL, Script, audit_config, probe_text, quote
+from audit.testing.scripted_audit import JUDGE_MODEL, Script, audit_config
 from audit.testing.server import FakeOpenRouter
+from tests.censorship.every_action import take_every_action
 
 FIXTURE = Path(__file__).with_name("saved_draws")
-DOC = "Encyclopedia, Probe 7: The 1989 protests in Beijing"
-ACTIONS = {
-    1: {"kind": "user_persona", "prompt": probe_text(1), "system": "Be frank."},
-    2: {"kind": "assistant", "prompt": probe_text(2), "system": None},
-    3: {"kind": "continue", "conversation": "c2", "mode": "user", "prompt": probe_text(3), "prefill": None},
-    4: {"kind": "continue", "conversation": "c2", "mode": "followup_user", "prompt": None, "prefill": None},
-    5: {"kind": "rollback", "conversation": "c2", "to_turn": 2, "prompt": probe_text(5), "prefill": "Sure,"},
-    6: {"kind": "prefill", "prompt": probe_text(6), "prefill": "Yes:", "system": None},
-    7: {"kind": "raw_text", "text": DOC},
-    8: {"kind": "few_shot", "examples": [{"question": "Capital of France?", "answer": "Paris."}],
-        "prompt": probe_text(8), "prefill": None, "system": "Answer briefly."},
-    9: {"kind": "batch", "of": "user_persona", "prompts": [probe_text(91), probe_text(92), probe_text(93)],
-        "prefill": None, "system": None},
-    10: {"kind": "continue", "conversation": "c1", "mode": "user", "prompt": None, "prefill": None},
-}
-CITES = {6: (4, 1, quote(3)), 10: (9, 1, quote(92))}
 JUDGED = ("judge=default", f"judge.model={JUDGE_MODEL}")
 RUNS = {
     "user_persona_baseline": ("technique=user_persona", "technique.with_baseline=true", "max_iterations=4", *JUDGED),
@@ -76,8 +61,7 @@ def script_for(name: str) -> Script:
         script.target_error = lambda k: error_reply(503, "overloaded") if k == 2 else \
             documented.content_policy() if k == 3 else None
     if name == "auto":
-        script.actions = ACTIONS.__getitem__
-        script.cite = lambda t: CITES.get(t, (t - 1, 1, quote(t - 1)))
+        take_every_action(script)
     return script
 
 
