@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from dataclasses import replace
 
 import pytest
@@ -102,3 +104,35 @@ def test_a_filter_s_block_made_in_a_worker_reaches_the_caller_with_its_code_prov
         asyncio.run(ask())
     assert info.value.kind == "content_policy"
     assert info.value.blocked == Blocked("content_policy_violation", "Moonshot AI", "The request was rejected as sensitive")
+
+
+LANDS_IN_THE_FORK = '''
+import os, signal, sys
+from audit.jobs.interrupts import sigterm_as_interrupt
+from audit.llm.gateway import Gateway
+from audit.llm.settings import GatewaySettings
+from audit.llm.workers import WorkerGateway
+from audit.testing.replies import TEST_API_KEY
+import logging  # its fork hooks are Python code, where a handler raising is "Exception ignored"
+
+settings = GatewaySettings(api_base="http://127.0.0.1:9", max_retries=0, cache_enabled=False,
+                           cache_path=sys.argv[1])
+os.register_at_fork(before=lambda: os.kill(os.getpid(), signal.SIGTERM))  # a SIGTERM as the fork begins
+workers = WorkerGateway(Gateway(settings, TEST_API_KEY), lambda: Gateway(settings, TEST_API_KEY), 1)
+with sigterm_as_interrupt():
+    try:
+        workers.start()
+    except KeyboardInterrupt:
+        print("interrupted")
+        sys.exit(0)
+print("the signal was lost")
+'''
+
+
+def test_a_stop_signal_landing_while_a_worker_is_forked_interrupts_the_run(tmp_path):
+    """A SIGTERM sent as the fork begins is handled once the fork is done, as an interrupt the run sees; it
+    was handled inside logging's fork hook, where Python drops the interrupt ("Exception ignored") and the
+    run went on to exit 0. In a process of its own: a fork hook cannot be removed."""
+    done = subprocess.run([sys.executable, "-c", LANDS_IN_THE_FORK, str(tmp_path / "cache.sqlite")],
+                          capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "interrupted\n", "")
