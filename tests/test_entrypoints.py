@@ -38,6 +38,19 @@ elif what == "atexit":
     import atexit
     atexit.register(lambda: print("atexit ran", flush=True))
     threading.Thread(target=lambda: (__import__("time").sleep(0.3), print("thread joined", flush=True))).start()
+elif what == "buffered":
+    sys.stdout.write("in the buffer, never flushed by the program")
+elif what == "garbage":  # a coroutine never awaited, in a cycle only the collector frees
+    async def never():
+        pass
+    cycle = [never()]
+    cycle.append(cycle)
+    del cycle
+elif what == "held":  # an object only an imported module holds: destroyed by the interpreter's teardown alone
+    class Held:
+        def __del__(self):
+            print("destroyed at teardown", flush=True)
+    json.held = Held()
 elif what == "wait":
     try:
         print("waiting", flush=True)
@@ -70,7 +83,8 @@ def test_the_child_sees_what_python_m_would(probe, monkeypatch):
     assert json.loads(both(probe, "report", env={k: v for k, v in env.items() if k != "PROBE"})[0].stdout)["env"] is None
 
 
-@pytest.mark.parametrize("args", [("exit", "3"), ("exit", "0"), ("message",), ("raise",), ("interrupt",), ("atexit",)])
+@pytest.mark.parametrize("args", [("exit", "3"), ("exit", "0"), ("exit", "-1"), ("message",), ("raise",),
+                                  ("interrupt",), ("atexit",), ("buffered",), ("garbage",)])
 def test_the_child_ends_as_python_m_would(probe, args):
     warm, cold = both(probe, *args)
     assert warm.returncode == cold.returncode
@@ -78,6 +92,17 @@ def test_the_child_ends_as_python_m_would(probe, args):
     # a traceback's first frames differ (the warm server's runpy frames); its last lines do not
     assert warm.stderr.splitlines()[-1:] == cold.stderr.splitlines()[-1:]
     assert ("Traceback" in warm.stderr) == ("Traceback" in cold.stderr)
+
+
+def test_only_a_child_asked_to_tear_down_runs_what_the_teardown_alone_runs(probe):
+    """The one difference left on purpose (``tests/entrypoints.py``, ``_end_as_python_ends``): an object
+    only an imported module holds is destroyed by a fresh interpreter's teardown, and by a warm child's only when
+    asked (``teardown=True``), as the tests that read such output do."""
+    warm, cold = both(probe, "held")
+    torn_down = entrypoints.run([sys.executable, "-m", "probe", "held"], cwd=probe, capture_output=True, text=True,
+                                timeout=120, teardown=True)
+    assert cold.stdout == torn_down.stdout == "destroyed at teardown\n"
+    assert warm.stdout == "" and warm.returncode == cold.returncode == torn_down.returncode == 0
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])

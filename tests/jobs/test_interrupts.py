@@ -35,8 +35,9 @@ def _start(cwd: Path, server: FakeOpenRouter, args: tuple[str, ...], *, ignore_s
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}, **server.env()}
     # As `cmd &` in a script does: the child inherits SIGINT ignored across exec.
     preexec = ignore_sigint_at_start if ignore_sigint else default_sigint
+    # teardown: what it prints at the interpreter's end is read (never awaited, tracemalloc)
     return entrypoints.start([sys.executable, "-m", *args], cwd=cwd, env=env, text=True, preexec_fn=preexec,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, teardown=True)
 
 
 def _stop_midway(tmp_path: Path, server: FakeOpenRouter, args: tuple[str, ...], *, ignore_sigint: bool,

@@ -44,8 +44,9 @@ SPAN_S = 6.0
 
 def launch(cwd: Path, server: FakeOpenRouter, args: tuple[str, ...], cold: bool) -> entrypoints.Process:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}, **server.env()}
+    # teardown: what it prints at the interpreter's end is read ("Exception ignored")
     return entrypoints.start([sys.executable, "-m", *args], cwd=cwd, env=env, text=True, preexec_fn=default_sigint,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cold=cold)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cold=cold, teardown=True)
 
 
 @pytest.mark.parametrize("experiment", sorted(EXPERIMENTS))

@@ -35,8 +35,9 @@ one after another, about the switch between jobs, under ``hydra/launcher=basic``
 def _interrupt_once(cwd: Path, server: FakeOpenRouter, delay_s: float) -> str:
     """Start the sweep and Ctrl-C it ``delay_s`` after its first saved response; its stderr."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}, **server.env()}
+    # teardown: what it prints at the interpreter's end is read (never awaited, tracemalloc)
     proc = entrypoints.start([sys.executable, "-m", *SWEEP], cwd=cwd, env=env, text=True, preexec_fn=default_sigint,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, teardown=True)
     try:
         deadline = time.monotonic() + scaled(30)
         while not list(cwd.glob("multirun/*/*/*/audited_responses/*")):
