@@ -80,6 +80,9 @@ ALSO_IMPORTED = ("hydra", "hydra.utils", "hydra.compose", "hydra._internal.utils
 """What the other entrypoints import beyond the sweep jobs' list (measured with ``python -X importtime``:
 Hydra's parser, the epistemic pipeline's rdflib and pyshacl, the reports' pandas). Never an entrypoint's
 own ``__main__`` or ``audit.doctor``: ``python -m`` runs those as ``__main__``, not as themselves."""
+OTHER_REPORTS = ("audit.compare.report", "audit.judge_check.report", "audit.runs.index")
+"""The pages the other entrypoints write, compiled in the server as the sweep jobs' are
+(:data:`audit.app.warm_imports.JOB_REPORTS`): a child renders them without compiling them."""
 RESET_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGCHLD", "SIGTSTP",
                  "SIGTTIN", "SIGTTOU")
 """Signals whose disposition the child takes from this process (ignored stays ignored, as across exec)."""
@@ -446,6 +449,9 @@ def _warm(control: socket.socket) -> dict[str, str]:
     with _RecordingReads() as reads:
         for name in ("audit.app.warm_imports", *ALSO_IMPORTED):
             importlib.import_module(name)
+        from audit.pages import compile_all
+        for name in OTHER_REPORTS:
+            compile_all(importlib.import_module(name).page_environment())
     added = {k: v for k, v in os.environ.items() if k not in before}
     gc.collect()
     gc.freeze()  # the imported objects are never collected: a child's collections skip them (no copy-on-write)

@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import jinja2
 import pandas as pd
 
 from audit.benchmark.cells import CENSORED, cells
@@ -49,6 +50,12 @@ RATES = ((LEAD.metric, f"{str(LEAD.headline).capitalize()} share", "labelled dra
 PANEL_KEYS = ("role", "technique", "framing", "lang", "question_set", "judge")
 """One heatmap panel per value of these keys: models are its rows, (kind, category) its columns."""
 CELL_W, CELL_H, LABEL_W, HEAD_H = 96, 34, 210, 70
+
+
+
+def page_environment() -> jinja2.Environment:
+    """This report's templates (one environment per process: :func:`audit.pages.environment`)."""
+    return environment(TEMPLATES_DIR)
 
 
 def protocol_name(config: Mapping[str, Any]) -> str:
@@ -206,7 +213,7 @@ def context(run_dir: Path) -> dict[str, Any]:
 
 
 def render(run_dir: Path) -> str:
-    return environment(TEMPLATES_DIR).get_template("report.html.j2").render(**context(run_dir))
+    return page_environment().get_template("report.html.j2").render(**context(run_dir))
 
 
 def write_report(run_dir: Path) -> Path:

@@ -54,7 +54,8 @@ STOPPED = {"auditor": "ended by the auditor", "max_iterations": "stopped at max 
 CHART = {"width": 760, "left": 70, "right": 60, "top": 16, "row": 46}
 
 
-def _environment() -> jinja2.Environment:
+def page_environment() -> jinja2.Environment:
+    """This report's templates (one environment per process: :func:`audit.pages.environment`)."""
     return environment(Path(__file__).resolve().parent / "templates", lenient=True)
 
 
@@ -275,7 +276,7 @@ ENTRIES_DIR = "report_entries"
 
 def _paged_transcript(entries: list[dict[str, Any]]) -> dict[str, Any]:
     """Every entry drawn by the one entry macro, paged: the first ones for the page, the rest for files beside it."""
-    entry = _environment().get_template("entry.html.j2").module.entry  # type: ignore[attr-defined]
+    entry = page_environment().get_template("entry.html.j2").module.entry  # type: ignore[attr-defined]
     return {"transcript": entries, "paged": page_entries([entry(e) for e in entries], shown=INLINE_ENTRIES, chunk=CHUNK_ENTRIES,
                                   folder=ENTRIES_DIR),
             "box": "transcript", "noun": "entries", "more_js": Markup(MORE_JS)}
@@ -283,7 +284,7 @@ def _paged_transcript(entries: list[dict[str, Any]]) -> dict[str, Any]:
 
 def render_report(run_dir: Path) -> str:
     """The report HTML for ``run_dir`` (entries past :data:`INLINE_ENTRIES` go in files beside it: :func:`write_report`)."""
-    return _environment().get_template("report.html.j2").render(**report_context(load_run(run_dir)))
+    return page_environment().get_template("report.html.j2").render(**report_context(load_run(run_dir)))
 
 
 def write_report(run_dir: Path) -> Path:
@@ -291,7 +292,7 @@ def write_report(run_dir: Path) -> Path:
     context = report_context(load_run(Path(run_dir)))
     page = Path(run_dir) / REPORT
     paged: Paged = context["paged"]
-    write_texts({page: _environment().get_template("report.html.j2").render(**context), **paged.files(page)})
+    write_texts({page: page_environment().get_template("report.html.j2").render(**context), **paged.files(page)})
     return page
 
 

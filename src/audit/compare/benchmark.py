@@ -22,13 +22,13 @@ import pandas as pd
 from audit.benchmark.tables import run_frames
 from audit.benchmark.cells import BY_NAME, CENSORED, GAP_METRICS, TARGET, BenchmarkTables, benchmark_tables
 from audit.compare.answer_settings import label, reference_settings, target_settings, unrouted, varied_settings
-from audit.compare.report import TEMPLATES_DIR, cells, colours_for, fmt, gap_cells, hbar_chart, interval, is_missing, \
+from audit.compare.report import page_environment, cells, colours_for, fmt, gap_cells, hbar_chart, interval, is_missing, \
     legend, recall_shade, refusal_shade, varied, who
 from audit.compare.collect import Run
 from audit.compare.protocols import THIS_TOOL, notes_frame, protocol_files, protocol_of, side_by_side, \
     testbed_cells, this_tool_cells
 from audit.counted import counted
-from audit.pages import SORT_FILTER_JS, environment
+from audit.pages import SORT_FILTER_JS
 from audit.benchmark.terms import GAP_RATE_NAMES
 from audit.compare.terms import GLOSSARY
 from audit.pages.tools import PAGE_PANEL, page_js
@@ -245,7 +245,7 @@ def context(tables: BenchmarkTables, dirs: Sequence[Path], runs: int,
 
 
 def render(tables: BenchmarkTables, dirs: Sequence[Path], runs: int, protocols: pd.DataFrame | None = None) -> str:
-    return environment(TEMPLATES_DIR).get_template("benchmark.html.j2").render(
+    return page_environment().get_template("benchmark.html.j2").render(
         **context(tables, dirs, runs, protocols))
 
 

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import jinja2
 import pandas as pd
 
 from audit.counted import counted
@@ -67,6 +68,12 @@ EPISTEMIC_VIEW = ("run", "domain", "predicate", "system", "condition", "mapping"
 
 
 # -- cells --------------------------------------------------------------------------------
+
+
+def page_environment() -> jinja2.Environment:
+    """This report's templates (one environment per process: :func:`audit.pages.environment`)."""
+    return environment(TEMPLATES_DIR)
+
 
 def is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
@@ -594,7 +601,7 @@ def build_context(tables: Tables, dirs: Sequence[Path], out: Path,
 def render_html(tables: Tables, dirs: Sequence[Path], out: Path, judgings: Sequence[str] = (ORIGINAL,),
                 benchmark_page: bool = False) -> str:
     """The comparison page; ``benchmark_page``: benchmark runs were compared, their page is beside it."""
-    return environment(TEMPLATES_DIR).get_template("compare.html.j2").render(
+    return page_environment().get_template("compare.html.j2").render(
         **build_context(tables, dirs, out, judgings), benchmark_page=benchmark_page, lead=lead())
 
 

@@ -167,12 +167,13 @@ def embedded_systems(systems: Sequence[str]) -> list[str]:
 def _cards_context(entries: list[dict[str, Any]]) -> dict[str, Any]:
     """Every card drawn by the one card macro, the first :data:`INLINE_CARDS` for the page and the
     rest in chunks for the files beside it."""
-    card = _environment().get_template("card.html.j2").module.card  # type: ignore[attr-defined]
+    card = page_environment().get_template("card.html.j2").module.card  # type: ignore[attr-defined]
     paged = page_entries([card(e) for e in entries], shown=INLINE_CARDS, chunk=CHUNK_CARDS, folder=CARDS_DIR)
     return {"paged": paged, "n_cards": len(entries)}
 
 
-def _environment() -> jinja2.Environment:
+def page_environment() -> jinja2.Environment:
+    """This report's templates (one environment per process: :func:`audit.pages.environment`)."""
     return environment(TEMPLATES_DIR, filters={"rate": fmt_rate, "interval": fmt_interval})
 
 
@@ -181,7 +182,7 @@ def render_report(metrics: Metrics | Mapping[str, Any], rows: Sequence[Answer | 
                   meta: Mapping[str, Any] | None = None) -> str:
     """The page as an HTML string (``metrics`` from :func:`compute_metrics` on ``rows``); the cards
     past :data:`INLINE_CARDS` are not in it but in the files :func:`write_report` writes beside it."""
-    return _environment().get_template("report.html.j2").render(**build_context(metrics, rows, cards or {}, meta or {}))
+    return page_environment().get_template("report.html.j2").render(**build_context(metrics, rows, cards or {}, meta or {}))
 
 
 def write_report(path: Path, metrics: Metrics | Mapping[str, Any], rows: Sequence[Answer | Mapping[str, Any]],
@@ -190,7 +191,7 @@ def write_report(path: Path, metrics: Metrics | Mapping[str, Any], rows: Sequenc
     """Write the page and its card chunks as one set (:func:`audit.io.atomic.write_texts`)."""
     context = build_context(metrics, rows, cards or {}, meta or {})
     paged: Paged = context["paged"]
-    write_texts({path: _environment().get_template("report.html.j2").render(**context), **paged.files(path)})
+    write_texts({path: page_environment().get_template("report.html.j2").render(**context), **paged.files(path)})
     return path
 
 

@@ -106,7 +106,8 @@ def summary_lines(metrics: Mapping[str, Any], judge: Mapping[str, Any]) -> list[
     return lines
 
 
-def _environment() -> jinja2.Environment:
+def page_environment() -> jinja2.Environment:
+    """This report's templates (one environment per process: :func:`audit.pages.environment`)."""
     return environment(Path(__file__).resolve().parent / "templates")  # responses and rationales: untrusted
 
 
@@ -152,7 +153,7 @@ def write_outputs(out: Path, labels: Path, judge: Mapping[str, Any], rows: Seque
     write_json(out / "judge_check.json", {"labels": str(labels), "judge": settings, **_json_safe(metrics),
                                           "items": items,
                                           "facts": _json_safe(facts) if facts else None, "fact_items": list(fact_items)})
-    html = _environment().get_template("judge_check.html.j2").render(
+    html = page_environment().get_template("judge_check.html.j2").render(
         labels=str(labels), judge=settings, metrics=metrics, lines=lines, facts=facts,
         items=[{**item, "response": r.response, "rationale": res.get("rationale", "")}
                for item, r, res in zip(items, rows, results)], page_js=page_js(GLOSSARY), page_panel=PAGE_PANEL)

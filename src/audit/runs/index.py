@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+import jinja2
 
 from audit.io.atomic import write_text
 from audit.pages import SORT_FILTER_JS, environment
@@ -189,9 +190,14 @@ def beside_runs(roots: Sequence[Path]) -> Path:
     return common / PAGE
 
 
+
+def page_environment() -> jinja2.Environment:
+    """The index page's templates (one environment per process: :func:`audit.pages.environment`)."""
+    return environment(Path(__file__).resolve().parent / "templates")
+
 def write_index(rows: Sequence[IndexRow], out: Path, roots: Sequence[Path]) -> Path:
     """Write the index page to ``out`` (atomically) and return it."""
-    env = environment(Path(__file__).resolve().parent / "templates")
+    env = page_environment()
     page_dir = out.parent
     shown = [{"cells": _cells(row), "problem": row.problem, "report": _link(row.report, page_dir),
               "comparison": _link(row.comparison, page_dir), "path": _link(row.path, page_dir)} for row in rows]
