@@ -13,7 +13,9 @@ counts the TCP connections each contender opened (``GET /_fake/stats``). Run:
 "× ideal" is wall time ÷ (calls / concurrency × 0.2 s); at 128, 400 calls are 3.1 waves, so
 even a perfect client needs 4 × 0.2 s = 1.28 × ideal. "× bare aiohttp" is wall time ÷ that of bare
 aiohttp on the same route and concurrency in this run, with the load average beside each row.
-"of it GC/call" is the garbage collector's CPU inside "CPU/call" (``gc.callbacks``). A last, longer
+"route's client alone" is the HTTP client litellm drives on that route (its own handler on chat, the OpenAI SDK
+on raw completions), on the gateway's pool without litellm: between it and "gateway" is litellm's per-call
+path and the gateway's own work. "of it GC/call" is the garbage collector's CPU inside "CPU/call" (``gc.callbacks``). A last, longer
 run at 128 in flight (``--long-calls``, a sweep's length) sets the gateway beside itself with
 litellm's import-time objects unfrozen, the full collections that costs, and their CPU.
 """
@@ -40,7 +42,11 @@ from urllib.parse import urlsplit
 
 LATENCY_S = 0.2
 ROUTES = ("chat", "raw completions")
-CONTENDERS = ("gateway", "plain litellm", "bare aiohttp", "bare httpx")
+CLIENT = "route's client alone"
+"""The HTTP client litellm drives on each route, on the gateway's pool, without litellm: its own handler on
+chat, the OpenAI SDK on raw completions (as litellm calls it: ``with_raw_response``, then ``parse``). What
+a call costs below litellm, and why the raw route costs more than chat."""
+CONTENDERS = ("gateway", "plain litellm", CLIENT, "bare aiohttp", "bare httpx")
 UNFROZEN = "gateway, gc unfrozen"
 """The gateway with litellm's import-time objects handed back to the garbage collector (``gc.unfreeze``
 after the warm-up call): what every full collection cost before the gateway froze them."""
@@ -117,6 +123,25 @@ async def contender_call(name: str, chat: bool, base_url: str, concurrency: int
         if chat:
             return (lambda i: gw.achat("m/x", body(True, i)["messages"])), close_gateway
         return (lambda i: gw.acomplete("m/x", body(False, i)["prompt"])), close_gateway
+    if name == CLIENT:
+        from audit.llm import backend
+        from audit.llm.settings import GatewaySettings
+
+        pool = backend.Pool(base_url, "bench-key", 30, concurrency, GatewaySettings.max_reply_bytes)
+
+        async def close_pool() -> int:
+            opened = pool.connections_opened
+            await pool.close()
+            return opened
+
+        if chat:
+            return (lambda i: pool.chat.post(base_url + path, json={"model": "m/x", **body(True, i)})), close_pool
+
+        async def sdk_call(i: int) -> Any:
+            raw = await pool.completion.completions.with_raw_response.create(model="m/x", **body(False, i))
+            return raw.parse()
+
+        return sdk_call, close_pool
     if name == "plain litellm":  # litellm as a user calls it: its defaults, its own clients
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # offline price map
         import litellm

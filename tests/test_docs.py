@@ -182,3 +182,9 @@ def test_the_home_page_links_every_page_of_the_site():
     home = (DOCS / "index.md").read_text(encoding="utf-8")
     assert {"audit.md", "epistemic.md", "benchmark.md"} <= set(nav)
     assert [page for page in nav if page != "index.md" and f"]({page})" not in home] == []
+
+
+def test_the_site_s_changelog_is_the_repository_s():
+    """One changelog: the site's page is a link to ``CHANGELOG.md``. It had become a copy (a helper wrote the
+    page in place of the link) and the two drifted apart, each holding entries the other lacked."""
+    assert (DOCS / "changelog.md").is_symlink() and (DOCS / "changelog.md").resolve() == ROOT / "CHANGELOG.md"

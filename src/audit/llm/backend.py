@@ -210,11 +210,14 @@ _declared: set[str] = set()
 def _declare_unpriced(route: str, model: str) -> None:
     """Tell litellm a model is priced at zero, once per route and model.
 
-    litellm prices every reply; for a model missing from its map (every ``openrouter/*``
-    one) it searches regex fallbacks a thousand times per call, a few ms of CPU that caps
-    a concurrent sweep. Cost comes from OpenRouter's ``usage.cost`` (the ledger) instead,
-    so an explicit zero entry under our route-prefixed name ends litellm's search at once
-    without shadowing any of its real entries.
+    litellm prices every reply; for a model missing from its map (every OpenRouter id) it
+    tries its capability rules for each name it derives, about 0.85 ms of CPU per raw call
+    (litellm 1.109) that caps a concurrent sweep. Cost comes from OpenRouter's ``usage.cost``
+    (the ledger) instead, so an explicit zero entry under our route-prefixed name ends the
+    search at once without shadowing any of its real entries. On the raw route every name
+    litellm prices by resolves to this key: the route-prefixed id, and the reply's ``model``
+    under the provider ``text-completion-openai`` (``tests/llm/test_backend.py``). The chat
+    route's replies carry their cost already (litellm's OpenRouter handler reads ``usage.cost``).
     """
     name = route + model
     if name in _declared:
