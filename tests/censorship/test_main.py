@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from audit.testing.replies import error_reply, slow
+from audit.testing.replies import Hold, error_reply, slow
 from audit.testing.server import FakeOpenRouter
 
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
@@ -218,12 +218,17 @@ def test_a_second_concurrent_resume_is_refused_naming_the_holder(tmp_path, fake_
     proc.communicate(timeout=30)
     (run_dir,) = (tmp_path / "out").iterdir()
 
+    # the holder's first call is held until the second resume has been refused: the holder still runs then
+    # (unheld, a loaded machine started the second after the first had finished: "already finished")
+    fake_openrouter.handler = hold = Hold(fake_openrouter.handler)
     first = audit(tmp_path, fake_openrouter, f"resume={run_dir}")
+    assert hold.wait(scaled(60)), "the resumed run never made a call"
     wait_while_running(first, lambda: f"pid {first.pid} " in (run_dir / ".lock").read_text())
     code, out, err = finish(audit(tmp_path, fake_openrouter, f"resume={run_dir}"))
     assert code == 1 and err.count("\n") == 1 and "Traceback" not in err
     assert f"pid {first.pid}" in err and "in use" in err
     assert first.poll() is None, "the holder keeps running"
+    hold.release()
     code, _, err = finish(first)
     assert code == 0, err
     assert len(list((run_dir / "audited_responses").iterdir())) == 5
