@@ -38,10 +38,10 @@ def test_a_short_benchmark_with_target_and_judge_on_the_real_model(embedded, tmp
     """Bounded by its settings: 2 draws of at most 60 tokens and 6 judge calls (a label, the facts and the
     assessment of each draw) of at most 512, so at most 3,192 written tokens, ~2.7 min at the embedded
     model's 20 tokens/s on 2 quiet cores. On the seeded server the path is near one: both answers at their
-    60, labels and assessments 21-39 tokens, the two fact scorings 98-136 in three runs (2026-11-29; the
+    60, labels and assessments 21-39 tokens, the two fact scorings 98-136 in four runs (2026-11-29; the
     judge's calls run at once, and which reuses a cached prompt varies), ~500 tokens and ~25 s of writing.
-    The cap stays at 512: in a fourth run with 192 one fact scoring reached it. With every key fact the run
-    wrote 1,001-1,028 tokens (fact scorings 369-422, each failing for a missing verdict) in 49 CPU-s."""
+    The cap stays at 512: in a fifth run, capped at 192, one fact scoring reached it. With every key fact
+    the run wrote 1,001-1,028 tokens (fact scorings 369-422, each failing for a missing verdict), 49 CPU-s."""
     done = run_cli("audit.benchmark", local_endpoint(embedded), *SMOLLM2, *JUDGE, "questions=file",
                    f"questions.path={two_topics(tmp_path)}", "sampling.max_tokens=60",
                    f"output_dir={tmp_path / 'out'}", "gateway.cache.enabled=false", DEADLINE, cwd=tmp_path)
