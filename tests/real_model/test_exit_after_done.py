@@ -19,8 +19,8 @@ from tests.real_model.conftest import DEADLINE, TIMEOUT_S, assert_exits_soon, no
 
 ONE_TOKEN = ("questions=topics", "questions.topics=[tiananmen]", "sampling.max_tokens=1", "judge=off")
 """One question answered in one token and nothing judged: one call, through ``local_model`` like any other
-(its server started, measured and stopped). With a judge and a 30-token answer this test wrote ~800 tokens,
-35.6 CPU-s, for the same exit."""
+(its server started, measured and stopped). With a judge and a 30-token answer this test wrote 346-411 tokens
+and read ~1,750 (its fact scoring cut at its 256) in 34-38 CPU-s for the same exit; now 7-11."""
 LABEL_CAP = "embedded.judge.max_tokens=256"
 """The rescore's one label call, capped well above the ~25 tokens a label and its rationale take (local=true caps
 the judge by ``embedded.judge.max_tokens``, not ``judge.max_tokens``). Not lower: this server is not seeded, and a
