@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests import entrypoints
 from tests.timing import scaled
 
 LEFT_PENDING = ("Task was destroyed", "was never awaited", "unclosed event loop", "Exception ignored")
@@ -41,14 +42,21 @@ class Ended:
 
 
 def run_to_exit(args: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout_s: float,
-                last: str = "^done:") -> Ended:
-    """Start ``args`` in a fresh interpreter (cold on purpose: the exit under test is the interpreter's own,
-    as a user's ``python -m`` ends), read its stdout line by line and note when its last line (``last``, a
-    regular expression: ``done:`` by default) arrives; then wait at most :data:`EXIT_S` for the exit. A process
-    still running then is killed and the assertion names it; the whole run is killed after ``timeout_s``."""
+                last: str = "^done:", cold: bool = True) -> Ended:
+    """Start ``args``, read its stdout line by line and note when its last line (``last``, a regular
+    expression: ``done:`` by default) arrives; then wait at most :data:`EXIT_S` for the exit. A process
+    still running then is killed and the assertion names it; the whole run is killed after ``timeout_s``.
+
+    Cold by default, in a fresh interpreter as a user's ``python -m`` is. ``cold=False`` forks it from the
+    tests' warm server (:func:`tests.entrypoints.start`, ``python -m`` args only) with the interpreter's whole
+    end, teardown included (``teardown=True``: atexit handlers, non-daemon threads joined, every module torn
+    down and what that prints on stderr), so a run held after ``done:`` is held
+    there too, without the ~6 CPU-s a cold start pays importing litellm (a real-model test that times a run
+    it makes anyway)."""
     errors = cwd / "stderr.txt"
     with errors.open("w", encoding="utf-8") as stderr:
-        proc = subprocess.Popen(list(args), cwd=cwd, env=dict(env), stdout=subprocess.PIPE, stderr=stderr, text=True)
+        proc = entrypoints.start(list(args), cold=cold, cwd=cwd, env=dict(env), stdout=subprocess.PIPE, stderr=stderr,
+                                 text=True, teardown=True)
     watchdog = threading.Timer(timeout_s, proc.kill)
     watchdog.start()
     lines: list[str] = []

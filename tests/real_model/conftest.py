@@ -20,6 +20,7 @@ import pytest
 from audit.llm.embedded import EmbeddedServer
 from audit.templates import get_family
 from tests import entrypoints
+from tests.exits import EXIT_S, run_to_exit
 from tests.timing import scaled
 
 TIMEOUT_S = scaled(600)
@@ -46,11 +47,26 @@ load average 25 on 2 cores the 135M auditor's 1,024-token reply took longer than
 off at the same point. On free cores it is the shipped 120 s."""
 
 
+def no_key() -> dict[str, str]:
+    """This environment without the OpenRouter variables: the real-model runs need no key and must not find one."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}
+
+
 def run_cli(module: str, *args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """``python -m <module> args`` in ``cwd`` with no key in the environment (unless ``env`` adds one)."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}
-    return entrypoints.run([sys.executable, "-m", module, *args], cwd=cwd, env={**base, **(env or {})},
+    return entrypoints.run([sys.executable, "-m", module, *args], cwd=cwd, env={**no_key(), **(env or {})},
                            capture_output=True, text=True, timeout=TIMEOUT_S)
+
+
+def assert_exits_soon(args: list[str], cwd: Path, *, cold: bool) -> str:
+    """Run ``python -m <args>`` (a ``local=true`` run: it starts its own server) to its exit, cold or warm
+    (:func:`tests.exits.run_to_exit`); it succeeds and exits within :data:`tests.exits.EXIT_S` of its
+    ``done:`` line. Returns its stdout."""
+    ended = run_to_exit([sys.executable, "-m", *args], cwd=cwd, env=no_key(), timeout_s=TIMEOUT_S, cold=cold)
+    assert ended.returncode == 0, ended.stdout + ended.stderr
+    assert "embedded model: smollm2" in ended.stdout  # the run started its own server
+    assert ended.after_done_s is not None and ended.after_done_s <= EXIT_S, ended.stdout
+    return ended.stdout
 
 
 def local_endpoint(server: EmbeddedServer) -> str:

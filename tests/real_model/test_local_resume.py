@@ -3,7 +3,6 @@ run routed to it (a resume's command line cannot say ``local=``; the saved confi
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from pathlib import Path
 from audit.testing.replies import Hold
 from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
-from tests.real_model.conftest import TIMEOUT_S, assert_sampled_in_family, only_run_dir, read, run_cli
+from tests.real_model.conftest import TIMEOUT_S, assert_sampled_in_family, no_key, only_run_dir, read, run_cli
 from tests import entrypoints
 
 
@@ -21,7 +20,7 @@ def test_a_killed_local_audit_resumes_with_the_embedded_model(tmp_path: Path) ->
         script = Script()
         hold = Hold(script.handler, lambda r: (r.json or {}).get("model") == AUDITOR_MODEL, skip=1)
         fake.handler = hold  # the auditor's turn 2 waits: response 1 is on disk
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")}, **fake.env()}
+        env = {**no_key(), **fake.env()}
         proc = entrypoints.start([sys.executable, "-m", "audit", "local=[audited]", f"auditor.model={AUDITOR_MODEL}",
                                   "judge=off", "max_iterations=2", "sampling.max_tokens=40", "output_dir=out",
                                   "gateway.cache.enabled=false"], cwd=tmp_path, env=env,

@@ -11,7 +11,8 @@ from pathlib import Path
 from audit.llm.embedded import MODEL
 from audit.testing.server import FakeOpenRouter
 from audit.testing.scripted_audit import AUDITOR_MODEL, Script
-from tests.real_model.conftest import SMOLLM2, assert_sampled_in_family, local_endpoint, only_run_dir, read, run_cli
+from tests.real_model.conftest import (DEADLINE, SMOLLM2, assert_exits_soon, assert_sampled_in_family, local_endpoint,
+                                       only_run_dir, read, run_cli)
 
 
 def sample(server, prompt: str) -> str:
@@ -66,25 +67,29 @@ def test_per_role_endpoints_auditor_on_loopback_target_on_real_model(embedded, t
     assert config["gateway"]["effective"] == {"openrouter": fake_base, "local": embedded.base_url}
 
 
-CARDS_PER_LABEL = 2
+CARDS_PER_LABEL = 1
 """Cards per label (E, C, U): each answer is one real-model call, and what the test shows (both systems answer
 every card, each answer valid or an error, the rerun served whole from the cache) does not grow with their number."""
 
 
 def epistemic(tmp_path: Path, out: str) -> Path:
-    done = run_cli("audit.epistemic", "local=true", "systems=[raw_llm,graph_rag]", f"cards.num_per_type={CARDS_PER_LABEL}",
-                   "cards.suites=[standard]", f"output_dir={tmp_path / out}",
-                   f"gateway.cache.path={tmp_path / 'cache.sqlite'}", cwd=tmp_path)
-    assert done.returncode == 0, done.stdout + done.stderr
+    """A ``local=true`` epistemic run, timed from its ``done:`` line to its exit (the exit test of issue 38,
+    item 7, for this entrypoint: first with calls served, then with none)."""
+    assert_exits_soon(["audit.epistemic", "local=true", "systems=[raw_llm,graph_rag]",
+                       f"cards.num_per_type={CARDS_PER_LABEL}", "cards.suites=[standard]", f"output_dir={tmp_path / out}",
+                       f"gateway.cache.path={tmp_path / 'cache.sqlite'}", DEADLINE], tmp_path, cold=False)
     return only_run_dir(tmp_path / out)
 
 
 def test_epistemic_run_on_real_model_then_cached_rerun_sends_nothing(tmp_path):
-    """Bounded by its settings: 2 systems x 3 labels x CARDS_PER_LABEL cards, 12 answers of at most 20
-    tokens (conf/system's ``max_tokens``), 240 written tokens in all, and a re-run that sends nothing;
-    ``local=true`` starts llama.cpp's server and measures its speed in each of the two runs. Measured
-    2026-11-29: 195 tokens; its time is the two starts and the prompts read (graph_rag's carry the
-    card's facts), 44 CPU-s in all."""
+    """Bounded by its settings: 2 systems x 3 labels x CARDS_PER_LABEL cards, 6 answers of at most 20
+    tokens (conf/system's ``max_tokens``), 120 written tokens in all, and a re-run that sends nothing;
+    ``local=true`` starts llama.cpp's server and measures its speed in each of the two runs, and each run
+    exits within seconds of its ``done:`` line (the exit test of issue 38, item 7, for this entrypoint). Its
+    cost is the prompts read more than the tokens written (the 135M model reads ~120 tokens/s and writes ~48
+    on one thread; graph_rag's prompts carry the card's facts): measured 2026-11-29, 1,198 tokens read and 88
+    written. With 2 cards a label (2,435 read, 177 written) and the exit timed in a separate cold run, the
+    two tests took 30.4 + 15.2 CPU-s."""
     run_dir = epistemic(tmp_path, "first")
     rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 2 * 3 * CARDS_PER_LABEL and {r["system"] for r in rows} == {"raw_llm:smollm2-135m-instruct",

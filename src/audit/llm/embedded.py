@@ -37,9 +37,14 @@ and the probes (measured: 4,412), so the slot takes the whole trained context.""
 
 
 SPEED_PROMPT = Path(__file__).with_name("embedded_speed.txt")
-"""The measuring request's prompt (about 110 tokens: long enough to time the prompt's processing)."""
-SPEED_TOKENS = 16
-"""Tokens the measuring request writes: a few seconds on a busy CPU, enough for a rate."""
+"""The measuring request's prompt (52 tokens). llama.cpp reads a prompt at one rate whatever its length: in
+three of four pairs interleaved in one server on 2 cores (2026-11-29), 105 tokens were read at 118-127
+tokens/s and 52 at 111-122 (in the fourth, during a load spike, 57 and 76). A 105-token prompt and 16
+written tokens only doubled the measurement's cost, paid at the start of every ``local=`` run: 1.15-1.64
+CPU-s in those pairs, 0.56-0.65 now."""
+SPEED_TOKENS = 8
+"""Tokens the measuring request writes, enough for a rate (in those pairs 8 were written at 41-50 tokens/s,
+16 at 45-49, and 25 during the spike)."""
 MARGIN = 4.0
 """A call's deadline over its time at the measured speed: ``n_parallel`` requests share the cores
 (the judge beside the target), and a shared machine's load changes during a run."""
