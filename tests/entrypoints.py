@@ -49,6 +49,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
@@ -572,8 +573,9 @@ def _end_as_python_ends(launch: dict[str, Any], defaults: dict[str, str]) -> NoR
         interrupted, code = isinstance(exc, KeyboardInterrupt), 1
     try:
         threading._shutdown()  # type: ignore[attr-defined]  # what the interpreter calls first at its end
-    except BaseException:  # noqa: BLE001 - the interpreter reports it and ends all the same
-        sys.unraisablehook(sys.UnraisableHookArgs((*sys.exc_info(), "while joining threads at exit", None)))
+    except BaseException as exc:  # noqa: BLE001 - reported as the interpreter's unraisable hook does; the end goes on
+        sys.stderr.write(f"Exception ignored in: {threading!r}\nTraceback (most recent call last):\n"
+                         f"{''.join(traceback.format_tb(exc.__traceback__))}{type(exc).__qualname__}: {exc}\n")
     atexit._run_exitfuncs()
     gc.collect()
     try:

@@ -38,6 +38,13 @@ elif what == "atexit":
     import atexit
     atexit.register(lambda: print("atexit ran", flush=True))
     threading.Thread(target=lambda: (__import__("time").sleep(0.3), print("thread joined", flush=True))).start()
+elif what == "interrupted_at_exit":  # Ctrl-C while the interpreter joins a thread at its end
+    def late():
+        __import__("time").sleep(0.5)
+        os.kill(os.getpid(), signal.SIGINT)
+        __import__("time").sleep(0.5)
+        print("thread done", flush=True)
+    threading.Thread(target=late).start()
 elif what == "buffered":
     sys.stdout.write("in the buffer, never flushed by the program")
 elif what == "garbage":  # a coroutine never awaited, in a cycle only the collector frees
@@ -84,7 +91,7 @@ def test_the_child_sees_what_python_m_would(probe, monkeypatch):
 
 
 @pytest.mark.parametrize("args", [("exit", "3"), ("exit", "0"), ("exit", "-1"), ("message",), ("raise",),
-                                  ("interrupt",), ("atexit",), ("buffered",), ("garbage",)])
+                                  ("interrupt",), ("atexit",), ("interrupted_at_exit",), ("buffered",), ("garbage",)])
 def test_the_child_ends_as_python_m_would(probe, args):
     warm, cold = both(probe, *args)
     assert warm.returncode == cold.returncode
