@@ -52,7 +52,6 @@ PANEL_KEYS = ("role", "technique", "framing", "lang", "question_set", "judge")
 CELL_W, CELL_H, LABEL_W, HEAD_H = 96, 34, 210, 70
 
 
-
 def page_environment() -> jinja2.Environment:
     """This report's templates (one environment per process: :func:`audit.pages.environment`)."""
     return environment(TEMPLATES_DIR)

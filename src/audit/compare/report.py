@@ -67,13 +67,12 @@ NA_COLUMNS = frozenset({"fact_recall", "baseline_fact_recall", "technique_fact_r
 EPISTEMIC_VIEW = ("run", "domain", "predicate", "system", "condition", "mapping", "repeat", "counted", "n_cards", "errors", "cost")
 
 
-# -- cells --------------------------------------------------------------------------------
-
-
 def page_environment() -> jinja2.Environment:
     """This report's templates (one environment per process: :func:`audit.pages.environment`)."""
     return environment(TEMPLATES_DIR)
 
+
+# -- cells --------------------------------------------------------------------------------
 
 def is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))

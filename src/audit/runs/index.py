@@ -190,10 +190,10 @@ def beside_runs(roots: Sequence[Path]) -> Path:
     return common / PAGE
 
 
-
 def page_environment() -> jinja2.Environment:
     """The index page's templates (one environment per process: :func:`audit.pages.environment`)."""
     return environment(Path(__file__).resolve().parent / "templates")
+
 
 def write_index(rows: Sequence[IndexRow], out: Path, roots: Sequence[Path]) -> Path:
     """Write the index page to ``out`` (atomically) and return it."""
