@@ -4,5 +4,5 @@
   :func:`~audit.app.hydra_app.run_app` (``--help``, ``resume=<sweep dir>``, one-line config errors).
 - :mod:`audit.app.sweep_end`: the ``on_multirun_end`` callback (``conf/hydra/default.yaml``) that
   counts a sweep's jobs and writes its comparison.
-- :mod:`audit.app.warm_imports`: what the warm launcher's fork server imports once for every job.
+- :mod:`audit.app.warm_imports`: what the warm launcher imports once, before it forks every job.
 """

@@ -1,5 +1,6 @@
-"""What a sweep's job processes import before they start: the warm launcher's fork server imports
-this module once, and every job process forked from it starts with these libraries loaded.
+"""What a sweep's job processes import before they start: the warm launcher imports this module once
+(in the sweep's process, or in a fork server), and every job process forked from there starts with these
+libraries loaded.
 
 litellm alone costs ~3.5 CPU-seconds per fresh process; a 12-job sweep paid it 12 times.
 """

@@ -4,8 +4,8 @@ Hydra's joblib launcher runs every job in a loky worker, a fresh interpreter tha
 libraries (litellm ~3.5 CPU-s) itself: a 12-job sweep with ``n_jobs=12`` paid the import 12 times,
 which on 2 cores is most of the sweep. This launcher keeps the joblib launcher's settings and its
 per-job code (Hydra's ``execute_job``: the job's config, its own sweep subdir) and changes only
-where jobs run: a ``forkserver`` process imports :mod:`audit.app.warm_imports` once, and each
-worker process is forked from it with those modules already loaded. Jobs still run in processes
+where jobs run: :mod:`audit.app.warm_imports` is imported once, and each worker process is forked
+with those modules already loaded (:func:`job_context` says from where). Jobs still run in processes
 of their own (a job's state and signals; a Ctrl-C of the sweep is passed to each running job once);
 ``n_jobs`` workers run at once (``-1``: one per job, since jobs wait on the network, not on a core).
 Linux and macOS only (fork). It is the default launcher of every experiment's ``-m`` sweep: jobs at
@@ -18,12 +18,15 @@ Hydra imports this module at every start, so the joblib launcher's code loads in
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import multiprocessing
 import os
 import signal
+import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, wait
+from multiprocessing.context import BaseContext
 from pathlib import Path
 
 from hydra.core.singleton import Singleton
@@ -33,6 +36,7 @@ from audit.counted import counted
 
 log = logging.getLogger(__name__)
 PRELOAD = ["audit.app.warm_imports"]
+STOPS = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
 
 
 class WarmLauncher(JoblibLauncher):
@@ -51,8 +55,7 @@ class WarmLauncher(JoblibLauncher):
         log.info(f"warm launcher: {counted(len(job_overrides), 'job')}, {workers} at once, sweep output dir: {sweep_dir}")
         for idx, overrides in enumerate(job_overrides):
             log.info(f"\t#{idx} : {' '.join(filter_overrides(overrides))}")
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(PRELOAD)
+        context = job_context()
         state = Singleton.get_state()
         # cloudpickle, as loky does: the task function lives in ``__main__`` (python -m audit)
         jobs = [cloudpickle.dumps((initial_job_idx + idx, overrides, self.hydra_context, self.config,
@@ -64,6 +67,25 @@ class WarmLauncher(JoblibLauncher):
             except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP of the sweep (audit.jobs.interrupts)
                 _interrupt(pool, running)
                 raise SystemExit(1) from None
+
+
+def job_context() -> BaseContext:
+    """Where the workers are forked from: this process, once it has imported :data:`PRELOAD`, while it runs
+    one thread; else a ``forkserver`` that imports them.
+
+    Forking this process costs the imports once, as the fork server did, without a second interpreter; a
+    process that has them already (a sweep started from a warm process: the test suite's fork server, a
+    notebook) pays nothing, where a fork server imported them again (~4.5 CPU-s a sweep). A fork copies
+    only the calling thread, so a lock another thread held would stay held in every job: with a second
+    thread running the fork server is the safe choice. A worker forked from here starts as one forked from
+    the server would (:func:`_start_worker`)."""
+    if threading.active_count() == 1:
+        for name in PRELOAD:
+            importlib.import_module(name)
+        return multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    return context
 
 
 def _interrupt(pool: ProcessPoolExecutor, running: list[Future[bytes]]) -> None:
@@ -84,9 +106,16 @@ def _interrupt(pool: ProcessPoolExecutor, running: list[Future[bytes]]) -> None:
 
 def _start_worker() -> None:
     """A worker in a process group of its own (see :func:`_interrupt`), deaf to Ctrl-C while it runs no
-    job: an interrupt sent to a worker whose job had ended printed the executor's traceback."""
+    job: an interrupt sent to a worker whose job had ended printed the executor's traceback.
+
+    SIGTERM and SIGHUP get their defaults back, as in a process the fork server starts: forked from the
+    sweep's process, the worker would keep its handlers, which turn them into a Ctrl-C of the sweep
+    (:mod:`audit.jobs.interrupts`); an ignored one (``nohup``) stays ignored. A job sets its own."""
     os.setpgrp()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for stop in STOPS:
+        if signal.getsignal(stop) is not signal.SIG_IGN:
+            signal.signal(stop, signal.SIG_DFL)
 
 
 def _run(job: bytes) -> bytes:
