@@ -346,9 +346,8 @@ def run_case(case: Case, directory: Path, server: FakeOpenRouter, base_env: dict
     if not case.key:
         env.pop("OPENROUTER_API_KEY")
     started = time.monotonic()
-    # As root, a read-only case runs cold: the capabilities dropped from the bounding set go at exec.
     proc = entrypoints.run(case.argv(directory), cwd=directory, env=env, capture_output=True, text=True,
-                           timeout=scaled(120), preexec_fn=_preexec(case), cold=case.read_only and AS_ROOT)
+                           timeout=scaled(120), preexec_fn=_preexec(case))
     for path in directory.rglob("*"):  # let the tmp dir be cleaned up
         if path.is_dir():
             path.chmod(stat.S_IRWXU)

@@ -6,7 +6,7 @@ import errno
 
 import pytest
 
-from audit.errors import UserError, os_error_line, user_error_line
+from audit.errors import UserError, os_error_line, print_error_line, user_error_line
 
 
 @pytest.mark.parametrize("code, cause", [
@@ -29,3 +29,10 @@ def test_errors_that_are_not_the_users_stay_unhandled():
     assert os_error_line(OSError("no errno")) is None
     assert user_error_line(ValueError("a bug")) is None
     assert user_error_line(UserError("fix it")) == "fix it"
+
+
+def test_an_error_line_is_one_line_no_terminal_can_act_on(capsys):
+    """A single run's and a sweep job's line alike (a server's message may hold line breaks and escapes)."""
+    print_error_line("auth 401: key sk-or-[REDACTED]\n  half\x1b]0;pwned\x07 \x1b[2J")
+    err = capsys.readouterr().err
+    assert err.startswith("error: auth 401") and err.count("\n") == 1 and "\x1b" not in err, repr(err)

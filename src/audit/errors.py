@@ -86,9 +86,17 @@ def exit_on_user_error(job: Callable[[], T]) -> T:
         if line is None:
             raise
         drop_abandoned_call_warnings()
-        # Server and model text reaches these lines: no escape sequence may act on the terminal.
-        print(f"error: {' '.join(terminal_text(line).split())}", file=sys.stderr)
+        print_error_line(line)
         raise SystemExit(1) from None
+
+
+def print_error_line(line: str) -> None:
+    """Print ``error: <line>`` on stderr as one line, for a single run and a sweep's job alike.
+
+    Server and model text reaches these lines: no escape sequence may act on the terminal, and a line
+    break inside it (a key echoed "split across lines", a multi-line server message) must not make
+    the one line two."""
+    print(f"error: {' '.join(terminal_text(line).split())}", file=sys.stderr)
 
 
 def drop_abandoned_call_warnings() -> None:

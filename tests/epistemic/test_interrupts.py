@@ -27,10 +27,10 @@ from tests.compare.cells import assert_same_cells, comparison_cells
 
 from .test_main import run_cli
 
-CARDS = 36  # cards.num_per_type=4 x 3 labels x 3 suites
+CARDS = 18  # cards.num_per_type=2 x 3 labels x 3 suites: ANSWERED saved, CONCURRENCY in flight, 4 never asked
 ANSWERED = 10
 CONCURRENCY = 4
-ARGS = ("system=raw_llm", "system.model=acme/tiny", "cards.num_per_type=4", "gateway.max_retries=0",
+ARGS = ("system=raw_llm", "system.model=acme/tiny", "cards.num_per_type=2", "gateway.max_retries=0",
         "gateway.cache.enabled=false", f"gateway.max_concurrency={CONCURRENCY}", "output_dir=out")
 
 
@@ -62,7 +62,7 @@ def stopped_with_answers_saved(tmp_path: Path, server: FakeOpenRouter, sig: sign
         while journal is None or len(read_records(journal)) < ANSWERED or len(hold.held) < CONCURRENCY:
             assert proc.poll() is None and time.monotonic() < deadline, proc.stderr
             journal = next((tmp_path / "out").glob("*/answers.jsonl"), None)
-            time.sleep(0.005)
+            time.sleep(0.02)  # settled, the run can do nothing more: a later look stops the same state
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
     finally:
@@ -94,7 +94,9 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_stopped_run_resumes_in_its_directory_asking_only_the_rest(tmp_path, fake_openrouter, reference, sig,
                                                                      workers):
     """With ``workers=2`` the calls cut off in flight are the workers' and still reach the one ledger; a
-    SIGKILL of the run leaves its workers to see their socket close and end."""
+    SIGKILL of the run leaves its workers to see their socket close and end. A third resume of the finished
+    run is refused as already finished: checked in one case (the refusal reads the summary, the answers and
+    the outputs, which every case's resume leaves the same; each check was a ~1 CPU-s start)."""
     run_dir, hold, err = stopped_with_answers_saved(tmp_path, fake_openrouter, sig, f"workers={workers}")
     summary = json.loads((run_dir / "summary.json").read_text())
     if sig == signal.SIGKILL:
@@ -137,8 +139,9 @@ def test_a_stopped_run_resumes_in_its_directory_asking_only_the_rest(tmp_path, f
     assert len(cancelled) == (0 if sig == signal.SIGKILL else CONCURRENCY)
     assert not (run_dir / "answers.jsonl").exists() and (run_dir / "report.html").is_file()
 
-    again = run_cli(tmp_path, f"resume={run_dir}", env=fake_openrouter.env())
-    assert again.returncode == 1 and "already finished" in again.stderr and again.stderr.count("\n") == 1
+    if (sig, workers) == (signal.SIGKILL, 2):  # once: every case's resumed run is a finished success alike
+        again = run_cli(tmp_path, f"resume={run_dir}", env=fake_openrouter.env())
+        assert again.returncode == 1 and "already finished" in again.stderr and again.stderr.count("\n") == 1
 
 
 def test_a_run_being_resumed_is_locked(tmp_path, fake_openrouter):

@@ -1,4 +1,4 @@
-"""One damaged run among good ones: every command that reads many runs names it in one line and goes
+"""Damaged runs among good ones: every command that reads many runs names each damaged one and goes
 on with the others, for each kind of saved file a hand, a disk or a hostile sender can damage.
 
 Before: a response, turn or summary file nested 100,000 deep ended ``compare``, ``runs list``,
@@ -51,12 +51,15 @@ def one_run(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))
-@pytest.mark.parametrize("damage", list(DAMAGE))
-def test_a_damaged_run_is_named_and_the_good_one_is_still_read(tmp_path, one_run, fake_openrouter, damage, command):
+def test_each_damaged_run_is_named_and_the_good_one_is_still_read(tmp_path, one_run, fake_openrouter, command):
+    """Every kind of damage at once, one damaged run each beside one good run, in one start of the command:
+    each damaged run must be named (one run's damage must not hide another's) and the good
+    run still read. Before, one start per damage and command (24 starts); a damage that stopped the command
+    or hid the runs after it fails here as it failed there, and the assertion names the damage."""
     shutil.copytree(one_run, tmp_path / "out" / "a_good")
-    shutil.copytree(one_run, tmp_path / "out" / "b_damaged")
-    name, content = DAMAGE[damage]
-    (tmp_path / "out" / "b_damaged" / name).write_bytes(content)
+    for damage, (name, content) in DAMAGE.items():
+        shutil.copytree(one_run, tmp_path / "out" / f"b_damaged_{damage}")
+        (tmp_path / "out" / f"b_damaged_{damage}" / name).write_bytes(content)
     fake_openrouter.handler = Script(stop_at_turn=2).handler
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENROUTER_")} | fake_openrouter.env()
     proc = entrypoints.run([sys.executable, "-m", *COMMANDS[command]], cwd=tmp_path, env=env, capture_output=True,
@@ -64,14 +67,17 @@ def test_a_damaged_run_is_named_and_the_good_one_is_still_read(tmp_path, one_run
     said = proc.stdout + proc.stderr
     assert "Traceback" not in said, said
     assert proc.returncode == 0, said
-    damaged_lines = [line for line in said.splitlines() if "b_damaged" in line]
-    if command != "compare":  # compare names it in its table of unusable runs or in runs.csv
-        assert damaged_lines, said
-    else:
-        assert damaged_lines or "b_damaged" in (tmp_path / "report" / "runs.csv").read_text(encoding="utf-8"), said
+    listed = (tmp_path / "report" / "runs.csv").read_text(encoding="utf-8") if command == "compare" else ""
+    for damage in DAMAGE:
+        run = f"b_damaged_{damage}"
+        named = [line for line in said.splitlines() if run in line]
+        if command != "compare":  # compare names it in its table of unusable runs or in runs.csv
+            assert named, (f"{damage}: the damaged run is named", said)
+        else:
+            assert named or run in listed, (f"{damage}: the damaged run is named", said)
     if command == "export":
         assert len(list((tmp_path / "logs").glob("*.eval"))) >= 1  # the good run's log
     elif command == "rescore":
         assert (tmp_path / "out" / "a_good" / "judgings").is_dir()
     else:
-        assert "a_good" in said or "a_good" in (tmp_path / "report" / "runs.csv").read_text(encoding="utf-8")
+        assert "a_good" in said or "a_good" in listed, said

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -17,15 +18,24 @@ from audit.testing.replies import TEST_API_KEY
 from tests import entrypoints
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[str]:
-    """The CLI server in its own process; yields the base URL it prints first."""
-    command = [sys.executable, "-m", "audit.testing.fake_openrouter"]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path) as process:
+@contextmanager
+def hand_started(cwd: Path, *args: str) -> Iterator[str]:
+    """``python -m audit.testing.fake_openrouter <args>`` in its own process; yields the base URL it prints
+    first. Forked warm (``tests/entrypoints.py``: ~0.1 CPU-s against ~0.8 for a fresh interpreter, seven
+    times here); the CLI's cold start is tests/testing/test_fake_openrouter.py's ``--echo`` and ``--reply``."""
+    command = [sys.executable, "-m", "audit.testing.fake_openrouter", *args]
+    with entrypoints.start(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd) as process:
         try:
             yield process.stdout.readline().strip()
         finally:
             process.terminate()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[str]:
+    """The CLI server with its defaults."""
+    with hand_started(tmp_path) as url:
+        yield url
 
 
 def run(module: str, *args: str, base_url: str, cwd: Path, cold: bool = False) -> subprocess.CompletedProcess:
@@ -90,12 +100,9 @@ def test_a_technique_auto_audit_completes_against_the_hand_started_server(served
 
 @pytest.fixture
 def served_with(tmp_path: Path, request) -> Iterator[str]:
-    command = [sys.executable, "-m", "audit.testing.fake_openrouter", *request.param]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path) as process:
-        try:
-            yield process.stdout.readline().strip()
-        finally:
-            process.terminate()
+    """The CLI server with the options the test passes (``indirect``)."""
+    with hand_started(tmp_path, *request.param) as url:
+        yield url
 
 
 @pytest.mark.parametrize("served_with", [["--providers", "Honest,Wrapper:wraps", "--fault", "error_finish",

@@ -56,7 +56,7 @@ from audit.jobs.resume import command_line_overrides, read_saved, refuse_resume_
 from audit.llm import aborted
 from audit.llm.budget import stopped_by
 from audit.llm.embedded import chosen_roles, local_model, route
-from audit.llm.settings import record_endpoints, role_endpoint
+from audit.llm.settings import GatewaySettings, record_endpoints, role_endpoint
 from audit.llm.workers import WorkerGateway, worker_count
 from audit.progress import Progress, cache_note
 from audit.tasks import gather_or_cancel
@@ -385,6 +385,9 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
         for node in system_cfgs:
             if systems.get(node.name).NEEDS_LLM:
                 route(node)
+    endpoints = [role_endpoint(c) for c in system_cfgs if systems.get(c.name).NEEDS_LLM]
+    if endpoints:  # an unknown endpoint or a missing key: one line before the domain loads and the cards are drawn
+        GatewaySettings.from_config(cfg.gateway).keys_for(endpoints)
     path_component(cfg.domain.name, "domain.name")  # before it is looked up: the name is a path too
     domain = load_domain(cfg.domain, cfg.predicate)
     if resumed is not None:
@@ -407,9 +410,7 @@ def _run_experiment(cfg: DictConfig, stage: str, mapping: str, base: Path,
     name_parts = {"domain.name": domain.name, "predicate.name": domain.predicate.name}
     path_component(domain.predicate.name, "predicate.name")  # before any model call
     # Build systems (and the gateway, which checks the API key) before creating the run dir.
-    needs_llm = any(systems.get(c.name).NEEDS_LLM for c in system_cfgs)
-    endpoints = [role_endpoint(c) for c in system_cfgs if systems.get(c.name).NEEDS_LLM]
-    gateway = open_gateway(cfg.gateway, endpoints, int(cfg.get("repeat") or 0), workers) if needs_llm else None
+    gateway = open_gateway(cfg.gateway, endpoints, int(cfg.get("repeat") or 0), workers) if endpoints else None
     if gateway is not None:
         record_endpoints(cfg.gateway, gateway.settings, endpoints)
     built = [systems.get(c.name).create(c, domain=domain, gateway=gateway) for c in system_cfgs]

@@ -27,7 +27,8 @@ from typing import IO, Any
 
 from omegaconf import DictConfig, open_dict
 
-from audit.errors import Interrupted, UserError, drop_abandoned_call_warnings, exit_on_user_error, user_error_line
+from audit.errors import (Interrupted, UserError, drop_abandoned_call_warnings, exit_on_user_error, print_error_line,
+                          user_error_line)
 from audit.io import walk
 from audit.jobs.resume import overrides_checked
 from audit.jobs.sweep_stop import sweep_stop_line
@@ -110,7 +111,7 @@ def run_job(cfg: DictConfig, job: Callable[[DictConfig], object], experiment: st
             if line is None:  # a bug: print the traceback
                 traceback.print_exc()
             else:
-                print(f"error: {line}", file=sys.stderr)
+                print_error_line(line)
             record_failure(job_dir, experiment, line or f"{type(exc).__name__}: {exc}")
 
 

@@ -111,8 +111,7 @@ class Gateway:
         call: only the keys of the endpoints in use are required.
         """
         settings = GatewaySettings.from_config(node)
-        keys = {name: settings.api_key(name) for name in dict.fromkeys(endpoints)}
-        return cls(settings, None, usage_path=usage_path, keys=keys, repeat=repeat)
+        return cls(settings, None, usage_path=usage_path, keys=settings.keys_for(endpoints), repeat=repeat)
 
     def __repr__(self) -> str:  # never show the key
         return f"Gateway(api_base={self.settings.api_base!r}, cache={self.cache is not None})"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from audit import config_values
@@ -113,6 +114,12 @@ class GatewaySettings:
         """The key of endpoint ``name`` from the environment, or a one-line error naming its variable."""
         endpoint = self.endpoint(name)
         return require_api_key(endpoint.key_env) if endpoint.key_env else NO_KEY
+
+    def keys_for(self, endpoints: Sequence[str]) -> dict[str, str]:
+        """The key of each endpoint a run calls, or a one-line error for an unknown endpoint or a missing
+        key. Nothing is opened, so an entrypoint can check this before its slow work (the epistemic run
+        before it loads the domain and draws the cards) as well as when it builds the gateway."""
+        return {name: self.api_key(name) for name in dict.fromkeys(endpoints)}
 
     @classmethod
     def from_config(cls, node: Any) -> GatewaySettings:
