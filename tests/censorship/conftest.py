@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +23,22 @@ def script(fake_openrouter: FakeOpenRouter) -> Script:
     return s
 
 
+@contextmanager
+def loopback_env(server: FakeOpenRouter, cwd: Path) -> Iterator[Path]:
+    """Key and base URL of the loopback server in the environment and ``cwd`` the working directory, for
+    a run made in this process (:func:`audit.censorship.loop.run`) as ``python -m audit`` would see them."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("OPENROUTER_API_KEY", TEST_API_KEY)
+        env.setenv("OPENROUTER_API_BASE", server.base_url)
+        env.chdir(cwd)
+        yield cwd
+
+
 @pytest.fixture
-def audit_env(fake_openrouter: FakeOpenRouter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def audit_env(fake_openrouter: FakeOpenRouter, tmp_path: Path) -> Iterator[Path]:
     """Key and base URL of the loopback server in the environment; cwd a fresh tmp dir."""
-    monkeypatch.setenv("OPENROUTER_API_KEY", TEST_API_KEY)
-    monkeypatch.setenv("OPENROUTER_API_BASE", fake_openrouter.base_url)
-    monkeypatch.chdir(tmp_path)
-    yield tmp_path
+    with loopback_env(fake_openrouter, tmp_path):
+        yield tmp_path
 
 
 def read(path: Path) -> Any:
