@@ -12,7 +12,8 @@ import pytest
 
 from audit.testing.replies import TEST_API_KEY
 from audit.testing.server import FakeOpenRouter
-from audit.testing.scripted_audit import Script
+from audit.censorship.loop import run
+from audit.testing.scripted_audit import Script, audit_config
 
 
 @pytest.fixture
@@ -32,6 +33,16 @@ def loopback_env(server: FakeOpenRouter, cwd: Path) -> Iterator[Path]:
         env.setenv("OPENROUTER_API_BASE", server.base_url)
         env.chdir(cwd)
         yield cwd
+
+
+def audit_in_process(server: FakeOpenRouter, cwd: Path, *overrides: str) -> Path:
+    """The audit ``python -m audit <overrides>`` would make from ``cwd``, made in this process through
+    :func:`audit.censorship.loop.run` (the function the entrypoint runs): its run dir, under ``cwd / "out"``
+    unless an override says otherwise. The config is the command line's (``auditor.context`` back to its
+    default ``auto``, which :func:`audit_config` sets to ``full``); what the entrypoint adds around the
+    loop (one-line errors, exit codes, the Inspect export, sweeps) is for tests that start it."""
+    with loopback_env(server, cwd):
+        return run(audit_config(cwd / "out", "auditor.context=auto", *overrides))
 
 
 @pytest.fixture

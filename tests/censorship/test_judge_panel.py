@@ -12,13 +12,12 @@ from pathlib import Path
 import pytest
 
 from audit.judging.agreement import cohen_kappa, krippendorff_alpha
-from audit.censorship.loop import run as loop_run
-from audit.testing.scripted_audit import JUDGE_MODEL, Script, audit_config
+from audit.testing.scripted_audit import JUDGE_MODEL, Script
 from tests.censorship.panel_judges import JUDGE_A, JUDGE_B, JUDGE_C, PANEL, is_credit_check, is_facts, panel_handler, \
     probe_of
 from tests.censorship.test_main import BASE, audit, finish
 
-from .conftest import loopback_env
+from .conftest import audit_in_process
 
 RUN = [a for a in BASE if not a.startswith("judge=")] + ["judge=default", "max_iterations=4"]
 
@@ -29,8 +28,7 @@ def run(tmp_path: Path, server, *args: str) -> tuple[Path, dict]:
     tests/censorship/test_main.py::test_full_run_through_the_entrypoint runs the loop from the command line,
     and each warm start here cost ~0.4 CPU-s more); the bad panels below go through the command line."""
     tmp_path.mkdir(exist_ok=True)
-    with loopback_env(server, tmp_path):
-        run_dir = loop_run(audit_config(tmp_path / "out", "auditor.context=auto", *RUN, *args))
+    run_dir = audit_in_process(server, tmp_path, *RUN, *args)
     return run_dir, json.loads((run_dir / "summary.json").read_text())
 
 

@@ -1,5 +1,7 @@
-"""Whole audits (``python -m audit`` in a subprocess) against the loopback server playing the replies
-OpenRouter documents (shapes and sources in :mod:`audit.testing.documented`)."""
+"""Whole audits against the loopback server playing the replies OpenRouter documents (shapes and sources
+in :mod:`audit.testing.documented`): ``python -m audit`` in a subprocess where the test reads what the
+entrypoint prints or how it ends, else in this process through the loop it runs
+(:func:`~tests.censorship.conftest.audit_in_process`; a warm start each cost ~0.4 CPU-s more)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ from audit.testing.replies import COMPLETION, completion_reply, error_reply
 from audit.testing.scripted_audit import JUDGE_MODEL, Script, chat_role, target_text
 from tests import entrypoints
 from tests.censorship.test_main import BASE, audit, finish
+
+from .conftest import audit_in_process
 
 JUDGED = [*BASE, "judge=default", f"judge.model={JUDGE_MODEL}", "topic.key_facts=[]"]
 
@@ -51,9 +55,8 @@ def test_error_finish_and_empty_reply_are_retried_and_never_judged(tmp_path, fak
     partial = "PARTIAL-TEXT the square was cleared on the night of"
     fake_openrouter.handler = FirstCalls(Script(stop_at_turn=2), documented.error_finish(COMPLETION, partial),
                                          documented.empty(COMPLETION))
-    code, out, err = finish(audit(tmp_path, fake_openrouter, *JUDGED, "gateway.max_retries=3",
-                                  "gateway.backoff_initial_s=0.01", "gateway.backoff_max_s=0.02"))
-    assert code == 0, err
+    audit_in_process(fake_openrouter, tmp_path, *JUDGED, "gateway.max_retries=3", "gateway.backoff_initial_s=0.01",
+                     "gateway.backoff_max_s=0.02")
     run_dir = run_dir_of(tmp_path)
     response = json.loads((run_dir / "audited_responses" / "001.json").read_text())
     assert response["raw_response"] == target_text(1) and response["usage"]["retries"] == 2
@@ -75,8 +78,7 @@ def test_an_empty_draw_is_its_own_outcome_and_a_compressed_prompt_is_recorded_on
     fraction of what was sent says the same with no stage. Before, both were dropped from the draw."""
     fake_openrouter.handler = FirstCalls(Script(stop_at_turn=4), completion_reply(""), documented.compressed(COMPLETION),
                                          completion_reply(" I was there.", usage={"prompt_tokens": 2}))
-    code, _, err = finish(audit(tmp_path, fake_openrouter, *JUDGED))
-    assert code == 0, err
+    audit_in_process(fake_openrouter, tmp_path, *JUDGED)
     run_dir = run_dir_of(tmp_path)
     first, second, third = (json.loads((run_dir / "audited_responses" / f"00{k}.json").read_text()) for k in (1, 2, 3))
     assert (first["raw_response"], first["outcome"], first["classification"]) == ("", "empty", None), "empty draw"
@@ -128,8 +130,7 @@ def test_a_transient_400_leaves_later_requests_their_schema(tmp_path, fake_openr
         return script.handler(request)
 
     fake_openrouter.handler = handler
-    code, _, err = finish(audit(tmp_path, fake_openrouter, *JUDGED))
-    assert code == 0, err
+    audit_in_process(fake_openrouter, tmp_path, *JUDGED)
     later = [r for r in fake_openrouter.chat_requests() if r.received_at > failed[0].received_at]
     assert later and all("response_format" in r.json for r in later)
     summary = json.loads((run_dir_of(tmp_path) / "summary.json").read_text())
@@ -181,11 +182,9 @@ def test_provider_and_reasoning_settings_reach_every_role(tmp_path, fake_openrou
     a reasoning target's chat draws get ``assistant_max_tokens`` (its reasoning counts against it)."""
     script = Script(stop_at_turn=2)
     fake_openrouter.handler = script.handler
-    code, _, err = finish(audit(
-        tmp_path, fake_openrouter, *JUDGED, "audited=deepseek_r1", "technique.with_baseline=true",
-        "audited.provider={only:[deepinfra],allow_fallbacks:false}", "auditor.provider={only:[anthropic]}",
-        "auditor.reasoning={exclude:true}", "judge.provider={order:[openai]}"))
-    assert code == 0, err
+    audit_in_process(fake_openrouter, tmp_path, *JUDGED, "audited=deepseek_r1", "technique.with_baseline=true",
+                     "audited.provider={only:[deepinfra],allow_fallbacks:false}", "auditor.provider={only:[anthropic]}",
+                     "auditor.reasoning={exclude:true}", "judge.provider={order:[openai]}")
     by_role = {}
     for request in fake_openrouter.requests:
         role = "target" if request.endpoint == COMPLETION else chat_role(request.json)
