@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,8 @@ import pytest
 
 from audit.testing.replies import TEST_API_KEY
 from audit.testing.server import FakeOpenRouter
-from audit.testing.scripted_audit import Script
+from audit.censorship.loop import run
+from audit.testing.scripted_audit import Script, audit_config
 
 
 @pytest.fixture
@@ -22,13 +24,32 @@ def script(fake_openrouter: FakeOpenRouter) -> Script:
     return s
 
 
+@contextmanager
+def loopback_env(server: FakeOpenRouter, cwd: Path) -> Iterator[Path]:
+    """Key and base URL of the loopback server in the environment and ``cwd`` the working directory, for
+    a run made in this process (:func:`audit.censorship.loop.run`) as ``python -m audit`` would see them."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("OPENROUTER_API_KEY", TEST_API_KEY)
+        env.setenv("OPENROUTER_API_BASE", server.base_url)
+        env.chdir(cwd)
+        yield cwd
+
+
+def audit_in_process(server: FakeOpenRouter, cwd: Path, *overrides: str) -> Path:
+    """The audit ``python -m audit <overrides>`` would make from ``cwd``, made in this process through
+    :func:`audit.censorship.loop.run` (the function the entrypoint runs): its run dir, under ``cwd / "out"``
+    unless an override says otherwise. The config is the command line's (``auditor.context`` back to its
+    default ``auto``, which :func:`audit_config` sets to ``full``); what the entrypoint adds around the
+    loop (one-line errors, exit codes, the Inspect export, sweeps) is for tests that start it."""
+    with loopback_env(server, cwd):
+        return run(audit_config(cwd / "out", "auditor.context=auto", *overrides))
+
+
 @pytest.fixture
-def audit_env(fake_openrouter: FakeOpenRouter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def audit_env(fake_openrouter: FakeOpenRouter, tmp_path: Path) -> Iterator[Path]:
     """Key and base URL of the loopback server in the environment; cwd a fresh tmp dir."""
-    monkeypatch.setenv("OPENROUTER_API_KEY", TEST_API_KEY)
-    monkeypatch.setenv("OPENROUTER_API_BASE", fake_openrouter.base_url)
-    monkeypatch.chdir(tmp_path)
-    yield tmp_path
+    with loopback_env(fake_openrouter, tmp_path):
+        yield tmp_path
 
 
 def read(path: Path) -> Any:

@@ -1,4 +1,5 @@
-"""What an audit costs, end to end: ``python -m audit`` in a subprocess against the loopback server.
+"""What an audit costs: whole audits against the loopback server (in this process through the loop that
+``python -m audit`` runs, and one through the entrypoint itself: :func:`run` says why).
 
 The auditor's request stays bounded under ``auditor.context=ledger`` and grows under ``full``; cache
 breakpoints reach the wire on the stable prefix for a provider that takes them and never for one that
@@ -8,8 +9,10 @@ see :mod:`audit.testing.prompt_cache`) are recorded per call, in the totals and 
 
 from __future__ import annotations
 
+import io
 import json
 import sys
+from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -23,17 +26,31 @@ from audit.testing.server import FakeOpenRouter
 from tests import entrypoints
 from tests.censorship.test_main import audit, finish
 
+from .conftest import audit_in_process
+
 BASE = ["judge=off", "technique.with_baseline=false", "gateway.max_retries=0", "gateway.cache.enabled=false",
         "output_dir=out"]
 
 
-def run(tmp_path: Path, server: FakeOpenRouter, *args: str) -> tuple[Path, str]:
+def run(tmp_path: Path, server: FakeOpenRouter, *args: str, entrypoint: bool = False) -> tuple[Path, str]:
+    """An audit with ``BASE`` and ``args`` against a server that caches prompts: its run dir and what it printed.
+
+    In this process through :func:`audit.censorship.loop.run`, with the config ``python -m audit`` builds
+    (its default ``auditor.context=auto`` too), unless ``entrypoint``: what is measured here (the requests,
+    the ledger, the lines printed) is the run's, and a warm start each cost ~0.4 CPU-s more. The cost split's
+    test goes through ``python -m audit`` (its Inspect export is the entrypoint's), and so reaches the same
+    run from the command line."""
     server.handler = PromptCache().wrap(Script().handler)
     tmp_path.mkdir(exist_ok=True)
-    code, out, err = finish(audit(tmp_path, server, *BASE, *args))
-    assert code == 0, err
-    (run_dir,) = (tmp_path / "out").iterdir()
-    return run_dir, out
+    if entrypoint:
+        code, out, err = finish(audit(tmp_path, server, *BASE, *args))
+        assert code == 0, err
+        (run_dir,) = (tmp_path / "out").iterdir()
+        return run_dir, out
+    printed = io.StringIO()
+    with redirect_stdout(printed):
+        run_dir = audit_in_process(server, tmp_path, *BASE, *args)
+    return run_dir, printed.getvalue()
 
 
 def auditor_prompt_tokens(run_dir: Path) -> list[int]:
@@ -154,7 +171,7 @@ def test_the_cost_split_and_the_caches_saving_reach_the_ledger_summary_end_line_
     from inspect_ai.log import read_eval_log
 
     run_dir, out = run(tmp_path, fake_openrouter, "auditor.model=openai/gpt-4.1", "max_iterations=3",
-                       "export.inspect=true")
+                       "export.inspect=true", entrypoint=True)
     usage = json.loads((run_dir / "usage.json").read_text())
     auditor = [c for c in usage["calls"] if c["tag"] == "auditor"]
     read = auditor[1]["cached_prompt_tokens"]

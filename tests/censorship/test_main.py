@@ -52,10 +52,12 @@ def tree(run_dir: Path) -> dict[str, list[str]]:
 
 
 def test_full_run_through_the_entrypoint(tmp_path, fake_openrouter):
-    """Cold on purpose (tests/entrypoints.py): a whole audit in a fresh interpreter."""
+    """A whole audit through ``python -m audit``, warm: the whole default audit in a fresh interpreter is
+    tests/testing/test_fake_openrouter_cli.py::test_a_default_audit_completes_against_the_hand_started_server
+    (cold on purpose), so a second cold one here would only pay litellm's import again (~6 CPU-s)."""
     script = Script(stop_at_turn=3)
     fake_openrouter.handler = script.handler
-    code, out, err = finish(audit(tmp_path, fake_openrouter, *BASE, "topic=chernobyl", "audited=kimi_k2", cold=True))
+    code, out, err = finish(audit(tmp_path, fake_openrouter, *BASE, "topic=chernobyl", "audited=kimi_k2"))
     assert code == 0, err
     (run_dir,) = (tmp_path / "out").iterdir()
     assert run_dir.name.startswith("kimi_k2_chernobyl_")

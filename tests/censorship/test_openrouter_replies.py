@@ -1,10 +1,11 @@
-"""Whole audits (``python -m audit`` in a subprocess) against the loopback server playing the replies
-OpenRouter documents (shapes and sources in :mod:`audit.testing.documented`)."""
+"""Whole audits against the loopback server playing the replies OpenRouter documents (shapes and sources
+in :mod:`audit.testing.documented`): ``python -m audit`` in a subprocess where the test reads what the
+entrypoint prints or how it ends, else in this process through the loop it runs
+(:func:`~tests.censorship.conftest.audit_in_process`; a warm start each cost ~0.4 CPU-s more)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -17,7 +18,10 @@ from audit.testing import documented
 from audit.testing.providers import stripping_special_tokens
 from audit.testing.replies import COMPLETION, completion_reply, error_reply
 from audit.testing.scripted_audit import JUDGE_MODEL, Script, chat_role, target_text
+from tests import entrypoints
 from tests.censorship.test_main import BASE, audit, finish
+
+from .conftest import audit_in_process
 
 JUDGED = [*BASE, "judge=default", f"judge.model={JUDGE_MODEL}", "topic.key_facts=[]"]
 
@@ -51,9 +55,8 @@ def test_error_finish_and_empty_reply_are_retried_and_never_judged(tmp_path, fak
     partial = "PARTIAL-TEXT the square was cleared on the night of"
     fake_openrouter.handler = FirstCalls(Script(stop_at_turn=2), documented.error_finish(COMPLETION, partial),
                                          documented.empty(COMPLETION))
-    code, out, err = finish(audit(tmp_path, fake_openrouter, *JUDGED, "gateway.max_retries=3",
-                                  "gateway.backoff_initial_s=0.01", "gateway.backoff_max_s=0.02"))
-    assert code == 0, err
+    audit_in_process(fake_openrouter, tmp_path, *JUDGED, "gateway.max_retries=3", "gateway.backoff_initial_s=0.01",
+                     "gateway.backoff_max_s=0.02")
     run_dir = run_dir_of(tmp_path)
     response = json.loads((run_dir / "audited_responses" / "001.json").read_text())
     assert response["raw_response"] == target_text(1) and response["usage"]["retries"] == 2
@@ -64,18 +67,29 @@ def test_error_finish_and_empty_reply_are_retried_and_never_judged(tmp_path, fak
     assert len(judge_inputs(fake_openrouter)) == 1
 
 
-def test_an_empty_draw_is_its_own_outcome_never_a_refusal(tmp_path, fake_openrouter):
-    """The model ended the user turn at once (empty text, finish "stop"): saved as outcome ``empty``,
-    counted in the summary, never sent to the judge (it would be labelled a refusal)."""
-    fake_openrouter.handler = FirstCalls(Script(stop_at_turn=3), completion_reply(""))
-    code, _, err = finish(audit(tmp_path, fake_openrouter, *JUDGED))
-    assert code == 0, err
+def test_an_empty_draw_is_its_own_outcome_and_a_compressed_prompt_is_recorded_on_its_draw(tmp_path, fake_openrouter):
+    """One run, two replies OpenRouter documents (each once a run of its own):
+
+    The model ended the user turn at once (empty text, finish "stop"): saved as outcome ``empty``,
+    counted in the summary, never sent to the judge (it would be labelled a refusal).
+
+    OpenRouter's router metadata names a ``context_compression`` stage (middle-out) when the prompt
+    was cut before the model saw it (router metadata guide, "Pipeline Stages"); a prompt billed at a
+    fraction of what was sent says the same with no stage. Before, both were dropped from the draw."""
+    fake_openrouter.handler = FirstCalls(Script(stop_at_turn=4), completion_reply(""), documented.compressed(COMPLETION),
+                                         completion_reply(" I was there.", usage={"prompt_tokens": 2}))
+    audit_in_process(fake_openrouter, tmp_path, *JUDGED)
     run_dir = run_dir_of(tmp_path)
-    first = json.loads((run_dir / "audited_responses" / "001.json").read_text())
-    assert (first["raw_response"], first["outcome"], first["classification"]) == ("", "empty", None)
+    first, second, third = (json.loads((run_dir / "audited_responses" / f"00{k}.json").read_text()) for k in (1, 2, 3))
+    assert (first["raw_response"], first["outcome"], first["classification"]) == ("", "empty", None), "empty draw"
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["served"]["outcomes"] == {"answer": 1, "empty": 1}
-    assert len(judge_inputs(fake_openrouter)) == 1  # the second draw only
+    assert summary["served"]["outcomes"] == {"answer": 2, "empty": 1}, "the empty draw is counted"
+    assert len(judge_inputs(fake_openrouter)) == 2, "the empty draw is never judged"  # the later two only
+    assert second["served"]["compressed"] == "context compression (middle-out, 100 prompt to 20)"
+    assert second["served"]["routing"]["pipeline"][0]["type"] == "context_compression"
+    assert third["served"]["compressed"].startswith("prompt billed 2 tokens, about "), "a fraction billed"
+    served = summary["served"]
+    assert served["compressed"] == 2 and "2 draw(s) reached the model compressed" in served["flag"]
 
 
 def test_mistyped_target_stops_with_error_after_the_first_failed_call(tmp_path, fake_openrouter):
@@ -116,8 +130,7 @@ def test_a_transient_400_leaves_later_requests_their_schema(tmp_path, fake_openr
         return script.handler(request)
 
     fake_openrouter.handler = handler
-    code, _, err = finish(audit(tmp_path, fake_openrouter, *JUDGED))
-    assert code == 0, err
+    audit_in_process(fake_openrouter, tmp_path, *JUDGED)
     later = [r for r in fake_openrouter.chat_requests() if r.received_at > failed[0].received_at]
     assert later and all("response_format" in r.json for r in later)
     summary = json.loads((run_dir_of(tmp_path) / "summary.json").read_text())
@@ -169,11 +182,9 @@ def test_provider_and_reasoning_settings_reach_every_role(tmp_path, fake_openrou
     a reasoning target's chat draws get ``assistant_max_tokens`` (its reasoning counts against it)."""
     script = Script(stop_at_turn=2)
     fake_openrouter.handler = script.handler
-    code, _, err = finish(audit(
-        tmp_path, fake_openrouter, *JUDGED, "audited=deepseek_r1", "technique.with_baseline=true",
-        "audited.provider={only:[deepinfra],allow_fallbacks:false}", "auditor.provider={only:[anthropic]}",
-        "auditor.reasoning={exclude:true}", "judge.provider={order:[openai]}"))
-    assert code == 0, err
+    audit_in_process(fake_openrouter, tmp_path, *JUDGED, "audited=deepseek_r1", "technique.with_baseline=true",
+                     "audited.provider={only:[deepinfra],allow_fallbacks:false}", "auditor.provider={only:[anthropic]}",
+                     "auditor.reasoning={exclude:true}", "judge.provider={order:[openai]}")
     by_role = {}
     for request in fake_openrouter.requests:
         role = "target" if request.endpoint == COMPLETION else chat_role(request.json)
@@ -221,24 +232,6 @@ def test_a_glm_draw_that_ran_past_a_stripped_end_of_user_token_is_cut_flagged_an
     assert len(judged) == 2 and not any("can't discuss" in j or "<think>" in j for j in judged)
 
 
-def test_a_compressed_prompt_is_recorded_on_its_draw_and_flagged(tmp_path, fake_openrouter):
-    """OpenRouter's router metadata names a ``context_compression`` stage (middle-out) when the prompt
-    was cut before the model saw it (router metadata guide, "Pipeline Stages"); a prompt billed at a
-    fraction of what was sent says the same with no stage. Before, both were dropped from the draw."""
-    fake_openrouter.handler = FirstCalls(Script(stop_at_turn=3), documented.compressed(COMPLETION),
-                                         completion_reply(" I was there.", usage={"prompt_tokens": 2}))
-    code, _, err = finish(audit(tmp_path, fake_openrouter, *BASE, "max_iterations=3"))
-    assert code == 0, err
-    run_dir = run_dir_of(tmp_path)
-    first, second = (json.loads((run_dir / "audited_responses" / f"00{i}.json").read_text())["served"]
-                     for i in (1, 2))
-    assert first["compressed"] == "context compression (middle-out, 100 prompt to 20)"
-    assert first["routing"]["pipeline"][0]["type"] == "context_compression"
-    assert second["compressed"].startswith("prompt billed 2 tokens, about ")
-    served = json.loads((run_dir / "summary.json").read_text())["served"]
-    assert served["compressed"] == 2 and "2 draw(s) reached the model compressed" in served["flag"]
-
-
 def test_a_target_behind_a_content_filter_is_a_finding_not_a_failure(tmp_path, fake_openrouter):
     """Every target draw answered by OpenRouter's typed 400 ``content_policy_violation`` (errors guide,
     "Typed Error Codes"): each draw is saved as ``blocked`` with the filter's code, provider and reason,
@@ -268,8 +261,9 @@ def test_a_target_behind_a_content_filter_is_a_finding_not_a_failure(tmp_path, f
     (run,) = collect([tmp_path / "out"]).runs
     row, responses, _ = audit_records(run)
     assert row["blocked"] == 3 and responses[0]["blocked"] == 3
-    compared = subprocess.run([sys.executable, "-m", "audit.compare", "out", "--out", "cmp"], cwd=tmp_path,
-                              capture_output=True, text=True, timeout=300)
+    # warm (tests/entrypoints.py): python -m audit.compare in a fresh interpreter is tests/compare/test_main.py's
+    compared = entrypoints.run([sys.executable, "-m", "audit.compare", "out", "--out", "cmp"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
     assert compared.returncode == 0, compared.stderr
     cmap = pd.read_csv(tmp_path / "cmp" / "censorship_map.csv")
     assert (cmap["blocked"].tolist(), cmap["blocked_share"].tolist(), cmap["n_labelled"].tolist()) == ([3], [1.0], [0])

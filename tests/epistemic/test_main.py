@@ -65,14 +65,18 @@ def test_per_system_settings_give_each_listed_system_its_own_endpoint(tmp_path, 
     assert absent.returncode != 0 and "per_system.rag: rag is not a system of this run" in absent.stderr
 
 
-def test_raw_llm_against_the_loopback_server(tmp_path, fake_openrouter):
-    fake_openrouter.default_reply = chat_reply('{"answer": "UNKNOWN"}')
+def test_raw_llm_against_the_loopback_server_stores_half_an_emoji_in_every_answer(tmp_path, fake_openrouter):
+    """A raw_llm run's rows, calls, metrics, ledger and cost line; every answer ends in half an emoji, which
+    is stored (as U+FFFD) and is no error (once a test of its own, which ran this same run again)."""
+    from audit.testing.replies import BROKEN_EMOJI
+    fake_openrouter.default_reply = chat_reply('{"answer": "UNKNOWN"} ' + BROKEN_EMOJI)
     proc = run_cli(tmp_path, "system=raw_llm", "system.model=acme/tiny", "cards.num_per_type=2",
                    env=fake_openrouter.env())
     assert proc.returncode == 0, proc.stderr
     run_dir = only_run_dir(tmp_path)
     rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 18 and all(r["pred"] == "UNKNOWN" and r["system"] == "raw_llm:acme/tiny" for r in rows)
+    assert all(r["error"] is None and r["raw_output"].endswith("\ufffd") for r in rows), "half an emoji is stored"
     assert len(fake_openrouter.chat_requests()) == 18
     assert fake_openrouter.chat_requests()[0].json["model"].endswith("acme/tiny")
     usage = json.loads((run_dir / "usage.json").read_text())
@@ -126,31 +130,23 @@ def test_sweep_runs_every_job_and_records_a_failed_one(tmp_path):
 
 
 def test_a_run_whose_answers_are_mostly_errors_says_so_and_exits_1(tmp_path, fake_openrouter):
+    """Six cards (one suite) fail as the 18 of three suites did: the stop is a share of the answers."""
     from audit.testing.replies import error_in_200
     fake_openrouter.handler = lambda request: error_in_200(502, "upstream provider died")
     proc = run_cli(tmp_path, "system=raw_llm", "system.model=acme/tiny", "cards.num_per_type=2",
+                   "cards.suites=[standard]",
                    "gateway.max_retries=1", "gateway.backoff_initial_s=0.01", env=fake_openrouter.env())
     assert proc.returncode == 1, proc.stderr
     (line,) = proc.stderr.strip().splitlines()
-    assert "18/18 answers are errors" in line and "upstream provider died" in line and "Traceback" not in proc.stderr
+    assert "6/6 answers are errors" in line and "upstream provider died" in line and "Traceback" not in proc.stderr
     run_dir = only_run_dir(tmp_path)
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert (summary["status"], summary["stop_reason"]) == ("error", "mostly_errors") and summary["answer_errors"] == {"raw_llm:acme/tiny": [18, 18]}
+    assert (summary["status"], summary["stop_reason"]) == ("error", "mostly_errors") and summary["answer_errors"] == {"raw_llm:acme/tiny": [6, 6]}
     usage = json.loads((run_dir / "usage.json").read_text())
     # every call, its retries and its error are in the ledger and the summary alike
-    assert usage["totals"] == summary["usage"] and usage["totals"]["errors"] == 18
-    assert len(fake_openrouter.requests) == 18 * 2 == usage["totals"]["calls"] + usage["totals"]["retries"]
-    assert (run_dir / "usage.jsonl").read_text().count("\n") == 18
-
-
-def test_half_an_emoji_in_every_answer_is_stored(tmp_path, fake_openrouter):
-    from audit.testing.replies import BROKEN_EMOJI
-    fake_openrouter.default_reply = chat_reply('{"answer": "UNKNOWN"} ' + BROKEN_EMOJI)
-    proc = run_cli(tmp_path, "system=raw_llm", "system.model=acme/tiny", "cards.num_per_type=2",
-                   env=fake_openrouter.env())
-    assert proc.returncode == 0, proc.stderr
-    rows = [json.loads(line) for line in (only_run_dir(tmp_path) / "results.jsonl").read_text().splitlines()]
-    assert len(rows) == 18 and all(r["error"] is None and r["raw_output"].endswith("\ufffd") for r in rows)
+    assert usage["totals"] == summary["usage"] and usage["totals"]["errors"] == 6
+    assert len(fake_openrouter.requests) == 6 * 2 == usage["totals"]["calls"] + usage["totals"]["retries"]
+    assert (run_dir / "usage.jsonl").read_text().count("\n") == 6
 
 
 def test_a_401_mid_run_leaves_an_error_summary_not_running(tmp_path, fake_openrouter):

@@ -44,14 +44,21 @@ def test_a_prompt_sweep_over_the_new_suites(tmp_path: Path, fake_openrouter) -> 
     assert any("UNKNOWN is always better than guessing" in p for p in systems_prompts)
 
 
-def test_a_users_own_prompt_file_and_a_missing_one(tmp_path: Path, fake_openrouter) -> None:
+def test_a_users_own_prompt_file_and_a_systems_extra_body_reach_the_request_and_a_missing_file_is_one_line(
+        tmp_path: Path, fake_openrouter) -> None:
+    """One run with a prompt file of the user's and a reasoning effort (any extra request field) for its
+    system, which passes through to the model (once a run of its own: the two settings meet nowhere but in
+    the request, where each is checked); then a prompt file that does not exist."""
     fake_openrouter.default_reply = chat_reply('{"answer": "UNKNOWN"}')
     mine = tmp_path / "mine.txt"
     mine.write_text("Answer only with JSON. Facts are all you know.")
-    proc = run_cli(tmp_path, "system=raw_llm", f"prompt.system={mine}", "cards.num_per_type=1",
-                   "cards.suites=[negation]", env=fake_openrouter.env())
+    proc = run_cli(tmp_path, "system=raw_llm", f"prompt.system={mine}", "system.extra_body={reasoning: {effort: low}}",
+                   "cards.num_per_type=1", "cards.suites=[negation]", env=fake_openrouter.env())
     assert proc.returncode == 0, proc.stderr
     assert {r.json["messages"][0]["content"] for r in fake_openrouter.chat_requests()} == {mine.read_text()}
+    bodies = [r.json for r in fake_openrouter.chat_requests()]
+    assert len(bodies) == 3 and all(b.get("reasoning") == {"effort": "low"} for b in bodies), "extra_body reaches it"
+    assert all("extra_body" not in b for b in bodies)
     # the run dir says which text it sent (a later edit of mine.txt keeps its name): systems.json, written
     # at the start, holds the system as it ran and each prompt file's text digest, and never the key
     record = (only_run_dir(tmp_path) / RECORD).read_text()
@@ -91,14 +98,3 @@ def test_a_sweep_over_condition_and_prompt_is_an_axis_of_the_comparison(tmp_path
     cells = list(csv.DictReader(io.StringIO(matrix)))
     assert {c["settings"].split(" · ")[0] for c in cells} == {"prompt=default", "prompt=abstain_encouraged"}
     assert {c["runs"] for c in cells} == {"1"}
-
-
-def test_a_systems_extra_body_reaches_the_request(tmp_path: Path, fake_openrouter) -> None:
-    """A reasoning-effort (or any extra request field) per system passes through to the model."""
-    fake_openrouter.default_reply = chat_reply('{"answer": "YES"}')
-    proc = run_cli(tmp_path, "system=raw_llm", "system.extra_body={reasoning: {effort: low}}", "cards.num_per_type=1",
-                   "cards.suites=[standard]", env=fake_openrouter.env())
-    assert proc.returncode == 0, proc.stderr
-    bodies = [r.json for r in fake_openrouter.chat_requests()]
-    assert len(bodies) == 3 and all(b.get("reasoning") == {"effort": "low"} for b in bodies)
-    assert all("extra_body" not in b for b in bodies)

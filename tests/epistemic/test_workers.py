@@ -26,6 +26,10 @@ from .test_interrupts import ARGS, CARDS, answer, finished_run, start
 from .test_main import run_cli
 
 PROVIDERS = ("DeepInfra", "Novita")
+SMALL = (*(a for a in ARGS[:-1] if not a.startswith("cards.num_per_type")), "cards.num_per_type=2")
+"""The interrupt tests' run at two cards per kind: enough for both workers and both providers to have calls
+(the comparison is record by record, so more cards prove no more and cost ~30 ms of CPU each, twice)."""
+SMALL_CARDS = 18  # cards.num_per_type=2 x 3 labels x 3 suites
 
 
 def served(request) -> object:
@@ -60,23 +64,23 @@ def test_two_workers_give_the_answers_metrics_and_ledger_of_one(tmp_path, fake_o
     cache-written prompt tokens, reasoning tokens (in ``completion_tokens``, as OpenRouter counts them),
     cost and its split, as the server sent them for that card (:func:`served`)."""
     fake_openrouter.handler = served
-    one = finished_run(tmp_path, fake_openrouter, *ARGS[:-1], f"output_dir={tmp_path / 'one'}", "workers=1")
-    assert len(fake_openrouter.requests) == CARDS
+    one = finished_run(tmp_path, fake_openrouter, *SMALL, f"output_dir={tmp_path / 'one'}", "workers=1")
+    assert len(fake_openrouter.requests) == SMALL_CARDS
     sent = Counter(details(served(r)) for r in fake_openrouter.chat_requests())
     fake_openrouter.reset()
     fake_openrouter.handler = served
-    proc = run_cli(tmp_path, *ARGS[:-1], f"output_dir={tmp_path / 'two'}", "workers=2", env=fake_openrouter.env())
+    proc = run_cli(tmp_path, *SMALL, f"output_dir={tmp_path / 'two'}", "workers=2", env=fake_openrouter.env())
     assert proc.returncode == 0, proc.stderr
     assert "calls made by 2 worker processes" in proc.stdout and proc.stderr == ""
     two = Path(proc.stdout.rsplit("run dir: ", 1)[1].strip())
-    assert len(fake_openrouter.requests) == CARDS  # each card asked once, by one of the two
+    assert len(fake_openrouter.requests) == SMALL_CARDS  # each card asked once, by one of the two
     assert rows(two) == rows(one)
     assert [OmegaConf.load(d / "config.yaml").workers for d in (one, two)] == [1, 2]
     assert json.loads((two / "metrics.json").read_text()) == json.loads((one / "metrics.json").read_text())
     usage = [json.loads((d / "usage.json").read_text()) for d in (one, two)]
     assert usage[1]["totals"] == usage[0]["totals"] | {"latency_s": usage[1]["totals"]["latency_s"]}
     # one writer: the journal holds each call once, whole lines only
-    assert len(read_records(two / "usage.jsonl")) == len((two / "usage.jsonl").read_text().splitlines()) == CARDS
+    assert len(read_records(two / "usage.jsonl")) == len((two / "usage.jsonl").read_text().splitlines()) == SMALL_CARDS
     # who served each call and its token details, as the server sent them, whichever process made the call
     assert Counter(details(served(r)) for r in fake_openrouter.chat_requests()) == sent
     records = {d: [{k: v for k, v in r.items() if k != "latency_s"} for r in read_records(d / "usage.jsonl")]
@@ -88,7 +92,7 @@ def test_two_workers_give_the_answers_metrics_and_ledger_of_one(tmp_path, fake_o
     assert sorted(records[two], key=json.dumps) == sorted(records[one], key=json.dumps)
     totals = usage[1]["totals"]
     assert len({provider for provider, *_ in sent}) == 2 and totals["cached_prompt_tokens"] > 0
-    assert totals["cache_write_tokens"] > 0 and totals["completion_tokens"] > CARDS * 5  # reasoning counted
+    assert totals["cache_write_tokens"] > 0 and totals["completion_tokens"] > SMALL_CARDS * 5  # reasoning counted
     # an epistemic run's runs.csv row takes its cache columns from usage.json's totals
     (row,) = load_tables(tmp_path / "two").runs.to_dict("records")
     assert {c: row[c] for c in CACHE_COLUMNS} == {c: totals[c] for c in CACHE_COLUMNS}
@@ -152,5 +156,7 @@ def test_by_default_a_run_takes_the_cores_available_and_saves_the_number(tmp_pat
     """``workers=auto`` (the default) is resolved when the run starts and saved as a number, so a
     comparison of two runs reads the settings each had."""
     fake_openrouter.handler = answer
-    run_dir = finished_run(tmp_path, fake_openrouter, *ARGS)
+    # one card per kind: how many cards a run has does not enter how its workers are resolved
+    run_dir = finished_run(tmp_path, fake_openrouter, *(a for a in ARGS if not a.startswith("cards.num_per_type")),
+                           "cards.num_per_type=1")
     assert OmegaConf.load(run_dir / "config.yaml").workers == worker_count("auto")
