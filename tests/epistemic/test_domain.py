@@ -60,7 +60,9 @@ def test_syntax_error_and_empty_graph_through_config(tmp_path):
 
 
 def test_built_domain_caches_validation(tmp_path):
-    """A builder domain loads its cache file and stores the pyshacl verdict beside it."""
+    """A builder domain loads its cache file and stores the pyshacl verdict beside it, one per set of
+    properties the shapes read: has_neighbour reads what located_in_country reads (each is the other's
+    ``sh:disjoint``), so it reuses that verdict and sets the same edges aside."""
     from audit.epistemic.build.geography import Scale, cache_path, write_graph
 
     write_graph(Scale(15000, capital_min_population=15000, countries=frozenset({"FR", "BE"})),
@@ -73,3 +75,6 @@ def test_built_domain_caches_validation(tmp_path):
     again = load_domain(cfg, conf("predicate", "located_in_country"))
     assert len(list(tmp_path.glob("*.violations-*.json"))) == 2
     assert len(again.graph) == len(d.graph)
+    neighbours = load_domain(cfg, conf("predicate", "has_neighbour"))
+    assert len(list(tmp_path.glob("*.violations-*.json"))) == 2
+    assert neighbours.violations == again.violations

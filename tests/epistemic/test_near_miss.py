@@ -38,11 +38,18 @@ def domains(geography_cfg) -> list[Domain]:
 
 
 @pytest.fixture(scope="module")
-def generated(geography_cfg) -> list[tuple[Domain, int, list[dict]]]:
+def loaded(geography_cfg) -> list[Domain]:
+    """:func:`domains` loaded once for the module's tests that leave the graph as it is (every suite but
+    held_out, and the rules): each load reads and checks the graph again (~0.2-0.7 CPU-s)."""
+    return domains(geography_cfg)
+
+
+@pytest.fixture(scope="module")
+def generated(geography_cfg, loaded) -> list[tuple[Domain, int, list[dict]]]:
     # held_out last and on its own domain copy: it withholds edges, and the near-miss relations
     # below are checked against the graph as it was when the near misses were drawn
     out = [(d, seed, generate_cards(d, num_per_type=10, seed=seed, suites=[x for x in SUITES if x != "held_out"]))
-           for d in domains(geography_cfg) for seed in SEEDS]
+           for d in loaded for seed in SEEDS]
     held = [(d, 0, generate_cards(d, num_per_type=10, seed=0, suites=("held_out",))) for d in domains(geography_cfg)]
     return out + held
 
@@ -91,10 +98,10 @@ def test_near_miss_objects_are_of_the_true_objects_class_and_say_why(generated) 
     assert checked["sibling"] and checked["parent"] and checked["child"] and checked["grandchild"]
 
 
-def test_a_near_miss_suite_is_short_rather_than_far(geography_cfg) -> None:
+def test_a_near_miss_suite_is_short_rather_than_far(loaded) -> None:
     """No same-class object contradicts a has_neighbour claim (countries border many countries):
     the near_miss suite then has no C cards, and says so, rather than offering a far object."""
-    d = load_domain(geography_cfg, conf("predicate", "has_neighbour"))
+    (d,) = [d for d in loaded if d.predicate.name == "has_neighbour"]
     cards = generate_cards(d, num_per_type=10, seed=0, suites=("near_miss",))
     assert not [c for c in cards if c["label"] == "C"]
     assert "near_miss: 0 C cards of 10 (the graph has no more)" in shortfall(cards, 10)
@@ -157,13 +164,12 @@ def test_held_out_drops_are_counted_per_reason_and_said(geography_cfg) -> None:
     assert line.startswith("held_out (located_in_state): dropped") and "name" in " ".join(held_out_drops(dropped, "x"))
 
 
-def test_grounded_c_cards_state_the_rule_their_label_rests_on_in_every_predicate(geography_cfg) -> None:
+def test_grounded_c_cards_state_the_rule_their_label_rests_on_in_every_predicate(loaded) -> None:
     """A C label may rest on another property's shape (geography: "a country does not border the
     country it lies in" decides located_in_country claims): the grounded card states that rule too."""
     borders = "If a place borders X, then X is not its country."
-    assert borders in [r.sentence for d in domains(geography_cfg) for r in rules(d)
-                       if d.predicate.name == "located_in_country"]
-    for d in domains(geography_cfg):
+    assert borders in [r.sentence for d in loaded for r in rules(d) if d.predicate.name == "located_in_country"]
+    for d in loaded:
         stated = {r.kind for r in rules(d)}
         cards = generate_cards(d, num_per_type=60 if d.predicate.name == "located_in_country" else 15, seed=0,
                                suites=("grounded",))

@@ -10,6 +10,8 @@ on a :class:`~audit.testing.server.FakeOpenRouter` and vary it through its field
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import re
 import zlib
@@ -60,11 +62,22 @@ def audit_config(out: Path, *overrides: str) -> DictConfig:
     """The config ``python -m audit`` would build, pointed at test models and ``out``; the judge
     and the assistant baseline off (a test that needs them says so), so a test counts only its own calls;
     the auditor shown the full transcript (``auto`` would give the test auditor, which no provider
-    caches, the ledger from turn 4: a test of the ledger or of ``auto`` says so)."""
+    caches, the ledger from turn 4: a test of the ledger or of ``auto`` says so). A copy of
+    :func:`_composed`'s, with ``output_dir`` set to ``out``."""
+    cfg = copy.deepcopy(_composed(overrides))
+    cfg.output_dir = str(out)
+    return cfg
+
+
+@functools.cache
+def _composed(overrides: tuple[str, ...]) -> DictConfig:
+    """The composed config for ``overrides``, once per process: a compose reads and merges every file of the
+    defaults list (~0.13 CPU-s, as much as the short audit a test then runs), and the tests composed the same
+    few configs hundreds of times. Nothing it holds depends on when it is composed: the ``${oc.env:...}``
+    values (the cache root a test points elsewhere) are interpolations, resolved when read."""
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         return compose("config", overrides=[
-            f"output_dir={out}", f"auditor.model={AUDITOR_MODEL}", "judge=off", "technique.with_baseline=false",
-            "auditor.context=full",
+            f"auditor.model={AUDITOR_MODEL}", "judge=off", "technique.with_baseline=false", "auditor.context=full",
             "gateway.max_retries=0", "gateway.cache.enabled=false", *overrides])
 
 

@@ -6,6 +6,7 @@ that prefixed names cannot hold, and line-oriented output is deterministic and d
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
@@ -13,11 +14,15 @@ RDFS = "http://www.w3.org/2000/01/rdf-schema#"
 OWL_CLASS = "http://www.w3.org/2002/07/owl#Class"
 _IRI_ESCAPES = {c: f"\\u{ord(c):04X}" for c in '<>"{}|^`\\ '}
 _LIT_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r"}
+# Found by a regular expression, which passes a name with nothing to escape (nearly all) in C: escaping
+# a character at a time in Python was ~2 of the small geography graph's ~5 CPU-s build (17 million characters)
+_IRI_FORBIDDEN = re.compile("[" + re.escape("".join(_IRI_ESCAPES)) + "]")
+_LIT_FORBIDDEN = re.compile("[" + re.escape("".join(_LIT_ESCAPES)) + "]")
 
 
 def iri(value: str) -> str:
     """``<value>`` with the characters N-Triples forbids in IRIs escaped."""
-    return "<" + "".join(_IRI_ESCAPES.get(c, c) for c in value) + ">"
+    return "<" + _IRI_FORBIDDEN.sub(lambda m: _IRI_ESCAPES[m.group()], value) + ">"
 
 
 def literal(value: object) -> str:
@@ -28,7 +33,7 @@ def literal(value: object) -> str:
         return f'"{value}"^^<http://www.w3.org/2001/XMLSchema#integer>'
     if isinstance(value, float):
         return f'"{value!r}"^^<http://www.w3.org/2001/XMLSchema#double>'
-    return '"' + "".join(_LIT_ESCAPES.get(c, c) for c in str(value)) + '"'
+    return '"' + _LIT_FORBIDDEN.sub(lambda m: _LIT_ESCAPES[m.group()], str(value)) + '"'
 
 
 def line(s: str, p: str, o: str) -> str:
