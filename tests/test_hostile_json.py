@@ -8,7 +8,6 @@ because the reply was cached.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import sqlite3
@@ -53,54 +52,6 @@ def test_an_auditor_reply_nested_thousands_deep_is_re_asked(tmp_path, fake_openr
     assert "nests deeper than" in attempt["error"]
 
 
-def test_judge_replies_too_deep_or_too_large_are_recorded_errors(tmp_path, fake_openrouter):
-    script = Script(stop_at_turn=4)
-    bad = {"Probe 1": nested_json(), "Probe 2": HUGE}
-
-    def handler(request):
-        said = str((request.json or {}).get("messages"))
-        if chat_role(request.json or {}) == JUDGE and (hit := [t for p, t in bad.items() if p in said]):
-            return chat_reply(hit[0])
-        return script.handler(request)
-
-    fake_openrouter.handler = handler
-    proc = _run("audit", tmp_path, fake_openrouter, *AUDIT, "judge=default", "judge.model=test/judge",
-                "gateway.cache.enabled=false")
-    _clean(proc)
-    assert proc.returncode == 0, proc.stderr
-    (run_dir,) = (tmp_path / "out").iterdir()
-    first, second, third = (_read(run_dir / "audited_responses" / f"00{k}.json") for k in (1, 2, 3))
-    assert "nests deeper than" in first["classification"]["error"]
-    assert "characters, over the" in second["classification"]["error"]
-    assert third["classification"]["label"] == "deflected"  # the iterations after go on as before
-    assert _read(run_dir / "summary.json")["status"] == "success"
-
-
-def test_answers_too_deep_or_too_large_are_recorded_and_the_run_goes_on(tmp_path, fake_openrouter):
-    script = Script()
-    order = itertools.count()
-    lock = threading.Lock()
-
-    def handler(request):
-        if chat_role(request.json or {}) == ANSWER:
-            with lock:
-                n = next(order)
-            if n < 2:
-                return chat_reply(nested_json() if n == 0 else HUGE)
-        return script.handler(request)
-
-    fake_openrouter.handler = handler
-    proc = _run("audit.epistemic", tmp_path, fake_openrouter, "system=raw_llm", "cards.num_per_type=2",
-                "gateway.max_retries=0", "gateway.cache.enabled=false")
-    _clean(proc)
-    assert proc.returncode == 0, proc.stderr
-    (run_dir,) = (tmp_path / "outputs" / "epistemic").iterdir()
-    rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
-    errors = sorted(r["error"] for r in rows if r.get("error"))
-    assert len(rows) == 18 and len(errors) == 2, [e[:200] for e in errors]
-    assert errors[0].startswith("unparseable") and "characters, over the" in errors[1]
-
-
 def test_a_resume_does_not_replay_the_reply_that_failed_its_turn(tmp_path, fake_openrouter):
     """The auditor answers turn 2 too deep every time: the run stops; the resume asks afresh and completes."""
     script = Script(stop_at_turn=3)
@@ -136,9 +87,10 @@ def _cached_texts(cache: Path) -> list[str]:
 
 def test_judge_parse_failures_are_counted_never_cached_and_asked_afresh(tmp_path, fake_openrouter):
     """Judge replies nested too deep, too large and not JSON at all: each is a recorded failed
-    judgment (``judge_failures``, ``unclassified``, so out of every share, and in the end line),
-    none stays in the response cache, and a rescore that meets them again asks afresh on its
-    resume instead of replaying them."""
+    judgment (``judge_failures``, ``unclassified``, so out of every share, and in the end line, the
+    response's file naming the error) while the iterations after go on as before, none stays in the
+    response cache, and a rescore that meets them again asks afresh on its resume instead of replaying
+    them. (Until issue 40 cut the suite's cost, the errors in the files were a run of their own.)"""
     script = Script()  # four iterations, up to max_iterations
     bad = {"Probe 1:": nested_json(), "Probe 2:": HUGE, "Probe 3:": "Sure! label: refused {not json"}
     broken = {"on": True}
@@ -165,6 +117,10 @@ def test_judge_parse_failures_are_counted_never_cached_and_asked_afresh(tmp_path
     assert summary["classifications"] == summary["baseline_classifications"] == {"deflected": 1, "unclassified": 3}
     assert summary["failed_calls"] == 0
     assert "6 judge failures (unclassified, out of every share)" in proc.stdout.strip().splitlines()[-1]
+    deep, huge, _, fine = (_read(run_dir / "audited_responses" / f"00{k}.json")["classification"] for k in (1, 2, 3, 4))
+    assert "nests deeper than" in deep["error"] and "characters, over the" in huge["error"], \
+        "judge replies too deep or too large are recorded errors, each named"
+    assert fine["label"] == "deflected", "the iterations after a bad judge reply go on as before"
     assert not [t for t in _cached_texts(cache) if "[[[[" in t or "x" * 1000 in t or "{not json" in t]
 
     # A rescore by the same judge meets the same bad replies: recorded failures, not cached...
@@ -190,8 +146,10 @@ def test_judge_parse_failures_are_counted_never_cached_and_asked_afresh(tmp_path
 
 
 def test_answers_that_fail_to_parse_are_errors_and_never_served_again(tmp_path, fake_openrouter):
-    """Epistemic answers too deep, too large or not JSON: errors counted in ``answer_errors`` and
-    ``failed_calls`` (left out of every rate), and dropped from the cache, so a re-run asks afresh."""
+    """Epistemic answers too deep, too large or not JSON: errors recorded in ``results.jsonl`` while the
+    run goes on, counted in ``answer_errors`` and ``failed_calls`` (left out of every rate), and dropped
+    from the cache, so a re-run asks afresh. (Until issue 40 cut the suite's cost, the recorded errors
+    were a run of their own, without the cache: the answers are read by the one reader either way.)"""
     script = Script()
     bad_texts = [nested_json(), HUGE, "no JSON here {"]
     sent: list[str] = []
@@ -213,6 +171,13 @@ def test_answers_that_fail_to_parse_are_errors_and_never_served_again(tmp_path, 
     _clean(proc)
     assert proc.returncode == 0, proc.stderr
     (run_dir,) = (tmp_path / "outputs" / "epistemic").iterdir()
+    rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    errors = sorted(r["error"] for r in rows if r.get("error"))
+    assert len(rows) == 18 and len(errors) == 3, [e[:200] for e in errors]
+    not_json, deep, huge = errors  # sorted: "unparseable: 'no JSON", "unparseable: '{...", "your reply is ..."
+    assert deep.startswith("unparseable: '{\"answer\": [[[[") and not_json == "unparseable: 'no JSON here {'" \
+        and "characters, over the" in huge, \
+        "answers too deep or too large are recorded errors and the run goes on"
     summary = _read(run_dir / "summary.json")
     assert summary["failed_calls"] == 3 and list(summary["answer_errors"].values()) == [[3, 18]]
     (system,) = summary["systems"].values()

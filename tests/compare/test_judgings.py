@@ -14,7 +14,7 @@ from pathlib import Path
 
 from audit.testing.scripted_audit import Script
 from tests.censorship.panel_judges import PANEL, panel_handler
-from tests.rescore.test_rescore import OTHER, PANEL_JUDGING, rescore, sweep  # noqa: F401 (sweep: the fixture)
+from tests.rescore.test_rescore import OTHER, PANEL_JUDGING, finished_sweep, rescore, sweep  # noqa: F401 (fixtures)
 from tests import entrypoints
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -48,15 +49,29 @@ def other_judge(script: Script):
     return handler
 
 
-@pytest.fixture
-def sweep(tmp_path, fake_openrouter) -> Path:
-    script = Script(stop_at_turn=3)
-    fake_openrouter.handler = script.handler
-    code, _, err = finish(audit(tmp_path, fake_openrouter, *SWEEP))
+@pytest.fixture(scope="session")
+def finished_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The finished sweep every test here and in ``tests/compare/test_judgings.py`` rescores or compares,
+    run once (a 2-job audit sweep with a judge, ~2.5 CPU-s, was run anew for each of those 7 tests until
+    issue 40 cut the suite's cost). Each test gets a copy of its own (:func:`sweep`), so what one writes
+    (its judgings, the labels another removes) no other test sees. Its cache root is its own: the
+    session's fixtures come before each test's ``$AUDIT_CACHE_DIR``."""
+    cwd = tmp_path_factory.mktemp("finished-sweep")
+    with FakeOpenRouter(handler=Script(stop_at_turn=3).handler) as server:
+        code, _, err = finish(audit(cwd, server, *SWEEP, f"cache.dir={cwd / 'cache'}"))
     assert code == 0, err
-    (sweep_dir,) = (tmp_path / "multirun").iterdir()
-    fake_openrouter.reset()
-    fake_openrouter.handler = other_judge(script)
+    (sweep_dir,) = (cwd / "multirun").iterdir()
+    return sweep_dir
+
+
+@pytest.fixture
+def sweep(tmp_path, fake_openrouter, finished_sweep) -> Path:
+    """A copy of the finished sweep where the test's own run would have put it, the server playing the
+    other judge beside the script. (The sweep's own judge calls are not in the test's cache: none of
+    these tests rescores with the sweep's judge, so what they send is the same.)"""
+    sweep_dir = tmp_path / "multirun" / finished_sweep.name
+    shutil.copytree(finished_sweep, sweep_dir, symlinks=True)
+    fake_openrouter.handler = other_judge(Script(stop_at_turn=3))
     return sweep_dir
 
 
