@@ -43,8 +43,9 @@ def one_topic(folder: Path) -> Path:
 def test_a_short_benchmark_with_target_and_judge_on_the_real_model(embedded, tmp_path):
     """Bounded by its settings: 1 draw of at most 60 tokens and 3 judge calls (its label, facts and
     assessment) of at most 512, so at most 1,596 written tokens, ~80 s at the embedded model's 20 tokens/s on
-    2 quiet cores. On the seeded server (2026-11-29): the answer at its 60, label 21, assessment 44, fact
-    scoring 190 tokens, 315 written and 1,723 prompt tokens read. The cap stays at 512: with both topics, in
+    2 quiet cores. On the seeded server (2026-11-29): the answer at its 60, label 21, assessment 39-44, fact
+    scoring 124-190 tokens (in the group's run and on a fresh server: which prompts llama.cpp serves from
+    its cache changes a reply), 244-315 written and 1,723 prompt tokens read. The cap stays at 512: with both topics, in
     one of five runs capped at 192, a fact scoring reached it. Before (2026-11-29): both topics, 2 draws and
     6 judge calls, ~3,060 tokens read and ~440 written, 31.5 CPU-s in the real-model group's log; with every
     key fact the run wrote 1,001-1,028 tokens (fact scorings 369-422, each failing for a missing verdict),

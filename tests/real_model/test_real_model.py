@@ -91,9 +91,10 @@ def test_epistemic_run_on_real_model_then_cached_rerun_sends_nothing(tmp_path):
     ``local=true`` starts llama.cpp's server and measures its speed in each of the two runs, and each run
     exits within seconds of its ``done:`` line (the exit test of issue 38, item 7, for this entrypoint). Its
     cost is the prompts read more than the tokens written (the 135M model reads ~120 tokens/s and writes ~48
-    on one thread; graph_rag's prompts carry the card's facts): measured 2026-11-29, 1,198 tokens read and 88
-    written. With 2 cards a label (2,435 read, 177 written) and the exit timed in a separate cold run, the
-    two tests took 30.4 + 15.2 CPU-s."""
+    on one thread; graph_rag's prompts carry the card's facts): measured 2026-11-29, 408 tokens read and 31
+    written (raw_llm 165 and 11, graph_rag 243 and 20). With a card a label (1,198 read, 88 written) the test
+    took 25.8 CPU-s, now 14.5 (one after the other at load 10-15); with 2 cards a label (2,435 read, 177
+    written) and the exit timed in a separate cold run, the two tests took 30.4 + 15.2 CPU-s."""
     run_dir = epistemic(tmp_path, "first")
     rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and {r["system"] for r in rows} == {"raw_llm:smollm2-135m-instruct",
