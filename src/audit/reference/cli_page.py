@@ -25,6 +25,7 @@ ENTRYPOINTS: tuple[tuple[str, str], ...] = (
     ("audit.epistemic.report", "rebuild an epistemic run's report.html"),
     ("audit.epistemic.build.rivers", "rebuild the rivers graph from its card files"),
     ("audit.epistemic.build.geography", "build a geography graph"),
+    ("audit.epistemic.build.verdicts", "store the SHACL verdict of each shipped graph beside it"),
     ("audit.testing.fake_openrouter", "start the loopback OpenRouter server the tests use"),
 )
 """Every ``python -m`` module, in the order a newcomer meets them, with what it is for."""
