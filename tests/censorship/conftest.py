@@ -38,7 +38,7 @@ def loopback_env(server: FakeOpenRouter, cwd: Path) -> Iterator[Path]:
 def audit_in_process(server: FakeOpenRouter, cwd: Path, *overrides: str) -> Path:
     """The audit ``python -m audit <overrides>`` would make from ``cwd``, made in this process through
     :func:`audit.censorship.loop.run` (the function the entrypoint runs): its run dir, under ``cwd / "out"``
-    unless an override says otherwise. The config is the command line's (``auditor.context`` back to its
+    (:func:`audit_config` sets ``output_dir`` after composing). The config is the command line's (``auditor.context`` back to its
     default ``auto``, which :func:`audit_config` sets to ``full``); what the entrypoint adds around the
     loop (one-line errors, exit codes, the Inspect export, sweeps) is for tests that start it."""
     with loopback_env(server, cwd):
