@@ -29,7 +29,7 @@ ENTRY = "*.__main__"
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("audit", "audit.errors", "audit.neutral", "audit.io", "audit.paths", "audit.cli", "audit.config_values",
               "audit.prompt_files", "audit.model_json", "audit.quotes", "audit.fence", "audit.counted",
-              "audit.progress", "audit.runtime", "audit.tasks", "audit.stats", "audit.templates", "audit.pages")),
+              "audit.progress", "audit.runtime", "audit.stop_signals", "audit.tasks", "audit.stats", "audit.templates", "audit.pages")),
     ("run record", ("audit.record",)),
     ("model calls", ("audit.llm",)),
     ("job runtime", ("audit.jobs",)),

@@ -29,8 +29,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from audit.stop_signals import STOPS
 
-_HANGUP = [signal.SIGHUP] if hasattr(signal, "SIGHUP") else []  # POSIX only
+_HANGUP = [s for s in STOPS if s not in (signal.SIGINT, signal.SIGTERM)]  # SIGHUP, on POSIX
 STARTING, RUNNING, ENDING = "starting", "running", "ending"
 _phase: list[str] = []
 """The entrypoint process's phase (empty in a process no entrypoint started: a test, a notebook)."""
@@ -73,7 +74,7 @@ def from_the_start() -> None:
     if threading.current_thread() is not threading.main_thread():
         return
     _phase[:] = [STARTING]
-    for stop in [signal.SIGINT, signal.SIGTERM, *_HANGUP]:
+    for stop in STOPS:
         if signal.getsignal(stop) is not signal.SIG_IGN:
             signal.signal(stop, _on_stop)
 
@@ -94,7 +95,7 @@ def ending() -> None:
     shuts down (a SIGTERM there killed the finished process silently), but leaves an ignored signal so."""
     if _phase:
         _phase[:] = [ENDING]
-        for stop in [signal.SIGINT, signal.SIGTERM, *_HANGUP]:
+        for stop in STOPS:
             signal.signal(stop, signal.SIG_IGN)
 
 

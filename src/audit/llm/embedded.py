@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import UserError
+from audit.stop_signals import STOPS
 from audit.progress import Heartbeat, format_duration
 
 ENDPOINT = "embedded"
@@ -87,8 +88,7 @@ CHILD = "import json, runpy, sys; runpy.run_path(sys.argv[1])['serve'](json.load
 """The server's process: ``python -c`` (not ``-m``: it is no entrypoint of the program's own) running this file
 by its path. Importing it as ``audit.llm.embedded`` imports the ``audit.llm`` package first, and with it the
 gateway's types and the run record's models: 0.33 of a start's CPU-s (measured 2026-11-29), which the server
-never uses; by its path it imports only ``audit.errors`` and ``audit.progress`` (0.04)."""
-SIGNALS = [signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])]
+never uses; by its path it imports only ``audit.errors``, ``audit.progress`` and ``audit.stop_signals`` (0.04)."""
 
 
 class EmbeddedServer:
@@ -164,7 +164,7 @@ class EmbeddedServer:
 
 def ignore_stops() -> None:
     """The server's process ignores Ctrl-C, SIGTERM and SIGHUP: the run that started it decides when it ends."""
-    for stop in SIGNALS:
+    for stop in STOPS:
         signal.signal(stop, signal.SIG_IGN)
 
 

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from audit.errors import UserError
+from audit.stop_signals import STOPS
 from audit.llm import budget as budgets
 from audit.llm.cache import print_warning
 from audit.llm.types import Blocked, GatewayError, LLMResponse
@@ -66,8 +67,6 @@ cores the parent's own share (journal, ledger, pickling) bounds the rate."""
 STOP_S = 30.0
 """How long closing waits for the workers' last records before it kills them."""
 _FRAME = struct.Struct(">I")
-STOPS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)}
-"""The signals that stop a run (``audit.jobs.interrupts``): held while a worker is forked, ignored in it."""
 
 
 class WorkerCrashed(UserError):

@@ -33,10 +33,10 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, configure_log, filter_overrides, setup_globals
 from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
 from audit.counted import counted
+from audit.stop_signals import STOPS
 
 log = logging.getLogger(__name__)
 PRELOAD = ["audit.app.warm_imports"]
-STOPS = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
 
 
 class WarmLauncher(JoblibLauncher):
@@ -113,7 +113,7 @@ def _start_worker() -> None:
     (:mod:`audit.jobs.interrupts`); an ignored one (``nohup``) stays ignored. A job sets its own."""
     os.setpgrp()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for stop in STOPS:
+    for stop in set(STOPS) - {signal.SIGINT}:
         if signal.getsignal(stop) is not signal.SIG_IGN:
             signal.signal(stop, signal.SIG_DFL)
 
