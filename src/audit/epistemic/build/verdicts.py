@@ -10,7 +10,6 @@ verdicts are those of the files as they are.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -25,7 +24,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     wanted = shipped_verdicts()
     stale = sorted(str(path) for path, verdict in wanted.items()
-                   if not path.is_file() or read_json(path) != json.loads(json.dumps(verdict)))
+                   if not path.is_file() or read_json(path) != verdict)
     graphs = {path.parent / path.name.split(".violations-")[0] for path in wanted}
     outdated = sorted(str(old) for graph in graphs for old in graph.parent.glob(f"{graph.name}.violations-*.json")
                       if old not in wanted)
